@@ -1,0 +1,657 @@
+"""Scenario files: TOML in, a validated and fully defaulted dict out.
+
+A scenario is data, never code.  Every key is optional (except the few marked
+required below), has a default, and carries its unit in its name (``_s``,
+``_bytes``, ``_hz``).  :func:`load_scenario` / :func:`parse_scenario` /
+:func:`validate` return the *user-level* dict (seconds, every key filled in,
+absolute paths); :func:`to_engine_config` turns it into the JSON-ready dict the
+Rust engine deserialises (integer picoseconds).
+
+The schema is declared once, as tables of :class:`Field` below; the code that
+walks them is generic.  Rules that relate two keys (``duration_s < period_s``,
+``root < ranks``, ...) are listed next to the table they belong to.
+
+Errors are :class:`ScenarioError` with a user-ready message naming the source
+and the full key path, e.g. ``scn.toml: noise[1].duration_s: must be >= 0, got -1``;
+TOML syntax errors read ``scn.toml:3: <message>``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = [
+    "ScenarioError",
+    "load_scenario",
+    "parse_scenario",
+    "validate",
+    "to_engine_config",
+    "engine_json",
+    "WORKLOADS",
+    "NOISE_KINDS",
+    "describe_workloads",
+    "describe_noise",
+]
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be accepted; the message is ready to show to a user.
+
+    ``source`` is the file (or ``<string>``/``<dict>``), ``key`` the key path
+    (``""`` when the problem is not tied to a key), ``line`` the TOML line of a
+    syntax error (else ``None``).
+    """
+
+    def __init__(self, message: str, *, source: str = "", key: str = "", line: int | None = None):
+        super().__init__(message)
+        self.source = source
+        self.key = key
+        self.line = line
+
+
+# --------------------------------------------------------------------------
+# Schema vocabulary
+# --------------------------------------------------------------------------
+
+REQUIRED = object()  # default of a key that must be given
+
+PS_PER_S = 1e12
+MAX_U32 = 2**32 - 1
+MAX_U64 = 2**64 - 1
+MAX_RANKS = 2**31
+MAX_PS = 2**63 - 1  # keep every time well inside the engine's u64 picoseconds
+MAX_DISTANCES = 16
+
+Check = Callable[[Any], "str | None"]  # value -> error message, or None when fine
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a table.
+
+    type: "int", "float", "bool", "str", "path" (a string resolved against the
+    scenario's directory) or "ints" (a list of ints; ``check`` then applies to
+    each element).  ``nullable`` lets ``None`` through (Python callers only;
+    TOML has no null) — that is how "absent, meaning all" is represented.
+    """
+
+    type: str
+    default: Any = REQUIRED
+    check: Check | None = None
+    nullable: bool = False
+    unique: bool = False  # "ints" only: reject repeated values
+
+
+def _ge(lo) -> Check:
+    return lambda v: None if v >= lo else f"must be >= {lo}, got {v!r}"
+
+
+def _gt(lo) -> Check:
+    return lambda v: None if v > lo else f"must be > {lo}, got {v!r}"
+
+
+def _int_range(lo: int, hi: int) -> Check:
+    return lambda v: None if lo <= v <= hi else f"must be between {lo} and {hi}, got {v!r}"
+
+
+def _one_of(*choices: str) -> Check:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}; got {v!r}"
+
+
+def _seconds(positive: bool) -> Check:
+    """A time in seconds that converts to a picosecond count the engine can hold."""
+
+    def check(v):
+        if positive and not v > 0:
+            return f"must be > 0, got {v!r}"
+        if v < 0:
+            return f"must be >= 0, got {v!r}"
+        if v * PS_PER_S > MAX_PS:
+            return f"too large: {v!r} s exceeds the engine's range (about {MAX_PS / PS_PER_S:.3g} s)"
+        if positive and _ps(v) < 1:
+            return f"too small: {v!r} s is below the engine's 1 ps resolution"
+        return None
+
+    return check
+
+
+_NONNEG_S = _seconds(positive=False)
+_POS_S = _seconds(positive=True)
+_NONNEG = _ge(0)
+_RANKS = _int_range(1, MAX_RANKS)
+_U32 = _int_range(0, MAX_U32)
+_U64 = _int_range(0, MAX_U64)
+
+
+# --------------------------------------------------------------------------
+# The schema
+# --------------------------------------------------------------------------
+
+TOP = {
+    "seed": Field("int", 1, _U64),
+    "name": Field("str", ""),
+}
+TOP_TABLES = ("network", "noise", "workload", "record", "limits")
+
+# LogGOPS parameters of one link class; LogGOPSim's defaults.
+LINK = {
+    "L_s": Field("float", 2.5e-6, _NONNEG_S),
+    "o_s": Field("float", 1.5e-6, _NONNEG_S),
+    "g_s": Field("float", 1.0e-6, _NONNEG_S),
+    "G_s_per_byte": Field("float", 6.0e-9, _NONNEG),
+    "O_s_per_byte": Field("float", 0.0, _NONNEG),
+    "S_bytes": Field("int", 65535, _U64),
+}
+NETWORK = {
+    **LINK,
+    "ranks_per_node": Field("int", 1, _RANKS),
+    # "intra_node" is a sub-table with LINK's keys, defaulting to the values
+    # above; handled in _network().
+}
+
+RECORD = {"timers": Field("bool", True)}
+LIMITS = {"max_memory_bytes": Field("int", 0, _U64)}
+
+_NOISE_RANKS = Field("ints", None, _U32, nullable=True)
+
+# kind -> (description, fields besides "kind")
+NOISE: dict[str, tuple[str, dict[str, Field]]] = {
+    "periodic": (
+        "a detour of duration_s every period_s (random phase per rank unless cosched)",
+        {
+            "period_s": Field("float", 1e-3, _POS_S),
+            "duration_s": Field("float", 2.5e-5, _NONNEG_S),
+            "cosched": Field("bool", False),
+            "ranks": _NOISE_RANKS,
+        },
+    ),
+    "poisson": (
+        "detours of duration_s arriving as a Poisson process of rate_hz per rank",
+        {
+            "rate_hz": Field("float", 100.0, _gt(0)),
+            "duration_s": Field("float", 1e-4, _POS_S),
+            "ranks": _NOISE_RANKS,
+        },
+    ),
+    "trace": (
+        "replay of a measured detour trace file (start<TAB>duration in ns per line), looped",
+        {
+            "path": Field("path"),
+            "cosched": Field("bool", False),
+            "ranks": _NOISE_RANKS,
+        },
+    ),
+    "checkpoint": (
+        "uncoordinated checkpoints: duration_s every interval_s, each rank at its own phase",
+        {
+            "interval_s": Field("float", 60.0, _POS_S),
+            "duration_s": Field("float", 1.0, _NONNEG_S),
+            "ranks": _NOISE_RANKS,
+        },
+    ),
+    "single": (
+        "one detour of duration_s on one rank at start_s (e.g. to launch an idle wave)",
+        {
+            "rank": Field("int", REQUIRED, _U32),
+            "start_s": Field("float", 0.0, _NONNEG_S),
+            "duration_s": Field("float", 1e-3, _POS_S),
+        },
+    ),
+}
+
+WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
+    "bsp": (
+        "bulk-synchronous loop: compute, then halo exchange with ranks at the given distances",
+        {
+            "ranks": Field("int", 64, _RANKS),
+            "iterations": Field("int", 100, _U32),
+            "compute_s": Field("float", 1e-4, _NONNEG_S),
+            "distances": Field("ints", [1], _ge(1), unique=True),
+            "message_bytes": Field("int", 8, _U64),
+            "periodic": Field("bool", True),
+            "barrier": Field("bool", False),
+        },
+    ),
+    "collective": (
+        "a loop of collectives (allreduce, bcast or barrier), optionally with compute between",
+        {
+            "ranks": Field("int", 64, _RANKS),
+            "iterations": Field("int", 10, _U32),
+            "collective": Field("str", "allreduce", _one_of("allreduce", "bcast", "barrier")),
+            "message_bytes": Field("int", 8, _U64),
+            "compute_s": Field("float", 0.0, _NONNEG_S),
+            "root": Field("int", 0, _U32),
+        },
+    ),
+    "goal": (
+        "a LogGOPSim GOAL schedule file (calc times in ns)",
+        {"path": Field("path")},
+    ),
+}
+DEFAULT_WORKLOAD = "bsp"
+
+WORKLOADS: dict[str, str] = {kind: desc for kind, (desc, _) in WORKLOAD_SCHEMA.items()}
+NOISE_KINDS: dict[str, str] = {kind: desc for kind, (desc, _) in NOISE.items()}
+
+
+# Rules relating keys of one table: table -> [(key reported, message or None)].
+def _ps(seconds: float) -> int:
+    return int(round(seconds * PS_PER_S))
+
+
+def _shorter(dur: str, span: str) -> Callable[[dict], tuple[str, str | None]]:
+    def rule(t):
+        ok = _ps(t[dur]) < _ps(t[span])
+        return dur, None if ok else f"must be < {span} ({t[span]!r}), got {t[dur]!r} (the CPU would never run)"
+
+    return rule
+
+
+def _poisson_duty(t):
+    duty = t["rate_hz"] * t["duration_s"]
+    msg = None if duty < 1 else f"rate_hz * duration_s must be < 1 (the CPU would never run), got {duty:.6g}"
+    return "duration_s", msg
+
+
+def _below_ranks(key: str):
+    def rule(t):
+        ok = t[key] < t["ranks"]
+        return key, None if ok else f"must be < ranks ({t['ranks']}), got {t[key]!r}"
+
+    return rule
+
+
+def _distances(t):
+    d = t["distances"]
+    if len(d) > MAX_DISTANCES:
+        return "distances", f"at most {MAX_DISTANCES} distances are supported, got {len(d)}"
+    for i, x in enumerate(d):
+        if x >= t["ranks"]:
+            return f"distances[{i}]", f"must be < ranks ({t['ranks']}), got {x!r}"
+    return "distances", None
+
+
+RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
+    "periodic": [_shorter("duration_s", "period_s")],
+    "checkpoint": [_shorter("duration_s", "interval_s")],
+    "poisson": [_poisson_duty],
+    "bsp": [_distances],
+    "collective": [_below_ranks("root")],
+}
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def load_scenario(path: str | Path, overrides: dict | None = None) -> dict:
+    """Reads a TOML scenario file and returns the validated user-level dict.
+
+    Relative paths inside it resolve against the file's directory.
+    """
+    p = Path(path)
+    source = str(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ScenarioError(f"{source}: cannot read scenario: {e.strerror or e}", source=source) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{source}: not valid UTF-8 ({e.reason} at byte {e.start})", source=source) from None
+    return parse_scenario(text, source, overrides, base_dir=p.resolve().parent)
+
+
+def parse_scenario(
+    text: str, source: str = "<string>", overrides: dict | None = None, *, base_dir: str | Path | None = None
+) -> dict:
+    """Parses TOML text and validates it. ``source`` names it in messages; when it
+    is a file name, relative paths resolve against its directory (else
+    ``base_dir``, else the current directory)."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise _syntax_error(e, text, source) from None
+    if overrides:
+        raw = _apply_overrides(raw, overrides, source)
+    return validate(raw, source, base_dir=base_dir)
+
+
+def validate(raw: dict, source: str = "<dict>", *, base_dir: str | Path | None = None) -> dict:
+    """Validates an already-parsed scenario and fills in every default.
+
+    Idempotent: validating the result again returns an equal dict.
+    """
+    if base_dir is None:
+        base_dir = Path(source).parent if source and not source.startswith("<") else Path.cwd()
+    v = _Validator(source, Path(base_dir))
+    return v.scenario(raw)
+
+
+def to_engine_config(scn: dict) -> dict:
+    """User-level scenario (seconds) -> the engine's JSON-ready config (integer ps)."""
+    scn = validate(scn, "<scenario>")  # cheap, and guards against hand-edited dicts
+    net = scn["network"]
+    intra = net["intra_node"]
+    return {
+        "seed": scn["seed"],
+        "network": {
+            "inter_node": _engine_link(net),
+            "intra_node": None if intra is None else _engine_link(intra),
+            "ranks_per_node": net["ranks_per_node"],
+        },
+        "noise": [_engine_noise(n) for n in scn["noise"]],
+        "workload": _engine_workload(scn["workload"]),
+        "record_timers": scn["record"]["timers"],
+        "max_memory_bytes": scn["limits"]["max_memory_bytes"] or None,
+    }
+
+
+def engine_json(scn: dict) -> str:
+    """The engine config as a JSON string."""
+    return json.dumps(to_engine_config(scn))
+
+
+def describe_workloads() -> list[dict]:
+    """Workload kinds with their parameters and defaults (``None`` = required)."""
+    return _describe(WORKLOAD_SCHEMA)
+
+
+def describe_noise() -> list[dict]:
+    """Noise kinds with their parameters and defaults (``None`` = required or all ranks)."""
+    return _describe(NOISE)
+
+
+# --------------------------------------------------------------------------
+# Implementation
+# --------------------------------------------------------------------------
+
+
+def _describe(schema: dict[str, tuple[str, dict[str, Field]]]) -> list[dict]:
+    out = []
+    for kind, (desc, fields) in schema.items():
+        params = {name: (None if f.default is REQUIRED else _copy(f.default)) for name, f in fields.items()}
+        out.append({"kind": kind, "description": desc, "params": params})
+    return out
+
+
+def _copy(v):
+    return list(v) if isinstance(v, list) else v
+
+
+_LINE_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def _syntax_error(e: tomllib.TOMLDecodeError, text: str, source: str) -> ScenarioError:
+    msg = str(e)
+    m = _LINE_RE.search(msg)
+    if m:
+        line = int(m.group(1))
+        msg = f"{msg[: m.start()]} (column {m.group(2)})"
+    elif msg.endswith("(at end of document)"):
+        line = text.count("\n") + 1
+        msg = msg[: -len("(at end of document)")].rstrip() + " (at end of file)"
+    else:
+        line = None
+    where = f"{source}:{line}" if line is not None else source
+    return ScenarioError(f"{where}: TOML syntax error: {msg}", source=source, line=line)
+
+
+def _apply_overrides(raw: dict, overrides: dict, source: str) -> dict:
+    """Applies top-level overrides on top of the parsed file.
+
+    A dict value for a table is merged key by key into the file's table,
+    unless it sets ``kind`` (then it replaces the table); other values replace.
+    Dotted keys (``"workload.ranks"``) address one key inside a table.
+    """
+    out = dict(raw)
+    for key, value in overrides.items():
+        if not isinstance(key, str) or not key:
+            raise ScenarioError(f"{source}: overrides: keys must be non-empty strings, got {key!r}", source=source)
+        *parents, last = key.split(".")
+        table = out
+        for i, part in enumerate(parents):
+            sub = table.get(part)
+            if sub is None:
+                sub = {}
+            elif not isinstance(sub, dict):
+                path = ".".join(parents[: i + 1])
+                raise ScenarioError(f"{source}: {path}: cannot override {key!r}: {path} is not a table", source=source, key=path)
+            table[part] = sub = dict(sub)
+            table = sub
+        old = table.get(last)
+        if isinstance(value, dict) and isinstance(old, dict) and "kind" not in value:
+            table[last] = {**old, **value}
+        else:
+            table[last] = value
+    return out
+
+
+def _type_name(v) -> str:
+    return type(v).__name__
+
+
+def _show(v) -> str:
+    """A value as the user wrote it (TOML spelling for booleans)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class _Validator:
+    def __init__(self, source: str, base_dir: Path):
+        self.source = source
+        self.base_dir = base_dir
+
+    def fail(self, path: str, msg: str):
+        where = f"{self.source}: {path}: " if path else f"{self.source}: "
+        raise ScenarioError(where + msg, source=self.source, key=path)
+
+    # -- generic --------------------------------------------------------
+
+    def table(self, raw, path: str) -> dict:
+        """Checks that ``raw`` is a table (None/absent = empty); returns it as a dict."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail(path, f"expected a table, got {_show(raw)} ({_type_name(raw)})")
+        return raw
+
+    def no_unknown(self, raw: dict, allowed: list[str], path: str):
+        for key in raw:
+            if key not in allowed:
+                self.fail(_join(path, str(key)), f"unknown key (allowed: {', '.join(allowed)})")
+
+    def fields(self, raw: dict, schema: dict[str, Field], path: str, allowed: list[str] | None = None) -> dict:
+        self.no_unknown(raw, allowed if allowed is not None else list(schema), path)
+        return {name: self.value(raw.get(name, REQUIRED), f, _join(path, name)) for name, f in schema.items()}
+
+    def value(self, v, f: Field, path: str):
+        if v is REQUIRED:
+            if f.default is REQUIRED:
+                self.fail(path, "required key is missing")
+            return _copy(f.default)
+        if v is None and f.nullable:
+            return None
+        if f.type == "ints":
+            if not isinstance(v, (list, tuple)):
+                self.fail(path, f"expected a list of integers, got {_show(v)} ({_type_name(v)})")
+            items = [self.scalar(x, "int", f.check, f"{path}[{i}]") for i, x in enumerate(v)]
+            if f.unique:
+                seen = set()
+                for i, x in enumerate(items):
+                    if x in seen:
+                        self.fail(f"{path}[{i}]", f"duplicate value {x!r}")
+                    seen.add(x)
+            return items
+        return self.scalar(v, f.type, f.check, path)
+
+    def scalar(self, v, typ: str, check: Check | None, path: str):
+        if typ == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                self.fail(path, f"expected an integer, got {_show(v)} ({_type_name(v)})")
+        elif typ == "float":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                self.fail(path, f"expected a number, got {_show(v)} ({_type_name(v)})")
+            if not math.isfinite(v):
+                self.fail(path, f"must be finite, got {v!r}")
+        elif typ == "bool":
+            if not isinstance(v, bool):
+                self.fail(path, f"expected a boolean (true or false), got {_show(v)} ({_type_name(v)})")
+        elif typ in ("str", "path"):
+            if not isinstance(v, str):
+                self.fail(path, f"expected a string, got {_show(v)} ({_type_name(v)})")
+            if typ == "path" and not v.strip():
+                self.fail(path, "expected a file path, got an empty string")
+        else:  # pragma: no cover - schema bug
+            raise AssertionError(f"unknown field type {typ!r}")
+        if check is not None:
+            msg = check(v)
+            if msg:
+                self.fail(path, msg)
+        if typ == "float":
+            return float(v)
+        if typ == "path":
+            return self.resolve(v)
+        return v
+
+    def resolve(self, p: str) -> str:
+        path = Path(os.path.expanduser(p))
+        if not path.is_absolute():
+            path = self.base_dir / path
+        return os.path.normpath(os.path.abspath(path))
+
+    def rules(self, kind: str, table: dict, path: str):
+        for rule in RULES.get(kind, ()):
+            key, msg = rule(table)
+            if msg:
+                self.fail(_join(path, key), msg)
+
+    def kinded(self, raw, schema: dict[str, tuple[str, dict[str, Field]]], path: str, default: str | None) -> dict:
+        """A table whose allowed keys depend on its ``kind``."""
+        raw = self.table(raw, path)
+        kinds = ", ".join(schema)
+        kind = raw.get("kind", REQUIRED)
+        if kind is REQUIRED:
+            if default is None:
+                self.fail(_join(path, "kind"), f"required key is missing (one of: {kinds})")
+            kind = default
+        if not isinstance(kind, str):
+            self.fail(_join(path, "kind"), f"expected a string, got {_show(kind)} ({_type_name(kind)})")
+        if kind not in schema:
+            self.fail(_join(path, "kind"), f"must be one of {kinds}; got {kind!r}")
+        fields = schema[kind][1]
+        out = {"kind": kind, **self.fields(raw, fields, path, allowed=["kind", *fields])}
+        self.rules(kind, out, path)
+        return out
+
+    # -- sections -------------------------------------------------------
+
+    def scenario(self, raw) -> dict:
+        if not isinstance(raw, dict):
+            self.fail("", f"expected a table of scenario keys, got {_type_name(raw)}")
+        self.no_unknown(raw, [*TOP, *TOP_TABLES], "")
+        top = {name: self.value(raw.get(name, REQUIRED), f, name) for name, f in TOP.items()}
+        network = self.network(raw.get("network"))
+        workload = self.kinded(raw.get("workload"), WORKLOAD_SCHEMA, "workload", DEFAULT_WORKLOAD)
+        noise = self.noise(raw.get("noise"), workload.get("ranks"))  # goal: rank count unknown here
+        record = self.fields(self.table(raw.get("record"), "record"), RECORD, "record")
+        limits = self.fields(self.table(raw.get("limits"), "limits"), LIMITS, "limits")
+        return {
+            **top,
+            "network": network,
+            "noise": noise,
+            "workload": workload,
+            "record": record,
+            "limits": limits,
+        }
+
+    def network(self, raw) -> dict:
+        raw = self.table(raw, "network")
+        out = self.fields(raw, NETWORK, "network", allowed=[*NETWORK, "intra_node"])
+        intra = raw.get("intra_node")
+        if intra is not None:
+            intra = self.table(intra, "network.intra_node")
+            schema = {k: replace(f, default=out[k]) for k, f in LINK.items()}
+            intra = self.fields(intra, schema, "network.intra_node")
+        out["intra_node"] = intra
+        return out
+
+    def noise(self, raw, ranks: int | None) -> list[dict]:
+        if raw is None:
+            return []
+        if isinstance(raw, dict):
+            self.fail("noise", "expected an array of tables (write [[noise]], not [noise])")
+        if not isinstance(raw, (list, tuple)):
+            self.fail("noise", f"expected an array of tables ([[noise]]), got {_show(raw)} ({_type_name(raw)})")
+        out = []
+        for i, entry in enumerate(raw):
+            path = f"noise[{i}]"
+            src = self.kinded(entry, NOISE, path, default=None)
+            if ranks is not None:
+                if src.get("ranks") is not None:
+                    for j, r in enumerate(src["ranks"]):
+                        if r >= ranks:
+                            self.fail(f"{path}.ranks[{j}]", f"must be < workload.ranks ({ranks}), got {r}")
+                if "rank" in src and src["rank"] >= ranks:
+                    self.fail(f"{path}.rank", f"must be < workload.ranks ({ranks}), got {src['rank']}")
+            out.append(src)
+        return out
+
+
+# -- engine conversion --------------------------------------------------------
+
+
+def _engine_link(t: dict) -> dict:
+    return {
+        "l_ps": _ps(t["L_s"]),
+        "o_ps": _ps(t["o_s"]),
+        "g_ps": _ps(t["g_s"]),
+        "big_g_ps_per_byte": float(t["G_s_per_byte"] * PS_PER_S),
+        "big_o_ps_per_byte": float(t["O_s_per_byte"] * PS_PER_S),
+        "s_bytes": t["S_bytes"],
+    }
+
+
+def _engine_noise(n: dict) -> dict:
+    kind = n["kind"]
+    if kind == "periodic":
+        out = {"period_ps": _ps(n["period_s"]), "duration_ps": _ps(n["duration_s"]), "cosched": n["cosched"]}
+    elif kind == "poisson":
+        out = {"rate_per_s": n["rate_hz"], "duration_ps": _ps(n["duration_s"])}
+    elif kind == "checkpoint":
+        out = {"interval_ps": _ps(n["interval_s"]), "duration_ps": _ps(n["duration_s"])}
+    elif kind == "trace":
+        out = {"path": n["path"], "cosched": n["cosched"]}
+    elif kind == "single":
+        return {"kind": kind, "rank": n["rank"], "start_ps": _ps(n["start_s"]), "duration_ps": _ps(n["duration_s"])}
+    else:  # pragma: no cover - validate() rejects it
+        raise AssertionError(kind)
+    return {"kind": kind, **out, "ranks": n["ranks"]}
+
+
+def _engine_workload(w: dict) -> dict:
+    kind = w["kind"]
+    if kind == "goal":
+        return {"kind": "goal", "path": w["path"]}
+    out = {"kind": kind}
+    for key, value in w.items():
+        if key == "kind":
+            continue
+        if key.endswith("_s"):
+            out[key[:-2] + "_ps"] = _ps(value)
+        else:
+            out[key] = list(value) if isinstance(value, list) else value
+    return out

@@ -1,0 +1,413 @@
+//! The discrete-event core: LogGOPS charging identical to LogGOPSim
+//! (shared/notes/loggopsim-semantics.md), MPI matching, noise, and deadlock
+//! and unmatched-message detection.
+//!
+//! Progress model: once posted, a nonblocking request progresses without the
+//! program calling MPI. An arriving message is received (o charged) as soon
+//! as the receiver's CPU is free, and a rendezvous send completes when the
+//! receiver matches it, whether or not either side is inside an MPI call.
+
+mod matching;
+mod queue;
+#[cfg(test)]
+mod tests;
+
+pub use matching::{Entry, Matcher, Queue};
+pub use queue::{EvKind, Event, EventQueue};
+
+use crate::network::Network;
+use crate::noise::Noise;
+use crate::program::{OpKind, Program, ReadyOp, ANY};
+use crate::time::Time;
+
+/// Why a run could not complete.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    /// Ranks wait forever; the text lists up to 10 of them and what they wait on.
+    Deadlock(String),
+    /// Every rank finished but messages or receives were left unmatched.
+    Unmatched(String),
+    /// Invalid program or parameters found while running.
+    Invalid(String),
+    /// Stopped from outside (e.g. Ctrl-C).
+    Interrupted,
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Deadlock(s) => write!(f, "deadlock: {s}"),
+            SimError::Unmatched(s) => write!(f, "unmatched communication at the end of the run: {s}"),
+            SimError::Invalid(s) => write!(f, "{s}"),
+            SimError::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// How many stuck ranks or leftover messages an error names.
+const REPORT_LIMIT: usize = 10;
+
+pub struct Engine<P: Program> {
+    pub program: P,
+    net: Network,
+    noise: Noise,
+    ncpu: usize,
+    nnic: usize,
+    /// Per (rank, cpu): when the CPU is next free ("next_o").
+    next_o: Vec<Time>,
+    /// Per (rank, nic): when the NIC can next inject / accept ("next_gs", "next_gr").
+    next_gs: Vec<Time>,
+    next_gr: Vec<Time>,
+    matcher: Matcher,
+    queue: EventQueue,
+    now: Time,
+    /// Completed operations (sends, receives, computations).
+    pub events: u64,
+    touched: Vec<u32>,
+    ready: Vec<ReadyOp>,
+    started: bool,
+}
+
+impl<P: Program> Engine<P> {
+    pub fn new(program: P, net: Network, noise: Noise) -> Result<Self, SimError> {
+        net.validate().map_err(SimError::Invalid)?;
+        let p = program.num_ranks() as usize;
+        let ncpu = program.num_cpus().max(1) as usize;
+        let nnic = program.num_nics().max(1) as usize;
+        Ok(Engine {
+            net,
+            noise,
+            ncpu,
+            nnic,
+            next_o: vec![0; p * ncpu],
+            next_gs: vec![0; p * nnic],
+            next_gr: vec![0; p * nnic],
+            matcher: Matcher::new(p as u32),
+            queue: EventQueue::new(),
+            now: 0,
+            events: 0,
+            touched: Vec::new(),
+            ready: Vec::new(),
+            started: false,
+            program,
+        })
+    }
+
+    pub fn num_ranks(&self) -> u32 {
+        self.program.num_ranks()
+    }
+
+    /// Simulated time of the last processed event.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// When rank `r` finished: the latest time any of its CPUs was busy
+    /// (LogGOPSim's per-host time).
+    pub fn finish_time(&self, r: u32) -> Time {
+        let base = r as usize * self.ncpu;
+        self.next_o[base..base + self.ncpu].iter().copied().max().unwrap_or(0)
+    }
+
+    /// Bytes held by the engine's own buffers (not the program's).
+    pub fn capacity_bytes(&self) -> usize {
+        (self.next_o.capacity() + self.next_gs.capacity() + self.next_gr.capacity()) * 8
+            + self.matcher.capacity_bytes()
+            + self.queue.capacity_bytes()
+    }
+
+    /// Runs to completion.
+    pub fn run(&mut self) -> Result<(), SimError> {
+        while !self.step(u64::MAX)? {}
+        Ok(())
+    }
+
+    /// Processes up to `budget` queue events; returns true when the run is over.
+    pub fn step(&mut self, budget: u64) -> Result<bool, SimError> {
+        if !self.started {
+            self.started = true;
+            for r in 0..self.num_ranks() {
+                self.touched.push(r);
+            }
+            self.issue_freed()?;
+        }
+        for _ in 0..budget {
+            let Some(ev) = self.queue.pop() else {
+                self.check_end()?;
+                return Ok(true);
+            };
+            self.now = ev.time;
+            self.process(ev);
+            if !self.touched.is_empty() {
+                self.issue_freed()?;
+            }
+        }
+        Ok(false)
+    }
+
+    #[inline]
+    fn process(&mut self, ev: Event) {
+        match ev.kind {
+            EvKind::Calc => self.on_calc(ev),
+            EvKind::Send => self.on_send(ev),
+            EvKind::Recv => self.on_recv(ev),
+            EvKind::Msg => self.on_msg(ev),
+            EvKind::Probe => self.on_probe(ev),
+        }
+    }
+
+    #[inline]
+    fn cpu(&self, rank: u32, cpu: u8) -> usize {
+        rank as usize * self.ncpu + (cpu as usize).min(self.ncpu - 1)
+    }
+
+    #[inline]
+    fn nic(&self, rank: u32, nic: u8) -> usize {
+        rank as usize * self.nnic + (nic as usize).min(self.nnic - 1)
+    }
+
+    fn on_calc(&mut self, mut ev: Event) {
+        let c = self.cpu(ev.rank, ev.cpu);
+        if self.next_o[c] > ev.time {
+            ev.time = self.next_o[c];
+            self.queue.push_again(ev);
+            return;
+        }
+        self.next_o[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
+        self.program.started(ev.rank, ev.id);
+        self.program.done(ev.rank, ev.id);
+        self.touched.push(ev.rank);
+        self.events += 1;
+    }
+
+    /// A test first lets every event already due at its time run (messages
+    /// whose handling waited for the CPU), then completes like a 0-length calc.
+    fn on_probe(&mut self, mut ev: Event) {
+        if ev.tag == 0 {
+            ev.tag = 1;
+            self.queue.push_new(ev);
+            return;
+        }
+        let c = self.cpu(ev.rank, ev.cpu);
+        if self.next_o[c] > ev.time {
+            ev.time = self.next_o[c];
+            self.queue.push_again(ev);
+            return;
+        }
+        self.next_o[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
+        self.program.started(ev.rank, ev.id);
+        self.program.done(ev.rank, ev.id);
+        self.touched.push(ev.rank);
+    }
+
+    fn on_send(&mut self, mut ev: Event) {
+        let (c, n) = (self.cpu(ev.rank, ev.cpu), self.nic(ev.rank, ev.nic));
+        let free = self.next_o[c].max(self.next_gs[n]);
+        if free > ev.time {
+            ev.time = free;
+            self.queue.push_again(ev);
+            return;
+        }
+        let p = *self.net.params(ev.rank, ev.peer);
+        self.program.started(ev.rank, ev.id);
+        self.touched.push(ev.rank);
+        self.next_o[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
+        self.next_gs[n] = ev.time + p.send_nic(ev.size);
+        self.queue.push_new(Event {
+            time: ev.time + p.o_ps + p.l_ps,
+            kind: EvKind::Msg,
+            rank: ev.peer,
+            peer: ev.rank,
+            ..ev
+        });
+        if !p.is_rendezvous(ev.size) {
+            self.program.done(ev.rank, ev.id);
+        }
+        self.events += 1;
+    }
+
+    fn on_recv(&mut self, ev: Event) {
+        self.program.started(ev.rank, ev.id);
+        self.touched.push(ev.rank);
+        match self.matcher.take(ev.rank, Queue::Unexpected, ev.peer, ev.tag) {
+            Some(msg) => {
+                // Its CPU cost was charged when it arrived.
+                self.complete_rendezvous(msg.src, ev.rank, msg.size, msg.id, msg.cpu, msg.nic, ev.time);
+                self.program.done(ev.rank, ev.id);
+                self.events += 1;
+            }
+            None => self.matcher.push(
+                ev.rank,
+                Queue::Posted,
+                Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu, nic: ev.nic },
+            ),
+        }
+    }
+
+    fn on_msg(&mut self, mut ev: Event) {
+        let (c, n) = (self.cpu(ev.rank, ev.cpu), self.nic(ev.rank, ev.nic));
+        let free = self.next_o[c].max(self.next_gr[n]);
+        if free > ev.time {
+            ev.time = free;
+            self.queue.push_again(ev);
+            return;
+        }
+        let (src, dst) = (ev.peer, ev.rank);
+        let p = *self.net.params(src, dst);
+        self.next_o[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
+        self.next_gr[n] = ev.time + p.recv_nic(ev.size);
+        match self.matcher.take(dst, Queue::Posted, src, ev.tag) {
+            Some(recv) => {
+                self.complete_rendezvous(src, dst, ev.size, ev.id, ev.cpu, ev.nic, ev.time);
+                self.program.done(dst, recv.id);
+                self.touched.push(dst);
+                self.events += 1;
+            }
+            None => self.matcher.push(
+                dst,
+                Queue::Unexpected,
+                Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu, nic: ev.nic },
+            ),
+        }
+    }
+
+    /// A rendezvous send completes when matched; the sender's CPU and NIC are
+    /// then busy until at least now (no acknowledgement latency, as LogGOPSim).
+    #[allow(clippy::too_many_arguments)]
+    fn complete_rendezvous(&mut self, src: u32, dst: u32, size: u64, send_id: u32, cpu: u8, nic: u8, now: Time) {
+        if !self.net.params(src, dst).is_rendezvous(size) {
+            return;
+        }
+        self.program.done(src, send_id);
+        self.touched.push(src);
+        let (c, n) = (self.cpu(src, cpu), self.nic(src, nic));
+        self.next_o[c] = self.next_o[c].max(now);
+        self.next_gs[n] = self.next_gs[n].max(now);
+    }
+
+    /// Queues the ops freed on every touched rank: ranks in ascending order;
+    /// per rank sends, then receives, then computations, each in schedule order.
+    fn issue_freed(&mut self) -> Result<(), SimError> {
+        let mut touched = std::mem::take(&mut self.touched);
+        if touched.len() > 1 {
+            touched.sort_unstable();
+            touched.dedup();
+        }
+        for &r in &touched {
+            let c0 = self.cpu(r, 0);
+            self.program
+                .collect(r, self.now, self.next_o[c0], &mut self.ready)
+                .map_err(SimError::Invalid)?;
+            if self.ready.len() > 1 {
+                self.ready.sort_by_key(|op| op.kind); // stable: keeps schedule order within a kind
+            }
+            for op in self.ready.drain(..) {
+                if matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= self.program.num_ranks() && !(op.kind == OpKind::Recv && op.peer == ANY) {
+                    return Err(SimError::Invalid(format!(
+                        "rank {r}: {} peer {} is out of range (0..{})",
+                        if op.kind == OpKind::Send { "send" } else { "recv" },
+                        op.peer,
+                        self.program.num_ranks()
+                    )));
+                }
+                let c = r as usize * self.ncpu + (op.cpu as usize).min(self.ncpu - 1);
+                let n = r as usize * self.nnic + (op.nic as usize).min(self.nnic - 1);
+                let (kind, time) = match op.kind {
+                    OpKind::Send => (EvKind::Send, self.next_o[c].max(self.next_gs[n])),
+                    OpKind::Recv => (EvKind::Recv, self.next_o[c]),
+                    OpKind::Calc => (EvKind::Calc, self.next_o[c]),
+                    OpKind::Probe => (EvKind::Probe, self.next_o[c]),
+                };
+                self.queue.push_new(Event {
+                    time,
+                    stamp: 0,
+                    size: op.size,
+                    rank: r,
+                    peer: op.peer,
+                    tag: op.tag,
+                    id: op.id,
+                    kind,
+                    cpu: op.cpu,
+                    nic: op.nic,
+                });
+            }
+        }
+        touched.clear();
+        self.touched = touched;
+        Ok(())
+    }
+
+    /// After the last event: every rank must be done and nothing left unmatched.
+    fn check_end(&self) -> Result<(), SimError> {
+        let p = self.num_ranks();
+        let stuck: Vec<u32> = (0..p).filter(|&r| !self.program.is_finished(r)).collect();
+        if !stuck.is_empty() {
+            return Err(SimError::Deadlock(self.deadlock_report(&stuck)));
+        }
+        if self.matcher.live() > 0 {
+            let mut lines = Vec::new();
+            let mut count = 0usize;
+            for r in 0..p {
+                for e in self.matcher.entries(r, Queue::Unexpected) {
+                    count += 1;
+                    if lines.len() < REPORT_LIMIT {
+                        lines.push(format!("message from rank {} to rank {r} (tag {}, {} B) was never received", e.src, e.tag, e.size));
+                    }
+                }
+                for e in self.matcher.entries(r, Queue::Posted) {
+                    count += 1;
+                    if lines.len() < REPORT_LIMIT {
+                        lines.push(format!("rank {r}: receive from {} (tag {}) was never matched", who(e.src), tag(e.tag)));
+                    }
+                }
+            }
+            return Err(SimError::Unmatched(format!("{count} left; {}", lines.join("; "))));
+        }
+        Ok(())
+    }
+
+    fn deadlock_report(&self, stuck: &[u32]) -> String {
+        let p = self.num_ranks();
+        // Pending rendezvous sends sit in receivers' unexpected queues.
+        let mut rdv_by_sender: std::collections::HashMap<u32, Vec<String>> = Default::default();
+        for r in 0..p {
+            for e in self.matcher.entries(r, Queue::Unexpected) {
+                if self.net.params(e.src, r).is_rendezvous(e.size) {
+                    rdv_by_sender
+                        .entry(e.src)
+                        .or_default()
+                        .push(format!("send of {} B to rank {r} (tag {}) awaiting a matching receive", e.size, e.tag));
+                }
+            }
+        }
+        let mut parts = Vec::new();
+        for &r in stuck.iter().take(REPORT_LIMIT) {
+            let mut waits: Vec<String> = self
+                .matcher
+                .entries(r, Queue::Posted)
+                .iter()
+                .map(|e| format!("receive from {} (tag {})", who(e.src), tag(e.tag)))
+                .collect();
+            waits.extend(rdv_by_sender.get(&r).cloned().unwrap_or_default());
+            let what = self.program.describe_stuck(r);
+            let detail = if waits.is_empty() { what } else { format!("{what}; pending: {}", waits.join(", ")) };
+            parts.push(format!("rank {r} at t={:.9} s: {detail}", crate::time::to_seconds(self.finish_time(r))));
+        }
+        format!(
+            "{} of {p} ranks can never finish{}. {}",
+            stuck.len(),
+            if stuck.len() > REPORT_LIMIT { format!(" (first {REPORT_LIMIT} shown)") } else { String::new() },
+            parts.join(" | ")
+        )
+    }
+}
+
+fn who(src: u32) -> String {
+    if src == ANY { "any source".into() } else { format!("rank {src}") }
+}
+
+fn tag(t: u32) -> String {
+    if t == ANY { "any".into() } else { t.to_string() }
+}

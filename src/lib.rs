@@ -1,0 +1,18 @@
+//! idlewave's simulation engine: a discrete-event LogGOPS simulator of MPI
+//! programs under system noise, LogGOPSim-compatible on GOAL schedules.
+
+pub mod alloc;
+pub mod bench;
+pub mod collectives;
+pub mod engine;
+pub mod network;
+pub mod noise;
+pub mod program;
+pub mod record;
+pub mod rng;
+pub mod sim;
+pub mod time;
+pub mod workloads;
+
+#[cfg(feature = "python")]
+mod python;

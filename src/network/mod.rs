@@ -1,0 +1,136 @@
+//! LogGOPS network parameters and the per-message costs derived from them.
+//!
+//! Costs follow LogGOPSim exactly (see shared/notes/loggopsim-semantics.md):
+//! a message of s bytes costs the sender's CPU o + (s-1)·O, the sender's NIC
+//! g + (s-1)·G, arrives (first byte) after o + L, and costs the receiver's CPU
+//! o + max((s-1)·O, (s-1)·G) and NIC g + (s-1)·G. Messages above S bytes use
+//! the rendezvous protocol: the send completes only when the receiver matches.
+
+use crate::time::Time;
+use serde::Deserialize;
+
+/// One link class's LogGOPS parameters, in picoseconds (per byte for G and O).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogGOPS {
+    pub l_ps: Time,
+    pub o_ps: Time,
+    pub g_ps: Time,
+    #[serde(rename = "big_g_ps_per_byte")]
+    pub big_g_ps: f64,
+    #[serde(rename = "big_o_ps_per_byte")]
+    pub big_o_ps: f64,
+    /// Largest message sent eagerly; larger ones use rendezvous.
+    pub s_bytes: u64,
+}
+
+impl LogGOPS {
+    /// LogGOPSim's defaults (its --help): L=2500ns o=1500ns g=1000ns G=6ns O=0 S=65535.
+    pub fn loggopsim_defaults() -> Self {
+        LogGOPS { l_ps: 2_500_000, o_ps: 1_500_000, g_ps: 1_000_000, big_g_ps: 6_000.0, big_o_ps: 0.0, s_bytes: 65535 }
+    }
+
+    /// (s-1)·X for the per-byte terms. A 0-byte message costs no per-byte time
+    /// (LogGOPSim computes (0-1)·G = -G there, a defect we do not copy).
+    #[inline]
+    fn per_byte(size: u64, per_byte_ps: f64) -> Time {
+        if size <= 1 || per_byte_ps == 0.0 {
+            0
+        } else {
+            ((size - 1) as f64 * per_byte_ps).round() as Time
+        }
+    }
+
+    #[inline]
+    pub fn send_cpu(&self, size: u64) -> Time {
+        self.o_ps + Self::per_byte(size, self.big_o_ps)
+    }
+    #[inline]
+    pub fn send_nic(&self, size: u64) -> Time {
+        self.g_ps + Self::per_byte(size, self.big_g_ps)
+    }
+    #[inline]
+    pub fn recv_cpu(&self, size: u64) -> Time {
+        self.o_ps + Self::per_byte(size, self.big_o_ps).max(Self::per_byte(size, self.big_g_ps))
+    }
+    #[inline]
+    pub fn recv_nic(&self, size: u64) -> Time {
+        self.g_ps + Self::per_byte(size, self.big_g_ps)
+    }
+    #[inline]
+    pub fn is_rendezvous(&self, size: u64) -> bool {
+        size > self.s_bytes
+    }
+
+    pub fn validate(&self, what: &str) -> Result<(), String> {
+        for (name, v) in [("G", self.big_g_ps), ("O", self.big_o_ps)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{what}.{name} must be a finite non-negative number, got {v}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which parameters a message between two ranks uses.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Between ranks on different nodes (and the only class when ranks_per_node = 1).
+    pub inter_node: LogGOPS,
+    /// Between ranks on the same node; defaults to inter_node when absent.
+    #[serde(default)]
+    pub intra_node: Option<LogGOPS>,
+    /// Block mapping: ranks r and q share a node iff r / ranks_per_node == q / ranks_per_node.
+    pub ranks_per_node: u32,
+}
+
+impl Network {
+    pub fn uniform(p: LogGOPS) -> Self {
+        Network { inter_node: p, intra_node: None, ranks_per_node: 1 }
+    }
+
+    #[inline]
+    pub fn params(&self, a: u32, b: u32) -> &LogGOPS {
+        match &self.intra_node {
+            Some(intra) if a / self.ranks_per_node == b / self.ranks_per_node => intra,
+            _ => &self.inter_node,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ranks_per_node == 0 {
+            return Err("network.ranks_per_node must be at least 1".into());
+        }
+        self.inter_node.validate("network")?;
+        if let Some(p) = &self.intra_node {
+            p.validate("network.intra_node")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_match_loggops_formulas() {
+        let p = LogGOPS { l_ps: 100, o_ps: 10, g_ps: 20, big_g_ps: 2.0, big_o_ps: 1.0, s_bytes: 64 };
+        assert_eq!(p.send_cpu(11), 10 + 10);
+        assert_eq!(p.send_nic(11), 20 + 20);
+        assert_eq!(p.recv_cpu(11), 10 + 20); // max((s-1)O, (s-1)G)
+        assert_eq!(p.recv_nic(11), 20 + 20);
+        assert_eq!(p.send_nic(0), 20); // no negative per-byte term
+        assert!(!p.is_rendezvous(64) && p.is_rendezvous(65));
+    }
+
+    #[test]
+    fn intra_node_class_applies_within_a_node_only() {
+        let inter = LogGOPS::loggopsim_defaults();
+        let intra = LogGOPS { l_ps: 1, ..inter };
+        let n = Network { inter_node: inter, intra_node: Some(intra), ranks_per_node: 4 };
+        assert_eq!(n.params(0, 3).l_ps, 1);
+        assert_eq!(n.params(3, 4).l_ps, inter.l_ps);
+    }
+}

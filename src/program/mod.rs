@@ -1,0 +1,81 @@
+//! What ranks execute. The engine sees a program only through [`Program`]:
+//! it reports when an operation has started or is done, and asks which
+//! operations became executable. Two kinds implement it:
+//! [`goal::GoalProgram`] (a materialised LogGOPSim GOAL dependency graph) and
+//! [`stream::StreamProgram`] (ops generated lazily, iteration by iteration, so
+//! memory stays O(ranks) for any iteration count).
+
+pub mod goal;
+pub mod goal_program;
+pub mod stream;
+
+use crate::time::Time;
+
+/// Wildcard for a receive's source or tag (MPI_ANY_SOURCE / MPI_ANY_TAG).
+pub const ANY: u32 = u32::MAX;
+
+/// Operation kinds, in LogGOPSim's order: ops freed together are issued
+/// sends first, then receives, then computations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum OpKind {
+    Send = 1,
+    Recv = 2,
+    Calc = 3,
+    /// A zero-cost MPI_Test: completes after every message due at the same
+    /// instant has been received, so it sees what has arrived by then.
+    Probe = 4,
+}
+
+/// An operation the program hands to the engine for execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadyOp {
+    pub kind: OpKind,
+    /// Destination (send) or source (receive, may be ANY); unused for calc.
+    pub peer: u32,
+    pub tag: u32,
+    /// Bytes for send/receive; picoseconds of work for calc.
+    pub size: u64,
+    /// The program's own handle, echoed back in `started`/`done`.
+    pub id: u32,
+    pub cpu: u8,
+    pub nic: u8,
+}
+
+impl ReadyOp {
+    pub fn calc(size_ps: Time, id: u32) -> Self {
+        ReadyOp { kind: OpKind::Calc, peer: 0, tag: 0, size: size_ps, id, cpu: 0, nic: 0 }
+    }
+    pub fn probe(id: u32) -> Self {
+        ReadyOp { kind: OpKind::Probe, peer: 0, tag: 0, size: 0, id, cpu: 0, nic: 0 }
+    }
+    pub fn send(peer: u32, tag: u32, bytes: u64, id: u32) -> Self {
+        ReadyOp { kind: OpKind::Send, peer, tag, size: bytes, id, cpu: 0, nic: 0 }
+    }
+    pub fn recv(peer: u32, tag: u32, bytes: u64, id: u32) -> Self {
+        ReadyOp { kind: OpKind::Recv, peer, tag, size: bytes, id, cpu: 0, nic: 0 }
+    }
+}
+
+/// The engine's view of a program.
+pub trait Program {
+    fn num_ranks(&self) -> u32;
+    fn num_cpus(&self) -> u8 {
+        1
+    }
+    fn num_nics(&self) -> u8 {
+        1
+    }
+    /// Op `id` of `rank` has started (its `irequires` dependents may go).
+    fn started(&mut self, rank: u32, id: u32);
+    /// Op `id` of `rank` is done (its `requires` dependents may go).
+    fn done(&mut self, rank: u32, id: u32);
+    /// Appends the ops of `rank` that became executable, in schedule order.
+    /// `now` is the engine's time and `cpu_free` when the rank's CPU is next
+    /// free; programs that record timestamps use max(now, cpu_free).
+    fn collect(&mut self, rank: u32, now: Time, cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String>;
+    /// Whether `rank` has nothing left to do.
+    fn is_finished(&self, rank: u32) -> bool;
+    /// What a stuck rank is blocked in, for deadlock reports.
+    fn describe_stuck(&self, rank: u32) -> String;
+}

@@ -1,0 +1,160 @@
+//! Python bindings (module `idlewave._engine`). Thin: parse, call, convert.
+
+use crate::bench;
+use crate::network::{LogGOPS, Network};
+use crate::noise::NoiseSpec;
+use crate::program::goal::write_goal;
+use crate::program::stream::export_goal;
+use crate::sim::{self, WorkloadSpec};
+use crate::time::{to_seconds, Time};
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+create_exception!(_engine, SimulationError, PyValueError, "A scenario that cannot be simulated: bad input, deadlock, unmatched messages, or too large.");
+
+fn err(msg: String) -> PyErr {
+    SimulationError::new_err(msg)
+}
+
+/// Runs one scenario (JSON from idlewave.scenario). `progress(sim_time_s, events) -> bool`
+/// is called between chunks of events; returning False stops the run.
+#[pyfunction]
+#[pyo3(signature = (config_json, progress=None))]
+fn simulate<'py>(py: Python<'py>, config_json: &str, progress: Option<PyObject>) -> PyResult<Bound<'py, PyDict>> {
+    let cfg = sim::parse_config(config_json).map_err(err)?;
+    let mut py_err: Option<PyErr> = None;
+    let mut cb = |now: Time, events: u64| -> bool {
+        if let Err(e) = py.check_signals() {
+            py_err = Some(e);
+            return false;
+        }
+        match &progress {
+            None => true,
+            Some(f) => match f.call1(py, (to_seconds(now), events)) {
+                Ok(v) => v.extract::<bool>(py).unwrap_or(true),
+                Err(e) => {
+                    py_err = Some(e);
+                    false
+                }
+            },
+        }
+    };
+    let result = sim::run(&cfg, Some(&mut cb));
+    if let Some(e) = py_err {
+        return Err(e);
+    }
+    let r = result.map_err(err)?;
+    let out = PyDict::new(py);
+    let finish: Vec<f64> = r.finish_times.iter().map(|&t| to_seconds(t)).collect();
+    out.set_item("finish_times_s", PyArray1::from_vec(py, finish))?;
+    let finish_ps: Vec<u64> = r.finish_times.clone();
+    out.set_item("finish_times_ps", PyArray1::from_vec(py, finish_ps))?;
+    let timers = PyDict::new(py);
+    for (name, data) in r.timer_names.iter().zip(r.timers) {
+        let arr = PyArray1::from_vec(py, data);
+        let arr = arr.reshape([r.ranks as usize, r.iterations as usize])?;
+        timers.set_item(name, arr)?;
+    }
+    out.set_item("timers", timers)?;
+    out.set_item("ranks", r.ranks)?;
+    out.set_item("iterations", r.iterations)?;
+    out.set_item("makespan_s", to_seconds(r.makespan))?;
+    out.set_item("makespan_ps", r.makespan)?;
+    out.set_item("events", r.events)?;
+    out.set_item("wall_s", r.wall_s)?;
+    out.set_item("peak_memory_bytes", r.peak_bytes)?;
+    Ok(out)
+}
+
+/// LogGOPSim mode: returns (host finishing times in ps, events).
+#[pyfunction]
+#[pyo3(signature = (path, l_ns, o_ns, g_ns, big_g_ns, big_o_ns, s_bytes, noise_trace=None, noise_cosched=false, seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn loggopsim(
+    path: &str,
+    l_ns: u64,
+    o_ns: u64,
+    g_ns: u64,
+    big_g_ns: f64,
+    big_o_ns: f64,
+    s_bytes: u64,
+    noise_trace: Option<String>,
+    noise_cosched: bool,
+    seed: u64,
+) -> PyResult<(Vec<u64>, u64)> {
+    let p = LogGOPS {
+        l_ps: l_ns * 1000,
+        o_ps: o_ns * 1000,
+        g_ps: g_ns * 1000,
+        big_g_ps: big_g_ns * 1000.0,
+        big_o_ps: big_o_ns * 1000.0,
+        s_bytes,
+    };
+    let noise: Vec<NoiseSpec> = noise_trace
+        .map(|path| NoiseSpec::Trace { path, cosched: noise_cosched, ranks: None })
+        .into_iter()
+        .collect();
+    sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(err)
+}
+
+/// The built-in workload of a scenario written as a GOAL schedule.
+#[pyfunction]
+fn export_goal_text(config_json: &str) -> PyResult<String> {
+    let cfg = sim::parse_config(config_json).map_err(err)?;
+    let sched = match &cfg.workload {
+        WorkloadSpec::Bsp(w) => {
+            w.validate().map_err(err)?;
+            export_goal(w)
+        }
+        WorkloadSpec::Collective(w) => {
+            w.validate().map_err(err)?;
+            export_goal(w)
+        }
+        WorkloadSpec::Goal { .. } => Err("the scenario already is a GOAL schedule".to_string()),
+    }
+    .map_err(err)?;
+    Ok(write_goal(&sched))
+}
+
+/// Runs one benchmark case; returns a dict with case, ranks, events, wall_s,
+/// events_per_s, bytes_per_rank.
+#[pyfunction]
+fn bench_case<'py>(py: Python<'py>, case: &str) -> PyResult<Bound<'py, PyDict>> {
+    let r = py.allow_threads(|| bench::run_case(case)).map_err(err)?;
+    let out = PyDict::new(py);
+    out.set_item("case", r.case)?;
+    out.set_item("ranks", r.ranks)?;
+    out.set_item("events", r.events)?;
+    out.set_item("wall_s", r.wall_s)?;
+    out.set_item("events_per_s", r.events_per_s)?;
+    out.set_item("bytes_per_rank", r.bytes_per_rank)?;
+    Ok(out)
+}
+
+#[pyfunction]
+fn bench_cases() -> Vec<&'static str> {
+    bench::CASES.to_vec()
+}
+
+/// Reads a detour trace (ns) and returns (start_s, duration_s) pairs; errors name file:line.
+#[pyfunction]
+fn read_noise_trace(path: &str) -> PyResult<Vec<(f64, f64)>> {
+    let d = crate::noise::read_noise_trace(std::path::Path::new(path)).map_err(err)?;
+    Ok(d.into_iter().map(|(s, l)| (to_seconds(s), to_seconds(l))).collect())
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
+    m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_case, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
+    m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! One simulation run: a validated configuration in, results out.
+//! The configuration arrives as JSON from the Python scenario layer, which
+//! owns defaults, units and user-facing key paths; this side re-checks the
+//! invariants the engine relies on.
+
+use crate::alloc;
+use crate::engine::{Engine, SimError};
+use crate::network::Network;
+use crate::noise::{Noise, NoiseSpec};
+use crate::program::goal::read_goal_file;
+use crate::program::goal_program::GoalProgram;
+use crate::program::stream::{StreamProgram, Workload};
+use crate::program::Program;
+use crate::record::Recorder;
+use crate::time::Time;
+use crate::workloads::{Bsp, CollectiveLoop};
+use serde::Deserialize;
+use std::time::Instant;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    Bsp(Bsp),
+    Collective(CollectiveLoop),
+    /// A LogGOPSim GOAL schedule file (calc times in ns).
+    Goal { path: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub seed: u64,
+    pub network: Network,
+    pub noise: Vec<NoiseSpec>,
+    pub workload: WorkloadSpec,
+    /// Record the per-(rank, iteration) timers.
+    pub record_timers: bool,
+    /// Refuse runs whose state is estimated above this; None = 80% of available memory.
+    pub max_memory_bytes: Option<u64>,
+}
+
+/// What a run produces.
+pub struct RunResult {
+    pub finish_times: Vec<Time>,
+    pub timer_names: Vec<String>,
+    /// Per timer, ranks × iterations in seconds, row-major.
+    pub timers: Vec<Vec<f64>>,
+    pub ranks: u32,
+    pub iterations: u32,
+    pub makespan: Time,
+    pub events: u64,
+    pub wall_s: f64,
+    /// Peak heap bytes allocated by the engine during the run.
+    pub peak_bytes: usize,
+}
+
+/// Called between chunks of events with (simulated time, events so far);
+/// returning false stops the run.
+pub type Progress<'a> = &'a mut dyn FnMut(Time, u64) -> bool;
+
+const CHUNK: u64 = 1 << 20;
+
+pub fn parse_config(json: &str) -> Result<Config, String> {
+    serde_json::from_str(json).map_err(|e| format!("invalid scenario configuration: {e}"))
+}
+
+/// Available memory in bytes (Linux MemAvailable), if known.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Refuses a run whose estimated footprint exceeds the limit, before allocating.
+pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), String> {
+    let (limit, what) = match limit {
+        Some(l) => (l as u128, "the configured max_memory_bytes"),
+        None => match available_memory() {
+            Some(a) => (a as u128 * 8 / 10, "80% of available memory"),
+            None => return Ok(()),
+        },
+    };
+    if estimate > limit {
+        return Err(format!(
+            "this run needs about {:.2} GiB, more than {what} ({:.2} GiB); reduce ranks or iterations, or disable timer recording",
+            estimate as f64 / (1u64 << 30) as f64,
+            limit as f64 / (1u64 << 30) as f64
+        ));
+    }
+    Ok(())
+}
+
+/// Engine bytes per rank besides the program: clocks, match-queue heads, and
+/// about one queued event per rank at peak.
+const ENGINE_BYTES_PER_RANK: u128 = 24 + 16 + 48 + 16;
+
+pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
+    alloc::reset_peak();
+    let baseline = alloc::live_bytes();
+    let mut result = run_workload(cfg, progress)?;
+    result.peak_bytes = alloc::peak_bytes().saturating_sub(baseline);
+    Ok(result)
+}
+
+fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
+    let noise_ranks = |r| Noise::new(&cfg.noise, cfg.seed, r);
+    match &cfg.workload {
+        WorkloadSpec::Bsp(w) => {
+            w.validate()?;
+            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
+        }
+        WorkloadSpec::Collective(w) => {
+            w.validate()?;
+            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
+        }
+        WorkloadSpec::Goal { path } => {
+            let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
+            // A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
+            check_memory(size as u128 * 4, cfg.max_memory_bytes)?;
+            let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+            let noise = noise_ranks(sched.num_ranks)?;
+            let program = GoalProgram::new(&sched);
+            drop(sched);
+            run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0))
+        }
+    }
+}
+
+fn run_stream<W: Workload>(w: W, cfg: &Config, noise: Noise, progress: Option<Progress>) -> Result<RunResult, String> {
+    let (p, iters) = (w.num_ranks(), w.iterations());
+    let names = w.timer_names();
+    let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 };
+    let per_rank = ENGINE_BYTES_PER_RANK + StreamProgram::<W>::state_bytes_per_rank() as u128;
+    check_memory(p as u128 * per_rank + timer_bytes, cfg.max_memory_bytes)?;
+    let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
+    let program = StreamProgram::new(w, recorder);
+    run_program(program, cfg, noise, progress, |prog: &StreamProgram<W>| {
+        let rec = &prog.recorder;
+        let timers = (0..rec.names().len()).map(|t| rec.seconds(t)).collect();
+        (rec.names().to_vec(), timers, if rec.is_enabled() { rec.dims().1 as u32 } else { 0 })
+    })
+}
+
+fn run_program<P: Program>(
+    program: P,
+    cfg: &Config,
+    noise: Noise,
+    mut progress: Option<Progress>,
+    extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
+) -> Result<RunResult, String> {
+    let wall = Instant::now();
+    let mut engine = Engine::new(program, cfg.network.clone(), noise).map_err(|e| e.to_string())?;
+    loop {
+        let finished = engine.step(CHUNK).map_err(|e| e.to_string())?;
+        if finished {
+            break;
+        }
+        if let Some(cb) = progress.as_mut() {
+            if !cb(engine.now(), engine.events) {
+                return Err(SimError::Interrupted.to_string());
+            }
+        }
+    }
+    let wall_s = wall.elapsed().as_secs_f64();
+    let p = engine.num_ranks();
+    let finish_times: Vec<Time> = (0..p).map(|r| engine.finish_time(r)).collect();
+    let makespan = finish_times.iter().copied().max().unwrap_or(0);
+    let (timer_names, timers, iterations) = extract(&engine.program);
+    Ok(RunResult {
+        finish_times,
+        timer_names,
+        timers,
+        ranks: p,
+        iterations,
+        makespan,
+        events: engine.events,
+        wall_s,
+        peak_bytes: alloc::peak_bytes(),
+    })
+}
+
+/// LogGOPSim's command-line mode: a GOAL file on one uniform network.
+/// Returns each host's finishing time (the latest time any of its CPUs was busy).
+pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Result<(Vec<Time>, u64), String> {
+    let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
+    check_memory(size as u128 * 4, None)?;
+    let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+    let noise = Noise::new(noise, seed, sched.num_ranks)?;
+    let mut engine = Engine::new(GoalProgram::new(&sched), net, noise).map_err(|e| e.to_string())?;
+    drop(sched);
+    engine.run().map_err(|e| e.to_string())?;
+    Ok(((0..engine.num_ranks()).map(|r| engine.finish_time(r)).collect(), engine.events))
+}

@@ -1,0 +1,162 @@
+//! Bulk-synchronous loop: compute → halo exchange with the neighbours at
+//! distances ±d → optional barrier, repeated.
+
+use super::{TAG_BARRIER, TAG_HALO};
+use crate::collectives::Dissemination;
+use crate::program::stream::{StreamOp, Workload};
+use crate::time::Time;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bsp {
+    pub ranks: u32,
+    pub iterations: u32,
+    pub compute_ps: Time,
+    /// Exchange with r−d and r+d for each d.
+    pub distances: Vec<u32>,
+    pub message_bytes: u64,
+    /// Wrap around at the ends (ring); otherwise edge ranks have fewer neighbours.
+    pub periodic: bool,
+    pub barrier: bool,
+}
+
+const T_ITER: u8 = 0;
+const T_COMPUTE: u8 = 1;
+const T_COMM: u8 = 2;
+const T_BARRIER: u8 = 3;
+
+/// Per-rank cursor (8 bytes).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BspState {
+    iter: u32,
+    phase: u8,
+    /// Neighbour index within the receive or send phase.
+    idx: u8,
+    /// Slots used by this iteration's halo requests.
+    reqs: u8,
+    barrier: Dissemination,
+}
+
+/// Most neighbours a rank may have: each needs a send and a receive slot.
+pub const MAX_NEIGHBOURS: usize = 32;
+
+impl Bsp {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ranks == 0 {
+            return Err("ranks must be at least 1".into());
+        }
+        if self.distances.len() * 2 > MAX_NEIGHBOURS {
+            return Err(format!("workload.distances: at most {} distances are supported", MAX_NEIGHBOURS / 2));
+        }
+        if let Some(d) = self.distances.iter().find(|&&d| d == 0 || d >= self.ranks) {
+            return Err(format!("workload.distances: distance {d} must be between 1 and ranks-1 ({})", self.ranks - 1));
+        }
+        Ok(())
+    }
+
+    /// Neighbour `idx` of `rank` (even: r−d, odd: r+d), or None past the
+    /// list; `Some(None)` for a neighbour beyond an open boundary.
+    fn neighbour(&self, rank: u32, idx: u8) -> Option<Option<u32>> {
+        let d = *self.distances.get(idx as usize / 2)? as i64;
+        let (r, p) = (rank as i64, self.ranks as i64);
+        let q = if idx % 2 == 0 { r - d } else { r + d };
+        Some(if self.periodic { Some(q.rem_euclid(p) as u32) } else { (0..p).contains(&q).then_some(q as u32) })
+    }
+}
+
+impl Workload for Bsp {
+    type State = BspState;
+
+    fn num_ranks(&self) -> u32 {
+        self.ranks
+    }
+    fn iterations(&self) -> u32 {
+        self.iterations
+    }
+    fn timer_names(&self) -> Vec<String> {
+        let mut t = vec!["iteration".to_string(), "compute".into(), "comm".into()];
+        if self.barrier {
+            t.push("barrier".into());
+        }
+        t
+    }
+
+    fn next(&self, rank: u32, s: &mut BspState, _last_test: bool) -> StreamOp {
+        loop {
+            let iteration = s.iter;
+            match s.phase {
+                0 => {
+                    if s.iter == self.iterations {
+                        return StreamOp::Done;
+                    }
+                    s.phase = 1;
+                    return StreamOp::TimerStart { timer: T_ITER, iteration };
+                }
+                1 => {
+                    s.phase = 2;
+                    return StreamOp::TimerStart { timer: T_COMPUTE, iteration };
+                }
+                2 => {
+                    s.phase = 3;
+                    return StreamOp::Calc(self.compute_ps);
+                }
+                3 => {
+                    s.phase = 4;
+                    s.idx = 0;
+                    s.reqs = 0;
+                    return StreamOp::TimerStop { timer: T_COMPUTE, iteration };
+                }
+                4 => {
+                    s.phase = 5;
+                    return StreamOp::TimerStart { timer: T_COMM, iteration };
+                }
+                // Post all receives, then all sends, then wait for everything.
+                5 | 6 => match self.neighbour(rank, s.idx) {
+                    None => {
+                        s.phase += 1;
+                        s.idx = 0;
+                    }
+                    Some(None) => s.idx += 1,
+                    Some(Some(peer)) => {
+                        s.idx += 1;
+                        let slot = s.reqs;
+                        s.reqs += 1;
+                        let bytes = self.message_bytes;
+                        return if s.phase == 5 {
+                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                        } else {
+                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                        };
+                    }
+                },
+                7 => {
+                    s.phase = 8;
+                    let mask = if s.reqs >= 64 { u64::MAX } else { (1u64 << s.reqs) - 1 };
+                    return StreamOp::Wait(mask);
+                }
+                8 => {
+                    s.phase = if self.barrier { 9 } else { 11 };
+                    return StreamOp::TimerStop { timer: T_COMM, iteration };
+                }
+                9 => {
+                    s.phase = 10;
+                    s.barrier = Dissemination::default();
+                    return StreamOp::TimerStart { timer: T_BARRIER, iteration };
+                }
+                10 => match s.barrier.next(rank, self.ranks, 0, TAG_BARRIER) {
+                    Some(op) => return op,
+                    None => {
+                        s.phase = 11;
+                        return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                    }
+                },
+                _ => {
+                    s.phase = 0;
+                    s.iter += 1;
+                    return StreamOp::TimerStop { timer: T_ITER, iteration };
+                }
+            }
+        }
+    }
+}
