@@ -1,0 +1,13 @@
+"""idlewave: how an MPI program behaves at scale under noise.
+
+    >>> import idlewave
+    >>> result = idlewave.simulate("examples/bsp_noise.toml")
+    >>> result.summary["makespan_s"]
+"""
+
+from idlewave._engine import SimulationError
+from idlewave.scenario import ScenarioError, load_scenario
+from idlewave.simulation import Result, simulate
+
+__all__ = ["simulate", "Result", "load_scenario", "ScenarioError", "SimulationError"]
+__version__ = "0.1.0"

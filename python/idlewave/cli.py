@@ -1,0 +1,190 @@
+"""The `idlewave` command line (the user-facing contract: see DESIGN.md §4)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from idlewave import _engine
+from idlewave.scenario import ScenarioError, describe_noise, describe_workloads
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Simulate MPI programs at scale under noise (LogGOPS, LogGOPSim-compatible).",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+err = Console(stderr=True)
+out = Console()
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def run_with_progress(run, quiet: bool):
+    """Runs `run(progress_callback)` with a live line: simulated time and events/s."""
+    if quiet or not sys.stderr.isatty():
+        return run(None)
+    start = time.perf_counter()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("simulating")
+
+        def update(sim_s: float, events: int) -> bool:
+            rate = events / max(time.perf_counter() - start, 1e-9)
+            bar.update(task, description=f"simulated {sim_s:.6g} s · {events:,} events · {rate / 1e6:.1f} M events/s")
+            return True
+
+        return run(update)
+
+
+@app.command()
+def simulate(
+    scenario: Optional[Path] = typer.Argument(None, help="Scenario TOML file."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Write ranks.parquet, timers.parquet, summary.json here."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    list_: bool = typer.Option(False, "--list", help="List workloads and noise sources with their parameters."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
+):
+    """Run one scenario."""
+    from idlewave.simulation import simulate as run_scenario
+
+    if list_:
+        listing = {"workloads": describe_workloads(), "noise": describe_noise()}
+        if as_json:
+            print(json.dumps(listing, indent=2))
+        else:
+            for section, items in listing.items():
+                out.print(f"[bold]{section}[/]")
+                for it in items:
+                    params = ", ".join(f"{k}={v!r}" for k, v in it["params"].items())
+                    out.print(f"  [cyan]{it['kind']}[/]: {it['description']}\n      {params}", highlight=False)
+        return
+    if scenario is None:
+        fail("give a scenario file (or --list to see the workloads)")
+    if seed is not None and seed < 0:
+        fail("--seed must be a non-negative integer")
+    try:
+        result = run_with_progress(lambda cb: run_scenario(scenario, seed=seed, progress=cb), quiet or as_json)
+    except FileNotFoundError as e:
+        fail(f"{e.filename}: no such file")
+    except (ScenarioError, _engine.SimulationError) as e:
+        fail(str(e))
+    if out_dir is not None:
+        result.write(out_dir)
+    if as_json:
+        print(json.dumps(result.summary, indent=2))
+    else:
+        show_summary(result.summary, out_dir)
+
+
+def show_summary(s: dict, out_dir: Optional[Path]) -> None:
+    t = Table(show_header=False, box=None)
+    t.add_row("ranks × iterations", f"{s['ranks']:,} × {s['iterations']:,}")
+    t.add_row("makespan", f"{s['makespan_s']:.9g} s")
+    if "iteration_s" in s:
+        it = s["iteration_s"]
+        t.add_row("iteration time", f"mean {it['mean']:.6g} s, p95 {it['p95']:.6g} s, max {it['max']:.6g} s")
+    t.add_row("events", f"{s['events']:,} in {s['wall_s']:.3f} s ({(s['events_per_s'] or 0) / 1e6:.2f} M/s)")
+    t.add_row("peak engine memory", f"{s['peak_memory_bytes'] / 2**20:.1f} MiB")
+    if out_dir is not None:
+        t.add_row("results", str(out_dir))
+    out.print(t)
+
+
+@app.command(context_settings={"ignore_unknown_options": False})
+def loggopsim(
+    goal: Optional[Path] = typer.Argument(None, help="GOAL schedule (text; no txt2bin step needed)."),
+    filename: Optional[Path] = typer.Option(None, "-f", "--filename", help="The schedule, as LogGOPSim's -f."),
+    L: int = typer.Option(2500, "-L", "--LogGOPS_L", help="Latency L in ns."),
+    o: int = typer.Option(1500, "-o", "--LogGOPS_o", help="CPU overhead o in ns."),
+    g: int = typer.Option(1000, "-g", "--LogGOPS_g", help="Gap per message g in ns."),
+    G: float = typer.Option(6, "-G", "--LogGOPS_G", help="Gap per byte G in ns."),
+    O: float = typer.Option(0, "-O", "--LogGOPS_O", help="Overhead per byte O in ns."),
+    S: int = typer.Option(65535, "-S", "--LogGOPS_S", help="Largest eager message in bytes."),
+    noise_trace: Optional[Path] = typer.Option(None, "--noise-trace", help="Detour trace: 'start<TAB>duration' ns per line."),
+    noise_cosched: bool = typer.Option(False, "--noise-cosched", help="Same trace offset on every rank."),
+    seed: int = typer.Option(0, "--seed", help="Seed for the per-rank trace offsets (LogGOPSim uses the clock)."),
+    batchmode: bool = typer.Option(False, "-b", "--batchmode", help="Never print per-host times."),
+    save_mem: bool = typer.Option(False, "--save-mem", help="Accepted for compatibility; no effect (text is read directly)."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Accepted for compatibility."),
+):
+    """LogGOPSim-compatible run of a GOAL schedule: same flags, same 'Host i: t' output."""
+    path = goal or filename
+    if path is None:
+        fail("give a GOAL file (positional or -f)")
+    for name, v in (("L", L), ("o", o), ("g", g), ("G", G), ("O", O), ("S", S)):
+        if v < 0:
+            fail(f"-{name} must be non-negative, got {v}")
+    if seed < 0:
+        fail("--seed must be non-negative")
+    start = time.perf_counter()
+    try:
+        times_ps, events = _engine.loggopsim(
+            str(path), L, o, g, float(G), float(O), S, str(noise_trace) if noise_trace else None, noise_cosched, seed
+        )
+    except _engine.SimulationError as e:
+        fail(str(e), code=1)
+    wall = time.perf_counter() - start
+    p = len(times_ps)
+    print(f"size: {p}; L={L}, o={o} g={g}, G={_num(G)}, O={_num(O)}, P={p}, S={S}")
+    print(f"PERFORMANCE: Processes: {p} \t Events: {events} \t Time: {wall:.3f} s \t Speed: {events / max(wall, 1e-9):.2f} ev/s")
+    if p <= 16 and not batchmode:
+        print("Times: ")
+        for i, t in enumerate(times_ps):
+            print(f"Host {i}: {_ns(t)}")
+    else:
+        host = max(range(p), key=lambda i: (times_ps[i], -i))
+        print(f"Maximum finishing time at host {host}: {_ns(times_ps[host])} ({times_ps[host] / 1e12:g} s)")
+
+
+def _ns(ps: int) -> str:
+    return str(ps // 1000) if ps % 1000 == 0 else f"{ps / 1000:.3f}"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+@app.command()
+def bench(case: list[str] = typer.Option(None, "--case", help="Run only these cases (repeatable).")):
+    """Engine benchmark: one JSON line per case (events/s, bytes/rank)."""
+    cases = case or list(_engine.bench_cases())
+    for c in cases:
+        try:
+            r = _engine.bench_case(c)
+        except _engine.SimulationError as e:
+            fail(str(e))
+        print(json.dumps(dict(r)), flush=True)
+
+
+@app.command()
+def demo(
+    out_dir: Path = typer.Option(Path("demo-out"), "--out", help="Where to write results."),
+    quiet: bool = typer.Option(False, "--quiet"),
+):
+    """A small built-in study: a BSP code under four kinds of noise, with and without a barrier."""
+    from idlewave.demo import run_demo
+
+    try:
+        run_demo(out_dir, console=out, quiet=quiet)
+    except (ScenarioError, _engine.SimulationError) as e:
+        fail(str(e))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Running one scenario and holding its results."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import polars as pl
+
+from idlewave import _engine
+from idlewave.results import write_json, write_parquet
+from idlewave.scenario import engine_json, load_scenario, validate
+
+
+@dataclass
+class Result:
+    """What one simulation produced.
+
+    ``finish_times_s[r]`` is when rank r finished; ``timers[name]`` is a
+    ranks × iterations matrix of durations in seconds (NaN where a rank never
+    ran that region); ``summary`` is the JSON summary.
+    """
+
+    scenario: dict
+    finish_times_s: np.ndarray
+    timers: dict[str, np.ndarray]
+    summary: dict
+    finish_times_ps: np.ndarray = field(repr=False, default=None)
+
+    def ranks_frame(self) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"rank": np.arange(len(self.finish_times_s), dtype=np.uint32), "finish_s": self.finish_times_s}
+        )
+
+    def timers_frame(self) -> pl.DataFrame:
+        """One row per (rank, iteration), one column per timer, in seconds."""
+        if not self.timers:
+            return pl.DataFrame({"rank": [], "iteration": []}, schema={"rank": pl.UInt32, "iteration": pl.UInt32})
+        ranks, iters = next(iter(self.timers.values())).shape
+        cols = {
+            "rank": np.repeat(np.arange(ranks, dtype=np.uint32), iters),
+            "iteration": np.tile(np.arange(iters, dtype=np.uint32), ranks),
+        }
+        for name, m in self.timers.items():
+            cols[f"{name}_s"] = m.reshape(-1)
+        return pl.DataFrame(cols)
+
+    def write(self, out: str | Path) -> Path:
+        """Writes ranks.parquet, timers.parquet and summary.json (last) into `out`."""
+        out = Path(out)
+        write_parquet(out / "ranks.parquet", self.ranks_frame())
+        write_parquet(out / "timers.parquet", self.timers_frame())
+        write_json(out / "scenario.json", self.scenario)
+        write_json(out / "summary.json", self.summary)
+        return out
+
+
+Progress = Callable[[float, int], bool]
+
+
+def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: Progress | None = None) -> Result:
+    """Runs a scenario: a TOML path, or a dict in the scenario file's layout.
+
+    ``progress(sim_time_s, events)`` is called every ~1M events; return False to stop.
+    Raises ScenarioError for bad input and SimulationError for runs that cannot
+    complete (deadlock, unmatched messages, too large for memory).
+    """
+    overrides = {"seed": seed} if seed is not None else None
+    if isinstance(scenario, (str, Path)):
+        scn = load_scenario(scenario, overrides)
+    else:
+        raw = dict(scenario)
+        if overrides:
+            raw.update(overrides)
+        scn = validate(raw)
+    raw = _engine.simulate(engine_json(scn), progress)
+    timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
+    summary = _summary(scn, raw, timers)
+    return Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
+
+
+def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
+    wall = raw["wall_s"]
+    s = {
+        "name": scn.get("name", ""),
+        "seed": scn["seed"],
+        "workload": scn["workload"]["kind"],
+        "ranks": raw["ranks"],
+        "iterations": raw["iterations"],
+        "makespan_s": raw["makespan_s"],
+        "makespan_ps": raw["makespan_ps"],
+        "events": raw["events"],
+        "wall_s": wall,
+        "events_per_s": raw["events"] / wall if wall > 0 else None,
+        "peak_memory_bytes": raw["peak_memory_bytes"],
+        "engine_version": _engine.__version__,
+    }
+    for name, m in timers.items():
+        finite = m[np.isfinite(m)]
+        if finite.size:
+            s[f"{name}_s"] = {
+                "mean": float(finite.mean()),
+                "p50": float(np.percentile(finite, 50)),
+                "p95": float(np.percentile(finite, 95)),
+                "max": float(finite.max()),
+            }
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in s.items()}
