@@ -64,7 +64,7 @@ impl Matcher {
             self.slab[i as usize] = Node { e, next: NIL };
             i
         } else {
-            self.slab.push(Node { e, next: NIL });
+            super::queue::push_frugal(&mut self.slab, Node { e, next: NIL });
             (self.slab.len() - 1) as u32
         };
         let list = &mut self.lists[rank as usize][q as usize];

@@ -68,6 +68,9 @@ pub struct Engine<P: Program> {
     touched: Vec<u32>,
     ready: Vec<ReadyOp>,
     started: bool,
+    pub peak_queue: usize,
+    pub peak_live: usize,
+    pub pops: u64,
 }
 
 impl<P: Program> Engine<P> {
@@ -91,6 +94,9 @@ impl<P: Program> Engine<P> {
             touched: Vec::new(),
             ready: Vec::new(),
             started: false,
+            peak_queue: 0,
+            peak_live: 0,
+            pops: 0,
             program,
         })
     }
@@ -128,10 +134,7 @@ impl<P: Program> Engine<P> {
     pub fn step(&mut self, budget: u64) -> Result<bool, SimError> {
         if !self.started {
             self.started = true;
-            for r in 0..self.num_ranks() {
-                self.touched.push(r);
-            }
-            self.issue_freed()?;
+            self.start()?;
         }
         for _ in 0..budget {
             let Some(ev) = self.queue.pop() else {
@@ -143,13 +146,46 @@ impl<P: Program> Engine<P> {
             if !self.touched.is_empty() {
                 self.issue_freed()?;
             }
+            if std::env::var_os("IDLEWAVE_DEBUG_PEAKS").is_some() {
+                self.peak_queue = self.peak_queue.max(self.queue.len());
+                self.peak_live = self.peak_live.max(self.matcher.live());
+                self.pops += 1;
+            }
         }
         Ok(false)
     }
 
+    /// Runs every rank's initial ops at time 0. They precede all other events
+    /// (LogGOPSim queues them first), so they take the lowest stamps — rank
+    /// by rank, in the order `collect` gives — and run straight away instead
+    /// of first filling the queue with one event per rank.
+    fn start(&mut self) -> Result<(), SimError> {
+        let per_rank = self.program.max_initial_ops().max(1) as u64;
+        let p = self.num_ranks();
+        self.queue.reserve_stamps(p as u64 * per_rank);
+        let mut initial = Vec::new();
+        for r in 0..p {
+            self.program.collect(r, 0, 0, &mut initial).map_err(SimError::Invalid)?;
+            initial.sort_by_key(|op| op.kind);
+            for (i, op) in initial.drain(..).enumerate() {
+                // LogGOPSim issues every initial op at time 0 (a busy CPU then
+                // defers it). With time 0 and a reserved stamp it is the
+                // earliest pending event, so running it now is queue order.
+                let mut ev = self.event_for(r, op)?;
+                ev.time = 0;
+                ev.set_stamp(r as u64 * per_rank + i as u64);
+                self.process(ev);
+                if !self.touched.is_empty() {
+                    self.issue_freed()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     #[inline]
     fn process(&mut self, ev: Event) {
-        match ev.kind {
+        match ev.kind() {
             EvKind::Calc => self.on_calc(ev),
             EvKind::Send => self.on_send(ev),
             EvKind::Recv => self.on_recv(ev),
@@ -169,7 +205,7 @@ impl<P: Program> Engine<P> {
     }
 
     fn on_calc(&mut self, mut ev: Event) {
-        let c = self.cpu(ev.rank, ev.cpu);
+        let c = self.cpu(ev.rank, ev.cpu());
         if self.next_o[c] > ev.time {
             ev.time = self.next_o[c];
             self.queue.push_again(ev);
@@ -190,7 +226,7 @@ impl<P: Program> Engine<P> {
             self.queue.push_new(ev);
             return;
         }
-        let c = self.cpu(ev.rank, ev.cpu);
+        let c = self.cpu(ev.rank, ev.cpu());
         if self.next_o[c] > ev.time {
             ev.time = self.next_o[c];
             self.queue.push_again(ev);
@@ -203,7 +239,7 @@ impl<P: Program> Engine<P> {
     }
 
     fn on_send(&mut self, mut ev: Event) {
-        let (c, n) = (self.cpu(ev.rank, ev.cpu), self.nic(ev.rank, ev.nic));
+        let (c, n) = (self.cpu(ev.rank, ev.cpu()), self.nic(ev.rank, ev.nic()));
         let free = self.next_o[c].max(self.next_gs[n]);
         if free > ev.time {
             ev.time = free;
@@ -215,13 +251,9 @@ impl<P: Program> Engine<P> {
         self.touched.push(ev.rank);
         self.next_o[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
         self.next_gs[n] = ev.time + p.send_nic(ev.size);
-        self.queue.push_new(Event {
-            time: ev.time + p.o_ps + p.l_ps,
-            kind: EvKind::Msg,
-            rank: ev.peer,
-            peer: ev.rank,
-            ..ev
-        });
+        let mut msg = ev.with_kind(EvKind::Msg);
+        (msg.time, msg.rank, msg.peer) = (ev.time + p.o_ps + p.l_ps, ev.peer, ev.rank);
+        self.queue.push_new(msg);
         if !p.is_rendezvous(ev.size) {
             self.program.done(ev.rank, ev.id);
         }
@@ -241,13 +273,13 @@ impl<P: Program> Engine<P> {
             None => self.matcher.push(
                 ev.rank,
                 Queue::Posted,
-                Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu, nic: ev.nic },
+                Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() },
             ),
         }
     }
 
     fn on_msg(&mut self, mut ev: Event) {
-        let (c, n) = (self.cpu(ev.rank, ev.cpu), self.nic(ev.rank, ev.nic));
+        let (c, n) = (self.cpu(ev.rank, ev.cpu()), self.nic(ev.rank, ev.nic()));
         let free = self.next_o[c].max(self.next_gr[n]);
         if free > ev.time {
             ev.time = free;
@@ -260,7 +292,7 @@ impl<P: Program> Engine<P> {
         self.next_gr[n] = ev.time + p.recv_nic(ev.size);
         match self.matcher.take(dst, Queue::Posted, src, ev.tag) {
             Some(recv) => {
-                self.complete_rendezvous(src, dst, ev.size, ev.id, ev.cpu, ev.nic, ev.time);
+                self.complete_rendezvous(src, dst, ev.size, ev.id, ev.cpu(), ev.nic(), ev.time);
                 self.program.done(dst, recv.id);
                 self.touched.push(dst);
                 self.events += 1;
@@ -268,7 +300,7 @@ impl<P: Program> Engine<P> {
             None => self.matcher.push(
                 dst,
                 Queue::Unexpected,
-                Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu, nic: ev.nic },
+                Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() },
             ),
         }
     }
@@ -303,40 +335,41 @@ impl<P: Program> Engine<P> {
             if self.ready.len() > 1 {
                 self.ready.sort_by_key(|op| op.kind); // stable: keeps schedule order within a kind
             }
-            for op in self.ready.drain(..) {
-                if matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= self.program.num_ranks() && !(op.kind == OpKind::Recv && op.peer == ANY) {
-                    return Err(SimError::Invalid(format!(
-                        "rank {r}: {} peer {} is out of range (0..{})",
-                        if op.kind == OpKind::Send { "send" } else { "recv" },
-                        op.peer,
-                        self.program.num_ranks()
-                    )));
-                }
-                let c = r as usize * self.ncpu + (op.cpu as usize).min(self.ncpu - 1);
-                let n = r as usize * self.nnic + (op.nic as usize).min(self.nnic - 1);
-                let (kind, time) = match op.kind {
-                    OpKind::Send => (EvKind::Send, self.next_o[c].max(self.next_gs[n])),
-                    OpKind::Recv => (EvKind::Recv, self.next_o[c]),
-                    OpKind::Calc => (EvKind::Calc, self.next_o[c]),
-                    OpKind::Probe => (EvKind::Probe, self.next_o[c]),
-                };
-                self.queue.push_new(Event {
-                    time,
-                    stamp: 0,
-                    size: op.size,
-                    rank: r,
-                    peer: op.peer,
-                    tag: op.tag,
-                    id: op.id,
-                    kind,
-                    cpu: op.cpu,
-                    nic: op.nic,
-                });
+            let mut ready = std::mem::take(&mut self.ready);
+            for op in ready.drain(..) {
+                let ev = self.event_for(r, op)?;
+                self.queue.push_new(ev);
             }
+            self.ready = ready;
         }
         touched.clear();
         self.touched = touched;
         Ok(())
+    }
+
+    /// The queue event that executes `op` of rank `r`, at the time its CPU
+    /// (and, for a send, NIC) is next free.
+    fn event_for(&self, r: u32, op: ReadyOp) -> Result<Event, SimError> {
+        let p = self.program.num_ranks();
+        if matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY) {
+            return Err(SimError::Invalid(format!(
+                "rank {r}: {} peer {} is out of range (0..{p})",
+                if op.kind == OpKind::Send { "send" } else { "recv" },
+                op.peer
+            )));
+        }
+        let c = r as usize * self.ncpu + (op.cpu as usize).min(self.ncpu - 1);
+        let n = r as usize * self.nnic + (op.nic as usize).min(self.nnic - 1);
+        let (kind, time) = match op.kind {
+            OpKind::Send => (EvKind::Send, self.next_o[c].max(self.next_gs[n])),
+            OpKind::Recv => (EvKind::Recv, self.next_o[c]),
+            OpKind::Calc => (EvKind::Calc, self.next_o[c]),
+            OpKind::Probe => (EvKind::Probe, self.next_o[c]),
+        };
+        // Never before now: LogGOPSim may start an op on an idle second CPU
+        // in the past, before its dependency finished; we do not.
+        let time = time.max(self.now);
+        Ok(Event::new(time, kind, op.cpu, op.nic, op.size, r, op.peer, op.tag, op.id))
     }
 
     /// After the last event: every rank must be done and nothing left unmatched.

@@ -1,13 +1,15 @@
-//! The pending-event queue, ordered by (time, insertion stamp) exactly like
+//! The pending-event queue, ordered by (time, creation stamp) exactly like
 //! LogGOPSim's STRICT_ORDER queue: events at equal times run in the order they
 //! were first created; a re-queued event keeps its original stamp.
 //!
-//! Most new events are due "now" (ops freed by the current event), so those go
-//! to a FIFO, which is already in key order, instead of the heap.
+//! Event times never decrease below the time being processed (the engine only
+//! schedules at or after "now"), so a radix heap fits: 65 buckets by the
+//! highest bit in which a time differs from the current minimum. Each event
+//! moves between buckets at most 64 times, and buckets are plain vectors, so
+//! the queue stays cache-friendly at millions of events. Bucket 0 holds the
+//! events due exactly now, kept in stamp order.
 
 use crate::time::Time;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -21,10 +23,14 @@ pub enum EvKind {
     Probe = 5,
 }
 
-#[derive(Debug, Clone, Copy)]
+const KINDS: [EvKind; 6] = [EvKind::Calc, EvKind::Send, EvKind::Recv, EvKind::Calc, EvKind::Msg, EvKind::Probe];
+
+/// 40 bytes: the stamp, kind, cpu and nic share one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
     pub time: Time,
-    pub stamp: u64,
+    /// stamp << 24 | kind << 16 | cpu << 8 | nic
+    meta: u64,
     pub size: u64,
     /// Owner (for Msg: the receiver).
     pub rank: u32,
@@ -33,45 +39,76 @@ pub struct Event {
     pub tag: u32,
     /// Program handle (for Msg: the sender's send op).
     pub id: u32,
-    pub kind: EvKind,
-    pub cpu: u8,
-    pub nic: u8,
 }
+
+/// Below this many events a buffer grows and is kept as Vec likes.
+const REUSE_LIMIT: usize = 4096;
+
+/// Stamps fit in 40 bits: 10^12 events per run.
+const STAMP_SHIFT: u32 = 24;
 
 impl Event {
+    #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn key(&self) -> (Time, u64) {
-        (self.time, self.stamp)
+    pub fn new(time: Time, kind: EvKind, cpu: u8, nic: u8, size: u64, rank: u32, peer: u32, tag: u32, id: u32) -> Self {
+        Event { time, meta: (kind as u64) << 16 | (cpu as u64) << 8 | nic as u64, size, rank, peer, tag, id }
+    }
+    #[inline]
+    pub fn kind(&self) -> EvKind {
+        KINDS[(self.meta >> 16 & 0xff) as usize]
+    }
+    #[inline]
+    pub fn cpu(&self) -> u8 {
+        (self.meta >> 8) as u8
+    }
+    #[inline]
+    pub fn nic(&self) -> u8 {
+        self.meta as u8
+    }
+    #[inline]
+    pub fn with_kind(mut self, kind: EvKind) -> Self {
+        self.meta = self.meta & !(0xff << 16) | (kind as u64) << 16;
+        self
+    }
+    #[inline]
+    fn stamp(&self) -> u64 {
+        self.meta >> STAMP_SHIFT
+    }
+    /// For events the engine stamps from a reserved range.
+    #[inline]
+    pub fn set_stamp(&mut self, s: u64) {
+        self.meta = self.meta & ((1 << STAMP_SHIFT) - 1) | s << STAMP_SHIFT;
     }
 }
 
-/// Min-heap adapter.
-struct ByKey(Event);
-
-impl PartialEq for ByKey {
-    fn eq(&self, o: &Self) -> bool {
-        self.0.key() == o.0.key()
+/// Appends, growing large buffers by a quarter rather than doubling them,
+/// so spare capacity stays below 25% of the live events.
+#[inline]
+pub(crate) fn push_frugal<T>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() && v.len() >= REUSE_LIMIT {
+        v.reserve_exact(v.len() / 4);
     }
-}
-impl Eq for ByKey {}
-impl PartialOrd for ByKey {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for ByKey {
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.0.key().cmp(&self.0.key())
-    }
+    v.push(x);
 }
 
-#[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<ByKey>,
-    /// Events all due at `fifo_time`, in stamp order.
-    fifo: VecDeque<Event>,
-    fifo_time: Time,
+    /// Events due at `last`, in reverse stamp order (the next one is last),
+    /// so the buffer can shrink as it is consumed.
+    now: Vec<Event>,
+    /// Events queued for `last` while `now` is being consumed; their stamps
+    /// are newer than all of `now`'s, in increasing order.
+    later_now: Vec<Event>,
+    /// buckets[i] (i ≥ 1): events whose time differs from `last` first in bit i−1.
+    buckets: Vec<Vec<Event>>,
+    last: Time,
+    len: usize,
     next_stamp: u64,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue { now: Vec::new(), later_now: Vec::new(), buckets: vec![Vec::new(); 65], last: 0, len: 0, next_stamp: 0 }
+    }
 }
 
 impl EventQueue {
@@ -80,55 +117,104 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.fifo.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
-    pub fn stamps_issued(&self) -> u64 {
-        self.next_stamp
+    #[inline]
+    fn bucket(&self, t: Time) -> usize {
+        (64 - (t ^ self.last).leading_zeros()) as usize
+    }
+
+    /// Sets aside the stamps below `n` for events the caller stamps itself
+    /// (ops issued at start-up, which precede everything else). Such events
+    /// must be processed at once or re-queued with `push_again`.
+    pub fn reserve_stamps(&mut self, n: u64) {
+        self.next_stamp = self.next_stamp.max(n);
     }
 
     /// Queues a new event, giving it the next stamp.
     #[inline]
     pub fn push_new(&mut self, mut ev: Event) {
-        ev.stamp = self.next_stamp;
+        ev.set_stamp(self.next_stamp);
         self.next_stamp += 1;
-        // Fresh stamps are the largest so far, so appending keeps the FIFO sorted.
-        if self.fifo.is_empty() || self.fifo_time == ev.time {
-            self.fifo_time = ev.time;
-            self.fifo.push_back(ev);
-        } else {
-            self.heap.push(ByKey(ev));
-        }
+        self.insert(ev);
     }
 
     /// Re-queues an event at a later time, keeping its stamp.
     #[inline]
     pub fn push_again(&mut self, ev: Event) {
-        self.heap.push(ByKey(ev));
+        self.insert(ev);
+    }
+
+    #[inline]
+    fn insert(&mut self, ev: Event) {
+        assert!(ev.time >= self.last, "event scheduled in the past ({} < {})", ev.time, self.last);
+        self.len += 1;
+        let b = self.bucket(ev.time);
+        if b == 0 {
+            // Only fresh stamps arrive here (re-queued events go to later
+            // times), and they are the newest: appending keeps stamp order.
+            debug_assert!(self.later_now.last().is_none_or(|l| l.stamp() < ev.stamp()));
+            push_frugal(&mut self.later_now, ev);
+        } else {
+            push_frugal(&mut self.buckets[b], ev);
+        }
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        let from_heap = match (self.heap.peek(), self.fifo.front()) {
-            (Some(h), Some(f)) => h.0.key() < f.key(),
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => return None,
-        };
-        if from_heap {
-            self.heap.pop().map(|b| b.0)
-        } else {
-            self.fifo.pop_front()
+        if self.now.is_empty() {
+            if self.later_now.is_empty() {
+                self.refill()?;
+            } else {
+                std::mem::swap(&mut self.now, &mut self.later_now);
+                self.now.reverse();
+            }
         }
+        self.len -= 1;
+        let ev = self.now.pop();
+        if self.now.capacity() > 2 * self.now.len() + REUSE_LIMIT {
+            self.now.shrink_to(self.now.len() + self.now.len() / 4);
+        }
+        ev
+    }
+
+    /// Moves the earliest events into `now`: the first non-empty bucket is
+    /// split in place into the events due at its minimum time (kept, sorted
+    /// by stamp, as the new `now`) and the rest (moved to lower buckets from
+    /// the end, the buffer shrinking as it empties). So the queue never holds
+    /// much more than its live events, even when a million ranks are in step.
+    fn refill(&mut self) -> Option<()> {
+        let b = (1..65).find(|&i| !self.buckets[i].is_empty())?;
+        let mut taken = std::mem::take(&mut self.buckets[b]);
+        self.last = taken.iter().map(|e| e.time).min().unwrap();
+        let mut due = 0;
+        for i in 0..taken.len() {
+            if taken[i].time == self.last {
+                taken.swap(i, due);
+                due += 1;
+            }
+        }
+        while taken.len() > due {
+            let ev = taken.pop().unwrap();
+            let nb = self.bucket(ev.time);
+            push_frugal(&mut self.buckets[nb], ev);
+            if taken.capacity() > 2 * taken.len() + REUSE_LIMIT {
+                taken.shrink_to(taken.len() + taken.len() / 4);
+            }
+        }
+        taken.sort_unstable_by_key(|e| std::cmp::Reverse(e.stamp()));
+        self.now = taken;
+        Some(())
     }
 
     /// Bytes held by the queue's buffers (for memory accounting).
     pub fn capacity_bytes(&self) -> usize {
-        (self.heap.capacity() + self.fifo.capacity()) * std::mem::size_of::<Event>()
+        (self.now.capacity() + self.later_now.capacity() + self.buckets.iter().map(|b| b.capacity()).sum::<usize>()) * std::mem::size_of::<Event>()
     }
 }
 
@@ -137,17 +223,26 @@ mod tests {
     use super::*;
 
     fn ev(time: Time, id: u32) -> Event {
-        Event { time, stamp: 0, size: 0, rank: 0, peer: 0, tag: 0, id, kind: EvKind::Calc, cpu: 0, nic: 0 }
+        Event::new(time, EvKind::Calc, 0, 0, 0, 0, 0, 0, id)
+    }
+
+    #[test]
+    fn events_are_forty_bytes_and_keep_their_fields() {
+        assert_eq!(std::mem::size_of::<Event>(), 40);
+        let mut e = Event::new(5, EvKind::Msg, 3, 7, 9, 1, 2, 4, 6);
+        e.set_stamp((1 << 40) - 1);
+        assert_eq!((e.kind(), e.cpu(), e.nic(), e.stamp()), (EvKind::Msg, 3, 7, (1 << 40) - 1));
+        assert_eq!(e.with_kind(EvKind::Send).kind(), EvKind::Send);
     }
 
     #[test]
     fn pops_by_time_then_creation_order() {
         let mut q = EventQueue::new();
-        for (t, id) in [(5, 0), (1, 1), (5, 2), (1, 3), (0, 4)] {
+        for (t, id) in [(5, 0), (1, 1), (5, 2), (1, 3), (0, 4), (1 << 40, 5), (3, 6)] {
             q.push_new(ev(t, id));
         }
         let order: Vec<u32> = std::iter::from_fn(|| q.pop()).map(|e| e.id).collect();
-        assert_eq!(order, vec![4, 1, 3, 0, 2]);
+        assert_eq!(order, vec![4, 1, 3, 6, 0, 2, 5]);
     }
 
     #[test]
@@ -161,5 +256,32 @@ mod tests {
         q.push_new(ev(10, 2)); // stamp 2
         let order: Vec<u32> = std::iter::from_fn(|| q.pop()).map(|e| e.id).collect();
         assert_eq!(order, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn matches_a_sorted_reference_on_a_random_monotone_workload() {
+        let mut q = EventQueue::new();
+        let mut reference: Vec<(Time, u32)> = Vec::new();
+        let mut popped = Vec::new();
+        let mut now = 0;
+        let mut x = 12345u64;
+        for id in 0..20_000u32 {
+            x = crate::rng::mix64(x);
+            let t = now + (x % 1000) * (x >> 60);
+            q.push_new(ev(t, id));
+            reference.push((t, id));
+            if x % 3 == 0 {
+                let e = q.pop().unwrap();
+                now = e.time;
+                popped.push((e.time, e.id));
+            }
+        }
+        while let Some(e) = q.pop() {
+            popped.push((e.time, e.id));
+        }
+        // Popping must be globally non-decreasing in time, FIFO among equal times.
+        assert!(popped.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(popped.windows(2).all(|w| w[0].0 < w[1].0 || w[0].1 < w[1].1));
+        assert_eq!(popped.len(), reference.len());
     }
 }

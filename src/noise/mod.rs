@@ -10,6 +10,8 @@
 //! before the work is finished, pushes the end back by its length (detours that
 //! begin inside the extension count too; LogGOPSim only counts those that
 //! begin inside the original window).
+//!
+//! Times are signed 64-bit picoseconds here (±106 days of simulated time).
 
 mod trace;
 
@@ -41,14 +43,14 @@ pub enum NoiseSpec {
 /// lie before 0 for sources that are periodic in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Detour {
-    start: i128,
-    end: i128,
+    start: i64,
+    end: i64,
 }
 
 #[derive(Debug, Clone)]
 enum Kind {
     Periodic { period: Time, duration: Time, cosched: bool },
-    Poisson { window: f64, mean_per_window: f64, duration: Time },
+    Poisson { window: f64, mean_per_window: f64, exp_neg_mean: f64, duration: Time },
     Trace { detours: Vec<(Time, Time)>, span: Time, cosched: bool },
     Single { rank: u32, start: Time, duration: Time },
 }
@@ -119,7 +121,7 @@ impl Noise {
                         ));
                     }
                     let window = 1e12 / rate_per_s; // one expected arrival per window
-                    (Kind::Poisson { window, mean_per_window: 1.0, duration: *duration_ps }, check_ranks(ranks)?)
+                    (Kind::Poisson { window, mean_per_window: 1.0, exp_neg_mean: (-1.0f64).exp(), duration: *duration_ps }, check_ranks(ranks)?)
                 }
                 NoiseSpec::Trace { path, cosched, ranks } => {
                     let detours = read_noise_trace(std::path::Path::new(path))?;
@@ -146,8 +148,8 @@ impl Noise {
         if self.sources.is_empty() {
             return start + work;
         }
-        let mut t = start as i128;
-        let mut remaining = work as i128;
+        let mut t = start as i64;
+        let mut remaining = work as i64;
         loop {
             let next = self
                 .sources
@@ -168,9 +170,9 @@ impl Noise {
 
     /// Total detour time a rank suffers in [0, horizon) — for reporting.
     pub fn stolen_in(&self, rank: u32, horizon: Time) -> Time {
-        let mut t: i128 = 0;
-        let mut stolen: i128 = 0;
-        let h = horizon as i128;
+        let mut t: i64 = 0;
+        let mut stolen: i64 = 0;
+        let h = horizon as i64;
         while t < h {
             let next = self
                 .sources
@@ -232,16 +234,16 @@ impl Source {
     }
 
     /// Per-rank (or shared, if co-scheduled) phase in [0, span).
-    fn phase(&self, seed: u64, rank: u32, cosched: bool, span: Time) -> i128 {
+    fn phase(&self, seed: u64, rank: u32, cosched: bool, span: Time) -> i64 {
         let who = if cosched { u64::MAX } else { rank as u64 };
-        (unit(hash(seed, self.stream, who, u64::MAX)) * span as f64) as i128
+        (unit(hash(seed, self.stream, who, u64::MAX)) * span as f64) as i64
     }
 
     /// The first detour of this source on `rank` whose end is after `t`.
-    fn first_ending_after(&self, seed: u64, rank: u32, t: i128) -> Option<Detour> {
+    fn first_ending_after(&self, seed: u64, rank: u32, t: i64) -> Option<Detour> {
         match &self.kind {
             Kind::Periodic { period, duration, cosched } => {
-                let (p, d) = (*period as i128, *duration as i128);
+                let (p, d) = (*period as i64, *duration as i64);
                 let phase = self.phase(seed, rank, *cosched, *period);
                 // Detour k occupies [phase + k·p, phase + k·p + d).
                 let k = (t - phase).div_euclid(p);
@@ -249,13 +251,13 @@ impl Source {
                 let start = if start + d > t { start } else { start + p };
                 Some(Detour { start, end: start + d })
             }
-            Kind::Poisson { window, mean_per_window, duration } => {
-                let d = *duration as i128;
+            Kind::Poisson { window, mean_per_window, exp_neg_mean, duration } => {
+                let d = *duration as i64;
                 // A detour that started up to `d` before t may still run.
                 let mut w = ((t - d) as f64 / window).floor() as i64;
                 loop {
-                    let mut starts = [0i128; MAX_ARRIVALS_PER_WINDOW];
-                    let n = self.poisson_window(seed, rank, w, *window, *mean_per_window, &mut starts);
+                    let mut starts = [0i64; MAX_ARRIVALS_PER_WINDOW];
+                    let n = self.poisson_window(seed, rank, w, *window, (*mean_per_window, *exp_neg_mean), &mut starts);
                     for &s in &starts[..n] {
                         if s + d > t {
                             return Some(Detour { start: s, end: s + d });
@@ -265,7 +267,7 @@ impl Source {
                 }
             }
             Kind::Trace { detours, span, cosched } => {
-                let span_i = *span as i128;
+                let span_i = *span as i64;
                 let offset = self.phase(seed, rank, *cosched, *span);
                 // Rank-local trace time: τ = t + offset, looping every span.
                 let tau = t + offset;
@@ -273,22 +275,22 @@ impl Source {
                 let pos = tau.rem_euclid(span_i) as Time;
                 let i = detours.partition_point(|&(s, d)| s + d <= pos);
                 let (cycle, (s, d)) = if i < detours.len() { (cycle, detours[i]) } else { (cycle + 1, detours[0]) };
-                let start = cycle * span_i + s as i128 - offset;
-                Some(Detour { start, end: start + d as i128 })
+                let start = cycle * span_i + s as i64 - offset;
+                Some(Detour { start, end: start + d as i64 })
             }
             Kind::Single { rank: r, start, duration } => {
-                let (s, e) = (*start as i128, (*start + *duration) as i128);
+                let (s, e) = (*start as i64, (*start + *duration) as i64);
                 (*r == rank && e > t && duration > &0).then_some(Detour { start: s, end: e })
             }
         }
     }
 
     /// Sorted arrival times of window `w` (a Poisson count, uniform positions).
-    fn poisson_window(&self, seed: u64, rank: u32, w: i64, window: f64, mean: f64, out: &mut [i128]) -> usize {
+    fn poisson_window(&self, seed: u64, rank: u32, w: i64, window: f64, (mean, exp_neg_mean): (f64, f64), out: &mut [i64]) -> usize {
         let key = w as u64;
         let u = unit(hash(seed, self.stream, rank as u64, key.wrapping_mul(0x1_0000_0001)));
         // Inversion sampling of the count.
-        let (mut n, mut p) = (0usize, (-mean).exp());
+        let (mut n, mut p) = (0usize, exp_neg_mean);
         let mut cdf = p;
         while u > cdf && n + 1 < out.len() {
             n += 1;
@@ -298,7 +300,7 @@ impl Source {
         let base = w as f64 * window;
         for (i, slot) in out.iter_mut().take(n).enumerate() {
             let v = unit(hash(seed, self.stream ^ ((i as u64 + 1) << 32), rank as u64, key));
-            *slot = (base + v * window) as i128;
+            *slot = (base + v * window) as i64;
         }
         out[..n].sort_unstable();
         n

@@ -132,6 +132,10 @@ impl Program for GoalProgram {
         self.max_nic.saturating_add(1)
     }
 
+    fn max_initial_ops(&self) -> u32 {
+        self.ranks.iter().map(|g| g.freed.len() as u32).max().unwrap_or(0)
+    }
+
     fn started(&mut self, rank: u32, id: u32) {
         let g = &mut self.ranks[rank as usize];
         g.state[id as usize] = OpState::Started;

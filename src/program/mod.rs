@@ -66,6 +66,10 @@ pub trait Program {
     fn num_nics(&self) -> u8 {
         1
     }
+    /// The most ops `collect` returns for one rank before anything has run.
+    fn max_initial_ops(&self) -> u32 {
+        1
+    }
     /// Op `id` of `rank` has started (its `irequires` dependents may go).
     fn started(&mut self, rank: u32, id: u32);
     /// Op `id` of `rank` is done (its `requires` dependents may go).
