@@ -163,9 +163,7 @@ fn run_program<P: Program>(
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
-    if std::env::var_os("IDLEWAVE_DEBUG_PEAKS").is_some() {
-        eprintln!("peak queue {} peak matcher {} pops {} events {}", engine.peak_queue, engine.peak_live, engine.pops, engine.events);
-    }
+
     let p = engine.num_ranks();
     let finish_times: Vec<Time> = (0..p).map(|r| engine.finish_time(r)).collect();
     let makespan = finish_times.iter().copied().max().unwrap_or(0);

@@ -1,7 +1,8 @@
 //! MPI message matching: per rank, a queue of posted receives and a queue of
 //! unexpected messages, searched first-posted-first (which gives MPI's
 //! non-overtaking order between a pair). Entries live in one shared slab with
-//! per-rank linked lists, so an idle rank costs 16 bytes, not two vectors.
+//! per-rank linked lists; a list is one u64 (head, tail) that the caller
+//! keeps next to the rank's clocks, so an empty list costs no cache miss.
 
 use crate::program::ANY;
 
@@ -19,19 +20,51 @@ pub struct Entry {
     pub nic: u8,
 }
 
+/// 24 bytes: cpu and nic ride in the top 16 bits of the size.
 #[derive(Clone, Copy)]
 struct Node {
-    e: Entry,
+    src: u32,
+    tag: u32,
+    id: u32,
     next: u32,
+    size_cpu_nic: u64,
 }
 
-#[derive(Clone, Copy)]
-struct List {
-    head: u32,
-    tail: u32,
+const SIZE_BITS: u32 = 48;
+
+impl Node {
+    fn new(e: Entry) -> Self {
+        debug_assert!(e.size < 1 << SIZE_BITS);
+        let packed = e.size | (e.cpu as u64) << 56 | (e.nic as u64) << SIZE_BITS;
+        Node { src: e.src, tag: e.tag, id: e.id, next: NIL, size_cpu_nic: packed }
+    }
+
+    fn entry(&self) -> Entry {
+        Entry {
+            src: self.src,
+            tag: self.tag,
+            size: self.size_cpu_nic & ((1 << SIZE_BITS) - 1),
+            id: self.id,
+            cpu: (self.size_cpu_nic >> 56) as u8,
+            nic: (self.size_cpu_nic >> SIZE_BITS) as u8,
+        }
+    }
 }
 
-const EMPTY: List = List { head: NIL, tail: NIL };
+/// A list's (head, tail) slab indices packed as head << 32 | tail.
+pub type ListHead = u64;
+
+pub const EMPTY_LIST: ListHead = u64::MAX;
+
+#[inline]
+fn unpack(l: ListHead) -> (u32, u32) {
+    ((l >> 32) as u32, l as u32)
+}
+
+#[inline]
+fn pack(head: u32, tail: u32) -> ListHead {
+    (head as u64) << 32 | tail as u64
+}
 
 /// Which of a rank's two queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +74,6 @@ pub enum Queue {
 }
 
 pub struct Matcher {
-    lists: Vec<[List; 2]>,
     slab: Vec<Node>,
     free: u32,
     live: usize,
@@ -53,57 +85,56 @@ fn matches(want_src: u32, want_tag: u32, src: u32, tag: u32) -> bool {
 }
 
 impl Matcher {
-    pub fn new(ranks: u32) -> Self {
-        Matcher { lists: vec![[EMPTY, EMPTY]; ranks as usize], slab: Vec::new(), free: NIL, live: 0 }
+    pub fn new() -> Self {
+        Matcher { slab: Vec::new(), free: NIL, live: 0 }
     }
 
-    pub fn push(&mut self, rank: u32, q: Queue, e: Entry) {
+    /// Appends `e` to the list `list`.
+    pub fn push(&mut self, list: &mut ListHead, e: Entry) {
         let idx = if self.free != NIL {
             let i = self.free;
             self.free = self.slab[i as usize].next;
-            self.slab[i as usize] = Node { e, next: NIL };
+            self.slab[i as usize] = Node::new(e);
             i
         } else {
-            super::queue::push_frugal(&mut self.slab, Node { e, next: NIL });
+            super::queue::push_frugal(&mut self.slab, Node::new(e));
             (self.slab.len() - 1) as u32
         };
-        let list = &mut self.lists[rank as usize][q as usize];
-        if list.tail == NIL {
-            list.head = idx;
+        let (head, tail) = unpack(*list);
+        if tail == NIL {
+            *list = pack(idx, idx);
         } else {
-            self.slab[list.tail as usize].next = idx;
+            self.slab[tail as usize].next = idx;
+            *list = pack(head, idx);
         }
-        list.tail = idx;
         self.live += 1;
     }
 
-    /// Removes and returns the first entry of `rank`'s queue `q` that matches.
-    /// For the posted queue, (src, tag) is an arriving message and the entries
-    /// carry wildcards; for the unexpected queue, (src, tag) is a receive
-    /// (possibly with wildcards) and entries are concrete messages.
-    pub fn take(&mut self, rank: u32, q: Queue, src: u32, tag: u32) -> Option<Entry> {
+    /// Removes and returns the first entry of `list` that matches. For a
+    /// posted-receive list, (src, tag) is an arriving message and the entries
+    /// carry wildcards; for an unexpected-message list, (src, tag) is a
+    /// receive (possibly with wildcards) and entries are concrete messages.
+    pub fn take(&mut self, list: &mut ListHead, q: Queue, src: u32, tag: u32) -> Option<Entry> {
+        let (head, tail) = unpack(*list);
         let mut prev = NIL;
-        let mut cur = self.lists[rank as usize][q as usize].head;
+        let mut cur = head;
         while cur != NIL {
             let node = self.slab[cur as usize];
             let hit = match q {
-                Queue::Posted => matches(node.e.src, node.e.tag, src, tag),
-                Queue::Unexpected => matches(src, tag, node.e.src, node.e.tag),
+                Queue::Posted => matches(node.src, node.tag, src, tag),
+                Queue::Unexpected => matches(src, tag, node.src, node.tag),
             };
             if hit {
-                let list = &mut self.lists[rank as usize][q as usize];
-                if prev == NIL {
-                    list.head = node.next;
-                } else {
+                let new_head = if prev == NIL { node.next } else { head };
+                if prev != NIL {
                     self.slab[prev as usize].next = node.next;
                 }
-                if list.tail == cur {
-                    list.tail = prev;
-                }
+                let new_tail = if tail == cur { prev } else { tail };
+                *list = if new_head == NIL { EMPTY_LIST } else { pack(new_head, new_tail) };
                 self.slab[cur as usize].next = self.free;
                 self.free = cur;
                 self.live -= 1;
-                return Some(node.e);
+                return Some(node.entry());
             }
             prev = cur;
             cur = node.next;
@@ -111,12 +142,12 @@ impl Matcher {
         None
     }
 
-    /// Entries still queued at `rank`, in order.
-    pub fn entries(&self, rank: u32, q: Queue) -> Vec<Entry> {
+    /// Entries still in `list`, in order.
+    pub fn entries(&self, list: ListHead) -> Vec<Entry> {
         let mut out = Vec::new();
-        let mut cur = self.lists[rank as usize][q as usize].head;
+        let mut cur = unpack(list).0;
         while cur != NIL {
-            out.push(self.slab[cur as usize].e);
+            out.push(self.slab[cur as usize].entry());
             cur = self.slab[cur as usize].next;
         }
         out
@@ -127,7 +158,7 @@ impl Matcher {
     }
 
     pub fn capacity_bytes(&self) -> usize {
-        self.lists.capacity() * std::mem::size_of::<[List; 2]>() + self.slab.capacity() * std::mem::size_of::<Node>()
+        self.slab.capacity() * std::mem::size_of::<Node>()
     }
 }
 
@@ -140,29 +171,42 @@ mod tests {
     }
 
     #[test]
+    fn nodes_are_small_and_round_trip_their_entry() {
+        assert_eq!(std::mem::size_of::<Node>(), 24);
+        let x = Entry { src: 3, tag: ANY, size: (1 << 40) + 5, id: 77, cpu: 255, nic: 9 };
+        assert_eq!(Node::new(x).entry(), x);
+    }
+
+    #[test]
     fn first_posted_matching_receive_wins() {
-        let mut m = Matcher::new(2);
-        m.push(1, Queue::Posted, e(0, 5, 10));
-        m.push(1, Queue::Posted, e(ANY, ANY, 11));
-        m.push(1, Queue::Posted, e(0, 5, 12));
-        assert_eq!(m.take(1, Queue::Posted, 0, 7).unwrap().id, 11); // only the wildcard fits tag 7
-        assert_eq!(m.take(1, Queue::Posted, 0, 5).unwrap().id, 10);
-        assert_eq!(m.take(1, Queue::Posted, 0, 5).unwrap().id, 12);
-        assert!(m.take(1, Queue::Posted, 0, 5).is_none());
-        assert_eq!(m.live(), 0);
+        let mut m = Matcher::new();
+        let mut l = EMPTY_LIST;
+        m.push(&mut l, e(0, 5, 10));
+        m.push(&mut l, e(ANY, ANY, 11));
+        m.push(&mut l, e(0, 5, 12));
+        assert_eq!(m.take(&mut l, Queue::Posted, 0, 7).unwrap().id, 11); // only the wildcard fits tag 7
+        assert_eq!(m.take(&mut l, Queue::Posted, 0, 5).unwrap().id, 10);
+        assert_eq!(m.take(&mut l, Queue::Posted, 0, 5).unwrap().id, 12);
+        assert!(m.take(&mut l, Queue::Posted, 0, 5).is_none());
+        assert_eq!((m.live(), l), (0, EMPTY_LIST));
     }
 
     #[test]
     fn unexpected_messages_are_non_overtaking_and_slots_are_reused() {
-        let mut m = Matcher::new(3);
+        let mut m = Matcher::new();
+        let mut l = EMPTY_LIST;
         for id in 0..3 {
-            m.push(2, Queue::Unexpected, e(1, 0, id));
+            m.push(&mut l, e(1, 0, id));
         }
-        assert_eq!(m.take(2, Queue::Unexpected, ANY, 0).unwrap().id, 0);
-        assert_eq!(m.take(2, Queue::Unexpected, 1, ANY).unwrap().id, 1);
-        m.push(2, Queue::Unexpected, e(0, 0, 9));
-        assert_eq!(m.entries(2, Queue::Unexpected).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 9]);
+        assert_eq!(m.take(&mut l, Queue::Unexpected, ANY, 0).unwrap().id, 0);
+        assert_eq!(m.take(&mut l, Queue::Unexpected, 1, ANY).unwrap().id, 1);
+        m.push(&mut l, e(0, 0, 9));
+        assert_eq!(m.entries(l).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 9]);
         assert_eq!(m.slab.len(), 3);
-        assert!(m.take(2, Queue::Unexpected, 1, 3).is_none());
+        assert!(m.take(&mut l, Queue::Unexpected, 1, 3).is_none());
+        // removing the tail keeps appends in order
+        assert_eq!(m.take(&mut l, Queue::Unexpected, 0, 0).unwrap().id, 9);
+        m.push(&mut l, e(4, 4, 5));
+        assert_eq!(m.entries(l).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 5]);
     }
 }

@@ -12,7 +12,7 @@ mod queue;
 #[cfg(test)]
 mod tests;
 
-pub use matching::{Entry, Matcher, Queue};
+pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
 
 use crate::network::Network;
@@ -46,6 +46,9 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// Largest message size the match queues can hold (256 TiB).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 48;
+
 /// How many stuck ranks or leftover messages an error names.
 const REPORT_LIMIT: usize = 10;
 
@@ -55,11 +58,13 @@ pub struct Engine<P: Program> {
     noise: Noise,
     ncpu: usize,
     nnic: usize,
-    /// Per (rank, cpu): when the CPU is next free ("next_o").
-    next_o: Vec<Time>,
-    /// Per (rank, nic): when the NIC can next inject / accept ("next_gs", "next_gr").
-    next_gs: Vec<Time>,
-    next_gr: Vec<Time>,
+    /// Per rank, side by side so one cache line serves an event: when each
+    /// CPU is next free ("next_o"), then when each NIC can next inject
+    /// ("next_gs"), then accept ("next_gr"), then the heads of its two match
+    /// lists (posted receives, unexpected messages). Index with `o`, `gs`,
+    /// `gr`, `list`.
+    clocks: Vec<Time>,
+    stride: usize,
     matcher: Matcher,
     queue: EventQueue,
     now: Time,
@@ -68,9 +73,6 @@ pub struct Engine<P: Program> {
     touched: Vec<u32>,
     ready: Vec<ReadyOp>,
     started: bool,
-    pub peak_queue: usize,
-    pub peak_live: usize,
-    pub pops: u64,
 }
 
 impl<P: Program> Engine<P> {
@@ -84,19 +86,15 @@ impl<P: Program> Engine<P> {
             noise,
             ncpu,
             nnic,
-            next_o: vec![0; p * ncpu],
-            next_gs: vec![0; p * nnic],
-            next_gr: vec![0; p * nnic],
-            matcher: Matcher::new(p as u32),
+            clocks: (0..p).flat_map(|_| std::iter::repeat_n(0, ncpu + 2 * nnic).chain([EMPTY_LIST; 2])).collect(),
+            stride: ncpu + 2 * nnic + 2,
+            matcher: Matcher::new(),
             queue: EventQueue::new(),
             now: 0,
             events: 0,
             touched: Vec::new(),
             ready: Vec::new(),
             started: false,
-            peak_queue: 0,
-            peak_live: 0,
-            pops: 0,
             program,
         })
     }
@@ -113,13 +111,13 @@ impl<P: Program> Engine<P> {
     /// When rank `r` finished: the latest time any of its CPUs was busy
     /// (LogGOPSim's per-host time).
     pub fn finish_time(&self, r: u32) -> Time {
-        let base = r as usize * self.ncpu;
-        self.next_o[base..base + self.ncpu].iter().copied().max().unwrap_or(0)
+        let base = r as usize * self.stride;
+        self.clocks[base..base + self.ncpu].iter().copied().max().unwrap_or(0)
     }
 
     /// Bytes held by the engine's own buffers (not the program's).
     pub fn capacity_bytes(&self) -> usize {
-        (self.next_o.capacity() + self.next_gs.capacity() + self.next_gr.capacity()) * 8
+        self.clocks.capacity() * 8
             + self.matcher.capacity_bytes()
             + self.queue.capacity_bytes()
     }
@@ -145,11 +143,6 @@ impl<P: Program> Engine<P> {
             self.process(ev);
             if !self.touched.is_empty() {
                 self.issue_freed()?;
-            }
-            if std::env::var_os("IDLEWAVE_DEBUG_PEAKS").is_some() {
-                self.peak_queue = self.peak_queue.max(self.queue.len());
-                self.peak_live = self.peak_live.max(self.matcher.live());
-                self.pops += 1;
             }
         }
         Ok(false)
@@ -194,24 +187,41 @@ impl<P: Program> Engine<P> {
         }
     }
 
+    /// Index of a CPU's clock in `clocks`.
     #[inline]
-    fn cpu(&self, rank: u32, cpu: u8) -> usize {
-        rank as usize * self.ncpu + (cpu as usize).min(self.ncpu - 1)
+    fn o(&self, rank: u32, cpu: u8) -> usize {
+        rank as usize * self.stride + (cpu as usize).min(self.ncpu - 1)
+    }
+
+    /// Index of a NIC's send clock; its receive clock is `nnic` further on.
+    #[inline]
+    fn gs(&self, rank: u32, nic: u8) -> usize {
+        rank as usize * self.stride + self.ncpu + (nic as usize).min(self.nnic - 1)
     }
 
     #[inline]
-    fn nic(&self, rank: u32, nic: u8) -> usize {
-        rank as usize * self.nnic + (nic as usize).min(self.nnic - 1)
+    fn gr(&self, rank: u32, nic: u8) -> usize {
+        self.gs(rank, nic) + self.nnic
+    }
+
+    /// Index of one of a rank's match lists.
+    #[inline]
+    fn list(&self, rank: u32, q: Queue) -> usize {
+        (rank as usize + 1) * self.stride - 2 + q as usize
+    }
+
+    fn entries(&self, rank: u32, q: Queue) -> Vec<Entry> {
+        self.matcher.entries(self.clocks[self.list(rank, q)])
     }
 
     fn on_calc(&mut self, mut ev: Event) {
-        let c = self.cpu(ev.rank, ev.cpu());
-        if self.next_o[c] > ev.time {
-            ev.time = self.next_o[c];
+        let c = self.o(ev.rank, ev.cpu());
+        if self.clocks[c] > ev.time {
+            ev.time = self.clocks[c];
             self.queue.push_again(ev);
             return;
         }
-        self.next_o[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
+        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
         self.program.started(ev.rank, ev.id);
         self.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
@@ -226,21 +236,21 @@ impl<P: Program> Engine<P> {
             self.queue.push_new(ev);
             return;
         }
-        let c = self.cpu(ev.rank, ev.cpu());
-        if self.next_o[c] > ev.time {
-            ev.time = self.next_o[c];
+        let c = self.o(ev.rank, ev.cpu());
+        if self.clocks[c] > ev.time {
+            ev.time = self.clocks[c];
             self.queue.push_again(ev);
             return;
         }
-        self.next_o[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
+        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
         self.program.started(ev.rank, ev.id);
         self.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
     }
 
     fn on_send(&mut self, mut ev: Event) {
-        let (c, n) = (self.cpu(ev.rank, ev.cpu()), self.nic(ev.rank, ev.nic()));
-        let free = self.next_o[c].max(self.next_gs[n]);
+        let (c, n) = (self.o(ev.rank, ev.cpu()), self.gs(ev.rank, ev.nic()));
+        let free = self.clocks[c].max(self.clocks[n]);
         if free > ev.time {
             ev.time = free;
             self.queue.push_again(ev);
@@ -249,8 +259,8 @@ impl<P: Program> Engine<P> {
         let p = *self.net.params(ev.rank, ev.peer);
         self.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
-        self.next_o[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
-        self.next_gs[n] = ev.time + p.send_nic(ev.size);
+        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
+        self.clocks[n] = ev.time + p.send_nic(ev.size);
         let mut msg = ev.with_kind(EvKind::Msg);
         (msg.time, msg.rank, msg.peer) = (ev.time + p.o_ps + p.l_ps, ev.peer, ev.rank);
         self.queue.push_new(msg);
@@ -263,7 +273,8 @@ impl<P: Program> Engine<P> {
     fn on_recv(&mut self, ev: Event) {
         self.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
-        match self.matcher.take(ev.rank, Queue::Unexpected, ev.peer, ev.tag) {
+        let l = self.list(ev.rank, Queue::Unexpected);
+        match self.matcher.take(&mut self.clocks[l], Queue::Unexpected, ev.peer, ev.tag) {
             Some(msg) => {
                 // Its CPU cost was charged when it arrived.
                 self.complete_rendezvous(msg.src, ev.rank, msg.size, msg.id, msg.cpu, msg.nic, ev.time);
@@ -271,16 +282,15 @@ impl<P: Program> Engine<P> {
                 self.events += 1;
             }
             None => self.matcher.push(
-                ev.rank,
-                Queue::Posted,
+                &mut self.clocks[l - 1],
                 Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() },
             ),
         }
     }
 
     fn on_msg(&mut self, mut ev: Event) {
-        let (c, n) = (self.cpu(ev.rank, ev.cpu()), self.nic(ev.rank, ev.nic()));
-        let free = self.next_o[c].max(self.next_gr[n]);
+        let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
+        let free = self.clocks[c].max(self.clocks[n]);
         if free > ev.time {
             ev.time = free;
             self.queue.push_again(ev);
@@ -288,9 +298,10 @@ impl<P: Program> Engine<P> {
         }
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst);
-        self.next_o[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
-        self.next_gr[n] = ev.time + p.recv_nic(ev.size);
-        match self.matcher.take(dst, Queue::Posted, src, ev.tag) {
+        self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
+        self.clocks[n] = ev.time + p.recv_nic(ev.size);
+        let l = self.list(dst, Queue::Posted);
+        match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
                 self.complete_rendezvous(src, dst, ev.size, ev.id, ev.cpu(), ev.nic(), ev.time);
                 self.program.done(dst, recv.id);
@@ -298,8 +309,7 @@ impl<P: Program> Engine<P> {
                 self.events += 1;
             }
             None => self.matcher.push(
-                dst,
-                Queue::Unexpected,
+                &mut self.clocks[l + 1],
                 Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() },
             ),
         }
@@ -314,9 +324,9 @@ impl<P: Program> Engine<P> {
         }
         self.program.done(src, send_id);
         self.touched.push(src);
-        let (c, n) = (self.cpu(src, cpu), self.nic(src, nic));
-        self.next_o[c] = self.next_o[c].max(now);
-        self.next_gs[n] = self.next_gs[n].max(now);
+        let (c, n) = (self.o(src, cpu), self.gs(src, nic));
+        self.clocks[c] = self.clocks[c].max(now);
+        self.clocks[n] = self.clocks[n].max(now);
     }
 
     /// Queues the ops freed on every touched rank: ranks in ascending order;
@@ -328,9 +338,9 @@ impl<P: Program> Engine<P> {
             touched.dedup();
         }
         for &r in &touched {
-            let c0 = self.cpu(r, 0);
+            let c0 = self.o(r, 0);
             self.program
-                .collect(r, self.now, self.next_o[c0], &mut self.ready)
+                .collect(r, self.now, self.clocks[c0], &mut self.ready)
                 .map_err(SimError::Invalid)?;
             if self.ready.len() > 1 {
                 self.ready.sort_by_key(|op| op.kind); // stable: keeps schedule order within a kind
@@ -358,13 +368,15 @@ impl<P: Program> Engine<P> {
                 op.peer
             )));
         }
-        let c = r as usize * self.ncpu + (op.cpu as usize).min(self.ncpu - 1);
-        let n = r as usize * self.nnic + (op.nic as usize).min(self.nnic - 1);
+        if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
+            return Err(SimError::Invalid(format!("rank {r}: message of {} bytes exceeds the supported 2^48 bytes", op.size)));
+        }
+        let (c, n) = (self.o(r, op.cpu), self.gs(r, op.nic));
         let (kind, time) = match op.kind {
-            OpKind::Send => (EvKind::Send, self.next_o[c].max(self.next_gs[n])),
-            OpKind::Recv => (EvKind::Recv, self.next_o[c]),
-            OpKind::Calc => (EvKind::Calc, self.next_o[c]),
-            OpKind::Probe => (EvKind::Probe, self.next_o[c]),
+            OpKind::Send => (EvKind::Send, self.clocks[c].max(self.clocks[n])),
+            OpKind::Recv => (EvKind::Recv, self.clocks[c]),
+            OpKind::Calc => (EvKind::Calc, self.clocks[c]),
+            OpKind::Probe => (EvKind::Probe, self.clocks[c]),
         };
         // Never before now: LogGOPSim may start an op on an idle second CPU
         // in the past, before its dependency finished; we do not.
@@ -383,13 +395,13 @@ impl<P: Program> Engine<P> {
             let mut lines = Vec::new();
             let mut count = 0usize;
             for r in 0..p {
-                for e in self.matcher.entries(r, Queue::Unexpected) {
+                for e in self.entries(r, Queue::Unexpected) {
                     count += 1;
                     if lines.len() < REPORT_LIMIT {
                         lines.push(format!("message from rank {} to rank {r} (tag {}, {} B) was never received", e.src, e.tag, e.size));
                     }
                 }
-                for e in self.matcher.entries(r, Queue::Posted) {
+                for e in self.entries(r, Queue::Posted) {
                     count += 1;
                     if lines.len() < REPORT_LIMIT {
                         lines.push(format!("rank {r}: receive from {} (tag {}) was never matched", who(e.src), tag(e.tag)));
@@ -406,7 +418,7 @@ impl<P: Program> Engine<P> {
         // Pending rendezvous sends sit in receivers' unexpected queues.
         let mut rdv_by_sender: std::collections::HashMap<u32, Vec<String>> = Default::default();
         for r in 0..p {
-            for e in self.matcher.entries(r, Queue::Unexpected) {
+            for e in self.entries(r, Queue::Unexpected) {
                 if self.net.params(e.src, r).is_rendezvous(e.size) {
                     rdv_by_sender
                         .entry(e.src)
@@ -418,7 +430,6 @@ impl<P: Program> Engine<P> {
         let mut parts = Vec::new();
         for &r in stuck.iter().take(REPORT_LIMIT) {
             let mut waits: Vec<String> = self
-                .matcher
                 .entries(r, Queue::Posted)
                 .iter()
                 .map(|e| format!("receive from {} (tag {})", who(e.src), tag(e.tag)))

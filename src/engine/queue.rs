@@ -208,7 +208,11 @@ impl EventQueue {
             }
         }
         taken.sort_unstable_by_key(|e| std::cmp::Reverse(e.stamp()));
-        self.now = taken;
+        // The emptied `now` buffer becomes bucket b's, saving an allocation.
+        let spare = std::mem::replace(&mut self.now, taken);
+        if spare.capacity() <= REUSE_LIMIT {
+            self.buckets[b] = spare;
+        }
         Some(())
     }
 
