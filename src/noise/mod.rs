@@ -18,7 +18,7 @@ mod trace;
 pub use trace::{parse_noise_trace, read_noise_trace};
 
 use crate::rng::{hash, unit};
-use crate::time::Time;
+use crate::time::{Time, PS_PER_NS};
 use serde::Deserialize;
 
 /// One configured detour source, as it arrives from the scenario.
@@ -253,10 +253,12 @@ impl Source {
         }
     }
 
-    /// Per-rank (or shared, if co-scheduled) phase in [0, span).
+    /// Per-rank (or shared, if co-scheduled) phase in [0, span), in whole
+    /// nanoseconds so LogGOPSim-mode times stay integral.
     fn phase(&self, seed: u64, rank: u32, cosched: bool, span: Time) -> i64 {
         let who = if cosched { u64::MAX } else { rank as u64 };
-        (unit(hash(seed, self.stream, who, u64::MAX)) * span as f64) as i64
+        let ps = (unit(hash(seed, self.stream, who, u64::MAX)) * span as f64) as i64;
+        ps - ps % PS_PER_NS as i64
     }
 
     /// The first detour of this source on `rank` whose end is after `t`.

@@ -1,0 +1,102 @@
+"""The command line: LogGOPSim compatibility, simulate, bench, errors."""
+
+import json
+
+from conftest import EXAMPLES
+
+
+def test_loggopsim_mode_prints_host_times_like_loggopsim(cli):
+    p = cli("loggopsim", EXAMPLES / "dissemination_16.goal")
+    hosts = [line for line in p.stdout.splitlines() if line.startswith("Host ")]
+    # LogGOPSim's README: 22000 ns for this schedule with default parameters
+    assert hosts == [f"Host {i}: 22000" for i in range(16)]
+    # -b prints only the maximum, as LogGOPSim does for more than 16 hosts
+    p = cli("loggopsim", "-f", EXAMPLES / "dissemination_16.goal", "-b", "-L", "5000", "-o", "1000")
+    assert "Maximum finishing time at host 0: 28000 (2.8e-05 s)" in p.stdout  # 4 rounds of o+L+o
+
+
+def test_loggopsim_rendezvous_and_gap_flags(cli, tmp_path):
+    goal = tmp_path / "pp.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nl1: send 1001b to 1 tag 0\nl2: calc 100\nl2 requires l1\n}\n"
+                    "rank 1 {\nl1: calc 5000\nl2: recv 1001b from 0 tag 0\nl2 requires l1\n}\n")
+    eager = cli("loggopsim", goal, "-S", "2000", "-G", "2").stdout
+    rdv = cli("loggopsim", goal, "-S", "1000", "-G", "2").stdout
+    # eager: sender done after o + 1000·O (=0) then calc 100; receiver: 5000 + o + 1000·G
+    assert "Host 0: 1600" in eager and "Host 1: 8500" in eager
+    # rendezvous: the sender waits for the match at 5000, then computes
+    assert "Host 0: 5100" in rdv and "Host 1: 8500" in rdv
+
+
+def test_malformed_goal_names_file_and_line(cli, tmp_path):
+    goal = tmp_path / "bad.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nl1: send 8 to 1\n}\n")
+    p = cli("loggopsim", goal, check=False)
+    assert p.returncode != 0
+    assert f"{goal}:3:" in p.stderr and "'b'" in p.stderr
+
+
+def test_out_of_range_peer_is_an_error_not_a_crash(cli, tmp_path):
+    goal = tmp_path / "peer.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 7 tag 0\n}\nrank 1 {\n}\n")
+    p = cli("loggopsim", goal, check=False)
+    assert p.returncode != 0 and "7" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_simulate_json_and_out(cli, tmp_path):
+    p = cli("simulate", EXAMPLES / "idle_wave.toml", "--json", "--out", tmp_path / "r", "--seed", "3")
+    s = json.loads(p.stdout)
+    assert s["ranks"] == 64 and s["iterations"] == 100 and s["seed"] == 3
+    assert (tmp_path / "r" / "summary.json").exists()
+
+
+def test_simulate_reports_bad_input_without_traceback(cli, tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text("[workload]\nkind = 'bsp'\nrankz = 4\n")
+    p = cli("simulate", f, check=False)
+    assert p.returncode == 2
+    assert "workload.rankz: unknown key" in p.stderr and "Traceback" not in p.stderr
+    f.write_text("[workload\n")
+    p = cli("simulate", f, check=False)
+    assert p.returncode == 2 and f"{f}:1" in p.stderr
+    p = cli("simulate", tmp_path / "missing.toml", check=False)
+    assert p.returncode == 2 and "missing.toml" in p.stderr
+
+
+def test_simulate_list_names_the_workloads(cli):
+    listing = json.loads(cli("simulate", "--list", "--json").stdout)
+    kinds = {w["kind"] for w in listing["workloads"]}
+    assert {"bsp", "collective", "goal"} <= kinds
+    assert {"periodic", "poisson", "trace", "checkpoint", "single"} <= {n["kind"] for n in listing["noise"]}
+
+
+def test_bench_prints_one_json_line_per_case(cli):
+    p = cli("bench", "--case", "allreduce_64k_x10")
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 1
+    r = json.loads(lines[0])
+    assert set(r) == {"case", "ranks", "events", "wall_s", "events_per_s", "bytes_per_rank"}
+    assert r["events"] == 65536 * 16 * 2 * 10 and r["bytes_per_rank"] > 0
+
+
+def test_noise_trace_replay_from_file(cli, tmp_path):
+    trace = tmp_path / "noise.txt"
+    # loops with the period of its last detour's end (2 µs): 50% duty cycle
+    trace.write_text("# selfish\n500\t500\n1500\t500\n")
+    goal = tmp_path / "calc.goal"
+    goal.write_text("num_ranks 1\nrank 0 {\nl1: calc 10000\n}\n")
+    p = cli("loggopsim", goal, "--noise-trace", trace, "--noise-cosched")
+    t = int(next(l for l in p.stdout.splitlines() if l.startswith("Host 0:")).split()[-1])
+    assert 19500 <= t <= 20500  # 10 µs of work at 50% duty takes ~20 µs
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0\t5\nfoo\n")
+    p = cli("loggopsim", goal, "--noise-trace", bad, check=False)
+    assert p.returncode != 0 and f"{bad}:2" in p.stderr
+
+
+def test_demo_runs_and_writes_results(cli, tmp_path):
+    p = cli("demo", "--out", tmp_path / "d", "--quiet")
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    assert len(summary["runs"]) == 10
+    none = [r for r in summary["runs"] if r["noise"] == "none"]
+    assert all(r["slowdown"] == 1.0 for r in none)
+    assert all(r["slowdown"] > 1.0 for r in summary["runs"] if r["noise"] != "none")

@@ -1,0 +1,143 @@
+"""The Python API end to end: closed forms, determinism, results on disk, errors."""
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import idlewave
+from idlewave import ScenarioError, SimulationError
+
+from conftest import EXAMPLES
+
+L, O, G_, GB = 2.5e-6, 1.5e-6, 1.0e-6, 6e-9  # LogGOPSim defaults
+
+
+def bsp(ranks=16, iterations=10, compute_s=1e-4, **kw):
+    return {"workload": {"kind": "bsp", "ranks": ranks, "iterations": iterations, "compute_s": compute_s, **kw}}
+
+
+def test_noiseless_bsp_iteration_time_is_the_loggops_closed_form():
+    size = 8
+    r = idlewave.simulate(bsp(message_bytes=size))
+    recv = O + (size - 1) * GB  # o + max((s-1)O, (s-1)G) with O = 0
+    spacing = max(O, G_ + (size - 1) * GB)
+    period = 1e-4 + O + L + max(recv, spacing) + recv
+    it = r.timers["iteration"]
+    assert it.shape == (16, 10)
+    assert np.allclose(it, period, rtol=0, atol=1e-15)
+    assert r.summary["makespan_s"] == pytest.approx(10 * period, rel=1e-12)
+    assert np.allclose(r.timers["compute"], 1e-4)
+
+
+def test_collective_loop_with_goal_equivalent_gives_identical_times(tmp_path):
+    from idlewave import _engine
+    from idlewave.scenario import engine_json, validate
+
+    scn = validate({"workload": {"kind": "collective", "collective": "allreduce", "ranks": 13, "iterations": 3, "compute_s": 2e-6}})
+    goal = tmp_path / "a.goal"
+    goal.write_text(_engine.export_goal_text(engine_json(scn)))
+    direct = idlewave.simulate(scn)
+    via_goal = idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
+    assert np.array_equal(direct.finish_times_ps, via_goal.finish_times_ps)
+    assert direct.summary["events"] == via_goal.summary["events"] == 3 * 13 * 4 * 2 + 3 * 13
+
+
+def test_same_seed_bit_identical_different_seed_differs(tmp_path):
+    scn = bsp(ranks=32, iterations=40, barrier=True) | {"noise": [{"kind": "poisson", "rate_hz": 3000.0, "duration_s": 2e-5}]}
+    a = idlewave.simulate(scn, seed=5)
+    b = idlewave.simulate(scn, seed=5)
+    c = idlewave.simulate(scn, seed=6)
+    assert np.array_equal(a.finish_times_ps, b.finish_times_ps)
+    for name in a.timers:
+        assert np.array_equal(a.timers[name], b.timers[name], equal_nan=True)
+    assert not np.array_equal(a.finish_times_ps, c.finish_times_ps)
+    a.write(tmp_path / "a")
+    b.write(tmp_path / "b")
+    for f in ("ranks.parquet", "timers.parquet"):
+        assert pl.read_parquet(tmp_path / "a" / f).equals(pl.read_parquet(tmp_path / "b" / f))
+
+
+def test_results_are_written_completely_and_atomically(tmp_path):
+    r = idlewave.simulate(bsp(ranks=8, iterations=5, barrier=True))
+    out = r.write(tmp_path / "run")
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["ranks.parquet", "scenario.json", "summary.json", "timers.parquet"]  # no temporaries left
+    timers = pl.read_parquet(out / "timers.parquet")
+    assert timers.columns == ["rank", "iteration", "iteration_s", "compute_s", "comm_s", "barrier_s"]
+    assert timers.height == 8 * 5
+    summary = json.loads((out / "summary.json").read_text())
+    for key in ("makespan_s", "events", "events_per_s", "wall_s", "peak_memory_bytes", "ranks", "iterations", "seed"):
+        assert key in summary
+    assert summary["events"] == r.summary["events"]
+    ranks = pl.read_parquet(out / "ranks.parquet")
+    assert ranks["finish_s"].max() == pytest.approx(summary["makespan_s"])
+    # rewriting over an existing result replaces it whole
+    r2 = idlewave.simulate(bsp(ranks=8, iterations=7))
+    r2.write(out)
+    assert pl.read_parquet(out / "timers.parquet").height == 8 * 7
+
+
+def test_a_single_delay_travels_as_an_idle_wave():
+    # One 1 ms delay on rank 32 of an open chain: neighbours at distance k
+    # feel it about k iterations later.
+    r = idlewave.simulate(EXAMPLES / "idle_wave.toml")
+    it = r.timers["iteration"]
+    late = it > 5e-4
+    first = {rank: int(np.argmax(late[rank])) for rank in (32, 36, 40, 48) if late[rank].any()}
+    assert first[32] <= first[36] < first[40] < first[48]
+    # the wave spreads one rank per iteration (next-neighbour exchange)
+    assert first[48] - first[32] == pytest.approx(16, abs=2)
+
+
+def test_noise_on_one_rank_slows_everyone():
+    quiet = idlewave.simulate(bsp(iterations=100))
+    noisy = idlewave.simulate(
+        bsp(iterations=100) | {"noise": [{"kind": "periodic", "period_s": 1e-3, "duration_s": 2e-4, "ranks": [3]}]}
+    )
+    stretch = 100 * 1e-4 * (1 / 0.8 - 1)
+    assert noisy.finish_times_s.min() > quiet.summary["makespan_s"] + 0.9 * stretch
+    # the others wait in communication
+    assert noisy.timers["comm"][8].sum() > quiet.timers["comm"][8].sum() + 0.8 * stretch
+
+
+def test_bad_scenarios_give_clear_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[workload]\nkind = 'bsp'\nranks = 'many'\n")
+    with pytest.raises(ScenarioError, match=r"workload\.ranks"):
+        idlewave.simulate(bad)
+    with pytest.raises(ScenarioError, match=r"network\.L_s"):
+        idlewave.simulate({"network": {"L_s": -1.0}})
+
+
+def test_deadlock_is_reported_with_ranks_and_peers(tmp_path):
+    goal = tmp_path / "dead.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nr: recv 8b from 1 tag 0\ns: send 8b to 1 tag 0\ns requires r\n}\n"
+                    "rank 1 {\nr: recv 8b from 0 tag 0\ns: send 8b to 0 tag 0\ns requires r\n}\n")
+    with pytest.raises(SimulationError, match=r"deadlock: 2 of 2 ranks.*rank 0.*receive from rank 1 \(tag 0\)"):
+        idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
+
+
+def test_unmatched_message_is_reported(tmp_path):
+    goal = tmp_path / "lost.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\ns: send 8b to 1 tag 4\n}\nrank 1 {\n}\n")
+    with pytest.raises(SimulationError, match=r"message from rank 0 to rank 1 \(tag 4, 8 B\) was never received"):
+        idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
+
+
+def test_runs_too_large_for_memory_are_refused_before_allocating():
+    scn = bsp(ranks=2**31, iterations=10**6)
+    with pytest.raises(SimulationError, match=r"needs about .* GiB"):
+        idlewave.simulate(scn)
+    with pytest.raises(SimulationError, match=r"max_memory_bytes"):
+        idlewave.simulate(bsp(ranks=4096, iterations=1000) | {"limits": {"max_memory_bytes": 10**6}})
+
+
+def test_summary_reports_events_and_memory():
+    r = idlewave.simulate(bsp(ranks=64, iterations=20))
+    s = r.summary
+    assert s["events"] == 64 * 20 * 5  # compute + 2 sends + 2 receives per iteration
+    assert s["peak_memory_bytes"] > 0 and s["wall_s"] > 0
+    assert math.isclose(s["iteration_s"]["mean"], float(r.timers["iteration"].mean()))
