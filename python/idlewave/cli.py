@@ -80,6 +80,8 @@ def simulate(
         fail(f"{e.filename}: no such file")
     except (ScenarioError, _engine.SimulationError) as e:
         fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted; nothing was written", code=130)
     if out_dir is not None:
         result.write(out_dir)
     if as_json:

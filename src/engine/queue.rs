@@ -4,12 +4,16 @@
 //!
 //! Event times never decrease below the time being processed (the engine only
 //! schedules at or after "now"), so a radix heap fits: 65 buckets by the
-//! highest bit in which a time differs from the current minimum. Each event
-//! moves between buckets at most 64 times, and buckets are plain vectors, so
-//! the queue stays cache-friendly at millions of events. Bucket 0 holds the
-//! events due exactly now, kept in stamp order.
+//! highest bit in which an event's 65 ns window differs from the current
+//! window. Each event moves between buckets a few times at most, and buckets
+//! are plain vectors, so the queue stays cache-friendly at millions of
+//! events. The current window's events are served, in exact (time, stamp)
+//! order, from a sorted run, a FIFO of events queued for the very time being
+//! processed (the common case), and a small heap for the rest.
 
 use crate::time::Time;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -70,7 +74,12 @@ impl Event {
         self.meta = self.meta & !(0xff << 16) | (kind as u64) << 16;
         self
     }
+    /// Queue order: time, then creation stamp (the stamp is the top of `meta`).
     #[inline]
+    fn key(&self) -> (Time, u64) {
+        (self.time, self.meta)
+    }
+    #[cfg(test)]
     fn stamp(&self) -> u64 {
         self.meta >> STAMP_SHIFT
     }
@@ -92,23 +101,64 @@ pub(crate) fn push_frugal<T>(v: &mut Vec<T>, x: T) {
 }
 
 pub struct EventQueue {
-    /// Events due at `last`, in reverse stamp order (the next one is last),
-    /// so the buffer can shrink as it is consumed.
-    now: Vec<Event>,
-    /// Events queued for `last` while `now` is being consumed; their stamps
-    /// are newer than all of `now`'s, in increasing order.
-    later_now: Vec<Event>,
-    /// buckets[i] (i ≥ 1): events whose time differs from `last` first in bit i−1.
+    /// The current window's events as found at refill, sorted by key,
+    /// latest first (the next one is last), so the buffer can shrink.
+    run: Vec<Event>,
+    /// Events queued during the window for exactly the time being processed:
+    /// their keys only grow, so a FIFO keeps them in order.
+    fifo: VecDeque<Event>,
+    /// Other events queued during the window for a time inside it (rare).
+    heap: BinaryHeap<Reverse<Keyed>>,
+    /// buckets[i] (i ≥ 1): events whose window differs from the current one
+    /// first in bit i−1 of the window number.
     buckets: Vec<Vec<Event>>,
-    last: Time,
+    /// Current window number (time >> WINDOW_BITS).
+    window: Time,
+    /// Time of the last event popped.
+    current: Time,
     len: usize,
     next_stamp: u64,
 }
 
+/// Events are bucketed by windows of 2^16 ps (65.5 ns): one refill serves
+/// every event of a window, and coarse keys take fewer bucket moves.
+const WINDOW_BITS: u32 = 16;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Keyed(Event);
+
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Keyed {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.key().cmp(&o.0.key())
+    }
+}
+
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { now: Vec::new(), later_now: Vec::new(), buckets: vec![Vec::new(); 65], last: 0, len: 0, next_stamp: 0 }
+        EventQueue {
+            run: Vec::new(),
+            fifo: VecDeque::new(),
+            heap: BinaryHeap::new(),
+            buckets: vec![Vec::new(); 65],
+            window: 0,
+            current: 0,
+            len: 0,
+            next_stamp: 0,
+        }
     }
+}
+
+/// Which of the window's three sources holds the next event.
+#[derive(Clone, Copy)]
+enum Source {
+    Run,
+    Fifo,
+    Heap,
 }
 
 impl EventQueue {
@@ -126,7 +176,7 @@ impl EventQueue {
 
     #[inline]
     fn bucket(&self, t: Time) -> usize {
-        (64 - (t ^ self.last).leading_zeros()) as usize
+        (64 - ((t >> WINDOW_BITS) ^ self.window).leading_zeros()) as usize
     }
 
     /// Sets aside the stamps below `n` for events the caller stamps itself
@@ -152,49 +202,80 @@ impl EventQueue {
 
     #[inline]
     fn insert(&mut self, ev: Event) {
-        assert!(ev.time >= self.last, "event scheduled in the past ({} < {})", ev.time, self.last);
+        assert!(ev.time >= self.current, "event scheduled in the past ({} < {})", ev.time, self.current);
         self.len += 1;
         let b = self.bucket(ev.time);
-        if b == 0 {
-            // Only fresh stamps arrive here (re-queued events go to later
-            // times), and they are the newest: appending keeps stamp order.
-            debug_assert!(self.later_now.last().is_none_or(|l| l.stamp() < ev.stamp()));
-            push_frugal(&mut self.later_now, ev);
-        } else {
+        if b != 0 {
             push_frugal(&mut self.buckets[b], ev);
+        } else if ev.time == self.current && self.fifo.back().is_none_or(|l| l.key() < ev.key()) {
+            if self.fifo.len() == self.fifo.capacity() && self.fifo.len() >= REUSE_LIMIT {
+                self.fifo.reserve_exact(self.fifo.len() / 4);
+            }
+            self.fifo.push_back(ev);
+        } else {
+            self.heap.push(Reverse(Keyed(ev)));
         }
     }
 
     #[inline]
-    pub fn pop(&mut self) -> Option<Event> {
-        if self.now.is_empty() {
-            if self.later_now.is_empty() {
-                self.refill()?;
-            } else {
-                std::mem::swap(&mut self.now, &mut self.later_now);
-                self.now.reverse();
+    fn next_source(&self) -> Option<Source> {
+        let mut best: Option<((Time, u64), Source)> = None;
+        let mut consider = |k: Option<(Time, u64)>, s: Source| {
+            if let Some(k) = k {
+                if best.is_none_or(|(b, _)| k < b) {
+                    best = Some((k, s));
+                }
             }
-        }
-        self.len -= 1;
-        let ev = self.now.pop();
-        if self.now.capacity() > 2 * self.now.len() + REUSE_LIMIT {
-            self.now.shrink_to(self.now.len() + self.now.len() / 4);
-        }
-        ev
+        };
+        consider(self.run.last().map(Event::key), Source::Run);
+        consider(self.fifo.front().map(Event::key), Source::Fifo);
+        consider(self.heap.peek().map(|r| r.0 .0.key()), Source::Heap);
+        best.map(|(_, s)| s)
     }
 
-    /// Moves the earliest events into `now`: the first non-empty bucket is
-    /// split in place into the events due at its minimum time (kept, sorted
-    /// by stamp, as the new `now`) and the rest (moved to lower buckets from
-    /// the end, the buffer shrinking as it empties). So the queue never holds
-    /// much more than its live events, even when a million ranks are in step.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Event> {
+        let source = match self.next_source() {
+            Some(s) => s,
+            None => {
+                self.refill()?;
+                Source::Run
+            }
+        };
+        let ev = match source {
+            Source::Run => {
+                let ev = self.run.pop();
+                if self.run.capacity() > 2 * self.run.len() + REUSE_LIMIT {
+                    self.run.shrink_to(self.run.len() + self.run.len() / 4);
+                }
+                ev
+            }
+            Source::Fifo => {
+                let ev = self.fifo.pop_front();
+                if self.fifo.capacity() > 2 * self.fifo.len() + REUSE_LIMIT {
+                    self.fifo.shrink_to(self.fifo.len() + self.fifo.len() / 4);
+                }
+                ev
+            }
+            Source::Heap => self.heap.pop().map(|r| r.0 .0),
+        }?;
+        self.len -= 1;
+        self.current = ev.time;
+        Some(ev)
+    }
+
+    /// Starts the next window: the first non-empty bucket is split in place
+    /// into the events of its earliest window (kept, sorted, as the new run)
+    /// and the rest (moved to lower buckets from the end, the buffer
+    /// shrinking as it empties). So the queue never holds much more than its
+    /// live events, even when a million ranks are in step.
     fn refill(&mut self) -> Option<()> {
         let b = (1..65).find(|&i| !self.buckets[i].is_empty())?;
         let mut taken = std::mem::take(&mut self.buckets[b]);
-        self.last = taken.iter().map(|e| e.time).min().unwrap();
+        self.window = taken.iter().map(|e| e.time >> WINDOW_BITS).min().unwrap();
         let mut due = 0;
         for i in 0..taken.len() {
-            if taken[i].time == self.last {
+            if taken[i].time >> WINDOW_BITS == self.window {
                 taken.swap(i, due);
                 due += 1;
             }
@@ -207,9 +288,9 @@ impl EventQueue {
                 taken.shrink_to(taken.len() + taken.len() / 4);
             }
         }
-        taken.sort_unstable_by_key(|e| std::cmp::Reverse(e.stamp()));
-        // The emptied `now` buffer becomes bucket b's, saving an allocation.
-        let spare = std::mem::replace(&mut self.now, taken);
+        taken.sort_unstable_by_key(|e| Reverse(e.key()));
+        // The emptied run buffer becomes bucket b's, saving an allocation.
+        let spare = std::mem::replace(&mut self.run, taken);
         if spare.capacity() <= REUSE_LIMIT {
             self.buckets[b] = spare;
         }
@@ -218,7 +299,8 @@ impl EventQueue {
 
     /// Bytes held by the queue's buffers (for memory accounting).
     pub fn capacity_bytes(&self) -> usize {
-        (self.now.capacity() + self.later_now.capacity() + self.buckets.iter().map(|b| b.capacity()).sum::<usize>()) * std::mem::size_of::<Event>()
+        let events = self.run.capacity() + self.fifo.capacity() + self.heap.capacity();
+        (events + self.buckets.iter().map(|b| b.capacity()).sum::<usize>()) * std::mem::size_of::<Event>()
     }
 }
 
