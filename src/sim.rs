@@ -91,9 +91,10 @@ pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), String> {
     Ok(())
 }
 
-/// Engine bytes per rank besides the program: clocks, match-queue heads, and
-/// about one queued event per rank at peak.
-const ENGINE_BYTES_PER_RANK: u128 = 24 + 16 + 48 + 16;
+/// Engine bytes per rank besides the program: clocks and match-list heads
+/// (40), about one queued event (40) and one match entry (24) at peak, the
+/// finish time (8) and the noise cache (24).
+const ENGINE_BYTES_PER_RANK: u128 = 40 + 40 + 24 + 8 + 24;
 
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
     alloc::reset_peak();

@@ -84,6 +84,12 @@ fn matches(want_src: u32, want_tag: u32, src: u32, tag: u32) -> bool {
     (want_src == ANY || want_src == src) && (want_tag == ANY || want_tag == tag)
 }
 
+impl Default for Matcher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Matcher {
     pub fn new() -> Self {
         Matcher { slab: Vec::new(), free: NIL, live: 0 }

@@ -356,7 +356,7 @@ mod tests {
             let t = now + (x % 1000) * (x >> 60);
             q.push_new(ev(t, id));
             reference.push((t, id));
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 let e = q.pop().unwrap();
                 now = e.time;
                 popped.push((e.time, e.id));

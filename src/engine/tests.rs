@@ -331,5 +331,5 @@ fn builtin_bcast_matches_the_loggopsim_binary_tree_schedule() {
     }
     // Closed form for the deepest leaf (rank 15 = 0→1→3→7→15): four hops, each o + L + o.
     let hop = 2 * p.o_ps + p.l_ps;
-    assert_eq!(s.finish_time(15), 4 * hop + 3 * 0);
+    assert_eq!(s.finish_time(15), 4 * hop);
 }

@@ -369,7 +369,8 @@ mod tests {
     fn uncoordinated_phases_differ_between_ranks() {
         let mut n = one(NoiseSpec::Checkpoint { interval_ps: 1000 * US, duration_ps: 100 * US, ranks: None });
         let ends: Vec<Time> = (0..8).map(|r| n.cpu_end(r, 0, 500 * US)).collect();
-        assert!(ends.iter().any(|&e| e == 500 * US) || ends.iter().any(|&e| e == 600 * US));
+        // each rank loses between nothing and one whole checkpoint
+        assert!(ends.iter().all(|&e| (500 * US..=600 * US).contains(&e)), "{ends:?}");
         assert!(ends.windows(2).any(|w| w[0] != w[1]), "{ends:?}");
     }
 

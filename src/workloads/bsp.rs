@@ -60,7 +60,7 @@ impl Bsp {
     fn neighbour(&self, rank: u32, idx: u8) -> Option<Option<u32>> {
         let d = *self.distances.get(idx as usize / 2)? as i64;
         let (r, p) = (rank as i64, self.ranks as i64);
-        let q = if idx % 2 == 0 { r - d } else { r + d };
+        let q = if idx.is_multiple_of(2) { r - d } else { r + d };
         Some(if self.periodic { Some(q.rem_euclid(p) as u32) } else { (0..p).contains(&q).then_some(q as u32) })
     }
 }
