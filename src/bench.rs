@@ -5,7 +5,8 @@
 use crate::network::{LogGOPS, Network};
 use crate::noise::NoiseSpec;
 use crate::sim::{run, Config, WorkloadSpec};
-use crate::workloads::{Bsp, CollectiveKind, CollectiveLoop};
+use crate::collectives::CollectiveKind;
+use crate::workloads::{Bsp, CollectiveLoop, CollectiveMode};
 
 pub struct BenchResult {
     pub case: String,
@@ -19,7 +20,17 @@ pub struct BenchResult {
 pub const CASES: [&str; 4] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m"];
 
 fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> WorkloadSpec {
-    WorkloadSpec::Collective(CollectiveLoop { ranks, iterations, collective, message_bytes: 8, compute_ps: 0, root: 0 })
+    WorkloadSpec::Collective(CollectiveLoop {
+        ranks,
+        iterations,
+        collective,
+        algorithm: None,
+        mode: CollectiveMode::Blocking,
+        message_bytes: 8,
+        chunk_bytes: 0,
+        compute_ps: 0,
+        root: 0,
+    })
 }
 
 pub fn config(case: &str) -> Option<Config> {

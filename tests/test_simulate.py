@@ -141,3 +141,19 @@ def test_summary_reports_events_and_memory():
     assert s["events"] == 64 * 20 * 5  # compute + 2 sends + 2 receives per iteration
     assert s["peak_memory_bytes"] > 0 and s["wall_s"] > 0
     assert math.isclose(s["iteration_s"]["mean"], float(r.timers["iteration"].mean()))
+
+
+@pytest.mark.parametrize(
+    "collective,algorithm",
+    [("allreduce", "recursive_doubling"), ("allreduce", "ring"), ("allreduce", "reduce_bcast"), ("bcast", "binary_tree"),
+     ("bcast", "pipelined_ring"), ("gather", "binomial"), ("scatter", "binomial"), ("allgather", "ring"), ("alltoall", "pairwise")],
+)
+def test_collective_algorithms_and_the_ideal_mode(collective, algorithm):
+    base = {"kind": "collective", "ranks": 24, "iterations": 5, "collective": collective, "algorithm": algorithm,
+            "message_bytes": 4096, "compute_s": 1e-5, "root": 7, "chunk_bytes": 1024}
+    blocking = idlewave.simulate({"workload": base})
+    ideal = idlewave.simulate({"workload": base | {"mode": "ideal"}})
+    # the ideal nonblocking collective costs nothing: only the computation remains
+    assert ideal.summary["makespan_s"] == pytest.approx(5 * 1e-5, abs=1e-15)
+    assert blocking.summary["makespan_s"] > ideal.summary["makespan_s"]
+    assert blocking.summary["events"] > ideal.summary["events"] == 24 * 5

@@ -206,6 +206,18 @@ NOISE: dict[str, tuple[str, dict[str, Field]]] = {
     ),
 }
 
+# collective -> its algorithms, the first being the default ("auto")
+COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "allreduce": ("dissemination", "recursive_doubling", "ring", "reduce_bcast"),
+    "bcast": ("binomial", "binary_tree", "linear", "pipelined_ring"),
+    "reduce": ("binomial",),
+    "gather": ("binomial",),
+    "scatter": ("binomial",),
+    "allgather": ("ring", "recursive_doubling"),
+    "alltoall": ("pairwise",),
+    "barrier": ("dissemination",),
+}
+
 WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
     "bsp": (
         "bulk-synchronous loop: compute, then halo exchange with ranks at the given distances",
@@ -220,12 +232,15 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
         },
     ),
     "collective": (
-        "a loop of collectives (allreduce, bcast or barrier), optionally with compute between",
+        "a loop of one collective (any algorithm; blocking or ideal nonblocking), with compute between",
         {
             "ranks": Field("int", 64, _RANKS),
             "iterations": Field("int", 10, _U32),
-            "collective": Field("str", "allreduce", _one_of("allreduce", "bcast", "barrier")),
+            "collective": Field("str", "allreduce", _one_of(*COLLECTIVE_ALGORITHMS)),
+            "algorithm": Field("str", "auto", _one_of("auto", *sorted({a for v in COLLECTIVE_ALGORITHMS.values() for a in v}))),
+            "mode": Field("str", "blocking", _one_of("blocking", "ideal")),
             "message_bytes": Field("int", 8, _U64),
+            "chunk_bytes": Field("int", 65536, _int_range(1, MAX_U64)),
             "compute_s": Field("float", 0.0, _NONNEG_S),
             "root": Field("int", 0, _U32),
         },
@@ -268,6 +283,16 @@ def _below_ranks(key: str):
     return rule
 
 
+def _algorithm(t):
+    algs = COLLECTIVE_ALGORITHMS[t["collective"]]
+    a = t["algorithm"]
+    if a != "auto" and a not in algs:
+        return "algorithm", f"{a!r} is not an algorithm for {t['collective']} (choose from auto, {', '.join(algs)})"
+    if t["collective"] == "allgather" and a == "recursive_doubling" and t["ranks"] & (t["ranks"] - 1):
+        return "algorithm", f"recursive_doubling allgather needs a power-of-two rank count, got {t['ranks']}; use ring"
+    return "algorithm", None
+
+
 def _distances(t):
     d = t["distances"]
     if len(d) > MAX_DISTANCES:
@@ -283,7 +308,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "checkpoint": [_shorter("duration_s", "interval_s")],
     "poisson": [_poisson_duty],
     "bsp": [_distances],
-    "collective": [_below_ranks("root")],
+    "collective": [_below_ranks("root"), _algorithm],
 }
 
 
@@ -649,6 +674,9 @@ def _engine_workload(w: dict) -> dict:
     out = {"kind": kind}
     for key, value in w.items():
         if key == "kind":
+            continue
+        if key == "algorithm":
+            out[key] = None if value == "auto" else value
             continue
         if key.endswith("_s"):
             out[key[:-2] + "_ps"] = _ps(value)

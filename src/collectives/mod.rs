@@ -1,128 +1,210 @@
-//! Collective algorithms as small per-rank state machines that expand into
-//! point-to-point stream ops. Each yields `None` once its part is complete.
-//! Request slots: a collective uses slots from 0 upward; the caller must not
-//! have requests pending in them.
+//! Collective algorithms, expanded into point-to-point messages.
+//!
+//! Every algorithm is a pure function from (rank, step index) to a [`Step`]:
+//! receive, send, exchange (send and receive at once), or a fan-out of
+//! nonblocking sends closed by a wait. A [`Driver`] turns steps into stream
+//! ops, so a rank's whole collective state is two small counters, and the
+//! same description serves simulation, GOAL export and structure tests.
+//!
+//! `bytes` is the full vector for allreduce, broadcast and reduce, and one
+//! rank's block for gather, scatter, allgather and alltoall.
+
+mod algorithms;
 
 use crate::program::stream::StreamOp;
+use serde::Deserialize;
+
+pub use algorithms::subtree_size;
 
 /// ceil(log2(p)) for p ≥ 1.
 #[inline]
 pub fn ceil_log2(p: u32) -> u32 {
-    if p <= 1 { 0 } else { 32 - (p - 1).leading_zeros() }
+    if p <= 1 {
+        0
+    } else {
+        32 - (p - 1).leading_zeros()
+    }
 }
 
-/// Dissemination (Hensgen et al.): in round k each rank sends to r+2^k and
-/// receives from r-2^k (mod p). Allreduce of small data and barrier
-/// (0 bytes) in ⌈log2 p⌉ rounds; n·⌈log2 p⌉ messages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Dissemination {
-    round: u8,
-    step: u8,
+/// Largest power of two ≤ p (p ≥ 1).
+#[inline]
+pub fn floor_pow2(p: u32) -> u32 {
+    1 << (31 - p.leading_zeros())
 }
 
-impl Dissemination {
-    pub fn next(&mut self, rank: u32, p: u32, bytes: u64, tag: u32) -> Option<StreamOp> {
-        if self.round as u32 >= ceil_log2(p) {
-            return None;
-        }
-        let dist = (1u64 << self.round) % p as u64;
-        let op = match self.step {
-            0 => StreamOp::IRecv { peer: ((rank as u64 + p as u64 - dist) % p as u64) as u32, tag, bytes, slot: 0 },
-            1 => StreamOp::ISend { peer: ((rank as u64 + dist) % p as u64) as u32, tag, bytes, slot: 1 },
-            _ => {
-                self.round += 1;
-                self.step = 0;
-                return Some(StreamOp::Wait(0b11));
+/// One step of a rank's part in a collective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Recv { from: u32, bytes: u64 },
+    /// A blocking send.
+    Send { to: u32, bytes: u64 },
+    /// Receive from `from` while sending to `to`; both must complete.
+    Exchange { to: u32, send_bytes: u64, from: u32, recv_bytes: u64 },
+    /// The k-th of a run of nonblocking sends, closed by `WaitFanOut`.
+    FanOut { to: u32, bytes: u64, k: u8 },
+    WaitFanOut { n: u8 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveKind {
+    Allreduce,
+    Bcast,
+    Reduce,
+    Gather,
+    Scatter,
+    Allgather,
+    Alltoall,
+    Barrier,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    /// Round k: send to r+2^k, receive from r−2^k (allreduce, barrier).
+    Dissemination,
+    /// Pairwise exchanges with r XOR 2^k; non-powers of two fold the extra
+    /// ranks in first and hand the result back last (allreduce, allgather).
+    RecursiveDoubling,
+    /// p−1 neighbour exchanges around a ring, twice for allreduce
+    /// (reduce-scatter, then allgather).
+    Ring,
+    /// Binomial reduce to rank 0, then binomial broadcast (allreduce).
+    ReduceBcast,
+    /// Binomial tree, LogGOPSim's schedgen layout (bcast, reduce, gather, scatter).
+    Binomial,
+    /// Binary tree: children 2v+1, 2v+2 (bcast).
+    BinaryTree,
+    /// The root sends to every rank in turn (bcast).
+    Linear,
+    /// A chain from the root, the message cut into chunks (bcast).
+    PipelinedRing,
+    /// Step k: send to r+k, receive from r−k (alltoall).
+    Pairwise,
+}
+
+impl CollectiveKind {
+    pub fn default_algorithm(self) -> Algorithm {
+        match self {
+            CollectiveKind::Allreduce | CollectiveKind::Barrier => Algorithm::Dissemination,
+            CollectiveKind::Bcast | CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => {
+                Algorithm::Binomial
             }
+            CollectiveKind::Allgather => Algorithm::Ring,
+            CollectiveKind::Alltoall => Algorithm::Pairwise,
+        }
+    }
+
+    /// The algorithms this collective can use.
+    pub fn algorithms(self) -> &'static [Algorithm] {
+        use Algorithm::*;
+        match self {
+            CollectiveKind::Allreduce => &[Dissemination, RecursiveDoubling, Ring, ReduceBcast],
+            CollectiveKind::Bcast => &[Binomial, BinaryTree, Linear, PipelinedRing],
+            CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
+            CollectiveKind::Allgather => &[Ring, RecursiveDoubling],
+            CollectiveKind::Alltoall => &[Pairwise],
+            CollectiveKind::Barrier => &[Dissemination],
+        }
+    }
+
+    pub fn is_rooted(self) -> bool {
+        matches!(self, CollectiveKind::Bcast | CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter)
+    }
+}
+
+/// One collective call, as every rank sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collective {
+    pub kind: CollectiveKind,
+    pub algorithm: Algorithm,
+    pub ranks: u32,
+    pub root: u32,
+    pub bytes: u64,
+    /// Chunk size of the pipelined ring broadcast.
+    pub chunk_bytes: u64,
+    pub tag: u32,
+}
+
+impl Collective {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.ranks == 0 {
+            return Err("a collective needs at least one rank".into());
+        }
+        if !self.kind.algorithms().contains(&self.algorithm) {
+            return Err(format!(
+                "workload.algorithm: {:?} is not an algorithm for {:?} (choose from {:?})",
+                self.algorithm,
+                self.kind,
+                self.kind.algorithms()
+            )
+            .to_lowercase());
+        }
+        if self.root >= self.ranks {
+            return Err(format!("workload.root: rank {} is out of range (0..{})", self.root, self.ranks));
+        }
+        if self.kind == CollectiveKind::Allgather
+            && self.algorithm == Algorithm::RecursiveDoubling
+            && !self.ranks.is_power_of_two()
+        {
+            return Err(format!(
+                "workload.algorithm: recursive-doubling allgather needs a power-of-two rank count, got {}; use ring",
+                self.ranks
+            ));
+        }
+        if self.algorithm == Algorithm::PipelinedRing && self.chunk_bytes == 0 {
+            return Err("workload.chunk_bytes must be positive for the pipelined ring".into());
+        }
+        Ok(())
+    }
+
+    /// Step `i` of `rank`, or None once its part is over.
+    #[inline]
+    pub fn step(&self, rank: u32, i: u32) -> Option<Step> {
+        algorithms::step(self, rank, i)
+    }
+
+    /// Every step of `rank`, in order (for tests and inspection).
+    pub fn steps(&self, rank: u32) -> Vec<Step> {
+        (0..).map_while(|i| self.step(rank, i)).collect()
+    }
+}
+
+/// Walks a rank through a collective's steps, one stream op at a time.
+/// Slots: 0 for receives, 1 for exchange sends, 1..=n for fan-out sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Driver {
+    index: u32,
+    sub: u8,
+}
+
+impl Driver {
+    pub fn next(&mut self, c: &Collective, rank: u32) -> Option<StreamOp> {
+        let step = c.step(rank, self.index)?;
+        let tag = c.tag;
+        let (op, last) = match (step, self.sub) {
+            (Step::Recv { from, bytes }, 0) => (StreamOp::IRecv { peer: from, tag, bytes, slot: 0 }, false),
+            (Step::Send { to, bytes }, 0) => (StreamOp::ISend { peer: to, tag, bytes, slot: 0 }, false),
+            (Step::Recv { .. } | Step::Send { .. }, _) => (StreamOp::Wait(1), true),
+            (Step::Exchange { from, recv_bytes, .. }, 0) => {
+                (StreamOp::IRecv { peer: from, tag, bytes: recv_bytes, slot: 0 }, false)
+            }
+            (Step::Exchange { to, send_bytes, .. }, 1) => {
+                (StreamOp::ISend { peer: to, tag, bytes: send_bytes, slot: 1 }, false)
+            }
+            (Step::Exchange { .. }, _) => (StreamOp::Wait(0b11), true),
+            (Step::FanOut { to, bytes, k }, _) => (StreamOp::ISend { peer: to, tag, bytes, slot: 1 + k }, true),
+            (Step::WaitFanOut { n }, _) => (StreamOp::Wait(((1u64 << n) - 1) << 1), true),
         };
-        self.step += 1;
+        if last {
+            self.index += 1;
+            self.sub = 0;
+        } else {
+            self.sub += 1;
+        }
         Some(op)
     }
 }
 
-/// Binomial-tree broadcast from `root`: relative rank v receives from v with
-/// its highest bit cleared, then sends to v + 2^k for every 2^k > v (in
-/// ascending order), as LogGOPSim's schedgen. n−1 messages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BinomialBcast {
-    step: u8,
-    /// Next child exponent.
-    k: u8,
-    sends: u8,
-}
-
-impl BinomialBcast {
-    pub fn next(&mut self, rank: u32, p: u32, root: u32, bytes: u64, tag: u32) -> Option<StreamOp> {
-        let v = (rank + p - root) % p;
-        loop {
-            match self.step {
-                0 => {
-                    self.step = 2;
-                    self.k = if v == 0 { 0 } else { 32 - v.leading_zeros() as u8 };
-                    if v != 0 {
-                        self.step = 1;
-                        let parent = v & !(1u32 << (31 - v.leading_zeros()));
-                        return Some(StreamOp::IRecv { peer: (parent + root) % p, tag, bytes, slot: 0 });
-                    }
-                }
-                1 => {
-                    self.step = 2;
-                    return Some(StreamOp::Wait(1));
-                }
-                2 => {
-                    let child = v as u64 + (1u64 << self.k);
-                    if self.k < 32 && child < p as u64 {
-                        self.k += 1;
-                        self.sends += 1;
-                        return Some(StreamOp::ISend { peer: ((child as u32) + root) % p, tag, bytes, slot: self.sends });
-                    }
-                    self.step = 3;
-                    if self.sends > 0 {
-                        let mask = ((1u64 << self.sends) - 1) << 1;
-                        return Some(StreamOp::Wait(mask));
-                    }
-                }
-                _ => return None,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn drain_bcast(rank: u32, p: u32, root: u32) -> Vec<StreamOp> {
-        let mut b = BinomialBcast::default();
-        std::iter::from_fn(|| b.next(rank, p, root, 8, 0)).collect()
-    }
-
-    #[test]
-    fn binomial_tree_matches_loggopsim_schedgen_layout() {
-        // binary_tree_16.goal: 0 → 1,2,4,8; 1 → 3,5,9; 3 ← 1 and → 7,11; 12 ← 4.
-        let sends = |r| drain_bcast(r, 16, 0).iter().filter_map(|o| match o { StreamOp::ISend { peer, .. } => Some(*peer), _ => None }).collect::<Vec<_>>();
-        assert_eq!(sends(0), vec![1, 2, 4, 8]);
-        assert_eq!(sends(1), vec![3, 5, 9]);
-        assert_eq!(sends(3), vec![7, 11]);
-        assert_eq!(sends(12), Vec::<u32>::new());
-        assert!(matches!(drain_bcast(12, 16, 0)[0], StreamOp::IRecv { peer: 4, .. }));
-        // n-1 messages in total, for any p and root
-        for p in [1u32, 2, 7, 16, 100] {
-            let total: usize = (0..p).map(|r| drain_bcast(r, p, p / 3).iter().filter(|o| matches!(o, StreamOp::ISend { .. })).count()).sum();
-            assert_eq!(total, p as usize - 1, "p={p}");
-        }
-    }
-
-    #[test]
-    fn dissemination_has_n_log_n_messages_and_right_peers() {
-        assert_eq!(ceil_log2(1), 0);
-        assert_eq!(ceil_log2(16), 4);
-        assert_eq!(ceil_log2(17), 5);
-        let mut d = Dissemination::default();
-        let ops: Vec<StreamOp> = std::iter::from_fn(|| d.next(0, 16, 1, 3)).collect();
-        assert_eq!(ops.len(), 12);
-        assert!(matches!(ops[0], StreamOp::IRecv { peer: 15, .. }));
-        assert!(matches!(ops[4], StreamOp::ISend { peer: 2, .. }));
-        assert!(matches!(ops[9], StreamOp::IRecv { peer: 8, .. }));
-    }
-}
+mod tests;

@@ -8,7 +8,8 @@ use crate::program::goal::{parse_goal, write_goal};
 use crate::program::goal_program::GoalProgram;
 use crate::program::stream::{export_goal, StreamOp, StreamProgram, Workload};
 use crate::record::Recorder;
-use crate::workloads::{Bsp, CollectiveKind, CollectiveLoop, Script};
+use crate::collectives::CollectiveKind;
+use crate::workloads::{Bsp, CollectiveLoop, CollectiveMode, Script};
 
 use StreamOp::*;
 
@@ -116,6 +117,20 @@ fn back_to_back_sends_respect_the_gap() {
     let second_start = p.send_nic(size).max(p.send_cpu(size));
     assert_eq!(e.finish_time(0), second_start + p.send_cpu(size));
     assert_eq!(e.finish_time(1), second_start + p.o_ps + p.l_ps + r_cost(&p, size));
+}
+
+fn coll(ranks: u32, iterations: u32, collective: CollectiveKind, bytes: u64, compute_ps: Time, root: u32) -> CollectiveLoop {
+    CollectiveLoop {
+        ranks,
+        iterations,
+        collective,
+        algorithm: None,
+        mode: CollectiveMode::Blocking,
+        message_bytes: bytes,
+        chunk_bytes: 0,
+        compute_ps,
+        root,
+    }
 }
 
 fn bsp(ranks: u32, iterations: u32, compute_ps: Time, barrier: bool) -> Bsp {
@@ -297,7 +312,7 @@ fn goal_export_of_builtin_workloads_gives_identical_times() {
     equivalent(bsp(12, 5, 40 * US, true), p);
     equivalent(Bsp { distances: vec![1, 3], periodic: false, message_bytes: 100_000, ..bsp(10, 4, 7 * US, false) }, p);
     for (collective, bytes) in [(CollectiveKind::Bcast, 8u64), (CollectiveKind::Allreduce, 70_000), (CollectiveKind::Barrier, 0)] {
-        equivalent(CollectiveLoop { ranks: 23, iterations: 3, collective, message_bytes: bytes, compute_ps: 2 * US, root: 5 }, p);
+        equivalent(coll(23, 3, collective, bytes, 2 * US, 5), p);
     }
 }
 
@@ -323,7 +338,7 @@ fn builtin_bcast_matches_the_loggopsim_binary_tree_schedule() {
     }
     let p = LogGOPS::loggopsim_defaults();
     let g = run_goal_text(&text, p);
-    let w = CollectiveLoop { ranks: 16, iterations: 1, collective: CollectiveKind::Bcast, message_bytes: 1, compute_ps: 0, root: 0 };
+    let w = coll(16, 1, CollectiveKind::Bcast, 1, 0, 0);
     let mut s = Engine::new(StreamProgram::new(w, Recorder::disabled()), Network::uniform(p), Noise::none()).unwrap();
     s.run().unwrap();
     for r in 0..16 {

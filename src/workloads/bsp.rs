@@ -2,7 +2,7 @@
 //! distances ±d → optional barrier, repeated.
 
 use super::{TAG_BARRIER, TAG_HALO};
-use crate::collectives::Dissemination;
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
 use crate::program::stream::{StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
@@ -35,7 +35,7 @@ pub struct BspState {
     idx: u8,
     /// Slots used by this iteration's halo requests.
     reqs: u8,
-    barrier: Dissemination,
+    barrier: Driver,
 }
 
 /// Most neighbours a rank may have: each needs a send and a receive slot.
@@ -53,6 +53,18 @@ impl Bsp {
             return Err(format!("workload.distances: distance {d} must be between 1 and ranks-1 ({})", self.ranks - 1));
         }
         Ok(())
+    }
+
+    fn barrier_call(&self) -> Collective {
+        Collective {
+            kind: CollectiveKind::Barrier,
+            algorithm: Algorithm::Dissemination,
+            ranks: self.ranks,
+            root: 0,
+            bytes: 0,
+            chunk_bytes: 0,
+            tag: TAG_BARRIER,
+        }
     }
 
     /// Neighbour `idx` of `rank` (even: r−d, odd: r+d), or None past the
@@ -141,10 +153,10 @@ impl Workload for Bsp {
                 }
                 9 => {
                     s.phase = 10;
-                    s.barrier = Dissemination::default();
+                    s.barrier = Driver::default();
                     return StreamOp::TimerStart { timer: T_BARRIER, iteration };
                 }
-                10 => match s.barrier.next(rank, self.ranks, 0, TAG_BARRIER) {
+                10 => match s.barrier.next(&self.barrier_call(), rank) {
                     Some(op) => return op,
                     None => {
                         s.phase = 11;

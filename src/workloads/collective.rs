@@ -1,21 +1,22 @@
 //! Collective microbenchmark: repeat a collective, optionally with
-//! computation before each call.
+//! computation before each call (the noise/nonblocking-collectives paper's
+//! microbenchmarks).
 
-use super::{TAG_ALLREDUCE, TAG_BARRIER, TAG_BCAST};
-use crate::collectives::{BinomialBcast, Dissemination};
+use super::TAG_COLLECTIVE;
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
 use crate::program::stream::{StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
 
+/// How a collective call is carried out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CollectiveKind {
-    /// Binomial-tree broadcast.
-    Bcast,
-    /// Dissemination allreduce.
-    Allreduce,
-    /// Dissemination barrier (0-byte messages).
-    Barrier,
+pub enum CollectiveMode {
+    /// Every rank runs its part of the algorithm in the call.
+    Blocking,
+    /// The idealised nonblocking collective of Widener et al. §2.5: it
+    /// completes the moment it is reached and costs nothing.
+    Ideal,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -24,7 +25,11 @@ pub struct CollectiveLoop {
     pub ranks: u32,
     pub iterations: u32,
     pub collective: CollectiveKind,
+    /// None: the collective's default algorithm.
+    pub algorithm: Option<Algorithm>,
+    pub mode: CollectiveMode,
     pub message_bytes: u64,
+    pub chunk_bytes: u64,
     pub compute_ps: Time,
     pub root: u32,
 }
@@ -33,21 +38,26 @@ pub struct CollectiveLoop {
 pub struct CollState {
     iter: u32,
     phase: u8,
-    bcast: BinomialBcast,
-    diss: Dissemination,
+    driver: Driver,
 }
 
 const T_ITER: u8 = 0;
 
 impl CollectiveLoop {
+    pub fn call(&self) -> Collective {
+        Collective {
+            kind: self.collective,
+            algorithm: self.algorithm.unwrap_or(self.collective.default_algorithm()),
+            ranks: self.ranks,
+            root: self.root,
+            bytes: self.message_bytes,
+            chunk_bytes: self.chunk_bytes,
+            tag: TAG_COLLECTIVE,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
-        if self.ranks == 0 {
-            return Err("ranks must be at least 1".into());
-        }
-        if self.root >= self.ranks {
-            return Err(format!("workload.root: rank {} is out of range (0..{})", self.root, self.ranks));
-        }
-        Ok(())
+        self.call().validate()
     }
 }
 
@@ -73,8 +83,7 @@ impl Workload for CollectiveLoop {
                         return StreamOp::Done;
                     }
                     s.phase = if self.compute_ps > 0 { 1 } else { 2 };
-                    s.bcast = BinomialBcast::default();
-                    s.diss = Dissemination::default();
+                    s.driver = Driver::default();
                     return StreamOp::TimerStart { timer: T_ITER, iteration };
                 }
                 1 => {
@@ -82,10 +91,9 @@ impl Workload for CollectiveLoop {
                     return StreamOp::Calc(self.compute_ps);
                 }
                 2 => {
-                    let op = match self.collective {
-                        CollectiveKind::Bcast => s.bcast.next(rank, self.ranks, self.root, self.message_bytes, TAG_BCAST),
-                        CollectiveKind::Allreduce => s.diss.next(rank, self.ranks, self.message_bytes, TAG_ALLREDUCE),
-                        CollectiveKind::Barrier => s.diss.next(rank, self.ranks, 0, TAG_BARRIER),
+                    let op = match self.mode {
+                        CollectiveMode::Blocking => s.driver.next(&self.call(), rank),
+                        CollectiveMode::Ideal => None,
                     };
                     match op {
                         Some(op) => return op,

@@ -5,11 +5,10 @@ mod collective;
 mod script;
 
 pub use bsp::Bsp;
-pub use collective::{CollectiveKind, CollectiveLoop};
+pub use collective::{CollectiveLoop, CollectiveMode};
 pub use script::{Script, ScriptState};
 
 /// Tags keep the traffic of different program parts apart.
 pub const TAG_HALO: u32 = 1;
-pub const TAG_BCAST: u32 = 2;
-pub const TAG_ALLREDUCE: u32 = 3;
+pub const TAG_COLLECTIVE: u32 = 2;
 pub const TAG_BARRIER: u32 = 4;

@@ -1,0 +1,238 @@
+//! The step functions of every algorithm. Rooted algorithms work on the rank
+//! relative to the root, v = (rank − root) mod p.
+
+use super::{ceil_log2, floor_pow2, Algorithm, Collective, CollectiveKind, Step};
+
+pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    use Algorithm::*;
+    use CollectiveKind::*;
+    let p = c.ranks;
+    match (c.kind, c.algorithm) {
+        (Barrier, _) => dissemination(rank, p, 0, i),
+        (Allreduce, Dissemination) => dissemination(rank, p, c.bytes, i),
+        (Allreduce, RecursiveDoubling) => recursive_doubling_allreduce(rank, p, c.bytes, i),
+        (Allreduce, Ring) => ring(rank, p, c.bytes.div_ceil(p as u64), 2 * (p - 1), i),
+        (Allreduce, _) => {
+            // Binomial reduce to rank 0, then binomial broadcast from it.
+            let tree = Tree { p, root: 0 };
+            let reduce_steps = tree.children(rank) + u32::from(tree.v(rank) != 0);
+            if i < reduce_steps {
+                tree.reduce(rank, i, |_| c.bytes, c.bytes)
+            } else {
+                tree.bcast(rank, i - reduce_steps, |_| c.bytes, c.bytes)
+            }
+        }
+        (Bcast, BinaryTree) => binary_tree_bcast(c, rank, i),
+        (Bcast, Linear) => linear_bcast(c, rank, i),
+        (Bcast, PipelinedRing) => pipelined_ring_bcast(c, rank, i),
+        (Bcast, _) => Tree::of(c).bcast(rank, i, |_| c.bytes, c.bytes),
+        (Reduce, _) => Tree::of(c).reduce(rank, i, |_| c.bytes, c.bytes),
+        (Gather, _) => {
+            let t = Tree::of(c);
+            t.reduce(rank, i, |child| t.subtree(child) as u64 * c.bytes, t.subtree(t.v(rank)) as u64 * c.bytes)
+        }
+        (Scatter, _) => {
+            let t = Tree::of(c);
+            t.bcast(rank, i, |child| t.subtree(child) as u64 * c.bytes, t.subtree(t.v(rank)) as u64 * c.bytes)
+        }
+        (Allgather, RecursiveDoubling) => {
+            let k = i;
+            (k < ceil_log2(p)).then(|| {
+                let partner = rank ^ (1 << k);
+                let bytes = c.bytes << k;
+                Step::Exchange { to: partner, send_bytes: bytes, from: partner, recv_bytes: bytes }
+            })
+        }
+        (Allgather, _) => ring(rank, p, c.bytes, p - 1, i),
+        (Alltoall, _) => (i + 1 < p).then(|| {
+            let k = i + 1;
+            Step::Exchange { to: (rank + k) % p, send_bytes: c.bytes, from: (rank + p - k) % p, recv_bytes: c.bytes }
+        }),
+    }
+}
+
+fn dissemination(rank: u32, p: u32, bytes: u64, k: u32) -> Option<Step> {
+    (k < ceil_log2(p)).then(|| {
+        let d = ((1u64 << k) % p as u64) as u32;
+        Step::Exchange { to: ((rank as u64 + d as u64) % p as u64) as u32, send_bytes: bytes, from: (rank + p - d) % p, recv_bytes: bytes }
+    })
+}
+
+/// `steps` exchanges with the ring neighbours: send to r+1, receive from r−1.
+fn ring(rank: u32, p: u32, bytes: u64, steps: u32, i: u32) -> Option<Step> {
+    (i < steps).then(|| Step::Exchange { to: (rank + 1) % p, send_bytes: bytes, from: (rank + p - 1) % p, recv_bytes: bytes })
+}
+
+/// MPICH's recursive doubling: with rem = p − 2^⌊log2 p⌋, the even ranks
+/// below 2·rem hand their data to the next odd rank and wait; the remaining
+/// 2^⌊log2 p⌋ ranks exchange pairwise; the odd ranks then hand the result back.
+fn recursive_doubling_allreduce(rank: u32, p: u32, bytes: u64, i: u32) -> Option<Step> {
+    let pof2 = floor_pow2(p);
+    let rem = p - pof2;
+    let rounds = pof2.trailing_zeros();
+    if rank < 2 * rem && rank % 2 == 0 {
+        return match i {
+            0 => Some(Step::Send { to: rank + 1, bytes }),
+            1 => Some(Step::Recv { from: rank + 1, bytes }),
+            _ => None,
+        };
+    }
+    let folded = rank < 2 * rem; // an odd rank standing in for its even neighbour
+    let (newrank, i) = if folded {
+        if i == 0 {
+            return Some(Step::Recv { from: rank - 1, bytes });
+        }
+        (rank / 2, i - 1)
+    } else {
+        (rank - rem, i)
+    };
+    if i < rounds {
+        let partner_new = newrank ^ (1 << i);
+        let partner = if partner_new < rem { partner_new * 2 + 1 } else { partner_new + rem };
+        return Some(Step::Exchange { to: partner, send_bytes: bytes, from: partner, recv_bytes: bytes });
+    }
+    (folded && i == rounds).then(|| Step::Send { to: rank - 1, bytes })
+}
+
+fn binary_tree_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    let p = c.ranks as u64;
+    let v = (rank as u64 + p - c.root as u64) % p;
+    let abs = |x: u64| ((x + c.root as u64) % p) as u32;
+    let mut i = i as u64;
+    if v > 0 {
+        if i == 0 {
+            return Some(Step::Recv { from: abs((v - 1) / 2), bytes: c.bytes });
+        }
+        i -= 1;
+    }
+    let children: Vec<u64> = [2 * v + 1, 2 * v + 2].into_iter().filter(|&x| x < p).collect();
+    match i as usize {
+        k if k < children.len() => Some(Step::FanOut { to: abs(children[k]), bytes: c.bytes, k: k as u8 }),
+        k if k == children.len() && k > 0 => Some(Step::WaitFanOut { n: k as u8 }),
+        _ => None,
+    }
+}
+
+/// The root sends to every other rank with blocking sends (at most 64
+/// requests may be outstanding per rank, and an eager send completes at once
+/// anyway).
+fn linear_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    let p = c.ranks;
+    let v = (rank + p - c.root) % p;
+    if v == 0 {
+        (i + 1 < p).then(|| Step::Send { to: (c.root + i + 1) % p, bytes: c.bytes })
+    } else {
+        (i == 0).then_some(Step::Recv { from: c.root, bytes: c.bytes })
+    }
+}
+
+/// Chain root → root+1 → …; each rank forwards chunk k once it has it.
+fn pipelined_ring_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    let p = c.ranks;
+    let v = (rank + p - c.root) % p;
+    let chunks = c.bytes.div_ceil(c.chunk_bytes).max(1);
+    let chunk = |k: u64| c.chunk_bytes.min(c.bytes - (k * c.chunk_bytes).min(c.bytes));
+    let (prev, next) = ((rank + p - 1) % p, (rank + 1) % p);
+    let i = i as u64;
+    if p == 1 {
+        None
+    } else if v == 0 {
+        (i < chunks).then(|| Step::Send { to: next, bytes: chunk(i) })
+    } else if v == p - 1 {
+        (i < chunks).then(|| Step::Recv { from: prev, bytes: chunk(i) })
+    } else {
+        (i < 2 * chunks).then(|| {
+            if i % 2 == 0 {
+                Step::Recv { from: prev, bytes: chunk(i / 2) }
+            } else {
+                Step::Send { to: next, bytes: chunk(i / 2) }
+            }
+        })
+    }
+}
+
+/// LogGOPSim's schedgen binomial tree: relative rank v receives from v with
+/// its highest bit cleared and sends to v + 2^k for every 2^k > v.
+struct Tree {
+    p: u32,
+    root: u32,
+}
+
+impl Tree {
+    fn of(c: &Collective) -> Self {
+        Tree { p: c.ranks, root: c.root }
+    }
+
+    fn v(&self, rank: u32) -> u32 {
+        (rank + self.p - self.root) % self.p
+    }
+
+    fn abs(&self, v: u32) -> u32 {
+        ((v as u64 + self.root as u64) % self.p as u64) as u32
+    }
+
+    /// Exponent of v's first child: 2^k > v.
+    fn first_k(v: u32) -> u32 {
+        32 - v.leading_zeros()
+    }
+
+    fn children(&self, rank: u32) -> u32 {
+        let v = self.v(rank);
+        let room = (self.p - v - 1) as u64; // children v + 2^k need 2^k ≤ room
+        if room == 0 {
+            return 0;
+        }
+        let top = 63 - room.leading_zeros(); // largest k with 2^k ≤ room
+        (top + 1).saturating_sub(Self::first_k(v))
+    }
+
+    fn child(&self, v: u32, j: u32) -> u32 {
+        v + (1 << (Self::first_k(v) + j))
+    }
+
+    fn parent(v: u32) -> u32 {
+        v & !(1 << (31 - v.leading_zeros()))
+    }
+
+    fn subtree(&self, v: u32) -> u32 {
+        subtree_size(self.p, v)
+    }
+
+    /// Receive from the parent, then send to every child (nonblocking), then wait.
+    fn bcast(&self, rank: u32, i: u32, child_bytes: impl Fn(u32) -> u64, own_bytes: u64) -> Option<Step> {
+        let v = self.v(rank);
+        let mut i = i;
+        if v > 0 {
+            if i == 0 {
+                return Some(Step::Recv { from: self.abs(Self::parent(v)), bytes: own_bytes });
+            }
+            i -= 1;
+        }
+        let n = self.children(rank);
+        if i < n {
+            let child = self.child(v, i);
+            Some(Step::FanOut { to: self.abs(child), bytes: child_bytes(child), k: i as u8 })
+        } else {
+            (i == n && n > 0).then_some(Step::WaitFanOut { n: n as u8 })
+        }
+    }
+
+    /// The broadcast reversed: receive from the children, smallest subtree
+    /// first, then send to the parent.
+    fn reduce(&self, rank: u32, i: u32, child_bytes: impl Fn(u32) -> u64, own_bytes: u64) -> Option<Step> {
+        let v = self.v(rank);
+        let n = self.children(rank);
+        if i < n {
+            let child = self.child(v, n - 1 - i);
+            Some(Step::Recv { from: self.abs(child), bytes: child_bytes(child) })
+        } else {
+            (i == n && v > 0).then(|| Step::Send { to: self.abs(Self::parent(v)), bytes: own_bytes })
+        }
+    }
+}
+
+/// Ranks in the binomial subtree of relative rank v among p.
+pub fn subtree_size(p: u32, v: u32) -> u32 {
+    let span = 1u64 << Tree::first_k(v);
+    ((p - v) as u64).div_ceil(span) as u32
+}

@@ -1,0 +1,196 @@
+//! Structure of every algorithm (who sends what to whom, message counts),
+//! and complete, deadlock-free runs in the engine for many rank counts.
+
+use super::*;
+use crate::engine::Engine;
+use crate::network::{LogGOPS, Network};
+use crate::noise::Noise;
+use crate::program::stream::StreamProgram;
+use crate::record::Recorder;
+use crate::time::Time;
+use crate::workloads::{CollectiveLoop, CollectiveMode};
+
+fn call(kind: CollectiveKind, algorithm: Algorithm, ranks: u32, root: u32, bytes: u64) -> Collective {
+    Collective { kind, algorithm, ranks, root, bytes, chunk_bytes: 1000, tag: 2 }
+}
+
+fn sends(c: &Collective) -> Vec<(u32, u32, u64)> {
+    let mut out = Vec::new();
+    for r in 0..c.ranks {
+        for s in c.steps(r) {
+            match s {
+                Step::Send { to, bytes } | Step::FanOut { to, bytes, .. } => out.push((r, to, bytes)),
+                Step::Exchange { to, send_bytes, .. } => out.push((r, to, send_bytes)),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn receives(c: &Collective) -> usize {
+    (0..c.ranks)
+        .flat_map(|r| c.steps(r))
+        .filter(|s| matches!(s, Step::Recv { .. } | Step::Exchange { .. }))
+        .count()
+}
+
+/// Expected message count of each algorithm.
+fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> usize {
+    let (p, lg) = (p as usize, ceil_log2(p) as usize);
+    let pof2 = floor_pow2(p as u32) as usize;
+    use Algorithm::*;
+    use CollectiveKind::*;
+    match (kind, alg) {
+        (Allreduce | Barrier, Dissemination) => p * lg,
+        (Allreduce, RecursiveDoubling) => pof2 * pof2.trailing_zeros() as usize + 2 * (p - pof2),
+        (Allreduce, Ring) => 2 * p * (p - 1),
+        (Allreduce, ReduceBcast) => 2 * (p - 1),
+        (Bcast, PipelinedRing) => (p - 1) * chunks as usize,
+        (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
+        (Allgather, RecursiveDoubling) => p * lg,
+        _ => p - 1, // trees: bcast, reduce, gather, scatter
+    }
+}
+
+fn all_calls() -> Vec<(CollectiveKind, Algorithm)> {
+    use CollectiveKind::*;
+    [Allreduce, Bcast, Reduce, Gather, Scatter, Allgather, Alltoall, Barrier]
+        .into_iter()
+        .flat_map(|k| k.algorithms().iter().map(move |&a| (k, a)))
+        .collect()
+}
+
+#[test]
+fn message_counts_match_each_algorithm() {
+    for (kind, alg) in all_calls() {
+        for p in 1..=40u32 {
+            if kind == CollectiveKind::Allgather && alg == Algorithm::RecursiveDoubling && !p.is_power_of_two() {
+                continue;
+            }
+            let c = call(kind, alg, p, p / 3, 2500);
+            c.validate().unwrap();
+            let s = sends(&c);
+            assert_eq!(s.len(), messages(kind, alg, p, 3), "{kind:?}/{alg:?} p={p}");
+            assert_eq!(receives(&c), s.len(), "{kind:?}/{alg:?} p={p}: every send has a receive");
+            assert!(s.iter().all(|&(a, b, _)| a != b && b < p), "{kind:?}/{alg:?} p={p}: peers in range");
+        }
+    }
+}
+
+#[test]
+fn dissemination_makes_n_log_n_dependencies_and_binomial_n_minus_1() {
+    // Widener et al. §4.3: 15× more direct dependencies at 32Ki ranks.
+    let p = 32 * 1024;
+    let diss = p as usize * ceil_log2(p) as usize;
+    assert_eq!(messages(CollectiveKind::Allreduce, Algorithm::Dissemination, p, 1), diss);
+    assert_eq!(messages(CollectiveKind::Bcast, Algorithm::Binomial, p, 1), p as usize - 1);
+    assert!(diss / (p as usize - 1) >= 15);
+    let small = call(CollectiveKind::Bcast, Algorithm::Binomial, 64, 0, 8);
+    assert_eq!(sends(&small).len(), 63);
+}
+
+#[test]
+fn gather_and_scatter_carry_whole_subtrees() {
+    let p = 13;
+    let gather = call(CollectiveKind::Gather, Algorithm::Binomial, p, 0, 10);
+    // The root receives every other rank's block exactly once in total.
+    let to_root: u64 = sends(&gather).iter().filter(|s| s.1 == 0).map(|s| s.2).sum();
+    assert_eq!(to_root, 10 * (p as u64 - 1));
+    let scatter = call(CollectiveKind::Scatter, Algorithm::Binomial, p, 0, 10);
+    let from_root: u64 = sends(&scatter).iter().filter(|s| s.0 == 0).map(|s| s.2).sum();
+    assert_eq!(from_root, 10 * (p as u64 - 1));
+    assert_eq!((subtree_size(16, 0), subtree_size(16, 1), subtree_size(16, 2), subtree_size(16, 8)), (16, 8, 4, 1));
+}
+
+#[test]
+fn recursive_doubling_folds_non_powers_of_two() {
+    // p = 6: ranks 0 and 2 hand over to 1 and 3, the four others exchange.
+    let c = call(CollectiveKind::Allreduce, Algorithm::RecursiveDoubling, 6, 0, 8);
+    assert_eq!(c.steps(0), vec![Step::Send { to: 1, bytes: 8 }, Step::Recv { from: 1, bytes: 8 }]);
+    let ex = |peer| Step::Exchange { to: peer, send_bytes: 8, from: peer, recv_bytes: 8 };
+    assert_eq!(c.steps(1), vec![Step::Recv { from: 0, bytes: 8 }, ex(3), ex(4), Step::Send { to: 0, bytes: 8 }]);
+    assert_eq!(c.steps(5), vec![ex(4), ex(3)]);
+}
+
+#[test]
+fn invalid_choices_are_rejected() {
+    let mut c = call(CollectiveKind::Bcast, Algorithm::Ring, 8, 0, 8);
+    assert!(c.validate().unwrap_err().contains("not an algorithm"));
+    c = call(CollectiveKind::Allgather, Algorithm::RecursiveDoubling, 12, 0, 8);
+    assert!(c.validate().unwrap_err().contains("power-of-two"));
+    c = call(CollectiveKind::Reduce, Algorithm::Binomial, 8, 8, 8);
+    assert!(c.validate().unwrap_err().contains("out of range"));
+}
+
+fn run(w: CollectiveLoop) -> Engine<StreamProgram<CollectiveLoop>> {
+    let mut e = Engine::new(StreamProgram::new(w, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+    e.run().unwrap();
+    e
+}
+
+fn coll(ranks: u32, collective: CollectiveKind, algorithm: Algorithm, bytes: u64, mode: CollectiveMode) -> CollectiveLoop {
+    CollectiveLoop {
+        ranks,
+        iterations: 2,
+        collective,
+        algorithm: Some(algorithm),
+        mode,
+        message_bytes: bytes,
+        chunk_bytes: 30_000,
+        compute_ps: 1_000_000,
+        root: ranks / 2,
+    }
+}
+
+#[test]
+fn every_algorithm_runs_to_completion_eager_and_rendezvous() {
+    for (kind, alg) in all_calls() {
+        for p in [1u32, 2, 3, 5, 8, 13, 16, 33] {
+            if kind == CollectiveKind::Allgather && alg == Algorithm::RecursiveDoubling && !p.is_power_of_two() {
+                continue;
+            }
+            for bytes in [8u64, 100_000] {
+                let w = coll(p, kind, alg, bytes, CollectiveMode::Blocking);
+                let chunks = if alg == Algorithm::PipelinedRing { bytes.div_ceil(30_000) } else { 1 };
+                let e = run(w);
+                let msgs = messages(kind, alg, p, chunks) as u64;
+                // per iteration: one computation per rank, each message sent and received once
+                assert_eq!(e.events, 2 * (p as u64 + 2 * msgs), "{kind:?}/{alg:?} p={p} bytes={bytes}");
+            }
+        }
+    }
+}
+
+#[test]
+fn ideal_mode_removes_the_collective_time_exactly() {
+    for (kind, alg) in all_calls().into_iter().filter(|c| c.1 != Algorithm::RecursiveDoubling || c.0 != CollectiveKind::Allgather) {
+        let e = run(coll(12, kind, alg, 64, CollectiveMode::Ideal));
+        assert!((0..12).all(|r| e.finish_time(r) == 2 * 1_000_000), "{kind:?}/{alg:?}");
+        assert_eq!(e.events, 24);
+    }
+}
+
+#[test]
+fn linear_broadcast_is_paced_by_the_roots_gap() {
+    let p = LogGOPS::loggopsim_defaults();
+    let n = 10u32;
+    let mut w = coll(n, CollectiveKind::Bcast, Algorithm::Linear, 1, CollectiveMode::Blocking);
+    (w.root, w.iterations, w.compute_ps) = (0, 1, 0);
+    let e = run(w);
+    // The root's sends start every max(o, g); the last one lands o + L later,
+    // and receiving it costs o.
+    let last: Time = (n as Time - 2) * p.o_ps.max(p.g_ps) + p.o_ps + p.l_ps + p.o_ps;
+    assert_eq!((1..n).map(|r| e.finish_time(r)).max().unwrap(), last);
+}
+
+#[test]
+fn pipelining_beats_a_single_message_for_large_broadcasts() {
+    let mut chain = coll(16, CollectiveKind::Bcast, Algorithm::PipelinedRing, 1 << 20, CollectiveMode::Blocking);
+    (chain.iterations, chain.compute_ps, chain.root, chain.chunk_bytes) = (1, 0, 0, 1 << 16);
+    let piped = run(chain.clone());
+    chain.chunk_bytes = 1 << 20;
+    let whole = run(chain);
+    let makespan = |e: &Engine<StreamProgram<CollectiveLoop>>| (0..16).map(|r| e.finish_time(r)).max().unwrap();
+    assert!(makespan(&piped) * 3 < makespan(&whole), "{} vs {}", makespan(&piped), makespan(&whole));
+}
