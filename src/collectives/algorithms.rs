@@ -70,7 +70,7 @@ fn recursive_doubling_allreduce(rank: u32, p: u32, bytes: u64, i: u32) -> Option
     let pof2 = floor_pow2(p);
     let rem = p - pof2;
     let rounds = pof2.trailing_zeros();
-    if rank < 2 * rem && rank % 2 == 0 {
+    if rank < 2 * rem && rank.is_multiple_of(2) {
         return match i {
             0 => Some(Step::Send { to: rank + 1, bytes }),
             1 => Some(Step::Recv { from: rank + 1, bytes }),
@@ -142,7 +142,7 @@ fn pipelined_ring_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         (i < chunks).then(|| Step::Recv { from: prev, bytes: chunk(i) })
     } else {
         (i < 2 * chunks).then(|| {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 Step::Recv { from: prev, bytes: chunk(i / 2) }
             } else {
                 Step::Send { to: next, bytes: chunk(i / 2) }
