@@ -30,6 +30,7 @@ fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> Worklo
         chunk_bytes: 0,
         compute_ps: 0,
         root: 0,
+        test_chunks: 1,
     })
 }
 
@@ -59,6 +60,7 @@ pub fn config(case: &str) -> Option<Config> {
         noise,
         workload,
         record_timers: false,
+        async_progress: false,
         max_memory_bytes: None,
     })
 }

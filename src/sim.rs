@@ -35,6 +35,8 @@ pub struct Config {
     pub workload: WorkloadSpec,
     /// Record the per-(rank, iteration) timers.
     pub record_timers: bool,
+    /// Nonblocking collectives advance without MPI calls (a progress thread).
+    pub async_progress: bool,
     /// Refuse runs whose state is estimated above this; None = 80% of available memory.
     pub max_memory_bytes: Option<u64>,
 }
@@ -132,10 +134,10 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, noise: Noise, progress: Option<Pr
     let (p, iters) = (w.num_ranks(), w.iterations());
     let names = w.timer_names();
     let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 };
-    let per_rank = ENGINE_BYTES_PER_RANK + StreamProgram::<W>::state_bytes_per_rank() as u128;
+    let per_rank = ENGINE_BYTES_PER_RANK + StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
     check_memory(p as u128 * per_rank + timer_bytes, cfg.max_memory_bytes)?;
     let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
-    let program = StreamProgram::new(w, recorder);
+    let program = StreamProgram::new(w, recorder).with_async_progress(cfg.async_progress);
     run_program(program, cfg, noise, progress, |prog: &StreamProgram<W>| {
         let rec = &prog.recorder;
         let timers = (0..rec.names().len()).map(|t| rec.seconds(t)).collect();

@@ -47,6 +47,7 @@ def test_empty_scenario_is_fully_defaulted():
         "O_s_per_byte": 0.0,
         "S_bytes": 65535,
         "ranks_per_node": 1,
+        "async_progress": False,
         "intra_node": None,
     }
     assert s["noise"] == []
@@ -74,6 +75,7 @@ def test_collective_defaults_and_ints_become_floats():
         "collective": "allreduce",
         "algorithm": "auto",
         "mode": "blocking",
+        "test_chunks": 1,
         "message_bytes": 8,
         "chunk_bytes": 65536,
         "compute_s": 1.0,
@@ -167,7 +169,7 @@ max_memory_bytes = 1000000
         "scn.toml",
     )
     e = sc.to_engine_config(s)
-    assert set(e) == {"seed", "network", "noise", "workload", "record_timers", "max_memory_bytes"}
+    assert set(e) == {"seed", "network", "noise", "workload", "record_timers", "async_progress", "max_memory_bytes"}
     assert e["seed"] == 9 and e["record_timers"] is True and e["max_memory_bytes"] == 1000000
     assert set(e["network"]) == {"inter_node", "intra_node", "ranks_per_node"}
     assert e["network"]["inter_node"] == {
@@ -219,6 +221,7 @@ def test_engine_config_defaults_collective_and_goal(tmp_path):
         "collective": "barrier",
         "algorithm": None,
         "mode": "blocking",
+        "test_chunks": 1,
         "message_bytes": 8,
         "chunk_bytes": 65536,
         "compute_ps": 0,
@@ -323,12 +326,12 @@ def test_missing_file():
         ("[workload]\nranks = 8\ndistances = [1, 8]\n", "workload.distances[1]: must be < ranks (8), got 8"),
         ("[workload]\ndistances = [0]\n", "workload.distances[0]: must be >= 1, got 0"),
         ("[workload]\ndistances = [1, 1]\n", "workload.distances[1]: duplicate value 1"),
-        (f"[workload]\nranks = 100\ndistances = {list(range(1, 18))}\n", "workload.distances: at most 16"),
+        (f"[workload]\nranks = 100\ndistances = {list(range(1, 10))}\n", "workload.distances: at most 8"),
         ('[workload]\nkind = "collective"\nranks = 4\nroot = 4\n', "workload.root: must be < ranks (4), got 4"),
         ('[workload]\nkind = "collective"\ncollective = "allscatter"\n', "workload.collective: must be one of allreduce, bcast"),
         ('[workload]\nkind = "collective"\ncollective = "bcast"\nalgorithm = "ring"\n', "workload.algorithm: 'ring' is not an algorithm for bcast"),
         ('[workload]\nkind = "collective"\ncollective = "allgather"\nalgorithm = "recursive_doubling"\nranks = 12\n', "workload.algorithm: recursive_doubling allgather needs a power-of-two"),
-        ('[workload]\nkind = "collective"\nmode = "lazy"\n', "workload.mode: must be one of blocking, ideal"),
+        ('[workload]\nkind = "collective"\nmode = "lazy"\n', "workload.mode: must be one of blocking, nonblocking, ideal"),
         ("[limits]\nmax_memory_bytes = -1\n", "limits.max_memory_bytes: must be between 0"),
         ('[[noise]]\nkind = "periodic"\nperiod_s = 1e-3\nduration_s = 1e-3\n', "noise[0].duration_s: must be < period_s"),
         ('[[noise]]\nkind = "periodic"\nperiod_s = 1e-3\nduration_s = 2e-3\n', "noise[0].duration_s: must be < period_s"),

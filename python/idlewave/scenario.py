@@ -67,7 +67,7 @@ MAX_U32 = 2**32 - 1
 MAX_U64 = 2**64 - 1
 MAX_RANKS = 2**31
 MAX_PS = 2**63 - 1  # keep every time well inside the engine's u64 picoseconds
-MAX_DISTANCES = 16
+MAX_DISTANCES = 8
 
 Check = Callable[[Any], "str | None"]  # value -> error message, or None when fine
 
@@ -152,6 +152,8 @@ LINK = {
 NETWORK = {
     **LINK,
     "ranks_per_node": Field("int", 1, _RANKS),
+    # nonblocking collectives advance without MPI calls (a progress thread)
+    "async_progress": Field("bool", False),
     # "intra_node" is a sub-table with LINK's keys, defaulting to the values
     # above; handled in _network().
 }
@@ -232,13 +234,14 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
         },
     ),
     "collective": (
-        "a loop of one collective (any algorithm; blocking or ideal nonblocking), with compute between",
+        "a loop of one collective (any algorithm; blocking, nonblocking or ideal), with compute between",
         {
             "ranks": Field("int", 64, _RANKS),
             "iterations": Field("int", 10, _U32),
             "collective": Field("str", "allreduce", _one_of(*COLLECTIVE_ALGORITHMS)),
             "algorithm": Field("str", "auto", _one_of("auto", *sorted({a for v in COLLECTIVE_ALGORITHMS.values() for a in v}))),
-            "mode": Field("str", "blocking", _one_of("blocking", "ideal")),
+            "mode": Field("str", "blocking", _one_of("blocking", "nonblocking", "ideal")),
+            "test_chunks": Field("int", 1, _int_range(1, 65535)),
             "message_bytes": Field("int", 8, _U64),
             "chunk_bytes": Field("int", 65536, _int_range(1, MAX_U64)),
             "compute_s": Field("float", 0.0, _NONNEG_S),
@@ -376,6 +379,7 @@ def to_engine_config(scn: dict) -> dict:
         "noise": [_engine_noise(n) for n in scn["noise"]],
         "workload": _engine_workload(scn["workload"]),
         "record_timers": scn["record"]["timers"],
+        "async_progress": net["async_progress"],
         "max_memory_bytes": scn["limits"]["max_memory_bytes"] or None,
     }
 

@@ -140,6 +140,7 @@ fn coll(ranks: u32, collective: CollectiveKind, algorithm: Algorithm, bytes: u64
         chunk_bytes: 30_000,
         compute_ps: 1_000_000,
         root: ranks / 2,
+        test_chunks: 1,
     }
 }
 
@@ -193,4 +194,57 @@ fn pipelining_beats_a_single_message_for_large_broadcasts() {
     let whole = run(chain);
     let makespan = |e: &Engine<StreamProgram<CollectiveLoop>>| (0..16).map(|r| e.finish_time(r)).max().unwrap();
     assert!(makespan(&piped) * 3 < makespan(&whole), "{} vs {}", makespan(&piped), makespan(&whole));
+}
+
+fn run_with(w: CollectiveLoop, async_progress: bool) -> Time {
+    let p = w.ranks;
+    let prog = StreamProgram::new(w, Recorder::disabled()).with_async_progress(async_progress);
+    let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+    e.run().unwrap();
+    (0..p).map(|r| e.finish_time(r)).max().unwrap()
+}
+
+#[test]
+fn nonblocking_collectives_progress_only_inside_mpi_calls_unless_asynchronous() {
+    let c: Time = 200_000_000; // 200 µs of computation to overlap
+    let mut w = coll(16, CollectiveKind::Allreduce, Algorithm::Dissemination, 8, CollectiveMode::Blocking);
+    (w.iterations, w.compute_ps) = (1, c);
+    let blocking = run_with(w.clone(), false);
+    let round = 5_542_000; // o + L + o + (s−1)G
+    assert_eq!(blocking, c + 4 * round);
+    let ideal = run_with(CollectiveLoop { mode: CollectiveMode::Ideal, ..w.clone() }, false);
+    assert_eq!(ideal, c);
+    let nb = CollectiveLoop { mode: CollectiveMode::Nonblocking, ..w.clone() };
+    // Without tests or a progress thread only the first round overlaps: the
+    // rest runs inside the final wait.
+    let no_progress = run_with(nb.clone(), false);
+    assert!(no_progress > c + 3 * round && no_progress < blocking, "{no_progress}");
+    // Testing between pieces of the computation posts the next rounds.
+    let polled = run_with(CollectiveLoop { test_chunks: 8, ..nb.clone() }, false);
+    assert!(polled < no_progress, "{polled}");
+    // Every round then waits in the background; only its CPU overheads
+    // (o to send, o + (s−1)G to receive) remain on the critical path.
+    assert_eq!(polled, c + 4 * (1_500_000 + 1_542_000));
+    // A progress thread overlaps the whole collective.
+    let threaded = run_with(nb, true);
+    assert!(threaded < c + round, "{threaded}");
+    assert!(threaded >= ideal);
+}
+
+#[test]
+fn nonblocking_mode_completes_every_algorithm() {
+    for (kind, alg) in all_calls() {
+        for async_progress in [false, true] {
+            let p = 11;
+            if kind == CollectiveKind::Allgather && alg == Algorithm::RecursiveDoubling {
+                continue;
+            }
+            let w = CollectiveLoop { test_chunks: 3, ..coll(p, kind, alg, 70_000, CollectiveMode::Nonblocking) };
+            let prog = StreamProgram::new(w, Recorder::disabled()).with_async_progress(async_progress);
+            let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+            e.run().unwrap_or_else(|err| panic!("{kind:?}/{alg:?} async={async_progress}: {err}"));
+            let chunks = if alg == Algorithm::PipelinedRing { 3 } else { 1 };
+            assert_eq!(e.events, 2 * (3 * p as u64 + 2 * messages(kind, alg, p, chunks) as u64), "{kind:?}/{alg:?}");
+        }
+    }
 }

@@ -130,6 +130,7 @@ fn coll(ranks: u32, iterations: u32, collective: CollectiveKind, bytes: u64, com
         chunk_bytes: 0,
         compute_ps,
         root,
+        test_chunks: 1,
     }
 }
 

@@ -2,12 +2,21 @@
 //! rank: a [`Workload`] yields the next op of a rank only when the previous
 //! one has been issued, so memory stays O(ranks) for any iteration count.
 //!
-//! Nonblocking requests live in up to 64 slots per rank; `Wait(mask)` blocks
-//! until every slot in the mask has completed. A blocking send or receive is
-//! an `ISend`/`IRecv` followed by a `Wait` on its slot.
+//! Nonblocking requests live in slots per rank; `Wait(mask)` blocks until
+//! every slot in the mask has completed. A blocking send or receive is an
+//! `ISend`/`IRecv` followed by a `Wait` on its slot. The program uses slots
+//! 0..32; a nonblocking collective running in the background uses 32..64.
+//!
+//! Progress of a nonblocking collective: its first round is posted by the
+//! call that starts it; each later round is posted only while the rank is
+//! inside an MPI call (a wait or test on anything, or the collective's own
+//! wait), unless the platform has asynchronous progress, in which case a
+//! round is posted as soon as the previous one completes. Point-to-point
+//! messages themselves always progress (see the engine).
 
 use super::goal::{GoalKind, GoalOp, GoalRank, GoalSchedule};
 use super::{Program, ReadyOp, ANY};
+use crate::collectives::{Collective, Driver};
 use crate::record::Recorder;
 use crate::time::{Time, PS_PER_NS};
 
@@ -23,6 +32,12 @@ pub enum StreamOp {
     /// MPI_Test(all) on the slot mask: never blocks; the answer is passed to
     /// the workload's next `next` call.
     Test(u64),
+    /// Start the workload's nonblocking collective number `id` (MPI_I…).
+    CollStart(u8),
+    /// MPI_Wait on the running nonblocking collective.
+    CollWait,
+    /// MPI_Test on the running nonblocking collective (answer as for `Test`).
+    CollTest,
     TimerStart { timer: u8, iteration: u32 },
     TimerStop { timer: u8, iteration: u32 },
     Done,
@@ -38,37 +53,100 @@ pub trait Workload {
     fn timer_names(&self) -> Vec<String>;
     /// The op after the ones already generated; `last_test` answers the latest `Test`.
     fn next(&self, rank: u32, state: &mut Self::State, last_test: bool) -> StreamOp;
+    /// The nonblocking collectives `CollStart` refers to.
+    fn collective(&self, _id: u8) -> Option<Collective> {
+        None
+    }
+    /// Whether the program starts nonblocking collectives (their state is
+    /// then kept per rank).
+    fn uses_background(&self) -> bool {
+        false
+    }
 }
 
 const CALC_ID: u32 = 64;
 const TEST_ID: u32 = 65;
+/// A zero-cost probe that brings an MPI call to the moment the CPU reaches it.
+const SYNC_ID: u32 = 66;
+/// Slots of a background collective start here.
+const BG_SLOT: u8 = 32;
+const BG_SLOTS: u64 = !0 << BG_SLOT;
 
+// flags
 const READY: u8 = 1;
 const FINISHED: u8 = 2;
 const TESTING: u8 = 4;
 const LAST_TEST: u8 = 8;
+/// The program is inside an MPI call (`call` says which).
+const IN_MPI: u8 = 16;
+const BG_ACTIVE: u8 = 32;
+/// A background op was issued and has not started yet.
+const BG_INFLIGHT: u8 = 64;
+/// Waiting for the CPU to reach the current MPI call.
+const SYNCING: u8 = 128;
 
+/// The MPI call a rank is in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Call {
+    #[default]
+    Wait,
+    Test,
+    CollStart,
+    CollWait,
+    CollTest,
+}
+
+/// Per rank: 16 bytes plus the workload's cursor.
 #[derive(Debug, Clone, Default)]
 struct RankState<S> {
-    /// Slots with an incomplete request.
+    /// Slots with an incomplete request (the program's and the background's).
     pending: u64,
-    /// Slots a Wait or Test is about.
-    wait_mask: u64,
+    /// The program's slots the current Wait or Test is about.
+    wait_mask: u32,
     flags: u8,
+    call: Call,
     gen: S,
+}
+
+/// A rank's running nonblocking collective (only for workloads that use them).
+#[derive(Debug, Clone, Copy, Default)]
+struct Background {
+    driver: Driver,
+    /// Background slots (shifted down by 32) its current round waits for.
+    wait: u32,
+    id: u8,
+}
+
+impl Background {
+    #[inline]
+    fn wait_bits(&self) -> u64 {
+        (self.wait as u64) << BG_SLOT
+    }
 }
 
 pub struct StreamProgram<W: Workload> {
     pub workload: W,
     ranks: Vec<RankState<W::State>>,
+    background: Vec<Background>,
     pub recorder: Recorder,
+    async_progress: bool,
 }
 
 impl<W: Workload> StreamProgram<W> {
     pub fn new(workload: W, recorder: Recorder) -> Self {
         let p = workload.num_ranks() as usize;
         let init = RankState { flags: READY, ..Default::default() };
-        StreamProgram { ranks: vec![init; p], workload, recorder }
+        let background = if workload.uses_background() { vec![Background::default(); p] } else { Vec::new() };
+        StreamProgram { ranks: vec![init; p], background, workload, recorder, async_progress: false }
+    }
+
+    /// Background collectives advance as soon as a round completes, not
+    /// only inside MPI calls: a progress thread on a second CPU of each rank
+    /// posts their ops and receives their messages.
+    pub fn with_async_progress(mut self, on: bool) -> Self {
+        self.async_progress = on;
+        self
     }
 
     /// The workload cursor of `rank` (for inspection after a run).
@@ -77,9 +155,21 @@ impl<W: Workload> StreamProgram<W> {
     }
 
     /// Bytes held per rank by the program state.
-    pub fn state_bytes_per_rank() -> usize {
+    pub fn state_bytes_per_rank(workload: &W) -> usize {
         std::mem::size_of::<RankState<W::State>>()
+            + if workload.uses_background() { std::mem::size_of::<Background>() } else { 0 }
     }
+}
+
+/// Marks a request slot busy and hands the op to the engine.
+fn issue<S>(rank: u32, st: &mut RankState<S>, out: &mut Vec<ReadyOp>, op: ReadyOp, slot: u8) -> Result<(), String> {
+    let bit = 1u64 << slot;
+    if slot >= 64 || st.pending & bit != 0 {
+        return Err(format!("rank {rank}: request slot {slot} reused while still pending (workload error)"));
+    }
+    st.pending |= bit;
+    out.push(op);
+    Ok(())
 }
 
 impl<W: Workload> Program for StreamProgram<W> {
@@ -87,9 +177,18 @@ impl<W: Workload> Program for StreamProgram<W> {
         self.workload.num_ranks()
     }
 
+    fn num_cpus(&self) -> u8 {
+        1 + u8::from(self.async_progress)
+    }
+
     #[inline]
-    fn started(&mut self, rank: u32, _id: u32) {
-        self.ranks[rank as usize].flags |= READY;
+    fn started(&mut self, rank: u32, id: u32) {
+        let st = &mut self.ranks[rank as usize];
+        if (BG_SLOT as u32..64).contains(&id) {
+            st.flags &= !BG_INFLIGHT;
+        } else if id != SYNC_ID {
+            st.flags |= READY;
+        }
     }
 
     #[inline]
@@ -97,13 +196,10 @@ impl<W: Workload> Program for StreamProgram<W> {
         let st = &mut self.ranks[rank as usize];
         if id < 64 {
             st.pending &= !(1u64 << id);
-            if st.flags & TESTING == 0 && st.wait_mask != 0 && st.pending & st.wait_mask == 0 {
-                st.wait_mask = 0;
-                st.flags |= READY;
-            }
+        } else if id == SYNC_ID {
+            st.flags &= !SYNCING;
         } else if id == TEST_ID {
-            let complete = st.pending & st.wait_mask == 0;
-            st.wait_mask = 0;
+            let complete = st.pending & st.wait_mask as u64 == 0;
             st.flags &= !(TESTING | LAST_TEST);
             if complete {
                 st.flags |= LAST_TEST;
@@ -112,50 +208,18 @@ impl<W: Workload> Program for StreamProgram<W> {
     }
 
     fn collect(&mut self, rank: u32, now: Time, cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
-        let st = &mut self.ranks[rank as usize];
-        if st.flags & READY == 0 {
-            return Ok(());
-        }
-        st.flags &= !READY;
-        loop {
-            let op = self.workload.next(rank, &mut st.gen, st.flags & LAST_TEST != 0);
-            match op {
-                StreamOp::Calc(ps) => {
-                    out.push(ReadyOp::calc(ps, CALC_ID));
-                    return Ok(());
-                }
-                StreamOp::ISend { peer, tag, bytes, slot } | StreamOp::IRecv { peer, tag, bytes, slot } => {
-                    let bit = 1u64 << slot;
-                    if slot >= 64 || st.pending & bit != 0 {
-                        return Err(format!("rank {rank}: request slot {slot} reused while still pending (workload error)"));
-                    }
-                    st.pending |= bit;
-                    out.push(match op {
-                        StreamOp::ISend { .. } => ReadyOp::send(peer, tag, bytes, slot as u32),
-                        _ => ReadyOp::recv(peer, tag, bytes, slot as u32),
-                    });
-                    return Ok(());
-                }
-                StreamOp::Wait(mask) => {
-                    if st.pending & mask != 0 {
-                        st.wait_mask = mask;
-                        return Ok(());
-                    }
-                }
-                StreamOp::Test(mask) => {
-                    st.wait_mask = mask;
-                    st.flags |= TESTING;
-                    out.push(ReadyOp::probe(TEST_ID));
-                    return Ok(());
-                }
-                StreamOp::TimerStart { timer, iteration } => self.recorder.start(timer, rank, iteration, now.max(cpu_free)),
-                StreamOp::TimerStop { timer, iteration } => self.recorder.stop(timer, rank, iteration, now.max(cpu_free)),
-                StreamOp::Done => {
-                    st.flags |= FINISHED;
-                    return Ok(());
-                }
-            }
-        }
+        let mut r = Rank {
+            workload: &self.workload,
+            recorder: &mut self.recorder,
+            async_progress: self.async_progress,
+            rank,
+            st: &mut self.ranks[rank as usize],
+            bg: self.background.get_mut(rank as usize),
+            now,
+            cpu_free,
+            out,
+        };
+        r.advance()
     }
 
     fn is_finished(&self, rank: u32) -> bool {
@@ -164,12 +228,188 @@ impl<W: Workload> Program for StreamProgram<W> {
 
     fn describe_stuck(&self, rank: u32) -> String {
         let st = &self.ranks[rank as usize];
-        if st.wait_mask != 0 {
-            format!("blocked in a wait on {} request(s)", (st.pending & st.wait_mask).count_ones())
-        } else {
-            "blocked".into()
+        let main = st.pending & st.wait_mask as u64;
+        let bg = st.pending & BG_SLOTS;
+        match (st.flags & IN_MPI != 0, st.call) {
+            (true, Call::CollWait) => format!("blocked in the wait for a nonblocking collective ({} request(s) open)", bg.count_ones()),
+            (true, _) if main != 0 => format!("blocked in a wait on {} request(s)", main.count_ones()),
+            _ => "blocked".into(),
         }
     }
+}
+
+/// One rank's program being advanced at `now` (its CPU busy until `cpu_free`).
+struct Rank<'a, W: Workload> {
+    workload: &'a W,
+    recorder: &'a mut Recorder,
+    async_progress: bool,
+    rank: u32,
+    st: &'a mut RankState<W::State>,
+    bg: Option<&'a mut Background>,
+    now: Time,
+    cpu_free: Time,
+    out: &'a mut Vec<ReadyOp>,
+}
+
+impl<W: Workload> Rank<'_, W> {
+    /// Runs the program as far as it can go now.
+    fn advance(&mut self) -> Result<(), String> {
+        let t = self.now.max(self.cpu_free);
+        let rank = self.rank;
+        loop {
+            let flags = self.st.flags;
+            if flags & SYNCING != 0 {
+                return Ok(());
+            }
+            if flags & BG_ACTIVE != 0 && (flags & IN_MPI != 0 || self.async_progress) {
+                self.progress_background()?;
+            }
+            if self.st.flags & IN_MPI != 0 {
+                if !self.call_done() {
+                    return Ok(());
+                }
+                self.st.flags &= !IN_MPI;
+                match self.st.call {
+                    Call::Test => {
+                        // The answer comes from a probe that sees every message due by then.
+                        self.st.flags |= TESTING;
+                        self.out.push(ReadyOp::probe(TEST_ID));
+                        return Ok(());
+                    }
+                    Call::CollTest => {
+                        self.st.flags &= !LAST_TEST;
+                        if self.st.flags & BG_ACTIVE == 0 {
+                            self.st.flags |= LAST_TEST;
+                        }
+                    }
+                    _ => {}
+                }
+                self.st.flags |= READY;
+            }
+            if self.st.flags & READY == 0 {
+                return Ok(());
+            }
+            self.st.flags &= !READY;
+            let op = self.workload.next(rank, &mut self.st.gen, self.st.flags & LAST_TEST != 0);
+            match op {
+                StreamOp::Calc(ps) => {
+                    self.out.push(ReadyOp::calc(ps, CALC_ID));
+                    return Ok(());
+                }
+                StreamOp::ISend { peer, tag, bytes, slot } => {
+                    check_main_slot(rank, slot)?;
+                    return issue(rank, self.st, self.out, ReadyOp::send(peer, tag, bytes, slot as u32), slot);
+                }
+                StreamOp::IRecv { peer, tag, bytes, slot } => {
+                    check_main_slot(rank, slot)?;
+                    return issue(rank, self.st, self.out, ReadyOp::recv(peer, tag, bytes, slot as u32), slot);
+                }
+                StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
+                StreamOp::Test(mask) => self.enter(Call::Test, mask)?,
+                StreamOp::CollStart(id) => {
+                    let Some(bg) = self.bg.as_deref_mut() else {
+                        return Err(format!("rank {rank}: the workload starts a nonblocking collective but did not declare it (workload error)"));
+                    };
+                    if self.st.flags & BG_ACTIVE != 0 {
+                        return Err(format!("rank {rank}: a nonblocking collective started while another is running (workload error)"));
+                    }
+                    *bg = Background { driver: Driver::default(), wait: 0, id };
+                    self.st.flags |= BG_ACTIVE;
+                    self.enter(Call::CollStart, 0)?;
+                }
+                StreamOp::CollWait => self.enter(Call::CollWait, 0)?,
+                StreamOp::CollTest => self.enter(Call::CollTest, 0)?,
+                StreamOp::TimerStart { timer, iteration } => {
+                    self.recorder.start(timer, rank, iteration, t);
+                    self.st.flags |= READY;
+                }
+                StreamOp::TimerStop { timer, iteration } => {
+                    self.recorder.stop(timer, rank, iteration, t);
+                    self.st.flags |= READY;
+                }
+                StreamOp::Done => {
+                    if self.st.flags & BG_ACTIVE != 0 {
+                        return Err(format!("rank {rank}: finished with a nonblocking collective still running (workload error)"));
+                    }
+                    self.st.flags |= FINISHED;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Enters an MPI call. One that progresses a background collective
+    /// without a progress thread must act when the CPU gets there, not when
+    /// the program reaches it (the CPU may still be busy): a probe waits.
+    fn enter(&mut self, call: Call, mask: u64) -> Result<(), String> {
+        if mask >> BG_SLOT != 0 {
+            return Err(format!("rank {}: wait or test on slots reserved for nonblocking collectives (workload error)", self.rank));
+        }
+        self.st.call = call;
+        self.st.wait_mask = mask as u32;
+        self.st.flags |= IN_MPI;
+        if self.st.flags & BG_ACTIVE != 0 && !self.async_progress && self.cpu_free > self.now {
+            self.st.flags |= SYNCING;
+            self.out.push(ReadyOp::probe(SYNC_ID));
+        }
+        Ok(())
+    }
+
+    /// Whether the MPI call the rank is in has finished.
+    fn call_done(&self) -> bool {
+        let st = &*self.st;
+        let bg_wait = self.bg.as_ref().map_or(0, |b| b.wait_bits());
+        let bg_settled = st.flags & BG_INFLIGHT == 0 && (st.flags & BG_ACTIVE == 0 || st.pending & bg_wait != 0);
+        match st.call {
+            Call::Wait => st.pending & st.wait_mask as u64 == 0,
+            Call::Test | Call::CollStart | Call::CollTest => bg_settled,
+            Call::CollWait => st.flags & BG_ACTIVE == 0,
+        }
+    }
+
+    /// Posts the background collective's ops while it may progress: one op
+    /// at a time (the next once it has started), until a round must wait.
+    fn progress_background(&mut self) -> Result<(), String> {
+        let rank = self.rank;
+        let cpu = u8::from(self.async_progress);
+        let Some(bg) = self.bg.as_deref_mut() else { return Ok(()) };
+        let st = &mut *self.st;
+        while st.flags & BG_ACTIVE != 0 && st.flags & BG_INFLIGHT == 0 {
+            if bg.wait != 0 {
+                if st.pending & bg.wait_bits() != 0 {
+                    return Ok(());
+                }
+                bg.wait = 0;
+            }
+            let coll = self
+                .workload
+                .collective(bg.id)
+                .ok_or_else(|| format!("rank {rank}: nonblocking collective {} is not defined (workload error)", bg.id))?;
+            let op = match bg.driver.next(&coll, rank) {
+                None => {
+                    st.flags &= !BG_ACTIVE;
+                    continue;
+                }
+                Some(StreamOp::Wait(mask)) => {
+                    bg.wait = mask as u32;
+                    continue;
+                }
+                Some(StreamOp::ISend { peer, tag, bytes, slot }) => (ReadyOp::send(peer, tag, bytes, (slot + BG_SLOT) as u32), slot),
+                Some(StreamOp::IRecv { peer, tag, bytes, slot }) => (ReadyOp::recv(peer, tag, bytes, (slot + BG_SLOT) as u32), slot),
+                Some(other) => return Err(format!("rank {rank}: unexpected {other:?} in a collective")),
+            };
+            issue(rank, st, self.out, ReadyOp { cpu, ..op.0 }, op.1 + BG_SLOT)?;
+            st.flags |= BG_INFLIGHT;
+        }
+        Ok(())
+    }
+}
+
+fn check_main_slot(rank: u32, slot: u8) -> Result<(), String> {
+    if slot >= BG_SLOT {
+        return Err(format!("rank {rank}: request slot {slot} is reserved for nonblocking collectives (workload error)"));
+    }
+    Ok(())
 }
 
 /// Writes a workload as the equivalent GOAL schedule: each rank's ops form a
@@ -194,7 +434,12 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
                     waited.extend((0..64).filter(|s| mask >> s & 1 == 1).map(|s| slot_op[s]).filter(|&i| i != u32::MAX));
                     continue;
                 }
-                StreamOp::Test(_) => return Err("workloads that call MPI_Test depend on timing and have no GOAL form".into()),
+                StreamOp::Test(_) | StreamOp::CollTest => {
+                    return Err("workloads that call MPI_Test depend on timing and have no GOAL form".into())
+                }
+                StreamOp::CollStart(_) | StreamOp::CollWait => {
+                    return Err("nonblocking collectives progress with MPI calls and have no GOAL form".into())
+                }
                 StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } => continue,
                 StreamOp::Done => break,
             };

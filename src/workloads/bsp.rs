@@ -39,7 +39,7 @@ pub struct BspState {
 }
 
 /// Most neighbours a rank may have: each needs a send and a receive slot.
-pub const MAX_NEIGHBOURS: usize = 32;
+pub const MAX_NEIGHBOURS: usize = 16;
 
 impl Bsp {
     pub fn validate(&self) -> Result<(), String> {

@@ -14,6 +14,11 @@ use serde::Deserialize;
 pub enum CollectiveMode {
     /// Every rank runs its part of the algorithm in the call.
     Blocking,
+    /// MPI_I… started before the computation and waited for after it; the
+    /// computation is split into `test_chunks` pieces with an MPI_Test
+    /// between them (the only moments, without asynchronous progress, at
+    /// which the collective's later rounds can be posted).
+    Nonblocking,
     /// The idealised nonblocking collective of Widener et al. §2.5: it
     /// completes the moment it is reached and costs nothing.
     Ideal,
@@ -32,13 +37,18 @@ pub struct CollectiveLoop {
     pub chunk_bytes: u64,
     pub compute_ps: Time,
     pub root: u32,
+    /// Nonblocking mode: pieces the computation is cut into, with a test between.
+    pub test_chunks: u32,
 }
 
+/// Per-rank cursor (16 bytes).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CollState {
     iter: u32,
-    phase: u8,
     driver: Driver,
+    phase: u8,
+    /// Computation pieces done in this iteration (nonblocking mode).
+    chunk: u16,
 }
 
 const T_ITER: u8 = 0;
@@ -57,7 +67,17 @@ impl CollectiveLoop {
     }
 
     pub fn validate(&self) -> Result<(), String> {
+        if self.mode == CollectiveMode::Nonblocking && !(1..=u16::MAX as u32).contains(&self.test_chunks) {
+            return Err(format!("workload.test_chunks must be between 1 and {}", u16::MAX));
+        }
         self.call().validate()
+    }
+
+    /// One piece of the computation in nonblocking mode (the last takes the rest).
+    fn piece(&self, k: u32) -> Time {
+        let n = self.test_chunks as Time;
+        let base = self.compute_ps / n;
+        if k + 1 == self.test_chunks { self.compute_ps - base * (n - 1) } else { base }
     }
 }
 
@@ -74,32 +94,60 @@ impl Workload for CollectiveLoop {
         vec!["iteration".into()]
     }
 
+    fn collective(&self, _id: u8) -> Option<Collective> {
+        Some(self.call())
+    }
+
+    fn uses_background(&self) -> bool {
+        self.mode == CollectiveMode::Nonblocking
+    }
+
     fn next(&self, rank: u32, s: &mut CollState, _last_test: bool) -> StreamOp {
         loop {
             let iteration = s.iter;
-            match s.phase {
-                0 => {
+            match (self.mode, s.phase) {
+                (_, 0) => {
                     if s.iter == self.iterations {
                         return StreamOp::Done;
                     }
-                    s.phase = if self.compute_ps > 0 { 1 } else { 2 };
+                    s.phase = 1;
+                    s.chunk = 0;
                     s.driver = Driver::default();
                     return StreamOp::TimerStart { timer: T_ITER, iteration };
                 }
-                1 => {
+                // Blocking and ideal: compute, then the collective.
+                (CollectiveMode::Blocking | CollectiveMode::Ideal, 1) => {
                     s.phase = 2;
-                    return StreamOp::Calc(self.compute_ps);
-                }
-                2 => {
-                    let op = match self.mode {
-                        CollectiveMode::Blocking => s.driver.next(&self.call(), rank),
-                        CollectiveMode::Ideal => None,
-                    };
-                    match op {
-                        Some(op) => return op,
-                        None => s.phase = 3,
+                    if self.compute_ps > 0 {
+                        return StreamOp::Calc(self.compute_ps);
                     }
                 }
+                (CollectiveMode::Blocking, 2) => match s.driver.next(&self.call(), rank) {
+                    Some(op) => return op,
+                    None => s.phase = 9,
+                },
+                (CollectiveMode::Ideal, 2) => s.phase = 9,
+                // Nonblocking: start, compute in pieces with a test between, wait.
+                (CollectiveMode::Nonblocking, 1) => {
+                    s.phase = 2;
+                    return StreamOp::CollStart(0);
+                }
+                (CollectiveMode::Nonblocking, 2) => {
+                    if s.chunk as u32 == self.test_chunks {
+                        s.phase = 3;
+                        return StreamOp::CollWait;
+                    }
+                    s.phase = 4;
+                    s.chunk += 1;
+                    return StreamOp::Calc(self.piece(s.chunk as u32 - 1));
+                }
+                (CollectiveMode::Nonblocking, 4) => {
+                    s.phase = 2;
+                    if (s.chunk as u32) < self.test_chunks {
+                        return StreamOp::CollTest;
+                    }
+                }
+                (CollectiveMode::Nonblocking, 3) => s.phase = 9,
                 _ => {
                     s.phase = 0;
                     s.iter += 1;
