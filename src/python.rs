@@ -66,6 +66,11 @@ fn simulate<'py>(py: Python<'py>, config_json: &str, progress: Option<PyObject>)
     out.set_item("events", r.events)?;
     out.set_item("wall_s", r.wall_s)?;
     out.set_item("peak_memory_bytes", r.peak_bytes)?;
+    let derived = PyDict::new(py);
+    for (k, v) in &r.derived {
+        derived.set_item(k, v)?;
+    }
+    out.set_item("derived", derived)?;
     Ok(out)
 }
 
@@ -112,6 +117,10 @@ fn export_goal_text(config_json: &str) -> PyResult<String> {
         WorkloadSpec::Collective(w) => {
             w.validate().map_err(err)?;
             export_goal(w)
+        }
+        WorkloadSpec::Skeleton(s) => {
+            s.validate().map_err(err)?;
+            export_goal(&s.program(&cfg.network).map_err(err)?.0)
         }
         WorkloadSpec::Goal { .. } => Err("the scenario already is a GOAL schedule".to_string()),
     }

@@ -13,7 +13,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, CollectiveLoop};
+use crate::workloads::{Bsp, CollectiveLoop, Skeleton};
 use serde::Deserialize;
 use std::time::Instant;
 
@@ -22,6 +22,8 @@ use std::time::Instant;
 pub enum WorkloadSpec {
     Bsp(Bsp),
     Collective(CollectiveLoop),
+    /// An allreduce-dominated application skeleton with ratio β.
+    Skeleton(Skeleton),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal { path: String },
 }
@@ -54,6 +56,8 @@ pub struct RunResult {
     pub wall_s: f64,
     /// Peak heap bytes allocated by the engine during the run.
     pub peak_bytes: usize,
+    /// Quantities the workload derived (e.g. a skeleton's computation time), in seconds.
+    pub derived: Vec<(String, f64)>,
 }
 
 /// Called between chunks of events with (simulated time, events so far);
@@ -116,6 +120,16 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
         WorkloadSpec::Collective(w) => {
             w.validate()?;
             run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
+        }
+        WorkloadSpec::Skeleton(s) => {
+            s.validate()?;
+            let (w, compute, collective) = s.program(&cfg.network)?;
+            let mut r = run_stream(w, cfg, noise_ranks(s.ranks)?, progress)?;
+            r.derived = vec![
+                ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
+                ("collective_s".into(), crate::time::to_seconds(collective)),
+            ];
+            Ok(r)
         }
         WorkloadSpec::Goal { path } => {
             let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
@@ -181,6 +195,7 @@ fn run_program<P: Program>(
         events: engine.events,
         wall_s,
         peak_bytes: alloc::peak_bytes(),
+        derived: Vec::new(),
     })
 }
 

@@ -220,6 +220,11 @@ COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "barrier": ("dissemination",),
 }
 
+# Table 1 of the noise/nonblocking-collectives paper: computation-to-communication ratios
+SKELETON_APPS: dict[str, float] = {
+    "AMG2006": 1.59, "CTH": 1.25, "HPCCG": 95.15, "LAMMPS": 37.46, "LULESH": 4.37, "miniFE": 10.31,
+}
+
 WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
     "bsp": (
         "bulk-synchronous loop: compute, then halo exchange with ranks at the given distances",
@@ -246,6 +251,19 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "chunk_bytes": Field("int", 65536, _int_range(1, MAX_U64)),
             "compute_s": Field("float", 0.0, _NONNEG_S),
             "root": Field("int", 0, _U32),
+        },
+    ),
+    "skeleton": (
+        "allreduce-dominated BSP application skeleton: compute beta x (allreduce time), then the allreduce",
+        {
+            "ranks": Field("int", 64, _RANKS),
+            "iterations": Field("int", 100, _U32),
+            "app": Field("str", "", _one_of("", *SKELETON_APPS)),
+            "beta": Field("float", 0.0, _ge(0)),
+            "algorithm": Field("str", "auto", _one_of("auto", *COLLECTIVE_ALGORITHMS["allreduce"])),
+            "mode": Field("str", "blocking", _one_of("blocking", "nonblocking", "ideal")),
+            "test_chunks": Field("int", 1, _int_range(1, 65535)),
+            "message_bytes": Field("int", 8, _U64),
         },
     ),
     "goal": (
@@ -296,6 +314,12 @@ def _algorithm(t):
     return "algorithm", None
 
 
+def _beta_or_app(t):
+    if (t["beta"] > 0) == bool(t["app"]):
+        return "beta", "give either beta > 0 or app (one of " + ", ".join(SKELETON_APPS) + "), not both"
+    return "beta", None
+
+
 def _distances(t):
     d = t["distances"]
     if len(d) > MAX_DISTANCES:
@@ -312,6 +336,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "poisson": [_poisson_duty],
     "bsp": [_distances],
     "collective": [_below_ranks("root"), _algorithm],
+    "skeleton": [_beta_or_app],
 }
 
 
@@ -676,6 +701,11 @@ def _engine_workload(w: dict) -> dict:
     if kind == "goal":
         return {"kind": "goal", "path": w["path"]}
     out = {"kind": kind}
+    if kind == "skeleton":
+        w = dict(w)
+        app = w.pop("app")
+        if app:
+            w["beta"] = SKELETON_APPS[app]
     for key, value in w.items():
         if key == "kind":
             continue

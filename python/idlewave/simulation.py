@@ -97,6 +97,7 @@ def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
         "events_per_s": raw["events"] / wall if wall > 0 else None,
         "peak_memory_bytes": raw["peak_memory_bytes"],
         "engine_version": _engine.__version__,
+        **raw["derived"],
     }
     for name, m in timers.items():
         finite = m[np.isfinite(m)]

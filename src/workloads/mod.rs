@@ -3,10 +3,12 @@
 mod bsp;
 mod collective;
 mod script;
+mod skeleton;
 
 pub use bsp::Bsp;
 pub use collective::{CollectiveLoop, CollectiveMode};
 pub use script::{Script, ScriptState};
+pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};
 
 /// Tags keep the traffic of different program parts apart.
 pub const TAG_HALO: u32 = 1;
