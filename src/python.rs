@@ -118,6 +118,10 @@ fn export_goal_text(config_json: &str) -> PyResult<String> {
             w.validate().map_err(err)?;
             export_goal(w)
         }
+        WorkloadSpec::Spmv(w) => {
+            w.validate().map_err(err)?;
+            export_goal(w)
+        }
         WorkloadSpec::Skeleton(s) => {
             s.validate().map_err(err)?;
             export_goal(&s.program(&cfg.network).map_err(err)?.0)

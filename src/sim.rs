@@ -13,7 +13,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, CollectiveLoop, Skeleton};
+use crate::workloads::{Bsp, CollectiveLoop, Skeleton, Spmv};
 use serde::Deserialize;
 use std::time::Instant;
 
@@ -24,6 +24,8 @@ pub enum WorkloadSpec {
     Collective(CollectiveLoop),
     /// An allreduce-dominated application skeleton with ratio β.
     Skeleton(Skeleton),
+    /// Back-to-back sparse matrix-vector products on a banded matrix.
+    Spmv(Spmv),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal { path: String },
 }
@@ -118,6 +120,10 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
             run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
         }
         WorkloadSpec::Collective(w) => {
+            w.validate()?;
+            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
+        }
+        WorkloadSpec::Spmv(w) => {
             w.validate()?;
             run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
         }

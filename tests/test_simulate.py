@@ -191,3 +191,22 @@ def test_skeleton_reproduces_table_1_maximum_speedups(app, beta):
 def test_skeleton_needs_beta_or_app():
     with pytest.raises(ScenarioError, match="give either beta"):
         idlewave.simulate({"workload": {"kind": "skeleton"}})
+
+
+def test_spmv_split_wait_overlaps_and_barriers_cost():
+    base = {"kind": "spmv", "ranks": 32, "iterations": 20, "rows": 32 * 2000, "bandwidth": 3000,
+            "time_per_nonzero_s": 1e-10}
+    t = {}
+    for mode in ("non_split", "split_wait"):
+        for barrier in (True, False):
+            r = idlewave.simulate({"workload": base | {"mode": mode, "barrier": barrier}})
+            t[mode, barrier] = r.summary["makespan_s"]
+            assert set(r.timers) == {"iteration", "exec", "comm"} | ({"barrier"} if barrier else set())
+    # split-wait overlaps the exchange with the local product (Listing 2)
+    assert t["split_wait", True] < t["non_split", True]
+    # each barrier costs at least its log2(p) rounds of o + L + o
+    assert t["non_split", True] - t["non_split", False] > 20 * 5 * 5.5e-6 * 0.5
+    with pytest.raises(ScenarioError, match="workload.rows"):
+        idlewave.simulate({"workload": base | {"rows": 10}})
+    with pytest.raises(SimulationError, match="partners"):
+        idlewave.simulate({"workload": base | {"bandwidth": 2000 * 20}})

@@ -266,6 +266,20 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "message_bytes": Field("int", 8, _U64),
         },
     ),
+    "spmv": (
+        "back-to-back sparse matrix-vector products on a banded matrix, split_wait or non_split (idle-waves paper §3.2)",
+        {
+            "ranks": Field("int", 64, _RANKS),
+            "iterations": Field("int", 100, _U32),
+            "rows": Field("int", 1 << 20, _int_range(1, MAX_U64)),
+            "bandwidth": Field("int", 1000, _U64),
+            "periodic": Field("bool", False),
+            "mode": Field("str", "non_split", _one_of("non_split", "split_wait")),
+            "barrier": Field("bool", True),
+            "time_per_nonzero_s": Field("float", 1e-9, _NONNEG_S),
+            "bytes_per_element": Field("int", 8, _U64),
+        },
+    ),
     "goal": (
         "a LogGOPSim GOAL schedule file (calc times in ns)",
         {"path": Field("path")},
@@ -320,6 +334,11 @@ def _beta_or_app(t):
     return "beta", None
 
 
+def _rows_at_least_ranks(t):
+    ok = t["rows"] >= t["ranks"]
+    return "rows", None if ok else f"must be at least ranks ({t['ranks']}), got {t['rows']!r}"
+
+
 def _distances(t):
     d = t["distances"]
     if len(d) > MAX_DISTANCES:
@@ -337,6 +356,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "bsp": [_distances],
     "collective": [_below_ranks("root"), _algorithm],
     "skeleton": [_beta_or_app],
+    "spmv": [_rows_at_least_ranks],
 }
 
 

@@ -4,11 +4,13 @@ mod bsp;
 mod collective;
 mod script;
 mod skeleton;
+mod spmv;
 
 pub use bsp::Bsp;
 pub use collective::{CollectiveLoop, CollectiveMode};
 pub use script::{Script, ScriptState};
 pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};
+pub use spmv::{Spmv, SpmvMode};
 
 /// Tags keep the traffic of different program parts apart.
 pub const TAG_HALO: u32 = 1;

@@ -1,0 +1,417 @@
+//! Back-to-back sparse matrix-vector multiplications (idle-waves paper §3.2,
+//! Table 3): each iteration exchanges the needed parts of x with the partner
+//! ranks, computes the local and the remote part of y = A·x, optionally
+//! synchronises with a barrier, and swaps x and y.
+//!
+//! - SPLIT-WAIT (Listing 2): Irecv, Isend, local SpMVM, Wait, remote SpMVM.
+//! - NON-SPLIT (Listing 3): Irecv, Isend, Wait, local SpMVM, remote SpMVM.
+//!
+//! The matrix is banded: row i has nonzeros in columns i−b … i+b (clipped at
+//! the ends, or wrapped around when periodic); rows are split into equal
+//! contiguous blocks. Partners, message sizes and the local/remote nonzero
+//! counts follow from that in closed form, so nothing is stored per rank.
+
+use super::TAG_HALO;
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::program::stream::{StreamOp, Workload};
+use crate::time::Time;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpmvMode {
+    SplitWait,
+    NonSplit,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spmv {
+    pub ranks: u32,
+    pub iterations: u32,
+    pub rows: u64,
+    /// Half-bandwidth b: row i couples to columns i−b … i+b.
+    pub bandwidth: u64,
+    pub periodic: bool,
+    pub mode: SpmvMode,
+    pub barrier: bool,
+    /// Computation time per nonzero (the kernel is memory bound: about
+    /// 12 bytes per nonzero over the core's bandwidth).
+    pub time_per_nonzero_ps: f64,
+    /// Bytes per vector element sent (8 for doubles).
+    pub bytes_per_element: u64,
+}
+
+/// Most partners a rank may have (each needs a send and a receive slot).
+const MAX_PARTNERS: u64 = 16;
+
+const T_ITER: u8 = 0;
+const T_EXEC: u8 = 1;
+const T_COMM: u8 = 2;
+const T_BARRIER: u8 = 3;
+
+/// Per-rank cursor.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpmvState {
+    iter: u32,
+    phase: u8,
+    idx: u8,
+    reqs: u8,
+    barrier: Driver,
+}
+
+impl Spmv {
+    pub fn validate(&self) -> Result<(), String> {
+        let (p, n, b) = (self.ranks as u64, self.rows, self.bandwidth);
+        if p == 0 || n < p {
+            return Err(format!("workload.rows ({n}) must be at least the number of ranks ({p})"));
+        }
+        if !(self.time_per_nonzero_ps.is_finite() && self.time_per_nonzero_ps >= 0.0) {
+            return Err("workload.time_per_nonzero_s must be non-negative".into());
+        }
+        if self.periodic && 2 * b + n.div_ceil(p) > n {
+            return Err(format!("workload.bandwidth {b} is too large for {n} periodic rows (2·b + rows per rank must not exceed rows)"));
+        }
+        let reach = self.reach();
+        if 2 * reach > MAX_PARTNERS {
+            return Err(format!(
+                "workload.bandwidth {b} couples each rank to ranks up to {reach} away; at most {} partners are supported (use fewer ranks or a narrower band)",
+                MAX_PARTNERS
+            ));
+        }
+        Ok(())
+    }
+
+    fn lo(&self, r: u64) -> u64 {
+        (r as u128 * self.rows as u128 / self.ranks as u128) as u64
+    }
+
+    /// How many ranks away a partner can be.
+    fn reach(&self) -> u64 {
+        let smallest_block = self.rows / self.ranks as u64;
+        self.bandwidth.div_ceil(smallest_block.max(1)).min(self.ranks as u64 - 1)
+    }
+
+    /// Elements of rank `from`'s block of x that rank `to` needs.
+    pub fn volume(&self, from: u64, to: u64) -> u64 {
+        if from == to {
+            return 0;
+        }
+        let (n, b) = (self.rows as i128, self.bandwidth as i128);
+        let (flo, fhi) = (self.lo(from) as i128, self.lo(from + 1) as i128);
+        let (tlo, thi) = (self.lo(to) as i128 - b, self.lo(to + 1) as i128 + b);
+        let shifts: &[i128] = if self.periodic { &[-n, 0, n] } else { &[0] };
+        shifts
+            .iter()
+            .map(|s| {
+                let (lo, hi) = (tlo.max(flo + s).max(if self.periodic { i128::MIN } else { 0 }), thi.min(fhi + s));
+                (hi - lo).max(0)
+            })
+            .sum::<i128>() as u64
+    }
+
+    /// Nonzeros of rank r in its own columns (local) and in others' (remote).
+    pub fn nonzeros(&self, r: u64) -> (u64, u64) {
+        let (lo, hi, b, n) = (self.lo(r), self.lo(r + 1), self.bandwidth, self.rows);
+        let rows = hi - lo;
+        // Columns each edge row reaches past its block, summed over the rows
+        // near that edge, capped where the matrix ends (open boundaries).
+        let (cap_left, cap_right) = if self.periodic { (u64::MAX, u64::MAX) } else { (lo, n - hi) };
+        let remote = overflow(rows, b, cap_left) + overflow(rows, b, cap_right);
+        let total = if self.periodic {
+            rows * (2 * b + 1)
+        } else {
+            // Row i has min(i, b) + min(n−1−i, b) + 1 nonzeros.
+            sum_min(lo, hi, b) + sum_min(n - hi, n - lo, b) + rows
+        };
+        (total - remote, remote)
+    }
+
+    /// Partner k of `rank` (even k: r−j, odd k: r+j with j = k/2+1), with
+    /// the elements each way, or None when past the last partner; Some(None)
+    /// for a slot with nobody there.
+    fn partner(&self, rank: u32, k: u8) -> Option<Option<(u32, u64, u64)>> {
+        let j = k as u64 / 2 + 1;
+        if j > self.reach() {
+            return None;
+        }
+        let (r, p) = (rank as i64, self.ranks as i64);
+        let q = if k.is_multiple_of(2) { r - j as i64 } else { r + j as i64 };
+        let q = if self.periodic {
+            q.rem_euclid(p)
+        } else if (0..p).contains(&q) {
+            q
+        } else {
+            return Some(None);
+        };
+        // Around a small ring one rank can appear at several offsets: keep
+        // it only at its shortest distance, and once.
+        let circular = (q - r).rem_euclid(p).min((r - q).rem_euclid(p));
+        if q == r || circular != j as i64 || (k % 2 == 1 && (r - j as i64).rem_euclid(p) == q) {
+            return Some(None);
+        }
+        let (send, recv) = (self.volume(rank as u64, q as u64), self.volume(q as u64, rank as u64));
+        Some((send > 0 || recv > 0).then_some((q as u32, send, recv)))
+    }
+
+    fn compute(&self, nonzeros: u64) -> Time {
+        (nonzeros as f64 * self.time_per_nonzero_ps).round() as Time
+    }
+
+    fn barrier_call(&self) -> Collective {
+        Collective {
+            kind: CollectiveKind::Barrier,
+            algorithm: Algorithm::Dissemination,
+            ranks: self.ranks,
+            root: 0,
+            bytes: 0,
+            chunk_bytes: 0,
+            tag: super::TAG_BARRIER,
+        }
+    }
+}
+
+/// Σ over the first min(rows, b) rows t = 0, 1, … of min(cap, b − t): the
+/// columns they reach beyond one edge of the block.
+fn overflow(rows: u64, b: u64, cap: u64) -> u64 {
+    let m = rows.min(b) as u128;
+    let (b, cap) = (b as u128, cap as u128);
+    // Terms b − t for t < m; those above cap count as cap.
+    let capped = m.min(b.saturating_sub(cap));
+    let rest_first = capped;
+    let series = |from: u128, to: u128| -> u128 {
+        // Σ_{t=from}^{to-1} (b − t)
+        if to <= from { 0 } else { (to - from) * b - (to * (to - 1) / 2 - if from == 0 { 0 } else { from * (from - 1) / 2 }) }
+    };
+    (capped * cap + series(rest_first, m)) as u64
+}
+
+/// Σ_{i=a}^{z−1} min(i, b).
+fn sum_min(a: u64, z: u64, b: u64) -> u64 {
+    let (a, z, b) = (a as u128, z as u128, b as u128);
+    let split = z.min(b).max(a); // i < split counts i, the rest count b
+    let below = if split > a { (split * (split - 1) - a * a.saturating_sub(1)) / 2 } else { 0 };
+    (below + (z - split) * b) as u64
+}
+
+impl Workload for Spmv {
+    type State = SpmvState;
+
+    fn num_ranks(&self) -> u32 {
+        self.ranks
+    }
+    fn iterations(&self) -> u32 {
+        self.iterations
+    }
+    fn timer_names(&self) -> Vec<String> {
+        let mut t = vec!["iteration".to_string(), "exec".into(), "comm".into()];
+        if self.barrier {
+            t.push("barrier".into());
+        }
+        t
+    }
+
+    fn next(&self, rank: u32, s: &mut SpmvState, _last_test: bool) -> StreamOp {
+        let (local, remote) = self.nonzeros(rank as u64);
+        let split = self.mode == SpmvMode::SplitWait;
+        loop {
+            let iteration = s.iter;
+            match s.phase {
+                0 => {
+                    if s.iter == self.iterations {
+                        return StreamOp::Done;
+                    }
+                    (s.phase, s.idx, s.reqs) = (1, 0, 0);
+                    return StreamOp::TimerStart { timer: T_ITER, iteration };
+                }
+                1 => {
+                    s.phase = 2;
+                    return StreamOp::TimerStart { timer: T_COMM, iteration };
+                }
+                // Post all receives, then all sends.
+                2 | 3 => match self.partner(rank, s.idx) {
+                    None => (s.phase, s.idx) = (s.phase + 1, 0),
+                    Some(None) => s.idx += 1,
+                    Some(Some((peer, send, recv))) => {
+                        s.idx += 1;
+                        let (slot, elements) = (s.reqs, if s.phase == 2 { recv } else { send });
+                        s.reqs += 1;
+                        let bytes = elements * self.bytes_per_element;
+                        return if s.phase == 2 {
+                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                        } else {
+                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                        };
+                    }
+                },
+                4 => {
+                    s.phase = 5;
+                    if split {
+                        return StreamOp::TimerStop { timer: T_COMM, iteration };
+                    }
+                    return StreamOp::Wait((1u64 << s.reqs) - 1);
+                }
+                5 => {
+                    s.phase = 6;
+                    if split {
+                        return StreamOp::TimerStart { timer: T_EXEC, iteration };
+                    }
+                    return StreamOp::TimerStop { timer: T_COMM, iteration };
+                }
+                6 => {
+                    s.phase = 7;
+                    if split {
+                        return StreamOp::Calc(self.compute(local));
+                    }
+                    return StreamOp::TimerStart { timer: T_EXEC, iteration };
+                }
+                7 => {
+                    s.phase = 8;
+                    if split {
+                        // The wait is communication time even inside the kernel.
+                        return StreamOp::Wait((1u64 << s.reqs) - 1);
+                    }
+                    return StreamOp::Calc(self.compute(local + remote));
+                }
+                8 => {
+                    s.phase = 9;
+                    if split {
+                        return StreamOp::Calc(self.compute(remote));
+                    }
+                }
+                9 => {
+                    s.phase = if self.barrier { 10 } else { 12 };
+                    s.barrier = Driver::default();
+                    return StreamOp::TimerStop { timer: T_EXEC, iteration };
+                }
+                10 => {
+                    s.phase = 11;
+                    return StreamOp::TimerStart { timer: T_BARRIER, iteration };
+                }
+                11 => match s.barrier.next(&self.barrier_call(), rank) {
+                    Some(op) => return op,
+                    None => {
+                        s.phase = 12;
+                        return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                    }
+                },
+                _ => {
+                    s.phase = 0;
+                    s.iter += 1;
+                    return StreamOp::TimerStop { timer: T_ITER, iteration };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn banded(ranks: u32, rows: u64, b: u64, periodic: bool) -> Spmv {
+        Spmv {
+            ranks,
+            iterations: 3,
+            rows,
+            bandwidth: b,
+            periodic,
+            mode: SpmvMode::NonSplit,
+            barrier: false,
+            time_per_nonzero_ps: 1000.0,
+            bytes_per_element: 8,
+        }
+    }
+
+    /// The same quantities by brute force over the matrix.
+    fn brute(m: &Spmv) -> (Vec<(u64, u64)>, Vec<Vec<u64>>) {
+        let (p, n, b) = (m.ranks as u64, m.rows as i64, m.bandwidth as i64);
+        let owner = |c: u64| (0..p).find(|&r| c >= m.lo(r) && c < m.lo(r + 1)).unwrap();
+        let mut nnz = vec![(0, 0); p as usize];
+        let mut need = vec![vec![std::collections::BTreeSet::new(); p as usize]; p as usize];
+        for i in 0..n {
+            let me = owner(i as u64);
+            for c in i - b..=i + b {
+                let c = if m.periodic { c.rem_euclid(n) } else if (0..n).contains(&c) { c } else { continue };
+                let o = owner(c as u64);
+                if o == me {
+                    nnz[me as usize].0 += 1;
+                } else {
+                    nnz[me as usize].1 += 1;
+                    need[o as usize][me as usize].insert(c);
+                }
+            }
+        }
+        let vol = need.iter().map(|row| row.iter().map(|s| s.len() as u64).collect()).collect();
+        (nnz, vol)
+    }
+
+    #[test]
+    fn closed_forms_match_the_matrix() {
+        for (p, n, b, periodic) in [(4, 40, 3, false), (5, 53, 7, false), (6, 60, 12, true), (3, 30, 9, true), (8, 64, 1, false), (7, 100, 25, false)] {
+            let m = banded(p, n, b, periodic);
+            m.validate().unwrap();
+            let (nnz, vol) = brute(&m);
+            for r in 0..p as u64 {
+                assert_eq!(m.nonzeros(r), nnz[r as usize], "nnz p={p} n={n} b={b} periodic={periodic} r={r}");
+                for q in 0..p as u64 {
+                    assert_eq!(m.volume(r, q), vol[r as usize][q as usize], "vol {r}->{q} p={p} n={n} b={b} periodic={periodic}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_two_modes_follow_listings_2_and_3() {
+        let ops = |mode| {
+            let m = Spmv { mode, ..banded(4, 40, 3, false) };
+            let mut s = SpmvState::default();
+            let mut out = Vec::new();
+            loop {
+                match m.next(1, &mut s, false) {
+                    StreamOp::TimerStop { timer: 0, .. } => break,
+                    StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } => {}
+                    op => out.push(op),
+                }
+            }
+            out
+        };
+        let recv = |peer, bytes, slot| StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot };
+        let send = |peer, bytes, slot| StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot };
+        // rank 1 owns rows 10..20; needs 3 columns from each side, 6 + 3·2 … nonzeros remote
+        let (local, remote) = banded(4, 40, 3, false).nonzeros(1);
+        assert_eq!((local, remote), (10 * 7 - 12, 12));
+        assert_eq!(
+            ops(SpmvMode::SplitWait),
+            vec![recv(0, 24, 0), recv(2, 24, 1), send(0, 24, 2), send(2, 24, 3), StreamOp::Calc(local * 1000), StreamOp::Wait(0b1111), StreamOp::Calc(remote * 1000)]
+        );
+        assert_eq!(
+            ops(SpmvMode::NonSplit),
+            vec![recv(0, 24, 0), recv(2, 24, 1), send(0, 24, 2), send(2, 24, 3), StreamOp::Wait(0b1111), StreamOp::Calc((local + remote) * 1000)]
+        );
+    }
+
+    #[test]
+    fn every_partner_appears_once_and_volumes_add_up() {
+        for (p, n, b) in [(3u32, 300u64, 90u64), (5, 50, 12), (4, 400, 150)] {
+            let m = banded(p, n, b, true);
+            m.validate().unwrap();
+            for r in 0..p {
+                let peers: Vec<u32> = (0..).map_while(|k| m.partner(r, k)).flatten().map(|x| x.0).collect();
+                let mut unique = peers.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                assert_eq!(peers.len(), unique.len(), "p={p} r={r}: {peers:?}");
+                let received: u64 = (0..).map_while(|k| m.partner(r, k)).flatten().map(|x| x.2).sum();
+                let needed: u64 = (0..p as u64).map(|q| m.volume(q, r as u64)).sum();
+                assert_eq!(received, needed);
+            }
+        }
+    }
+
+    #[test]
+    fn too_wide_bands_are_refused() {
+        assert!(banded(64, 640, 200, false).validate().unwrap_err().contains("partners"));
+        assert!(banded(4, 40, 18, true).validate().unwrap_err().contains("too large"));
+    }
+}
