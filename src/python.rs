@@ -122,6 +122,13 @@ fn export_goal_text(config_json: &str) -> PyResult<String> {
             w.validate().map_err(err)?;
             export_goal(w)
         }
+        WorkloadSpec::FemMatvec(w) => {
+            w.validate().map_err(err)?;
+            if w.hiding != crate::workloads::Hiding::FixedAlpha {
+                return Err(err("dynamic α and MPI test adapt to timing and have no GOAL form".into()));
+            }
+            export_goal(w)
+        }
         WorkloadSpec::Skeleton(s) => {
             s.validate().map_err(err)?;
             export_goal(&s.program(&cfg.network).map_err(err)?.0)

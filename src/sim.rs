@@ -13,7 +13,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, CollectiveLoop, Skeleton, Spmv};
+use crate::workloads::{Bsp, CollectiveLoop, FemMatvec, Skeleton, Spmv};
 use serde::Deserialize;
 use std::time::Instant;
 
@@ -26,6 +26,8 @@ pub enum WorkloadSpec {
     Skeleton(Skeleton),
     /// Back-to-back sparse matrix-vector products on a banded matrix.
     Spmv(Spmv),
+    /// Finite-element MatVec with communication hiding (fixed/dynamic α, MPI test).
+    FemMatvec(FemMatvec),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal { path: String },
 }
@@ -124,6 +126,10 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
             run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
         }
         WorkloadSpec::Spmv(w) => {
+            w.validate()?;
+            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
+        }
+        WorkloadSpec::FemMatvec(w) => {
             w.validate()?;
             run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
         }

@@ -210,3 +210,33 @@ def test_spmv_split_wait_overlaps_and_barriers_cost():
         idlewave.simulate({"workload": base | {"rows": 10}})
     with pytest.raises(SimulationError, match="partners"):
         idlewave.simulate({"workload": base | {"bandwidth": 2000 * 20}})
+
+
+def _matvec(hiding, latency_s=2.5e-6, **kw):
+    w = {"kind": "fem_matvec", "ranks": 16, "iterations": 60, "hiding": hiding, "elements": 1000,
+         "mirror_elements": 100, "element_s": 1e-6, "epsilon_s": 1e-4, "theta": 0.5} | kw
+    return idlewave.simulate({"network": {"L_s": latency_s}, "workload": w})
+
+
+def test_dynamic_alpha_follows_the_exposed_latency():
+    """HMM paper §2.4: input latency hidden and output exposed → α → 0; the reverse → α → 1."""
+    small, big = 8, 400_000  # a 400 kB message costs ~2.4 ms of G on the receiver: exposed
+    out_late = _matvec("dynamic_alpha", input_bytes=small, output_bytes=big)
+    in_late = _matvec("dynamic_alpha", input_bytes=big, output_bytes=small)
+    assert out_late.timers["alpha"][:, -1].max() < 0.1
+    assert in_late.timers["alpha"][:, -1].min() > 0.9
+    assert out_late.timers["alpha"][:, 0].tolist() == [0.5] * 16  # starts from alpha0
+    fixed = _matvec("fixed_alpha", input_bytes=small, output_bytes=big)
+    assert np.all(fixed.timers["alpha"] == 0.5)
+
+
+def test_mpi_test_infers_alpha_from_when_the_input_arrives():
+    fast_input = _matvec("mpi_test", input_bytes=8, output_bytes=8)
+    slow_input = _matvec("mpi_test", latency_s=5e-4, input_bytes=8, output_bytes=8)  # 0.5 ms in flight
+    a_fast, a_slow = fast_input.timers["alpha"], slow_input.timers["alpha"]
+    assert a_fast.max() <= 0.1  # the input is there after the first chunk
+    # E1 (50 µs chunks of a 1 ms budget) grows until the input has arrived, ~0.5 ms later
+    assert 0.45 <= np.median(a_slow) <= 0.6
+    t = fast_input.timers
+    assert np.allclose(t["matvec"], t["t_in"] + t["t_out"])
+    assert (t["wait_in"] <= t["t_in"]).all() and (t["wait_out"] <= t["t_out"]).all()

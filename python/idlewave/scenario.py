@@ -122,6 +122,10 @@ def _seconds(positive: bool) -> Check:
     return check
 
 
+def _unit_interval(v):
+    return None if 0.0 <= v <= 1.0 else f"must be between 0 and 1, got {v!r}"
+
+
 _NONNEG_S = _seconds(positive=False)
 _POS_S = _seconds(positive=True)
 _NONNEG = _ge(0)
@@ -280,6 +284,25 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "bytes_per_element": Field("int", 8, _U64),
         },
     ),
+    "fem_matvec": (
+        "finite-element MatVec hiding communication with fixed alpha, dynamic alpha or MPI test (HMM paper §2.4)",
+        {
+            "ranks": Field("int", 64, _RANKS),
+            "iterations": Field("int", 100, _U32),
+            "distances": Field("ints", [1], _ge(1), unique=True),
+            "input_bytes": Field("int", 4096, _U64),
+            "output_bytes": Field("int", 4096, _U64),
+            "elements": Field("int", 1000, _U32),
+            "mirror_elements": Field("int", 100, _U32),
+            "element_s": Field("float", 1e-6, _NONNEG_S),
+            "hiding": Field("str", "fixed_alpha", _one_of("fixed_alpha", "dynamic_alpha", "mpi_test")),
+            "alpha0": Field("float", 0.5, _unit_interval),
+            "theta": Field("float", 0.5, _unit_interval),
+            "epsilon_s": Field("float", 1e-4, _POS_S),
+            "test_chunk_elements": Field("int", 50, _int_range(1, MAX_U32)),
+            "cg": Field("bool", True),
+        },
+    ),
     "goal": (
         "a LogGOPSim GOAL schedule file (calc times in ns)",
         {"path": Field("path")},
@@ -334,6 +357,15 @@ def _beta_or_app(t):
     return "beta", None
 
 
+def _matvec_distances(t):
+    if len(t["distances"]) > 4:
+        return "distances", f"at most 4 distances are supported, got {len(t['distances'])}"
+    for i, x in enumerate(t["distances"]):
+        if x >= t["ranks"]:
+            return f"distances[{i}]", f"must be < ranks ({t['ranks']}), got {x!r}"
+    return "distances", None
+
+
 def _rows_at_least_ranks(t):
     ok = t["rows"] >= t["ranks"]
     return "rows", None if ok else f"must be at least ranks ({t['ranks']}), got {t['rows']!r}"
@@ -357,6 +389,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "collective": [_below_ranks("root"), _algorithm],
     "skeleton": [_beta_or_app],
     "spmv": [_rows_at_least_ranks],
+    "fem_matvec": [_matvec_distances],
 }
 
 

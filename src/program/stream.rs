@@ -21,7 +21,7 @@ use crate::record::Recorder;
 use crate::time::{Time, PS_PER_NS};
 
 /// One step of a rank's program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StreamOp {
     /// Occupy the CPU for this long (noise may stretch it).
     Calc(Time),
@@ -40,7 +40,18 @@ pub enum StreamOp {
     CollTest,
     TimerStart { timer: u8, iteration: u32 },
     TimerStop { timer: u8, iteration: u32 },
+    /// Record a value (a duration in seconds, or any quantity) directly.
+    Record { timer: u8, iteration: u32, value: f64 },
     Done,
+}
+
+/// What a workload may know when it generates the next op.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ctx {
+    /// The answer of the latest `Test` or `CollTest`.
+    pub last_test: bool,
+    /// The rank's current time: when its CPU reaches this op.
+    pub time: Time,
 }
 
 /// A built-in program generator.
@@ -51,8 +62,8 @@ pub trait Workload {
     fn iterations(&self) -> u32;
     /// Names of the timers recorded per (rank, iteration).
     fn timer_names(&self) -> Vec<String>;
-    /// The op after the ones already generated; `last_test` answers the latest `Test`.
-    fn next(&self, rank: u32, state: &mut Self::State, last_test: bool) -> StreamOp;
+    /// The op after the ones already generated.
+    fn next(&self, rank: u32, state: &mut Self::State, ctx: &Ctx) -> StreamOp;
     /// The nonblocking collectives `CollStart` refers to.
     fn collective(&self, _id: u8) -> Option<Collective> {
         None
@@ -290,7 +301,8 @@ impl<W: Workload> Rank<'_, W> {
                 return Ok(());
             }
             self.st.flags &= !READY;
-            let op = self.workload.next(rank, &mut self.st.gen, self.st.flags & LAST_TEST != 0);
+            let ctx = Ctx { last_test: self.st.flags & LAST_TEST != 0, time: t };
+            let op = self.workload.next(rank, &mut self.st.gen, &ctx);
             match op {
                 StreamOp::Calc(ps) => {
                     self.out.push(ReadyOp::calc(ps, CALC_ID));
@@ -325,6 +337,10 @@ impl<W: Workload> Rank<'_, W> {
                 }
                 StreamOp::TimerStop { timer, iteration } => {
                     self.recorder.stop(timer, rank, iteration, t);
+                    self.st.flags |= READY;
+                }
+                StreamOp::Record { timer, iteration, value } => {
+                    self.recorder.value(timer, rank, iteration, value);
                     self.st.flags |= READY;
                 }
                 StreamOp::Done => {
@@ -425,7 +441,7 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
         let mut slot_op = [u32::MAX; 64];
         let mut waited: Vec<u32> = Vec::new();
         loop {
-            let op = wl.next(r, &mut st, false);
+            let op = wl.next(r, &mut st, &Ctx::default());
             let goal_op = match op {
                 StreamOp::Calc(ps) => GoalOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: (ps + PS_PER_NS / 2) / PS_PER_NS, cpu: 0, nic: 0 },
                 StreamOp::ISend { peer, tag, bytes, .. } => GoalOp { kind: GoalKind::Send, peer, tag, size: bytes, cpu: 0, nic: 0 },
@@ -440,7 +456,7 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
                 StreamOp::CollStart(_) | StreamOp::CollWait => {
                     return Err("nonblocking collectives progress with MPI calls and have no GOAL form".into())
                 }
-                StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } => continue,
+                StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } | StreamOp::Record { .. } => continue,
                 StreamOp::Done => break,
             };
             let idx = g.ops.len() as u32;

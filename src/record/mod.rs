@@ -51,6 +51,15 @@ impl Recorder {
         }
     }
 
+    /// Stores a plain value (not a duration) for a timer slot: `seconds()`
+    /// returns it unchanged (to 1e-12).
+    #[inline]
+    pub fn value(&mut self, timer: u8, rank: u32, iteration: u32, v: f64) {
+        if let Some(k) = self.slot(timer, rank, iteration) {
+            self.data[k] = (v.max(0.0) * 1e12).round() as Time;
+        }
+    }
+
     pub fn names(&self) -> &[String] {
         &self.names
     }

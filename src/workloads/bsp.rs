@@ -3,7 +3,7 @@
 
 use super::{TAG_BARRIER, TAG_HALO};
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
-use crate::program::stream::{StreamOp, Workload};
+use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -94,7 +94,7 @@ impl Workload for Bsp {
         t
     }
 
-    fn next(&self, rank: u32, s: &mut BspState, _last_test: bool) -> StreamOp {
+    fn next(&self, rank: u32, s: &mut BspState, _ctx: &Ctx) -> StreamOp {
         loop {
             let iteration = s.iter;
             match s.phase {

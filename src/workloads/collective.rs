@@ -4,7 +4,7 @@
 
 use super::TAG_COLLECTIVE;
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
-use crate::program::stream::{StreamOp, Workload};
+use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -102,7 +102,7 @@ impl Workload for CollectiveLoop {
         self.mode == CollectiveMode::Nonblocking
     }
 
-    fn next(&self, rank: u32, s: &mut CollState, _last_test: bool) -> StreamOp {
+    fn next(&self, rank: u32, s: &mut CollState, _ctx: &Ctx) -> StreamOp {
         loop {
             let iteration = s.iter;
             match (self.mode, s.phase) {

@@ -2,12 +2,14 @@
 
 mod bsp;
 mod collective;
+mod matvec;
 mod script;
 mod skeleton;
 mod spmv;
 
 pub use bsp::Bsp;
 pub use collective::{CollectiveLoop, CollectiveMode};
+pub use matvec::{FemMatvec, Hiding};
 pub use script::{Script, ScriptState};
 pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};
 pub use spmv::{Spmv, SpmvMode};

@@ -1,7 +1,7 @@
 //! A program given as explicit per-rank op lists (tests, small hand-written
 //! programs, replayed traces). Memory is O(total ops), unlike the generators.
 
-use crate::program::stream::{StreamOp, Workload};
+use crate::program::stream::{Ctx, StreamOp, Workload};
 
 #[derive(Debug, Clone, Default)]
 pub struct Script {
@@ -32,9 +32,9 @@ impl Workload for Script {
         self.timers.clone()
     }
 
-    fn next(&self, rank: u32, s: &mut ScriptState, last_test: bool) -> StreamOp {
+    fn next(&self, rank: u32, s: &mut ScriptState, ctx: &Ctx) -> StreamOp {
         if s.after_test {
-            if last_test && s.tests_seen < 64 {
+            if ctx.last_test && s.tests_seen < 64 {
                 s.test_results |= 1 << s.tests_seen;
             }
             s.tests_seen += 1;

@@ -13,7 +13,7 @@
 
 use super::TAG_HALO;
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
-use crate::program::stream::{StreamOp, Workload};
+use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -211,7 +211,7 @@ impl Workload for Spmv {
         t
     }
 
-    fn next(&self, rank: u32, s: &mut SpmvState, _last_test: bool) -> StreamOp {
+    fn next(&self, rank: u32, s: &mut SpmvState, _ctx: &Ctx) -> StreamOp {
         let (local, remote) = self.nonzeros(rank as u64);
         let split = self.mode == SpmvMode::SplitWait;
         loop {
@@ -368,7 +368,7 @@ mod tests {
             let mut s = SpmvState::default();
             let mut out = Vec::new();
             loop {
-                match m.next(1, &mut s, false) {
+                match m.next(1, &mut s, &Ctx::default()) {
                     StreamOp::TimerStop { timer: 0, .. } => break,
                     StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } => {}
                     op => out.push(op),

@@ -1,0 +1,353 @@
+//! Matrix-free finite-element MatVec with communication hiding (HMM paper
+//! §2.3–2.4, Algorithm 2), optionally inside a CG loop (one allreduce per
+//! iteration):
+//!
+//! 1. post receives of the non-owned input DOFs; send the owned ones; post
+//!    receives of the output contributions;
+//! 2. compute the first block E1 of non-mirror elements;
+//! 3. wait for the input; compute the mirror elements; send the outputs;
+//! 4. compute the second block E2; wait for the outputs.
+//!
+//! The split |E1| = ⌊α·N⌋ is fixed (α = α0), dynamic (Algorithm 3: damped
+//! updates from the observed waiting times), or decided at run time by
+//! computing E1 in chunks and testing the input between them (MPI test; α is
+//! then inferred). Recorded per (rank, iteration): T_in (E1 + input wait),
+//! T_out (E2 + output wait), their sum, both waiting times and α.
+
+use super::TAG_HALO;
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::time::{to_seconds, Time};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hiding {
+    FixedAlpha,
+    DynamicAlpha,
+    MpiTest,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FemMatvec {
+    pub ranks: u32,
+    pub iterations: u32,
+    /// Neighbours r ± d (periodic).
+    pub distances: Vec<u32>,
+    pub input_bytes: u64,
+    pub output_bytes: u64,
+    /// Non-mirror elements N = |E1 ∪ E2| and mirror elements |M| per rank.
+    pub elements: u32,
+    pub mirror_elements: u32,
+    pub element_ps: Time,
+    pub hiding: Hiding,
+    pub alpha0: f64,
+    /// Damping θ of the dynamic update.
+    pub theta: f64,
+    /// Zero-latency threshold ε.
+    pub epsilon_ps: Time,
+    /// Elements computed between two tests (MPI test).
+    pub test_chunk_elements: u32,
+    /// One 8-byte allreduce per iteration, as in CG.
+    pub cg: bool,
+}
+
+const T_ITER: u8 = 0;
+const T_MATVEC: u8 = 1;
+const T_IN: u8 = 2;
+const T_OUT: u8 = 3;
+const T_WAIT_IN: u8 = 4;
+const T_WAIT_OUT: u8 = 5;
+const T_ALPHA: u8 = 6;
+
+/// Most neighbours: four request slots each (input and output, both ways).
+const MAX_NEIGHBOURS: usize = 8;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MatvecState {
+    iter: u32,
+    phase: u8,
+    idx: u8,
+    /// α for the next MatVec (dynamic: carried over; set from alpha0 at start).
+    alpha: f64,
+    /// α the MatVec just finished used (inferred, for MPI test).
+    alpha_used: f64,
+    /// Elements of E1 computed so far (MPI test) or planned.
+    e1: u32,
+    /// Times: E1 started, input wait started, T_in, E2 started, output wait started.
+    t_e1: Time,
+    t_wait: Time,
+    t_in: Time,
+    wait_in: Time,
+    t_e2: Time,
+    started: bool,
+    allreduce: Driver,
+}
+
+impl FemMatvec {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.distances.len() * 2 > MAX_NEIGHBOURS {
+            return Err(format!("workload.distances: at most {} distances are supported", MAX_NEIGHBOURS / 2));
+        }
+        if let Some(d) = self.distances.iter().find(|&&d| d == 0 || d >= self.ranks) {
+            return Err(format!("workload.distances: distance {d} must be between 1 and ranks-1"));
+        }
+        if !(0.0..=1.0).contains(&self.alpha0) || !(0.0..=1.0).contains(&self.theta) {
+            return Err("workload.alpha0 and workload.theta must be between 0 and 1".into());
+        }
+        if self.hiding == Hiding::DynamicAlpha && self.epsilon_ps == 0 {
+            return Err("workload.epsilon_s must be positive for dynamic_alpha".into());
+        }
+        if self.hiding == Hiding::MpiTest && self.test_chunk_elements == 0 {
+            return Err("workload.test_chunk_elements must be positive for mpi_test".into());
+        }
+        Ok(())
+    }
+
+    fn neighbours(&self) -> usize {
+        2 * self.distances.len()
+    }
+
+    fn neighbour(&self, rank: u32, k: usize) -> u32 {
+        let d = self.distances[k / 2] as i64;
+        let q = if k.is_multiple_of(2) { rank as i64 - d } else { rank as i64 + d };
+        q.rem_euclid(self.ranks as i64) as u32
+    }
+
+    fn calc(&self, elements: u32) -> StreamOp {
+        StreamOp::Calc(elements as Time * self.element_ps)
+    }
+
+    fn mask(&self, group: usize) -> u64 {
+        let n = self.neighbours();
+        ((1u64 << n) - 1) << (group * n)
+    }
+
+    fn allreduce(&self) -> Collective {
+        Collective {
+            kind: CollectiveKind::Allreduce,
+            algorithm: Algorithm::Dissemination,
+            ranks: self.ranks,
+            root: 0,
+            bytes: 8,
+            chunk_bytes: 0,
+            tag: super::TAG_COLLECTIVE,
+        }
+    }
+
+    /// Algorithm 3: the next α from this MatVec's waiting times.
+    pub fn next_alpha(&self, alpha: f64, wait_in: Time, wait_out: Time) -> f64 {
+        let eps = self.epsilon_ps as f64;
+        let (win, wout) = (wait_in as f64, wait_out as f64);
+        let a = alpha.clamp(1e-6, 1.0 - 1e-6);
+        let r = a / (1.0 - a);
+        let r = if win > eps && wout < eps {
+            r * win / eps
+        } else if win < eps && wout > eps {
+            r * eps / wout
+        } else {
+            r
+        };
+        self.theta * (r / (1.0 + r)) + (1.0 - self.theta) * alpha
+    }
+}
+
+impl Workload for FemMatvec {
+    type State = MatvecState;
+
+    fn num_ranks(&self) -> u32 {
+        self.ranks
+    }
+    fn iterations(&self) -> u32 {
+        self.iterations
+    }
+    fn timer_names(&self) -> Vec<String> {
+        ["iteration", "matvec", "t_in", "t_out", "wait_in", "wait_out", "alpha"].map(String::from).to_vec()
+    }
+
+    fn next(&self, rank: u32, s: &mut MatvecState, ctx: &Ctx) -> StreamOp {
+        let n = self.neighbours();
+        let iteration = s.iter;
+        loop {
+            match s.phase {
+                0 => {
+                    if s.iter == self.iterations {
+                        return StreamOp::Done;
+                    }
+                    if !s.started {
+                        (s.started, s.alpha) = (true, self.alpha0);
+                    }
+                    (s.phase, s.idx) = (1, 0);
+                    return StreamOp::TimerStart { timer: T_ITER, iteration };
+                }
+                // Slots: 0..n input receives, n..2n input sends, 2n..3n output
+                // receives, 3n..4n output sends.
+                1..=3 => {
+                    let k = s.idx as usize;
+                    if k == n {
+                        (s.phase, s.idx) = (s.phase + 1, 0);
+                        continue;
+                    }
+                    s.idx += 1;
+                    let peer = self.neighbour(rank, k);
+                    let slot = ((s.phase as usize - 1) * n + k) as u8;
+                    return match s.phase {
+                        1 => StreamOp::IRecv { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
+                        2 => StreamOp::ISend { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
+                        _ => StreamOp::IRecv { peer, tag: TAG_HALO + 1, bytes: self.output_bytes, slot },
+                    };
+                }
+                4 => {
+                    s.t_e1 = ctx.time;
+                    s.phase = 5;
+                    if self.hiding == Hiding::MpiTest {
+                        s.e1 = 0;
+                        continue;
+                    }
+                    s.e1 = (s.alpha * self.elements as f64).floor() as u32;
+                    return self.calc(s.e1);
+                }
+                // MPI test: compute a chunk, test the input, repeat until it
+                // has arrived or nothing is left.
+                5 if self.hiding == Hiding::MpiTest => {
+                    if s.e1 > 0 && ctx.last_test || s.e1 == self.elements {
+                        s.phase = 6;
+                        continue;
+                    }
+                    let chunk = self.test_chunk_elements.min(self.elements - s.e1);
+                    s.e1 += chunk;
+                    s.phase = 50;
+                    return self.calc(chunk);
+                }
+                50 => {
+                    s.phase = 5;
+                    return StreamOp::Test(self.mask(0));
+                }
+                5 => {
+                    s.phase = 6;
+                    continue;
+                }
+                6 => {
+                    s.t_wait = ctx.time;
+                    s.phase = 7;
+                    return StreamOp::Wait(self.mask(0));
+                }
+                7 => {
+                    s.wait_in = ctx.time - s.t_wait;
+                    s.t_in = ctx.time - s.t_e1;
+                    s.phase = 8;
+                    return self.calc(self.mirror_elements);
+                }
+                8 => {
+                    let k = s.idx as usize;
+                    if k == n {
+                        (s.phase, s.idx) = (9, 0);
+                        continue;
+                    }
+                    s.idx += 1;
+                    let slot = (3 * n + k) as u8;
+                    return StreamOp::ISend { peer: self.neighbour(rank, k), tag: TAG_HALO + 1, bytes: self.output_bytes, slot };
+                }
+                9 => {
+                    s.t_e2 = ctx.time;
+                    s.phase = 10;
+                    return self.calc(self.elements - s.e1);
+                }
+                10 => {
+                    s.t_wait = ctx.time;
+                    s.phase = 11;
+                    return StreamOp::Wait(self.mask(1) | self.mask(2) | self.mask(3));
+                }
+                11 => {
+                    let (wait_out, t_out) = (ctx.time - s.t_wait, ctx.time - s.t_e2);
+                    let alpha_used = if self.hiding == Hiding::MpiTest { s.e1 as f64 / self.elements.max(1) as f64 } else { s.alpha };
+                    if self.hiding == Hiding::DynamicAlpha {
+                        s.alpha = self.next_alpha(s.alpha, s.wait_in, wait_out);
+                    }
+                    // Record everything, one op at a time.
+                    s.phase = 12;
+                    // Keep the two results where the next phases record them.
+                    (s.t_wait, s.t_e2) = (wait_out, t_out);
+                    s.alpha_used = alpha_used;
+                    return StreamOp::Record { timer: T_IN, iteration, value: to_seconds(s.t_in) };
+                }
+                12 => {
+                    s.phase = 13;
+                    return StreamOp::Record { timer: T_OUT, iteration, value: to_seconds(s.t_e2) };
+                }
+                13 => {
+                    s.phase = 14;
+                    return StreamOp::Record { timer: T_MATVEC, iteration, value: to_seconds(s.t_in + s.t_e2) };
+                }
+                14 => {
+                    s.phase = 15;
+                    return StreamOp::Record { timer: T_WAIT_IN, iteration, value: to_seconds(s.wait_in) };
+                }
+                15 => {
+                    s.phase = 16;
+                    return StreamOp::Record { timer: T_WAIT_OUT, iteration, value: to_seconds(s.t_wait) };
+                }
+                16 => {
+                    s.phase = 17;
+                    s.allreduce = Driver::default();
+                    return StreamOp::Record { timer: T_ALPHA, iteration, value: s.alpha_used };
+                }
+                17 if self.cg => match s.allreduce.next(&self.allreduce(), rank) {
+                    Some(op) => return op,
+                    None => s.phase = 18,
+                },
+                _ => {
+                    s.phase = 0;
+                    s.iter += 1;
+                    return StreamOp::TimerStop { timer: T_ITER, iteration };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mv(hiding: Hiding) -> FemMatvec {
+        FemMatvec {
+            ranks: 8,
+            iterations: 50,
+            distances: vec![1],
+            input_bytes: 4096,
+            output_bytes: 4096,
+            elements: 1000,
+            mirror_elements: 100,
+            element_ps: 1_000_000, // 1 µs per element: 1 ms of non-mirror work
+            hiding,
+            alpha0: 0.5,
+            theta: 0.5,
+            epsilon_ps: 100_000_000, // 0.1 ms
+            test_chunk_elements: 50,
+            cg: true,
+        }
+    }
+
+    #[test]
+    fn algorithm_3_moves_alpha_towards_the_side_that_waits() {
+        let m = mv(Hiding::DynamicAlpha);
+        let eps = m.epsilon_ps;
+        // input latency exposed, output hidden: α grows towards 1
+        let mut a = 0.5;
+        for _ in 0..30 {
+            a = m.next_alpha(a, 4 * eps, 0);
+        }
+        assert!(a > 0.95, "{a}");
+        // output exposed, input hidden: α shrinks towards 0
+        let mut b = 0.5;
+        for _ in 0..30 {
+            b = m.next_alpha(b, 0, 4 * eps);
+        }
+        assert!(b < 0.05, "{b}");
+        // both below (or both above) the threshold: unchanged
+        assert_eq!(m.next_alpha(0.3, eps / 2, eps / 3), 0.3);
+        assert_eq!(m.next_alpha(0.3, 2 * eps, 3 * eps), 0.3);
+    }
+}
