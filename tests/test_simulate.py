@@ -240,3 +240,15 @@ def test_mpi_test_infers_alpha_from_when_the_input_arrives():
     t = fast_input.timers
     assert np.allclose(t["matvec"], t["t_in"] + t["t_out"])
     assert (t["wait_in"] <= t["t_in"]).all() and (t["wait_out"] <= t["t_out"]).all()
+
+
+def test_stream_triad_is_a_bsp_sweep_with_longer_distance_partners():
+    from idlewave.scenario import to_engine_config, validate
+
+    scn = validate({"workload": {"kind": "stream_triad", "ranks": 40, "elements_per_rank": 1_000_000,
+                                 "core_bandwidth_bytes_per_s": 12e9, "max_distance": 2}})
+    w = to_engine_config(scn)["workload"]
+    assert w["kind"] == "bsp" and w["distances"] == [1, 2] and w["periodic"] is False
+    assert w["compute_ps"] == 2_000_000_000  # 24 MB at 12 GB/s = 2 ms
+    r = idlewave.simulate(scn)
+    assert r.timers["compute"].min() == pytest.approx(2e-3)

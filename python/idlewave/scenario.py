@@ -303,6 +303,20 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "cg": Field("bool", True),
         },
     ),
+    "stream_triad": (
+        "MPI-augmented STREAM Triad (idle-waves paper §3.1): a sweep over the local arrays, then exchange with r±1..k",
+        {
+            "ranks": Field("int", 40, _RANKS),
+            "iterations": Field("int", 200, _U32),
+            "elements_per_rank": Field("int", 2_500_000, _U64),
+            "bytes_per_element": Field("int", 24, _U64),
+            "core_bandwidth_bytes_per_s": Field("float", 10e9, _gt(0)),
+            "max_distance": Field("int", 1, _int_range(1, MAX_DISTANCES)),
+            "message_bytes": Field("int", 8192, _U64),
+            "periodic": Field("bool", False),
+            "barrier": Field("bool", False),
+        },
+    ),
     "goal": (
         "a LogGOPSim GOAL schedule file (calc times in ns)",
         {"path": Field("path")},
@@ -389,6 +403,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "collective": [_below_ranks("root"), _algorithm],
     "skeleton": [_beta_or_app],
     "spmv": [_rows_at_least_ranks],
+    "stream_triad": [_below_ranks("max_distance")],
     "fem_matvec": [_matvec_distances],
 }
 
@@ -753,6 +768,21 @@ def _engine_workload(w: dict) -> dict:
     kind = w["kind"]
     if kind == "goal":
         return {"kind": "goal", "path": w["path"]}
+    if kind == "stream_triad":
+        # A sweep streams bytes_per_element per element (A = B + s·C: two loads,
+        # one store, one write-allocate) at the core's bandwidth, then exchanges
+        # with every rank within max_distance: the BSP loop of the engine.
+        sweep_s = w["elements_per_rank"] * w["bytes_per_element"] / w["core_bandwidth_bytes_per_s"]
+        return {
+            "kind": "bsp",
+            "ranks": w["ranks"],
+            "iterations": w["iterations"],
+            "compute_ps": _ps(sweep_s),
+            "distances": list(range(1, w["max_distance"] + 1)),
+            "message_bytes": w["message_bytes"],
+            "periodic": w["periodic"],
+            "barrier": w["barrier"],
+        }
     out = {"kind": kind}
     if kind == "skeleton":
         w = dict(w)
