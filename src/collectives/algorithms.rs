@@ -3,6 +3,7 @@
 
 use super::{ceil_log2, floor_pow2, Algorithm, Collective, CollectiveKind, Step};
 
+#[inline]
 pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
     use Algorithm::*;
     use CollectiveKind::*;
@@ -51,10 +52,14 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
     }
 }
 
+#[inline]
 fn dissemination(rank: u32, p: u32, bytes: u64, k: u32) -> Option<Step> {
     (k < ceil_log2(p)).then(|| {
-        let d = ((1u64 << k) % p as u64) as u32;
-        Step::Exchange { to: ((rank as u64 + d as u64) % p as u64) as u32, send_bytes: bytes, from: (rank + p - d) % p, recv_bytes: bytes }
+        // 2^k < p here, so no modulo is needed (this runs for every message).
+        let d = 1u32 << k;
+        let to = if rank >= p - d { rank - (p - d) } else { rank + d };
+        let from = if rank >= d { rank - d } else { rank + (p - d) };
+        Step::Exchange { to, send_bytes: bytes, from, recv_bytes: bytes }
     })
 }
 

@@ -176,33 +176,47 @@ impl Collective {
 pub struct Driver {
     index: u32,
     sub: u8,
+    /// What the closing wait of the current step covers (so the step need
+    /// not be computed again for it): 1 = slot 0, 3 = slots 0 and 1.
+    wait: u8,
 }
 
 impl Driver {
+    #[inline]
     pub fn next(&mut self, c: &Collective, rank: u32) -> Option<StreamOp> {
+        if self.sub > 0 && (self.wait == 1 || self.sub == 2) {
+            let mask = self.wait as u64;
+            (self.index, self.sub, self.wait) = (self.index + 1, 0, 0);
+            return Some(StreamOp::Wait(mask));
+        }
         let step = c.step(rank, self.index)?;
         let tag = c.tag;
-        let (op, last) = match (step, self.sub) {
-            (Step::Recv { from, bytes }, 0) => (StreamOp::IRecv { peer: from, tag, bytes, slot: 0 }, false),
-            (Step::Send { to, bytes }, 0) => (StreamOp::ISend { peer: to, tag, bytes, slot: 0 }, false),
-            (Step::Recv { .. } | Step::Send { .. }, _) => (StreamOp::Wait(1), true),
+        Some(match (step, self.sub) {
+            (Step::Recv { from, bytes }, _) => {
+                (self.sub, self.wait) = (1, 1);
+                StreamOp::IRecv { peer: from, tag, bytes, slot: 0 }
+            }
+            (Step::Send { to, bytes }, _) => {
+                (self.sub, self.wait) = (1, 1);
+                StreamOp::ISend { peer: to, tag, bytes, slot: 0 }
+            }
             (Step::Exchange { from, recv_bytes, .. }, 0) => {
-                (StreamOp::IRecv { peer: from, tag, bytes: recv_bytes, slot: 0 }, false)
+                (self.sub, self.wait) = (1, 3);
+                StreamOp::IRecv { peer: from, tag, bytes: recv_bytes, slot: 0 }
             }
-            (Step::Exchange { to, send_bytes, .. }, 1) => {
-                (StreamOp::ISend { peer: to, tag, bytes: send_bytes, slot: 1 }, false)
+            (Step::Exchange { to, send_bytes, .. }, _) => {
+                self.sub = 2;
+                StreamOp::ISend { peer: to, tag, bytes: send_bytes, slot: 1 }
             }
-            (Step::Exchange { .. }, _) => (StreamOp::Wait(0b11), true),
-            (Step::FanOut { to, bytes, k }, _) => (StreamOp::ISend { peer: to, tag, bytes, slot: 1 + k }, true),
-            (Step::WaitFanOut { n }, _) => (StreamOp::Wait(((1u64 << n) - 1) << 1), true),
-        };
-        if last {
-            self.index += 1;
-            self.sub = 0;
-        } else {
-            self.sub += 1;
-        }
-        Some(op)
+            (Step::FanOut { to, bytes, k }, _) => {
+                self.index += 1;
+                StreamOp::ISend { peer: to, tag, bytes, slot: 1 + k }
+            }
+            (Step::WaitFanOut { n }, _) => {
+                self.index += 1;
+                StreamOp::Wait(((1u64 << n) - 1) << 1)
+            }
+        })
     }
 }
 

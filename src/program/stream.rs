@@ -173,6 +173,7 @@ impl<W: Workload> StreamProgram<W> {
 }
 
 /// Marks a request slot busy and hands the op to the engine.
+#[inline]
 fn issue<S>(rank: u32, st: &mut RankState<S>, out: &mut Vec<ReadyOp>, op: ReadyOp, slot: u8) -> Result<(), String> {
     let bit = 1u64 << slot;
     if slot >= 64 || st.pending & bit != 0 {
@@ -219,6 +220,13 @@ impl<W: Workload> Program for StreamProgram<W> {
     }
 
     fn collect(&mut self, rank: u32, now: Time, cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
+        // Fast exits: nothing to do, or still blocked in a plain wait.
+        let st = &self.ranks[rank as usize];
+        if st.flags & (READY | IN_MPI | BG_ACTIVE) == 0
+            || st.flags & (READY | BG_ACTIVE | SYNCING) == 0 && st.call == Call::Wait && st.pending & st.wait_mask as u64 != 0
+        {
+            return Ok(());
+        }
         let mut r = Rank {
             workload: &self.workload,
             recorder: &mut self.recorder,
@@ -264,6 +272,7 @@ struct Rank<'a, W: Workload> {
 
 impl<W: Workload> Rank<'_, W> {
     /// Runs the program as far as it can go now.
+    #[inline]
     fn advance(&mut self) -> Result<(), String> {
         let t = self.now.max(self.cpu_free);
         let rank = self.rank;
@@ -315,6 +324,11 @@ impl<W: Workload> Rank<'_, W> {
                 StreamOp::IRecv { peer, tag, bytes, slot } => {
                     check_main_slot(rank, slot)?;
                     return issue(rank, self.st, self.out, ReadyOp::recv(peer, tag, bytes, slot as u32), slot);
+                }
+                // The common case: a wait with nothing in the background that
+                // is already satisfied returns at once.
+                StreamOp::Wait(mask) if self.st.flags & BG_ACTIVE == 0 && self.st.pending & mask == 0 => {
+                    self.st.flags |= READY;
                 }
                 StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
                 StreamOp::Test(mask) => self.enter(Call::Test, mask)?,

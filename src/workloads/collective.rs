@@ -54,6 +54,7 @@ pub struct CollState {
 const T_ITER: u8 = 0;
 
 impl CollectiveLoop {
+    #[inline]
     pub fn call(&self) -> Collective {
         Collective {
             kind: self.collective,
