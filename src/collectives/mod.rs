@@ -127,6 +127,12 @@ pub struct Collective {
 }
 
 impl Collective {
+    /// A dissemination collective of `kind` on all `ranks` (barriers and the
+    /// small allreduces of solvers).
+    pub fn dissemination(kind: CollectiveKind, ranks: u32, bytes: u64, tag: u32) -> Self {
+        Collective { kind, algorithm: Algorithm::Dissemination, ranks, root: 0, bytes, chunk_bytes: 0, tag }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.ranks == 0 {
             return Err("a collective needs at least one rank".into());

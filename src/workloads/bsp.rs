@@ -2,7 +2,7 @@
 //! distances ±d → optional barrier, repeated.
 
 use super::{TAG_BARRIER, TAG_HALO};
-use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::collectives::{Collective, CollectiveKind, Driver};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
@@ -53,18 +53,6 @@ impl Bsp {
             return Err(format!("workload.distances: distance {d} must be between 1 and ranks-1 ({})", self.ranks - 1));
         }
         Ok(())
-    }
-
-    fn barrier_call(&self) -> Collective {
-        Collective {
-            kind: CollectiveKind::Barrier,
-            algorithm: Algorithm::Dissemination,
-            ranks: self.ranks,
-            root: 0,
-            bytes: 0,
-            chunk_bytes: 0,
-            tag: TAG_BARRIER,
-        }
     }
 
     /// Neighbour `idx` of `rank` (even: r−d, odd: r+d), or None past the
@@ -156,7 +144,7 @@ impl Workload for Bsp {
                     s.barrier = Driver::default();
                     return StreamOp::TimerStart { timer: T_BARRIER, iteration };
                 }
-                10 => match s.barrier.next(&self.barrier_call(), rank) {
+                10 => match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
                     Some(op) => return op,
                     None => {
                         s.phase = 11;

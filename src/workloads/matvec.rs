@@ -15,7 +15,7 @@
 //! T_out (E2 + output wait), their sum, both waiting times and α.
 
 use super::TAG_HALO;
-use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::collectives::{Collective, CollectiveKind, Driver};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::{to_seconds, Time};
 use serde::Deserialize;
@@ -122,18 +122,6 @@ impl FemMatvec {
     fn mask(&self, group: usize) -> u64 {
         let n = self.neighbours();
         ((1u64 << n) - 1) << (group * n)
-    }
-
-    fn allreduce(&self) -> Collective {
-        Collective {
-            kind: CollectiveKind::Allreduce,
-            algorithm: Algorithm::Dissemination,
-            ranks: self.ranks,
-            root: 0,
-            bytes: 8,
-            chunk_bytes: 0,
-            tag: super::TAG_COLLECTIVE,
-        }
     }
 
     /// Algorithm 3: the next α from this MatVec's waiting times.
@@ -293,7 +281,7 @@ impl Workload for FemMatvec {
                     s.allreduce = Driver::default();
                     return StreamOp::Record { timer: T_ALPHA, iteration, value: s.alpha_used };
                 }
-                17 if self.cg => match s.allreduce.next(&self.allreduce(), rank) {
+                17 if self.cg => match s.allreduce.next(&Collective::dissemination(CollectiveKind::Allreduce, self.ranks, 8, super::TAG_COLLECTIVE), rank) {
                     Some(op) => return op,
                     None => s.phase = 18,
                 },

@@ -12,7 +12,7 @@
 //! counts follow from that in closed form, so nothing is stored per rank.
 
 use super::TAG_HALO;
-use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::collectives::{Collective, CollectiveKind, Driver};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
@@ -158,17 +158,6 @@ impl Spmv {
         (nonzeros as f64 * self.time_per_nonzero_ps).round() as Time
     }
 
-    fn barrier_call(&self) -> Collective {
-        Collective {
-            kind: CollectiveKind::Barrier,
-            algorithm: Algorithm::Dissemination,
-            ranks: self.ranks,
-            root: 0,
-            bytes: 0,
-            chunk_bytes: 0,
-            tag: super::TAG_BARRIER,
-        }
-    }
 }
 
 /// Σ over the first min(rows, b) rows t = 0, 1, … of min(cap, b − t): the
@@ -288,7 +277,7 @@ impl Workload for Spmv {
                     s.phase = 11;
                     return StreamOp::TimerStart { timer: T_BARRIER, iteration };
                 }
-                11 => match s.barrier.next(&self.barrier_call(), rank) {
+                11 => match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, super::TAG_BARRIER), rank) {
                     Some(op) => return op,
                     None => {
                         s.phase = 12;
