@@ -110,29 +110,14 @@ fn loggopsim(
 fn export_goal_text(config_json: &str) -> PyResult<String> {
     let cfg = sim::parse_config(config_json).map_err(err)?;
     let sched = match &cfg.workload {
-        WorkloadSpec::Bsp(w) => {
-            w.validate().map_err(err)?;
-            export_goal(w)
+        WorkloadSpec::Bsp(w) => w.validate().and_then(|_| export_goal(w)),
+        WorkloadSpec::Collective(w) => w.validate().and_then(|_| export_goal(w)),
+        WorkloadSpec::Spmv(w) => w.validate().and_then(|_| export_goal(w)),
+        WorkloadSpec::FemMatvec(w) if w.hiding != crate::workloads::Hiding::FixedAlpha => {
+            Err("dynamic α and MPI test adapt to timing and have no GOAL form".into())
         }
-        WorkloadSpec::Collective(w) => {
-            w.validate().map_err(err)?;
-            export_goal(w)
-        }
-        WorkloadSpec::Spmv(w) => {
-            w.validate().map_err(err)?;
-            export_goal(w)
-        }
-        WorkloadSpec::FemMatvec(w) => {
-            w.validate().map_err(err)?;
-            if w.hiding != crate::workloads::Hiding::FixedAlpha {
-                return Err(err("dynamic α and MPI test adapt to timing and have no GOAL form".into()));
-            }
-            export_goal(w)
-        }
-        WorkloadSpec::Skeleton(s) => {
-            s.validate().map_err(err)?;
-            export_goal(&s.program(&cfg.network).map_err(err)?.0)
-        }
+        WorkloadSpec::FemMatvec(w) => w.validate().and_then(|_| export_goal(w)),
+        WorkloadSpec::Skeleton(s) => s.validate().and_then(|_| s.program(&cfg.network)).and_then(|(w, _, _)| export_goal(&w)),
         WorkloadSpec::Goal { .. } => Err("the scenario already is a GOAL schedule".to_string()),
     }
     .map_err(err)?;

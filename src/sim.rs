@@ -117,22 +117,10 @@ pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String
 fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
     let noise_ranks = |r| Noise::new(&cfg.noise, cfg.seed, r);
     match &cfg.workload {
-        WorkloadSpec::Bsp(w) => {
-            w.validate()?;
-            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
-        }
-        WorkloadSpec::Collective(w) => {
-            w.validate()?;
-            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
-        }
-        WorkloadSpec::Spmv(w) => {
-            w.validate()?;
-            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
-        }
-        WorkloadSpec::FemMatvec(w) => {
-            w.validate()?;
-            run_stream(w.clone(), cfg, noise_ranks(w.ranks)?, progress)
-        }
+        WorkloadSpec::Bsp(w) => checked(w, w.validate(), cfg, progress),
+        WorkloadSpec::Collective(w) => checked(w, w.validate(), cfg, progress),
+        WorkloadSpec::Spmv(w) => checked(w, w.validate(), cfg, progress),
+        WorkloadSpec::FemMatvec(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::Skeleton(s) => {
             s.validate()?;
             let (w, compute, collective) = s.program(&cfg.network)?;
@@ -154,6 +142,12 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
             run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0))
         }
     }
+}
+
+/// Runs a built-in workload once its own checks have passed.
+fn checked<W: Workload + Clone>(w: &W, valid: Result<(), String>, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
+    valid?;
+    run_stream(w.clone(), cfg, Noise::new(&cfg.noise, cfg.seed, w.num_ranks())?, progress)
 }
 
 fn run_stream<W: Workload>(w: W, cfg: &Config, noise: Noise, progress: Option<Progress>) -> Result<RunResult, String> {
