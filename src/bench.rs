@@ -39,6 +39,7 @@ pub fn config(case: &str) -> Option<Config> {
         "bcast_1m" => (collective(1 << 20, 1, CollectiveKind::Bcast), vec![]),
         "allreduce_64k_x10" => (collective(1 << 16, 10, CollectiveKind::Allreduce), vec![]),
         "allreduce_1m" => (collective(1 << 20, 1, CollectiveKind::Allreduce), vec![]),
+        "allreduce_4k" => (collective(1 << 12, 10, CollectiveKind::Allreduce), vec![]),
         "bsp_64k_x100_poisson" => (
             WorkloadSpec::Bsp(Bsp {
                 ranks: 1 << 16,

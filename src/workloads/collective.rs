@@ -104,6 +104,13 @@ impl Workload for CollectiveLoop {
     }
 
     fn next(&self, rank: u32, s: &mut CollState, _ctx: &Ctx) -> StreamOp {
+        // The hot path: inside a blocking collective.
+        if s.phase == 2 && self.mode == CollectiveMode::Blocking {
+            if let Some(op) = s.driver.next(&self.call(), rank) {
+                return op;
+            }
+            s.phase = 9;
+        }
         loop {
             let iteration = s.iter;
             match (self.mode, s.phase) {
