@@ -173,7 +173,7 @@ impl<W: Workload> StreamProgram<W> {
 }
 
 /// Marks a request slot busy and hands the op to the engine.
-#[inline]
+#[inline(always)]
 fn issue<S>(rank: u32, st: &mut RankState<S>, out: &mut Vec<ReadyOp>, op: ReadyOp, slot: u8) -> Result<(), String> {
     let bit = 1u64 << slot;
     if slot >= 64 || st.pending & bit != 0 {
@@ -220,11 +220,8 @@ impl<W: Workload> Program for StreamProgram<W> {
     }
 
     fn collect(&mut self, rank: u32, now: Time, cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
-        // Fast exits: nothing to do, or still blocked in a plain wait.
-        let st = &self.ranks[rank as usize];
-        if st.flags & (READY | IN_MPI | BG_ACTIVE) == 0
-            || st.flags & (READY | BG_ACTIVE | SYNCING) == 0 && st.call == Call::Wait && st.pending & st.wait_mask as u64 != 0
-        {
+        // Fast exit: nothing to do.
+        if self.ranks[rank as usize].flags & (READY | IN_MPI | BG_ACTIVE) == 0 {
             return Ok(());
         }
         let mut r = Rank {
