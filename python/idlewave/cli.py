@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -65,10 +66,15 @@ def simulate(
             print(json.dumps(listing, indent=2))
         else:
             for section, items in listing.items():
-                out.print(f"[bold]{section}[/]")
+                table_name = "[workload] kind" if section == "workloads" else "[[noise]] kind"
+                t = Table(title=escape(f"{section}: {table_name} in a scenario"), show_lines=True, title_justify="left")
+                t.add_column("kind", style="cyan", no_wrap=True)
+                t.add_column("what it is")
+                t.add_column("parameters (defaults)")
                 for it in items:
-                    params = ", ".join(f"{k}={v!r}" for k, v in it["params"].items())
-                    out.print(f"  [cyan]{it['kind']}[/]: {it['description']}\n      {params}", highlight=False)
+                    params = "\n".join(f"{k} = {v!r}" for k, v in it["params"].items())
+                    t.add_row(it["kind"], it["description"], params)
+                out.print(t)
         return
     if scenario is None:
         fail("give a scenario file (or --list to see the workloads)")
@@ -175,7 +181,7 @@ def demo(
     out_dir: Path = typer.Option(Path("demo-out"), "--out", help="Where to write results."),
     quiet: bool = typer.Option(False, "--quiet"),
 ):
-    """A small built-in study: a BSP code under four kinds of noise, with and without a barrier."""
+    """A small built-in study: a BSP code under four kinds of noise and one delay, with and without a barrier."""
     from idlewave.demo import run_demo
 
     try:
