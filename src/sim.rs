@@ -13,7 +13,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, CollectiveLoop, FemMatvec, Skeleton, Spmv};
+use crate::workloads::{Bsp, CollectiveLoop, FemMatvec, Krylov, Skeleton, Spmv};
 use serde::Deserialize;
 use std::time::Instant;
 
@@ -28,6 +28,8 @@ pub enum WorkloadSpec {
     Spmv(Spmv),
     /// Finite-element MatVec with communication hiding (fixed/dynamic α, MPI test).
     FemMatvec(FemMatvec),
+    /// The PCG family on a 3-D process grid.
+    Krylov(Krylov),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal { path: String },
 }
@@ -121,6 +123,7 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
         WorkloadSpec::Collective(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::Spmv(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::FemMatvec(w) => checked(w, w.validate(), cfg, progress),
+        WorkloadSpec::Krylov(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::Skeleton(s) => {
             s.validate()?;
             let (w, compute, collective) = s.program(&cfg.network)?;

@@ -252,3 +252,17 @@ def test_stream_triad_is_a_bsp_sweep_with_longer_distance_partners():
     assert w["compute_ps"] == 2_000_000_000  # 24 MB at 12 GB/s = 2 ms
     r = idlewave.simulate(scn)
     assert r.timers["compute"].min() == pytest.approx(2e-3)
+
+
+def test_krylov_family_on_a_3d_grid():
+    base = {"kind": "krylov", "iterations": 10, "grid": [4, 2, 2], "local": [16, 16, 16], "stencil": 27,
+            "spmv_s": 2e-5, "precond_s": 1.5e-5, "vector_s": 2e-6}
+    t = {}
+    for method in ("pcg", "sapcg", "nbpcg", "pipecg", "pipe2cg"):
+        r = idlewave.simulate({"network": {"async_progress": True}, "workload": base | {"method": method}})
+        t[method] = r.summary["makespan_s"]
+        assert set(r.timers) == {"iteration", "spmv", "reduce"}
+    # fewer and overlapped allreduces finish sooner
+    assert t["sapcg"] < t["pcg"] and t["pipecg"] < t["sapcg"]
+    with pytest.raises(ScenarioError, match="workload.grid"):
+        idlewave.simulate({"workload": base | {"grid": [4, 4]}})

@@ -317,6 +317,21 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "barrier": Field("bool", False),
         },
     ),
+    "krylov": (
+        "PCG, SAPCG, NBPCG, PIPECG or PIPE2CG iterations on a 3-D process grid with a 7- or 27-point halo",
+        {
+            "iterations": Field("int", 100, _U32),
+            "grid": Field("ints", [4, 4, 4], _int_range(1, MAX_U32)),
+            "local": Field("ints", [32, 32, 32], _int_range(1, MAX_U32)),
+            "stencil": Field("int", 27, _int_range(7, 27)),
+            "method": Field("str", "pcg", _one_of("pcg", "sapcg", "nbpcg", "pipecg", "pipe2cg")),
+            "algorithm": Field("str", "auto", _one_of("auto", "dissemination", "recursive_doubling", "ring")),
+            "spmv_s": Field("float", 1e-4, _NONNEG_S),
+            "precond_s": Field("float", 1e-4, _NONNEG_S),
+            "vector_s": Field("float", 2e-5, _NONNEG_S),
+            "diagonal_fraction": Field("float", 0.7, _unit_interval),
+        },
+    ),
     "goal": (
         "a LogGOPSim GOAL schedule file (calc times in ns)",
         {"path": Field("path")},
@@ -371,6 +386,17 @@ def _beta_or_app(t):
     return "beta", None
 
 
+def _krylov_shape(t):
+    for key in ("grid", "local"):
+        if len(t[key]) != 3:
+            return key, f"must have three entries (x, y, z), got {len(t[key])}"
+    if t["stencil"] not in (7, 27):
+        return "stencil", f"must be 7 or 27, got {t['stencil']}"
+    if t["grid"][0] * t["grid"][1] * t["grid"][2] > MAX_RANKS:
+        return "grid", f"more than {MAX_RANKS} ranks"
+    return "grid", None
+
+
 def _matvec_distances(t):
     if len(t["distances"]) > 4:
         return "distances", f"at most 4 distances are supported, got {len(t['distances'])}"
@@ -405,6 +431,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "spmv": [_rows_at_least_ranks],
     "stream_triad": [_below_ranks("max_distance")],
     "fem_matvec": [_matvec_distances],
+    "krylov": [_krylov_shape],
 }
 
 

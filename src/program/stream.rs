@@ -4,8 +4,9 @@
 //!
 //! Nonblocking requests live in slots per rank; `Wait(mask)` blocks until
 //! every slot in the mask has completed. A blocking send or receive is an
-//! `ISend`/`IRecv` followed by a `Wait` on its slot. The program uses slots
-//! 0..32; a nonblocking collective running in the background uses 32..64.
+//! `ISend`/`IRecv` followed by a `Wait` on its slot. A nonblocking
+//! collective running in the background uses the top slots (32 by default,
+//! fewer if the workload says so) and the program the ones below.
 //!
 //! Progress of a nonblocking collective: its first round is posted by the
 //! call that starts it; each later round is posted only while the rank is
@@ -73,15 +74,20 @@ pub trait Workload {
     fn uses_background(&self) -> bool {
         false
     }
+    /// How many of the 64 request slots the background collective gets (the
+    /// program keeps the rest): 2 suffice for allreduce and barrier
+    /// algorithms, trees fanning out need up to 32.
+    fn background_slots(&self) -> u8 {
+        DEFAULT_BG_SLOTS
+    }
 }
 
 const CALC_ID: u32 = 64;
 const TEST_ID: u32 = 65;
 /// A zero-cost probe that brings an MPI call to the moment the CPU reaches it.
 const SYNC_ID: u32 = 66;
-/// Slots of a background collective start here.
-const BG_SLOT: u8 = 32;
-const BG_SLOTS: u64 = !0 << BG_SLOT;
+/// Request slots a background collective gets by default (the top ones).
+const DEFAULT_BG_SLOTS: u8 = 32;
 
 // flags
 const READY: u8 = 1;
@@ -108,13 +114,13 @@ enum Call {
     CollTest,
 }
 
-/// Per rank: 16 bytes plus the workload's cursor.
+/// Per rank: 24 bytes plus the workload's cursor.
 #[derive(Debug, Clone, Default)]
 struct RankState<S> {
     /// Slots with an incomplete request (the program's and the background's).
     pending: u64,
     /// The program's slots the current Wait or Test is about.
-    wait_mask: u32,
+    wait_mask: u64,
     flags: u8,
     call: Call,
     gen: S,
@@ -124,15 +130,15 @@ struct RankState<S> {
 #[derive(Debug, Clone, Copy, Default)]
 struct Background {
     driver: Driver,
-    /// Background slots (shifted down by 32) its current round waits for.
+    /// Background slots (shifted down to 0) its current round waits for.
     wait: u32,
     id: u8,
 }
 
 impl Background {
     #[inline]
-    fn wait_bits(&self) -> u64 {
-        (self.wait as u64) << BG_SLOT
+    fn wait_bits(&self, base: u8) -> u64 {
+        (self.wait as u64) << base
     }
 }
 
@@ -140,6 +146,8 @@ pub struct StreamProgram<W: Workload> {
     pub workload: W,
     ranks: Vec<RankState<W::State>>,
     background: Vec<Background>,
+    /// First slot of the background collective; the program has the ones below.
+    bg_base: u8,
     pub recorder: Recorder,
     async_progress: bool,
 }
@@ -149,7 +157,8 @@ impl<W: Workload> StreamProgram<W> {
         let p = workload.num_ranks() as usize;
         let init = RankState { flags: READY, ..Default::default() };
         let background = if workload.uses_background() { vec![Background::default(); p] } else { Vec::new() };
-        StreamProgram { ranks: vec![init; p], background, workload, recorder, async_progress: false }
+        let bg_base = if workload.uses_background() { 64 - workload.background_slots().clamp(1, 32) } else { 64 };
+        StreamProgram { ranks: vec![init; p], background, bg_base, workload, recorder, async_progress: false }
     }
 
     /// Background collectives advance as soon as a round completes, not
@@ -196,7 +205,7 @@ impl<W: Workload> Program for StreamProgram<W> {
     #[inline]
     fn started(&mut self, rank: u32, id: u32) {
         let st = &mut self.ranks[rank as usize];
-        if (BG_SLOT as u32..64).contains(&id) {
+        if (self.bg_base as u32..64).contains(&id) {
             st.flags &= !BG_INFLIGHT;
         } else if id != SYNC_ID {
             st.flags |= READY;
@@ -211,7 +220,7 @@ impl<W: Workload> Program for StreamProgram<W> {
         } else if id == SYNC_ID {
             st.flags &= !SYNCING;
         } else if id == TEST_ID {
-            let complete = st.pending & st.wait_mask as u64 == 0;
+            let complete = st.pending & st.wait_mask == 0;
             st.flags &= !(TESTING | LAST_TEST);
             if complete {
                 st.flags |= LAST_TEST;
@@ -231,6 +240,7 @@ impl<W: Workload> Program for StreamProgram<W> {
             rank,
             st: &mut self.ranks[rank as usize],
             bg: self.background.get_mut(rank as usize),
+            bg_base: self.bg_base,
             now,
             cpu_free,
             out,
@@ -244,8 +254,8 @@ impl<W: Workload> Program for StreamProgram<W> {
 
     fn describe_stuck(&self, rank: u32) -> String {
         let st = &self.ranks[rank as usize];
-        let main = st.pending & st.wait_mask as u64;
-        let bg = st.pending & BG_SLOTS;
+        let main = st.pending & st.wait_mask;
+        let bg = st.pending & (!0u64).checked_shl(self.bg_base as u32).unwrap_or(0);
         match (st.flags & IN_MPI != 0, st.call) {
             (true, Call::CollWait) => format!("blocked in the wait for a nonblocking collective ({} request(s) open)", bg.count_ones()),
             (true, _) if main != 0 => format!("blocked in a wait on {} request(s)", main.count_ones()),
@@ -262,6 +272,7 @@ struct Rank<'a, W: Workload> {
     rank: u32,
     st: &'a mut RankState<W::State>,
     bg: Option<&'a mut Background>,
+    bg_base: u8,
     now: Time,
     cpu_free: Time,
     out: &'a mut Vec<ReadyOp>,
@@ -315,11 +326,11 @@ impl<W: Workload> Rank<'_, W> {
                     return Ok(());
                 }
                 StreamOp::ISend { peer, tag, bytes, slot } => {
-                    check_main_slot(rank, slot)?;
+                    check_main_slot(rank, slot, self.bg_base)?;
                     return issue(rank, self.st, self.out, ReadyOp::send(peer, tag, bytes, slot as u32), slot);
                 }
                 StreamOp::IRecv { peer, tag, bytes, slot } => {
-                    check_main_slot(rank, slot)?;
+                    check_main_slot(rank, slot, self.bg_base)?;
                     return issue(rank, self.st, self.out, ReadyOp::recv(peer, tag, bytes, slot as u32), slot);
                 }
                 // The common case: a wait with nothing in the background that
@@ -369,11 +380,11 @@ impl<W: Workload> Rank<'_, W> {
     /// without a progress thread must act when the CPU gets there, not when
     /// the program reaches it (the CPU may still be busy): a probe waits.
     fn enter(&mut self, call: Call, mask: u64) -> Result<(), String> {
-        if mask >> BG_SLOT != 0 {
+        if mask.checked_shr(self.bg_base as u32).unwrap_or(0) != 0 {
             return Err(format!("rank {}: wait or test on slots reserved for nonblocking collectives (workload error)", self.rank));
         }
         self.st.call = call;
-        self.st.wait_mask = mask as u32;
+        self.st.wait_mask = mask;
         self.st.flags |= IN_MPI;
         if self.st.flags & BG_ACTIVE != 0 && !self.async_progress && self.cpu_free > self.now {
             self.st.flags |= SYNCING;
@@ -385,12 +396,13 @@ impl<W: Workload> Rank<'_, W> {
     /// Whether the MPI call the rank is in has finished.
     fn call_done(&self) -> bool {
         let st = &*self.st;
-        let bg_wait = self.bg.as_ref().map_or(0, |b| b.wait_bits());
-        let bg_settled = st.flags & BG_INFLIGHT == 0 && (st.flags & BG_ACTIVE == 0 || st.pending & bg_wait != 0);
         match st.call {
-            Call::Wait => st.pending & st.wait_mask as u64 == 0,
-            Call::Test | Call::CollStart | Call::CollTest => bg_settled,
+            Call::Wait => st.pending & st.wait_mask == 0,
             Call::CollWait => st.flags & BG_ACTIVE == 0,
+            Call::Test | Call::CollStart | Call::CollTest => {
+                let bg_wait = self.bg.as_ref().map_or(0, |b| b.wait_bits(self.bg_base));
+                st.flags & BG_INFLIGHT == 0 && (st.flags & BG_ACTIVE == 0 || st.pending & bg_wait != 0)
+            }
         }
     }
 
@@ -399,11 +411,12 @@ impl<W: Workload> Rank<'_, W> {
     fn progress_background(&mut self) -> Result<(), String> {
         let rank = self.rank;
         let cpu = u8::from(self.async_progress);
+        let base = self.bg_base;
         let Some(bg) = self.bg.as_deref_mut() else { return Ok(()) };
         let st = &mut *self.st;
         while st.flags & BG_ACTIVE != 0 && st.flags & BG_INFLIGHT == 0 {
             if bg.wait != 0 {
-                if st.pending & bg.wait_bits() != 0 {
+                if st.pending & bg.wait_bits(base) != 0 {
                     return Ok(());
                 }
                 bg.wait = 0;
@@ -421,19 +434,22 @@ impl<W: Workload> Rank<'_, W> {
                     bg.wait = mask as u32;
                     continue;
                 }
-                Some(StreamOp::ISend { peer, tag, bytes, slot }) => (ReadyOp::send(peer, tag, bytes, (slot + BG_SLOT) as u32), slot),
-                Some(StreamOp::IRecv { peer, tag, bytes, slot }) => (ReadyOp::recv(peer, tag, bytes, (slot + BG_SLOT) as u32), slot),
+                Some(StreamOp::ISend { peer, tag, bytes, slot }) => (ReadyOp::send(peer, tag, bytes, (slot + base) as u32), slot),
+                Some(StreamOp::IRecv { peer, tag, bytes, slot }) => (ReadyOp::recv(peer, tag, bytes, (slot + base) as u32), slot),
                 Some(other) => return Err(format!("rank {rank}: unexpected {other:?} in a collective")),
             };
-            issue(rank, st, self.out, ReadyOp { cpu, ..op.0 }, op.1 + BG_SLOT)?;
+            if op.1 >= 64 - base {
+                return Err(format!("rank {rank}: the nonblocking collective needs more than the workload's {} background slots (workload error)", 64 - base));
+            }
+            issue(rank, st, self.out, ReadyOp { cpu, ..op.0 }, op.1 + base)?;
             st.flags |= BG_INFLIGHT;
         }
         Ok(())
     }
 }
 
-fn check_main_slot(rank: u32, slot: u8) -> Result<(), String> {
-    if slot >= BG_SLOT {
+fn check_main_slot(rank: u32, slot: u8, bg_base: u8) -> Result<(), String> {
+    if slot >= bg_base {
         return Err(format!("rank {rank}: request slot {slot} is reserved for nonblocking collectives (workload error)"));
     }
     Ok(())

@@ -2,6 +2,7 @@
 
 mod bsp;
 mod collective;
+mod krylov;
 mod matvec;
 mod script;
 mod skeleton;
@@ -9,6 +10,7 @@ mod spmv;
 
 pub use bsp::Bsp;
 pub use collective::{CollectiveLoop, CollectiveMode};
+pub use krylov::{Krylov, Method as KrylovMethod};
 pub use matvec::{FemMatvec, Hiding};
 pub use script::{Script, ScriptState};
 pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};

@@ -1,0 +1,371 @@
+//! Preconditioned conjugate-gradient iterations (krylov-postal-models §3):
+//! PCG, single-allreduce SAPCG, nonblocking NBPCG, pipelined PIPECG and
+//! two-iteration pipelined PIPE2CG, on a 3-D process grid with a 7- or
+//! 27-point halo (6 face, 12 edge, 8 corner messages; open boundaries).
+//!
+//! Each iteration is a sequence of stages. The matrix-vector product posts
+//! the halo, computes the diagonal block while it is in flight, waits, and
+//! computes the rest (the overlap PETSc's MatMult does). PCG calls two
+//! blocking allreduces per iteration and SAPCG one; NBPCG overlaps each of
+//! its two with the product or the preconditioner; PIPECG overlaps one with
+//! both; PIPE2CG overlaps one with two iterations' worth. A nonblocking
+//! allreduce advances inside the halo waits (they are MPI calls) or with a
+//! progress thread.
+
+use super::{TAG_COLLECTIVE, TAG_HALO};
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::time::Time;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    Pcg,
+    Sapcg,
+    Nbpcg,
+    Pipecg,
+    Pipe2cg,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Krylov {
+    pub iterations: u32,
+    /// Process grid px × py × pz (= ranks).
+    pub grid: [u32; 3],
+    /// Grid points per rank nx × ny × nz.
+    pub local: [u32; 3],
+    /// 7 (faces only) or 27 (faces, edges and corners).
+    pub stencil: u8,
+    pub method: Method,
+    pub algorithm: Option<Algorithm>,
+    pub spmv_ps: Time,
+    pub precond_ps: Time,
+    pub vector_ps: Time,
+    /// Share of the product computed while the halo is in flight.
+    pub diagonal_fraction: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Spmv,
+    Precond,
+    Vector,
+    /// Blocking allreduce of this many dot products.
+    Allreduce(u8),
+    /// Start a nonblocking allreduce of this many dot products.
+    Start(u8),
+    Wait,
+}
+
+use Stage::*;
+
+const PCG: &[Stage] = &[Spmv, Allreduce(1), Vector, Precond, Allreduce(1), Vector];
+const SAPCG: &[Stage] = &[Spmv, Precond, Allreduce(2), Vector];
+const NBPCG: &[Stage] = &[Start(1), Spmv, Wait, Vector, Start(1), Precond, Wait, Vector];
+const PIPECG: &[Stage] = &[Start(3), Precond, Spmv, Wait, Vector];
+const PIPE2CG_FIRST: &[Stage] = &[Start(5), Precond, Spmv, Vector];
+const PIPE2CG_SECOND: &[Stage] = &[Precond, Spmv, Wait, Vector];
+const PIPE2CG_LAST: &[Stage] = &[Start(5), Precond, Spmv, Wait, Vector];
+
+const T_ITER: u8 = 0;
+const T_SPMV: u8 = 1;
+const T_REDUCE: u8 = 2;
+
+/// Per-rank cursor (16 bytes).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KrylovState {
+    iter: u32,
+    driver: Driver,
+    stage: u8,
+    sub: u8,
+    idx: u8,
+}
+
+/// The 26 neighbour offsets; the first 6 are the faces.
+const OFFSETS: [[i8; 3]; 26] = {
+    let mut out = [[0i8; 3]; 26];
+    let (mut faces, mut others) = (0, 6);
+    let mut i = 0;
+    while i < 27 {
+        let d = [(i % 3) as i8 - 1, ((i / 3) % 3) as i8 - 1, (i / 9) as i8 - 1];
+        let nonzero = (d[0] != 0) as usize + (d[1] != 0) as usize + (d[2] != 0) as usize;
+        if nonzero == 1 {
+            out[faces] = d;
+            faces += 1;
+        } else if nonzero > 1 {
+            out[others] = d;
+            others += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+impl Krylov {
+    pub fn ranks(&self) -> u32 {
+        self.grid.iter().product()
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.grid.contains(&0) || self.local.contains(&0) {
+            return Err("workload.grid and workload.local must be positive in every dimension".into());
+        }
+        if (self.grid.iter().map(|&g| g as u64).product::<u64>()) > 1 << 31 {
+            return Err("workload.grid has more than 2^31 ranks".into());
+        }
+        if self.stencil != 7 && self.stencil != 27 {
+            return Err(format!("workload.stencil must be 7 or 27, got {}", self.stencil));
+        }
+        if !(0.0..=1.0).contains(&self.diagonal_fraction) {
+            return Err("workload.diagonal_fraction must be between 0 and 1".into());
+        }
+        let alg = self.allreduce(1).algorithm;
+        if ![Algorithm::Dissemination, Algorithm::RecursiveDoubling, Algorithm::Ring].contains(&alg) {
+            return Err("workload.algorithm: the solvers' allreduce must be dissemination, recursive_doubling or ring".into());
+        }
+        self.allreduce(1).validate()
+    }
+
+    fn allreduce(&self, dots: u8) -> Collective {
+        Collective {
+            kind: CollectiveKind::Allreduce,
+            algorithm: self.algorithm.unwrap_or(Algorithm::Dissemination),
+            ranks: self.ranks(),
+            root: 0,
+            bytes: 8 * dots as u64,
+            chunk_bytes: 0,
+            tag: TAG_COLLECTIVE,
+        }
+    }
+
+    fn stages(&self, iteration: u32) -> &'static [Stage] {
+        match self.method {
+            Method::Pcg => PCG,
+            Method::Sapcg => SAPCG,
+            Method::Nbpcg => NBPCG,
+            Method::Pipecg => PIPECG,
+            Method::Pipe2cg if iteration % 2 == 1 => PIPE2CG_SECOND,
+            Method::Pipe2cg if iteration + 1 == self.iterations => PIPE2CG_LAST,
+            Method::Pipe2cg => PIPE2CG_FIRST,
+        }
+    }
+
+    /// Neighbour k of `rank` that exists (open boundaries) with its message
+    /// size, or None past the stencil; Some(None) where the grid ends.
+    fn neighbour(&self, rank: u32, k: u8) -> Option<Option<(u32, u64)>> {
+        let count = if self.stencil == 7 { 6 } else { 26 };
+        let d = *OFFSETS.get(k as usize).filter(|_| (k as usize) < count)?;
+        let [px, py, pz] = self.grid.map(|g| g as i64);
+        let r = rank as i64;
+        let c = [r % px, (r / px) % py, r / (px * py)];
+        let mut q = [0i64; 3];
+        for i in 0..3 {
+            q[i] = c[i] + d[i] as i64;
+            if q[i] < 0 || q[i] >= [px, py, pz][i] {
+                return Some(None);
+            }
+        }
+        // A face carries a plane, an edge a line, a corner a point.
+        let points: u64 = (0..3).map(|i| if d[i] == 0 { self.local[i] as u64 } else { 1 }).product();
+        Some(Some(((q[0] + px * (q[1] + py * q[2])) as u32, points * 8)))
+    }
+
+    fn slots(&self) -> u8 {
+        if self.stencil == 7 { 6 } else { 26 }
+    }
+}
+
+impl Workload for Krylov {
+    type State = KrylovState;
+
+    fn num_ranks(&self) -> u32 {
+        self.ranks()
+    }
+    fn iterations(&self) -> u32 {
+        self.iterations
+    }
+    fn timer_names(&self) -> Vec<String> {
+        vec!["iteration".into(), "spmv".into(), "reduce".into()]
+    }
+    fn collective(&self, dots: u8) -> Option<Collective> {
+        Some(self.allreduce(dots))
+    }
+    fn uses_background(&self) -> bool {
+        matches!(self.method, Method::Nbpcg | Method::Pipecg | Method::Pipe2cg)
+    }
+    fn background_slots(&self) -> u8 {
+        2
+    }
+
+    fn next(&self, rank: u32, s: &mut KrylovState, _ctx: &Ctx) -> StreamOp {
+        loop {
+            let iteration = s.iter;
+            if iteration == self.iterations {
+                return StreamOp::Done;
+            }
+            let stages = self.stages(iteration);
+            if s.stage as usize == stages.len() {
+                (s.stage, s.sub) = (0, 0);
+                s.iter += 1;
+                return StreamOp::TimerStop { timer: T_ITER, iteration };
+            }
+            if s.stage == 0 && s.sub == 0 {
+                s.sub = 1;
+                return StreamOp::TimerStart { timer: T_ITER, iteration };
+            }
+            let done = |s: &mut KrylovState| (s.stage, s.sub, s.idx) = (s.stage + 1, u8::from(s.stage + 1 == 0), 0);
+            match (stages[s.stage as usize], s.sub) {
+                (Precond, _) => {
+                    done(s);
+                    return StreamOp::Calc(self.precond_ps);
+                }
+                (Vector, _) => {
+                    done(s);
+                    return StreamOp::Calc(self.vector_ps);
+                }
+                (Start(dots), _) => {
+                    done(s);
+                    return StreamOp::CollStart(dots);
+                }
+                (Wait, 0 | 1) => {
+                    s.sub = 2;
+                    return StreamOp::TimerStart { timer: T_REDUCE, iteration };
+                }
+                (Wait, 2) => {
+                    s.sub = 3;
+                    return StreamOp::CollWait;
+                }
+                (Wait, _) => {
+                    done(s);
+                    return StreamOp::TimerStop { timer: T_REDUCE, iteration };
+                }
+                (Allreduce(_), 0 | 1) => {
+                    (s.sub, s.driver) = (2, Driver::default());
+                    return StreamOp::TimerStart { timer: T_REDUCE, iteration };
+                }
+                (Allreduce(dots), _) => match s.driver.next(&self.allreduce(dots), rank) {
+                    Some(op) => return op,
+                    None => {
+                        done(s);
+                        return StreamOp::TimerStop { timer: T_REDUCE, iteration };
+                    }
+                },
+                // The product: post receives, then sends, compute the
+                // diagonal block, wait for the halo, compute the rest.
+                (Spmv, 0 | 1) => {
+                    (s.sub, s.idx) = (2, 0);
+                    return StreamOp::TimerStart { timer: T_SPMV, iteration };
+                }
+                (Spmv, 2 | 3) => match self.neighbour(rank, s.idx) {
+                    None => (s.sub, s.idx) = (s.sub + 1, 0),
+                    Some(None) => s.idx += 1,
+                    Some(Some((peer, bytes))) => {
+                        let slot = s.idx + if s.sub == 2 { 0 } else { self.slots() };
+                        s.idx += 1;
+                        return if s.sub == 2 {
+                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                        } else {
+                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                        };
+                    }
+                },
+                (Spmv, 4) => {
+                    s.sub = 5;
+                    return StreamOp::Calc((self.spmv_ps as f64 * self.diagonal_fraction) as Time);
+                }
+                (Spmv, 5) => {
+                    s.sub = 6;
+                    return StreamOp::Wait((1u64 << (2 * self.slots())) - 1);
+                }
+                (Spmv, 6) => {
+                    s.sub = 7;
+                    return StreamOp::Calc(self.spmv_ps - (self.spmv_ps as f64 * self.diagonal_fraction) as Time);
+                }
+                (Spmv, _) => {
+                    done(s);
+                    return StreamOp::TimerStop { timer: T_SPMV, iteration };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Engine;
+    use crate::network::{LogGOPS, Network};
+    use crate::noise::Noise;
+    use crate::program::stream::StreamProgram;
+    use crate::record::Recorder;
+
+    fn solver(method: Method, stencil: u8) -> Krylov {
+        Krylov {
+            iterations: 6,
+            grid: [3, 2, 2],
+            local: [10, 8, 6],
+            stencil,
+            method,
+            algorithm: None,
+            spmv_ps: 40_000_000,
+            precond_ps: 30_000_000,
+            vector_ps: 5_000_000,
+            diagonal_fraction: 0.7,
+        }
+    }
+
+    fn run(k: Krylov, async_progress: bool) -> (Time, u64) {
+        let p = k.ranks();
+        let prog = StreamProgram::new(k, Recorder::disabled()).with_async_progress(async_progress);
+        let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+        e.run().unwrap();
+        ((0..p).map(|r| e.finish_time(r)).max().unwrap(), e.events)
+    }
+
+    #[test]
+    fn halo_has_faces_edges_and_corners_with_their_sizes() {
+        let k = solver(Method::Pcg, 27);
+        // rank 0 sits in a corner of the 3×2×2 grid: 3 faces, 3 edges, 1 corner
+        let n: Vec<(u32, u64)> = (0..26).filter_map(|i| k.neighbour(0, i).unwrap()).collect();
+        assert_eq!(n.len(), 7);
+        assert_eq!(n.iter().filter(|x| x.1 == 8 * 8 * 6).count(), 1); // x-face: ny·nz
+        assert!(n.contains(&(1 + 3 + 6, 8))); // the corner: one point
+        let k7 = solver(Method::Pcg, 7);
+        assert_eq!((0..26).filter_map(|i| k7.neighbour(4, i).and_then(|x| x)).count(), 4);
+    }
+
+    #[test]
+    fn every_method_completes_with_its_allreduce_count() {
+        for stencil in [7, 27] {
+            for (method, allreduces_per_iter) in
+                [(Method::Pcg, 2.0), (Method::Sapcg, 1.0), (Method::Nbpcg, 2.0), (Method::Pipecg, 1.0), (Method::Pipe2cg, 0.5)]
+            {
+                let k = solver(method, stencil);
+                let p = k.ranks() as u64;
+                let halo: u64 = (0..k.ranks()).map(|r| (0..26).filter_map(|i| k.neighbour(r, i).and_then(|x| x)).count() as u64).sum();
+                let (_, events) = run(k, false);
+                let per_iter_calc = match method {
+                    Method::Pcg => 5,
+                    Method::Sapcg => 4,
+                    Method::Nbpcg => 5,
+                    _ => 4,
+                } as u64;
+                let diss = 2 * p * 4; // ⌈log2 12⌉ = 4 rounds, each a send and a receive
+                let expected = 6 * (2 * halo + p * per_iter_calc) + (6.0 * allreduces_per_iter) as u64 * diss;
+                assert_eq!(events, expected, "{method:?} stencil {stencil}");
+            }
+        }
+    }
+
+    #[test]
+    fn pipelining_hides_the_allreduces() {
+        let slow_network = |m| Krylov { spmv_ps: 400_000_000, precond_ps: 300_000_000, ..solver(m, 27) };
+        let pcg = run(slow_network(Method::Pcg), false).0;
+        let sapcg = run(slow_network(Method::Sapcg), false).0;
+        let pipecg = run(slow_network(Method::Pipecg), true).0;
+        assert!(sapcg < pcg, "{sapcg} {pcg}");
+        assert!(pipecg < sapcg, "{pipecg} {sapcg}");
+    }
+}
