@@ -118,6 +118,7 @@ fn export_goal_text(config_json: &str) -> PyResult<String> {
         }
         WorkloadSpec::FemMatvec(w) => w.validate().and_then(|_| export_goal(w)),
         WorkloadSpec::Krylov(w) => w.validate().and_then(|_| export_goal(w)),
+        WorkloadSpec::Chebfd(w) => w.resolved().and_then(|w| export_goal(&w)),
         WorkloadSpec::Skeleton(s) => s.validate().and_then(|_| s.program(&cfg.network)).and_then(|(w, _, _)| export_goal(&w)),
         WorkloadSpec::Goal { .. } => Err("the scenario already is a GOAL schedule".to_string()),
     }

@@ -13,7 +13,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, CollectiveLoop, FemMatvec, Krylov, Skeleton, Spmv};
+use crate::workloads::{Bsp, ChebFd, CollectiveLoop, FemMatvec, Krylov, Skeleton, Spmv};
 use serde::Deserialize;
 use std::time::Instant;
 
@@ -30,6 +30,8 @@ pub enum WorkloadSpec {
     FemMatvec(FemMatvec),
     /// The PCG family on a 3-D process grid.
     Krylov(Krylov),
+    /// Chebyshev filter diagonalization, three communication schemes.
+    Chebfd(ChebFd),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal { path: String },
 }
@@ -124,6 +126,10 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
         WorkloadSpec::Spmv(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::FemMatvec(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::Krylov(w) => checked(w, w.validate(), cfg, progress),
+        WorkloadSpec::Chebfd(w) => {
+            let w = w.resolved()?;
+            checked(&w, Ok(()), cfg, progress)
+        }
         WorkloadSpec::Skeleton(s) => {
             s.validate()?;
             let (w, compute, collective) = s.program(&cfg.network)?;

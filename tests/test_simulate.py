@@ -266,3 +266,24 @@ def test_krylov_family_on_a_3d_grid():
     assert t["sapcg"] < t["pcg"] and t["pipecg"] < t["sapcg"]
     with pytest.raises(ScenarioError, match="workload.grid"):
         idlewave.simulate({"workload": base | {"grid": [4, 4]}})
+
+
+@pytest.mark.parametrize("preset", ["M1", "M3", "M7"])
+def test_chebfd_presets_and_modes(preset):
+    base = {"kind": "chebfd", "ranks": 640, "subspace": 8, "block": 2, "degree": 3, "preset": preset,
+            "kernel_per_vector_s": 2e-4}
+    t = {m: idlewave.simulate({"workload": base | {"mode": m}}) for m in ("non_split", "split_wait", "pipeline")}
+    for r in t.values():
+        assert r.timers["iteration"].shape == (640, 4 * 3)
+        assert r.summary["makespan_s"] > 4 * 3 * 2 * 2e-4  # at least the kernels
+
+
+def test_chebfd_custom_partners_and_errors():
+    w = {"kind": "chebfd", "ranks": 16, "subspace": 4, "block": 2, "degree": 2, "preset": "", "offsets": [1, -1, -4],
+         "offset_bytes": [1000, 1000, 100]}
+    r = idlewave.simulate({"workload": w})
+    assert r.summary["events"] > 0
+    with pytest.raises(ScenarioError, match="offset_bytes"):
+        idlewave.simulate({"workload": w | {"offset_bytes": [1]}})
+    with pytest.raises(ScenarioError, match="subspace"):
+        idlewave.simulate({"workload": w | {"subspace": 3}})

@@ -332,6 +332,23 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "diagonal_fraction": Field("float", 0.7, _unit_interval),
         },
     ),
+    "chebfd": (
+        "Chebyshev filter diagonalization (idle-waves paper §3.3): non_split, split_wait or pipeline",
+        {
+            "ranks": Field("int", 64, _RANKS),
+            "subspace": Field("int", 32, _int_range(1, MAX_U32)),
+            "block": Field("int", 2, _int_range(1, MAX_U32)),
+            "degree": Field("int", 10, _int_range(1, MAX_U32)),
+            "mode": Field("str", "non_split", _one_of("non_split", "split_wait", "pipeline")),
+            "preset": Field("str", "M3", _one_of("", "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8", "M9")),
+            "offsets": Field("ints", [], None),
+            "offset_bytes": Field("ints", [], _ge(0)),
+            "kernel_per_vector_s": Field("float", 1e-3, _NONNEG_S),
+            "remote_fraction": Field("float", 0.2, _unit_interval),
+            "split_overhead": Field("float", 0.1, _ge(0)),
+            "barrier": Field("bool", False),
+        },
+    ),
     "goal": (
         "a LogGOPSim GOAL schedule file (calc times in ns)",
         {"path": Field("path")},
@@ -386,6 +403,16 @@ def _beta_or_app(t):
     return "beta", None
 
 
+def _cheb_partners(t):
+    if len(t["offsets"]) != len(t["offset_bytes"]):
+        return "offset_bytes", f"needs one size per offset ({len(t['offsets'])}), got {len(t['offset_bytes'])}"
+    if bool(t["preset"]) == bool(t["offsets"]):
+        return "preset", "give either a preset (M1–M9) or offsets with offset_bytes, not both"
+    if t["subspace"] % t["block"]:
+        return "subspace", f"must be a multiple of block ({t['block']}), got {t['subspace']}"
+    return "preset", None
+
+
 def _krylov_shape(t):
     for key in ("grid", "local"):
         if len(t[key]) != 3:
@@ -432,6 +459,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "stream_triad": [_below_ranks("max_distance")],
     "fem_matvec": [_matvec_distances],
     "krylov": [_krylov_shape],
+    "chebfd": [_cheb_partners],
 }
 
 
@@ -795,6 +823,14 @@ def _engine_workload(w: dict) -> dict:
     kind = w["kind"]
     if kind == "goal":
         return {"kind": "goal", "path": w["path"]}
+    if kind == "chebfd":
+        return {
+            "kind": "chebfd",
+            **{k: w[k] for k in ("ranks", "subspace", "block", "degree", "mode", "remote_fraction", "split_overhead", "barrier")},
+            "kernel_per_vector_ps": _ps(w["kernel_per_vector_s"]),
+            "partners": [[d, b] for d, b in zip(w["offsets"], w["offset_bytes"])],
+            "preset": w["preset"] or None,
+        }
     if kind == "stream_triad":
         # A sweep streams bytes_per_element per element (A = B + s·C: two loads,
         # one store, one write-allocate) at the core's bandwidth, then exchanges

@@ -1,6 +1,7 @@
 //! Built-in programs, generated lazily per rank.
 
 mod bsp;
+mod chebfd;
 mod collective;
 mod krylov;
 mod matvec;
@@ -10,6 +11,7 @@ mod spmv;
 
 pub use bsp::Bsp;
 pub use collective::{CollectiveLoop, CollectiveMode};
+pub use chebfd::{table7 as chebfd_table7, ChebFd, ChebMode};
 pub use krylov::{Krylov, Method as KrylovMethod};
 pub use matvec::{FemMatvec, Hiding};
 pub use script::{Script, ScriptState};

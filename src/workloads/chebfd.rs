@@ -1,0 +1,360 @@
+//! Chebyshev filter diagonalization (idle-waves paper §3.3): n_p polynomial
+//! steps applied to n_s/n_b blocks of n_b vectors, each step a halo exchange
+//! of the block and a kernel (SpMMV + BLAS-1), in one of three schemes:
+//!
+//! - NON-SPLIT: for each block, for each step: exchange, then the kernel;
+//! - SPLIT-WAIT: for each block, for each step: start the exchange, local
+//!   kernel, wait, remote kernel (which re-reads the result: extra traffic);
+//! - PIPELINE: for each step: exchange block 0; then for each block k start
+//!   the exchange of block k+1, run kernel k, wait.
+//!
+//! Partners come as signed rank offsets with message sizes per vector, as in
+//! Table 7 (M1–M9): an offset d means "receive from r+d, send to r−d" (both
+//! for ±d), so every send meets a receive; open boundaries drop the partners
+//! beyond the ends. An optional barrier follows every polynomial step.
+
+use super::{TAG_BARRIER, TAG_HALO};
+use crate::collectives::{Collective, CollectiveKind, Driver};
+use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::time::Time;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChebMode {
+    NonSplit,
+    SplitWait,
+    Pipeline,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChebFd {
+    pub ranks: u32,
+    /// Subspace size n_s, block size n_b (n_s/n_b blocks), polynomial degree n_p.
+    pub subspace: u32,
+    pub block: u32,
+    pub degree: u32,
+    pub mode: ChebMode,
+    /// (offset, bytes per vector): receive from r+offset, send to r−offset.
+    pub partners: Vec<(i64, u64)>,
+    /// A Table 7 configuration (M1–M9) to take the partners from instead.
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// Kernel time per vector of a block and polynomial step.
+    pub kernel_per_vector_ps: Time,
+    /// Share of the kernel that needs remote elements (split-wait's second part).
+    pub remote_fraction: f64,
+    /// Extra kernel time split-wait pays for updating the result twice, as a share.
+    pub split_overhead: f64,
+    pub barrier: bool,
+}
+
+/// Most partner offsets: each takes a send and a receive slot, for two
+/// blocks in flight (64 slots).
+const MAX_OFFSETS: usize = 16;
+
+const T_ITER: u8 = 0;
+const T_KERNEL: u8 = 1;
+const T_COMM: u8 = 2;
+
+/// Per-rank cursor.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChebState {
+    /// Sequence number of the (block, step) pair being worked on.
+    seq: u32,
+    phase: u8,
+    idx: u8,
+    /// Which half of the slots the exchange in flight uses (pipeline).
+    half: u8,
+    barrier: Driver,
+}
+
+impl ChebFd {
+    /// The workload with a preset's partners filled in.
+    pub fn resolved(&self) -> Result<ChebFd, String> {
+        let mut c = self.clone();
+        if let Some(name) = &self.preset {
+            c.partners = table7(name).ok_or_else(|| format!("workload.preset: unknown configuration '{name}' (M1–M9)"))?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.block == 0 || self.subspace == 0 || !self.subspace.is_multiple_of(self.block) {
+            return Err(format!("workload.subspace ({}) must be a positive multiple of workload.block ({})", self.subspace, self.block));
+        }
+        if self.partners.len() > MAX_OFFSETS {
+            return Err(format!("workload.partners: at most {MAX_OFFSETS} offsets are supported"));
+        }
+        if self.degree == 0 {
+            return Err("workload.degree must be at least 1".into());
+        }
+        if let Some((d, _)) = self.partners.iter().find(|(d, _)| *d == 0 || d.unsigned_abs() >= self.ranks as u64) {
+            return Err(format!("workload.partners: offset {d} must be non-zero and smaller than ranks"));
+        }
+        if !(0.0..=1.0).contains(&self.remote_fraction) || self.split_overhead < 0.0 {
+            return Err("workload.remote_fraction must be in [0, 1] and split_overhead non-negative".into());
+        }
+        Ok(())
+    }
+
+    fn blocks(&self) -> u32 {
+        self.subspace / self.block
+    }
+
+    /// Partner j (receives for even j, sends for odd j) of `rank`, if it exists.
+    fn partner(&self, rank: u32, j: usize) -> Option<Option<(u32, u64, bool)>> {
+        let (d, bytes) = *self.partners.get(j / 2)?;
+        let receive = j.is_multiple_of(2);
+        let q = rank as i64 + if receive { d } else { -d };
+        Some((0..self.ranks as i64).contains(&q).then_some((q as u32, bytes * self.block as u64, receive)))
+    }
+
+    fn kernel(&self) -> Time {
+        self.kernel_per_vector_ps * self.block as Time
+    }
+
+    fn kernel_part(&self, remote: bool) -> Time {
+        let k = self.kernel() as f64;
+        let part = if remote { k * self.remote_fraction + k * self.split_overhead } else { k * (1.0 - self.remote_fraction) };
+        part.round() as Time
+    }
+
+    /// The (block, step) pair of sequence number `seq`, in the mode's loop order.
+    fn position(&self, seq: u32) -> (u32, u32) {
+        match self.mode {
+            ChebMode::Pipeline => (seq % self.blocks(), seq / self.blocks()),
+            _ => (seq / self.degree, seq % self.degree),
+        }
+    }
+}
+
+impl Workload for ChebFd {
+    type State = ChebState;
+
+    fn num_ranks(&self) -> u32 {
+        self.ranks
+    }
+    fn iterations(&self) -> u32 {
+        self.blocks() * self.degree
+    }
+    fn timer_names(&self) -> Vec<String> {
+        vec!["iteration".into(), "kernel".into(), "comm".into()]
+    }
+
+    fn next(&self, rank: u32, s: &mut ChebState, _ctx: &Ctx) -> StreamOp {
+        let n = self.partners.len() * 2;
+        let slots = |half: u8| -> u64 { (u64::MAX >> (64 - n)) << (half as usize * n) };
+        loop {
+            let seq = s.seq;
+            if seq == self.iterations() {
+                return StreamOp::Done;
+            }
+            let (block, _step) = self.position(seq);
+            let pipeline = self.mode == ChebMode::Pipeline;
+            match s.phase {
+                0 => {
+                    s.phase = 1;
+                    s.idx = 0;
+                    return StreamOp::TimerStart { timer: T_ITER, iteration: seq };
+                }
+                // Start an exchange: the pipeline's first block of a step
+                // posts its own; every block posts the next one's.
+                1 => {
+                    if pipeline && block > 0 {
+                        s.phase = 3; // block k's exchange was posted with block k−1
+                        continue;
+                    }
+                    s.phase = 2;
+                    return StreamOp::TimerStart { timer: T_COMM, iteration: seq };
+                }
+                2 | 12 => match self.partner(rank, s.idx as usize) {
+                    None => {
+                        s.idx = 0;
+                        s.phase = if s.phase == 2 { 20 } else { 13 };
+                    }
+                    Some(None) => s.idx += 1,
+                    Some(Some((peer, bytes, receive))) => {
+                        let half = if s.phase == 2 { s.half } else { s.half ^ 1 };
+                        let slot = s.idx + half * n as u8;
+                        s.idx += 1;
+                        return if receive {
+                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                        } else {
+                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                        };
+                    }
+                },
+                // After posting: non-split and the pipeline's head wait now;
+                // split-wait computes the local part first.
+                20 => {
+                    if self.mode == ChebMode::SplitWait {
+                        s.phase = 3;
+                        return StreamOp::TimerStop { timer: T_COMM, iteration: seq };
+                    }
+                    s.phase = 21;
+                    return StreamOp::Wait(slots(s.half));
+                }
+                21 => {
+                    s.phase = 3;
+                    return StreamOp::TimerStop { timer: T_COMM, iteration: seq };
+                }
+                3 => {
+                    s.phase = 4;
+                    // The pipeline posts the next block's exchange before computing.
+                    if pipeline && block + 1 < self.blocks() {
+                        s.phase = 12;
+                        s.idx = 0;
+                        continue;
+                    }
+                }
+                13 => s.phase = 4,
+                4 => {
+                    s.phase = 5;
+                    return StreamOp::TimerStart { timer: T_KERNEL, iteration: seq };
+                }
+                5 => {
+                    s.phase = 6;
+                    let t = if self.mode == ChebMode::SplitWait { self.kernel_part(false) } else { self.kernel() };
+                    return StreamOp::Calc(t);
+                }
+                6 => {
+                    s.phase = 7;
+                    match self.mode {
+                        ChebMode::SplitWait => return StreamOp::Wait(slots(s.half)),
+                        ChebMode::Pipeline if block + 1 < self.blocks() => {
+                            // the next block's exchange, posted before this kernel
+                            s.half ^= 1;
+                            return StreamOp::Wait(slots(s.half));
+                        }
+                        _ => {}
+                    }
+                }
+                7 => {
+                    s.phase = 8;
+                    if self.mode == ChebMode::SplitWait {
+                        return StreamOp::Calc(self.kernel_part(true));
+                    }
+                }
+                8 => {
+                    s.phase = 9;
+                    return StreamOp::TimerStop { timer: T_KERNEL, iteration: seq };
+                }
+                9 => {
+                    // A barrier closes each polynomial step (in the pipeline,
+                    // after its last block).
+                    let last_of_step = if pipeline { block + 1 == self.blocks() } else { true };
+                    s.phase = 10;
+                    s.barrier = Driver::default();
+                    if !(self.barrier && last_of_step) {
+                        s.phase = 11;
+                    }
+                }
+                10 => match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
+                    Some(op) => return op,
+                    None => s.phase = 11,
+                },
+                _ => {
+                    s.phase = 0;
+                    s.seq += 1;
+                    return StreamOp::TimerStop { timer: T_ITER, iteration: seq };
+                }
+            }
+        }
+    }
+}
+
+/// Table 7 (a): M1–M9 partner offsets and message sizes (bytes per vector,
+/// at 64 nodes); ±d stands for both d and −d.
+pub fn table7(name: &str) -> Option<Vec<(i64, u64)>> {
+    let kb = |x: f64| (x * 1000.0).round() as u64;
+    let both = |d: i64, s: f64| vec![(d, kb(s)), (-d, kb(s))];
+    let one = |d: i64, s: f64| vec![(d, kb(s))];
+    let v: Vec<Vec<(i64, u64)>> = match name {
+        "M1" => vec![both(1, 1050.0), one(-20, 105.0), one(-19, 0.128)],
+        "M2" => vec![both(1, 1050.0), both(20, 48.0), both(19, 8.0)],
+        "M3" => vec![both(1, 1050.0)],
+        "M4" => vec![both(1, 1050.0), one(-20, 105.0), both(160, 48.0), both(159, 8.0), one(-19, 0.128)],
+        "M5" => vec![both(1, 1050.0), one(-20, 105.0), one(-19, 0.128)],
+        "M6" => vec![both(1, 1050.0), one(-20, 48.0), one(-140, 48.0), one(-19, 8.0), one(-141, 8.0)],
+        "M7" => vec![both(1, 1050.0), one(-20, 105.0), one(-480, 48.0), one(-160, 48.0), one(-481, 8.0), one(-159, 8.0), one(-19, 0.128)],
+        "M8" => vec![both(1, 1050.0), one(-20, 105.0), one(-560, 48.0), one(-80, 48.0), one(-561, 8.0), one(-79, 8.0), one(-19, 0.128)],
+        "M9" => vec![both(1, 1050.0), one(-20, 105.0), one(-80, 96.0), one(-79, 8.0), one(-81, 8.0), one(-19, 0.128)],
+        _ => return None,
+    };
+    Some(v.into_iter().flatten().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Engine;
+    use crate::network::{LogGOPS, Network};
+    use crate::noise::Noise;
+    use crate::program::stream::StreamProgram;
+    use crate::record::Recorder;
+
+    fn cheb(mode: ChebMode, barrier: bool) -> ChebFd {
+        ChebFd {
+            ranks: 24,
+            subspace: 8,
+            block: 2,
+            degree: 5,
+            mode,
+            partners: vec![(1, 2_000), (-1, 2_000), (-3, 400)],
+            kernel_per_vector_ps: 50_000_000,
+            remote_fraction: 0.2,
+            split_overhead: 0.1,
+            barrier,
+            preset: None,
+        }
+    }
+
+    fn run(c: ChebFd) -> (Time, u64) {
+        let p = c.ranks;
+        // 50 µs of latency to hide; small messages so the receive overhead stays small
+        let net = Network::uniform(LogGOPS { l_ps: 50_000_000, ..LogGOPS::loggopsim_defaults() });
+        let mut e = Engine::new(StreamProgram::new(c, Recorder::disabled()), net, Noise::none()).unwrap();
+        e.run().unwrap();
+        ((0..p).map(|r| e.finish_time(r)).max().unwrap(), e.events)
+    }
+
+    #[test]
+    fn every_mode_exchanges_each_block_at_every_step() {
+        for mode in [ChebMode::NonSplit, ChebMode::SplitWait, ChebMode::Pipeline] {
+            for barrier in [false, true] {
+                let c = cheb(mode, barrier);
+                let msgs: u64 = (0..c.ranks).map(|r| (0..6).filter_map(|j| c.partner(r, j).flatten()).filter(|x| x.2).count() as u64).sum();
+                let sweeps = (c.blocks() * c.degree) as u64;
+                let kernels = if mode == ChebMode::SplitWait { 2 } else { 1 };
+                let barriers = if barrier { c.degree as u64 * if mode == ChebMode::Pipeline { 1 } else { c.blocks() as u64 } } else { 0 };
+                let (_, events) = run(c);
+                assert_eq!(events, sweeps * (2 * msgs + 24 * kernels) + barriers * 2 * 24 * 5, "{mode:?} barrier={barrier}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_pipeline_overlaps_and_split_wait_pays_for_its_extra_traffic() {
+        let non_split = run(cheb(ChebMode::NonSplit, false)).0;
+        let pipeline = run(cheb(ChebMode::Pipeline, false)).0;
+        let split = run(cheb(ChebMode::SplitWait, false)).0;
+        assert!(pipeline < non_split, "{pipeline} {non_split}");
+        assert!(split > pipeline, "{split} {pipeline}");
+    }
+
+    #[test]
+    fn table_7_presets_pair_every_send_with_a_receive() {
+        for m in ["M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8", "M9"] {
+            let partners = table7(m).unwrap();
+            let c = ChebFd { ranks: 1280, partners, ..cheb(ChebMode::NonSplit, false) };
+            c.validate().unwrap_or_else(|e| panic!("{m}: {e}"));
+            let mut e = Engine::new(StreamProgram::new(ChebFd { degree: 1, subspace: 2, ..c }, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+            e.run().unwrap_or_else(|err| panic!("{m}: {err}"));
+        }
+        assert_eq!(table7("M3").unwrap(), vec![(1, 1_050_000), (-1, 1_050_000)]);
+        assert!(table7("M10").is_none());
+    }
+}
