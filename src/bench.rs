@@ -31,6 +31,7 @@ fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> Worklo
         compute_ps: 0,
         root: 0,
         test_chunks: 1,
+        comm: Default::default(),
     })
 }
 

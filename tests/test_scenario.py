@@ -77,9 +77,11 @@ def test_collective_defaults_and_ints_become_floats():
         "mode": "blocking",
         "test_chunks": 1,
         "message_bytes": 8,
-        "chunk_bytes": 65536,
+        "chunk_bytes": 0,
         "compute_s": 1.0,
         "root": 0,
+        "communicator": "world",
+        "grid_columns": 0,
     }
     assert isinstance(s["workload"]["compute_s"], float)
 
@@ -223,9 +225,10 @@ def test_engine_config_defaults_collective_and_goal(tmp_path):
         "mode": "blocking",
         "test_chunks": 1,
         "message_bytes": 8,
-        "chunk_bytes": 65536,
+        "chunk_bytes": 0,
         "compute_ps": 0,
         "root": 0,
+        "comm": {"kind": "world"},
     }
     assert e["record_timers"] is False
 
@@ -329,7 +332,7 @@ def test_missing_file():
         (f"[workload]\nranks = 100\ndistances = {list(range(1, 10))}\n", "workload.distances: at most 8"),
         ('[workload]\nkind = "collective"\nranks = 4\nroot = 4\n', "workload.root: must be < ranks (4), got 4"),
         ('[workload]\nkind = "collective"\ncollective = "allscatter"\n', "workload.collective: must be one of allreduce, bcast"),
-        ('[workload]\nkind = "collective"\ncollective = "bcast"\nalgorithm = "ring"\n', "workload.algorithm: 'ring' is not an algorithm for bcast"),
+        ('[workload]\nkind = "collective"\ncollective = "barrier"\nalgorithm = "ring"\n', "workload.algorithm: 'ring' is not an algorithm for barrier"),
         ('[workload]\nkind = "collective"\ncollective = "allgather"\nalgorithm = "recursive_doubling"\nranks = 12\n', "workload.algorithm: recursive_doubling allgather needs a power-of-two"),
         ('[workload]\nkind = "collective"\nmode = "lazy"\n', "workload.mode: must be one of blocking, nonblocking, ideal"),
         ("[limits]\nmax_memory_bytes = -1\n", "limits.max_memory_bytes: must be between 0"),
@@ -452,3 +455,23 @@ def test_describe_workloads():
     bsp["params"]["distances"].append(2)  # callers can't corrupt the schema
     assert sc.describe_workloads()[0]["params"]["distances"] == [1]
     json.dumps(d)
+
+
+def test_collective_sub_communicators_and_chunking_are_checked():
+    e = sc.to_engine_config(sc.parse_scenario(
+        '[workload]\nkind = "collective"\ncollective = "bcast"\nalgorithm = "two_ring"\nranks = 12\n'
+        'communicator = "columns"\ngrid_columns = 4\nroot = 2\nchunk_bytes = 1000\n'))
+    assert e["workload"]["comm"] == {"kind": "strided", "stride": 4}
+    e = sc.to_engine_config(sc.parse_scenario(
+        '[network]\nranks_per_node = 6\n[workload]\nkind = "collective"\nranks = 12\ncommunicator = "nodes"\n'))
+    assert e["workload"]["comm"] == {"kind": "blocks", "size": 6}
+    bad = [
+        ('communicator = "rows"\ngrid_columns = 5', "workload.grid_columns"),
+        ('communicator = "rows"\ngrid_columns = 4\nroot = 4', "workload.root"),
+        ('grid_columns = 4', "workload.grid_columns"),
+        ('collective = "bcast"\nalgorithm = "binomial"\nchunk_bytes = 10', "workload.chunk_bytes"),
+        ('collective = "bcast"\nalgorithm = "pipelined_ring"', "workload.chunk_bytes"),
+    ]
+    for extra, where in bad:
+        with pytest.raises(sc.ScenarioError, match=where):
+            sc.parse_scenario(f'[workload]\nkind = "collective"\nranks = 12\n{extra}\n')

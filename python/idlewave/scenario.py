@@ -215,7 +215,8 @@ NOISE: dict[str, tuple[str, dict[str, Field]]] = {
 # collective -> its algorithms, the first being the default ("auto")
 COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "allreduce": ("dissemination", "recursive_doubling", "ring", "reduce_bcast"),
-    "bcast": ("binomial", "binary_tree", "linear", "pipelined_ring"),
+    "bcast": ("binomial", "binary_tree", "linear", "pipelined_ring", "ring", "modified_ring", "two_ring",
+              "two_ring_modified"),
     "reduce": ("binomial",),
     "gather": ("binomial",),
     "scatter": ("binomial",),
@@ -223,6 +224,12 @@ COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "alltoall": ("pairwise",),
     "barrier": ("dissemination",),
 }
+
+# broadcasts that relay messages cut into chunk_bytes pieces
+RING_BCASTS = ("pipelined_ring", "ring", "modified_ring", "two_ring", "two_ring_modified")
+# sub-communicators: rows / columns of a row-major grid with grid_columns columns,
+# or the ranks of each node (network.ranks_per_node consecutive ranks)
+COMMUNICATORS = ("world", "rows", "columns", "nodes")
 
 # Table 1 of the noise/nonblocking-collectives paper: computation-to-communication ratios
 SKELETON_APPS: dict[str, float] = {
@@ -252,9 +259,12 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "mode": Field("str", "blocking", _one_of("blocking", "nonblocking", "ideal")),
             "test_chunks": Field("int", 1, _int_range(1, 65535)),
             "message_bytes": Field("int", 8, _U64),
-            "chunk_bytes": Field("int", 65536, _int_range(1, MAX_U64)),
+            "chunk_bytes": Field("int", 0, _U64),
             "compute_s": Field("float", 0.0, _NONNEG_S),
             "root": Field("int", 0, _U32),
+            # every group of this partition runs the collective at once; root is group-local
+            "communicator": Field("str", "world", _one_of(*COMMUNICATORS)),
+            "grid_columns": Field("int", 0, _U32),
         },
     ),
     "skeleton": (
@@ -397,6 +407,28 @@ def _algorithm(t):
     return "algorithm", None
 
 
+def _chunking(t):
+    a = t["algorithm"]
+    if t["chunk_bytes"] and not (t["collective"] == "bcast" and a in RING_BCASTS):
+        return "chunk_bytes", f"only the ring broadcasts ({', '.join(RING_BCASTS)}) cut messages into chunks"
+    if a == "pipelined_ring" and not t["chunk_bytes"]:
+        return "chunk_bytes", "pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)"
+    return "chunk_bytes", None
+
+
+def _communicator(t):
+    comm, cols, p = t["communicator"], t["grid_columns"], t["ranks"]
+    if comm in ("rows", "columns"):
+        if cols == 0 or p % cols:
+            return "grid_columns", f"must divide ranks ({p}) for communicator {comm!r}, got {cols}"
+        size = cols if comm == "rows" else p // cols
+        if t["root"] >= size:
+            return "root", f"must be < the group size ({size}) of communicator {comm!r}, got {t['root']}"
+    elif cols:
+        return "grid_columns", f"only applies to communicator 'rows' or 'columns', not {comm!r}"
+    return "communicator", None
+
+
 def _beta_or_app(t):
     if (t["beta"] > 0) == bool(t["app"]):
         return "beta", "give either beta > 0 or app (one of " + ", ".join(SKELETON_APPS) + "), not both"
@@ -453,7 +485,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "checkpoint": [_shorter("duration_s", "interval_s")],
     "poisson": [_poisson_duty],
     "bsp": [_distances],
-    "collective": [_below_ranks("root"), _algorithm],
+    "collective": [_below_ranks("root"), _algorithm, _chunking, _communicator],
     "skeleton": [_beta_or_app],
     "spmv": [_rows_at_least_ranks],
     "stream_triad": [_below_ranks("max_distance")],
@@ -525,7 +557,7 @@ def to_engine_config(scn: dict) -> dict:
             "ranks_per_node": net["ranks_per_node"],
         },
         "noise": [_engine_noise(n) for n in scn["noise"]],
-        "workload": _engine_workload(scn["workload"]),
+        "workload": _engine_workload(scn["workload"], net),
         "record_timers": scn["record"]["timers"],
         "async_progress": net["async_progress"],
         "max_memory_bytes": scn["limits"]["max_memory_bytes"] or None,
@@ -819,8 +851,20 @@ def _engine_noise(n: dict) -> dict:
     return {"kind": kind, **out, "ranks": n["ranks"]}
 
 
-def _engine_workload(w: dict) -> dict:
+def _engine_comm(w: dict, net: dict) -> dict:
+    comm = w["communicator"]
+    if comm == "rows":
+        return {"kind": "blocks", "size": w["grid_columns"]}
+    if comm == "columns":
+        return {"kind": "strided", "stride": w["grid_columns"]}
+    if comm == "nodes":
+        return {"kind": "blocks", "size": net["ranks_per_node"]}
+    return {"kind": "world"}
+
+
+def _engine_workload(w: dict, net: dict) -> dict:
     kind = w["kind"]
+
     if kind == "goal":
         return {"kind": "goal", "path": w["path"]}
     if kind == "chebfd":
@@ -847,6 +891,9 @@ def _engine_workload(w: dict) -> dict:
             "barrier": w["barrier"],
         }
     out = {"kind": kind}
+    if kind == "collective":
+        out["comm"] = _engine_comm(w, net)
+        w = {k: v for k, v in w.items() if k not in ("communicator", "grid_columns")}
     if kind == "skeleton":
         w = dict(w)
         app = w.pop("app")

@@ -25,7 +25,7 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         }
         (Bcast, BinaryTree) => binary_tree_bcast(c, rank, i),
         (Bcast, Linear) => linear_bcast(c, rank, i),
-        (Bcast, PipelinedRing) => pipelined_ring_bcast(c, rank, i),
+        (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => super::relay::relay_bcast(c, rank, i),
         (Bcast, _) => Tree::of(c).bcast(rank, i, |_| c.bytes, c.bytes),
         (Reduce, _) => Tree::of(c).reduce(rank, i, |_| c.bytes, c.bytes),
         (Gather, _) => {
@@ -128,31 +128,6 @@ fn linear_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         (i + 1 < p).then(|| Step::Send { to: (c.root + i + 1) % p, bytes: c.bytes })
     } else {
         (i == 0).then_some(Step::Recv { from: c.root, bytes: c.bytes })
-    }
-}
-
-/// Chain root → root+1 → …; each rank forwards chunk k once it has it.
-fn pipelined_ring_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {
-    let p = c.ranks;
-    let v = (rank + p - c.root) % p;
-    let chunks = c.bytes.div_ceil(c.chunk_bytes).max(1);
-    let chunk = |k: u64| c.chunk_bytes.min(c.bytes - (k * c.chunk_bytes).min(c.bytes));
-    let (prev, next) = ((rank + p - 1) % p, (rank + 1) % p);
-    let i = i as u64;
-    if p == 1 {
-        None
-    } else if v == 0 {
-        (i < chunks).then(|| Step::Send { to: next, bytes: chunk(i) })
-    } else if v == p - 1 {
-        (i < chunks).then(|| Step::Recv { from: prev, bytes: chunk(i) })
-    } else {
-        (i < 2 * chunks).then(|| {
-            if i.is_multiple_of(2) {
-                Step::Recv { from: prev, bytes: chunk(i / 2) }
-            } else {
-                Step::Send { to: next, bytes: chunk(i / 2) }
-            }
-        })
     }
 }
 

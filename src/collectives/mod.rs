@@ -10,6 +10,7 @@
 //! rank's block for gather, scatter, allgather and alltoall.
 
 mod algorithms;
+pub mod relay;
 
 use crate::program::stream::StreamOp;
 use serde::Deserialize;
@@ -79,8 +80,70 @@ pub enum Algorithm {
     Linear,
     /// A chain from the root, the message cut into chunks (bcast).
     PipelinedRing,
+    /// HPL's modified 1-ring: the root feeds rank+1 directly and rank+2
+    /// starts the chain (bcast; chunks optional).
+    ModifiedRing,
+    /// Two chains from the root, one up and one down (bcast; chunks optional).
+    TwoRing,
+    /// rank+1 fed directly, then a 2-ring over the rest (bcast; chunks optional).
+    TwoRingModified,
     /// Step k: send to r+k, receive from r−k (alltoall).
     Pairwise,
+}
+
+/// The communicator a collective runs on: the whole world, or one of a
+/// partition of it into equal groups, every group running the collective at
+/// once. `ranks` and `root` of a [`Collective`] are then group-local.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Comm {
+    #[default]
+    World,
+    /// Consecutive blocks of `size` ranks: the rows of a row-major grid with
+    /// `size` columns, or the ranks of a node under block mapping.
+    Blocks { size: u32 },
+    /// Ranks equal modulo `stride`: the columns of a row-major grid with
+    /// `stride` columns.
+    Strided { stride: u32 },
+}
+
+impl Comm {
+    /// The rank's index inside its group.
+    #[inline]
+    pub fn local(self, rank: u32) -> u32 {
+        match self {
+            Comm::World => rank,
+            Comm::Blocks { size } => rank % size,
+            Comm::Strided { stride } => rank / stride,
+        }
+    }
+
+    /// The world rank of member `local` of `rank`'s group.
+    #[inline]
+    pub fn global(self, rank: u32, local: u32) -> u32 {
+        match self {
+            Comm::World => local,
+            Comm::Blocks { size } => rank - rank % size + local,
+            Comm::Strided { stride } => local * stride + rank % stride,
+        }
+    }
+
+    /// Size of every group when the world has `world` ranks, or why the
+    /// world cannot be split so.
+    pub fn group_size(self, world: u32) -> Result<u32, String> {
+        let (n, what) = match self {
+            Comm::World => return Ok(world),
+            Comm::Blocks { size } => (size, "group size"),
+            Comm::Strided { stride } => (stride, "stride (grid columns)"),
+        };
+        if n == 0 || world % n != 0 {
+            return Err(format!("the communicator's {what} {n} must divide the {world} ranks"));
+        }
+        Ok(match self {
+            Comm::Blocks { size } => size,
+            _ => world / n,
+        })
+    }
 }
 
 impl CollectiveKind {
@@ -100,7 +163,9 @@ impl CollectiveKind {
         use Algorithm::*;
         match self {
             CollectiveKind::Allreduce => &[Dissemination, RecursiveDoubling, Ring, ReduceBcast],
-            CollectiveKind::Bcast => &[Binomial, BinaryTree, Linear, PipelinedRing],
+            CollectiveKind::Bcast => {
+                &[Binomial, BinaryTree, Linear, PipelinedRing, Ring, ModifiedRing, TwoRing, TwoRingModified]
+            }
             CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
             CollectiveKind::Allgather => &[Ring, RecursiveDoubling],
             CollectiveKind::Alltoall => &[Pairwise],
@@ -121,16 +186,18 @@ pub struct Collective {
     pub ranks: u32,
     pub root: u32,
     pub bytes: u64,
-    /// Chunk size of the pipelined ring broadcast.
+    /// Chunk size of the ring broadcasts (0: the whole message at once).
     pub chunk_bytes: u64,
     pub tag: u32,
+    /// Which ranks take part, as groups; `ranks` and `root` are group-local.
+    pub comm: Comm,
 }
 
 impl Collective {
     /// A dissemination collective of `kind` on all `ranks` (barriers and the
     /// small allreduces of solvers).
     pub fn dissemination(kind: CollectiveKind, ranks: u32, bytes: u64, tag: u32) -> Self {
-        Collective { kind, algorithm: Algorithm::Dissemination, ranks, root: 0, bytes, chunk_bytes: 0, tag }
+        Collective { kind, algorithm: Algorithm::Dissemination, ranks, root: 0, bytes, chunk_bytes: 0, tag, comm: Comm::World }
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -164,10 +231,22 @@ impl Collective {
         Ok(())
     }
 
-    /// Step `i` of `rank`, or None once its part is over.
+    /// Step `i` of (world) `rank`, or None once its part is over.
     #[inline]
     pub fn step(&self, rank: u32, i: u32) -> Option<Step> {
-        algorithms::step(self, rank, i)
+        if self.comm == Comm::World {
+            return algorithms::step(self, rank, i);
+        }
+        let g = |l: u32| self.comm.global(rank, l);
+        Some(match algorithms::step(self, self.comm.local(rank), i)? {
+            Step::Recv { from, bytes } => Step::Recv { from: g(from), bytes },
+            Step::Send { to, bytes } => Step::Send { to: g(to), bytes },
+            Step::Exchange { to, send_bytes, from, recv_bytes } => {
+                Step::Exchange { to: g(to), send_bytes, from: g(from), recv_bytes }
+            }
+            Step::FanOut { to, bytes, k } => Step::FanOut { to: g(to), bytes, k },
+            w @ Step::WaitFanOut { .. } => w,
+        })
     }
 
     /// Every step of `rank`, in order (for tests and inspection).

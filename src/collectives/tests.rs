@@ -11,7 +11,7 @@ use crate::time::Time;
 use crate::workloads::{CollectiveLoop, CollectiveMode};
 
 fn call(kind: CollectiveKind, algorithm: Algorithm, ranks: u32, root: u32, bytes: u64) -> Collective {
-    Collective { kind, algorithm, ranks, root, bytes, chunk_bytes: 1000, tag: 2 }
+    Collective { kind, algorithm, ranks, root, bytes, chunk_bytes: 1000, tag: 2, comm: Comm::World }
 }
 
 fn sends(c: &Collective) -> Vec<(u32, u32, u64)> {
@@ -46,11 +46,17 @@ fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> usize 
         (Allreduce, RecursiveDoubling) => pof2 * pof2.trailing_zeros() as usize + 2 * (p - pof2),
         (Allreduce, Ring) => 2 * p * (p - 1),
         (Allreduce, ReduceBcast) => 2 * (p - 1),
-        (Bcast, PipelinedRing) => (p - 1) * chunks as usize,
+        (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => (p - 1) * chunks as usize,
         (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
         (Allgather, RecursiveDoubling) => p * lg,
         _ => p - 1, // trees: bcast, reduce, gather, scatter
     }
+}
+
+/// The broadcasts that cut messages into chunks.
+fn is_relay(kind: CollectiveKind, alg: Algorithm) -> bool {
+    use Algorithm::*;
+    kind == CollectiveKind::Bcast && matches!(alg, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified)
 }
 
 fn all_calls() -> Vec<(CollectiveKind, Algorithm)> {
@@ -115,7 +121,7 @@ fn recursive_doubling_folds_non_powers_of_two() {
 
 #[test]
 fn invalid_choices_are_rejected() {
-    let mut c = call(CollectiveKind::Bcast, Algorithm::Ring, 8, 0, 8);
+    let mut c = call(CollectiveKind::Barrier, Algorithm::Ring, 8, 0, 8);
     assert!(c.validate().unwrap_err().contains("not an algorithm"));
     c = call(CollectiveKind::Allgather, Algorithm::RecursiveDoubling, 12, 0, 8);
     assert!(c.validate().unwrap_err().contains("power-of-two"));
@@ -141,6 +147,7 @@ fn coll(ranks: u32, collective: CollectiveKind, algorithm: Algorithm, bytes: u64
         compute_ps: 1_000_000,
         root: ranks / 2,
         test_chunks: 1,
+        comm: Default::default(),
     }
 }
 
@@ -153,7 +160,7 @@ fn every_algorithm_runs_to_completion_eager_and_rendezvous() {
             }
             for bytes in [8u64, 100_000] {
                 let w = coll(p, kind, alg, bytes, CollectiveMode::Blocking);
-                let chunks = if alg == Algorithm::PipelinedRing { bytes.div_ceil(30_000) } else { 1 };
+                let chunks = if is_relay(kind, alg) { bytes.div_ceil(30_000) } else { 1 };
                 let e = run(w);
                 let msgs = messages(kind, alg, p, chunks) as u64;
                 // per iteration: one computation per rank, each message sent and received once
@@ -243,8 +250,93 @@ fn nonblocking_mode_completes_every_algorithm() {
             let prog = StreamProgram::new(w, Recorder::disabled()).with_async_progress(async_progress);
             let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
             e.run().unwrap_or_else(|err| panic!("{kind:?}/{alg:?} async={async_progress}: {err}"));
-            let chunks = if alg == Algorithm::PipelinedRing { 3 } else { 1 };
+            let chunks = if is_relay(kind, alg) { 3 } else { 1 };
             assert_eq!(e.events, 2 * (3 * p as u64 + 2 * messages(kind, alg, p, chunks) as u64), "{kind:?}/{alg:?}");
         }
     }
+}
+
+/// The relay topologies are trees: every non-root rank has one parent that
+/// lists it as a child, and the root reaches everyone.
+#[test]
+fn relay_topologies_are_spanning_trees() {
+    use relay::{child, children, parent};
+    for &alg in CollectiveKind::Bcast.algorithms() {
+        for p in 1..=40u32 {
+            let mut reached = vec![false; p as usize];
+            let mut stack = vec![0u32];
+            while let Some(v) = stack.pop() {
+                assert!(!reached[v as usize], "{alg:?} p={p}: {v} reached twice");
+                reached[v as usize] = true;
+                for j in 0..children(alg, v, p) {
+                    let c = child(alg, v, p, j).unwrap();
+                    assert_eq!(parent(alg, c, p), Some(v), "{alg:?} p={p}: parent of {c}");
+                    stack.push(c);
+                }
+            }
+            assert!(reached.iter().all(|&r| r), "{alg:?} p={p}: not everyone reached");
+        }
+    }
+}
+
+#[test]
+fn ring_family_shapes_match_hpl() {
+    use relay::{child, children, parent};
+    use Algorithm::*;
+    let kids = |alg, v, p| (0..children(alg, v, p)).map(|j| child(alg, v, p, j).unwrap()).collect::<Vec<_>>();
+    // 1-ring: a chain.
+    assert_eq!((kids(Ring, 0, 6), kids(Ring, 4, 6), kids(Ring, 5, 6)), (vec![1], vec![5], vec![]));
+    // modified ring: 1 is fed directly and forwards nothing; 2 starts the chain.
+    assert_eq!((kids(ModifiedRing, 0, 6), kids(ModifiedRing, 1, 6), kids(ModifiedRing, 2, 6)), (vec![1, 2], vec![], vec![3]));
+    // 2-ring over 7: up 1→2→3, down 6→5→4.
+    assert_eq!((kids(TwoRing, 0, 7), kids(TwoRing, 3, 7), kids(TwoRing, 6, 7), parent(TwoRing, 4, 7)), (vec![1, 6], vec![], vec![5], Some(5)));
+    // modified 2-ring over 7: 1 direct, then up 2→3→4, down 6→5.
+    assert_eq!((kids(TwoRingModified, 0, 7), kids(TwoRingModified, 2, 7), kids(TwoRingModified, 6, 7)), (vec![1, 2, 6], vec![3], vec![5]));
+    // The longest chain sets the latency: p−1 hops for the 1-ring, about half for the 2-rings.
+    let depth = |alg, p| (0..p).map(|mut v| { let mut d = 0; while let Some(u) = parent(alg, v, p) { v = u; d += 1; } d }).max().unwrap();
+    assert_eq!((depth(Ring, 16), depth(ModifiedRing, 16), depth(TwoRing, 16), depth(TwoRingModified, 16)), (15, 14, 8, 7));
+}
+
+#[test]
+fn chunked_rings_forward_each_chunk_once_in_order() {
+    for alg in [Algorithm::Ring, Algorithm::ModifiedRing, Algorithm::TwoRing, Algorithm::TwoRingModified] {
+        let mut c = call(CollectiveKind::Bcast, alg, 9, 4, 2500);
+        c.chunk_bytes = 1000;
+        for r in 0..9 {
+            let got: Vec<u64> = c.steps(r).iter().filter_map(|s| if let Step::Recv { bytes, .. } = s { Some(*bytes) } else { None }).collect();
+            let want: Vec<u64> = if r == 4 { vec![] } else { vec![1000, 1000, 500] };
+            assert_eq!(got, want, "{alg:?} rank {r}");
+        }
+        // unchunked: one message per edge
+        c.chunk_bytes = 0;
+        assert_eq!(sends(&c).len(), 8);
+        assert!(sends(&c).iter().all(|s| s.2 == 2500));
+    }
+}
+
+/// Rows and columns of a 3×4 grid run their collectives side by side.
+#[test]
+fn sub_communicators_map_group_ranks_to_world_ranks() {
+    let rows = Comm::Blocks { size: 4 };
+    let cols = Comm::Strided { stride: 4 };
+    assert_eq!((rows.group_size(12), cols.group_size(12)), (Ok(4), Ok(3)));
+    assert!(Comm::Blocks { size: 5 }.group_size(12).unwrap_err().contains("divide"));
+    assert_eq!((rows.local(6), rows.global(6, 3), cols.local(6), cols.global(6, 2)), (2, 7, 1, 10));
+    // A binomial broadcast from group-local root 1 in every column.
+    let mut c = call(CollectiveKind::Bcast, Algorithm::Binomial, 3, 1, 8);
+    c.comm = cols;
+    let mut s: Vec<(u32, u32)> = (0..12).flat_map(|r| c.steps(r).into_iter().filter_map(move |st| match st {
+        Step::FanOut { to, .. } | Step::Send { to, .. } => Some((r, to)),
+        _ => None,
+    })).collect();
+    s.sort();
+    // column j holds ranks j, j+4, j+8; its root is j+4
+    let mut want: Vec<(u32, u32)> = (0..4).flat_map(|j| [(j + 4, j + 8), (j + 4, j)]).collect();
+    want.sort();
+    assert_eq!(s, want);
+    // and the engine runs all groups to completion with the right message count
+    let w = CollectiveLoop { comm: rows, ..coll(12, CollectiveKind::Allreduce, Algorithm::Dissemination, 8, CollectiveMode::Blocking) };
+    let w = CollectiveLoop { root: 0, ..w };
+    let e = run(w);
+    assert_eq!(e.events, 2 * (12 + 2 * 3 * 4 * 2)); // 3 rows × 4 ranks × log2(4) messages
 }

@@ -3,7 +3,7 @@
 //! microbenchmarks).
 
 use super::TAG_COLLECTIVE;
-use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm, Driver};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
@@ -36,9 +36,13 @@ pub struct CollectiveLoop {
     pub message_bytes: u64,
     pub chunk_bytes: u64,
     pub compute_ps: Time,
+    /// Group-local root.
     pub root: u32,
     /// Nonblocking mode: pieces the computation is cut into, with a test between.
     pub test_chunks: u32,
+    /// Run the collective in every group of this partition at once.
+    #[serde(default)]
+    pub comm: Comm,
 }
 
 /// Per-rank cursor (16 bytes).
@@ -59,11 +63,12 @@ impl CollectiveLoop {
         Collective {
             kind: self.collective,
             algorithm: self.algorithm.unwrap_or(self.collective.default_algorithm()),
-            ranks: self.ranks,
+            ranks: self.comm.group_size(self.ranks).unwrap_or(self.ranks),
             root: self.root,
             bytes: self.message_bytes,
             chunk_bytes: self.chunk_bytes,
             tag: TAG_COLLECTIVE,
+            comm: self.comm,
         }
     }
 
@@ -71,6 +76,7 @@ impl CollectiveLoop {
         if self.mode == CollectiveMode::Nonblocking && !(1..=u16::MAX as u32).contains(&self.test_chunks) {
             return Err(format!("workload.test_chunks must be between 1 and {}", u16::MAX));
         }
+        self.comm.group_size(self.ranks).map_err(|e| format!("workload.communicator: {e}"))?;
         self.call().validate()
     }
 

@@ -136,6 +136,7 @@ impl Krylov {
             root: 0,
             bytes: 8 * dots as u64,
             chunk_bytes: 0,
+            comm: crate::collectives::Comm::World,
             tag: TAG_COLLECTIVE,
         }
     }

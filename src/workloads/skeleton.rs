@@ -51,6 +51,7 @@ impl Skeleton {
             compute_ps,
             root: 0,
             test_chunks: self.test_chunks,
+            comm: Default::default(),
         }
     }
 
