@@ -105,6 +105,19 @@ fn loggopsim(
     sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(err)
 }
 
+/// The partner file of a banded SpMV scenario (the generator for partner files).
+#[pyfunction]
+fn spmv_partners_text(config_json: &str) -> PyResult<String> {
+    let cfg = sim::parse_config(config_json).map_err(err)?;
+    match &cfg.workload {
+        WorkloadSpec::Spmv(w) if w.partners_file.is_none() => {
+            w.validate().map_err(err)?;
+            Ok(w.banded_table().write())
+        }
+        _ => Err(err("a partner file is generated from an spmv scenario with rows and bandwidth".to_string())),
+    }
+}
+
 /// The built-in workload of a scenario written as a GOAL schedule.
 #[pyfunction]
 fn export_goal_text(config_json: &str) -> PyResult<String> {
@@ -112,12 +125,13 @@ fn export_goal_text(config_json: &str) -> PyResult<String> {
     let sched = match &cfg.workload {
         WorkloadSpec::Bsp(w) => w.validate().and_then(|_| export_goal(w)),
         WorkloadSpec::Collective(w) => w.validate().and_then(|_| export_goal(w)),
-        WorkloadSpec::Spmv(w) => w.validate().and_then(|_| export_goal(w)),
+        WorkloadSpec::Spmv(w) => w.loaded().and_then(|w| w.validate().and_then(|_| export_goal(&w))),
         WorkloadSpec::FemMatvec(w) if w.hiding != crate::workloads::Hiding::FixedAlpha => {
             Err("dynamic α and MPI test adapt to timing and have no GOAL form".into())
         }
         WorkloadSpec::FemMatvec(w) => w.validate().and_then(|_| export_goal(w)),
         WorkloadSpec::Krylov(w) => w.validate().and_then(|_| export_goal(w)),
+        WorkloadSpec::Dense2d(w) => w.validate().and_then(|_| export_goal(w)),
         WorkloadSpec::Chebfd(w) => w.resolved().and_then(|w| export_goal(&w)),
         WorkloadSpec::Skeleton(s) => s.validate().and_then(|_| s.program(&cfg.network)).and_then(|(w, _, _)| export_goal(&w)),
         WorkloadSpec::Goal { .. } => Err("the scenario already is a GOAL schedule".to_string()),
@@ -159,6 +173,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
+    m.add_function(wrap_pyfunction!(spmv_partners_text, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;

@@ -13,7 +13,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, ChebFd, CollectiveLoop, FemMatvec, Krylov, Skeleton, Spmv};
+use crate::workloads::{Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, Krylov, Skeleton, Spmv};
 use serde::Deserialize;
 use std::time::Instant;
 
@@ -32,6 +32,8 @@ pub enum WorkloadSpec {
     Krylov(Krylov),
     /// Chebyshev filter diagonalization, three communication schemes.
     Chebfd(ChebFd),
+    /// Block LU or blocked Floyd–Warshall on a 2-D process grid.
+    Dense2d(Dense2d),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal { path: String },
 }
@@ -123,9 +125,13 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
     match &cfg.workload {
         WorkloadSpec::Bsp(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::Collective(w) => checked(w, w.validate(), cfg, progress),
-        WorkloadSpec::Spmv(w) => checked(w, w.validate(), cfg, progress),
+        WorkloadSpec::Spmv(w) => {
+            let w = w.loaded()?;
+            checked(&w, w.validate(), cfg, progress)
+        }
         WorkloadSpec::FemMatvec(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::Krylov(w) => checked(w, w.validate(), cfg, progress),
+        WorkloadSpec::Dense2d(w) => checked(w, w.validate(), cfg, progress),
         WorkloadSpec::Chebfd(w) => {
             let w = w.resolved()?;
             checked(&w, Ok(()), cfg, progress)

@@ -289,3 +289,42 @@ def test_chebfd_custom_partners_and_errors():
         idlewave.simulate({"workload": w | {"offset_bytes": [1]}})
     with pytest.raises(ScenarioError, match="subspace"):
         idlewave.simulate({"workload": w | {"subspace": 3}})
+
+
+def test_spmv_from_a_partner_file_matches_the_banded_matrix(tmp_path):
+    banded = {"workload": {"kind": "spmv", "ranks": 8, "iterations": 5, "rows": 8000, "bandwidth": 1500,
+                           "mode": "split_wait", "time_per_nonzero_s": 1e-9}}
+    text = idlewave.spmv_partners(banded)
+    assert text.splitlines()[1] == "ranks 8"
+    f = tmp_path / "m.txt"
+    f.write_text(text)
+    from_file = {"workload": banded["workload"] | {"partners_file": str(f), "rows": 8, "bandwidth": 0}}
+    a, b = idlewave.simulate(banded), idlewave.simulate(from_file)
+    assert a.summary["makespan_ps"] == b.summary["makespan_ps"]
+    assert np.array_equal(a.timers["comm"], b.timers["comm"])
+    # a mistake in the file is reported with its line
+    f.write_text(text.replace("partner 0 1 ", "partner 0 1 9", 1))
+    with pytest.raises(idlewave.SimulationError, match=r"m\.txt:\d+: rank 0 sends"):
+        idlewave.simulate(from_file)
+
+
+@pytest.mark.parametrize("kernel", ["lu", "floyd_warshall"])
+def test_dense2d_variants_run_and_lookahead_overlaps(kernel):
+    base = {"network": {"G_s_per_byte": 1e-9},
+            "workload": {"kind": "dense2d", "kernel": kernel, "grid": [3, 3], "blocks": 8, "block": 256,
+                         "gemm_flops_per_s": 1e10, "panel_flops_per_s": 2e9}}
+    runs = {}
+    for name, extra in [("plain", {}), ("combined", {"combined": True, "chunk_bytes": 65536}),
+                        ("lookahead", {"lookahead": True, "progress_chunks": 16})]:
+        scn = base | {"workload": base["workload"] | extra}
+        r = idlewave.simulate(scn)
+        runs[name] = r.summary["makespan_s"]
+        assert r.timers["iteration"].shape == (9, 8)
+    assert runs["lookahead"] < runs["plain"]
+
+
+def test_dense2d_bad_grid_is_reported():
+    with pytest.raises(idlewave.ScenarioError, match="workload.grid"):
+        idlewave.simulate({"workload": {"kind": "dense2d", "grid": [2, 2, 2]}})
+    with pytest.raises(idlewave.ScenarioError, match="workload.barrier"):
+        idlewave.simulate({"workload": {"kind": "dense2d", "lookahead": True, "barrier": True}})

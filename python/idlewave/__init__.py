@@ -7,7 +7,7 @@
 
 from idlewave._engine import SimulationError
 from idlewave.scenario import ScenarioError, load_scenario
-from idlewave.simulation import Result, simulate
+from idlewave.simulation import Result, simulate, spmv_partners
 
-__all__ = ["simulate", "Result", "load_scenario", "ScenarioError", "SimulationError"]
+__all__ = ["simulate", "spmv_partners", "Result", "load_scenario", "ScenarioError", "SimulationError"]
 __version__ = "0.1.0"

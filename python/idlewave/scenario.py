@@ -292,6 +292,8 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "barrier": Field("bool", True),
             "time_per_nonzero_s": Field("float", 1e-9, _NONNEG_S),
             "bytes_per_element": Field("int", 8, _U64),
+            # any matrix, by its communication: replaces rows and bandwidth
+            "partners_file": Field("path", ""),
         },
     ),
     "fem_matvec": (
@@ -357,6 +359,25 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "remote_fraction": Field("float", 0.2, _unit_interval),
             "split_overhead": Field("float", 0.1, _ge(0)),
             "barrier": Field("bool", False),
+        },
+    ),
+    "dense2d": (
+        "block LU (HPL-MxP) or blocked Floyd-Warshall on a Pr x Pc grid with row/column panel broadcasts (2-D grid paper)",
+        {
+            "kernel": Field("str", "lu", _one_of("lu", "floyd_warshall")),
+            "grid": Field("ints", [4, 4], _int_range(1, MAX_U32)),
+            "blocks": Field("int", 32, _int_range(1, MAX_U32)),
+            "block": Field("int", 512, _int_range(1, MAX_U32)),
+            "broadcast": Field("str", "ring", _one_of(*COLLECTIVE_ALGORITHMS["bcast"])),
+            "combined": Field("bool", False),
+            "chunk_bytes": Field("int", 0, _U64),
+            "lookahead": Field("bool", False),
+            "progress_chunks": Field("int", 8, _int_range(1, 65535)),
+            "barrier": Field("bool", False),
+            "gemm_flops_per_s": Field("float", 1e12, _gt(0)),
+            "panel_flops_per_s": Field("float", 1e11, _gt(0)),
+            "element_bytes": Field("int", 4, _int_range(1, 64)),
+            "panel_element_bytes": Field("int", 4, _int_range(1, 64)),
         },
     ),
     "goal": (
@@ -429,6 +450,18 @@ def _communicator(t):
     return "communicator", None
 
 
+def _dense_grid(t):
+    if len(t["grid"]) != 2:
+        return "grid", f"must have two entries (rows, columns), got {len(t['grid'])}"
+    if t["grid"][0] * t["grid"][1] > MAX_RANKS:
+        return "grid", f"more than {MAX_RANKS} ranks"
+    if t["broadcast"] == "pipelined_ring" and not t["chunk_bytes"]:
+        return "chunk_bytes", "pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)"
+    if t["lookahead"] and t["barrier"]:
+        return "barrier", "a barrier every step would undo the look-ahead; use one or the other"
+    return "grid", None
+
+
 def _beta_or_app(t):
     if (t["beta"] > 0) == bool(t["app"]):
         return "beta", "give either beta > 0 or app (one of " + ", ".join(SKELETON_APPS) + "), not both"
@@ -492,6 +525,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "fem_matvec": [_matvec_distances],
     "krylov": [_krylov_shape],
     "chebfd": [_cheb_partners],
+    "dense2d": [_dense_grid],
 }
 
 
@@ -694,6 +728,8 @@ class _Validator:
             return _copy(f.default)
         if v is None and f.nullable:
             return None
+        if f.type == "path" and v == "" and f.default == "":
+            return ""  # an optional path left unset
         if f.type == "ints":
             if not isinstance(v, (list, tuple)):
                 self.fail(path, f"expected a list of integers, got {_show(v)} ({_type_name(v)})")
@@ -875,6 +911,10 @@ def _engine_workload(w: dict, net: dict) -> dict:
             "partners": [[d, b] for d, b in zip(w["offsets"], w["offset_bytes"])],
             "preset": w["preset"] or None,
         }
+    if kind == "dense2d":
+        rows, cols = w["grid"]
+        rest = {k: v for k, v in w.items() if k not in ("kind", "grid", "kernel")}
+        return {"kind": "dense2d", "kernel": w["kernel"], "grid_rows": rows, "grid_cols": cols, **rest}
     if kind == "stream_triad":
         # A sweep streams bytes_per_element per element (A = B + s·C: two loads,
         # one store, one write-allocate) at the core's bandwidth, then exchanges
@@ -905,7 +945,9 @@ def _engine_workload(w: dict, net: dict) -> dict:
         if key == "algorithm":
             out[key] = None if value == "auto" else value
             continue
-        if key.endswith("_s"):
+        if key == "partners_file":
+            out[key] = value or None
+        elif key.endswith("_s"):
             out[key[:-2] + "_ps"] = _ps(value)
         else:
             out[key] = list(value) if isinstance(value, list) else value

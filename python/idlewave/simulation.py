@@ -82,6 +82,15 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     return Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
 
 
+def spmv_partners(scenario: str | Path | dict) -> str:
+    """The partner file of a banded ``spmv`` scenario (rows, bandwidth): each
+    rank's partners with the x elements sent and received, and its local and
+    remote nonzeros. Edit it, or write one for any other matrix, and point
+    ``partners_file`` at it."""
+    scn = load_scenario(scenario) if isinstance(scenario, (str, Path)) else validate(dict(scenario))
+    return _engine.spmv_partners_text(engine_json(scn))
+
+
 def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
     wall = raw["wall_s"]
     s = {

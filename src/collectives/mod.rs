@@ -136,7 +136,7 @@ impl Comm {
             Comm::Blocks { size } => (size, "group size"),
             Comm::Strided { stride } => (stride, "stride (grid columns)"),
         };
-        if n == 0 || world % n != 0 {
+        if n == 0 || !world.is_multiple_of(n) {
             return Err(format!("the communicator's {what} {n} must divide the {world} ranks"));
         }
         Ok(match self {

@@ -30,6 +30,9 @@ pub enum StreamOp {
     IRecv { peer: u32, tag: u32, bytes: u64, slot: u8 },
     /// Block until every request in the slot mask is complete.
     Wait(u64),
+    /// Block until at least one request in the slot mask is complete
+    /// (MPI_Waitany; `Ctx::pending` then tells which).
+    WaitAny(u64),
     /// MPI_Test(all) on the slot mask: never blocks; the answer is passed to
     /// the workload's next `next` call.
     Test(u64),
@@ -53,6 +56,8 @@ pub struct Ctx {
     pub last_test: bool,
     /// The rank's current time: when its CPU reaches this op.
     pub time: Time,
+    /// The program's request slots still incomplete.
+    pub pending: u64,
 }
 
 /// A built-in program generator.
@@ -108,6 +113,7 @@ const SYNCING: u8 = 128;
 enum Call {
     #[default]
     Wait,
+    WaitAny,
     Test,
     CollStart,
     CollWait,
@@ -258,6 +264,7 @@ impl<W: Workload> Program for StreamProgram<W> {
         let bg = st.pending & (!0u64).checked_shl(self.bg_base as u32).unwrap_or(0);
         match (st.flags & IN_MPI != 0, st.call) {
             (true, Call::CollWait) => format!("blocked in the wait for a nonblocking collective ({} request(s) open)", bg.count_ones()),
+            (true, Call::WaitAny) => format!("blocked in a waitany on {} request(s)", main.count_ones()),
             (true, _) if main != 0 => format!("blocked in a wait on {} request(s)", main.count_ones()),
             _ => "blocked".into(),
         }
@@ -318,7 +325,8 @@ impl<W: Workload> Rank<'_, W> {
                 return Ok(());
             }
             self.st.flags &= !READY;
-            let ctx = Ctx { last_test: self.st.flags & LAST_TEST != 0, time: t };
+            let own_slots = 1u64.checked_shl(self.bg_base as u32).map_or(!0, |b| b - 1);
+            let ctx = Ctx { last_test: self.st.flags & LAST_TEST != 0, time: t, pending: self.st.pending & own_slots };
             let op = self.workload.next(rank, &mut self.st.gen, &ctx);
             match op {
                 StreamOp::Calc(ps) => {
@@ -339,6 +347,10 @@ impl<W: Workload> Rank<'_, W> {
                     self.st.flags |= READY;
                 }
                 StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
+                StreamOp::WaitAny(0) => {
+                    return Err(format!("rank {rank}: MPI_Waitany on no request (workload error)"));
+                }
+                StreamOp::WaitAny(mask) => self.enter(Call::WaitAny, mask)?,
                 StreamOp::Test(mask) => self.enter(Call::Test, mask)?,
                 StreamOp::CollStart(id) => {
                     let Some(bg) = self.bg.as_deref_mut() else {
@@ -398,6 +410,7 @@ impl<W: Workload> Rank<'_, W> {
         let st = &*self.st;
         match st.call {
             Call::Wait => st.pending & st.wait_mask == 0,
+            Call::WaitAny => st.pending & st.wait_mask != st.wait_mask,
             Call::CollWait => st.flags & BG_ACTIVE == 0,
             Call::Test | Call::CollStart | Call::CollTest => {
                 let bg_wait = self.bg.as_ref().map_or(0, |b| b.wait_bits(self.bg_base));
@@ -477,8 +490,8 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
                     waited.extend((0..64).filter(|s| mask >> s & 1 == 1).map(|s| slot_op[s]).filter(|&i| i != u32::MAX));
                     continue;
                 }
-                StreamOp::Test(_) | StreamOp::CollTest => {
-                    return Err("workloads that call MPI_Test depend on timing and have no GOAL form".into())
+                StreamOp::Test(_) | StreamOp::CollTest | StreamOp::WaitAny(_) => {
+                    return Err("workloads that call MPI_Test or MPI_Waitany depend on timing and have no GOAL form".into())
                 }
                 StreamOp::CollStart(_) | StreamOp::CollWait => {
                     return Err("nonblocking collectives progress with MPI calls and have no GOAL form".into())

@@ -3,14 +3,17 @@
 mod bsp;
 mod chebfd;
 mod collective;
+mod dense2d;
 mod krylov;
 mod matvec;
+pub mod partners;
 mod script;
 mod skeleton;
 mod spmv;
 
 pub use bsp::Bsp;
 pub use collective::{CollectiveLoop, CollectiveMode};
+pub use dense2d::{Dense2d, Kernel as DenseKernel};
 pub use chebfd::{table7 as chebfd_table7, ChebFd, ChebMode};
 pub use krylov::{Krylov, Method as KrylovMethod};
 pub use matvec::{FemMatvec, Hiding};

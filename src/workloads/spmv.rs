@@ -10,8 +10,12 @@
 //! the ends, or wrapped around when periodic); rows are split into equal
 //! contiguous blocks. Partners, message sizes and the local/remote nonzero
 //! counts follow from that in closed form, so nothing is stored per rank.
+//! Any other matrix can be given by its communication instead: a partner
+//! file (see `partners`) lists each rank's partners, volumes and nonzeros.
 
+use super::partners::{Partner, PartnerTable};
 use super::TAG_HALO;
+use std::sync::Arc;
 use crate::collectives::{Collective, CollectiveKind, Driver};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
@@ -40,10 +44,18 @@ pub struct Spmv {
     pub time_per_nonzero_ps: f64,
     /// Bytes per vector element sent (8 for doubles).
     pub bytes_per_element: u64,
+    /// A partner file describing the matrix instead of rows and bandwidth.
+    #[serde(default)]
+    pub partners_file: Option<String>,
+    /// The partner file, once read.
+    #[serde(skip)]
+    pub table: Option<Arc<PartnerTable>>,
 }
 
-/// Most partners a rank may have (each needs a send and a receive slot).
+/// Most partners a rank may have in the banded matrix.
 const MAX_PARTNERS: u64 = 16;
+/// Most partners from a file (each needs a send and a receive request slot).
+const MAX_FILE_PARTNERS: usize = 32;
 
 const T_ITER: u8 = 0;
 const T_EXEC: u8 = 1;
@@ -61,13 +73,48 @@ pub struct SpmvState {
 }
 
 impl Spmv {
+    /// Reads the partner file, if the matrix comes from one.
+    pub fn loaded(&self) -> Result<Spmv, String> {
+        let mut w = self.clone();
+        if let (Some(path), None) = (&self.partners_file, &self.table) {
+            w.table = Some(Arc::new(PartnerTable::read(path)?));
+        }
+        Ok(w)
+    }
+
+    /// The banded matrix's partners, volumes and nonzeros as a table (what a
+    /// partner file for it would hold).
+    pub fn banded_table(&self) -> PartnerTable {
+        PartnerTable::from_parts(
+            (0..self.ranks)
+                .map(|r| {
+                    let ps = (0..=u8::MAX)
+                        .map_while(|k| self.partner(r, k))
+                        .flatten()
+                        .map(|(peer, send, recv)| Partner { peer, send, recv })
+                        .collect();
+                    (ps, self.nonzeros(r as u64))
+                })
+                .collect(),
+        )
+    }
+
     pub fn validate(&self) -> Result<(), String> {
+        if !(self.time_per_nonzero_ps.is_finite() && self.time_per_nonzero_ps >= 0.0) {
+            return Err("workload.time_per_nonzero_s must be non-negative".into());
+        }
+        if let Some(t) = &self.table {
+            if t.ranks() != self.ranks {
+                return Err(format!("workload.ranks is {} but the partner file describes {} ranks", self.ranks, t.ranks()));
+            }
+            if let Some(r) = (0..t.ranks()).find(|&r| t.partners(r).len() > MAX_FILE_PARTNERS) {
+                return Err(format!("rank {r} has {} partners in the partner file; at most {MAX_FILE_PARTNERS} are supported", t.partners(r).len()));
+            }
+            return Ok(());
+        }
         let (p, n, b) = (self.ranks as u64, self.rows, self.bandwidth);
         if p == 0 || n < p {
             return Err(format!("workload.rows ({n}) must be at least the number of ranks ({p})"));
-        }
-        if !(self.time_per_nonzero_ps.is_finite() && self.time_per_nonzero_ps >= 0.0) {
-            return Err("workload.time_per_nonzero_s must be non-negative".into());
         }
         if self.periodic && 2 * b + n.div_ceil(p) > n {
             return Err(format!("workload.bandwidth {b} is too large for {n} periodic rows (2·b + rows per rank must not exceed rows)"));
@@ -112,6 +159,9 @@ impl Spmv {
 
     /// Nonzeros of rank r in its own columns (local) and in others' (remote).
     pub fn nonzeros(&self, r: u64) -> (u64, u64) {
+        if let Some(t) = &self.table {
+            return t.nonzeros(r as u32);
+        }
         let (lo, hi, b, n) = (self.lo(r), self.lo(r + 1), self.bandwidth, self.rows);
         let rows = hi - lo;
         // Columns each edge row reaches past its block, summed over the rows
@@ -131,6 +181,9 @@ impl Spmv {
     /// the elements each way, or None when past the last partner; Some(None)
     /// for a slot with nobody there.
     fn partner(&self, rank: u32, k: u8) -> Option<Option<(u32, u64, u64)>> {
+        if let Some(t) = &self.table {
+            return t.partners(rank).get(k as usize).map(|e| Some((e.peer, e.send, e.recv)));
+        }
         let j = k as u64 / 2 + 1;
         if j > self.reach() {
             return None;
@@ -309,6 +362,52 @@ mod tests {
             barrier: false,
             time_per_nonzero_ps: 1000.0,
             bytes_per_element: 8,
+            partners_file: None,
+            table: None,
+        }
+    }
+
+    fn run(m: Spmv) -> (Vec<Time>, u64) {
+        use crate::engine::Engine;
+        use crate::network::{LogGOPS, Network};
+        use crate::noise::Noise;
+        use crate::program::stream::StreamProgram;
+        use crate::record::Recorder;
+        let p = m.ranks;
+        let mut e = Engine::new(StreamProgram::new(m, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+        e.run().unwrap();
+        ((0..p).map(|r| e.finish_time(r)).collect(), e.events)
+    }
+
+    /// Writing the banded matrix as a partner file and reading it back
+    /// reproduces the run exactly.
+    #[test]
+    fn a_partner_file_replays_the_banded_matrix_exactly() {
+        for (p, n, b, periodic, mode) in [(6, 600, 150, false, SpmvMode::SplitWait), (5, 500, 30, true, SpmvMode::NonSplit)] {
+            let m = Spmv { mode, barrier: true, ..banded(p, n, b, periodic) };
+            let text = m.banded_table().write();
+            let table = PartnerTable::parse(&text, "m.txt").unwrap();
+            assert_eq!(table, m.banded_table());
+            let from_file = Spmv { table: Some(Arc::new(table)), rows: 1, bandwidth: 0, ..m.clone() };
+            from_file.validate().unwrap();
+            assert_eq!(run(from_file), run(m));
+        }
+    }
+
+    #[test]
+    fn partner_files_with_mistakes_are_reported_by_line() {
+        let bad = [
+            ("nonzeros 0 1 1\n", "m.txt:1: the first line must be `ranks <count>`"),
+            ("ranks 2\nnonzeros 0 1 1\nnonzeros 1 1 1\npartner 0 1 5 4\npartner 1 0 5 4\n", "m.txt:4: rank 0 sends 5 and receives 4 elements with 1, but line 5 says 1 sends 5 and receives 4"),
+            ("ranks 2\nnonzeros 0 1 1\nnonzeros 1 1 1\npartner 0 1 5 4\n", "m.txt:4: rank 0 lists 1 as a partner but 1 does not list 0"),
+            ("ranks 2\nnonzeros 0 1 1\npartner 0 2 1 1\n", "m.txt:3: peer 2 of rank 0 must be another rank in 0..2"),
+            ("ranks 2\nnonzeros 0 1 1\n", "m.txt: rank 1 has no `nonzeros` line"),
+            ("ranks 2\nnonzeros 0 x 1\n", "m.txt:2: expected local nonzeros (a non-negative integer), found `x`"),
+            ("ranks 2\nedge 0 1\n", "m.txt:2: unknown record `edge`"),
+        ];
+        for (text, want) in bad {
+            let e = PartnerTable::parse(text, "m.txt").unwrap_err();
+            assert!(e.starts_with(want), "{e}");
         }
     }
 
