@@ -128,6 +128,16 @@ impl Comm {
         }
     }
 
+    /// Size of every group of a world of `world` ranks (checked by `group_size`).
+    #[inline]
+    pub fn size(self, world: u32) -> u32 {
+        match self {
+            Comm::World => world,
+            Comm::Blocks { size } => size,
+            Comm::Strided { stride } => world / stride.max(1),
+        }
+    }
+
     /// Size of every group when the world has `world` ranks, or why the
     /// world cannot be split so.
     pub fn group_size(self, world: u32) -> Result<u32, String> {
@@ -139,10 +149,7 @@ impl Comm {
         if n == 0 || !world.is_multiple_of(n) {
             return Err(format!("the communicator's {what} {n} must divide the {world} ranks"));
         }
-        Ok(match self {
-            Comm::Blocks { size } => size,
-            _ => world / n,
-        })
+        Ok(self.size(world))
     }
 }
 
@@ -237,6 +244,14 @@ impl Collective {
         if self.comm == Comm::World {
             return algorithms::step(self, rank, i);
         }
+        self.step_in_group(rank, i)
+    }
+
+    /// `step` on a sub-communicator: the algorithm on group-local ranks,
+    /// peers mapped back to world ranks (kept apart so that the world case
+    /// stays small enough to inline).
+    #[inline(never)]
+    fn step_in_group(&self, rank: u32, i: u32) -> Option<Step> {
         let g = |l: u32| self.comm.global(rank, l);
         Some(match algorithms::step(self, self.comm.local(rank), i)? {
             Step::Recv { from, bytes } => Step::Recv { from: g(from), bytes },
@@ -267,7 +282,7 @@ pub struct Driver {
 }
 
 impl Driver {
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self, c: &Collective, rank: u32) -> Option<StreamOp> {
         if self.sub > 0 && (self.wait == 1 || self.sub == 2) {
             let mask = self.wait as u64;

@@ -63,7 +63,7 @@ impl CollectiveLoop {
         Collective {
             kind: self.collective,
             algorithm: self.algorithm.unwrap_or(self.collective.default_algorithm()),
-            ranks: self.comm.group_size(self.ranks).unwrap_or(self.ranks),
+            ranks: self.comm.size(self.ranks),
             root: self.root,
             bytes: self.message_bytes,
             chunk_bytes: self.chunk_bytes,
