@@ -328,3 +328,15 @@ def test_dense2d_bad_grid_is_reported():
         idlewave.simulate({"workload": {"kind": "dense2d", "grid": [2, 2, 2]}})
     with pytest.raises(idlewave.ScenarioError, match="workload.barrier"):
         idlewave.simulate({"workload": {"kind": "dense2d", "lookahead": True, "barrier": True}})
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_example_is_a_valid_scenario(path):
+    scn = idlewave.load_scenario(path)
+    assert scn["workload"]["kind"]
+
+
+@pytest.mark.parametrize("name", ["hpl_mxp", "floyd_warshall", "grid_bcast", "spmv_partners"])
+def test_the_2d_and_partner_file_examples_run(name):
+    r = idlewave.simulate(EXAMPLES / f"{name}.toml")
+    assert r.summary["makespan_s"] > 0 and r.summary["events"] > 0
