@@ -340,3 +340,15 @@ def test_every_example_is_a_valid_scenario(path):
 def test_the_2d_and_partner_file_examples_run(name):
     r = idlewave.simulate(EXAMPLES / f"{name}.toml")
     assert r.summary["makespan_s"] > 0 and r.summary["events"] > 0
+
+
+def test_krylov_kernels_overlap_when_nonblocking():
+    t = {}
+    for kernel in ("allreduce", "halo"):
+        for mode in ("blocking", "nonblocking"):
+            r = idlewave.simulate({"network": {"async_progress": True},
+                                   "workload": {"kind": "krylov_kernel", "kernel": kernel, "mode": mode, "iterations": 5,
+                                                "grid": [4, 4, 2], "overlap_s": 2e-4, "trailing_s": 1e-5}})
+            t[kernel, mode] = r.summary["makespan_s"]
+    for kernel in ("allreduce", "halo"):
+        assert 5 * 2.1e-4 - 1e-12 <= t[kernel, "nonblocking"] < t[kernel, "blocking"]

@@ -344,6 +344,20 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "diagonal_fraction": Field("float", 0.7, _unit_interval),
         },
     ),
+    "krylov_kernel": (
+        "the Krylov paper's section 3.1 kernels: blocking or nonblocking allreduce or halo exchange between two busy-waits",
+        {
+            "iterations": Field("int", 100, _U32),
+            "kernel": Field("str", "allreduce", _one_of("allreduce", "halo")),
+            "mode": Field("str", "blocking", _one_of("blocking", "nonblocking")),
+            "overlap_s": Field("float", 1e-4, _NONNEG_S),
+            "trailing_s": Field("float", 1e-4, _NONNEG_S),
+            "grid": Field("ints", [4, 4, 4], _int_range(1, MAX_U32)),
+            "local": Field("ints", [32, 32, 32], _int_range(1, MAX_U32)),
+            "stencil": Field("int", 7, _int_range(7, 27)),
+            "algorithm": Field("str", "auto", _one_of("auto", "dissemination", "recursive_doubling", "ring")),
+        },
+    ),
     "chebfd": (
         "Chebyshev filter diagonalization (idle-waves paper §3.3): non_split, split_wait or pipeline",
         {
@@ -524,6 +538,7 @@ RULES: dict[str, list[Callable[[dict], tuple[str, str | None]]]] = {
     "stream_triad": [_below_ranks("max_distance")],
     "fem_matvec": [_matvec_distances],
     "krylov": [_krylov_shape],
+    "krylov_kernel": [_krylov_shape],
     "chebfd": [_cheb_partners],
     "dense2d": [_dense_grid],
 }
@@ -910,6 +925,22 @@ def _engine_workload(w: dict, net: dict) -> dict:
             "kernel_per_vector_ps": _ps(w["kernel_per_vector_s"]),
             "partners": [[d, b] for d, b in zip(w["offsets"], w["offset_bytes"])],
             "preset": w["preset"] or None,
+        }
+    if kind == "krylov_kernel":
+        # Busy-wait 1 overlaps the nonblocking call, busy-wait 2 trails it:
+        # the solver workload's preconditioner and vector stages.
+        return {
+            "kind": "krylov",
+            "iterations": w["iterations"],
+            "grid": w["grid"],
+            "local": w["local"],
+            "stencil": w["stencil"],
+            "method": f"{w['kernel']}_{w['mode']}",
+            "algorithm": None if w["algorithm"] == "auto" else w["algorithm"],
+            "spmv_ps": 0,
+            "precond_ps": _ps(w["overlap_s"]),
+            "vector_ps": _ps(w["trailing_s"]),
+            "diagonal_fraction": 0.0,
         }
     if kind == "dense2d":
         rows, cols = w["grid"]

@@ -26,6 +26,13 @@ pub enum Method {
     Nbpcg,
     Pipecg,
     Pipe2cg,
+    /// The §3.1 kernels: a blocking or nonblocking allreduce, or a halo
+    /// exchange, with two busy-waits: `precond_ps` (overlappable with the
+    /// nonblocking call) and `vector_ps` (trailing).
+    AllreduceBlocking,
+    AllreduceNonblocking,
+    HaloBlocking,
+    HaloNonblocking,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -57,6 +64,10 @@ enum Stage {
     /// Start a nonblocking allreduce of this many dot products.
     Start(u8),
     Wait,
+    /// Post the halo's receives and sends (Halo_Receive, Halo_Send).
+    HaloPost,
+    /// MPI_Waitall on the halo.
+    HaloWait,
 }
 
 use Stage::*;
@@ -68,6 +79,11 @@ const PIPECG: &[Stage] = &[Start(3), Precond, Spmv, Wait, Vector];
 const PIPE2CG_FIRST: &[Stage] = &[Start(5), Precond, Spmv, Vector];
 const PIPE2CG_SECOND: &[Stage] = &[Precond, Spmv, Wait, Vector];
 const PIPE2CG_LAST: &[Stage] = &[Start(5), Precond, Spmv, Wait, Vector];
+// The kernels of §3.1, with Precond and Vector as the two busy-waits.
+const ALLREDUCE_BLOCKING: &[Stage] = &[Allreduce(1), Precond, Vector];
+const ALLREDUCE_NONBLOCKING: &[Stage] = &[Start(1), Precond, Wait, Vector];
+const HALO_BLOCKING: &[Stage] = &[HaloPost, HaloWait, Precond, Vector];
+const HALO_NONBLOCKING: &[Stage] = &[HaloPost, Precond, HaloWait, Vector];
 
 const T_ITER: u8 = 0;
 const T_SPMV: u8 = 1;
@@ -150,6 +166,10 @@ impl Krylov {
             Method::Pipe2cg if iteration % 2 == 1 => PIPE2CG_SECOND,
             Method::Pipe2cg if iteration + 1 == self.iterations => PIPE2CG_LAST,
             Method::Pipe2cg => PIPE2CG_FIRST,
+            Method::AllreduceBlocking => ALLREDUCE_BLOCKING,
+            Method::AllreduceNonblocking => ALLREDUCE_NONBLOCKING,
+            Method::HaloBlocking => HALO_BLOCKING,
+            Method::HaloNonblocking => HALO_NONBLOCKING,
         }
     }
 
@@ -194,7 +214,7 @@ impl Workload for Krylov {
         Some(self.allreduce(dots))
     }
     fn uses_background(&self) -> bool {
-        matches!(self.method, Method::Nbpcg | Method::Pipecg | Method::Pipe2cg)
+        matches!(self.method, Method::Nbpcg | Method::Pipecg | Method::Pipe2cg | Method::AllreduceNonblocking)
     }
     fn background_slots(&self) -> u8 {
         2
@@ -255,11 +275,19 @@ impl Workload for Krylov {
                 },
                 // The product: post receives, then sends, compute the
                 // diagonal block, wait for the halo, compute the rest.
-                (Spmv, 0 | 1) => {
+                (Spmv | HaloPost, 0 | 1) => {
                     (s.sub, s.idx) = (2, 0);
                     return StreamOp::TimerStart { timer: T_SPMV, iteration };
                 }
-                (Spmv, 2 | 3) => match self.neighbour(rank, s.idx) {
+                (HaloWait, 0 | 1) => {
+                    s.sub = 2;
+                    return StreamOp::Wait((1u64 << (2 * self.slots())) - 1);
+                }
+                (HaloWait, _) => {
+                    done(s);
+                    return StreamOp::TimerStop { timer: T_SPMV, iteration };
+                }
+                (Spmv | HaloPost, 2 | 3) => match self.neighbour(rank, s.idx) {
                     None => (s.sub, s.idx) = (s.sub + 1, 0),
                     Some(None) => s.idx += 1,
                     Some(Some((peer, bytes))) => {
@@ -272,6 +300,7 @@ impl Workload for Krylov {
                         };
                     }
                 },
+                (HaloPost, _) => done(s),
                 (Spmv, 4) => {
                     s.sub = 5;
                     return StreamOp::Calc((self.spmv_ps as f64 * self.diagonal_fraction) as Time);
@@ -368,5 +397,47 @@ mod tests {
         let pipecg = run(slow_network(Method::Pipecg), true).0;
         assert!(sapcg < pcg, "{sapcg} {pcg}");
         assert!(pipecg < sapcg, "{pipecg} {sapcg}");
+    }
+
+    /// The §3.1 listings: the op order of each kernel on one rank.
+    #[test]
+    fn kernels_follow_the_listings_of_section_3_1() {
+        let ops = |method| {
+            let k = Krylov { iterations: 1, precond_ps: 7, vector_ps: 9, ..solver(method, 7) };
+            let mut s = KrylovState::default();
+            let mut out = Vec::new();
+            loop {
+                match k.next(5, &mut s, &Ctx::default()) {
+                    StreamOp::Done => break,
+                    StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } => {}
+                    StreamOp::IRecv { .. } => out.push("irecv"),
+                    StreamOp::ISend { .. } => out.push("isend"),
+                    StreamOp::Calc(7) => out.push("busy1"),
+                    StreamOp::Calc(9) => out.push("busy2"),
+                    StreamOp::Wait(_) => out.push("wait"),
+                    StreamOp::CollStart(_) => out.push("iallreduce"),
+                    StreamOp::CollWait => out.push("collwait"),
+                    op => panic!("{op:?}"),
+                }
+            }
+            out.dedup();
+            out
+        };
+        assert_eq!(ops(Method::HaloBlocking), ["irecv", "isend", "wait", "busy1", "busy2"]);
+        assert_eq!(ops(Method::HaloNonblocking), ["irecv", "isend", "busy1", "wait", "busy2"]);
+        assert_eq!(ops(Method::AllreduceNonblocking), ["iallreduce", "busy1", "collwait", "busy2"]);
+        let blocking = ops(Method::AllreduceBlocking);
+        assert_eq!(&blocking[blocking.len() - 2..], ["busy1", "busy2"]);
+    }
+
+    #[test]
+    fn nonblocking_kernels_hide_communication_behind_the_first_busy_wait() {
+        for (blocking, nonblocking) in [(Method::HaloBlocking, Method::HaloNonblocking), (Method::AllreduceBlocking, Method::AllreduceNonblocking)] {
+            let k = |method| Krylov { local: [64, 64, 64], precond_ps: 200_000_000, vector_ps: 10_000_000, ..solver(method, 7) };
+            let (tb, _) = run(k(blocking), true);
+            let (tn, _) = run(k(nonblocking), true);
+            // 6 iterations of 210 µs busy-waiting is the floor
+            assert!(tn < tb && tn >= 6 * 210_000_000, "{nonblocking:?}: {tn} vs {tb}");
+        }
     }
 }
