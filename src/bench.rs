@@ -50,6 +50,7 @@ pub fn config(case: &str) -> Option<Config> {
                 message_bytes: 8192,
                 periodic: true,
                 barrier: false,
+                compute_bytes: 0,
             }),
             // 1 kHz of 25 µs detours
             vec![NoiseSpec::Poisson { rate_per_s: 1000.0, duration_ps: 25_000_000, ranks: None }],

@@ -117,6 +117,10 @@ pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String
     let baseline = alloc::live_bytes();
     let mut result = run_workload(cfg, progress)?;
     result.peak_bytes = alloc::peak_bytes().saturating_sub(baseline);
+    if let Some(m) = cfg.network.platform.as_ref().and_then(|p| p.memory) {
+        // Ranks in memory-bound work that saturate a socket's bandwidth.
+        result.derived.push(("memory_saturation_ranks".into(), m.saturation_ranks()));
+    }
     Ok(result)
 }
 
@@ -188,7 +192,11 @@ fn run_program<P: Program>(
     extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
 ) -> Result<RunResult, String> {
     let wall = Instant::now();
-    let mut engine = Engine::new(program, cfg.network.clone(), noise).map_err(|e| e.to_string())?;
+    let mut net = cfg.network.clone();
+    if let Some(pl) = net.platform.as_mut() {
+        pl.seed = cfg.seed;
+    }
+    let mut engine = Engine::new(program, net, noise).map_err(|e| e.to_string())?;
     loop {
         let finished = engine.step(CHUNK).map_err(|e| e.to_string())?;
         if finished {

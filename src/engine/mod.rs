@@ -7,6 +7,7 @@
 //! as the receiver's CPU is free, and a rendezvous send completes when the
 //! receiver matches it, whether or not either side is inside an MPI call.
 
+mod fabric;
 mod matching;
 mod queue;
 #[cfg(test)]
@@ -73,11 +74,14 @@ pub struct Engine<P: Program> {
     touched: Vec<u32>,
     ready: Vec<ReadyOp>,
     started: bool,
+    fabric: fabric::Fabric,
 }
 
 impl<P: Program> Engine<P> {
-    pub fn new(program: P, net: Network, noise: Noise) -> Result<Self, SimError> {
+    pub fn new(program: P, mut net: Network, noise: Noise) -> Result<Self, SimError> {
         net.validate().map_err(SimError::Invalid)?;
+        net.prepare(program.num_ranks()).map_err(SimError::Invalid)?;
+        let fabric = fabric::Fabric::new(&net, program.num_ranks());
         let p = program.num_ranks() as usize;
         let ncpu = program.num_cpus().max(1) as usize;
         let nnic = program.num_nics().max(1) as usize;
@@ -95,6 +99,7 @@ impl<P: Program> Engine<P> {
             touched: Vec::new(),
             ready: Vec::new(),
             started: false,
+            fabric,
             program,
         })
     }
@@ -120,6 +125,7 @@ impl<P: Program> Engine<P> {
         self.clocks.capacity() * 8
             + self.matcher.capacity_bytes()
             + self.queue.capacity_bytes()
+            + self.fabric.bytes()
     }
 
     /// Runs to completion.
@@ -184,6 +190,8 @@ impl<P: Program> Engine<P> {
             EvKind::Recv => self.on_recv(ev),
             EvKind::Msg => self.on_msg(ev),
             EvKind::Probe => self.on_probe(ev),
+            EvKind::Mem => self.on_mem(ev),
+            EvKind::MemDone => self.on_mem_done(ev),
         }
     }
 
@@ -214,11 +222,10 @@ impl<P: Program> Engine<P> {
         self.matcher.entries(self.clocks[self.list(rank, q)])
     }
 
-    fn on_calc(&mut self, mut ev: Event) {
+    fn on_calc(&mut self, ev: Event) {
         let c = self.o(ev.rank, ev.cpu());
         if self.clocks[c] > ev.time {
-            ev.time = self.clocks[c];
-            self.queue.push_again(ev);
+            self.defer(ev, self.clocks[c]);
             return;
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
@@ -238,8 +245,7 @@ impl<P: Program> Engine<P> {
         }
         let c = self.o(ev.rank, ev.cpu());
         if self.clocks[c] > ev.time {
-            ev.time = self.clocks[c];
-            self.queue.push_again(ev);
+            self.defer(ev, self.clocks[c]);
             return;
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
@@ -248,21 +254,25 @@ impl<P: Program> Engine<P> {
         self.touched.push(ev.rank);
     }
 
-    fn on_send(&mut self, mut ev: Event) {
+    fn on_send(&mut self, ev: Event) {
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gs(ev.rank, ev.nic()));
         let free = self.clocks[c].max(self.clocks[n]);
         if free > ev.time {
-            ev.time = free;
-            self.queue.push_again(ev);
+            self.defer(ev, free);
             return;
         }
-        let p = *self.net.params(ev.rank, ev.peer);
+        let p = *self.net.params(ev.rank, ev.peer, ev.size);
         self.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
         self.clocks[n] = ev.time + p.send_nic(ev.size);
         let mut msg = ev.with_kind(EvKind::Msg);
-        (msg.time, msg.rank, msg.peer) = (ev.time + p.o_ps + p.l_ps, ev.peer, ev.rank);
+        let arrive = if self.net.platform.is_none() {
+            ev.time + p.o_ps + p.l_ps
+        } else {
+            self.arrival(ev.rank, ev.peer, ev.size, ev.time + p.o_ps, p.l_ps)
+        };
+        (msg.time, msg.rank, msg.peer) = (arrive, ev.peer, ev.rank);
         self.queue.push_new(msg);
         if !p.is_rendezvous(ev.size) {
             self.program.done(ev.rank, ev.id);
@@ -288,16 +298,15 @@ impl<P: Program> Engine<P> {
         }
     }
 
-    fn on_msg(&mut self, mut ev: Event) {
+    fn on_msg(&mut self, ev: Event) {
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
         let free = self.clocks[c].max(self.clocks[n]);
         if free > ev.time {
-            ev.time = free;
-            self.queue.push_again(ev);
+            self.defer(ev, free);
             return;
         }
         let (src, dst) = (ev.peer, ev.rank);
-        let p = *self.net.params(src, dst);
+        let p = *self.net.params(src, dst, ev.size);
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
         let l = self.list(dst, Queue::Posted);
@@ -319,7 +328,7 @@ impl<P: Program> Engine<P> {
     /// then busy until at least now (no acknowledgement latency, as LogGOPSim).
     #[allow(clippy::too_many_arguments)]
     fn complete_rendezvous(&mut self, src: u32, dst: u32, size: u64, send_id: u32, cpu: u8, nic: u8, now: Time) {
-        if !self.net.params(src, dst).is_rendezvous(size) {
+        if !self.net.params(src, dst, size).is_rendezvous(size) {
             return;
         }
         self.program.done(src, send_id);
@@ -371,16 +380,21 @@ impl<P: Program> Engine<P> {
         if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
             return Err(SimError::Invalid(format!("rank {r}: message of {} bytes exceeds the supported 2^48 bytes", op.size)));
         }
+        if op.kind == OpKind::Mem && !self.has_memory() {
+            return Err(fabric::no_memory(r));
+        }
         let (c, n) = (self.o(r, op.cpu), self.gs(r, op.nic));
         let (kind, time) = match op.kind {
             OpKind::Send => (EvKind::Send, self.clocks[c].max(self.clocks[n])),
             OpKind::Recv => (EvKind::Recv, self.clocks[c]),
             OpKind::Calc => (EvKind::Calc, self.clocks[c]),
             OpKind::Probe => (EvKind::Probe, self.clocks[c]),
+            OpKind::Mem => (EvKind::Mem, self.clocks[c]),
         };
         // Never before now: LogGOPSim may start an op on an idle second CPU
-        // in the past, before its dependency finished; we do not.
-        let time = time.max(self.now);
+        // in the past, before its dependency finished; we do not. A CPU in
+        // a memory-bound computation (end unknown) parks the event instead.
+        let time = if time == fabric::MEM_BUSY { self.now } else { time.max(self.now) };
         Ok(Event::new(time, kind, op.cpu, op.nic, op.size, r, op.peer, op.tag, op.id))
     }
 
@@ -419,7 +433,7 @@ impl<P: Program> Engine<P> {
         let mut rdv_by_sender: std::collections::HashMap<u32, Vec<String>> = Default::default();
         for r in 0..p {
             for e in self.entries(r, Queue::Unexpected) {
-                if self.net.params(e.src, r).is_rendezvous(e.size) {
+                if self.net.params(e.src, r, e.size).is_rendezvous(e.size) {
                     rdv_by_sender
                         .entry(e.src)
                         .or_default()

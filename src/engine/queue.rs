@@ -25,9 +25,14 @@ pub enum EvKind {
     Msg = 4,
     /// MPI_Test; `tag` is 0 when first queued, 1 once deferred behind same-time events.
     Probe = 5,
+    /// A memory-bound computation starting (`size` bytes).
+    Mem = 6,
+    /// Its end as last scheduled (`tag` is the version).
+    MemDone = 7,
 }
 
-const KINDS: [EvKind; 6] = [EvKind::Calc, EvKind::Send, EvKind::Recv, EvKind::Calc, EvKind::Msg, EvKind::Probe];
+const KINDS: [EvKind; 8] =
+    [EvKind::Calc, EvKind::Send, EvKind::Recv, EvKind::Calc, EvKind::Msg, EvKind::Probe, EvKind::Mem, EvKind::MemDone];
 
 /// 40 bytes: the stamp, kind, cpu and nic share one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -136,7 +136,7 @@ fn coll(ranks: u32, iterations: u32, collective: CollectiveKind, bytes: u64, com
 }
 
 fn bsp(ranks: u32, iterations: u32, compute_ps: Time, barrier: bool) -> Bsp {
-    Bsp { ranks, iterations, compute_ps, distances: vec![1], message_bytes: 8, periodic: true, barrier }
+    Bsp { ranks, iterations, compute_ps, distances: vec![1], message_bytes: 8, periodic: true, barrier, compute_bytes: 0 }
 }
 
 fn run_bsp(w: Bsp, noise: Vec<NoiseSpec>, seed: u64) -> Engine<StreamProgram<Bsp>> {

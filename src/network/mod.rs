@@ -6,6 +6,14 @@
 //! o + max((s-1)·O, (s-1)·G) and NIC g + (s-1)·G. Messages above S bytes use
 //! the rendezvous protocol: the send completes only when the receiver matches.
 
+mod platform;
+mod regimes;
+mod topology;
+
+pub use platform::{Mapping, MemoryDomains, Platform, OTHER_NODE};
+pub use regimes::{Regime, RegimeCursor};
+pub use topology::Topology;
+
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -74,7 +82,38 @@ impl LogGOPS {
     }
 }
 
-/// Which parameters a message between two ranks uses.
+/// The parameters of one link class, by protocol: messages up to
+/// `short_max_bytes` use `short`, up to the eager limit (`eager.s_bytes`)
+/// `eager`, larger ones `rendezvous` (Table 1 of the Krylov paper gives
+/// postal α, β per protocol and class). Absent protocols use `eager`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkClass {
+    pub eager: LogGOPS,
+    #[serde(default)]
+    pub short_max_bytes: u64,
+    #[serde(default)]
+    pub short: Option<LogGOPS>,
+    #[serde(default)]
+    pub rendezvous: Option<LogGOPS>,
+}
+
+impl LinkClass {
+    pub fn uniform(p: LogGOPS) -> Self {
+        LinkClass { eager: p, short_max_bytes: 0, short: None, rendezvous: None }
+    }
+
+    /// The three protocols' parameters, every one with the class's eager limit.
+    fn table(&self) -> ([LogGOPS; 3], u64) {
+        let s = self.eager.s_bytes;
+        let with_s = |p: LogGOPS| LogGOPS { s_bytes: s, ..p };
+        ([with_s(self.short.unwrap_or(self.eager)), self.eager, with_s(self.rendezvous.unwrap_or(self.eager))], self.short_max_bytes)
+    }
+}
+
+/// Which parameters a message between two ranks uses, and what it meets on
+/// the way: link class (same socket, same node, other node), the node
+/// topology's hops, the node's injection bandwidth and latency regimes.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
@@ -85,15 +124,21 @@ pub struct Network {
     pub intra_node: Option<LogGOPS>,
     /// Block mapping: ranks r and q share a node iff r / ranks_per_node == q / ranks_per_node.
     pub ranks_per_node: u32,
+    /// The platform beyond plain LogGOPS (None: LogGOPSim's model exactly).
+    #[serde(default)]
+    pub platform: Option<Box<Platform>>,
 }
 
 impl Network {
     pub fn uniform(p: LogGOPS) -> Self {
-        Network { inter_node: p, intra_node: None, ranks_per_node: 1 }
+        Network { inter_node: p, intra_node: None, ranks_per_node: 1, platform: None }
     }
 
     #[inline]
-    pub fn params(&self, a: u32, b: u32) -> &LogGOPS {
+    pub fn params(&self, a: u32, b: u32, size: u64) -> &LogGOPS {
+        if let Some(pl) = &self.platform {
+            return pl.params(a, b, size);
+        }
         match &self.intra_node {
             Some(intra) if a / self.ranks_per_node == b / self.ranks_per_node => intra,
             _ => &self.inter_node,
@@ -108,7 +153,18 @@ impl Network {
         if let Some(p) = &self.intra_node {
             p.validate("network.intra_node")?;
         }
+        if let Some(pl) = &self.platform {
+            pl.validate()?;
+        }
         Ok(())
+    }
+
+    /// Builds the platform's lookup tables for a run of `ranks` ranks.
+    pub fn prepare(&mut self, ranks: u32) -> Result<(), String> {
+        match self.platform.as_mut() {
+            Some(pl) => pl.prepare_for(ranks),
+            None => Ok(()),
+        }
     }
 }
 
@@ -131,8 +187,8 @@ mod tests {
     fn intra_node_class_applies_within_a_node_only() {
         let inter = LogGOPS::loggopsim_defaults();
         let intra = LogGOPS { l_ps: 1, ..inter };
-        let n = Network { inter_node: inter, intra_node: Some(intra), ranks_per_node: 4 };
-        assert_eq!(n.params(0, 3).l_ps, 1);
-        assert_eq!(n.params(3, 4).l_ps, inter.l_ps);
+        let n = Network { inter_node: inter, intra_node: Some(intra), ranks_per_node: 4, platform: None };
+        assert_eq!(n.params(0, 3, 8).l_ps, 1);
+        assert_eq!(n.params(3, 4, 8).l_ps, inter.l_ps);
     }
 }

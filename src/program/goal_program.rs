@@ -174,7 +174,7 @@ impl Program for GoalProgram {
                 match o.kind {
                     OpKind::Send => format!("op {i} (send {} B to {})", o.size, o.peer),
                     OpKind::Recv => format!("op {i} (recv {} B from {})", o.size, if o.peer == super::ANY { "any".to_string() } else { o.peer.to_string() }),
-                    OpKind::Calc | OpKind::Probe => format!("op {i} (calc)"),
+                    OpKind::Calc | OpKind::Probe | OpKind::Mem => format!("op {i} (calc)"),
                 }
             })
             .collect();

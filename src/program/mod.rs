@@ -25,6 +25,9 @@ pub enum OpKind {
     /// A zero-cost MPI_Test: completes after every message due at the same
     /// instant has been received, so it sees what has arrived by then.
     Probe = 4,
+    /// A memory-bound computation of `size` bytes, at the bandwidth its
+    /// socket's memory domain gives it.
+    Mem = 5,
 }
 
 /// An operation the program hands to the engine for execution.
@@ -45,6 +48,9 @@ pub struct ReadyOp {
 impl ReadyOp {
     pub fn calc(size_ps: Time, id: u32) -> Self {
         ReadyOp { kind: OpKind::Calc, peer: 0, tag: 0, size: size_ps, id, cpu: 0, nic: 0 }
+    }
+    pub fn mem(bytes: u64, id: u32) -> Self {
+        ReadyOp { kind: OpKind::Mem, peer: 0, tag: 0, size: bytes, id, cpu: 0, nic: 0 }
     }
     pub fn probe(id: u32) -> Self {
         ReadyOp { kind: OpKind::Probe, peer: 0, tag: 0, size: 0, id, cpu: 0, nic: 0 }

@@ -26,6 +26,9 @@ use crate::time::{Time, PS_PER_NS};
 pub enum StreamOp {
     /// Occupy the CPU for this long (noise may stretch it).
     Calc(Time),
+    /// Memory-bound work moving this many bytes, at the rate the rank's
+    /// socket gives it (the platform's memory domains).
+    Mem(u64),
     ISend { peer: u32, tag: u32, bytes: u64, slot: u8 },
     IRecv { peer: u32, tag: u32, bytes: u64, slot: u8 },
     /// Block until every request in the slot mask is complete.
@@ -333,6 +336,10 @@ impl<W: Workload> Rank<'_, W> {
                     self.out.push(ReadyOp::calc(ps, CALC_ID));
                     return Ok(());
                 }
+                StreamOp::Mem(bytes) => {
+                    self.out.push(ReadyOp::mem(bytes, CALC_ID));
+                    return Ok(());
+                }
                 StreamOp::ISend { peer, tag, bytes, slot } => {
                     check_main_slot(rank, slot, self.bg_base)?;
                     return issue(rank, self.st, self.out, ReadyOp::send(peer, tag, bytes, slot as u32), slot);
@@ -490,6 +497,7 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
                     waited.extend((0..64).filter(|s| mask >> s & 1 == 1).map(|s| slot_op[s]).filter(|&i| i != u32::MAX));
                     continue;
                 }
+                StreamOp::Mem(_) => return Err("memory-bound computation depends on contention and has no GOAL form".into()),
                 StreamOp::Test(_) | StreamOp::CollTest | StreamOp::WaitAny(_) => {
                     return Err("workloads that call MPI_Test or MPI_Waitany depend on timing and have no GOAL form".into())
                 }

@@ -19,6 +19,10 @@ pub struct Bsp {
     /// Wrap around at the ends (ring); otherwise edge ranks have fewer neighbours.
     pub periodic: bool,
     pub barrier: bool,
+    /// Memory-bound compute instead: bytes moved per iteration at the rate
+    /// the rank's socket gives it (STREAM Triad); 0 = `compute_ps` on the core.
+    #[serde(default)]
+    pub compute_bytes: u64,
 }
 
 const T_ITER: u8 = 0;
@@ -99,7 +103,7 @@ impl Workload for Bsp {
                 }
                 2 => {
                     s.phase = 3;
-                    return StreamOp::Calc(self.compute_ps);
+                    return if self.compute_bytes > 0 { StreamOp::Mem(self.compute_bytes) } else { StreamOp::Calc(self.compute_ps) };
                 }
                 3 => {
                     s.phase = 4;

@@ -44,6 +44,10 @@ pub struct Spmv {
     pub time_per_nonzero_ps: f64,
     /// Bytes per vector element sent (8 for doubles).
     pub bytes_per_element: u64,
+    /// Memory-bound kernel instead: bytes per nonzero moved at the rate the
+    /// rank's socket gives it (about 12 for CRS); 0 = time_per_nonzero on the core.
+    #[serde(default)]
+    pub bytes_per_nonzero: u64,
     /// A partner file describing the matrix instead of rows and bandwidth.
     #[serde(default)]
     pub partners_file: Option<String>,
@@ -207,8 +211,12 @@ impl Spmv {
         Some((send > 0 || recv > 0).then_some((q as u32, send, recv)))
     }
 
-    fn compute(&self, nonzeros: u64) -> Time {
-        (nonzeros as f64 * self.time_per_nonzero_ps).round() as Time
+    fn compute(&self, nonzeros: u64) -> StreamOp {
+        if self.bytes_per_nonzero > 0 {
+            StreamOp::Mem(nonzeros * self.bytes_per_nonzero)
+        } else {
+            StreamOp::Calc((nonzeros as f64 * self.time_per_nonzero_ps).round() as Time)
+        }
     }
 
 }
@@ -303,7 +311,7 @@ impl Workload for Spmv {
                 6 => {
                     s.phase = 7;
                     if split {
-                        return StreamOp::Calc(self.compute(local));
+                        return self.compute(local);
                     }
                     return StreamOp::TimerStart { timer: T_EXEC, iteration };
                 }
@@ -313,12 +321,12 @@ impl Workload for Spmv {
                         // The wait is communication time even inside the kernel.
                         return StreamOp::Wait((1u64 << s.reqs) - 1);
                     }
-                    return StreamOp::Calc(self.compute(local + remote));
+                    return self.compute(local + remote);
                 }
                 8 => {
                     s.phase = 9;
                     if split {
-                        return StreamOp::Calc(self.compute(remote));
+                        return self.compute(remote);
                     }
                 }
                 9 => {
@@ -364,6 +372,7 @@ mod tests {
             bytes_per_element: 8,
             partners_file: None,
             table: None,
+            bytes_per_nonzero: 0,
         }
     }
 

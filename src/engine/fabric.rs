@@ -1,0 +1,339 @@
+//! The platform's mutable state during a run: each node's injection link
+//! (the max-rate model), the latency regimes' chains, and the memory
+//! bandwidth domains with their running memory-bound computations.
+//!
+//! Memory contention: a memory-bound computation moves `bytes` at
+//! min(core bandwidth, socket bandwidth / active ranks on its socket).
+//! Whenever the set of active ranks on a socket changes, every one of them
+//! gets its remaining bytes updated and a new completion event (older ones
+//! are recognised as stale by a version number) — a cost proportional to
+//! the socket's ranks, not to all ranks. While a rank's computation runs
+//! its CPU clock holds `MEM_BUSY`; events that need that CPU are parked on
+//! the socket and released when the computation ends.
+
+use super::{Engine, EvKind, Event, SimError};
+use crate::network::{MemoryDomains, RegimeCursor, OTHER_NODE};
+use crate::program::Program;
+use crate::time::Time;
+
+/// A CPU clock value meaning "in a memory-bound computation, end unknown".
+pub const MEM_BUSY: Time = Time::MAX;
+
+#[derive(Default)]
+pub struct Fabric {
+    /// When each node's injection link is next free (max-rate model).
+    inject_free: Vec<Time>,
+    cursors: Vec<RegimeCursor>,
+    memory: Option<Memory>,
+}
+
+struct Memory {
+    bw: MemoryDomains,
+    domains: Vec<Domain>,
+}
+
+#[derive(Default)]
+struct Domain {
+    active: Vec<Active>,
+    /// When `remaining` was last brought up to date.
+    last: Time,
+    rate: f64,
+    /// Events waiting for the CPU of a rank of this socket.
+    parked: Vec<Event>,
+}
+
+struct Active {
+    rank: u32,
+    id: u32,
+    cpu: u8,
+    start: Time,
+    remaining: f64,
+    version: u32,
+}
+
+impl Fabric {
+    pub fn new(net: &crate::network::Network, ranks: u32) -> Fabric {
+        let Some(pl) = &net.platform else { return Fabric::default() };
+        let nodes = (0..ranks).map(|r| pl.node(r) + 1).max().unwrap_or(0) as usize;
+        Fabric {
+            inject_free: if pl.node_ps_per_byte > 0.0 { vec![0; nodes] } else { Vec::new() },
+            cursors: vec![RegimeCursor::default(); pl.regimes.len()],
+            memory: pl.memory.map(|bw| Memory { bw, domains: (0..pl.sockets(ranks)).map(|_| Domain::default()).collect() }),
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.inject_free.capacity() * 8 + self.memory.as_ref().map_or(0, |m| m.domains.capacity() * std::mem::size_of::<Domain>())
+    }
+}
+
+impl<P: Program> Engine<P> {
+    /// When a message leaving `src` at `depart` (its send overhead done)
+    /// reaches `dst`, given the link class's latency `l`.
+    pub(super) fn arrival(&mut self, src: u32, dst: u32, size: u64, depart: Time, l: Time) -> Time {
+        let Some(pl) = self.net.platform.as_deref() else { return depart + l };
+        let class = pl.class(src, dst);
+        let mut latency = l;
+        for (i, r) in pl.regimes.iter().enumerate() {
+            if r.classes >> class & 1 == 1 {
+                let seed = crate::rng::mix64(pl.seed ^ i as u64);
+                let state = self.fabric.cursors[i].state_at(r, seed, depart);
+                let key = crate::rng::hash(src as u64, dst as u64, depart, size);
+                latency = r.apply(state, latency, seed, key);
+            }
+        }
+        if class != OTHER_NODE {
+            return depart + latency;
+        }
+        let (ns, nd) = (pl.node(src), pl.node(dst));
+        latency += pl.path_latency(pl.topology.hops(ns, nd), size);
+        let mut start = depart;
+        if let Some(free) = self.fabric.inject_free.get_mut(ns as usize) {
+            // The node's off-node bytes share one link of 1/node_ps_per_byte.
+            start = start.max(*free);
+            *free = start + (size as f64 * pl.node_ps_per_byte).round() as Time;
+        }
+        start + latency
+    }
+
+    /// Starts a memory-bound computation of `ev.size` bytes on its rank's socket.
+    pub(super) fn on_mem(&mut self, ev: Event) {
+        let c = self.o(ev.rank, ev.cpu());
+        if self.clocks[c] > ev.time {
+            self.defer(ev, self.clocks[c]);
+            return;
+        }
+        let d = self.net.platform.as_deref().expect("checked when issued").socket(ev.rank) as usize;
+        let mem = self.fabric.memory.as_mut().expect("checked when issued");
+        self.clocks[c] = MEM_BUSY;
+        self.program.started(ev.rank, ev.id);
+        self.touched.push(ev.rank);
+        let dom = &mut mem.domains[d];
+        advance(dom, ev.time);
+        dom.active.push(Active { rank: ev.rank, id: ev.id, cpu: ev.cpu(), start: ev.time, remaining: ev.size as f64, version: 0 });
+        self.reschedule(d);
+    }
+
+    pub(super) fn has_memory(&self) -> bool {
+        self.fabric.memory.is_some()
+    }
+
+    /// A memory-bound computation's scheduled end (ignored if stale).
+    pub(super) fn on_mem_done(&mut self, ev: Event) {
+        let mem = self.fabric.memory.as_mut().expect("memory events imply domains");
+        let d = self.net.platform.as_deref().expect("memory implies a platform").socket(ev.rank) as usize;
+        let dom = &mut mem.domains[d];
+        let Some(i) = dom.active.iter().position(|a| a.rank == ev.rank && a.version == ev.tag) else { return };
+        advance(dom, ev.time);
+        let a = dom.active.swap_remove(i);
+        let mut released: Vec<Event> = Vec::new();
+        dom.parked.retain(|e| {
+            if e.rank == a.rank {
+                released.push(*e);
+                false
+            } else {
+                true
+            }
+        });
+        let c = self.o(a.rank, a.cpu);
+        self.clocks[c] = self.noise.cpu_end(a.rank, a.start, ev.time - a.start);
+        self.program.done(a.rank, a.id);
+        self.touched.push(a.rank);
+        self.events += 1;
+        for mut e in released {
+            e.time = self.clocks[c].max(self.now);
+            self.queue.push_again(e);
+        }
+        self.reschedule(d);
+    }
+
+    /// New rates and completion events for every computation on socket `d`.
+    fn reschedule(&mut self, d: usize) {
+        let mem = self.fabric.memory.as_mut().expect("memory");
+        let dom = &mut mem.domains[d];
+        let n = dom.active.len().max(1) as f64;
+        dom.rate = mem.bw.core_bytes_per_ps.min(mem.bw.socket_bytes_per_ps / n);
+        for a in dom.active.iter_mut() {
+            a.version = a.version.wrapping_add(1);
+            let t = self.now + (a.remaining / dom.rate).ceil() as Time;
+            self.queue.push_new(Event::new(t, EvKind::MemDone, a.cpu, 0, 0, a.rank, 0, a.version, a.id));
+        }
+    }
+
+    /// Re-queues an event for when its CPU (or NIC) is free, or parks it
+    /// while the CPU is in a memory-bound computation of unknown end.
+    #[inline]
+    pub(super) fn defer(&mut self, mut ev: Event, free: Time) {
+        if free == MEM_BUSY {
+            let pl = self.net.platform.as_deref().expect("MEM_BUSY implies a platform");
+            let d = pl.socket(ev.rank) as usize;
+            self.fabric.memory.as_mut().expect("memory").domains[d].parked.push(ev);
+            return;
+        }
+        ev.time = free;
+        self.queue.push_again(ev);
+    }
+}
+
+fn advance(dom: &mut Domain, now: Time) {
+    let moved = dom.rate * (now - dom.last) as f64;
+    for a in dom.active.iter_mut() {
+        a.remaining = (a.remaining - moved).max(0.0);
+    }
+    dom.last = now;
+}
+
+pub(super) fn no_memory(rank: u32) -> SimError {
+    SimError::Invalid(format!(
+        "rank {rank}: the workload has memory-bound computation but the platform has no memory domains (set [network.memory])"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::Engine;
+    use crate::network::{LinkClass, LogGOPS, Mapping, MemoryDomains, Network, Platform, Regime, Topology};
+    use crate::noise::Noise;
+    use crate::program::stream::{Ctx, StreamOp, StreamProgram, Workload};
+    use crate::record::Recorder;
+    use crate::time::Time;
+
+    /// Each rank runs a fixed list of ops.
+    #[derive(Clone)]
+    struct Ops(Vec<Vec<StreamOp>>);
+
+    impl Workload for Ops {
+        type State = usize;
+        fn num_ranks(&self) -> u32 {
+            self.0.len() as u32
+        }
+        fn iterations(&self) -> u32 {
+            1
+        }
+        fn timer_names(&self) -> Vec<String> {
+            vec![]
+        }
+        fn next(&self, rank: u32, s: &mut usize, _: &Ctx) -> StreamOp {
+            *s += 1;
+            self.0[rank as usize].get(*s - 1).copied().unwrap_or(StreamOp::Done)
+        }
+    }
+
+    fn platform(rpn: u32) -> Platform {
+        let json = format!(
+            r#"{{"inter_node": {{"eager": {{"l_ps": 1000000, "o_ps": 0, "g_ps": 0, "big_g_ps_per_byte": 0.0, "big_o_ps_per_byte": 0.0, "s_bytes": 1000000}}}},
+                "ranks_per_node": {rpn}}}"#
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    fn run(ops: Vec<Vec<StreamOp>>, pl: Platform) -> Vec<Time> {
+        let p = ops.len() as u32;
+        let net = Network { inter_node: pl.inter_node.eager, intra_node: None, ranks_per_node: pl.ranks_per_node, platform: Some(Box::new(pl)) };
+        let mut e = Engine::new(StreamProgram::new(Ops(ops), Recorder::disabled()), net, Noise::none()).unwrap();
+        e.run().unwrap();
+        (0..p).map(|r| e.finish_time(r)).collect()
+    }
+
+    fn memory(socket: f64, core: f64) -> Option<MemoryDomains> {
+        Some(MemoryDomains { socket_bytes_per_ps: socket, core_bytes_per_ps: core })
+    }
+
+    #[test]
+    fn memory_bound_ranks_share_their_socket_beyond_saturation() {
+        // Socket 40 B/ns, core 10 B/ns: 4 ranks saturate it.
+        for n in [1u32, 2, 4, 8] {
+            let mut pl = platform(8);
+            pl.memory = memory(0.04, 0.01);
+            let t = run((0..n).map(|_| vec![StreamOp::Mem(1_000_000)]).collect(), pl);
+            let rate = (0.01f64).min(0.04 / n as f64);
+            assert!(t.iter().all(|&x| x == (1e6 / rate).ceil() as Time), "n={n}: {t:?}");
+        }
+        // Core-bound work beside them is unaffected.
+        let mut pl = platform(9);
+        pl.memory = memory(0.04, 0.01);
+        let t = run(vec![vec![StreamOp::Mem(1_000_000)]; 8].into_iter().chain([vec![StreamOp::Calc(5_000)]]).collect(), pl);
+        assert_eq!(t[8], 5_000);
+    }
+
+    #[test]
+    fn rates_change_when_ranks_join_and_leave() {
+        // Socket 10 B/ns, core 10 B/ns. Rank 0 moves 100 kB alone for 4 µs
+        // (40 kB), then shares with rank 1 (5 B/ns each) — rank 1 needs
+        // 20 kB, done at 8 µs — then rank 0 finishes its last 40 kB alone.
+        let mut pl = platform(2);
+        pl.memory = memory(0.01, 0.01);
+        let t = run(vec![vec![StreamOp::Mem(100_000)], vec![StreamOp::Calc(4_000_000), StreamOp::Mem(20_000)]], pl);
+        assert_eq!(t, vec![12_000_000, 8_000_000]);
+    }
+
+    #[test]
+    fn a_message_arriving_during_memory_work_is_received_after_it() {
+        // Rank 1 computes 10 µs of memory work; rank 0's message (1 µs
+        // latency) waits for its CPU, then takes o.
+        let mut pl = platform(2);
+        pl.ranks_per_node = 1;
+        pl.memory = memory(0.01, 0.01);
+        pl.inter_node.eager.o_ps = 300;
+        let recv = StreamOp::IRecv { peer: 0, tag: 1, bytes: 8, slot: 0 };
+        let t = run(
+            vec![vec![StreamOp::ISend { peer: 1, tag: 1, bytes: 8, slot: 0 }, StreamOp::Wait(1)], vec![recv, StreamOp::Mem(100_000), StreamOp::Wait(1)]],
+            pl,
+        );
+        assert_eq!(t[1], 10_000_000 + 300);
+    }
+
+    #[test]
+    fn a_node_injects_its_off_node_bytes_one_after_another() {
+        // 4 ranks on node 0 each send 1000 B to node 1 at once; the node's
+        // link takes 2 ps per byte, so arrivals are 2 ns apart.
+        let mut pl = platform(4);
+        pl.node_ps_per_byte = 2.0;
+        let ops: Vec<Vec<StreamOp>> = (0..8)
+            .map(|r| {
+                if r < 4 {
+                    vec![StreamOp::ISend { peer: r + 4, tag: 1, bytes: 1000, slot: 0 }, StreamOp::Wait(1)]
+                } else {
+                    vec![StreamOp::IRecv { peer: r - 4, tag: 1, bytes: 1000, slot: 0 }, StreamOp::Wait(1)]
+                }
+            })
+            .collect();
+        let t = run(ops, pl);
+        let mut arrivals: Vec<Time> = t[4..].to_vec();
+        arrivals.sort();
+        assert_eq!(arrivals, vec![1_000_000, 1_002_000, 1_004_000, 1_006_000]);
+    }
+
+    #[test]
+    fn hops_and_congestion_add_latency() {
+        let mut pl = platform(1);
+        (pl.topology, pl.hop_latency_ps, pl.stalls_per_byte, pl.stall_ps) = (Topology::Torus { dims: [4, 1, 1] }, 100, 0.5, 2.0);
+        let send = |to| vec![StreamOp::ISend { peer: to, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)];
+        let recv = vec![StreamOp::IRecv { peer: 0, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)];
+        let t = run(vec![send(2), vec![], recv, vec![]], pl);
+        // 2 hops: 1 µs + 2·100 ps + 0.5·10·2·2 ps
+        assert_eq!(t[2], 1_000_000 + 200 + 20);
+    }
+
+    #[test]
+    fn a_latency_regime_scales_messages_while_it_lasts() {
+        // Always in state 1 (latency ×3): the chain starts there and stays.
+        let r = Regime {
+            classes: 0b100,
+            step_ps: 1_000,
+            transition: vec![vec![1.0, 0.0], vec![0.0, 1.0]],
+            multiplier: vec![1.0, 3.0],
+            add_mean_ps: vec![0.0, 0.0],
+            add_sd_ps: vec![0.0, 0.0],
+            initial: 1,
+        };
+        let mut pl = platform(1);
+        pl.regimes = vec![r];
+        let t = run(
+            vec![vec![StreamOp::ISend { peer: 1, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)], vec![StreamOp::IRecv { peer: 0, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)]],
+            pl,
+        );
+        assert_eq!(t[1], 3_000_000);
+        let _ = (LinkClass::uniform(LogGOPS::loggopsim_defaults()), Mapping::Block);
+    }
+}

@@ -1,0 +1,176 @@
+//! Network latency regimes: a Markov chain over latency levels, as the HMM
+//! paper measured on Anvil and Frontera (its conclusion proposes injecting
+//! them). State i multiplies the latency of the link classes it covers by
+//! `multiplier[i]` and adds a normal delay N(add_mean[i], add_sd[i]) (cut
+//! at 0), the fields `idlewave regimes` reports (μ_i, σ_i and the
+//! transition matrix per `step_ps` of simulated time).
+//!
+//! The trajectory is a pure function of (seed, chain): holding times are
+//! geometric in steps and jumps follow the transition row without the
+//! diagonal, each drawn from a hash of the change's index, so a run is
+//! reproducible whatever the event order.
+
+use crate::rng::{hash, unit};
+use crate::time::Time;
+use serde::Deserialize;
+
+/// Random streams (distinct from the noise sources').
+const REGIME_CHAIN: u64 = 0x5EC1_0000;
+const REGIME_DELAY: u64 = 0x5EC2_0000;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Regime {
+    /// Link classes covered: bit 0 same socket, bit 1 same node, bit 2 other node.
+    pub classes: u8,
+    pub step_ps: Time,
+    /// Row-stochastic: transition[i][j] = P(state j at step k+1 | state i at step k).
+    pub transition: Vec<Vec<f64>>,
+    pub multiplier: Vec<f64>,
+    pub add_mean_ps: Vec<f64>,
+    pub add_sd_ps: Vec<f64>,
+    #[serde(default)]
+    pub initial: usize,
+}
+
+impl Regime {
+    pub fn validate(&self, what: &str) -> Result<(), String> {
+        let n = self.transition.len();
+        if n == 0 || n > 64 {
+            return Err(format!("{what}: between 1 and 64 states, got {n}"));
+        }
+        if self.step_ps == 0 {
+            return Err(format!("{what}.step_s must be positive"));
+        }
+        for (i, row) in self.transition.iter().enumerate() {
+            let sum: f64 = row.iter().sum();
+            if row.len() != n || row.iter().any(|&x| !(0.0..=1.0).contains(&x)) || (sum - 1.0).abs() > 1e-6 {
+                return Err(format!("{what}.transition[{i}]: a row of {n} probabilities summing to 1, got {row:?}"));
+            }
+        }
+        for (name, v) in [("multiplier", &self.multiplier), ("add_mean_s", &self.add_mean_ps), ("add_sd_s", &self.add_sd_ps)] {
+            if v.len() != n || v.iter().any(|x| !x.is_finite() || *x < 0.0 && name != "add_mean_s") {
+                return Err(format!("{what}.{name}: one finite, non-negative value per state ({n}), got {v:?}"));
+            }
+        }
+        if self.initial >= n {
+            return Err(format!("{what}.initial: state {} out of range (0..{n})", self.initial));
+        }
+        Ok(())
+    }
+
+    /// The latency of a message in `state`; `key` makes its delay draw unique.
+    pub fn apply(&self, state: usize, latency: Time, seed: u64, key: u64) -> Time {
+        let mut l = latency as f64 * self.multiplier[state];
+        let (mean, sd) = (self.add_mean_ps[state], self.add_sd_ps[state]);
+        if mean != 0.0 || sd != 0.0 {
+            let z = if sd > 0.0 { normal(seed, key) } else { 0.0 };
+            l += (mean + sd * z).max(0.0);
+        }
+        l.round().max(0.0) as Time
+    }
+}
+
+/// A standard normal from two hashed uniforms (Box–Muller).
+fn normal(seed: u64, key: u64) -> f64 {
+    let u1 = unit(hash(seed, REGIME_DELAY, key, 1)).max(1e-300);
+    let u2 = unit(hash(seed, REGIME_DELAY, key, 2));
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// Where a chain is: its change points so far (step, state), extended on
+/// demand as simulated time advances.
+#[derive(Debug, Clone, Default)]
+pub struct RegimeCursor {
+    changes: Vec<(u64, u8)>,
+    /// First step not yet covered by `changes`.
+    horizon: u64,
+}
+
+impl RegimeCursor {
+    pub fn state_at(&mut self, r: &Regime, seed: u64, t: Time) -> usize {
+        let step = t / r.step_ps;
+        if self.changes.is_empty() {
+            self.changes.push((0, r.initial as u8));
+            self.horizon = 0;
+        }
+        while self.horizon <= step {
+            let k = self.changes.len() as u64;
+            let (start, state) = *self.changes.last().unwrap();
+            let stay = r.transition[state as usize][state as usize];
+            // Geometric holding time in steps (at least one).
+            let hold = if stay >= 1.0 {
+                u64::MAX / 2
+            } else if stay <= 0.0 {
+                1
+            } else {
+                let u = unit(hash(seed, REGIME_CHAIN, k, 3)).max(1e-300);
+                ((u.ln() / stay.ln()).floor() as u64).saturating_add(1)
+            };
+            let end = start.saturating_add(hold);
+            self.horizon = end;
+            if end > step {
+                break;
+            }
+            // Jump by the row without its diagonal.
+            let row = &r.transition[state as usize];
+            let mut u = unit(hash(seed, REGIME_CHAIN, k, 4)) * (1.0 - stay);
+            let mut next = state as usize;
+            for (j, &p) in row.iter().enumerate() {
+                if j == state as usize {
+                    continue;
+                }
+                next = j;
+                if u < p {
+                    break;
+                }
+                u -= p;
+            }
+            self.changes.push((end, next as u8));
+        }
+        let i = self.changes.partition_point(|c| c.0 <= step);
+        self.changes[i - 1].1 as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_state(stay: f64) -> Regime {
+        Regime {
+            classes: 4,
+            step_ps: 1000,
+            transition: vec![vec![stay, 1.0 - stay], vec![1.0 - stay, stay]],
+            multiplier: vec![1.0, 3.0],
+            add_mean_ps: vec![0.0, 500.0],
+            add_sd_ps: vec![0.0, 0.0],
+            initial: 0,
+        }
+    }
+
+    #[test]
+    fn occupancy_and_holding_times_follow_the_transition_matrix() {
+        let r = two_state(0.99);
+        let mut c = RegimeCursor::default();
+        let steps = 200_000u64;
+        let in_one = (0..steps).filter(|&s| c.state_at(&r, 7, s * 1000) == 1).count() as f64 / steps as f64;
+        assert!((in_one - 0.5).abs() < 0.05, "{in_one}");
+        // mean holding time 1/(1-0.99) = 100 steps
+        let switches = c.changes.len() as f64;
+        let mean_hold = steps as f64 / switches;
+        assert!((mean_hold - 100.0).abs() < 10.0, "{mean_hold}");
+        // looking back gives the same answers; another cursor agrees
+        let mut d = RegimeCursor::default();
+        assert!((0..2000).all(|s| d.state_at(&r, 7, s * 97_000) == c.state_at(&r, 7, s * 97_000)));
+        assert_eq!(r.apply(1, 1000, 7, 1), 3500);
+        assert_eq!(r.apply(0, 1000, 7, 1), 1000);
+    }
+
+    #[test]
+    fn bad_matrices_are_rejected() {
+        let mut r = two_state(0.5);
+        r.transition[1] = vec![0.7, 0.7];
+        assert!(r.validate("network.regimes[0]").unwrap_err().contains("transition[1]"));
+    }
+}
