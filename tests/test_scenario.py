@@ -48,7 +48,20 @@ def test_empty_scenario_is_fully_defaulted():
         "S_bytes": 65535,
         "ranks_per_node": 1,
         "async_progress": False,
+        "platform": "",
+        "ranks_per_socket": 0,
+        "node_bandwidth_bytes_per_s": 0.0,
+        "hop_latency_s": 0.0,
+        "stalls_per_byte": 0.0,
+        "stall_s": 0.0,
+        "short": None,
+        "rendezvous": None,
         "intra_node": None,
+        "intra_socket": None,
+        "topology": {"kind": "fully_connected"},
+        "mapping": {"kind": "block"},
+        "memory": None,
+        "regimes": [],
     }
     assert s["noise"] == []
     assert s["workload"] == {
@@ -60,6 +73,7 @@ def test_empty_scenario_is_fully_defaulted():
         "message_bytes": 8,
         "periodic": True,
         "barrier": False,
+        "compute_bytes": 0,
     }
     assert s["record"] == {"timers": True}
     assert s["limits"] == {"max_memory_bytes": 0}
@@ -118,7 +132,7 @@ def test_intra_node_defaults_to_network_values():
     intra = s["network"]["intra_node"]
     assert intra["L_s"] == 1e-7
     assert intra["o_s"] == 1.5e-6 and intra["S_bytes"] == 65535
-    assert set(intra) == {"L_s", "o_s", "g_s", "G_s_per_byte", "O_s_per_byte", "S_bytes"}
+    assert set(intra) == {"L_s", "o_s", "g_s", "G_s_per_byte", "O_s_per_byte", "S_bytes", "short", "rendezvous"}
     # An intra_node table inherits a changed [network] value, not the built-in default.
     s = sc.parse_scenario("[network]\ng_s = 3e-6\n[network.intra_node]\nL_s = 0\n")
     assert s["network"]["intra_node"]["g_s"] == 3e-6
@@ -173,7 +187,8 @@ max_memory_bytes = 1000000
     e = sc.to_engine_config(s)
     assert set(e) == {"seed", "network", "noise", "workload", "record_timers", "async_progress", "max_memory_bytes"}
     assert e["seed"] == 9 and e["record_timers"] is True and e["max_memory_bytes"] == 1000000
-    assert set(e["network"]) == {"inter_node", "intra_node", "ranks_per_node"}
+    assert set(e["network"]) == {"inter_node", "intra_node", "ranks_per_node", "platform"}
+    assert e["network"]["platform"] is None  # plain LogGOPS: LogGOPSim's model exactly
     assert e["network"]["inter_node"] == {
         "l_ps": 2500000,
         "o_ps": 1500000,
@@ -205,6 +220,7 @@ max_memory_bytes = 1000000
         "message_bytes": 8,
         "periodic": True,
         "barrier": False,
+        "compute_bytes": 0,
     }
     assert json.loads(sc.engine_json(s)) == e
 
@@ -249,7 +265,7 @@ def test_unknown_keys_name_full_path_and_allowed_keys():
     msg = err("[workload]\ncompute = 1\n")
     assert msg == (
         "scn.toml: workload.compute: unknown key (allowed: kind, ranks, iterations, compute_s, "
-        "distances, message_bytes, periodic, barrier)"
+        "distances, message_bytes, periodic, barrier, compute_bytes)"
     )
     assert "scn.toml: bogus: unknown key" in err("bogus = 1\n")
     assert "network.latency: unknown key" in err("[network]\nlatency = 1\n")

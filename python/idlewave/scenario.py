@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from idlewave import mapping, platform
+
 __all__ = [
     "ScenarioError",
     "load_scenario",
@@ -77,8 +79,8 @@ class Field:
     """One key of a table.
 
     type: "int", "float", "bool", "str", "path" (a string resolved against the
-    scenario's directory) or "ints" (a list of ints; ``check`` then applies to
-    each element).  ``nullable`` lets ``None`` through (Python callers only;
+    scenario's directory), "ints", "floats" or "strs" (lists; ``check`` then
+    applies to each element) or "matrix" (a list of rows of probabilities).  ``nullable`` lets ``None`` through (Python callers only;
     TOML has no null) — that is how "absent, meaning all" is represented.
     """
 
@@ -158,8 +160,56 @@ NETWORK = {
     "ranks_per_node": Field("int", 1, _RANKS),
     # nonblocking collectives advance without MPI calls (a progress thread)
     "async_progress": Field("bool", False),
-    # "intra_node" is a sub-table with LINK's keys, defaulting to the values
-    # above; handled in _network().
+    # a preset name (idlewave.platform.PRESETS) or a platform TOML file whose
+    # [network] keys this table's own keys override
+    "platform": Field("str", ""),
+    # 0: a node is one socket (one memory domain)
+    "ranks_per_socket": Field("int", 0, _U32),
+    # the max-rate model: a node's off-node traffic shares this bandwidth (0: unlimited)
+    "node_bandwidth_bytes_per_s": Field("float", 0.0, _NONNEG),
+    # per link between nodes, and the congestion penalty stalls_per_byte * n * stall_s * hops
+    "hop_latency_s": Field("float", 0.0, _NONNEG_S),
+    "stalls_per_byte": Field("float", 0.0, _NONNEG),
+    "stall_s": Field("float", 0.0, _NONNEG_S),
+    # Sub-tables, handled in _Validator.network(): intra_node and
+    # intra_socket (LINK keys, defaulting to the class above them), short
+    # (max_bytes + LINK keys) and rendezvous (LINK keys) in any link table,
+    # topology, mapping, memory, and the array regimes.
+}
+NETWORK_TABLES = ("intra_node", "intra_socket", "short", "rendezvous", "topology", "mapping", "memory", "regimes")
+SHORT = {"max_bytes": Field("int", 1024, _U64)}
+
+TOPOLOGY: dict[str, tuple[str, dict[str, Field]]] = {
+    "fully_connected": ("every node one link from every other", {}),
+    "fat_tree": ("k-ary fat tree of switches with radix ports", {"radix": Field("int", 36, _int_range(2, MAX_U32))}),
+    "torus": ("3-D torus of nodes (x fastest)", {"dims": Field("ints", REQUIRED, _int_range(1, MAX_U32))}),
+    "dragonfly": (
+        "routers of nodes, all-to-all groups, one global hop between groups",
+        {"nodes_per_router": Field("int", 4, _int_range(1, MAX_U32)), "routers_per_group": Field("int", 96, _int_range(1, MAX_U32))},
+    ),
+}
+_GRID = {"grid": Field("ints", [], _int_range(1, MAX_U32)), "node_grid": Field("ints", [], _int_range(1, MAX_U32))}
+MAPPING: dict[str, tuple[str, dict[str, Field]]] = {
+    "block": ("consecutive ranks fill a node", {}),
+    "round_robin": ("rank r on node r mod nodes", {}),
+    "cartesian": ("node-aware: each node holds a compact block of the process grid", _GRID),
+    "grid2d": ("2-D grid with node_grid = [Qr, Qc] processes per node (2-D grid paper §3.2.1)", _GRID),
+    "topology_aware": ("cartesian blocks laid onto the torus so neighbouring blocks are neighbouring nodes", _GRID),
+    "file": ("one node number per rank per line", {"path": Field("path")}),
+}
+MEMORY = {
+    "socket_bandwidth_bytes_per_s": Field("float", REQUIRED, _gt(0)),
+    "core_bandwidth_bytes_per_s": Field("float", REQUIRED, _gt(0)),
+}
+LINK_CLASSES = ("intra_socket", "intra_node", "inter_node")
+REGIME = {
+    "classes": Field("strs", ["inter_node"], None),
+    "step_s": Field("float", 1e-3, _POS_S),
+    "transition": Field("matrix", REQUIRED),
+    "multiplier": Field("floats", REQUIRED, _ge(0)),
+    "add_mean_s": Field("floats", None, None, nullable=True),
+    "add_sd_s": Field("floats", None, _ge(0), nullable=True),
+    "initial": Field("int", 0, _int_range(0, 63)),
 }
 
 RECORD = {"timers": Field("bool", True)}
@@ -247,6 +297,9 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "message_bytes": Field("int", 8, _U64),
             "periodic": Field("bool", True),
             "barrier": Field("bool", False),
+            # > 0: each compute phase is memory-bound, moving this many bytes at the
+            # rate its socket gives it (needs [network.memory]); compute_s is then unused
+            "compute_bytes": Field("int", 0, _U64),
         },
     ),
     "collective": (
@@ -294,6 +347,9 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
             "bytes_per_element": Field("int", 8, _U64),
             # any matrix, by its communication: replaces rows and bandwidth
             "partners_file": Field("path", ""),
+            # > 0: the kernel is memory-bound (about 12 B per nonzero for CRS) and
+            # contends for the socket's bandwidth (needs [network.memory])
+            "bytes_per_nonzero": Field("int", 0, _U64),
         },
     ),
     "fem_matvec": (
@@ -604,6 +660,7 @@ def to_engine_config(scn: dict) -> dict:
             "inter_node": _engine_link(net),
             "intra_node": None if intra is None else _engine_link(intra),
             "ranks_per_node": net["ranks_per_node"],
+            "platform": _engine_platform(net, scn["workload"]),
         },
         "noise": [_engine_noise(n) for n in scn["noise"]],
         "workload": _engine_workload(scn["workload"], net),
@@ -611,6 +668,13 @@ def to_engine_config(scn: dict) -> dict:
         "async_progress": net["async_progress"],
         "max_memory_bytes": scn["limits"]["max_memory_bytes"] or None,
     }
+
+
+def _engine_platform(net: dict, workload: dict) -> dict | None:
+    try:
+        return platform.engine_platform(net, workload, _engine_link)
+    except (mapping.MappingError, OSError) as e:
+        raise ScenarioError(f"network.mapping: {e}", key="network.mapping") from None
 
 
 def engine_json(scn: dict) -> str:
@@ -743,6 +807,20 @@ class _Validator:
             return _copy(f.default)
         if v is None and f.nullable:
             return None
+        if f.type in ("floats", "strs"):
+            elem = "float" if f.type == "floats" else "str"
+            if not isinstance(v, (list, tuple)):
+                self.fail(path, f"expected a list of {'numbers' if elem == 'float' else 'strings'}, got {_show(v)} ({_type_name(v)})")
+            return [self.scalar(x, elem, f.check, f"{path}[{i}]") for i, x in enumerate(v)]
+        if f.type == "matrix":
+            if not isinstance(v, (list, tuple)) or not v:
+                self.fail(path, f"expected a list of rows (lists of numbers), got {_show(v)}")
+            rows = []
+            for i, row in enumerate(v):
+                if not isinstance(row, (list, tuple)):
+                    self.fail(f"{path}[{i}]", f"expected a row (list of numbers), got {_show(row)}")
+                rows.append([self.scalar(x, "float", _unit_interval, f"{path}[{i}][{j}]") for j, x in enumerate(row)])
+            return rows
         if f.type == "path" and v == "" and f.default == "":
             return ""  # an optional path left unset
         if f.type == "ints":
@@ -840,14 +918,71 @@ class _Validator:
 
     def network(self, raw) -> dict:
         raw = self.table(raw, "network")
-        out = self.fields(raw, NETWORK, "network", allowed=[*NETWORK, "intra_node"])
-        intra = raw.get("intra_node")
-        if intra is not None:
-            intra = self.table(intra, "network.intra_node")
-            schema = {k: replace(f, default=out[k]) for k, f in LINK.items()}
-            intra = self.fields(intra, schema, "network.intra_node")
-        out["intra_node"] = intra
+        if raw.get("platform"):
+            raw = platform.merged(raw, self.resolve, self.fail)
+        out = self.fields(raw, NETWORK, "network", allowed=[*NETWORK, *NETWORK_TABLES])
+        out.update(self.protocols(raw, out, "network"))
+        parent = out
+        for cls in ("intra_node", "intra_socket"):
+            sub = raw.get(cls)
+            if sub is not None:
+                sub = self.table(sub, f"network.{cls}")
+                schema = {k: replace(f, default=parent[k]) for k, f in LINK.items()}
+                link = self.fields(sub, schema, f"network.{cls}", allowed=[*LINK, "short", "rendezvous"])
+                link.update(self.protocols(sub, link, f"network.{cls}"))
+                sub = parent = link
+            out[cls] = sub
+        out["topology"] = self.kinded(raw.get("topology", {}), TOPOLOGY, "network.topology", "fully_connected")
+        if out["topology"]["kind"] == "torus" and len(out["topology"]["dims"]) != 3:
+            self.fail("network.topology.dims", f"must have three entries (x, y, z), got {len(out['topology']['dims'])}")
+        out["mapping"] = self.kinded(raw.get("mapping", {}), MAPPING, "network.mapping", "block")
+        mem = raw.get("memory")
+        out["memory"] = None if mem is None else self.fields(self.table(mem, "network.memory"), MEMORY, "network.memory")
+        out["regimes"] = [self.regime(r, f"network.regimes[{i}]") for i, r in enumerate(self.array(raw.get("regimes"), "network.regimes"))]
+        if out["ranks_per_socket"] > out["ranks_per_node"]:
+            self.fail("network.ranks_per_socket", f"must be <= ranks_per_node ({out['ranks_per_node']}), got {out['ranks_per_socket']}")
         return out
+
+    def protocols(self, raw: dict, link: dict, path: str) -> dict:
+        """The short and rendezvous sub-tables of a link table (None when absent)."""
+        out = {}
+        for name, extra in (("short", SHORT), ("rendezvous", {})):
+            sub = raw.get(name)
+            if sub is not None:
+                sub = self.table(sub, f"{path}.{name}")
+                schema = {**extra, **{k: replace(f, default=link[k]) for k, f in LINK.items() if k != "S_bytes"}}
+                sub = self.fields(sub, schema, f"{path}.{name}")
+            out[name] = sub
+        if out["short"] is not None and out["short"]["max_bytes"] > link["S_bytes"]:
+            self.fail(f"{path}.short.max_bytes", f"must be <= S_bytes ({link['S_bytes']}), got {out['short']['max_bytes']}")
+        return out
+
+    def array(self, raw, path: str) -> list:
+        if raw is None:
+            return []
+        if isinstance(raw, dict) or not isinstance(raw, (list, tuple)):
+            self.fail(path, f"expected an array of tables ([[{path}]]), got {_show(raw)} ({_type_name(raw)})")
+        return list(raw)
+
+    def regime(self, raw, path: str) -> dict:
+        r = self.fields(self.table(raw, path), REGIME, path)
+        n = len(r["transition"])
+        for i, row in enumerate(r["transition"]):
+            if len(row) != n:
+                self.fail(f"{path}.transition[{i}]", f"must have {n} entries (one per state), got {len(row)}")
+            if abs(sum(row) - 1.0) > 1e-6:
+                self.fail(f"{path}.transition[{i}]", f"probabilities must sum to 1, got {sum(row):.6g}")
+        for key in ("multiplier", "add_mean_s", "add_sd_s"):
+            if r[key] is None:
+                r[key] = [1.0 if key == "multiplier" else 0.0] * n
+            if len(r[key]) != n:
+                self.fail(f"{path}.{key}", f"needs one value per state ({n}), got {len(r[key])}")
+        for j, c in enumerate(r["classes"]):
+            if c not in LINK_CLASSES:
+                self.fail(f"{path}.classes[{j}]", f"must be one of {', '.join(LINK_CLASSES)}; got {c!r}")
+        if r["initial"] >= n:
+            self.fail(f"{path}.initial", f"must be < the number of states ({n}), got {r['initial']}")
+        return r
 
     def noise(self, raw, ranks: int | None) -> list[dict]:
         if raw is None:
@@ -950,12 +1085,16 @@ def _engine_workload(w: dict, net: dict) -> dict:
         # A sweep streams bytes_per_element per element (A = B + s·C: two loads,
         # one store, one write-allocate) at the core's bandwidth, then exchanges
         # with every rank within max_distance: the BSP loop of the engine.
-        sweep_s = w["elements_per_rank"] * w["bytes_per_element"] / w["core_bandwidth_bytes_per_s"]
+        # With memory domains on the platform the sweep is memory-bound and
+        # contends for its socket's bandwidth instead.
+        sweep_bytes = w["elements_per_rank"] * w["bytes_per_element"]
+        sweep_s = sweep_bytes / w["core_bandwidth_bytes_per_s"]
         return {
             "kind": "bsp",
             "ranks": w["ranks"],
             "iterations": w["iterations"],
             "compute_ps": _ps(sweep_s),
+            "compute_bytes": sweep_bytes if net["memory"] else 0,
             "distances": list(range(1, w["max_distance"] + 1)),
             "message_bytes": w["message_bytes"],
             "periodic": w["periodic"],

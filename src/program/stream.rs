@@ -94,6 +94,9 @@ const CALC_ID: u32 = 64;
 const TEST_ID: u32 = 65;
 /// A zero-cost probe that brings an MPI call to the moment the CPU reaches it.
 const SYNC_ID: u32 = 66;
+/// A memory-bound computation: its end is known only when it comes, so the
+/// next op waits for it (a calc's end is known when it starts).
+const MEM_ID: u32 = 67;
 /// Request slots a background collective gets by default (the top ones).
 const DEFAULT_BG_SLOTS: u8 = 32;
 
@@ -216,7 +219,7 @@ impl<W: Workload> Program for StreamProgram<W> {
         let st = &mut self.ranks[rank as usize];
         if (self.bg_base as u32..64).contains(&id) {
             st.flags &= !BG_INFLIGHT;
-        } else if id != SYNC_ID {
+        } else if id != SYNC_ID && id != MEM_ID {
             st.flags |= READY;
         }
     }
@@ -228,6 +231,8 @@ impl<W: Workload> Program for StreamProgram<W> {
             st.pending &= !(1u64 << id);
         } else if id == SYNC_ID {
             st.flags &= !SYNCING;
+        } else if id == MEM_ID {
+            st.flags |= READY;
         } else if id == TEST_ID {
             let complete = st.pending & st.wait_mask == 0;
             st.flags &= !(TESTING | LAST_TEST);
@@ -337,7 +342,7 @@ impl<W: Workload> Rank<'_, W> {
                     return Ok(());
                 }
                 StreamOp::Mem(bytes) => {
-                    self.out.push(ReadyOp::mem(bytes, CALC_ID));
+                    self.out.push(ReadyOp::mem(bytes, MEM_ID));
                     return Ok(());
                 }
                 StreamOp::ISend { peer, tag, bytes, slot } => {

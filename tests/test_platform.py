@@ -1,0 +1,112 @@
+"""Platforms: presets, link classes and protocols, mappings, topology,
+injection sharing, memory contention and latency regimes, end to end."""
+
+import math
+
+import numpy as np
+import pytest
+
+import idlewave
+from idlewave import mapping, platform
+from idlewave.scenario import ScenarioError, parse_scenario, to_engine_config
+
+
+def pingpong(net: dict, size: int, iterations: int = 1) -> float:
+    """One-way time of a message of `size` bytes from rank 0 to rank 1 (open BSP of 2 ranks)."""
+    r = idlewave.simulate({"network": net, "workload": {"kind": "bsp", "ranks": 2, "iterations": iterations,
+                                                         "compute_s": 0.0, "distances": [1], "message_bytes": size,
+                                                         "periodic": False}})
+    return r.summary["makespan_s"]
+
+
+@pytest.mark.parametrize("name", sorted(platform.presets()))
+def test_every_preset_loads_and_runs(name):
+    scn = parse_scenario(f'[network]\nplatform = "{name}"\n[workload]\nkind = "bsp"\nranks = 64\niterations = 2\n')
+    e = to_engine_config(scn)
+    assert e["network"]["platform"] is not None
+    assert idlewave.simulate(scn).summary["makespan_s"] > 0
+
+
+def test_blue_waters_postal_table_per_protocol_and_class():
+    """Table 1 of the Krylov paper: T = alpha + beta*n (the engine charges
+    (n-1)*beta) per protocol, plus one torus hop between neighbouring nodes."""
+    off = {"platform": "blue_waters", "ranks_per_node": 1}
+    for size, alpha, beta in [(100, 2.2467e-6, 0.3451e-9), (4000, 7.1826e-6, 0.5092e-9), (100000, 8.9720e-6, 0.1498e-9)]:
+        assert pingpong(off, size) == pytest.approx(alpha + beta * (size - 1) + 1.08e-7, rel=1e-9)
+    on = {"platform": "blue_waters"}  # 16 per node: ranks 0 and 1 share a node
+    for size, alpha, beta in [(100, 1.1284e-6, 0.8154e-9), (4000, 2.3950e-6, 0.0489e-9), (100000, 2.1162e-6, 0.0954e-9)]:
+        assert pingpong(on, size) == pytest.approx(alpha + beta * (size - 1), rel=1e-9)
+
+
+def test_scenario_keys_override_the_platform_file(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text('[network]\nL_s = 3e-6\nranks_per_node = 4\n[network.intra_node]\nL_s = 1e-7\n')
+    scn = parse_scenario(f'[network]\nplatform = "{f}"\nranks_per_node = 2\n')
+    assert scn["network"]["L_s"] == 3e-6 and scn["network"]["ranks_per_node"] == 2
+    assert scn["network"]["intra_node"]["L_s"] == 1e-7
+    with pytest.raises(ScenarioError, match="network.platform.*neither a preset"):
+        parse_scenario('[network]\nplatform = "no_such_machine"\n')
+
+
+def test_node_aware_mapping_cuts_off_node_neighbours_and_halo_time():
+    grid = [8, 8, 4]
+    blocks = mapping.node_blocks(grid, 16)
+    assert blocks == [4, 2, 2]
+    block = np.arange(256, dtype=np.uint32) // 16
+    cart = mapping.cartesian(grid, blocks)
+    assert np.bincount(cart).tolist() == [16] * 16
+    # 4x2x2 blocks instead of 8x2x1 slabs: a third fewer off-node neighbour pairs
+    assert (mapping.off_node_pairs(cart, grid), mapping.off_node_pairs(block, grid)) == (192, 288)
+    base = {"kind": "krylov_kernel", "kernel": "halo", "mode": "blocking", "iterations": 3, "grid": grid,
+            "local": [32, 32, 32], "overlap_s": 0.0, "trailing_s": 1e-5}
+    net = {"ranks_per_node": 16, "G_s_per_byte": 1e-10, "node_bandwidth_bytes_per_s": 5e9,
+           "intra_node": {"L_s": 3e-7, "G_s_per_byte": 2e-11}}
+    t_block = idlewave.simulate({"network": net, "workload": base}).summary["makespan_s"]
+    t_cart = idlewave.simulate({"network": net | {"mapping": {"kind": "cartesian"}}, "workload": base}).summary["makespan_s"]
+    assert t_cart < 0.8 * t_block
+
+
+def test_grid2d_and_file_mappings(tmp_path):
+    # a 4x4 dense grid with 2x2 processes per node
+    nodes = to_engine_config(parse_scenario(
+        '[network]\nranks_per_node = 4\n[network.mapping]\nkind = "grid2d"\nnode_grid = [2, 2]\n'
+        '[workload]\nkind = "dense2d"\ngrid = [4, 4]\n'))["network"]["platform"]["mapping"]["nodes"]
+    assert nodes[:8] == [0, 0, 1, 1, 0, 0, 1, 1]
+    f = tmp_path / "map.txt"
+    f.write_text("# node per rank\n" + "\n".join(str(r % 2) for r in range(8)) + "\n")
+    scn = parse_scenario(f'[network]\nranks_per_node = 4\n[network.mapping]\nkind = "file"\npath = "{f}"\n'
+                         '[workload]\nranks = 8\n')
+    assert to_engine_config(scn)["network"]["platform"]["mapping"]["nodes"] == [0, 1] * 4
+    f.write_text("0\nx\n")
+    with pytest.raises(ScenarioError, match=r"map\.txt:2: expected a node number"):
+        to_engine_config(scn)
+
+
+def test_memory_contention_slows_a_saturated_socket_and_reports_saturation():
+    net = {"ranks_per_node": 20, "ranks_per_socket": 10,
+           "memory": {"socket_bandwidth_bytes_per_s": 40e9, "core_bandwidth_bytes_per_s": 10e9}}
+    triad = {"kind": "stream_triad", "iterations": 5, "elements_per_rank": 1_000_000, "bytes_per_element": 24,
+             "message_bytes": 8, "barrier": True}
+    few = idlewave.simulate({"network": net, "workload": triad | {"ranks": 4}})
+    many = idlewave.simulate({"network": net, "workload": triad | {"ranks": 20}})
+    assert few.summary["memory_saturation_ranks"] == 4.0
+    sweep = 24e6 / 10e9
+    assert few.summary["compute_s"]["max"] == pytest.approx(sweep, rel=1e-6)
+    # 10 ranks per socket share 40 GB/s: 2.5x slower sweeps
+    assert many.summary["compute_s"]["p50"] == pytest.approx(2.5 * sweep, rel=0.05)
+
+
+def test_latency_regimes_switch_message_times():
+    net = {"L_s": 1e-6, "o_s": 0.0, "g_s": 0.0, "G_s_per_byte": 0.0,
+           "regimes": [{"classes": ["inter_node"], "step_s": 1e-5, "transition": [[0.9, 0.1], [0.1, 0.9]],
+                        "multiplier": [1.0, 5.0]}]}
+    r = idlewave.simulate({"network": net, "workload": {"kind": "bsp", "ranks": 2, "iterations": 2000, "compute_s": 1e-5,
+                                                        "distances": [1], "periodic": False}})
+    comm = r.timers["comm"][0]
+    fast, slow = np.isclose(comm, 1e-6, rtol=1e-6), np.isclose(comm, 5e-6, rtol=1e-6)
+    assert fast.sum() > 300 and slow.sum() > 300 and (fast | slow).mean() > 0.9
+    again = idlewave.simulate({"network": net, "workload": {"kind": "bsp", "ranks": 2, "iterations": 2000,
+                                                            "compute_s": 1e-5, "distances": [1], "periodic": False}})
+    assert np.array_equal(again.timers["comm"], r.timers["comm"])  # same seed, same trajectory
+    with pytest.raises(ScenarioError, match=r"network.regimes\[0\].transition\[1\]: probabilities must sum to 1"):
+        parse_scenario('[[network.regimes]]\ntransition = [[1.0, 0.0], [0.5, 0.6]]\nmultiplier = [1.0, 2.0]\n')
