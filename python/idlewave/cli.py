@@ -61,12 +61,15 @@ def simulate(
     from idlewave.simulation import simulate as run_scenario
 
     if list_:
-        listing = {"workloads": describe_workloads(), "noise": describe_noise()}
+        from idlewave.platform import presets
+
+        listing = {"workloads": describe_workloads(), "noise": describe_noise(),
+                   "platforms": [{"kind": k, "description": v, "params": {}} for k, v in presets().items()]}
         if as_json:
             print(json.dumps(listing, indent=2))
         else:
             for section, items in listing.items():
-                table_name = "[workload] kind" if section == "workloads" else "[[noise]] kind"
+                table_name = {"workloads": "[workload] kind", "noise": "[[noise]] kind", "platforms": "[network] platform"}[section]
                 t = Table(title=escape(f"{section}: {table_name} in a scenario"), show_lines=True, title_justify="left")
                 t.add_column("kind", style="cyan", no_wrap=True)
                 t.add_column("what it is")
@@ -188,6 +191,61 @@ def demo(
         run_demo(out_dir, console=out, quiet=quiet)
     except (ScenarioError, _engine.SimulationError) as e:
         fail(str(e))
+
+
+analyze_app = typer.Typer(no_args_is_help=True, help="Measurements on results: idle-wave speed and decay, desynchronization P_D.")
+app.add_typer(analyze_app, name="analyze")
+
+
+def _analysis(run) -> None:
+    from idlewave.analyze import AnalysisError
+
+    try:
+        return run()
+    except (AnalysisError, ScenarioError, _engine.SimulationError) as e:
+        fail(str(e))
+
+
+@analyze_app.command("idle-wave")
+def analyze_idle_wave(
+    result: Path = typer.Argument(..., help="A result directory (idlewave simulate --out)."),
+    threshold: float = typer.Option(0.1, "--threshold", help="Extra waiting, as a fraction of the delay, that marks a rank reached."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+):
+    """Speed (ranks/s) and decay of the idle wave a one-off delay launched."""
+    from idlewave.analyze import idle_wave
+
+    r = _analysis(lambda: idle_wave(result, threshold))
+    if as_json:
+        print(json.dumps(r, indent=2))
+        return
+    t = Table(show_header=False, box=None)
+    t.add_row("source", f"rank {r['source_rank']}, delay {r['delay_s']:.6g} s")
+    t.add_row("speed", f"{r['speed_ranks_per_s']:.6g} ranks/s ({r['speed_ranks_per_iteration']:.3g} ranks per iteration of {r['period_s']:.6g} s)")
+    t.add_row("reached", f"{r['ranks_reached']} of {r['ranks'] - 1} ranks")
+    t.add_row("decay", f"{r['decay_per_rank']:.4g} per rank (ln of the extra waiting)")
+    out.print(t)
+
+
+@analyze_app.command("pd")
+def analyze_pd(
+    barrier_dir: Path = typer.Argument(..., help="Result of the run with a barrier each iteration."),
+    free_dir: Path = typer.Argument(..., help="Result of the same run without barriers."),
+    barrier_cost: Optional[float] = typer.Option(None, "--barrier-cost", help="Seconds per barrier to subtract (default: simulate a noiseless barrier on the same network)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+):
+    """Desynchronization speedup P_D (idle-waves paper Eq. 1), barrier cost subtracted."""
+    from idlewave.analyze import pd
+
+    r = _analysis(lambda: pd(barrier_dir, free_dir, barrier_cost))
+    if as_json:
+        print(json.dumps(r, indent=2))
+        return
+    t = Table(show_header=False, box=None)
+    t.add_row("P_D", f"{r['pd']:.4g}")
+    t.add_row("with barriers", f"{r['runtime_barrier_s']:.6g} s, minus {r['iterations']} × {r['barrier_cost_s']:.3g} s barrier cost")
+    t.add_row("without", f"{r['runtime_free_s']:.6g} s")
+    out.print(t)
 
 
 def main() -> None:

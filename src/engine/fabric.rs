@@ -40,6 +40,9 @@ struct Domain {
     rate: f64,
     /// Events waiting for the CPU of a rank of this socket.
     parked: Vec<Event>,
+    /// Source of versions: unique per scheduled end on this socket, so a
+    /// stale end of an earlier computation never matches a later one.
+    versions: u64,
 }
 
 struct Active {
@@ -48,7 +51,7 @@ struct Active {
     cpu: u8,
     start: Time,
     remaining: f64,
-    version: u32,
+    version: u64,
 }
 
 impl Fabric {
@@ -123,7 +126,8 @@ impl<P: Program> Engine<P> {
         let mem = self.fabric.memory.as_mut().expect("memory events imply domains");
         let d = self.net.platform.as_deref().expect("memory implies a platform").socket(ev.rank) as usize;
         let dom = &mut mem.domains[d];
-        let Some(i) = dom.active.iter().position(|a| a.rank == ev.rank && a.version == ev.tag) else { return };
+        let version = (ev.peer as u64) << 32 | ev.tag as u64;
+        let Some(i) = dom.active.iter().position(|a| a.rank == ev.rank && a.version == version) else { return };
         advance(dom, ev.time);
         let a = dom.active.swap_remove(i);
         let mut released: Vec<Event> = Vec::new();
@@ -154,9 +158,11 @@ impl<P: Program> Engine<P> {
         let n = dom.active.len().max(1) as f64;
         dom.rate = mem.bw.core_bytes_per_ps.min(mem.bw.socket_bytes_per_ps / n);
         for a in dom.active.iter_mut() {
-            a.version = a.version.wrapping_add(1);
+            dom.versions += 1;
+            a.version = dom.versions;
             let t = self.now + (a.remaining / dom.rate).ceil() as Time;
-            self.queue.push_new(Event::new(t, EvKind::MemDone, a.cpu, 0, 0, a.rank, 0, a.version, a.id));
+            let (hi, lo) = ((a.version >> 32) as u32, a.version as u32);
+            self.queue.push_new(Event::new(t, EvKind::MemDone, a.cpu, 0, 0, a.rank, hi, lo, a.id));
         }
     }
 
@@ -265,6 +271,25 @@ mod tests {
         pl.memory = memory(0.01, 0.01);
         let t = run(vec![vec![StreamOp::Mem(100_000)], vec![StreamOp::Calc(4_000_000), StreamOp::Mem(20_000)]], pl);
         assert_eq!(t, vec![12_000_000, 8_000_000]);
+    }
+
+    /// A rank's next computation must not be ended by a stale end event
+    /// of its previous one; the socket's throughput is never exceeded.
+    #[test]
+    fn consecutive_memory_work_never_beats_the_socket_bandwidth() {
+        let mut pl = platform(6);
+        pl.memory = memory(0.01, 0.004);
+        let ops: Vec<Vec<StreamOp>> = (0..6)
+            .map(|r| {
+                let mut v = vec![StreamOp::Calc(r as Time * 777_000)];
+                v.extend((0..20).map(|k| StreamOp::Mem(50_000 + 10_000 * ((r + k) % 3) as u64)));
+                v
+            })
+            .collect();
+        let bytes: u64 = (0..6u64).map(|r| (0..20u64).map(|k| 50_000 + 10_000 * ((r + k) % 3)).sum::<u64>()).sum();
+        let t = run(ops, pl);
+        let bound = (bytes as f64 / 0.01) as Time;
+        assert!(*t.iter().max().unwrap() >= bound, "{t:?} < {bound}");
     }
 
     #[test]

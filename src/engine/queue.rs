@@ -27,7 +27,7 @@ pub enum EvKind {
     Probe = 5,
     /// A memory-bound computation starting (`size` bytes).
     Mem = 6,
-    /// Its end as last scheduled (`tag` is the version).
+    /// Its end as last scheduled (`peer` and `tag` hold the version).
     MemDone = 7,
 }
 

@@ -1,0 +1,151 @@
+"""Measurements on results: idle-wave speed and decay, and the
+desynchronization speedup P_D (idle-waves paper Eq. 1).
+
+Both work on a result directory written by ``idlewave simulate --out`` (or
+on a :class:`idlewave.Result`), using the per-(rank, iteration) timers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+
+class AnalysisError(ValueError):
+    """Results that cannot give the asked-for quantity; the message says why."""
+
+
+@dataclass
+class Loaded:
+    scenario: dict
+    summary: dict
+    timers: dict[str, np.ndarray]  # name -> ranks x iterations, seconds
+
+
+def load(source) -> Loaded:
+    """A result directory, or a Result from idlewave.simulate."""
+    if hasattr(source, "timers") and hasattr(source, "scenario"):
+        return Loaded(source.scenario, source.summary, dict(source.timers))
+    d = Path(source)
+    try:
+        summary = json.loads((d / "summary.json").read_text())
+        scenario = json.loads((d / "scenario.json").read_text())
+        frame = pl.read_parquet(d / "timers.parquet")
+    except FileNotFoundError as e:
+        raise AnalysisError(f"{d}: not a complete result directory ({Path(e.filename).name} missing)") from None
+    ranks, iters = summary["ranks"], summary["iterations"]
+    frame = frame.sort(["rank", "iteration"])
+    timers = {
+        c[:-2]: frame[c].to_numpy().reshape(ranks, iters)
+        for c in frame.columns
+        if c.endswith("_s")
+    }
+    return Loaded(scenario, summary, timers)
+
+
+def _waiting(res: Loaded) -> np.ndarray:
+    for name in ("comm", "wait_in", "iteration"):
+        if name in res.timers:
+            return res.timers[name]
+    raise AnalysisError("the result has no per-iteration timers (was [record] timers = false?)")
+
+
+def idle_wave(source, threshold_fraction: float = 0.1) -> dict:
+    """Speed (ranks/s) and decay of an idle wave launched by a one-off delay.
+
+    The source is the rank of the scenario's ``single`` noise (else the rank
+    with the largest extra computation). A rank is reached in the first
+    iteration whose waiting time exceeds its own median by more than
+    `threshold_fraction` of the injected delay; the wave's speed is the
+    least-squares slope of distance against the time that iteration ends,
+    per direction. The decay is the slope of ln(extra waiting) against
+    distance (per rank; 0 for an undamped wave).
+    """
+    res = load(source)
+    wait = _waiting(res)
+    if "iteration" not in res.timers:
+        raise AnalysisError("the result needs the 'iteration' timer")
+    ends = np.nancumsum(res.timers["iteration"], axis=1)  # iterations run back to back from t = 0
+    p = wait.shape[0]
+    single = [n for n in res.scenario.get("noise", []) if n["kind"] == "single"]
+    extra = wait - np.nanmedian(wait, axis=1, keepdims=True)
+    if single:
+        src, delay = single[0]["rank"], single[0]["duration_s"]
+    else:
+        compute = res.timers.get("compute", res.timers["iteration"])
+        excess = compute - np.nanmedian(compute, axis=1, keepdims=True)
+        src = int(np.nanargmax(np.nanmax(excess, axis=1)))
+        delay = float(np.nanmax(excess))
+    if not delay > 0:
+        raise AnalysisError("no delay found to launch an idle wave")
+    threshold = threshold_fraction * delay
+    reached, amplitude = {}, {}
+    for r in range(p):
+        if r == src:
+            continue
+        hit = np.flatnonzero(extra[r] > threshold)
+        if hit.size:
+            reached[r] = float(ends[r, hit[0]])
+            amplitude[r] = float(np.nanmax(extra[r]))
+    speeds = {}
+    for name, side in (("up", [r for r in reached if r > src]), ("down", [r for r in reached if r < src])):
+        if len(side) >= 2:
+            dist = np.abs(np.asarray(side) - src, dtype=float)
+            times = np.asarray([reached[r] for r in side])
+            slope = np.polyfit(times, dist, 1)[0]
+            speeds[name] = float(slope)
+    if not speeds:
+        raise AnalysisError(f"the wave from rank {src} reached fewer than two ranks on either side")
+    dist = np.asarray([abs(r - src) for r in amplitude], dtype=float)
+    amp = np.asarray(list(amplitude.values()))
+    decay = float(-np.polyfit(dist, np.log(amp), 1)[0]) if len(amp) >= 2 else 0.0
+    period = float(np.nanmedian(res.timers["iteration"]))
+    return {
+        "source_rank": int(src),
+        "delay_s": float(delay),
+        "speed_ranks_per_s": float(np.mean(list(speeds.values()))),
+        "speed_by_direction": speeds,
+        "ranks_reached": len(reached),
+        "ranks": p,
+        "decay_per_rank": decay,
+        "period_s": period,
+        "speed_ranks_per_iteration": float(np.mean(list(speeds.values())) * period),
+    }
+
+
+def barrier_cost(scenario: dict) -> float:
+    """Seconds one barrier takes on the scenario's network and rank count,
+    balanced and noiseless (the microbenchmark the paper subtracts)."""
+    from idlewave.simulation import simulate
+
+    ranks = scenario["workload"].get("ranks")
+    if ranks is None:
+        raise AnalysisError("the barrier run's workload has no rank count")
+    micro = {"seed": scenario["seed"], "network": scenario["network"],
+             "workload": {"kind": "collective", "collective": "barrier", "ranks": ranks, "iterations": 1}}
+    return simulate(micro).summary["makespan_s"]
+
+
+def pd(barrier_source, free_source, barrier_cost_s: float | None = None) -> dict:
+    """P_D = (P_free − P_barrier) / P_barrier with P ∝ 1/runtime and the
+    pure barrier cost (iterations × one noiseless barrier, or the given
+    per-barrier cost) subtracted from the barrier run's runtime."""
+    b, f = load(barrier_source), load(free_source)
+    iters = b.summary["iterations"]
+    per = barrier_cost(b.scenario) if barrier_cost_s is None else barrier_cost_s
+    t_barrier = b.summary["makespan_s"] - iters * per
+    t_free = f.summary["makespan_s"]
+    if not (t_barrier > 0 and t_free > 0):
+        raise AnalysisError(f"runtimes must be positive (barrier run without barriers: {t_barrier}, free run: {t_free})")
+    return {
+        "pd": t_barrier / t_free - 1.0,
+        "runtime_barrier_s": b.summary["makespan_s"],
+        "barrier_cost_s": per,
+        "runtime_barrier_minus_cost_s": t_barrier,
+        "runtime_free_s": t_free,
+        "iterations": iters,
+    }

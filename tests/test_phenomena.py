@@ -1,0 +1,85 @@
+"""The phenomena of the idle-waves paper, at small scale: idle-wave speed and
+decay, bottleneck evasion (P_D > 0 only with a memory bottleneck), and
+desynchronization of SpMVM favoured by a narrow coupling."""
+
+import json
+
+import pytest
+
+import idlewave
+from idlewave import analyze
+from conftest import EXAMPLES
+
+NET = {"L_s": 1e-6, "o_s": 1e-7, "g_s": 1e-7, "G_s_per_byte": 1e-10}
+
+
+def wave(distances, compute, extra_noise=()):
+    scn = {"network": NET,
+           "noise": [{"kind": "single", "rank": 20, "start_s": 5 * compute, "duration_s": 20 * compute}, *extra_noise],
+           "workload": {"kind": "bsp", "ranks": 64, "iterations": 80, "compute_s": compute, "distances": distances,
+                        "message_bytes": 1024, "periodic": False}}
+    return analyze.idle_wave(idlewave.simulate(scn))
+
+
+def test_idle_wave_speed_grows_with_distance_and_falls_with_the_period():
+    one, two, slow = wave([1], 1e-4), wave([1, 2], 1e-4), wave([1], 2e-4)
+    # d ranks per iteration: the speed in ranks/s is d / period
+    assert one["speed_ranks_per_iteration"] == pytest.approx(1.0, rel=0.02)
+    assert two["speed_ranks_per_s"] == pytest.approx(2 * one["speed_ranks_per_s"], rel=0.03)
+    assert slow["speed_ranks_per_s"] == pytest.approx(one["speed_ranks_per_s"] / 2, rel=0.03)
+    assert one["ranks_reached"] == 63 and abs(one["decay_per_rank"]) < 1e-3
+
+
+def test_noise_damps_the_idle_wave():
+    noisy = wave([1], 1e-4, [{"kind": "poisson", "rate_hz": 2000.0, "duration_s": 2e-5}])
+    assert noisy["decay_per_rank"] > 3e-3
+
+
+def triad(barrier: bool, memory: bool) -> idlewave.Result:
+    net = {"ranks_per_node": 20, "ranks_per_socket": 10, "L_s": 2e-6, "o_s": 5e-7, "g_s": 1e-7,
+           "G_s_per_byte": 8e-11, "S_bytes": 1 << 22, "async_progress": True}
+    if memory:
+        net["memory"] = {"socket_bandwidth_bytes_per_s": 34e9, "core_bandwidth_bytes_per_s": 7e9}
+    return idlewave.simulate({"network": net, "workload": {
+        "kind": "stream_triad", "ranks": 40, "iterations": 150, "elements_per_rank": 250_000, "bytes_per_element": 24,
+        "core_bandwidth_bytes_per_s": 7e9 if memory else 3.4e9, "message_bytes": 1 << 20, "barrier": barrier}})
+
+
+def test_bottleneck_evasion_pays_only_with_a_memory_bottleneck():
+    bottleneck = analyze.pd(triad(True, True), triad(False, True))
+    scalable = analyze.pd(triad(True, False), triad(False, False))
+    assert bottleneck["pd"] > 0.03
+    assert abs(scalable["pd"]) < 0.01
+
+
+def spmv(tmp_path, barrier: bool, reach: int) -> idlewave.Result:
+    lines = ["ranks 40"]
+    for r in range(40):
+        lines.append(f"nonzeros {r} 150000 20000")
+        lines += [f"partner {r} {q} 100000 100000" for d in range(1, reach + 1) for q in (r - d, r + d) if 0 <= q < 40]
+    f = tmp_path / f"m{reach}.txt"
+    f.write_text("\n".join(lines) + "\n")
+    net = {"ranks_per_node": 20, "ranks_per_socket": 10, "L_s": 2e-6, "o_s": 5e-7, "g_s": 1e-7, "G_s_per_byte": 8e-11,
+           "S_bytes": 1 << 22, "async_progress": True,
+           "memory": {"socket_bandwidth_bytes_per_s": 34e9, "core_bandwidth_bytes_per_s": 7e9}}
+    return idlewave.simulate({"network": net, "noise": [{"kind": "poisson", "rate_hz": 200.0, "duration_s": 2e-5}],
+                              "workload": {"kind": "spmv", "ranks": 40, "iterations": 150, "partners_file": str(f),
+                                           "mode": "split_wait", "barrier": barrier, "bytes_per_nonzero": 12}})
+
+
+def test_a_narrow_coupling_lets_spmv_desynchronize(tmp_path):
+    narrow = analyze.pd(spmv(tmp_path, True, 1), spmv(tmp_path, False, 1))
+    wide = analyze.pd(spmv(tmp_path, True, 4), spmv(tmp_path, False, 4))
+    assert narrow["pd"] > 0.1 and narrow["pd"] > 3 * wide["pd"]
+
+
+def test_analyze_commands_on_result_directories(cli, tmp_path):
+    cli("simulate", EXAMPLES / "idle_wave_d2.toml", "--out", tmp_path / "iw", "--quiet")
+    r = json.loads(cli("analyze", "idle-wave", tmp_path / "iw", "--json").stdout)
+    assert r["speed_ranks_per_iteration"] == pytest.approx(2.0, rel=0.03) and r["source_rank"] == 20
+    for name in ("desync_barrier", "desync_free"):
+        cli("simulate", EXAMPLES / f"{name}.toml", "--out", tmp_path / name, "--quiet")
+    r = json.loads(cli("analyze", "pd", tmp_path / "desync_barrier", tmp_path / "desync_free", "--json").stdout)
+    assert r["pd"] > 0.1 and r["barrier_cost_s"] > 0
+    p = cli("analyze", "pd", tmp_path / "nope", tmp_path / "desync_free", check=False)
+    assert p.returncode == 2 and "not a complete result directory" in p.stderr
