@@ -43,7 +43,7 @@ def test_out_of_range_peer_is_an_error_not_a_crash(cli, tmp_path):
 
 
 def test_simulate_json_and_out(cli, tmp_path):
-    p = cli("simulate", EXAMPLES / "idle_wave.toml", "--json", "--out", tmp_path / "r", "--seed", "3")
+    p = cli("simulate", EXAMPLES / "idle-wave.toml", "--json", "--out", tmp_path / "r", "--seed", "3")
     s = json.loads(p.stdout)
     assert s["ranks"] == 64 and s["iterations"] == 100 and s["seed"] == 3
     assert (tmp_path / "r" / "summary.json").exists()

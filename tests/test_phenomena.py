@@ -74,12 +74,12 @@ def test_a_narrow_coupling_lets_spmv_desynchronize(tmp_path):
 
 
 def test_analyze_commands_on_result_directories(cli, tmp_path):
-    cli("simulate", EXAMPLES / "idle_wave_d2.toml", "--out", tmp_path / "iw", "--quiet")
+    cli("simulate", EXAMPLES / "idle-wave-d2.toml", "--out", tmp_path / "iw", "--quiet")
     r = json.loads(cli("analyze", "idle-wave", tmp_path / "iw", "--json").stdout)
     assert r["speed_ranks_per_iteration"] == pytest.approx(2.0, rel=0.03) and r["source_rank"] == 20
-    for name in ("desync_barrier", "desync_free"):
+    for name in ("desync-barrier", "desync-free"):
         cli("simulate", EXAMPLES / f"{name}.toml", "--out", tmp_path / name, "--quiet")
-    r = json.loads(cli("analyze", "pd", tmp_path / "desync_barrier", tmp_path / "desync_free", "--json").stdout)
+    r = json.loads(cli("analyze", "pd", tmp_path / "desync-barrier", tmp_path / "desync-free", "--json").stdout)
     assert r["pd"] > 0.1 and r["barrier_cost_s"] > 0
-    p = cli("analyze", "pd", tmp_path / "nope", tmp_path / "desync_free", check=False)
+    p = cli("analyze", "pd", tmp_path / "nope", tmp_path / "desync-free", check=False)
     assert p.returncode == 2 and "not a complete result directory" in p.stderr

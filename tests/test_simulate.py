@@ -83,7 +83,7 @@ def test_results_are_written_completely_and_atomically(tmp_path):
 def test_a_single_delay_travels_as_an_idle_wave():
     # One 1 ms delay on rank 32 of an open chain: neighbours at distance k
     # feel it about k iterations later.
-    r = idlewave.simulate(EXAMPLES / "idle_wave.toml")
+    r = idlewave.simulate(EXAMPLES / "idle-wave.toml")
     it = r.timers["iteration"]
     late = it > 5e-4
     first = {rank: int(np.argmax(late[rank])) for rank in (32, 36, 40, 48) if late[rank].any()}
