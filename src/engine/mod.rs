@@ -327,6 +327,7 @@ impl<P: Program> Engine<P> {
     /// A rendezvous send completes when matched; the sender's CPU and NIC are
     /// then busy until at least now (no acknowledgement latency, as LogGOPSim).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn complete_rendezvous(&mut self, src: u32, dst: u32, size: u64, send_id: u32, cpu: u8, nic: u8, now: Time) {
         if !self.net.params(src, dst, size).is_rendezvous(size) {
             return;
@@ -380,21 +381,20 @@ impl<P: Program> Engine<P> {
         if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
             return Err(SimError::Invalid(format!("rank {r}: message of {} bytes exceeds the supported 2^48 bytes", op.size)));
         }
-        if op.kind == OpKind::Mem && !self.has_memory() {
-            return Err(fabric::no_memory(r));
-        }
         let (c, n) = (self.o(r, op.cpu), self.gs(r, op.nic));
         let (kind, time) = match op.kind {
             OpKind::Send => (EvKind::Send, self.clocks[c].max(self.clocks[n])),
             OpKind::Recv => (EvKind::Recv, self.clocks[c]),
             OpKind::Calc => (EvKind::Calc, self.clocks[c]),
             OpKind::Probe => (EvKind::Probe, self.clocks[c]),
+            OpKind::Mem if !self.has_memory() => return Err(fabric::no_memory(r)),
             OpKind::Mem => (EvKind::Mem, self.clocks[c]),
         };
         // Never before now: LogGOPSim may start an op on an idle second CPU
-        // in the past, before its dependency finished; we do not. A CPU in
-        // a memory-bound computation (end unknown) parks the event instead.
-        let time = if time == fabric::MEM_BUSY { self.now } else { time.max(self.now) };
+        // in the past, before its dependency finished; we do not. (A program
+        // issues nothing while its CPU is in memory-bound work.)
+        debug_assert!(time != fabric::MEM_BUSY);
+        let time = time.max(self.now);
         Ok(Event::new(time, kind, op.cpu, op.nic, op.size, r, op.peer, op.tag, op.id))
     }
 

@@ -219,7 +219,9 @@ impl<W: Workload> Program for StreamProgram<W> {
         let st = &mut self.ranks[rank as usize];
         if (self.bg_base as u32..64).contains(&id) {
             st.flags &= !BG_INFLIGHT;
-        } else if id != SYNC_ID && id != MEM_ID {
+        } else if id < SYNC_ID {
+            // the program's own requests, calcs and tests (not syncs or
+            // memory work, whose next op waits for their end)
             st.flags |= READY;
         }
     }
@@ -333,8 +335,9 @@ impl<W: Workload> Rank<'_, W> {
                 return Ok(());
             }
             self.st.flags &= !READY;
-            let own_slots = 1u64.checked_shl(self.bg_base as u32).map_or(!0, |b| b - 1);
-            let ctx = Ctx { last_test: self.st.flags & LAST_TEST != 0, time: t, pending: self.st.pending & own_slots };
+            // (the background's slots are the top ones, above bg_base)
+            let pending = self.st.pending & !(!0u64).checked_shl(self.bg_base as u32).unwrap_or(0);
+            let ctx = Ctx { last_test: self.st.flags & LAST_TEST != 0, time: t, pending };
             let op = self.workload.next(rank, &mut self.st.gen, &ctx);
             match op {
                 StreamOp::Calc(ps) => {
