@@ -1,0 +1,289 @@
+"""`idlewave model …` and `idlewave fit …`: the analytic models and calibration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from idlewave.models import fit as fitting
+from idlewave.models import hyperbolic, loggops, nbc, postal
+
+model_app = typer.Typer(no_args_is_help=True, help="Analytic models: postal, allreduce, halo, pcg, nbc-bound, hyperbolic, idle-wave, loggops.")
+fit_app = typer.Typer(no_args_is_help=True, help="Calibrate models from measurements; writes a platform TOML.")
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(msg: str) -> None:
+    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _show(result: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    t = Table(show_header=False, box=None)
+    for k, v in result.items():
+        t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
+    out.print(t)
+
+
+def _platform(name: str) -> postal.PostalPlatform:
+    try:
+        return postal.PostalPlatform.preset(name)
+    except Exception as e:  # ScenarioError and friends carry a user-facing message
+        _fail(str(e))
+
+
+def _ints(text: str, what: str, n: int | None = None) -> list[int]:
+    try:
+        v = [int(x) for x in text.split(",")]
+    except ValueError:
+        _fail(f"{what}: expected comma-separated integers, got {text!r}")
+    if n is not None and len(v) != n:
+        _fail(f"{what}: expected {n} values, got {len(v)}")
+    if any(x <= 0 for x in v):
+        _fail(f"{what}: values must be positive")
+    return v
+
+
+def _read_table(path: Path, needed: list[str]) -> pl.DataFrame:
+    try:
+        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#")
+    except (OSError, pl.exceptions.PolarsError) as e:
+        _fail(f"{path}: {e}")
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        _fail(f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(frame.columns)})")
+    return frame
+
+
+PLATFORM = typer.Option("blue_waters", "--platform", help="Preset or platform file.")
+JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+@model_app.command("nbc-bound")
+def nbc_bound(
+    beta: Optional[float] = typer.Option(None, "--beta", help="Computation-to-communication ratio."),
+    inflation: float = typer.Option(1.0, "--inflation", help="Noise inflation of communication Σ(c+n)/Σc (Eq. 6, 7)."),
+    table1: bool = typer.Option(False, "--table1", help="Print Table 1 of the noise paper."),
+    as_json: bool = JSON,
+):
+    """Upper bound on the speedup of nonblocking collectives, Eq. (4)–(7)."""
+    if table1:
+        rows = nbc.table1()
+        if as_json:
+            print(json.dumps(rows, indent=2))
+        else:
+            t = Table("application", "β", "max speedup")
+            for r in rows:
+                t.add_row(r["application"], f"{r['beta']:g}", f"{r['max_speedup']:.2f}")
+            out.print(t)
+        return
+    if beta is None:
+        _fail("give --beta (or --table1)")
+    try:
+        _show(nbc.bound(beta, inflation), as_json)
+    except ValueError as e:
+        _fail(str(e))
+
+
+@model_app.command("postal")
+def postal_message(
+    nbytes: int = typer.Option(..., "--bytes", min=0),
+    platform: str = PLATFORM,
+    on_node: bool = typer.Option(False, "--on-node"),
+    hops: int = typer.Option(0, "--hops", min=0),
+    maxrate: bool = typer.Option(False, "--maxrate"),
+    congestion: bool = typer.Option(False, "--congestion"),
+    as_json: bool = JSON,
+):
+    """One message: postal time per protocol and class, with penalties."""
+    _show(_platform(platform).message(nbytes, on_node=on_node, hops=hops, maxrate=maxrate, congestion=congestion), as_json)
+
+
+@model_app.command("allreduce")
+def allreduce_model(
+    nbytes: int = typer.Option(8, "--bytes", min=1),
+    nodes: int = typer.Option(..., "--nodes", min=1),
+    platform: str = PLATFORM,
+    flop_s: float = typer.Option(0.0, "--flop-s", help="Seconds per flop of the local reduction."),
+    hops: int = typer.Option(0, "--hops", min=0),
+    penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
+    as_json: bool = JSON,
+):
+    """Recursive doubling on the node, then between nodes (Krylov paper §5.3)."""
+    pl_ = _platform(platform)
+    from dataclasses import replace
+
+    pl_ = replace(pl_, flop_time=flop_s)
+    pens = tuple(p for p in penalties.split(",") if p)
+    bad = [p for p in pens if p not in ("maxrate", "hops", "congestion")]
+    if bad:
+        _fail(f"--penalties: unknown {', '.join(bad)} (choose from maxrate, hops, congestion)")
+    _show(postal.allreduce(pl_, nbytes, nodes, hops=hops, penalties=pens), as_json)
+
+
+@model_app.command("halo")
+def halo_model(
+    grid: str = typer.Option(..., "--grid", help="Process grid px,py,pz."),
+    local: str = typer.Option("32,32,32", "--local", help="Points per rank nx,ny,nz."),
+    stencil: int = typer.Option(7, "--stencil"),
+    mapping: str = typer.Option("block", "--mapping", help="block or cartesian."),
+    platform: str = PLATFORM,
+    nonblocking: bool = typer.Option(False, "--nonblocking"),
+    overlap_s: float = typer.Option(0.0, "--overlap-s", help="Computation between start and wait (nonblocking)."),
+    penalties: str = typer.Option("", "--penalties"),
+    as_json: bool = JSON,
+):
+    """3-D halo exchange from the on/off-node message counts of a mapping; average and slowest rank."""
+    from idlewave.models.halo import halo_messages
+
+    pl_ = _platform(platform)
+    g, loc = _ints(grid, "--grid", 3), _ints(local, "--local", 3)
+    if stencil not in (7, 27):
+        _fail("--stencil must be 7 or 27")
+    if mapping not in ("block", "cartesian"):
+        _fail("--mapping must be block or cartesian")
+    pens = tuple(p for p in penalties.split(",") if p)
+    per_rank = halo_messages(g, loc, stencil, pl_.ppn, mapping)
+    times = [postal.halo(pl_, m, blocking=not nonblocking, overlap_compute=overlap_s, penalties=pens)["time_s"] for m in per_rank]
+    offs = [sum(1 for _, on in m if not on) for m in per_rank]
+    _show({"ranks": len(per_rank), "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
+           "off_node_messages_mean": float(np.mean(offs)), "off_node_messages_max": int(np.max(offs))}, as_json)
+
+
+@model_app.command("pcg")
+def pcg_model(
+    method: str = typer.Option("pcg", "--method"),
+    spmv_s: float = typer.Option(..., "--spmv-s"),
+    precond_s: float = typer.Option(0.0, "--precond-s"),
+    vector_s: float = typer.Option(0.0, "--vector-s"),
+    allreduce_s: float = typer.Option(..., "--allreduce-s"),
+    halo_s: float = typer.Option(0.0, "--halo-s"),
+    sync_s: float = typer.Option(0.0, "--sync-s", help="Synchronization penalty per allreduce."),
+    iterations: int = typer.Option(1, "--iterations", min=1),
+    as_json: bool = JSON,
+):
+    """The PCG family (PCG, SAPCG, NBPCG, PIPECG, PIPE2CG) per iteration."""
+    try:
+        _show(postal.pcg(method, spmv_s=spmv_s, precond_s=precond_s, vector_s=vector_s, allreduce_s=allreduce_s,
+                         halo_s=halo_s, iterations=iterations, sync_s=sync_s), as_json)
+    except ValueError as e:
+        _fail(str(e))
+
+
+@model_app.command("idle-wave")
+def idle_wave_model(
+    distance: int = typer.Option(1, "--distance", min=1),
+    t_exec: float = typer.Option(..., "--t-exec"),
+    t_comm: float = typer.Option(0.0, "--t-comm"),
+    sigma: float = typer.Option(1.0, "--sigma"),
+    as_json: bool = JSON,
+):
+    """Idle-wave speed σ·d/(T_exec + T_comm) in ranks/s."""
+    _show({"speed_ranks_per_s": postal.idle_wave_speed(distance, t_exec, t_comm, sigma)}, as_json)
+
+
+@model_app.command("hyperbolic")
+def hyperbolic_model(
+    data: Path = typer.Argument(..., help="CSV or Parquet with columns eta, value."),
+    as_json: bool = JSON,
+):
+    """Fit y = aη/(η+d) (weighted log least squares and the quick approximation) and compare with y = a − c/η."""
+    frame = _read_table(data, ["eta", "value"])
+    try:
+        _show(hyperbolic.compare(frame["eta"].to_numpy(), frame["value"].to_numpy()), as_json)
+    except ValueError as e:
+        _fail(str(e))
+
+
+@model_app.command("loggops")
+def loggops_model(
+    kind: str = typer.Option("p2p", "--kind", help="p2p, bcast (binomial) or dissemination."),
+    ranks: int = typer.Option(2, "--ranks", min=1),
+    nbytes: int = typer.Option(8, "--bytes", min=0),
+    L: float = typer.Option(2.5e-6, "--L-s"),
+    o: float = typer.Option(1.5e-6, "--o-s"),
+    g: float = typer.Option(1e-6, "--g-s"),
+    G: float = typer.Option(6e-9, "--G-s-per-byte"),
+    O: float = typer.Option(0.0, "--O-s-per-byte"),
+    S: int = typer.Option(65535, "--S-bytes"),
+    as_json: bool = JSON,
+):
+    """LogGOPS closed forms, charged as the engine charges them (eager messages)."""
+    p = loggops.LogGOPS.from_seconds(L, o, g, G, O, S)
+    try:
+        if kind == "p2p":
+            t = loggops.p2p(p, nbytes)
+        elif kind == "bcast":
+            t = max(loggops.binomial_bcast(p, ranks, nbytes))
+        elif kind == "dissemination":
+            t = loggops.dissemination(p, ranks, nbytes)
+        else:
+            _fail("--kind must be p2p, bcast or dissemination")
+    except ValueError as e:
+        _fail(str(e))
+    _show({"kind": kind, "ranks": ranks, "bytes": nbytes, "time_s": t / loggops.PS, "time_ps": t}, as_json)
+
+
+@fit_app.command("postal")
+def fit_postal(
+    data: Path = typer.Argument(..., help="Ping-pong CSV/Parquet: size_bytes, time_s (one way), optional link = on_node|off_node."),
+    output: Path = typer.Option(..., "-o", "--output", help="Platform TOML to write."),
+    short_max: Optional[int] = typer.Option(None, "--short-max", help="Largest short message (else found from the data)."),
+    eager_max: Optional[int] = typer.Option(None, "--eager-max", help="Largest eager message (else found from the data)."),
+    multipair: Optional[Path] = typer.Option(None, "--multipair", help="Multi-pair CSV/Parquet: pairs, size_bytes, time_s."),
+    ranks_per_node: int = typer.Option(1, "--ranks-per-node", min=1),
+    as_json: bool = JSON,
+):
+    """α, β per protocol (limits found as breakpoints or given) → a platform file the simulator reads."""
+    from idlewave.results import write_text
+
+    frame = _read_table(data, ["size_bytes", "time_s"])
+    links = {}
+    groups = frame.partition_by("link", as_dict=True) if "link" in frame.columns else {("off_node",): frame}
+    for key, part in groups.items():
+        name = key[0] if isinstance(key, tuple) else key
+        if name not in ("on_node", "off_node"):
+            _fail(f"{data}: link must be on_node or off_node, got {name!r}")
+        try:
+            links[name] = fitting.fit_protocols(part["size_bytes"].to_numpy(), part["time_s"].to_numpy(), short_max, eager_max)
+        except ValueError as e:
+            _fail(f"{data} ({name}): {e}")
+    if "off_node" not in links:
+        links = {"off_node": links["on_node"], **links}
+    bw = 0.0
+    if multipair is not None:
+        mp = _read_table(multipair, ["pairs", "size_bytes", "time_s"])
+        bw = fitting.node_bandwidth(mp["pairs"].to_numpy(), mp["size_bytes"].to_numpy(), mp["time_s"].to_numpy())
+    text = fitting.platform_toml(links["off_node"].link, links["on_node"].link if "on_node" in links else None,
+                                 ranks_per_node=ranks_per_node, node_bw=bw, source=str(data))
+    write_text(output, text)
+    summary = {name: {"short_max": f.link.short_max, "eager_max": f.link.eager_max,
+                      **{p: {"alpha_s": getattr(f.link, p).alpha, "beta_s_per_byte": getattr(f.link, p).beta} for p in fitting.PROTOCOLS},
+                      "rms_relative_error": f.rms_relative_error} for name, f in links.items()}
+    if bw:
+        summary["node_bandwidth_bytes_per_s"] = bw
+    summary["platform"] = str(output)
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    else:
+        out.print(f"wrote {output}")
+        for name, f in links.items():
+            t = Table(title=f"{name} (limits {f.link.short_max} / {f.link.eager_max} B)", title_justify="left")
+            t.add_column("protocol")
+            t.add_column("α (µs)")
+            t.add_column("β (ns/B)")
+            for p in fitting.PROTOCOLS:
+                pr = getattr(f.link, p)
+                t.add_row(p, f"{pr.alpha * 1e6:.4f}", f"{pr.beta * 1e9:.4f}")
+            out.print(t)

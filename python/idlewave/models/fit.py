@@ -1,0 +1,98 @@
+"""Calibration: postal α, β per protocol from ping-pong data (the protocol
+limits found as breakpoints, or given), the node bandwidth for the max-rate
+model from multi-pair data, and a platform TOML the simulator reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from idlewave.models.postal import LinkModel, Protocol
+
+PROTOCOLS = ("short", "eager", "rendezvous")
+
+
+@dataclass
+class ProtocolFit:
+    link: LinkModel
+    rms_relative_error: float
+    breakpoints_found: bool
+
+
+def _segment(sizes: np.ndarray, times: np.ndarray) -> tuple[Protocol, float]:
+    """Least squares of t = α + β·n weighted by 1/t (relative errors); returns the SSE."""
+    w = 1.0 / times
+    design = np.column_stack([np.ones_like(sizes), sizes]) * w[:, None]
+    (alpha, beta), *_ = np.linalg.lstsq(design, times * w, rcond=None)
+    resid = (alpha + beta * sizes - times) * w
+    return Protocol(float(alpha), float(beta)), float(resid @ resid)
+
+
+def fit_protocols(sizes, times, short_max: int | None = None, eager_max: int | None = None, min_points: int = 3) -> ProtocolFit:
+    """Three affine pieces (short, eager, rendezvous). Without limits, every
+    pair of breakpoints between distinct sizes is tried (each piece with at
+    least `min_points` sizes) and the least relative error wins."""
+    n = np.asarray(sizes, dtype=float)
+    t = np.asarray(times, dtype=float)
+    if n.shape != t.shape or n.size < 2:
+        raise ValueError("need matching size and time columns")
+    if (t <= 0).any() or (n < 0).any():
+        raise ValueError("times must be positive and sizes non-negative")
+    order = np.argsort(n, kind="stable")
+    n, t = n[order], t[order]
+    uniq = np.unique(n)
+    found = short_max is None or eager_max is None
+    if found:
+        best = None
+        k = len(uniq)
+        for i in range(min_points, k - 2 * min_points + 1):
+            for j in range(i + min_points, k - min_points + 1):
+                lim1, lim2 = uniq[i - 1], uniq[j - 1]
+                parts = [(n <= lim1), (n > lim1) & (n <= lim2), (n > lim2)]
+                fits = [_segment(n[m], t[m]) for m in parts]
+                sse = sum(f[1] for f in fits)
+                if best is None or sse < best[0]:
+                    best = (sse, int(lim1), int(lim2), [f[0] for f in fits])
+        if best is None:
+            raise ValueError(f"need at least {3 * min_points} distinct sizes to find the protocol limits")
+        sse, short_max, eager_max, protos = best
+    else:
+        parts = [(n <= short_max), (n > short_max) & (n <= eager_max), (n > eager_max)]
+        if any(m.sum() < 2 for m in parts):
+            raise ValueError("each protocol needs at least two sizes in the data")
+        fits = [_segment(n[m], t[m]) for m in parts]
+        sse, protos = sum(f[1] for f in fits), [f[0] for f in fits]
+    link = LinkModel(protos[0], protos[1], protos[2], int(short_max), int(eager_max))
+    return ProtocolFit(link, float(np.sqrt(sse / n.size)), found)
+
+
+def node_bandwidth(pairs, sizes, times) -> float:
+    """Largest aggregate off-node bandwidth of a multi-pair ping-pong:
+    pairs × bytes / one-way time (bytes/s)."""
+    p, n, t = (np.asarray(x, dtype=float) for x in (pairs, sizes, times))
+    return float(np.max(p * n / t))
+
+
+def platform_toml(off: LinkModel, on: LinkModel | None = None, *, ranks_per_node: int = 1,
+                  node_bw: float = 0.0, source: str = "") -> str:
+    """A platform file: postal α, β as L, G with o = g = 0."""
+
+    def link(lk: LinkModel, prefix: str) -> list[str]:
+        e, s, r = lk.eager, lk.short, lk.rendezvous
+        lines = [f"[{prefix}]" if prefix != "network" else "[network]", "o_s = 0.0", "g_s = 0.0", "O_s_per_byte = 0.0",
+                 f"L_s = {e.alpha:.6e}", f"G_s_per_byte = {max(e.beta, 0.0):.6e}", f"S_bytes = {lk.eager_max}"]
+        lines += ["", f"[{prefix}.short]", f"max_bytes = {lk.short_max}", f"L_s = {s.alpha:.6e}", f"G_s_per_byte = {max(s.beta, 0.0):.6e}"]
+        lines += ["", f"[{prefix}.rendezvous]", f"L_s = {r.alpha:.6e}", f"G_s_per_byte = {max(r.beta, 0.0):.6e}"]
+        return lines
+
+    head = ["# Postal parameters fitted by idlewave fit" + (f" from {source}" if source else ""),
+            "# T = alpha + beta*n per protocol: L = alpha, G = beta, o = g = 0."]
+    body = link(off, "network")
+    body.insert(7, f"ranks_per_node = {ranks_per_node}")
+    if node_bw > 0:
+        body.insert(8, f"node_bandwidth_bytes_per_s = {node_bw:.6e}")
+    if on is not None:
+        body += [""] + link(on, "network.intra_node")
+    return "\n".join(head + body) + "\n"

@@ -1,0 +1,164 @@
+"""Analytic models: Table 1 of the noise paper, LogGOPS closed forms
+against the engine, fitting, the hyperbolic model, penalties."""
+
+import json
+
+import numpy as np
+import pytest
+
+import idlewave
+from idlewave.models import fit, hyperbolic, loggops, nbc, postal
+from conftest import EXAMPLES
+
+
+def test_table1_of_the_noise_paper_to_the_printed_digits():
+    printed = {"AMG2006": 1.63, "CTH": 1.80, "HPCCG": 1.01, "LAMMPS": 1.03, "LULESH": 1.23, "miniFE": 1.10}
+    assert {r["application"]: r["max_speedup"] for r in nbc.table1()} == printed
+
+
+def test_nbc_bound_cli(cli):
+    r = json.loads(cli("model", "nbc-bound", "--beta", "1.59", "--json").stdout)
+    assert round(r["max_speedup"], 2) == 1.63 and r["eq4"] == pytest.approx(2.59 / 1.59)
+    # noise inflating communication 3x: Eq. (6) 1 + β/γ is the tighter bound for small β
+    r = json.loads(cli("model", "nbc-bound", "--beta", "1.0", "--inflation", "3", "--json").stdout)
+    assert r["max_speedup"] == pytest.approx(4 / 3) and r["tighter"] == "eq6"
+    assert cli("model", "nbc-bound", "--beta", "-1", check=False).returncode == 2
+
+
+def test_eq3_speedup_never_exceeds_the_bounds():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        k = int(rng.integers(2, 12))
+        ivs = [nbc.Interval(work=float(w), comm=float(c), collective=bool(b))
+               for w, c, b in zip(rng.uniform(0, 1, k), rng.uniform(0, 1, k), rng.integers(0, 2, k))]
+        last = float(rng.uniform(0, 1))
+        work = last + sum(iv.work for iv in ivs)
+        beta = work / sum(iv.comm for iv in ivs)
+        assert nbc.speedup(ivs, last) <= nbc.bound(beta)["max_speedup"] + 1e-12
+    # all collectives, c_i = W_i: the blocking time halves (bar the last work interval)
+    ivs = [nbc.Interval(work=1.0, comm=1.0)] * 9
+    assert nbc.speedup(ivs, 1.0) == pytest.approx(19 / 10)
+
+
+def engine_time(collective, algorithm, ranks, nbytes):
+    r = idlewave.simulate({"workload": {"kind": "collective", "collective": collective, "algorithm": algorithm,
+                                        "ranks": ranks, "iterations": 1, "message_bytes": nbytes}})
+    return r.summary["makespan_ps"]
+
+
+@pytest.mark.parametrize("nbytes", [1, 8, 1000, 60000])
+def test_loggops_closed_forms_match_the_engine(nbytes):
+    p = loggops.LogGOPS.loggopsim_defaults()
+    assert engine_time("bcast", "binomial", 2, nbytes) == loggops.p2p(p, nbytes)
+    for ranks in (2, 7, 16, 33):
+        assert engine_time("bcast", "binomial", ranks, nbytes) == max(loggops.binomial_bcast(p, ranks, nbytes))
+    for ranks in (2, 5, 16, 64):
+        model = loggops.dissemination(p, ranks, nbytes)
+        assert abs(engine_time("allreduce", "dissemination", ranks, nbytes) - model) <= 1e-9 * model
+    with pytest.raises(ValueError, match="eager messages only"):
+        loggops.p2p(p, 70000)
+
+
+def synthetic_pingpong(rng, noise=0.01):
+    truth = {"short": (1.2e-6, 0.8e-9), "eager": (2.4e-6, 0.3e-9), "rendezvous": (6.0e-6, 0.1e-9)}
+    # 4 sizes per octave from 1 B to 4 MiB, 10 repetitions each (as a ping-pong run records them)
+    sizes = np.repeat(np.unique(np.round(np.logspace(0, 22, 89, base=2)).astype(int)), 10)
+    def t(n):
+        a, b = truth["short"] if n <= 1024 else truth["eager"] if n <= 8192 else truth["rendezvous"]
+        return a + b * n
+    times = np.array([t(n) for n in sizes]) * (1 + noise * rng.standard_normal(sizes.size))
+    return sizes, times, truth
+
+
+def test_fitting_recovers_protocol_parameters_and_limits():
+    sizes, times, truth = synthetic_pingpong(np.random.default_rng(1))
+    f = fit.fit_protocols(sizes, times)
+    assert f.breakpoints_found and (f.link.short_max, f.link.eager_max) == (1024, 8192)
+    for name, (a, b) in truth.items():
+        got = getattr(f.link, name)
+        assert got.alpha == pytest.approx(a, rel=0.02), name
+        assert got.beta == pytest.approx(b, rel=0.02), name
+
+
+def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
+    sizes, times, truth = synthetic_pingpong(np.random.default_rng(2), noise=0.0)
+    data = tmp_path / "pp.csv"
+    data.write_text("size_bytes,time_s\n" + "".join(f"{n},{float(t)!r}\n" for n, t in zip(sizes, times)))
+    mp = tmp_path / "mp.csv"
+    mp.write_text("pairs,size_bytes,time_s\n1,1048576,1e-4\n4,1048576,2e-4\n8,1048576,4e-4\n")
+    r = json.loads(cli("fit", "postal", data, "-o", tmp_path / "plat.toml", "--multipair", mp, "--json").stdout)
+    assert r["off_node"]["eager_max"] == 8192 and r["node_bandwidth_bytes_per_s"] == pytest.approx(4 * 1048576 / 2e-4)
+    # a 4000-byte message (eager) takes alpha + beta * (n - 1) in the simulator
+    sim = idlewave.simulate({"network": {"platform": str(tmp_path / "plat.toml")},
+                             "workload": {"kind": "collective", "collective": "bcast", "ranks": 2, "iterations": 1,
+                                          "message_bytes": 4000}})
+    a, b = truth["eager"]
+    assert sim.summary["makespan_s"] == pytest.approx(a + b * 3999, rel=1e-6)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("size,time\n1,2\n")
+    p = cli("fit", "postal", bad, "-o", tmp_path / "x.toml", check=False)
+    assert p.returncode == 2 and "missing column" in p.stderr
+
+
+def test_hyperbolic_fit_and_quick_approximation():
+    rng = np.random.default_rng(3)
+    eta = np.geomspace(1, 1e4, 30)
+    g = hyperbolic.hyperbolic(eta, 100.0, 50.0) * np.exp(0.02 * rng.standard_normal(eta.size))
+    f = hyperbolic.fit(eta, g)
+    assert f["a"] == pytest.approx(100, rel=0.03) and f["d"] == pytest.approx(50, rel=0.1)
+    assert f["quick_a"] == pytest.approx(100, rel=0.1) and f["cost"] <= f["quick_cost"]
+    assert hyperbolic.compare(eta, g)["better"] == "hyperbolic"
+    with pytest.raises(ValueError, match="positive"):
+        hyperbolic.fit([1, 2, 0], [1, 2, 3])
+
+
+def test_postal_penalties_and_overlap():
+    pl = postal.PostalPlatform.preset("blue_waters")
+    m = pl.message(4000)
+    assert m["protocol"] == "eager" and m["postal"] == pytest.approx(7.1826e-6 + 0.5092e-9 * 4000)
+    assert pl.message(100)["protocol"] == "short" and pl.message(100000)["protocol"] == "rendezvous"
+    from dataclasses import replace
+    pl2 = replace(pl, ppn=16, node_bandwidth=9.03e9, t_stall=0.12e-9, stalls_per_byte=2.0)
+    full = pl2.message(100000, hops=3, maxrate=True, congestion=True)
+    assert full["maxrate"] == pytest.approx(8.9720e-6 + 16 * 100000 / 9.03e9 - m["postal"] * 0 - pl.message(100000)["postal"])
+    assert full["hops"] == pytest.approx(3 * 1.08e-7)
+    assert full["congestion"] == pytest.approx(2.0 * 100000 * 16 * 0.12e-9 * 3)
+    # pipelining hides penalties behind later messages; overlap behind computation
+    msgs = [pl2.message(4000, hops=3, congestion=True)] * 4
+    assert postal.series(msgs, blocking=True) < sum(x["total"] for x in msgs)
+    assert postal.series(msgs, blocking=False, overlap_compute=1.0) == pytest.approx(sum(x["postal"] for x in msgs))
+    c = np.array([[0.5, 0.8, 1.0], [0.9, 1.2, 1.0], [1.1, 1.0, 3.0]])
+    assert postal.sync_penalty(c) == pytest.approx(np.median([1.1, 1.2, 3.0]) - 1.0)
+    assert postal.sync_penalty(c, nonblocking=True) > postal.sync_penalty(c)
+
+
+def test_pcg_family_and_allreduce_models():
+    base = dict(spmv_s=1e-4, precond_s=1e-4, vector_s=2e-5, allreduce_s=5e-5, halo_s=3e-5, iterations=10)
+    t = {m: postal.pcg(m, **base)["iteration_s"] for m in postal.PCG_METHODS}
+    assert t["pcg"] > t["sapcg"] > t["nbpcg"] == t["pipecg"] == t["pipe2cg"]
+    assert t["pcg"] == pytest.approx(2.2e-4 + 3e-5 + 2 * 5e-5)
+    slow = postal.pcg("pipecg", **{**base, "allreduce_s": 5e-4})
+    assert slow["reduce_s"] == pytest.approx(5e-4 - 2e-4)
+    pl = postal.PostalPlatform.preset("blue_waters")
+    a = postal.allreduce(pl, 8, nodes=64)
+    assert (a["on_node_rounds"], a["off_node_rounds"]) == (4, 6)
+    assert a["time_s"] == pytest.approx(2 * 4 * (1.1284e-6 + 0.8154e-9 * 8) + 2 * 6 * (2.2467e-6 + 0.3451e-9 * 8))
+
+
+def test_allreduce_model_beside_the_simulator():
+    sim = idlewave.simulate(EXAMPLES / "allreduce-blue-waters.toml").summary["iteration_s"]["mean"]
+    model = postal.allreduce(postal.PostalPlatform.preset("blue_waters"), 8, nodes=64)["time_s"]
+    # the model sends the two messages of each exchange one after the other; the engine overlaps them
+    assert 0.5 * model < sim < 0.75 * model
+
+
+def test_idle_wave_speed_model_matches_the_engine():
+    from idlewave import analyze
+    scn = {"network": {"L_s": 1e-6, "o_s": 1e-7, "g_s": 1e-7, "G_s_per_byte": 1e-10},
+           "noise": [{"kind": "single", "rank": 20, "start_s": 5e-4, "duration_s": 2e-3}],
+           "workload": {"kind": "bsp", "ranks": 64, "iterations": 80, "compute_s": 1e-4, "distances": [1, 2],
+                        "message_bytes": 1024, "periodic": False}}
+    r = idlewave.simulate(scn)
+    measured = analyze.idle_wave(r)
+    t_comm = float(np.median(r.timers["comm"]))
+    assert postal.idle_wave_speed(2, 1e-4, t_comm) == pytest.approx(measured["speed_ranks_per_s"], rel=0.03)
