@@ -7,6 +7,7 @@ pub mod collectives;
 pub mod engine;
 pub mod network;
 pub mod noise;
+pub mod noisemeter;
 pub mod program;
 pub mod record;
 pub mod rng;

@@ -105,6 +105,23 @@ fn loggopsim(
     sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(err)
 }
 
+/// Selfish detour recorder: (start_ns, duration_ns) of every gap above
+/// `threshold_ns` while spinning for `duration_s` (the GIL is released).
+#[pyfunction]
+fn measure_selfish(py: Python<'_>, duration_s: f64, threshold_ns: u64) -> PyResult<Vec<(u64, u64)>> {
+    if !(duration_s > 0.0 && duration_s.is_finite()) {
+        return Err(err("duration must be positive".to_string()));
+    }
+    let d = std::time::Duration::from_secs_f64(duration_s);
+    Ok(py.allow_threads(|| crate::noisemeter::selfish(d, std::time::Duration::from_nanos(threshold_ns))))
+}
+
+/// Fixed work quanta: nanoseconds of each of `samples` runs of `work` loop iterations.
+#[pyfunction]
+fn measure_fwq(py: Python<'_>, work: u64, samples: usize) -> Vec<u64> {
+    py.allow_threads(|| crate::noisemeter::fwq(work, samples))
+}
+
 /// The partner file of a banded SpMV scenario (the generator for partner files).
 #[pyfunction]
 fn spmv_partners_text(config_json: &str) -> PyResult<String> {
@@ -174,6 +191,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
     m.add_function(wrap_pyfunction!(spmv_partners_text, m)?)?;
+    m.add_function(wrap_pyfunction!(measure_selfish, m)?)?;
+    m.add_function(wrap_pyfunction!(measure_fwq, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;

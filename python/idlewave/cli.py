@@ -248,10 +248,12 @@ def analyze_pd(
     out.print(t)
 
 
-from idlewave.cli_models import fit_app, model_app  # noqa: E402  (the commands register on import)
+from idlewave.cli_measure import measure_app  # noqa: E402  (the commands register on import)
+from idlewave.cli_models import fit_app, model_app  # noqa: E402
 
 app.add_typer(model_app, name="model")
 app.add_typer(fit_app, name="fit")
+app.add_typer(measure_app, name="measure")
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import nnls
 
 from idlewave.models.postal import LinkModel, Protocol
 
@@ -22,10 +23,11 @@ class ProtocolFit:
 
 
 def _segment(sizes: np.ndarray, times: np.ndarray) -> tuple[Protocol, float]:
-    """Least squares of t = α + β·n weighted by 1/t (relative errors); returns the SSE."""
+    """Least squares of t = α + β·n weighted by 1/t (relative errors), with
+    α, β ≥ 0 (a latency or a per-byte cost is never negative); returns the SSE."""
     w = 1.0 / times
     design = np.column_stack([np.ones_like(sizes), sizes]) * w[:, None]
-    (alpha, beta), *_ = np.linalg.lstsq(design, times * w, rcond=None)
+    (alpha, beta), _ = nnls(design, times * w)
     resid = (alpha + beta * sizes - times) * w
     return Protocol(float(alpha), float(beta)), float(resid @ resid)
 

@@ -1,0 +1,101 @@
+"""`idlewave measure KIND`: real-MPI measurements, and the comparison of
+measured kernels with the simulator's prediction."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+measure_app = typer.Typer(no_args_is_help=True, help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
+out = Console()
+err = Console(stderr=True)
+
+HELP = {
+    "pingpong": "ping-pong 1 B … max_bytes for the on-node and off-node pair of rank 0 (max_bytes, reps, iterations, delay_s)",
+    "multipair": "1..P/2 simultaneous pairs for the node bandwidth (max_bytes, min_bytes, reps, iterations)",
+    "kernels": "blocking/nonblocking allreduce and 3-D halo between two busy-waits (sizes, halo_n, overlap_s, trailing_s, iterations, reps, test_chunks)",
+    "noise": "selfish detours and FWQ per rank; trace.txt for the simulator (duration_s, threshold_ns, fwq_work, fwq_samples)",
+    "stream": "STREAM Triad + r±1 exchange with and without barriers; P_D (elements, iterations, message_bytes)",
+    "cg": "CG on 3-D Poisson with Algorithm 2 MatVec: fixed_alpha, dynamic_alpha, mpi_test (n, iterations, hiding, alpha0, theta, epsilon_s, test_chunk)",
+}
+
+
+def _fail(msg: str) -> None:
+    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _params(sets: list[str]) -> dict:
+    params = {}
+    for s in sets or []:
+        key, sep, value = s.partition("=")
+        if not sep or not key:
+            _fail(f"--set expects key=value, got {s!r}")
+        try:
+            params[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            params[key] = value
+    return params
+
+
+def _run(kind: str, ranks: int, out_dir: Path, sets: list[str]) -> None:
+    from idlewave.measure import MeasureError, launch
+
+    if ranks < 1:
+        _fail("--ranks must be at least 1")
+    params = _params(sets)
+    try:
+        launch(kind, ranks, params, out_dir)
+    except MeasureError as e:
+        _fail(str(e))
+    files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
+    out.print(f"{kind}: wrote {', '.join(files)} in {out_dir}")
+
+
+def _command(kind: str):
+    def cmd(
+        out_dir: Path = typer.Option(Path(f"measure-{kind}"), "--out", help="Output directory."),
+        ranks: int = typer.Option(2, "--ranks", "-n", help="MPI processes (oversubscribed if more than cores)."),
+        sets: Optional[list[str]] = typer.Option(None, "--set", help="A parameter, key=value (repeatable)."),
+    ):
+        _run(kind, ranks, out_dir, sets)
+
+    cmd.__doc__ = HELP[kind]
+    return cmd
+
+
+for _kind in HELP:
+    measure_app.command(_kind)(_command(_kind))
+
+
+@measure_app.command("compare")
+def compare_cmd(
+    kernels_dir: Path = typer.Argument(..., help="Output of `idlewave measure kernels`."),
+    platform: Path = typer.Option(..., "--platform", help="Platform TOML (e.g. from `idlewave fit postal`)."),
+    out_dir: Path = typer.Option(Path("measure-compare"), "--out"),
+    as_json: bool = typer.Option(False, "--json"),
+):
+    """Measured kernels against the simulator's prediction: compare.parquet and compare.png."""
+    from idlewave.measure.compare import compare
+
+    if not (kernels_dir / "kernels.parquet").exists():
+        _fail(f"{kernels_dir}: no kernels.parquet (run `idlewave measure kernels --out {kernels_dir}` first)")
+    try:
+        table = compare(kernels_dir, str(platform.resolve()), out_dir)
+    except Exception as e:  # scenario and simulation errors carry user-facing messages
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(table.to_dicts(), indent=2))
+        return
+    t = Table("kernel", "mode", "bytes", "measured µs", "predicted µs", "error %")
+    for r in table.iter_rows(named=True):
+        t.add_row(r["kernel"], r["mode"], str(r["size_bytes"]), f"{r['measured_s'] * 1e6:.2f}",
+                  f"{r['predicted_s'] * 1e6:.2f}", f"{r['error_pct']:+.1f}")
+    out.print(t)
+    out.print(f"figure: {out_dir / 'compare.png'}")

@@ -1,0 +1,343 @@
+"""The measurement kernels, run on every rank of an MPI job. Each returns
+{name: rows} for rank 0 to write (rows: a dict of columns, or text for a
+file written as is)."""
+
+from __future__ import annotations
+
+import numpy as np
+from mpi4py import MPI
+
+from idlewave.measure.worker import busy
+
+
+def _sizes(max_bytes: int) -> list[int]:
+    return [1 << k for k in range(0, max(max_bytes, 1).bit_length()) if (1 << k) <= max_bytes]
+
+
+def _partners(comm) -> dict[str, int]:
+    """Rank 0's partner on its own node and on another node, where present."""
+    names = comm.allgather(MPI.Get_processor_name())
+    out = {}
+    same = [r for r in range(1, len(names)) if names[r] == names[0]]
+    other = [r for r in range(1, len(names)) if names[r] != names[0]]
+    if same:
+        out["on_node"] = same[0]
+    if other:
+        out["off_node"] = other[0]
+    return out
+
+
+def _pingpong(comm, me: int, peer: int, buf, iterations: int) -> float:
+    """One-way time of `iterations` round trips between me (the initiator) and peer."""
+    t0 = MPI.Wtime()
+    for _ in range(iterations):
+        if me == 0:
+            comm.Send([buf, MPI.BYTE], peer, 7)
+            comm.Recv([buf, MPI.BYTE], peer, 7)
+        else:
+            comm.Recv([buf, MPI.BYTE], peer, 7)
+            comm.Send([buf, MPI.BYTE], peer, 7)
+    return (MPI.Wtime() - t0) / (2 * iterations)
+
+
+def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 20, delay_s: float = 1e-3) -> dict:
+    """Krylov paper §5.2: a warm-up, then per test a barrier and a delay to
+    clear the network, `iterations` round trips, repeated `reps` times; for
+    the on-node and (when present) off-node pair of rank 0."""
+    rank = comm.Get_rank()
+    if comm.Get_size() < 2:
+        raise SystemExit("pingpong needs at least 2 ranks")
+    rows = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
+    for link, peer in _partners(comm).items():
+        for size in _sizes(max_bytes):
+            buf = np.zeros(size, dtype=np.uint8)
+            role = 0 if rank == 0 else 1 if rank == peer else None
+            if role is not None:
+                _pingpong(comm, role, peer if role == 0 else 0, buf, 2)  # warm-up
+            for rep in range(reps):
+                comm.Barrier()
+                busy(delay_s)
+                if role is not None:
+                    t = _pingpong(comm, role, peer if role == 0 else 0, buf, iterations)
+                    if role == 0:
+                        rows["link"].append(link)
+                        rows["size_bytes"].append(size)
+                        rows["rep"].append(rep)
+                        rows["time_s"].append(t)
+    return {"pingpong": rows}
+
+
+def multipair(comm, max_bytes: int = 1 << 20, min_bytes: int = 1 << 14, reps: int = 5, iterations: int = 10,
+              delay_s: float = 1e-3) -> dict:
+    """1..n simultaneous pairs (i, i + P/2); the aggregate bandwidth gives the
+    node bandwidth of the max-rate model when the halves sit on two nodes."""
+    size_, rank = comm.Get_size(), comm.Get_rank()
+    half = size_ // 2
+    if half < 1:
+        raise SystemExit("multipair needs at least 2 ranks")
+    rows = {"pairs": [], "size_bytes": [], "rep": [], "time_s": []}
+    for pairs in range(1, half + 1):
+        for size in [s for s in _sizes(max_bytes) if s >= min_bytes]:
+            buf = np.zeros(size, dtype=np.uint8)
+            for rep in range(reps):
+                comm.Barrier()
+                busy(delay_s)
+                i = rank if rank < half else rank - half
+                t = 0.0
+                if i < pairs:
+                    t = _pingpong(comm, 0 if rank < half else 1, rank + half if rank < half else rank - half, buf, iterations)
+                worst = comm.reduce(t, op=MPI.MAX, root=0)
+                if rank == 0:
+                    rows["pairs"].append(pairs)
+                    rows["size_bytes"].append(size)
+                    rows["rep"].append(rep)
+                    rows["time_s"].append(worst)
+    return {"multipair": rows}
+
+
+def _halo_setup(comm, n: int):
+    dims = MPI.Compute_dims(comm.Get_size(), 3)
+    cart = comm.Create_cart(dims, periods=[False] * 3)
+    peers = [p for d in range(3) for p in cart.Shift(d, 1) if p != MPI.PROC_NULL]
+    send = [np.ones(n * n) for _ in peers]
+    recv = [np.empty(n * n) for _ in peers]
+    return cart, peers, send, recv
+
+
+def kernels(comm, sizes: list[int] | None = None, halo_n: list[int] | None = None, overlap_s: float = 1e-4,
+            trailing_s: float = 1e-4, iterations: int = 20, reps: int = 3, test_chunks: int = 1) -> dict:
+    """Krylov paper §3.1: blocking and nonblocking allreduce and 3-D halo
+    exchange (faces of n×n doubles) between two busy-waits, the first
+    overlappable (with `test_chunks` − 1 MPI_Test calls inside it)."""
+    sizes = sizes or [8, 1024, 65536]
+    halo_n = halo_n or [4, 16, 64]
+    rank = comm.Get_rank()
+    rows = {"kernel": [], "mode": [], "size_bytes": [], "n": [], "rep": [], "time_s": [], "overlap_s": [], "trailing_s": []}
+
+    def record(kernel, mode, size, n, rep, t):
+        worst = comm.reduce(t, op=MPI.MAX, root=0)
+        if rank == 0:
+            for k, v in zip(rows, (kernel, mode, size, n, rep, worst, overlap_s, trailing_s)):
+                rows[k].append(v)
+
+    for size in sizes:
+        a = np.ones(max(size // 8, 1))
+        b = np.empty_like(a)
+        comm.Allreduce(a, b, op=MPI.SUM)  # warm-up: connections, buffers
+        comm.Iallreduce(a, b, op=MPI.SUM).Wait()
+        for mode in ("blocking", "nonblocking"):
+            for rep in range(reps):
+                comm.Barrier()
+                t0 = MPI.Wtime()
+                for _ in range(iterations):
+                    if mode == "blocking":
+                        comm.Allreduce(a, b, op=MPI.SUM)
+                        busy(overlap_s)
+                    else:
+                        req = comm.Iallreduce(a, b, op=MPI.SUM)
+                        busy(overlap_s, req.Test, test_chunks)
+                        req.Wait()
+                    busy(trailing_s)
+                record("allreduce", mode, size, 0, rep, (MPI.Wtime() - t0) / iterations)
+    for n in halo_n:
+        cart, peers, send, recv = _halo_setup(comm, n)
+        MPI.Request.Waitall([cart.Irecv(r, p, 3) for r, p in zip(recv, peers)] + [cart.Isend(s, p, 3) for s, p in zip(send, peers)])
+        for mode in ("blocking", "nonblocking"):
+            for rep in range(reps):
+                cart.Barrier()
+                t0 = MPI.Wtime()
+                for _ in range(iterations):
+                    reqs = [cart.Irecv(r, p, 3) for r, p in zip(recv, peers)] + [cart.Isend(s, p, 3) for s, p in zip(send, peers)]
+                    if mode == "blocking":
+                        MPI.Request.Waitall(reqs)
+                        busy(overlap_s)
+                    else:
+                        busy(overlap_s, lambda: MPI.Request.Testall(reqs), test_chunks)
+                        MPI.Request.Waitall(reqs)
+                    busy(trailing_s)
+                record("halo", mode, 8 * n * n, n, rep, (MPI.Wtime() - t0) / iterations)
+        cart.Free()
+    return {"kernels": rows}
+
+
+def noise(comm, duration_s: float = 1.0, threshold_ns: int = 1000, fwq_work: int = 20000, fwq_samples: int = 2000) -> dict:
+    """Selfish detours and fixed work quanta on every rank (compiled helper);
+    rank 0's detours also as a trace the simulator's noise replay reads."""
+    from idlewave import _engine
+
+    rank = comm.Get_rank()
+    comm.Barrier()
+    detours = _engine.measure_selfish(duration_s, threshold_ns)
+    quanta = _engine.measure_fwq(fwq_work, fwq_samples)
+    all_detours = comm.gather(detours, root=0)
+    all_quanta = comm.gather(quanta, root=0)
+    if rank != 0:
+        return {}
+    d = {"rank": [], "start_ns": [], "duration_ns": []}
+    for r, ds in enumerate(all_detours):
+        for s, l in ds:
+            d["rank"].append(r)
+            d["start_ns"].append(s)
+            d["duration_ns"].append(l)
+    q = {"rank": [], "sample": [], "ns": []}
+    for r, qs in enumerate(all_quanta):
+        q["rank"] += [r] * len(qs)
+        q["sample"] += list(range(len(qs)))
+        q["ns"] += list(qs)
+    trace = "# idlewave noise trace (selfish, rank 0): start<TAB>duration in ns\n"
+    trace += "".join(f"{s}\t{l}\n" for s, l in all_detours[0])
+    return {"detours": d, "fwq": q, "trace.txt": trace}
+
+
+def stream(comm, elements: int = 1_000_000, iterations: int = 50, message_bytes: int = 16384, scalar: float = 3.0,
+           reps: int = 3) -> dict:
+    """MPI-augmented STREAM Triad (idle-waves paper §3.1): a = b + s·c over
+    the local arrays, then Isend/Irecv with r ± 1 (open boundaries) and
+    Waitall; once with a barrier after each sweep and once without. P_D
+    subtracts the barrier cost measured by itself."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    a, b, c = np.zeros(elements), np.ones(elements), np.full(elements, 2.0)
+    peers = [p for p in (rank - 1, rank + 1) if 0 <= p < size]
+    sbuf = [np.zeros(message_bytes, np.uint8) for _ in peers]
+    rbuf = [np.empty(message_bytes, np.uint8) for _ in peers]
+    timers = {"rank": [], "rep": [], "iteration": [], "barrier": [], "compute_s": [], "comm_s": []}
+    runtime = {True: [], False: []}
+    np.multiply(c, scalar, out=a)  # warm-up: first touch of the arrays, connections
+    MPI.Request.Waitall([comm.Irecv(r, p, 5) for r, p in zip(rbuf, peers)] + [comm.Isend(s, p, 5) for s, p in zip(sbuf, peers)])
+    # alternate the two variants so drifts of the machine hit both alike
+    for rep, with_barrier in [(r, b) for r in range(reps) for b in (True, False)]:
+        comm.Barrier()
+        start = MPI.Wtime()
+        local = []
+        for it in range(iterations):
+            t0 = MPI.Wtime()
+            np.multiply(c, scalar, out=a)
+            a += b
+            t1 = MPI.Wtime()
+            reqs = [comm.Irecv(r, p, 5) for r, p in zip(rbuf, peers)] + [comm.Isend(s, p, 5) for s, p in zip(sbuf, peers)]
+            MPI.Request.Waitall(reqs)
+            if with_barrier:
+                comm.Barrier()
+            local.append((it, t1 - t0, MPI.Wtime() - t1))
+        runtime[with_barrier].append(comm.reduce(MPI.Wtime() - start, op=MPI.MAX, root=0))
+        gathered = comm.gather(local, root=0)
+        if rank == 0:
+            for r, rows in enumerate(gathered):
+                for it, comp, com in rows:
+                    for k, v in zip(timers, (r, rep, it, with_barrier, comp, com)):
+                        timers[k].append(v)
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    for _ in range(iterations):
+        comm.Barrier()
+    cost = comm.reduce((MPI.Wtime() - t0) / iterations, op=MPI.MAX, root=0)
+    if rank != 0:
+        return {}
+    with_b, free = float(np.median(runtime[True])), float(np.median(runtime[False]))
+    t_b = with_b - iterations * cost
+    summary = {"runtime_barrier_s": [with_b], "runtime_free_s": [free], "barrier_cost_s": [cost],
+               "iterations": [iterations], "reps": [reps], "pd": [t_b / free - 1.0]}
+    return {"stream": timers, "stream_summary": summary}
+
+
+def _alpha_update(alpha: float, wait_in: float, wait_out: float, theta: float, eps: float) -> float:
+    """Algorithm 3 of the HMM paper (the engine's `FemMatvec::next_alpha`)."""
+    a = min(max(alpha, 1e-6), 1 - 1e-6)
+    r = a / (1 - a)
+    if wait_in > eps and wait_out < eps:
+        r *= wait_in / eps
+    elif wait_in < eps and wait_out > eps:
+        r *= eps / wait_out
+    return theta * (r / (1 + r)) + (1 - theta) * alpha
+
+
+def cg(comm, n: int = 32, iterations: int = 50, hiding: str = "fixed_alpha", alpha0: float = 0.5, theta: float = 0.5,
+       epsilon_s: float = 1e-5, test_chunk: int = 1) -> dict:
+    """CG on a 3-D Poisson problem (7-point matrix-free operator, n×n×n
+    points per rank, slab decomposition along z) whose MatVec follows the
+    HMM paper's Algorithm 2: input exchange of ghost planes hidden behind
+    the first block E1 of interior planes, mirror (boundary) planes, output
+    exchange of the boundary results hidden behind E2. E1 is ⌊α·interior⌋:
+    fixed α, dynamic α (Algorithm 3) or decided by MPI_Testall between
+    chunks of `test_chunk` planes (MPI test; α inferred). Records T_in,
+    T_out, the waits and α per (rank, iteration)."""
+    if hiding not in ("fixed_alpha", "dynamic_alpha", "mpi_test"):
+        raise SystemExit(f"hiding must be fixed_alpha, dynamic_alpha or mpi_test, got {hiding!r}")
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if n < 3:
+        raise SystemExit("n must be at least 3 (two mirror planes and an interior)")
+    lo, hi = (rank - 1 if rank > 0 else MPI.PROC_NULL), (rank + 1 if rank < size - 1 else MPI.PROC_NULL)
+    u_ghost_lo, u_ghost_hi = np.zeros((n, n)), np.zeros((n, n))
+    out_lo, out_hi = np.zeros((n, n)), np.zeros((n, n))
+    interior = n - 2
+    alpha = alpha0
+    records = {"rank": [], "iteration": [], "t_in_s": [], "t_out_s": [], "wait_in_s": [], "wait_out_s": [], "alpha": []}
+
+    def plane(u, y, k):
+        below = u[k - 1] if k > 0 else u_ghost_lo
+        above = u[k + 1] if k < n - 1 else u_ghost_hi
+        p = u[k]
+        y[k] = 6 * p - below - above
+        y[k, 1:, :] -= p[:-1, :]
+        y[k, :-1, :] -= p[1:, :]
+        y[k, :, 1:] -= p[:, :-1]
+        y[k, :, :-1] -= p[:, 1:]
+
+    def matvec(u, y, it):
+        nonlocal alpha
+        reqs_in = [comm.Irecv(u_ghost_lo, lo, 1), comm.Irecv(u_ghost_hi, hi, 2),
+                   comm.Isend(np.ascontiguousarray(u[0]), lo, 2), comm.Isend(np.ascontiguousarray(u[-1]), hi, 1)]
+        reqs_out = [comm.Irecv(out_lo, lo, 3), comm.Irecv(out_hi, hi, 4)]
+        t0 = MPI.Wtime()
+        if hiding == "mpi_test":
+            done = 0
+            while done < interior:
+                for k in range(1 + done, 1 + min(done + test_chunk, interior)):
+                    plane(u, y, k)
+                done = min(done + test_chunk, interior)
+                if MPI.Request.Testall(reqs_in):
+                    break
+            e1 = done
+        else:
+            e1 = int(alpha * interior)
+            for k in range(1, 1 + e1):
+                plane(u, y, k)
+        tw = MPI.Wtime()
+        MPI.Request.Waitall(reqs_in)
+        t_in_end = MPI.Wtime()
+        plane(u, y, 0)
+        plane(u, y, n - 1)
+        sends = [comm.Isend(np.ascontiguousarray(y[0]), lo, 4), comm.Isend(np.ascontiguousarray(y[-1]), hi, 3)]
+        t1 = MPI.Wtime()
+        for k in range(1 + e1, 1 + interior):
+            plane(u, y, k)
+        tw2 = MPI.Wtime()
+        MPI.Request.Waitall(reqs_out + sends)
+        t_out_end = MPI.Wtime()
+        used = e1 / interior
+        for k, v in zip(records, (rank, it, t_in_end - t0, t_out_end - t1, t_in_end - tw, t_out_end - tw2, used)):
+            records[k].append(v)
+        if hiding == "dynamic_alpha":
+            alpha = _alpha_update(alpha, t_in_end - tw, t_out_end - tw2, theta, epsilon_s)
+
+    rng = np.random.default_rng(rank)
+    b = rng.random((n, n, n))
+    x = np.zeros_like(b)
+    r = b.copy()
+    p = r.copy()
+    ap = np.empty_like(b)
+    rr = comm.allreduce(float(np.vdot(r, r)))
+    r0 = rr
+    for it in range(iterations):
+        matvec(p, ap, it)
+        step = rr / comm.allreduce(float(np.vdot(p, ap)))
+        x += step * p
+        r -= step * ap
+        rr_new = comm.allreduce(float(np.vdot(r, r)))
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    gathered = comm.gather(records, root=0)
+    if rank != 0:
+        return {}
+    merged = {k: [v for g in gathered for v in g[k]] for k in records}
+    return {"cg": merged, "cg_summary": {"hiding": [hiding], "residual_ratio": [float(np.sqrt(rr / r0))], "iterations": [iterations]}}

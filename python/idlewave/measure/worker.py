@@ -1,0 +1,70 @@
+"""The MPI side of ``idlewave measure``: run as
+``python -m idlewave.measure.worker KIND PARAMS_JSON OUTDIR`` on every rank."""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import sys
+from pathlib import Path
+
+import polars as pl
+from mpi4py import MPI
+
+from idlewave.results import write_json, write_parquet, write_text
+
+
+def machine(comm) -> dict:
+    names = comm.allgather(MPI.Get_processor_name())
+    return {
+        "ranks": comm.Get_size(),
+        "nodes": len(set(names)),
+        "hosts": sorted(set(names)),
+        "mpi_library": MPI.Get_library_version().splitlines()[0].strip().strip("\x00"),
+        "mpi4py": __import__("mpi4py").__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_count": __import__("os").cpu_count(),
+        "hostname": socket.gethostname(),
+        "wtick_s": MPI.Wtick(),
+    }
+
+
+def busy(seconds: float, test=None, chunks: int = 1) -> int:
+    """Spin for `seconds`, optionally calling `test()` between `chunks` pieces; returns the tests made."""
+    tests = 0
+    end = MPI.Wtime() + seconds
+    for k in range(chunks):
+        stop = MPI.Wtime() + (end - MPI.Wtime()) / (chunks - k)
+        while MPI.Wtime() < stop:
+            pass
+        if test is not None and k + 1 < chunks:
+            test()
+            tests += 1
+    return tests
+
+
+def run(kind: str, params: dict, out: Path) -> None:
+    from idlewave.measure import kernels
+
+    comm = MPI.COMM_WORLD
+    frames = getattr(kernels, kind)(comm, **params)
+    desc = machine(comm)
+    if comm.Get_rank() == 0:
+        for name, rows in frames.items():
+            if isinstance(rows, str):
+                write_text(out / name, rows)
+            else:
+                write_parquet(out / f"{name}.parquet", pl.DataFrame(rows))
+        write_json(out / "machine.json", {**desc, "kind": kind, "params": params})
+    comm.Barrier()
+
+
+def main() -> None:
+    kind, params, out = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
+    run(kind, params, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Real MPI (mpi4py + Open MPI, 2 ranks, oversubscribed if need be). No
+absolute times: structure, units and sanity only."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+import idlewave
+from idlewave.measure import MeasureError, launch
+
+
+@pytest.fixture(scope="module")
+def pingpong_dir(tmp_path_factory):
+    return launch("pingpong", 2, {"max_bytes": 1 << 20, "reps": 3, "iterations": 5}, tmp_path_factory.mktemp("pp"))
+
+
+def test_pingpong_structure_and_monotonic_cost(pingpong_dir):
+    d = pl.read_parquet(pingpong_dir / "pingpong.parquet")
+    assert set(d.columns) == {"link", "size_bytes", "rep", "time_s"}
+    assert d["link"].unique().to_list() == ["on_node"]  # one machine
+    assert d["size_bytes"].unique().sort().to_list() == [1 << k for k in range(21)]
+    med = d.group_by("size_bytes").agg(pl.col("time_s").median()).sort("size_bytes")["time_s"].to_numpy()
+    assert (med > 0).all() and med[-1] > 5 * med[0]  # 1 MiB costs more than 1 B
+    m = json.loads((pingpong_dir / "machine.json").read_text())
+    assert m["ranks"] == 2 and m["nodes"] == 1 and m["mpi_library"].startswith("Open MPI")
+
+
+def test_fit_and_compare_close_the_loop(pingpong_dir, tmp_path, cli):
+    cli("fit", "postal", pingpong_dir / "pingpong.parquet", "-o", tmp_path / "plat.toml")
+    kernels = launch("kernels", 2, {"sizes": [8, 65536], "halo_n": [4, 32], "iterations": 5, "reps": 2,
+                                    "overlap_s": 5e-5, "trailing_s": 5e-5}, tmp_path / "k")
+    k = pl.read_parquet(kernels / "kernels.parquet")
+    assert k.height == 2 * 2 * 2 * 2 and (k["time_s"] >= 1e-4 * 0.99).all()  # never faster than the busy-waits
+    out = json.loads(cli("measure", "compare", kernels, "--platform", tmp_path / "plat.toml", "--out", tmp_path / "c",
+                         "--json").stdout)
+    assert len(out) == 8 and all(r["predicted_s"] >= 1e-4 for r in out)
+    assert (tmp_path / "c" / "compare.png").stat().st_size > 1000
+
+
+def test_noise_trace_replays_in_the_simulator(tmp_path):
+    d = launch("noise", 2, {"duration_s": 0.2, "threshold_ns": 2000, "fwq_samples": 200}, tmp_path / "n")
+    det = pl.read_parquet(d / "detours.parquet")
+    assert set(det["rank"].unique().to_list()) <= {0, 1} and (det["duration_ns"] > 2000).all()
+    fwq = pl.read_parquet(d / "fwq.parquet")
+    assert fwq.height == 400 and (fwq["ns"] > 0).all()
+    if det.filter(pl.col("rank") == 0).height:
+        r = idlewave.simulate({"noise": [{"kind": "trace", "path": str(d / "trace.txt")}],
+                               "workload": {"kind": "bsp", "ranks": 4, "iterations": 50}})
+        assert r.summary["makespan_s"] >= 50 * 1e-4
+
+
+def test_stream_desync_kernel_reports_pd(tmp_path):
+    d = launch("stream", 2, {"elements": 100000, "iterations": 10, "reps": 1}, tmp_path / "s")
+    s = pl.read_parquet(d / "stream_summary.parquet").to_dicts()[0]
+    assert s["runtime_barrier_s"] > 0 and s["runtime_free_s"] > 0 and np.isfinite(s["pd"])
+    t = pl.read_parquet(d / "stream.parquet")
+    assert t.height == 2 * 10 * 2 and (t["compute_s"] > 0).all()
+
+
+@pytest.mark.parametrize("hiding", ["fixed_alpha", "dynamic_alpha", "mpi_test"])
+def test_cg_records_t_in_t_out_and_alpha(tmp_path, hiding):
+    d = launch("cg", 2, {"n": 12, "iterations": 8, "hiding": hiding, "epsilon_s": 1e-6}, tmp_path / hiding)
+    rec = pl.read_parquet(d / "cg.parquet")
+    assert rec.height == 2 * 8 and set(rec.columns) >= {"t_in_s", "t_out_s", "wait_in_s", "wait_out_s", "alpha"}
+    assert (rec["t_in_s"] >= rec["wait_in_s"]).all() and rec["alpha"].is_between(0, 1).all()
+    if hiding == "fixed_alpha":
+        assert (rec["alpha"] == 0.5).all()
+    summary = pl.read_parquet(d / "cg_summary.parquet").to_dicts()[0]
+    assert summary["residual_ratio"] < 1  # CG converges whatever the hiding
+
+
+def test_bad_measurements_are_reported(tmp_path, cli):
+    with pytest.raises(MeasureError, match="unknown kind"):
+        launch("latency", 2, {}, tmp_path)
+    with pytest.raises(MeasureError, match="hiding must be"):
+        launch("cg", 2, {"hiding": "magic"}, tmp_path / "x")
+    p = cli("measure", "compare", tmp_path, "--platform", tmp_path / "p.toml", check=False)
+    assert p.returncode == 2 and "no kernels.parquet" in p.stderr
