@@ -29,6 +29,7 @@ test: install
 
 bench: install
 	$(BIN)/idlewave bench
+	$(BIN)/python -m idlewave.stats.bench
 
 clean:
 	rm -rf $(VENV) target demo-out

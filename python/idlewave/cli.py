@@ -248,6 +248,54 @@ def analyze_pd(
     out.print(t)
 
 
+@app.command()
+def regimes(
+    data: list[Path] = typer.Argument(..., help="T[p, k]: Parquet/CSV (long rank, iteration, time — or wide), .npy, or result directories."),
+    out_dir: Path = typer.Option(Path("regimes-out"), "--out", help="Output directory."),
+    n_regimes: Optional[int] = typer.Option(None, "--regimes", help="Number of regimes (default: chosen by BIC over 1..6)."),
+    timer: str = typer.Option("matvec", "--timer", help="Timer to use from a result directory (else 'iteration')."),
+    use_max: bool = typer.Option(False, "--max", help="Fit T_k^max = max_p T[p,k] (Remark 1)."),
+    names: Optional[list[str]] = typer.Option(None, "--name", help="A label per input (default: file names)."),
+    seed: int = typer.Option(0, "--seed"),
+    restarts: int = typer.Option(5, "--restarts", min=1),
+    no_figures: bool = typer.Option(False, "--no-figures"),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+):
+    """Regimes of noisy timings (HMM paper Algorithm 1) and their comparison across inputs."""
+    from idlewave.stats import DataError, analyze, load
+
+    labels = names or [p.stem if p.is_file() else p.name for p in data]
+    if len(labels) != len(data) or len(set(labels)) != len(labels):
+        fail("give one distinct --name per input")
+    try:
+        sets = {n: load(p, timer) for n, p in zip(labels, data)}
+        extra = {}
+        for n, p in zip(labels, data):
+            if p.is_dir() and (p / "timers.parquet").exists():
+                try:
+                    extra[n] = (load(p, "t_in")[0], load(p, "t_out")[0])
+                except DataError:
+                    pass
+        summary = analyze(sets, out_dir, n_regimes=n_regimes, seed=seed, restarts=restarts, use_max=use_max,
+                          figures_on=not no_figures, extra={k: v for k, v in extra.items() if v[0].size})
+    except DataError as e:
+        fail(str(e))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    for name, s in summary["datasets"].items():
+        t = Table(title=f"{name}: {s['n_regimes']} regimes ({s['series']})", title_justify="left")
+        for c in ("regime", "μ (s)", "σ (s)", "share"):
+            t.add_column(c)
+        for r in s["regimes"]:
+            t.add_row(str(r["regime"]), f"{r['mu']:.4g}", f"{r['sigma']:.3g}", f"{r['share']:.2f}")
+        out.print(t)
+    if summary["comparisons"]:
+        for k in summary["comparisons"]["ks"]:
+            out.print(f"KS {k['a']} vs {k['b']}: D = {k['statistic']:.3f}, p = {k['pvalue']:.3g}")
+    out.print(f"results: {out_dir}")
+
+
 from idlewave.cli_measure import measure_app  # noqa: E402  (the commands register on import)
 from idlewave.cli_models import fit_app, model_app  # noqa: E402
 

@@ -1,0 +1,77 @@
+"""Timing data T[p, k] (rank × iteration) from Parquet, CSV or NumPy, long
+(rank, iteration, time) or wide (one row per rank), or an idlewave result
+directory; checked for what the statistics need."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+
+class DataError(ValueError):
+    """Timing data that cannot be analysed; the message says why."""
+
+
+def check(T: np.ndarray, source: str = "data") -> np.ndarray:
+    T = np.asarray(T, dtype=float)
+    if T.ndim == 1:
+        T = T[None, :]
+    if T.ndim != 2 or T.size == 0:
+        raise DataError(f"{source}: expected a ranks × iterations matrix, got shape {T.shape}")
+    bad = np.argwhere(~np.isfinite(T))
+    if bad.size:
+        p, k = bad[0]
+        raise DataError(f"{source}: {len(bad)} missing or non-finite time(s), first at rank {p}, iteration {k}")
+    neg = np.argwhere(T < 0)
+    if neg.size:
+        p, k = neg[0]
+        raise DataError(f"{source}: negative time {T[p, k]!r} at rank {p}, iteration {k}")
+    return T
+
+
+def from_long(frame: pl.DataFrame, source: str, time: str = "time") -> np.ndarray:
+    for c in ("rank", "iteration", time):
+        if c not in frame.columns:
+            raise DataError(f"{source}: missing column {c!r} (has {', '.join(frame.columns)})")
+    ranks = frame["rank"].n_unique()
+    iters = frame["iteration"].n_unique()
+    if frame.height != ranks * iters or frame.select(["rank", "iteration"]).is_duplicated().any():
+        raise DataError(f"{source}: ragged data: {frame.height} rows for {ranks} ranks × {iters} iterations "
+                        "(every rank needs every iteration exactly once)")
+    frame = frame.sort(["rank", "iteration"])
+    return check(frame[time].to_numpy().reshape(ranks, iters), source)
+
+
+def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
+    """T[p, k] from a file or a result directory (its `timer`, else `iteration`)."""
+    p = Path(path)
+    src = str(p)
+    if p.is_dir():
+        f = p / "timers.parquet"
+        if not f.exists():
+            raise DataError(f"{src}: not a result directory (no timers.parquet)")
+        frame = pl.read_parquet(f)
+        col = f"{timer}_s" if f"{timer}_s" in frame.columns else "iteration_s"
+        if col not in frame.columns:
+            raise DataError(f"{src}: no timer {timer!r} or 'iteration' in the results")
+        return from_long(frame, src, col)
+    if not p.exists():
+        raise DataError(f"{src}: no such file")
+    if p.suffix == ".npy":
+        return check(np.load(p), src)
+    try:
+        frame = pl.read_parquet(p) if p.suffix == ".parquet" else pl.read_csv(p, comment_prefix="#")
+    except (OSError, pl.exceptions.PolarsError) as e:
+        raise DataError(f"{src}: {e}") from None
+    if {"rank", "iteration"} <= set(frame.columns):
+        time = next((c for c in ("time", "time_s", f"{timer}_s") if c in frame.columns), None)
+        if time is None:
+            raise DataError(f"{src}: a long table needs a 'time' column")
+        return from_long(frame, src, time)
+    # wide: every column numeric, one row per rank
+    try:
+        return check(frame.to_numpy().astype(float), src)
+    except ValueError as e:
+        raise DataError(f"{src}: expected numbers in a wide table ({e})") from None

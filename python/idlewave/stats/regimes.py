@@ -1,0 +1,155 @@
+"""Regime extraction (HMM paper §2.2, Algorithm 1, §3.1): pick ~20 ranks
+equidistant in the ranking by median time, take up to `max_iterations`
+iterations, fit a Gaussian HMM (hmmlearn) from data-driven starts with
+several restarts keeping the best likelihood, and decode every rank's
+sequence with Viterbi. Regimes are sorted fast → slow, so labels agree
+across methods fitted separately. The number of regimes is chosen by BIC
+(AIC also reported) over 1..6 unless given. A Gaussian mixture
+(scikit-learn) is the non-temporal alternative.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from hmmlearn.hmm import GaussianHMM
+from sklearn.mixture import GaussianMixture
+
+from idlewave.stats.data import DataError
+
+
+@dataclass
+class Fit:
+    n_regimes: int
+    mu: np.ndarray  # sorted fast -> slow
+    sigma: np.ndarray
+    transmat: np.ndarray
+    startprob: np.ndarray
+    log_likelihood: float
+    criteria: dict = field(default_factory=dict)  # n -> {"bic":, "aic":}
+    model: object = None
+    order: np.ndarray = None  # model state -> sorted regime
+    loc: float = 0.0  # the model sees (T - loc) / scale
+    scale: float = 1.0
+
+    def summary(self, labels: np.ndarray) -> dict:
+        share = np.bincount(labels.ravel(), minlength=self.n_regimes) / labels.size
+        return {
+            "n_regimes": self.n_regimes,
+            "criteria": {str(k): v for k, v in self.criteria.items()},
+            "log_likelihood": self.log_likelihood,
+            "regimes": [{"regime": i, "mu": float(self.mu[i]), "sigma": float(self.sigma[i]), "share": float(share[i])}
+                        for i in range(self.n_regimes)],
+            "transmat": self.transmat.tolist(),
+        }
+
+
+def representative_ranks(T: np.ndarray, count: int = 20) -> np.ndarray:
+    """`count` ranks equidistant in the ranking by median time."""
+    order = np.argsort(np.median(T, axis=1), kind="stable")
+    if len(order) <= count:
+        return order
+    return order[np.round(np.linspace(0, len(order) - 1, count)).astype(int)]
+
+
+def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int) -> GaussianHMM:
+    """Best of `restarts` fits started from the data's quantiles (jittered
+    after the first start). X is standardized (hmmlearn's covariance prior
+    would otherwise swamp the variances of times in seconds)."""
+    rng = np.random.default_rng(seed)
+    x = X[:, 0]
+    qs = np.quantile(x, (np.arange(n) + 0.5) / n)
+    edges = np.quantile(x, np.linspace(0, 1, n + 1))
+    spread = np.diff(edges)
+    var0 = np.array([np.var(x[(x >= edges[i]) & (x <= edges[i + 1])]) for i in range(n)])
+    floor = max(np.var(x) * 1e-6, 1e-30)
+    best, best_ll = None, -np.inf
+    for r in range(restarts):
+        means = qs if r == 0 else np.sort(qs + rng.normal(0, 0.25, n) * np.maximum(spread, np.sqrt(floor)))
+        # tol: the EM stops once the log-likelihood gains less than 1e-5 per sample
+        m = GaussianHMM(n_components=n, covariance_type="diag", n_iter=100, tol=1e-5 * len(X), init_params="",
+                        params="stmc", random_state=int(rng.integers(2**31)), min_covar=floor, covars_prior=1e-12)
+        m.startprob_ = np.full(n, 1.0 / n)
+        m.transmat_ = np.full((n, n), 0.1 / max(n - 1, 1)) + np.eye(n) * (0.9 - 0.1 / max(n - 1, 1)) if n > 1 else np.ones((1, 1))
+        m.means_ = means.reshape(-1, 1)
+        m.covars_ = np.maximum(var0, floor).reshape(-1, 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                m.fit(X, lengths)
+            except ValueError:
+                continue
+            if not all(np.isfinite(a).all() for a in (m.startprob_, m.transmat_, m.means_, m.covars_)):
+                continue  # a degenerate restart (e.g. a state collapsed on identical times)
+            # a state the data never visits ends with an empty transition row
+            rows = m.transmat_.sum(axis=1)
+            if (rows == 0).any():
+                t = m.transmat_.copy()
+                t[rows == 0] = np.eye(n)[rows == 0]
+                m.transmat_ = t
+            try:
+                ll = m.score(X, lengths)
+            except ValueError:
+                continue
+        if np.isfinite(ll) and ll > best_ll:
+            best, best_ll = m, ll
+    if best is None:
+        raise DataError(f"the HMM with {n} regimes could not be fitted (degenerate data?)")
+    return best
+
+
+def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ranks: int = 20,
+        max_iterations: int = 8192, restarts: int = 5, seed: int = 0, criterion: str = "bic") -> Fit:
+    """Algorithm 1's fitting steps on T[p, k] (a single series for T^max)."""
+    T = np.asarray(T, dtype=float)
+    sub = T[representative_ranks(T, ranks)][:, :max_iterations] if T.shape[0] > 1 else T[:, :max_iterations]
+    loc, scale = float(sub.mean()), float(sub.std()) or 1.0
+    X = (sub.reshape(-1, 1) - loc) / scale
+    lengths = [sub.shape[1]] * sub.shape[0]
+    candidates = [n_regimes] if n_regimes else list(range(1, max_regimes + 1))
+    if n_regimes is not None and not 1 <= n_regimes <= 64:
+        raise DataError(f"the number of regimes must be between 1 and 64, got {n_regimes}")
+    distinct = len(np.unique(X))
+    need = max(candidates)
+    if X.shape[0] < 10 * need or distinct < need:
+        raise DataError(f"{X.shape[0]} samples ({distinct} distinct) are too few for {need} regimes")
+    models, crit = {}, {}
+    # the sweep over candidate counts uses fewer restarts; the chosen one gets them all
+    sweep = restarts if len(candidates) == 1 else min(restarts, 2)
+    for n in candidates:
+        m = _hmm(n, X, lengths, seed + n, sweep)
+        models[n] = m
+        crit[n] = {"bic": float(m.bic(X, lengths)), "aic": float(m.aic(X, lengths))}
+    chosen = n_regimes or min(crit, key=lambda n: crit[n][criterion])
+    m = models[chosen] if sweep == restarts else _hmm(chosen, X, lengths, seed + chosen, restarts)
+    order = np.argsort(m.means_[:, 0])
+    rank_of = np.empty_like(order)
+    rank_of[order] = np.arange(chosen)
+    return Fit(chosen, loc + scale * m.means_[order, 0], scale * np.sqrt(m.covars_[order, 0, 0]),
+               m.transmat_[np.ix_(order, order)], m.startprob_[order], float(m.score(X, lengths)), crit, m, rank_of,
+               loc, scale)
+
+
+def decode(f: Fit, T: np.ndarray) -> np.ndarray:
+    """Viterbi regimes (0 = fastest) of every rank's whole sequence."""
+    T = np.asarray(T, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        states = f.model.predict((T.reshape(-1, 1) - f.loc) / f.scale, [T.shape[1]] * T.shape[0])
+    return f.order[states].reshape(T.shape)
+
+
+def gmm(T: np.ndarray, n_regimes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-temporal alternative: (mu, sigma, labels) of a Gaussian mixture, fast → slow."""
+    raw = np.asarray(T, dtype=float).reshape(-1, 1)
+    loc, scale = float(raw.mean()), float(raw.std()) or 1.0
+    x = (raw - loc) / scale
+    qs = np.quantile(x[:, 0], (np.arange(n_regimes) + 0.5) / n_regimes).reshape(-1, 1)
+    g = GaussianMixture(n_regimes, means_init=qs, random_state=seed, reg_covar=1e-9).fit(x)
+    order = np.argsort(g.means_[:, 0])
+    rank_of = np.empty_like(order)
+    rank_of[order] = np.arange(n_regimes)
+    labels = rank_of[g.predict(x)].reshape(np.shape(T))
+    return loc + scale * g.means_[order, 0], scale * np.sqrt(g.covariances_[order].ravel()), labels

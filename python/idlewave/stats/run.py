@@ -1,0 +1,65 @@
+"""`idlewave regimes`: fit, decode, tables, comparisons and figures for one
+or more timing sets (methods or runs), written to a directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from idlewave.results import write_json, write_parquet
+from idlewave.stats import compare, figures
+from idlewave.stats.regimes import decode, fit, gmm
+
+
+def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int | None = None, seed: int = 0,
+            restarts: int = 5, use_max: bool = False, figures_on: bool = True, extra: dict | None = None) -> dict:
+    """Per dataset: Algorithm 1 (or the T^max series, Remark 1), regimes of
+    every sample, regime table, GMM alternative; across datasets: KS tests,
+    cumulative sums and percentage differences, fast-regime means."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"datasets": {}, "comparisons": {}}
+    tmax = {}
+    for name, T in datasets.items():
+        d = out / name if len(datasets) > 1 else out
+        d.mkdir(parents=True, exist_ok=True)
+        series = T.max(axis=0, keepdims=True) if use_max else T
+        f = fit(series, n_regimes, seed=seed, restarts=restarts)
+        labels = decode(f, series)
+        mu, sigma, glabels = gmm(series, f.n_regimes, seed)
+        ranks, iters = series.shape
+        frame = pl.DataFrame({"rank": np.repeat(np.arange(ranks, dtype=np.uint32), iters),
+                              "iteration": np.tile(np.arange(iters, dtype=np.uint32), ranks),
+                              "time": series.ravel(), "regime": labels.ravel().astype(np.uint8)})
+        write_parquet(d / "regimes.parquet", frame)
+        s = f.summary(labels)
+        s["gmm"] = [{"regime": i, "mu": float(mu[i]), "sigma": float(sigma[i]),
+                     "share": float(np.mean(glabels == i))} for i in range(f.n_regimes)]
+        s["ranks"], s["iterations"], s["series"] = ranks, iters, "max over ranks" if use_max else "per rank"
+        tm = T.max(axis=0)
+        tmax[name] = tm
+        s["fast_regime_mean"] = compare.fast_mean(series, labels)
+        s["mean"] = float(series.mean())
+        if figures_on:
+            figs = figures.heatmap(T, d) + figures.cdf_boxplot(T, d)
+            median_rank = int(np.argsort(np.median(series, axis=1))[ranks // 2])
+            figs += figures.regime_series(series[median_rank], labels[median_rank], d)
+            if extra and name in extra:
+                figs += figures.in_out_scatter(*extra[name], d)
+            s["figures"] = figs
+        write_json(d / "summary.json", s)
+        summary["datasets"][name] = s
+    if len(datasets) > 1:
+        names = list(datasets)
+        summary["comparisons"] = {
+            "ks": compare.ks_tests({n: tmax[n] for n in names}),
+            "percent_difference_total_tmax": {f"{a} vs {b}": compare.percent_difference(tmax[a], tmax[b])
+                                              for a in names for b in names if a != b},
+            "fast_regime_mean": {n: summary["datasets"][n]["fast_regime_mean"] for n in names},
+        }
+        if figures_on:
+            summary["comparisons"]["figures"] = figures.cumulative(tmax, out)
+        write_json(out / "summary.json", summary)
+    return summary
