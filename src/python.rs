@@ -105,6 +105,43 @@ fn loggopsim(
     sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(err)
 }
 
+/// The steps of `rank` in a collective on `ranks` ranks, for trace replay:
+/// (kind, to, send_bytes, from, recv_bytes) with kind "send", "recv",
+/// "exchange", "fanout" or "waitfanout" (peers -1 where unused).
+#[pyfunction]
+#[pyo3(signature = (kind, algorithm, ranks, root, nbytes, rank, chunk_bytes=0))]
+fn collective_steps(
+    kind: &str,
+    algorithm: Option<&str>,
+    ranks: u32,
+    root: u32,
+    nbytes: u64,
+    rank: u32,
+    chunk_bytes: u64,
+) -> PyResult<Vec<(&'static str, i64, u64, i64, u64)>> {
+    use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm, Step};
+    let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(kind.into())).map_err(|e| err(format!("collective: {e}")))?;
+    let algorithm: Algorithm = match algorithm {
+        Some(a) => serde_json::from_value(serde_json::Value::String(a.into())).map_err(|e| err(format!("algorithm: {e}")))?,
+        None => kind.default_algorithm(),
+    };
+    let c = Collective { kind, algorithm, ranks, root, bytes: nbytes, chunk_bytes, tag: 0, comm: Comm::World };
+    c.validate().map_err(err)?;
+    if rank >= ranks {
+        return Err(err(format!("rank {rank} out of range (0..{ranks})")));
+    }
+    Ok(c.steps(rank)
+        .into_iter()
+        .map(|s| match s {
+            Step::Send { to, bytes } => ("send", to as i64, bytes, -1, 0),
+            Step::Recv { from, bytes } => ("recv", -1, 0, from as i64, bytes),
+            Step::Exchange { to, send_bytes, from, recv_bytes } => ("exchange", to as i64, send_bytes, from as i64, recv_bytes),
+            Step::FanOut { to, bytes, .. } => ("fanout", to as i64, bytes, -1, 0),
+            Step::WaitFanOut { n } => ("waitfanout", -1, n as u64, -1, 0),
+        })
+        .collect())
+}
+
 /// Selfish detour recorder: (start_ns, duration_ns) of every gap above
 /// `threshold_ns` while spinning for `duration_s` (the GIL is released).
 #[pyfunction]
@@ -192,6 +229,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
     m.add_function(wrap_pyfunction!(spmv_partners_text, m)?)?;
     m.add_function(wrap_pyfunction!(measure_selfish, m)?)?;
+    m.add_function(wrap_pyfunction!(collective_steps, m)?)?;
     m.add_function(wrap_pyfunction!(measure_fwq, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;

@@ -297,11 +297,13 @@ def regimes(
 
 
 from idlewave.cli_measure import measure_app  # noqa: E402  (the commands register on import)
+from idlewave.cli_trace import trace_app  # noqa: E402
 from idlewave.cli_models import fit_app, model_app  # noqa: E402
 
 app.add_typer(model_app, name="model")
 app.add_typer(fit_app, name="fit")
 app.add_typer(measure_app, name="measure")
+app.add_typer(trace_app, name="trace")
 
 
 def main() -> None:
