@@ -14,6 +14,7 @@ from idlewave.trace.format import OPS, TraceError
 ANY_SOURCE, PROC_NULL, ANY_TAG = -1, -2, -1
 COLL = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"}
 TAG_COLL = 1 << 24
+P2P = {"send", "recv", "isend", "irecv", "sendrecv_send", "sendrecv_recv", "probe", "iprobe", "mprobe", "mrecv"}
 
 
 def _completion_peers(rec: np.ndarray) -> dict[int, tuple[int, int]]:
@@ -175,8 +176,9 @@ def extrapolate(traces: list[np.ndarray], ranks: int) -> list[np.ndarray]:
         for x in rec:
             op = int(x["op"])
             peer = int(x["peer"])
-            if OPS.get(op) in ("wait", "test"):
-                off = None  # a completion's status source is only meaningful for wildcard receives
+            name = OPS.get(op, "")
+            if name not in P2P:
+                off = None  # only point-to-point peers are neighbour offsets
             else:
                 off = (peer - r) % p if peer >= 0 else peer
             sig.append((op, off, int(x["tag"]), int(x["bytes"]), int(x["comm"]), int(x["root"])))
@@ -197,9 +199,8 @@ def extrapolate(traces: list[np.ndarray], ranks: int) -> list[np.ndarray]:
     for q in range(ranks):
         src = traces[q % p].copy()
         for x in src:
-            if int(x["peer"]) >= 0 and OPS.get(int(x["op"])) not in ("wait", "test"):
-                x["peer"] = (q + (int(x["peer"]) - q % p)) % ranks
-            if OPS.get(int(x["op"])) in ("wait", "test") and int(x["peer"]) >= 0:
+            name = OPS.get(int(x["op"]), "")
+            if int(x["peer"]) >= 0 and name in P2P | {"wait", "test"}:
                 x["peer"] = (q + (int(x["peer"]) - q % p)) % ranks
         out.append(src)
     return out
