@@ -59,7 +59,7 @@ def test_analyze_writes_regimes_summary_and_figures(tmp_path):
     import polars as pl
     frame = pl.read_parquet(tmp_path / "fixed" / "regimes.parquet")
     assert frame.columns == ["rank", "iteration", "time", "regime"] and frame.height == 6000
-    for f in ("heatmap.png", "heatmap.svg", "cdf_boxplot.png", "series.png"):
+    for f in ("heatmap.png", "heatmap.svg", "cdf_boxplot.png", "cdf_regimes.png", "series.png"):
         assert (tmp_path / "fixed" / f).stat().st_size > 1000
     assert (tmp_path / "cumulative.png").exists()
     assert s["comparisons"]["percent_difference_total_tmax"]["dynamic vs fixed"] == pytest.approx(-5.0, abs=1e-6)

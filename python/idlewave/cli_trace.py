@@ -73,6 +73,7 @@ def replay_cmd(
     algorithm: Optional[list[str]] = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
     scale_to: Optional[int] = typer.Option(None, "--scale-to", help="Extrapolate a periodic pattern to this many ranks."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Multiply the computation between MPI calls."),
+    scenario: Optional[Path] = typer.Option(None, "--scenario", help="Take [network], [[noise]] and seed from this scenario TOML."),
     out_dir: Path = typer.Option(Path("replay-out"), "--out"),
     as_json: bool = typer.Option(False, "--json"),
 ):
@@ -84,8 +85,16 @@ def replay_cmd(
     goal = out_dir / "trace.goal"
     write_text(goal, _goal(trace_dir, algorithm, scale_to, compute_scale))
     scn = {"workload": {"kind": "goal", "path": str(goal.resolve())}}
+    if scenario:
+        from idlewave.scenario import ScenarioError, load_scenario
+
+        try:
+            base = load_scenario(scenario)
+        except (ScenarioError, OSError) as e:
+            _fail(str(e))
+        scn.update({k: base[k] for k in ("seed", "network", "noise")})
     if platform:
-        scn["network"] = {"platform": platform}
+        scn["network"] = {**scn.get("network", {}), "platform": platform}
     try:
         r = idlewave.simulate(scn)
     except Exception as e:
@@ -102,12 +111,17 @@ def replay_cmd(
 
 
 @trace_app.command("import")
-def import_cmd(source: Path = typer.Argument(..., help="An OTF2 archive (traces.otf2).")):
-    """Import an OTF2 trace (Score-P)."""
+def import_cmd(
+    source: Path = typer.Argument(..., help="An OTF2 archive: its directory or traces.otf2 (Score-P)."),
+    out_dir: Path = typer.Option(Path("imported-trace"), "--out", help="Where to write rank-*.iwt."),
+):
+    """Import an OTF2 trace (Score-P) into idlewave's trace format, for replay and export."""
+    from idlewave.trace import TraceError
+    from idlewave.trace.otf2_import import read_otf2, write_iwt
+
     try:
-        import otf2  # noqa: F401
-    except ImportError:
-        _fail("OTF2 import needs the `otf2` Python bindings that ship with Score-P/OTF2 (not on PyPI); "
-              "install OTF2 and put its Python package on PYTHONPATH. GOAL files need no import: "
-              "use them as a `kind = \"goal\"` workload or with `idlewave loggopsim`.")
-    _fail("OTF2 import is not implemented yet")
+        traces = read_otf2(source)
+    except TraceError as e:
+        _fail(str(e))
+    write_iwt(traces, out_dir)
+    out.print(f"imported {len(traces)} ranks into {out_dir}")

@@ -80,6 +80,30 @@ def cdf_boxplot(T: np.ndarray, out: Path, name: str = "cdf_boxplot") -> list[str
     return _save(fig, out, name)
 
 
+def regime_cdfs(T: np.ndarray, labels: np.ndarray, out: Path, name: str = "cdf_regimes") -> list[str]:
+    """Functional boxplot of per-rank CDFs within each regime (Fig. 9/10 per regime)."""
+    regimes = np.unique(labels)
+    fig, axes = plt.subplots(1, len(regimes), figsize=(4 * len(regimes), 3.5), constrained_layout=True, squeeze=False)
+    for ax, i in zip(axes[0], regimes):
+        rows = [np.sort(T[p][labels[p] == i]) for p in range(T.shape[0])]
+        rows = [r for r in rows if r.size >= 2]
+        if not rows:
+            continue
+        allv = np.concatenate(rows)
+        grid = np.linspace(np.quantile(allv, 0.001), np.quantile(allv, 0.999), 150)
+        curves = np.stack([np.searchsorted(r, grid, side="right") / r.size for r in rows])
+        depth = band_depth(curves)
+        order = np.argsort(depth)[::-1]
+        central = curves[order[: max(1, len(order) // 2)]]
+        ax.fill_between(grid, curves.min(axis=0), curves.max(axis=0), color="#deebf7")
+        ax.fill_between(grid, central.min(axis=0), central.max(axis=0), color=COLORS[int(i) % len(COLORS)], alpha=0.5)
+        ax.plot(grid, curves[order[0]], color="k")
+        ax.set_title(f"regime {i}")
+        ax.set_xlabel("time (s)")
+    axes[0][0].set_ylabel("CDF")
+    return _save(fig, out, name)
+
+
 def cumulative(tmax: dict[str, np.ndarray], out: Path, name: str = "cumulative") -> list[str]:
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
     for label, t in tmax.items():

@@ -44,6 +44,8 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
         s["mean"] = float(series.mean())
         if figures_on:
             figs = figures.heatmap(T, d) + figures.cdf_boxplot(T, d)
+            if not use_max:
+                figs += figures.regime_cdfs(series, labels, d)
             median_rank = int(np.argsort(np.median(series, axis=1))[ranks // 2])
             figs += figures.regime_series(series[median_rank], labels[median_rank], d)
             if extra and name in extra:

@@ -1,0 +1,116 @@
+"""OTF2 (Score-P) traces → idlewave's per-rank records, through the `otf2`
+Python bindings. Every process's first location is that rank; MPI event
+peers are mapped from their communicator to world ranks; the enclosing
+region's Enter and Leave give each call's start and end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from idlewave.trace.format import CODES, RECORD, TraceError
+
+COLLECTIVES = {"BARRIER": "barrier", "BCAST": "bcast", "REDUCE": "reduce", "ALLREDUCE": "allreduce", "GATHER": "gather",
+               "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall"}
+
+
+def read_otf2(path: str | Path) -> list[np.ndarray]:
+    try:
+        import otf2
+    except ImportError:
+        raise TraceError("OTF2 import needs the `otf2` package (pip install otf2)") from None
+    path = Path(path)
+    anchor = path / "traces.otf2" if path.is_dir() else path
+    if not anchor.exists():
+        raise TraceError(f"{path}: no OTF2 anchor file (traces.otf2)")
+    try:
+        reader = otf2.reader.open(str(anchor))
+    except Exception as e:  # the bindings raise their own error types
+        raise TraceError(f"{anchor}: {e}") from None
+    with reader as tr:
+        res = tr.definitions.clock_properties.timer_resolution
+        groups = [g for g in tr.definitions.location_groups if str(g.location_group_type).endswith("PROCESS")]
+        rank_of_group = {g: r for r, g in enumerate(groups)}
+        first_loc = {}
+        for loc in tr.definitions.locations:
+            first_loc.setdefault(loc.group, loc)
+        rank_of_loc = {loc: rank_of_group[g] for g, loc in first_loc.items() if g in rank_of_group}
+
+        def world(comm, r):
+            if r is None or r < 0 or r >= 2**31:
+                return -1
+            try:
+                member = comm.group.members[r]
+            except (AttributeError, IndexError, TypeError):
+                return int(r)
+            return rank_of_group.get(getattr(member, "group", None), rank_of_loc.get(member, int(r)))
+
+        recs = [[] for _ in groups]
+        open_since = {}  # rank -> (enter time, first record index of the region)
+        irecv = [{} for _ in groups]
+        for loc, ev in tr.events:
+            r = rank_of_loc.get(loc)
+            if r is None:
+                continue
+            t = ev.time / res
+            name = type(ev).__name__
+            out = recs[r]
+            if not out:
+                out.append((CODES["init"], 0, -1, 0, -1, 0, 0, t, t))
+            if name == "Enter":
+                open_since[r] = (t, len(out))
+                continue
+            if name == "Leave":
+                t0, first = open_since.pop(r, (t, len(out)))
+                for i in range(first, len(out)):
+                    out[i] = out[i][:7] + (t0, t)
+                continue
+            t0 = open_since.get(r, (t, 0))[0]
+            if name == "MpiSend":
+                out.append((CODES["send"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
+            elif name == "MpiRecv":
+                out.append((CODES["recv"], 0, world(ev.communicator, ev.sender), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
+            elif name == "MpiIsend":
+                out.append((CODES["isend"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length, ev.request_id, t0, t))
+            elif name == "MpiIsendComplete":
+                out.append((CODES["wait"], 0, -1, 0, -1, 0, ev.request_id, t0, t))
+            elif name == "MpiIrecvRequest":
+                irecv[r][ev.request_id] = len(out)
+                out.append((CODES["irecv"], 0, -1, 0, -1, 0, ev.request_id, t0, t))
+            elif name == "MpiIrecv":
+                src, tag, n = world(ev.communicator, ev.sender), ev.msg_tag, ev.msg_length
+                i = irecv[r].pop(ev.request_id, None)
+                if i is not None:
+                    out[i] = (CODES["irecv"], 0, src, tag, -1, n, ev.request_id) + out[i][7:]
+                else:  # completed without a recorded request: a blocking receive in effect
+                    out.append((CODES["irecv"], 0, src, tag, -1, n, ev.request_id, t0, t))
+                out.append((CODES["wait"], 0, src, tag, -1, 0, ev.request_id, t0, t))
+            elif name == "MpiCollectiveEnd":
+                op = COLLECTIVES.get(str(ev.collective_op).split(".")[-1])
+                if op is None:
+                    raise TraceError(f"{anchor}: collective {ev.collective_op} is not replayed")
+                p = len(groups)
+                nbytes = ev.size_sent // p if op == "alltoall" else ev.size_sent if op == "allgather" else max(ev.size_sent, ev.size_received)
+                root = -1 if ev.root >= 2**31 else world(ev.communicator, ev.root)
+                out.append((CODES[op], 0, root, 0, root, nbytes, 0, t0, t))
+        arrays = []
+        for r, out in enumerate(recs):
+            last = out[-1][8] if out else 0.0
+            out.append((CODES["finalize"], 0, -1, 0, -1, 0, 0, last, last))
+            a = np.zeros(len(out), dtype=RECORD)
+            for i, x in enumerate(out):
+                a[i] = (x[0], 0, x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8])
+            arrays.append(a)
+        return arrays
+
+
+def write_iwt(traces: list[np.ndarray], out: str | Path) -> Path:
+    """Writes records as the tracer would (rank-<r>.iwt), atomically per file."""
+    from idlewave.results import _atomic
+
+    out = Path(out)
+    for r, rec in enumerate(traces):
+        header = b"IWTRACE1" + np.array([r, len(traces)], dtype="<i4").tobytes()
+        _atomic(out / f"rank-{r}.iwt", lambda tmp, rec=rec, header=header: tmp.write_bytes(header + rec.tobytes()))
+    return out
