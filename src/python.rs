@@ -105,6 +105,9 @@ fn loggopsim(
     sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(err)
 }
 
+/// One collective step for Python: (kind, to, send_bytes, from, recv_bytes).
+type StepTuple = (&'static str, i64, u64, i64, u64);
+
 /// The steps of `rank` in a collective on `ranks` ranks, for trace replay:
 /// (kind, to, send_bytes, from, recv_bytes) with kind "send", "recv",
 /// "exchange", "fanout" or "waitfanout" (peers -1 where unused).
@@ -118,7 +121,7 @@ fn collective_steps(
     nbytes: u64,
     rank: u32,
     chunk_bytes: u64,
-) -> PyResult<Vec<(&'static str, i64, u64, i64, u64)>> {
+) -> PyResult<Vec<StepTuple>> {
     use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm, Step};
     let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(kind.into())).map_err(|e| err(format!("collective: {e}")))?;
     let algorithm: Algorithm = match algorithm {
