@@ -296,6 +296,47 @@ def regimes(
     out.print(f"results: {out_dir}")
 
 
+@app.command()
+def sweep(
+    study: Path = typer.Argument(..., help="Study TOML: [base] scenario (or base = file), [grid] and/or [[points]]."),
+    out_dir: Path = typer.Option(Path("sweep-out"), "--out"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (default: a local cluster)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Local cluster workers (default 2)."),
+    quiet: bool = typer.Option(False, "--quiet"),
+):
+    """Run many scenarios on Dask; each point is written as it finishes, finished points are skipped."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
+
+    from idlewave.sweep import run_sweep
+
+    try:
+        if quiet or not sys.stderr.isatty():
+            frame = run_sweep(study, out_dir, scheduler, workers)
+        else:
+            with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err) as bar:
+                task = bar.add_task("points", total=None)
+                frame = run_sweep(study, out_dir, scheduler, workers, lambda i, n: bar.update(task, completed=i, total=n))
+    except (ScenarioError, FileNotFoundError) as e:
+        fail(str(e))
+    failed = frame.filter(frame["status"] == "failed").height if "status" in frame.columns else 0
+    out.print(f"{frame.height} points ({failed} failed) in {out_dir}; table: {out_dir / 'sweep.parquet'}")
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(..., help="A directory of results (simulate --out, sweep, regimes, measure compare)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)."),
+):
+    """One self-contained HTML page from results."""
+    from idlewave.report import build
+
+    try:
+        path = build(directory, output)
+    except FileNotFoundError as e:
+        fail(str(e))
+    out.print(f"report: {path}")
+
+
 from idlewave.cli_measure import measure_app  # noqa: E402  (the commands register on import)
 from idlewave.cli_trace import trace_app  # noqa: E402
 from idlewave.cli_models import fit_app, model_app  # noqa: E402

@@ -1,0 +1,197 @@
+"""`idlewave report DIR`: one self-contained HTML page (figures embedded as
+data URIs, no external files) from everything under DIR: simulation
+results, sweeps (with speedups between the values of each swept key),
+idle-wave measurements, regime analyses, and measured-vs-predicted tables."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+
+from idlewave.results import write_text
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return _img(buf.getvalue())
+
+
+def _img(data: bytes, alt: str = "figure") -> str:
+    return f'<img class="fig" alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+
+
+def _table(rows: list[dict], cols: list[str] | None = None) -> str:
+    if not rows:
+        return "<p>(none)</p>"
+    cols = cols or list(rows[0])
+
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.6g}"
+        return html.escape(str(v))
+
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{cell(r.get(c, ''))}</td>" for c in cols) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _runs(dirs: list[Path], root: Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, parts = [], []
+    fig, ax = plt.subplots(figsize=(8, 3.5), constrained_layout=True)
+    plotted = 0
+    for d in dirs:
+        s = json.loads((d / "summary.json").read_text())
+        it = s.get("iteration_s") or {}
+        rows.append({"run": str(d.relative_to(root)), "workload": s.get("workload"), "ranks": s.get("ranks"),
+                     "iterations": s.get("iterations"), "makespan_s": s.get("makespan_s"),
+                     "iteration mean s": it.get("mean"), "iteration p95 s": it.get("p95"), "events": s.get("events")})
+        t = d / "timers.parquet"
+        if t.exists() and plotted < 12:
+            frame = pl.read_parquet(t)
+            if "iteration_s" in frame.columns and frame.height:
+                per_it = frame.group_by("iteration").agg(pl.col("iteration_s").max()).sort("iteration")
+                ax.plot(per_it["iteration"], per_it["iteration_s"] * 1e6, label=str(d.relative_to(root)), lw=1)
+                plotted += 1
+    parts.append(_table(rows))
+    if plotted:
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("slowest rank's iteration (µs)")
+        ax.legend(fontsize=6)
+        parts.append(_png(fig))
+    else:
+        plt.close(fig)
+    waves = []
+    for d in dirs:
+        scn = d / "scenario.json"
+        if scn.exists() and any(n.get("kind") == "single" for n in json.loads(scn.read_text()).get("noise", [])):
+            from idlewave.analyze import AnalysisError, idle_wave
+
+            try:
+                w = idle_wave(d)
+                waves.append({"run": str(d.relative_to(root)), "speed ranks/s": w["speed_ranks_per_s"],
+                              "ranks per iteration": w["speed_ranks_per_iteration"], "decay per rank": w["decay_per_rank"]})
+                parts.append(_heat(d, str(d.relative_to(root))))
+            except AnalysisError:
+                pass
+    if waves:
+        parts.insert(1, "<h3>Idle waves</h3>" + _table(waves))
+    return "\n".join(parts)
+
+
+def _heat(d: Path, title: str) -> str:
+    import matplotlib.pyplot as plt
+
+    frame = pl.read_parquet(d / "timers.parquet")
+    col = "comm_s" if "comm_s" in frame.columns else "iteration_s"
+    ranks, iters = frame["rank"].n_unique(), frame["iteration"].n_unique()
+    m = frame.sort(["rank", "iteration"])[col].to_numpy().reshape(ranks, iters)
+    fig, ax = plt.subplots(figsize=(8, 3), constrained_layout=True)
+    im = ax.imshow(m * 1e6, aspect="auto", interpolation="nearest", cmap="magma")
+    ax.set_title(f"{title}: {col[:-2]} time per rank and iteration (µs)")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("rank")
+    fig.colorbar(im, ax=ax)
+    return _png(fig)
+
+
+def _sweep(d: Path) -> str:
+    frame = pl.read_parquet(d / "sweep.parquet")
+    parts = [_table(frame.to_dicts())]
+    keys = [c for c in frame.columns if c not in ("id", "status", "makespan_s", "events", "iteration_mean_s", "error")]
+    done = frame.filter(pl.col("status") == "done") if "status" in frame.columns else frame
+    keys = [c for c in keys if done[c].null_count() < done.height]  # keys only failed points set
+    for k in keys:
+        values = done[k].unique(maintain_order=True).to_list()
+        if len(values) < 2 or "makespan_s" not in done.columns:
+            continue
+        others = [c for c in keys if c != k]
+        base = done.filter(pl.col(k) == values[0]).select([*others, pl.col("makespan_s").alias("base")])
+        rows = []
+        for v in values[1:]:
+            part = done.filter(pl.col(k) == v)
+            joined = part.join(base, on=others, how="inner") if others else part.with_columns(pl.lit(base["base"][0]).alias("base"))
+            for r in joined.iter_rows(named=True):
+                rows.append({**{c: r[c] for c in others}, k: f"{v} vs {values[0]}", "speedup": r["base"] / r["makespan_s"]})
+        if rows:
+            parts.append(f"<h3>Speedup by {html.escape(k)}</h3>" + _table(rows))
+    return "\n".join(parts)
+
+
+def _regimes(d: Path, root: Path) -> str:
+    s = json.loads((d / "summary.json").read_text())
+    parts = []
+    sets = s["datasets"] if "datasets" in s else {d.name: s}
+    for name, ds in sets.items():
+        if "regimes" not in ds:
+            continue
+        parts.append(f"<h3>{html.escape(name)}: {ds['n_regimes']} regimes</h3>" + _table(ds["regimes"]))
+        sub = d / name if (d / name).is_dir() else d
+        for f in ("series.png", "cdf_boxplot.png", "cdf_regimes.png", "in_out.png", "heatmap.png"):
+            if (sub / f).exists():
+                parts.append(_img((sub / f).read_bytes(), f))
+    comp = s.get("comparisons") or {}
+    if comp:
+        parts.append("<h3>Comparisons</h3>" + _table(comp.get("ks", [])))
+        parts.append(_table([{"pair": k, "total T^max difference %": v} for k, v in comp.get("percent_difference_total_tmax", {}).items()]))
+        if (d / "cumulative.png").exists():
+            parts.append(_img((d / "cumulative.png").read_bytes(), "cumulative"))
+    return "\n".join(parts)
+
+
+def _compare(d: Path) -> str:
+    frame = pl.read_parquet(d / "compare.parquet")
+    out = _table(frame.to_dicts())
+    if (d / "compare.png").exists():
+        out += _img((d / "compare.png").read_bytes(), "measured vs predicted")
+    return out
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:.5em 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}img.fig{max-width:100%;display:block;margin:.5em 0}
+h2{border-bottom:2px solid #3b0f70;margin-top:1.5em}"""
+
+CHECK = """<script>window.addEventListener('load',()=>{const im=[...document.images];
+document.body.dataset.figures=im.length;document.body.dataset.rendered=im.filter(i=>i.complete&&i.naturalWidth>0).length;});</script>"""
+
+
+def build(root: str | Path, out: str | Path | None = None, title: str = "idlewave report") -> Path:
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: not a directory")
+    out = Path(out) if out else root / "report.html"
+    runs = sorted(p.parent for p in root.rglob("timers.parquet") if (p.parent / "summary.json").exists())
+    sweeps = sorted(p.parent for p in root.rglob("sweep.parquet"))
+    regimes = sorted({p.parent for p in root.rglob("regimes.parquet")})
+    regime_roots = sorted({d.parent if (d.parent / "summary.json").exists() and "datasets" in json.loads((d.parent / "summary.json").read_text()) else d for d in regimes})
+    compares = sorted(p.parent for p in root.rglob("compare.parquet"))
+    sections = []
+    if sweeps:
+        sections.append("<h2>Sweeps</h2>" + "".join(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}</h3>" + _sweep(d) for d in sweeps))
+    if runs:
+        sections.append("<h2>Runs</h2>" + _runs(runs, root))
+    if regime_roots:
+        sections.append("<h2>Regimes</h2>" + "".join(_regimes(d, root) for d in regime_roots))
+    if compares:
+        sections.append("<h2>Model vs simulation vs measurement</h2>" + "".join(_compare(d) for d in compares))
+    if not sections:
+        raise FileNotFoundError(f"{root}: no results found (run idlewave simulate --out, sweep, regimes or measure first)")
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head>"
+            f"<body><h1>{html.escape(title)}</h1><p>From {html.escape(str(root.resolve()))}.</p>{''.join(sections)}{CHECK}</body></html>")
+    write_text(out, page)
+    return out
+
+
