@@ -1,9 +1,13 @@
-"""`idlewave demo`: a small study with embedded defaults and no input files.
+"""`idlewave demo`: compact versions of the seeds' headline studies, with
+embedded defaults and no input files, ending in the HTML report.
 
-A BSP code (compute → halo exchange with both neighbours, optionally a
-barrier) on 256 ranks, under the noise types of the noise/nonblocking-
-collectives paper (system noise, a daemon, uncoordinated checkpoints, scaled
-to a short run) and a single long delay that launches an idle wave.
+1. Blocking vs idealized nonblocking allreduce in an application skeleton
+   (AMG2006's β = 1.59) under OS noise, a daemon and uncoordinated
+   checkpoints, at 1Ki and 16Ki ranks (noise paper Fig. 5/7).
+2. An idle wave (its speed and decay) and the desynchronization speedup
+   P_D of STREAM Triad on Meggie-like sockets (idle-waves paper).
+3. Fixed α vs dynamic α vs MPI test FEM MatVec under a Markov latency
+   regime chain, analysed with the regime extraction (HMM paper).
 """
 
 from __future__ import annotations
@@ -13,12 +17,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from idlewave.analyze import idle_wave, pd
 from idlewave.results import write_json
 from idlewave.simulation import simulate
-
-RANKS = 256
-ITERATIONS = 200
-COMPUTE_S = 100e-6
 
 NOISE = {
     "none": [],
@@ -26,67 +27,92 @@ NOISE = {
     "system": [{"kind": "poisson", "rate_hz": 1000.0, "duration_s": 5e-6}],
     # a daemon: 2.5 ms every 100 ms (10 Hz), as in the paper
     "daemon": [{"kind": "periodic", "period_s": 0.1, "duration_s": 2.5e-3}],
-    # uncoordinated checkpoints, scaled down: 1 ms every 20 ms, each rank at its own phase
-    "checkpoint": [{"kind": "checkpoint", "interval_s": 20e-3, "duration_s": 1e-3}],
-    # one 2 ms delay on one rank: an idle wave
-    "one delay": [{"kind": "single", "rank": RANKS // 2, "start_s": 1e-3, "duration_s": 2e-3}],
+    # uncoordinated checkpoints, scaled to a short run: 5 ms every 100 ms
+    "checkpoint": [{"kind": "checkpoint", "interval_s": 0.1, "duration_s": 5e-3}],
 }
+RANKS = (1024, 16384)
 
 
-def scenario(noise: list, barrier: bool) -> dict:
-    return {
-        "seed": 1,
-        "noise": noise,
-        "workload": {
-            "kind": "bsp",
-            "ranks": RANKS,
-            "iterations": ITERATIONS,
-            "compute_s": COMPUTE_S,
-            "distances": [1],
-            "message_bytes": 8192,
-            "periodic": True,
-            "barrier": barrier,
-        },
-    }
+def study_collectives(out: Path) -> list[dict]:
+    rows = []
+    for ranks in RANKS:
+        for name, noise in NOISE.items():
+            t = {}
+            for mode in ("blocking", "ideal"):
+                r = simulate({"seed": 1, "noise": noise, "record": {"timers": ranks <= 1024},
+                              "workload": {"kind": "skeleton", "ranks": ranks, "iterations": 100, "app": "AMG2006",
+                                           "mode": mode}})
+                if ranks <= 1024:
+                    r.write(out / f"{name}-{ranks}-{mode}")
+                t[mode] = r.summary["makespan_s"]
+            rows.append({"ranks": ranks, "noise": name, "blocking_s": t["blocking"], "ideal_s": t["ideal"],
+                         "speedup": t["blocking"] / t["ideal"]})
+    return rows
+
+
+def study_idle_waves(out: Path) -> dict:
+    wave = simulate({"seed": 1, "noise": [{"kind": "single", "rank": 32, "start_s": 5e-4, "duration_s": 1e-3}],
+                     "workload": {"kind": "bsp", "ranks": 64, "iterations": 100, "compute_s": 1e-4, "distances": [1],
+                                  "message_bytes": 8, "periodic": False}})
+    wave.write(out / "idle-wave")
+    w = idle_wave(out / "idle-wave")
+    triad = {"kind": "stream_triad", "ranks": 40, "iterations": 150, "elements_per_rank": 250_000,
+             "bytes_per_element": 24, "max_distance": 1, "message_bytes": 4 << 20}
+    net = {"platform": "meggie"}
+    noise = [{"kind": "poisson", "rate_hz": 200.0, "duration_s": 1e-5}]
+    b = simulate({"seed": 1, "network": net, "noise": noise, "workload": {**triad, "barrier": True}})
+    f = simulate({"seed": 1, "network": net, "noise": noise, "workload": {**triad, "barrier": False}})
+    b.write(out / "desync-barrier")
+    f.write(out / "desync-free")
+    d = pd(out / "desync-barrier", out / "desync-free")
+    return {"idle_wave": w, "pd": d}
+
+
+def study_matvec(out: Path) -> dict:
+    from idlewave.stats import analyze
+
+    chain = [{"classes": ["inter_node"], "step_s": 5e-4, "transition": [[0.97, 0.02, 0.01], [0.05, 0.93, 0.02], [0.05, 0.05, 0.9]],
+              "multiplier": [1.0, 1.0, 1.0], "add_mean_s": [0.0, 3e-4, 1.5e-3], "add_sd_s": [0.0, 5e-5, 5e-4]}]
+    sets, rows = {}, []
+    for hiding in ("fixed_alpha", "dynamic_alpha", "mpi_test"):
+        r = simulate({"seed": 1, "network": {"regimes": chain},
+                      "workload": {"kind": "fem_matvec", "ranks": 64, "iterations": 800, "hiding": hiding,
+                                   "epsilon_s": 2e-5, "elements": 1000, "element_s": 1e-6, "cg": True}})
+        r.write(out / "runs" / hiding)
+        sets[hiding] = r.timers["matvec"]
+        rows.append({"hiding": hiding, "matvec_mean_s": float(r.timers["matvec"].mean()), "makespan_s": r.summary["makespan_s"]})
+    s = analyze(sets, out / "regimes", n_regimes=3, restarts=3)
+    for row in rows:
+        row["fast_regime_mean_s"] = s["datasets"][row["hiding"]]["fast_regime_mean"]
+    return {"runs": rows, "comparisons": s["comparisons"]}
 
 
 def run_demo(out: Path, console: Console, quiet: bool = False) -> dict:
-    rows = []
-    baseline = {}
-    for barrier in (False, True):
-        for name, noise in NOISE.items():
-            r = simulate(scenario(noise, barrier))
-            tag = f"{name.replace(' ', '-')}{'-barrier' if barrier else ''}"
-            r.write(out / tag)
-            if name == "none":
-                baseline[barrier] = r.summary["makespan_s"]
-            rows.append(
-                {
-                    "noise": name,
-                    "barrier": barrier,
-                    "makespan_s": r.summary["makespan_s"],
-                    "slowdown": r.summary["makespan_s"] / baseline[barrier],
-                    "iteration_mean_s": r.summary["iteration_s"]["mean"],
-                    "iteration_p95_s": r.summary["iteration_s"]["p95"],
-                    "events": r.summary["events"],
-                    "results": str(out / tag),
-                }
-            )
-    summary = {"ranks": RANKS, "iterations": ITERATIONS, "compute_s": COMPUTE_S, "runs": rows}
+    from idlewave.report import build
+
+    out = Path(out)
+    coll = study_collectives(out / "1-nonblocking-collectives")
+    waves = study_idle_waves(out / "2-idle-waves")
+    matvec = study_matvec(out / "3-matvec-regimes")
+    summary = {"collectives": coll, "idle_waves": waves, "matvec": matvec}
     write_json(out / "summary.json", summary)
+    report = build(out, out / "report.html", title="idlewave demo: noise, idle waves, communication hiding")
+    summary["report"] = str(report)
     if not quiet:
-        t = Table(title=f"BSP loop, {RANKS} ranks × {ITERATIONS} iterations, {COMPUTE_S * 1e6:g} µs compute")
-        for col in ("noise", "barrier", "makespan [ms]", "slowdown", "iteration mean [µs]", "p95 [µs]"):
-            t.add_column(col, justify="right")
-        for row in rows:
-            t.add_row(
-                row["noise"],
-                "yes" if row["barrier"] else "no",
-                f"{row['makespan_s'] * 1e3:.3f}",
-                f"{row['slowdown']:.3f}×",
-                f"{row['iteration_mean_s'] * 1e6:.2f}",
-                f"{row['iteration_p95_s'] * 1e6:.2f}",
-            )
+        t = Table(title="1. AMG2006 skeleton (β = 1.59): blocking vs idealized nonblocking allreduce (bound 1.63×)")
+        for c in ("ranks", "noise", "blocking [ms]", "ideal [ms]", "speedup"):
+            t.add_column(c, justify="right")
+        for r in coll:
+            t.add_row(f"{r['ranks']:,}", r["noise"], f"{r['blocking_s'] * 1e3:.3f}", f"{r['ideal_s'] * 1e3:.3f}", f"{r['speedup']:.3f}×")
         console.print(t)
-        console.print(f"results in {out}/ (one directory per run, summary.json)")
+        w, d = waves["idle_wave"], waves["pd"]
+        console.print(f"2. idle wave: {w['speed_ranks_per_s']:.0f} ranks/s ({w['speed_ranks_per_iteration']:.2f} ranks per "
+                      f"iteration), decay {w['decay_per_rank']:.2g}/rank; STREAM desynchronization P_D = {d['pd']:.3f}")
+        t = Table(title="3. FEM MatVec under Markov latency regimes")
+        for c in ("hiding", "mean MatVec [µs]", "fast-regime mean [µs]"):
+            t.add_column(c, justify="right")
+        for r in matvec["runs"]:
+            t.add_row(r["hiding"], f"{r['matvec_mean_s'] * 1e6:.1f}", f"{r['fast_regime_mean_s'] * 1e6:.1f}")
+        console.print(t)
+        console.print(f"report: {report}")
     return summary

@@ -10,6 +10,7 @@ across methods fitted separately. The number of regimes is chosen by BIC
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass, field
 
@@ -18,6 +19,9 @@ from hmmlearn.hmm import GaussianHMM
 from sklearn.mixture import GaussianMixture
 
 from idlewave.stats.data import DataError
+
+# hmmlearn logs every unvisited state and non-improving step; restarts handle both
+logging.getLogger("hmmlearn").setLevel(logging.ERROR)
 
 
 @dataclass
@@ -54,7 +58,7 @@ def representative_ranks(T: np.ndarray, count: int = 20) -> np.ndarray:
     return order[np.round(np.linspace(0, len(order) - 1, count)).astype(int)]
 
 
-def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int) -> GaussianHMM:
+def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int, jittered: bool = False) -> GaussianHMM:
     """Best of `restarts` fits started from the data's quantiles (jittered
     after the first start). X is standardized (hmmlearn's covariance prior
     would otherwise swamp the variances of times in seconds)."""
@@ -95,6 +99,12 @@ def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int) ->
                 continue
         if np.isfinite(ll) and ll > best_ll:
             best, best_ll = m, ll
+    if best is None and not jittered:
+        # Simulated timings often repeat exactly (a regime of identical
+        # times has no variance for EM to work with): retry on the data with
+        # a seeded jitter far below its spread.
+        noise = np.random.default_rng(seed).normal(0, 1e-4, X.shape)
+        return _hmm(n, X + noise, lengths, seed, restarts, jittered=True)
     if best is None:
         raise DataError(f"the HMM with {n} regimes could not be fitted (degenerate data?)")
     return best
