@@ -65,6 +65,7 @@ pub fn config(case: &str) -> Option<Config> {
         record_timers: false,
         async_progress: false,
         max_memory_bytes: None,
+        timeline_spans: 0,
     })
 }
 

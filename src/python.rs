@@ -71,6 +71,16 @@ fn simulate<'py>(py: Python<'py>, config_json: &str, progress: Option<PyObject>)
         derived.set_item(k, v)?;
     }
     out.set_item("derived", derived)?;
+    if let Some((spans, truncated)) = r.timeline {
+        let tl = PyDict::new(py);
+        tl.set_item("rank", PyArray1::from_vec(py, spans.iter().map(|s| s.rank).collect::<Vec<_>>()))?;
+        tl.set_item("peer", PyArray1::from_vec(py, spans.iter().map(|s| s.peer).collect::<Vec<_>>()))?;
+        tl.set_item("start_ps", PyArray1::from_vec(py, spans.iter().map(|s| s.start).collect::<Vec<_>>()))?;
+        tl.set_item("end_ps", PyArray1::from_vec(py, spans.iter().map(|s| s.end).collect::<Vec<_>>()))?;
+        tl.set_item("activity", PyArray1::from_vec(py, spans.iter().map(|s| s.activity as u8).collect::<Vec<_>>()))?;
+        tl.set_item("truncated", truncated)?;
+        out.set_item("timeline", tl)?;
+    }
     Ok(out)
 }
 

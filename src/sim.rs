@@ -51,7 +51,13 @@ pub struct Config {
     pub async_progress: bool,
     /// Refuse runs whose state is estimated above this; None = 80% of available memory.
     pub max_memory_bytes: Option<u64>,
+    /// Capture a timeline of up to this many spans (0: none).
+    #[serde(default)]
+    pub timeline_spans: u64,
 }
+
+/// Timelines are for looking at: beyond this many ranks no picture helps.
+pub const TIMELINE_MAX_RANKS: u32 = 4096;
 
 /// What a run produces.
 pub struct RunResult {
@@ -68,6 +74,8 @@ pub struct RunResult {
     pub peak_bytes: usize,
     /// Quantities the workload derived (e.g. a skeleton's computation time), in seconds.
     pub derived: Vec<(String, f64)>,
+    /// The captured timeline, if asked for, and whether it hit its limit.
+    pub timeline: Option<(Vec<crate::engine::timeline::Span>, bool)>,
 }
 
 /// Called between chunks of events with (simulated time, events so far);
@@ -197,6 +205,16 @@ fn run_program<P: Program>(
         pl.seed = cfg.seed;
     }
     let mut engine = Engine::new(program, net, noise).map_err(|e| e.to_string())?;
+    if cfg.timeline_spans > 0 {
+        if engine.num_ranks() > TIMELINE_MAX_RANKS {
+            return Err(format!(
+                "a timeline of {} ranks is too large to draw or load; timelines are limited to {TIMELINE_MAX_RANKS} ranks",
+                engine.num_ranks()
+            ));
+        }
+        check_memory(cfg.timeline_spans as u128 * 32, cfg.max_memory_bytes)?;
+        engine.timeline = Some(crate::engine::timeline::Timeline::new(cfg.timeline_spans as usize));
+    }
     loop {
         let finished = engine.step(CHUNK).map_err(|e| e.to_string())?;
         if finished {
@@ -225,6 +243,7 @@ fn run_program<P: Program>(
         wall_s,
         peak_bytes: alloc::peak_bytes(),
         derived: Vec::new(),
+        timeline: engine.timeline.take().map(|t| (t.spans, t.truncated)),
     })
 }
 

@@ -56,6 +56,7 @@ def simulate(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     list_: bool = typer.Option(False, "--list", help="List workloads and noise sources with their parameters."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
+    timeline: bool = typer.Option(False, "--timeline", help="Also write timeline.json (Perfetto) and timeline.png into --out."),
 ):
     """Run one scenario."""
     from idlewave.simulation import simulate as run_scenario
@@ -83,8 +84,10 @@ def simulate(
         fail("give a scenario file (or --list to see the workloads)")
     if seed is not None and seed < 0:
         fail("--seed must be a non-negative integer")
+    if timeline and out_dir is None:
+        fail("--timeline writes into the --out directory; give --out")
     try:
-        result = run_with_progress(lambda cb: run_scenario(scenario, seed=seed, progress=cb), quiet or as_json)
+        result = run_with_progress(lambda cb: run_scenario(scenario, seed=seed, progress=cb, timeline=timeline), quiet or as_json)
     except FileNotFoundError as e:
         fail(f"{e.filename}: no such file")
     except (ScenarioError, _engine.SimulationError) as e:

@@ -29,6 +29,7 @@ class Result:
     timers: dict[str, np.ndarray]
     summary: dict
     finish_times_ps: np.ndarray = field(repr=False, default=None)
+    timeline: dict | None = field(repr=False, default=None)
 
     def ranks_frame(self) -> pl.DataFrame:
         return pl.DataFrame(
@@ -54,6 +55,10 @@ class Result:
         write_parquet(out / "ranks.parquet", self.ranks_frame())
         write_parquet(out / "timers.parquet", self.timers_frame())
         write_json(out / "scenario.json", self.scenario)
+        if self.timeline is not None:
+            from idlewave.timeline import write as write_timeline
+
+            write_timeline(self.timeline, len(self.finish_times_s), out, self.scenario.get("name", ""))
         write_json(out / "summary.json", self.summary)
         return out
 
@@ -61,7 +66,8 @@ class Result:
 Progress = Callable[[float, int], bool]
 
 
-def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: Progress | None = None) -> Result:
+def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: Progress | None = None,
+             timeline: bool = False) -> Result:
     """Runs a scenario: a TOML path, or a dict in the scenario file's layout.
 
     ``progress(sim_time_s, events)`` is called every ~1M events; return False to stop.
@@ -76,10 +82,19 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         if overrides:
             raw.update(overrides)
         scn = validate(raw)
-    raw = _engine.simulate(engine_json(scn), progress)
+    config = engine_json(scn)
+    if timeline:
+        from idlewave.timeline import DEFAULT_SPANS
+
+        config = config[:-1] + f', "timeline_spans": {DEFAULT_SPANS}}}'
+    raw = _engine.simulate(config, progress)
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)
-    return Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
+    result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
+    if "timeline" in raw:
+        result.timeline = {k: (np.asarray(v) if k != "truncated" else v) for k, v in raw["timeline"].items()}
+        summary["timeline_truncated"] = bool(raw["timeline"]["truncated"])
+    return result
 
 
 def spmv_partners(scenario: str | Path | dict) -> str:

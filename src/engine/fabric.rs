@@ -141,6 +141,9 @@ impl<P: Program> Engine<P> {
         });
         let c = self.o(a.rank, a.cpu);
         self.clocks[c] = self.noise.cpu_end(a.rank, a.start, ev.time - a.start);
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.push(a.rank, 0, a.start, self.clocks[c], super::timeline::Activity::Compute);
+        }
         self.program.done(a.rank, a.id);
         self.touched.push(a.rank);
         self.events += 1;

@@ -10,6 +10,7 @@
 mod fabric;
 mod matching;
 mod queue;
+pub mod timeline;
 #[cfg(test)]
 mod tests;
 
@@ -75,6 +76,8 @@ pub struct Engine<P: Program> {
     ready: Vec<ReadyOp>,
     started: bool,
     fabric: fabric::Fabric,
+    /// What each rank did, when asked for (timelines).
+    pub timeline: Option<timeline::Timeline>,
 }
 
 impl<P: Program> Engine<P> {
@@ -100,6 +103,7 @@ impl<P: Program> Engine<P> {
             ready: Vec::new(),
             started: false,
             fabric,
+            timeline: None,
             program,
         })
     }
@@ -229,10 +233,22 @@ impl<P: Program> Engine<P> {
             return;
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
+        if self.timeline.is_some() {
+            self.record(ev.rank, 0, ev.time, self.clocks[c], timeline::Activity::Compute);
+        }
         self.program.started(ev.rank, ev.id);
         self.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
         self.events += 1;
+    }
+
+    /// Adds a span to the timeline (kept out of the hot path's way).
+    #[cold]
+    #[inline(never)]
+    fn record(&mut self, rank: u32, peer: u32, start: Time, end: Time, what: timeline::Activity) {
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.push(rank, peer, start, end, what);
+        }
     }
 
     /// A test first lets every event already due at its time run (messages
@@ -273,6 +289,10 @@ impl<P: Program> Engine<P> {
             self.arrival(ev.rank, ev.peer, ev.size, ev.time + p.o_ps, p.l_ps)
         };
         (msg.time, msg.rank, msg.peer) = (arrive, ev.peer, ev.rank);
+        if self.timeline.is_some() {
+            self.record(ev.rank, ev.peer, ev.time, self.clocks[c], timeline::Activity::Send);
+            self.record(ev.rank, ev.peer, ev.time, arrive, timeline::Activity::Message);
+        }
         self.queue.push_new(msg);
         if !p.is_rendezvous(ev.size) {
             self.program.done(ev.rank, ev.id);
@@ -309,6 +329,9 @@ impl<P: Program> Engine<P> {
         let p = *self.net.params(src, dst, ev.size);
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
+        if self.timeline.is_some() {
+            self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
+        }
         let l = self.list(dst, Queue::Posted);
         match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {

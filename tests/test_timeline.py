@@ -1,0 +1,36 @@
+"""Timelines: every computation and message captured once, Perfetto JSON and
+PNG written, and a clear refusal beyond the size limit."""
+
+import json
+
+import numpy as np
+import pytest
+
+import idlewave
+
+
+def test_timeline_captures_every_computation_and_message(tmp_path, cli):
+    scn = {"workload": {"kind": "bsp", "ranks": 8, "iterations": 5, "compute_s": 1e-5, "periodic": True}}
+    r = idlewave.simulate(scn, timeline=True)
+    tl = r.timeline
+    assert not tl["truncated"]
+    # per iteration each rank computes once and sends to both neighbours
+    assert np.bincount(tl["rank"][tl["activity"] == 0], minlength=8).tolist() == [5] * 8
+    msgs = tl["activity"] == 3
+    assert msgs.sum() == 8 * 5 * 2 and (tl["end_ps"][msgs] >= tl["start_ps"][msgs]).all()
+    assert (tl["activity"] == 2).sum() == msgs.sum()  # each message received once
+    assert tl["end_ps"].max() == r.summary["makespan_ps"]
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[workload]\nkind = "bsp"\nranks = 8\niterations = 5\n')
+    cli("simulate", scenario, "--out", tmp_path / "o", "--timeline", "--quiet")
+    d = json.loads((tmp_path / "o" / "timeline.json").read_text())
+    names = {e["name"] for e in d["traceEvents"]}
+    assert {"compute", "message", "MPI wait", "thread_name"} <= names
+    assert (tmp_path / "o" / "timeline.png").stat().st_size > 5000
+    p = cli("simulate", scenario, "--timeline", check=False)
+    assert p.returncode == 2 and "--out" in p.stderr
+
+
+def test_timelines_are_refused_beyond_the_size_limit():
+    with pytest.raises(idlewave.SimulationError, match="limited to 4096 ranks"):
+        idlewave.simulate({"workload": {"kind": "bsp", "ranks": 5000, "iterations": 1}}, timeline=True)
