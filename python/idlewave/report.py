@@ -89,6 +89,22 @@ def _runs(dirs: list[Path], root: Path) -> str:
                 pass
     if waves:
         parts.insert(1, "<h3>Idle waves</h3>" + _table(waves))
+    pairs = []
+    for d in dirs:
+        if d.name.endswith("barrier"):
+            free = d.with_name(d.name[: -len("barrier")] + "free")
+            if free in dirs:
+                from idlewave.analyze import AnalysisError, pd
+
+                try:
+                    r = pd(d, free)
+                    pairs.append({"runs": f"{d.relative_to(root)} / {free.name}", "P_D": r["pd"],
+                                  "with barriers s": r["runtime_barrier_s"], "barrier cost s": r["barrier_cost_s"],
+                                  "without s": r["runtime_free_s"]})
+                except AnalysisError:
+                    pass
+    if pairs:
+        parts.insert(1, "<h3>Desynchronization (P_D, barrier cost subtracted)</h3>" + _table(pairs))
     return "\n".join(parts)
 
 
