@@ -46,6 +46,24 @@ c.Barrier()
 """
 
 
+SPLIT = r"""
+#include <mpi.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int r; MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm row; MPI_Comm_split(MPI_COMM_WORLD, r / 2, r, &row);
+    double x = r, y;
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, row);
+    MPI_Bcast(&x, 1, MPI_DOUBLE, 1, row);
+    int rr; MPI_Comm_rank(row, &rr);
+    if (rr == 0) MPI_Send(&x, 1, MPI_DOUBLE, 1, 9, row); else MPI_Recv(&y, 1, MPI_DOUBLE, 0, 9, row, MPI_STATUS_IGNORE);
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     return build(tmp_path_factory.mktemp("lib"))
@@ -106,6 +124,25 @@ def test_mpi4py_script_is_traced_and_replayed(lib, tmp_path, cli):
     cli("trace", "export", tmp_path / "tr", "-o", tmp_path / "t.goal")
     p = cli("loggopsim", tmp_path / "t.goal")
     assert "Host 0:" in p.stdout and "Host 1:" in p.stdout
+
+
+def test_sub_communicator_collectives_replay_on_their_members(lib, tmp_path):
+    src = tmp_path / "split.c"
+    src.write_text(SPLIT)
+    exe = tmp_path / "split"
+    subprocess.run([str(Path(sys.executable).parent / "mpicc"), "-O2", "-o", str(exe), str(src)], check=True)
+    t = read(traced(lib, tmp_path / "tr", 4, exe))
+    assert [c for c in calls(t[3]) if c[0] != "init"] == [
+        ("comm_member", 2, 0, 0), ("comm_member", 3, 1, 0), ("comm_split", 1, 1, 0), ("allreduce", -1, 0, 8),
+        ("bcast", 3, 0, 8), ("recv", 2, 9, 8), ("allreduce", -1, 0, 8), ("finalize", -1, 0, 0)]
+    goal = _write(tmp_path / "s.goal", to_goal(t))
+    r = idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
+    # rows {0,1} and {2,3}: allreduce 2 messages each, bcast 1 each, the send 1 each; world allreduce 4 × 2 rounds
+    msgs = 2 * 2 + 2 * 1 + 2 * 1 + 4 * 2
+    calcs = sum(1 for line in goal.read_text().splitlines() if ": calc " in line)
+    assert r.summary["events"] == 2 * msgs + calcs
+    with pytest.raises(TraceError, match="sub-communicators"):
+        extrapolate(t, 8)
 
 
 def test_bad_traces_are_reported(tmp_path, cli):

@@ -17,7 +17,7 @@ OPS = {
     9: "probe", 10: "iprobe", 11: "mprobe", 12: "mrecv", 13: "wait", 14: "test",
     32: "barrier", 33: "bcast", 34: "reduce", 35: "allreduce", 36: "gather", 37: "scatter", 38: "allgather", 39: "alltoall",
     48: "ibarrier", 49: "ibcast", 50: "ireduce", 51: "iallreduce", 52: "igather", 53: "iscatter", 54: "iallgather", 55: "ialltoall",
-    64: "comm_split", 65: "comm_dup", 66: "cart_create", 67: "comm_free",
+    64: "comm_split", 65: "comm_dup", 66: "cart_create", 67: "comm_free", 68: "comm_member",
 }
 CODES = {v: k for k, v in OPS.items()}
 

@@ -14,7 +14,7 @@ enum {
     OP_PROBE, OP_IPROBE, OP_MPROBE, OP_MRECV, OP_WAIT, OP_TEST,
     OP_BARRIER = 32, OP_BCAST, OP_REDUCE, OP_ALLREDUCE, OP_GATHER, OP_SCATTER, OP_ALLGATHER, OP_ALLTOALL,
     OP_IBARRIER = 48, OP_IBCAST, OP_IREDUCE, OP_IALLREDUCE, OP_IGATHER, OP_ISCATTER, OP_IALLGATHER, OP_IALLTOALL,
-    OP_COMM_SPLIT = 64, OP_COMM_DUP, OP_CART_CREATE, OP_COMM_FREE
+    OP_COMM_SPLIT = 64, OP_COMM_DUP, OP_CART_CREATE, OP_COMM_FREE, OP_COMM_MEMBER
 };
 
 typedef struct {
@@ -59,6 +59,12 @@ static uint16_t comm_id(MPI_Comm c) {
     PMPI_Group_translate_ranks(g, n, local, wg, world);
     PMPI_Group_free(&g); PMPI_Group_free(&wg); free(local);
     comms[ncomms] = c; to_world[ncomms] = world;
+    /* A communicator's members (world ranks, in its rank order), so that a
+     * replay can run its collectives and match its messages. */
+    if (ncomms > 0) {
+        double t = PMPI_Wtime();
+        for (int i = 0; i < n; i++) add(OP_COMM_MEMBER, (uint16_t)ncomms, world[i], i, -1, 0, 0, t, t);
+    }
     return (uint16_t)ncomms++;
 }
 

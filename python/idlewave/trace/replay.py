@@ -13,7 +13,7 @@ from idlewave.trace.format import OPS, TraceError
 
 ANY_SOURCE, PROC_NULL, ANY_TAG = -1, -2, -1
 COLL = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"}
-TAG_COLL = 1 << 24
+TAG_COLL = 1 << 31  # collectives' tags; point-to-point ones stay below
 P2P = {"send", "recv", "isend", "irecv", "sendrecv_send", "sendrecv_recv", "probe", "iprobe", "mprobe", "mrecv"}
 
 
@@ -57,16 +57,26 @@ class _Rank:
             self.must.append(label)
 
 
-def _tag(comm: int, tag: int) -> int:
-    return (comm << 20) | (tag & 0xFFFFF)
+def _tag(key: int, tag: int) -> int:
+    """A message tag with its communicator folded in (`key`: the same on every member)."""
+    return (key << 20) | (tag & 0xFFFFF)
 
 
-def _collective(g: _Rank, name: str, ranks: int, rank: int, root: int, nbytes: int, seq: int,
+def _comm_key(members: tuple) -> int:
+    """The same small number on every member of a communicator (world: 0)."""
+    import zlib
+
+    return 1 + zlib.crc32(np.asarray(members, dtype="<i4").tobytes()) % 2047
+
+
+def _collective(g: _Rank, name: str, members: list[int], rank: int, root: int, nbytes: int, tag: int,
                 algorithms: dict, blocking: bool) -> list[str]:
-    """The collective's messages as GOAL ops; returns the ops its completion needs."""
+    """The collective's messages on `members` (world ranks) as GOAL ops;
+    returns the ops its completion needs."""
     kind = name if blocking else name[1:]
-    steps = _engine.collective_steps(kind, algorithms.get(kind), ranks, max(root, 0), nbytes, rank)
-    tag = TAG_COLL + seq
+    local_root = members.index(root) if root >= 0 else 0
+    raw = _engine.collective_steps(kind, algorithms.get(kind), len(members), local_root, nbytes, members.index(rank))
+    steps = [(k, members[to] if to >= 0 else to, sb, members[frm] if frm >= 0 else frm, rb) for k, to, sb, frm, rb in raw]
     start = list(g.must)
     done: list[str] = start
     fan: list[str] = []
@@ -97,7 +107,8 @@ def to_goal(traces: list[np.ndarray], algorithms: dict | None = None, compute_sc
         peers = _completion_peers(rec)
         reqs: dict[int, list[str]] = {}
         last = None
-        seq = 0
+        members: dict[int, list[int]] = {0: list(range(p))}  # this rank's communicator ids → world ranks
+        seq: dict[tuple, int] = {}  # collectives so far per communicator
         sendrecv: list[str] = []
         for i, r in enumerate(rec):
             op = OPS.get(int(r["op"]), "")
@@ -111,23 +122,29 @@ def to_goal(traces: list[np.ndarray], algorithms: dict | None = None, compute_sc
                     g.step(g.op(f"calc {ns}"), True)
             last = max(t1, last or t1)
             comm, peer, tag, nbytes = int(r["comm"]), int(r["peer"]), int(r["tag"]), int(r["bytes"])
+            if op == "comm_member":
+                members.setdefault(comm, []).append(peer)
+                continue
+            if comm not in members:
+                raise TraceError(f"rank {rank}: call {i}: communicator {comm} was used before its members were recorded")
+            key = 0 if comm == 0 else _comm_key(tuple(members[comm]))
             if op == "send":
                 if peer != PROC_NULL:
-                    g.step(g.op(f"send {nbytes}b to {peer} tag {_tag(comm, tag)}"), True)
+                    g.step(g.op(f"send {nbytes}b to {peer} tag {_tag(key, tag)}"), True)
             elif op == "sendrecv_send":
                 # the send and the receive run together; the next call waits for both
-                sendrecv = [g.op(f"send {nbytes}b to {peer} tag {_tag(comm, tag)}")] if peer != PROC_NULL else []
+                sendrecv = [g.op(f"send {nbytes}b to {peer} tag {_tag(key, tag)}")] if peer != PROC_NULL else []
                 if sendrecv:
                     g.step(sendrecv[0], False)
             elif op == "sendrecv_recv":
                 if peer != PROC_NULL:
-                    lab = g.op(f"recv {nbytes}b from {peer} tag {_tag(comm, tag)}", after=[])
+                    lab = g.op(f"recv {nbytes}b from {peer} tag {_tag(key, tag)}", after=[])
                     g.step(lab, False)
                     sendrecv.append(lab)
                 g.must.extend(sendrecv)
             elif op in ("recv", "mrecv"):
                 if peer != PROC_NULL:
-                    g.step(g.op(f"recv {nbytes}b from {peer} tag {_tag(comm, tag)}"), True)
+                    g.step(g.op(f"recv {nbytes}b from {peer} tag {_tag(key, tag)}"), True)
             elif op in ("isend", "irecv"):
                 if peer == ANY_SOURCE or tag == ANY_TAG:
                     peer, tag = peers.get(i, (peer, tag))
@@ -137,7 +154,7 @@ def to_goal(traces: list[np.ndarray], algorithms: dict | None = None, compute_sc
                     raise TraceError(f"rank {rank}: call {i}: a wildcard receive that never completed")
                 word = "send" if op == "isend" else "recv"
                 direction = "to" if op == "isend" else "from"
-                lab = g.op(f"{word} {nbytes}b {direction} {peer} tag {_tag(comm, tag)}")
+                lab = g.op(f"{word} {nbytes}b {direction} {peer} tag {_tag(key, tag)}")
                 g.step(lab, False)
                 reqs[int(r["req"])] = [lab]
             elif op in ("wait", "test"):
@@ -145,11 +162,12 @@ def to_goal(traces: list[np.ndarray], algorithms: dict | None = None, compute_sc
                 if done:
                     g.must.extend(done)
             elif op in COLL or (op.startswith("i") and op[1:] in COLL):
-                if comm != 0:
-                    raise TraceError(f"rank {rank}: call {i}: {op} on a sub-communicator is not replayed (world only)")
                 blocking = op in COLL
-                done = _collective(g, op, p, rank, int(r["root"]), nbytes, seq, algorithms, blocking)
-                seq += 1
+                group = tuple(members[comm])
+                n = seq.get(group, 0)
+                seq[group] = n + 1
+                tag = TAG_COLL + (key << 12) + n % 4096
+                done = _collective(g, op, list(group), rank, int(r["root"]), nbytes, tag, algorithms, blocking)
                 if blocking:
                     g.must = list(done)
                     g.prev = done[-1] if done else g.prev
@@ -184,6 +202,8 @@ def extrapolate(traces: list[np.ndarray], ranks: int) -> list[np.ndarray]:
             sig.append((op, off, int(x["tag"]), int(x["bytes"]), int(x["comm"]), int(x["root"])))
         return sig
 
+    if any((t["op"] == 68).any() for t in traces):
+        raise TraceError("cannot extrapolate: the trace uses sub-communicators, whose membership does not scale by rank offsets")
     base = signature(0)
     for r in range(1, p):
         s = signature(r)
