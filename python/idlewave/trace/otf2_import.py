@@ -47,6 +47,23 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
             return rank_of_group.get(getattr(member, "group", None), rank_of_loc.get(member, int(r)))
 
         recs = [[] for _ in groups]
+        comm_ids = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
+
+        def comm_id(r, comm, t):
+            """The id of `comm` on rank r; its members are recorded the first time."""
+            ids = comm_ids[r]
+            if comm in ids:
+                return ids[comm]
+            try:
+                members = [world(comm, i) for i in range(len(comm.group.members))]
+            except (AttributeError, TypeError):
+                members = list(range(len(groups)))
+            cid = 0 if members == list(range(len(groups))) else len(ids) + 1
+            ids[comm] = cid
+            if cid:
+                for i, m in enumerate(members):
+                    recs[r].append((CODES["comm_member"], cid, m, i, -1, 0, 0, t, t))
+            return cid
         open_since = {}  # rank -> (enter time, first record index of the region)
         irecv = [{} for _ in groups]
         for loc, ev in tr.events:
@@ -93,7 +110,8 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 p = len(groups)
                 nbytes = ev.size_sent // p if op == "alltoall" else ev.size_sent if op == "allgather" else max(ev.size_sent, ev.size_received)
                 root = -1 if ev.root >= 2**31 else world(ev.communicator, ev.root)
-                out.append((CODES[op], 0, root, 0, root, nbytes, 0, t0, t))
+                cid = comm_id(r, ev.communicator, t0)
+                out.append((CODES[op], cid, root, 0, root, nbytes, 0, t0, t))
         arrays = []
         for r, out in enumerate(recs):
             last = out[-1][8] if out else 0.0
