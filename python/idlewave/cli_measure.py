@@ -45,7 +45,9 @@ def _params(sets: list[str]) -> dict:
 
 
 def _run(kind: str, ranks: int, out_dir: Path, sets: list[str]) -> None:
-    from idlewave.measure import MeasureError, launch
+    import os
+
+    from idlewave.measure import MeasureError, launch, under_mpi
 
     if ranks < 1:
         _fail("--ranks must be at least 1")
@@ -54,6 +56,9 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str]) -> None:
         launch(kind, ranks, params, out_dir)
     except MeasureError as e:
         _fail(str(e))
+    rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID") if v in os.environ), "0")
+    if under_mpi() and rank != "0":
+        return  # started by the user's launcher: rank 0 reports
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
     out.print(f"{kind}: wrote {', '.join(files)} in {out_dir}")
 
