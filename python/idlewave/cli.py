@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from idlewave import _engine
+from idlewave.cli_common import err, fail, out
+from idlewave.cli_measure import measure_app
+from idlewave.cli_models import fit_app, model_app
+from idlewave.cli_trace import trace_app
 from idlewave.scenario import ScenarioError, describe_noise, describe_workloads
 
 app = typer.Typer(
@@ -23,13 +26,6 @@ app = typer.Typer(
     help="Simulate MPI programs at scale under noise (LogGOPS, LogGOPSim-compatible).",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-err = Console(stderr=True)
-out = Console()
-
-
-def fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def run_with_progress(run, quiet: bool):
@@ -187,7 +183,7 @@ def demo(
     out_dir: Path = typer.Option(Path("demo-out"), "--out", help="Where to write results."),
     quiet: bool = typer.Option(False, "--quiet"),
 ):
-    """A small built-in study: a BSP code under four kinds of noise and one delay, with and without a barrier."""
+    """The seeds' headline studies in about a minute (noise vs nonblocking collectives, idle waves and P_D, MatVec hiding under latency regimes), ending in report.html."""
     from idlewave.demo import run_demo
 
     try:
@@ -340,9 +336,6 @@ def report(
     out.print(f"report: {path}")
 
 
-from idlewave.cli_measure import measure_app  # noqa: E402  (the commands register on import)
-from idlewave.cli_trace import trace_app  # noqa: E402
-from idlewave.cli_models import fit_app, model_app  # noqa: E402
 
 app.add_typer(model_app, name="model")
 app.add_typer(fit_app, name="fit")

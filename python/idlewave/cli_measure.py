@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from idlewave.cli_common import fail, out
+
 measure_app = typer.Typer(no_args_is_help=True, help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
-out = Console()
-err = Console(stderr=True)
 
 HELP = {
     "pingpong": "ping-pong 1 B … max_bytes for the on-node and off-node pair of rank 0 (max_bytes, reps, iterations, delay_s)",
@@ -26,17 +25,12 @@ HELP = {
 }
 
 
-def _fail(msg: str) -> None:
-    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
 def _params(sets: list[str]) -> dict:
     params = {}
     for s in sets or []:
         key, sep, value = s.partition("=")
         if not sep or not key:
-            _fail(f"--set expects key=value, got {s!r}")
+            fail(f"--set expects key=value, got {s!r}")
         try:
             params[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
@@ -50,12 +44,12 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str]) -> None:
     from idlewave.measure import MeasureError, launch, under_mpi
 
     if ranks < 1:
-        _fail("--ranks must be at least 1")
+        fail("--ranks must be at least 1")
     params = _params(sets)
     try:
         launch(kind, ranks, params, out_dir)
     except MeasureError as e:
-        _fail(str(e))
+        fail(str(e))
     rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID") if v in os.environ), "0")
     if under_mpi() and rank != "0":
         return  # started by the user's launcher: rank 0 reports
@@ -90,11 +84,11 @@ def compare_cmd(
     from idlewave.measure.compare import compare
 
     if not (kernels_dir / "kernels.parquet").exists():
-        _fail(f"{kernels_dir}: no kernels.parquet (run `idlewave measure kernels --out {kernels_dir}` first)")
+        fail(f"{kernels_dir}: no kernels.parquet (run `idlewave measure kernels --out {kernels_dir}` first)")
     try:
         table = compare(kernels_dir, str(platform.resolve()), out_dir)
     except Exception as e:  # scenario and simulation errors carry user-facing messages
-        _fail(str(e))
+        fail(str(e))
     if as_json:
         print(json.dumps(table.to_dicts(), indent=2))
         return

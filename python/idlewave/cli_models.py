@@ -9,21 +9,14 @@ from typing import Optional
 import numpy as np
 import polars as pl
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from idlewave.cli_common import fail, out
 from idlewave.models import fit as fitting
 from idlewave.models import hyperbolic, loggops, nbc, postal
 
 model_app = typer.Typer(no_args_is_help=True, help="Analytic models: postal, allreduce, halo, pcg, nbc-bound, hyperbolic, idle-wave, loggops.")
 fit_app = typer.Typer(no_args_is_help=True, help="Calibrate models from measurements; writes a platform TOML.")
-out = Console()
-err = Console(stderr=True)
-
-
-def _fail(msg: str) -> None:
-    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
 
 
 def _show(result: dict, as_json: bool) -> None:
@@ -40,18 +33,18 @@ def _platform(name: str) -> postal.PostalPlatform:
     try:
         return postal.PostalPlatform.preset(name)
     except Exception as e:  # ScenarioError and friends carry a user-facing message
-        _fail(str(e))
+        fail(str(e))
 
 
 def _ints(text: str, what: str, n: int | None = None) -> list[int]:
     try:
         v = [int(x) for x in text.split(",")]
     except ValueError:
-        _fail(f"{what}: expected comma-separated integers, got {text!r}")
+        fail(f"{what}: expected comma-separated integers, got {text!r}")
     if n is not None and len(v) != n:
-        _fail(f"{what}: expected {n} values, got {len(v)}")
+        fail(f"{what}: expected {n} values, got {len(v)}")
     if any(x <= 0 for x in v):
-        _fail(f"{what}: values must be positive")
+        fail(f"{what}: values must be positive")
     return v
 
 
@@ -59,10 +52,10 @@ def _read_table(path: Path, needed: list[str]) -> pl.DataFrame:
     try:
         frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#")
     except (OSError, pl.exceptions.PolarsError) as e:
-        _fail(f"{path}: {e}")
+        fail(f"{path}: {e}")
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        _fail(f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(frame.columns)})")
+        fail(f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(frame.columns)})")
     return frame
 
 
@@ -89,11 +82,11 @@ def nbc_bound(
             out.print(t)
         return
     if beta is None:
-        _fail("give --beta (or --table1)")
+        fail("give --beta (or --table1)")
     try:
         _show(nbc.bound(beta, inflation), as_json)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
 
 
 @model_app.command("postal")
@@ -128,7 +121,7 @@ def allreduce_model(
     pens = tuple(p for p in penalties.split(",") if p)
     bad = [p for p in pens if p not in ("maxrate", "hops", "congestion")]
     if bad:
-        _fail(f"--penalties: unknown {', '.join(bad)} (choose from maxrate, hops, congestion)")
+        fail(f"--penalties: unknown {', '.join(bad)} (choose from maxrate, hops, congestion)")
     _show(postal.allreduce(pl_, nbytes, nodes, hops=hops, penalties=pens), as_json)
 
 
@@ -150,9 +143,9 @@ def halo_model(
     pl_ = _platform(platform)
     g, loc = _ints(grid, "--grid", 3), _ints(local, "--local", 3)
     if stencil not in (7, 27):
-        _fail("--stencil must be 7 or 27")
+        fail("--stencil must be 7 or 27")
     if mapping not in ("block", "cartesian"):
-        _fail("--mapping must be block or cartesian")
+        fail("--mapping must be block or cartesian")
     pens = tuple(p for p in penalties.split(",") if p)
     per_rank = halo_messages(g, loc, stencil, pl_.ppn, mapping)
     times = [postal.halo(pl_, m, blocking=not nonblocking, overlap_compute=overlap_s, penalties=pens)["time_s"] for m in per_rank]
@@ -178,7 +171,7 @@ def pcg_model(
         _show(postal.pcg(method, spmv_s=spmv_s, precond_s=precond_s, vector_s=vector_s, allreduce_s=allreduce_s,
                          halo_s=halo_s, iterations=iterations, sync_s=sync_s), as_json)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
 
 
 @model_app.command("idle-wave")
@@ -203,7 +196,7 @@ def hyperbolic_model(
     try:
         _show(hyperbolic.compare(frame["eta"].to_numpy(), frame["value"].to_numpy()), as_json)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
 
 
 @model_app.command("loggops")
@@ -229,9 +222,9 @@ def loggops_model(
         elif kind == "dissemination":
             t = loggops.dissemination(p, ranks, nbytes)
         else:
-            _fail("--kind must be p2p, bcast or dissemination")
+            fail("--kind must be p2p, bcast or dissemination")
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     _show({"kind": kind, "ranks": ranks, "bytes": nbytes, "time_s": t / loggops.PS, "time_ps": t}, as_json)
 
 
@@ -254,11 +247,11 @@ def fit_postal(
     for key, part in groups.items():
         name = key[0] if isinstance(key, tuple) else key
         if name not in ("on_node", "off_node"):
-            _fail(f"{data}: link must be on_node or off_node, got {name!r}")
+            fail(f"{data}: link must be on_node or off_node, got {name!r}")
         try:
             links[name] = fitting.fit_protocols(part["size_bytes"].to_numpy(), part["time_s"].to_numpy(), short_max, eager_max)
         except ValueError as e:
-            _fail(f"{data} ({name}): {e}")
+            fail(f"{data} ({name}): {e}")
     if "off_node" not in links:
         links = {"off_node": links["on_node"], **links}
     bw = 0.0

@@ -7,16 +7,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+
+from idlewave.cli_common import fail, out
 
 trace_app = typer.Typer(no_args_is_help=True, help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
-out = Console()
-err = Console(stderr=True)
-
-
-def _fail(msg: str) -> None:
-    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
 
 
 @trace_app.command("build")
@@ -30,7 +24,7 @@ def build_cmd(
     try:
         lib = build(out_dir, mpicc)
     except TraceError as e:
-        _fail(str(e))
+        fail(str(e))
     out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app")
 
 
@@ -41,7 +35,7 @@ def _goal(trace_dir: Path, algorithms: list[str], scale_to: Optional[int], compu
     for a in algorithms or []:
         k, sep, v = a.partition("=")
         if not sep:
-            _fail(f"--algorithm expects collective=algorithm, got {a!r}")
+            fail(f"--algorithm expects collective=algorithm, got {a!r}")
         algs[k] = v
     try:
         traces = read(trace_dir)
@@ -49,7 +43,7 @@ def _goal(trace_dir: Path, algorithms: list[str], scale_to: Optional[int], compu
             traces = extrapolate(traces, scale_to)
         return to_goal(traces, algs, compute_scale)
     except (TraceError, Exception) as e:  # the engine's SimulationError for bad algorithm names, too
-        _fail(str(e))
+        fail(str(e))
 
 
 @trace_app.command("export")
@@ -91,14 +85,14 @@ def replay_cmd(
         try:
             base = load_scenario(scenario)
         except (ScenarioError, OSError) as e:
-            _fail(str(e))
+            fail(str(e))
         scn.update({k: base[k] for k in ("seed", "network", "noise")})
     if platform:
         scn["network"] = {**scn.get("network", {}), "platform": platform}
     try:
         r = idlewave.simulate(scn)
     except Exception as e:
-        _fail(str(e))
+        fail(str(e))
     traced = [float(t["t1"][-1] - t["t1"][0]) for t in read(trace_dir)]
     summary = {"ranks": r.summary["ranks"], "replayed_makespan_s": r.summary["makespan_s"],
                "traced_makespan_s": max(traced), "events": r.summary["events"], "goal": str(goal)}
@@ -122,6 +116,6 @@ def import_cmd(
     try:
         traces = read_otf2(source)
     except TraceError as e:
-        _fail(str(e))
+        fail(str(e))
     write_iwt(traces, out_dir)
     out.print(f"imported {len(traces)} ranks into {out_dir}")
