@@ -13,6 +13,7 @@ pub mod record;
 pub mod rng;
 pub mod sim;
 pub mod time;
+pub mod trace;
 pub mod workloads;
 
 #[cfg(feature = "python")]

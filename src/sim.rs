@@ -36,6 +36,8 @@ pub enum WorkloadSpec {
     Dense2d(Dense2d),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal { path: String },
+    /// A traced MPI run (directory of rank-*.iwt), converted as it runs.
+    Trace(crate::trace::TraceSpec),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -76,6 +78,8 @@ pub struct RunResult {
     pub derived: Vec<(String, f64)>,
     /// The captured timeline, if asked for, and whether it hit its limit.
     pub timeline: Option<(Vec<crate::engine::timeline::Span>, bool)>,
+    /// For trace replays: what was not modelled, and the traced time in MPI.
+    pub trace_report: Option<crate::trace::Report>,
 }
 
 /// Called between chunks of events with (simulated time, events so far);
@@ -166,9 +170,26 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
             let noise = noise_ranks(sched.num_ranks)?;
             let program = GoalProgram::new(&sched);
             drop(sched);
-            run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0))
+            run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(r, _)| r)
         }
+        WorkloadSpec::Trace(spec) => run_trace(spec, cfg, progress),
     }
+}
+
+/// Bytes per simulated rank of a trace replay besides its window of open
+/// ops: the converter's state and its share of the file buffers.
+const TRACE_BYTES_PER_RANK: u128 = 1024;
+
+fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
+    let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
+    let ranks = spec.scale_to.unwrap_or(t.files.len() as u32) as u128;
+    check_memory(ranks * (ENGINE_BYTES_PER_RANK + TRACE_BYTES_PER_RANK) + (8 << 20), cfg.max_memory_bytes)?;
+    let (shared, convs) = crate::trace::converters(spec, &t)?;
+    let noise = Noise::new(&cfg.noise, cfg.seed, convs.len() as u32)?;
+    let program = crate::trace::window::TraceProgram::new(shared, convs)?;
+    let (mut r, program) = run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0))?;
+    r.trace_report = Some(crate::trace::report(&t, &program.convs));
+    Ok(r)
 }
 
 /// Runs a built-in workload once its own checks have passed.
@@ -190,6 +211,7 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, noise: Noise, progress: Option<Pr
         let timers = (0..rec.names().len()).map(|t| rec.seconds(t)).collect();
         (rec.names().to_vec(), timers, if rec.is_enabled() { rec.dims().1 as u32 } else { 0 })
     })
+    .map(|(r, _)| r)
 }
 
 fn run_program<P: Program>(
@@ -198,7 +220,7 @@ fn run_program<P: Program>(
     noise: Noise,
     mut progress: Option<Progress>,
     extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
-) -> Result<RunResult, String> {
+) -> Result<(RunResult, P), String> {
     let wall = Instant::now();
     let mut net = cfg.network.clone();
     if let Some(pl) = net.platform.as_mut() {
@@ -232,7 +254,8 @@ fn run_program<P: Program>(
     let finish_times: Vec<Time> = (0..p).map(|r| engine.finish_time(r)).collect();
     let makespan = finish_times.iter().copied().max().unwrap_or(0);
     let (timer_names, timers, iterations) = extract(&engine.program);
-    Ok(RunResult {
+    let timeline = engine.timeline.take().map(|t| (t.spans, t.truncated));
+    let result = RunResult {
         finish_times,
         timer_names,
         timers,
@@ -243,8 +266,10 @@ fn run_program<P: Program>(
         wall_s,
         peak_bytes: alloc::peak_bytes(),
         derived: Vec::new(),
-        timeline: engine.timeline.take().map(|t| (t.spans, t.truncated)),
-    })
+        timeline,
+        trace_report: None,
+    };
+    Ok((result, engine.program))
 }
 
 /// LogGOPSim's command-line mode: a GOAL file on one uniform network.

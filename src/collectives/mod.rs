@@ -46,7 +46,7 @@ pub enum Step {
     WaitFanOut { n: u8 },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CollectiveKind {
     Allreduce,

@@ -1,0 +1,294 @@
+//! A traced collective as rounds of point-to-point messages on its
+//! communicator's members. The collectives the engine has algorithms for
+//! use them (the user's choice or the default); the others (v-variants,
+//! reduce-scatter, scans, neighbourhood collectives) use the linear or ring
+//! schedules of Open MPI's basic component, with the traced per-peer sizes.
+
+use super::format::Coll;
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm, Step};
+
+/// One message of a round: to (send) or from (receive) a member (local index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Msg {
+    pub send: bool,
+    pub peer: u32,
+    pub bytes: u64,
+}
+
+/// What a rank does in a collective, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Round {
+    /// Messages posted together that must all complete before the next round.
+    Together(Vec<Msg>),
+    /// A nonblocking send left open until `CloseFan`.
+    Fan(Msg),
+    CloseFan,
+}
+
+/// The collective a trace record calls, with everything it needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub coll: Coll,
+    /// Members (comm size) and this rank's and the root's local index.
+    pub n: u32,
+    pub me: u32,
+    pub root: u32,
+    pub bytes: u64,
+    pub payload: &'a [u64],
+}
+
+fn kind_of(c: Coll) -> Option<CollectiveKind> {
+    Some(match c {
+        Coll::Barrier => CollectiveKind::Barrier,
+        Coll::Bcast => CollectiveKind::Bcast,
+        Coll::Reduce => CollectiveKind::Reduce,
+        Coll::Allreduce => CollectiveKind::Allreduce,
+        Coll::Gather => CollectiveKind::Gather,
+        Coll::Scatter => CollectiveKind::Scatter,
+        Coll::Allgather => CollectiveKind::Allgather,
+        Coll::Alltoall => CollectiveKind::Alltoall,
+        _ => return None,
+    })
+}
+
+/// The engine's algorithm for `kind`, as chosen (None: the default).
+pub fn engine_rounds(kind: CollectiveKind, algorithm: Option<Algorithm>, n: u32, me: u32, root: u32, bytes: u64) -> Result<Vec<Round>, String> {
+    let c = Collective {
+        kind,
+        algorithm: algorithm.unwrap_or(kind.default_algorithm()),
+        ranks: n,
+        root,
+        bytes,
+        chunk_bytes: 0,
+        tag: 0,
+        comm: Comm::World,
+    };
+    c.validate()?;
+    Ok((0..)
+        .map_while(|i| c.step(me, i))
+        .map(|s| match s {
+            Step::Send { to, bytes } => Round::Together(vec![Msg { send: true, peer: to, bytes }]),
+            Step::Recv { from, bytes } => Round::Together(vec![Msg { send: false, peer: from, bytes }]),
+            Step::Exchange { to, send_bytes, from, recv_bytes } => Round::Together(vec![
+                Msg { send: false, peer: from, bytes: recv_bytes },
+                Msg { send: true, peer: to, bytes: send_bytes },
+            ]),
+            Step::FanOut { to, bytes, .. } => Round::Fan(Msg { send: true, peer: to, bytes }),
+            Step::WaitFanOut { .. } => Round::CloseFan,
+        })
+        .collect())
+}
+
+fn payload<'a>(call: &Call<'a>, want: usize) -> Result<&'a [u64], String> {
+    if call.payload.len() < want {
+        return Err(format!(
+            "{} needs {want} per-member sizes in its payload, the record has {}",
+            call.coll.name(),
+            call.payload.len()
+        ));
+    }
+    Ok(&call.payload[..want])
+}
+
+/// One round of the nonzero messages among `msgs` (receives first).
+fn together(msgs: impl IntoIterator<Item = Msg>) -> Option<Round> {
+    let mut v: Vec<Msg> = msgs.into_iter().filter(|m| m.bytes > 0).collect();
+    v.sort_by_key(|m| m.send);
+    (!v.is_empty()).then_some(Round::Together(v))
+}
+
+/// Linear gather of `sizes` at the root (zero sizes move nothing, on both sides).
+fn linear_gather(call: &Call, sizes: Option<&[u64]>, mine: u64) -> Vec<Round> {
+    if call.me != call.root {
+        return together([Msg { send: true, peer: call.root, bytes: mine }]).into_iter().collect();
+    }
+    let sizes = sizes.unwrap_or(&[]);
+    (0..call.n)
+        .filter(|&j| j != call.root)
+        .filter_map(|j| together([Msg { send: false, peer: j, bytes: sizes.get(j as usize).copied().unwrap_or(0) }]))
+        .collect()
+}
+
+/// Linear scatter of `sizes` from the root: a fan of sends.
+fn linear_scatter(call: &Call, sizes: Option<&[u64]>, mine: u64) -> Vec<Round> {
+    if call.me != call.root {
+        return together([Msg { send: false, peer: call.root, bytes: mine }]).into_iter().collect();
+    }
+    let sizes = sizes.unwrap_or(&[]);
+    let mut out: Vec<Round> = (0..call.n)
+        .filter(|&j| j != call.root)
+        .map(|j| Msg { send: true, peer: j, bytes: sizes.get(j as usize).copied().unwrap_or(0) })
+        .filter(|m| m.bytes > 0)
+        .map(Round::Fan)
+        .collect();
+    if !out.is_empty() {
+        out.push(Round::CloseFan);
+    }
+    out
+}
+
+/// The rounds of `call` on this rank; `algorithm` applies to the collectives
+/// the engine has algorithms for.
+pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, String> {
+    let (n, me) = (call.n, call.me);
+    if let Some(kind) = kind_of(call.coll) {
+        return engine_rounds(kind, algorithm, n, me, call.root, call.bytes);
+    }
+    let next = |k: u32| (me + k) % n;
+    let prev = |k: u32| (me + n - k % n) % n;
+    Ok(match call.coll {
+        Coll::Gatherv => {
+            let sizes = if me == call.root { Some(payload(call, n as usize)?) } else { None };
+            linear_gather(call, sizes, call.bytes)
+        }
+        Coll::Scatterv => {
+            let sizes = if me == call.root { Some(payload(call, n as usize)?) } else { None };
+            linear_scatter(call, sizes, call.bytes)
+        }
+        Coll::Allgatherv => {
+            // Ring: step s passes on block (me − s), receives block (me − s − 1).
+            let sizes = payload(call, n as usize)?;
+            (0..n.saturating_sub(1))
+                .filter_map(|s| {
+                    together([
+                        Msg { send: false, peer: prev(1), bytes: sizes[prev(s + 1) as usize] },
+                        Msg { send: true, peer: next(1), bytes: sizes[prev(s) as usize] },
+                    ])
+                })
+                .collect()
+        }
+        Coll::Alltoallv | Coll::Alltoallw => {
+            // Pairwise: step s sends to me+s and receives from me−s.
+            let sizes = payload(call, 2 * n as usize)?;
+            let (send, recv) = sizes.split_at(n as usize);
+            (1..n)
+                .filter_map(|s| {
+                    together([
+                        Msg { send: false, peer: prev(s), bytes: recv[prev(s) as usize] },
+                        Msg { send: true, peer: next(s), bytes: send[next(s) as usize] },
+                    ])
+                })
+                .collect()
+        }
+        Coll::ReduceScatter | Coll::ReduceScatterBlock => {
+            // Reduce the whole vector to member 0, then scatter the blocks.
+            let sizes: Vec<u64> = if call.coll == Coll::ReduceScatterBlock {
+                vec![call.bytes; n as usize]
+            } else {
+                payload(call, n as usize)?.to_vec()
+            };
+            let total: u64 = sizes.iter().sum();
+            let mut out = engine_rounds(CollectiveKind::Reduce, None, n, me, 0, total)?;
+            let scatter = Call { root: 0, ..*call };
+            out.extend(linear_scatter(&scatter, Some(&sizes), sizes[me as usize]));
+            out
+        }
+        Coll::Scan | Coll::Exscan => {
+            // Linear: receive the prefix from me−1, pass it on to me+1.
+            let mut out = Vec::new();
+            if me > 0 {
+                out.extend(together([Msg { send: false, peer: me - 1, bytes: call.bytes }]));
+            }
+            if me + 1 < n {
+                out.extend(together([Msg { send: true, peer: me + 1, bytes: call.bytes }]));
+            }
+            out
+        }
+        Coll::NeighborAllgather | Coll::NeighborAllgatherv | Coll::NeighborAlltoall | Coll::NeighborAlltoallv | Coll::NeighborAlltoallw => {
+            return Err("neighbourhood collectives are expanded by the caller".into());
+        }
+        Coll::Barrier | Coll::Bcast | Coll::Reduce | Coll::Allreduce | Coll::Gather | Coll::Scatter | Coll::Allgather | Coll::Alltoall => {
+            unreachable!("handled by the engine's algorithms above")
+        }
+    })
+}
+
+/// A neighbourhood collective's single round, with world-rank peers:
+/// `[n_src, n_dst, src…, dst…, recv bytes…, send bytes…]`; PROC_NULL
+/// neighbours (−2) move nothing.
+pub fn neighbour_round(payload: &[u64]) -> Result<Vec<Msg>, String> {
+    let bad = || "neighbourhood collective: payload does not match its neighbour counts".to_string();
+    let (ns, nd) = (*payload.first().ok_or_else(bad)? as usize, *payload.get(1).ok_or_else(bad)? as usize);
+    if payload.len() != 2 + 2 * (ns + nd) {
+        return Err(bad());
+    }
+    let srcs = &payload[2..2 + ns];
+    let dsts = &payload[2 + ns..2 + ns + nd];
+    let rb = &payload[2 + ns + nd..2 + 2 * ns + nd];
+    let sb = &payload[2 + 2 * ns + nd..];
+    let real = |p: u64| (p as i64) >= 0;
+    let mut v: Vec<Msg> = srcs
+        .iter()
+        .zip(rb)
+        .filter(|(p, _)| real(**p))
+        .map(|(&p, &b)| Msg { send: false, peer: p as u32, bytes: b })
+        .collect();
+    v.extend(dsts.iter().zip(sb).filter(|(p, _)| real(**p)).map(|(&p, &b)| Msg { send: true, peer: p as u32, bytes: b }));
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member's call: its own block is its entry in a per-member payload.
+    fn call(coll: Coll, n: u32, me: u32, payload: &[u64]) -> Call<'_> {
+        let bytes = if payload.len() == n as usize { payload[me as usize] } else { 8 };
+        Call { coll, n, me, root: 0, bytes, payload }
+    }
+
+    /// Every message sent is received by its peer with the same size.
+    fn balanced(coll: Coll, n: u32, payloads: &[Vec<u64>]) {
+        let mut sent = std::collections::BTreeMap::new();
+        let mut got = std::collections::BTreeMap::new();
+        for me in 0..n {
+            for r in rounds(&call(coll, n, me, &payloads[me as usize]), None).unwrap() {
+                let msgs = match r {
+                    Round::Together(v) => v,
+                    Round::Fan(m) => vec![m],
+                    Round::CloseFan => vec![],
+                };
+                for m in msgs {
+                    let key = if m.send { (me, m.peer) } else { (m.peer, me) };
+                    *(if m.send { &mut sent } else { &mut got }).entry(key).or_insert(0u64) += m.bytes;
+                }
+            }
+        }
+        assert_eq!(sent, got, "{coll:?}");
+        assert!(!sent.is_empty());
+    }
+
+    #[test]
+    fn uneven_alltoallv_moves_each_pair_its_own_count() {
+        // rank i sends (i + 1) * (j + 1) bytes to j, zero to itself; 0 → 2 sends nothing
+        let n = 4u32;
+        let count = |i: u32, j: u32| if i == j || (i, j) == (0, 2) { 0 } else { ((i + 1) * (j + 1)) as u64 };
+        let payloads: Vec<Vec<u64>> = (0..n)
+            .map(|me| (0..n).map(|j| count(me, j)).chain((0..n).map(|j| count(j, me))).collect())
+            .collect();
+        balanced(Coll::Alltoallv, n, &payloads);
+        let r0 = rounds(&call(Coll::Alltoallv, n, 0, &payloads[0]), None).unwrap();
+        let sends: u64 = r0.iter().flat_map(|r| if let Round::Together(v) = r { v.clone() } else { vec![] }).filter(|m| m.send).map(|m| m.bytes).sum();
+        assert_eq!(sends, 2 + 4);
+    }
+
+    #[test]
+    fn v_variants_and_scans_balance() {
+        let n = 5u32;
+        let sizes: Vec<u64> = (0..n as u64).map(|i| 10 * i).collect(); // member 0 contributes 0 bytes
+        let p = vec![sizes.clone(); n as usize];
+        balanced(Coll::Allgatherv, n, &p);
+        balanced(Coll::Gatherv, n, &p);
+        balanced(Coll::Scatterv, n, &p);
+        balanced(Coll::ReduceScatter, n, &p);
+        balanced(Coll::Scan, n, &vec![vec![]; n as usize]);
+    }
+
+    #[test]
+    fn neighbour_payload_skips_proc_null() {
+        let null = (-2i64) as u64;
+        let m = neighbour_round(&[2, 2, 3, null, null, 5, 16, 0, 0, 24]).unwrap();
+        assert_eq!(m, vec![Msg { send: false, peer: 3, bytes: 16 }, Msg { send: true, peer: 5, bytes: 24 }]);
+        assert!(neighbour_round(&[2, 2, 3]).is_err());
+    }
+}

@@ -1,0 +1,608 @@
+//! Trace records → engine ops with LogGOPSim's dependencies, one record at a
+//! time. A rank's converter keeps only what is open: the ops the next one
+//! must wait for, requests in flight, persistent requests and live
+//! communicators, so memory is bounded by those, never by the trace length.
+//!
+//! The rules (the same whether the ops feed the engine or a GOAL file):
+//! - the time between two MPI calls becomes computation (`calc`, ns);
+//! - every op may start once the op before it has started (`irequires`), and
+//!   an op after a blocking call or a wait also requires what it waited for;
+//! - nonblocking calls become ops whose completion the matching wait requires;
+//! - collectives expand into their algorithm's messages on the members;
+//! - calls the replay does not model (RMA, I/O, …) and failed polls become
+//!   computation of their measured length, and are counted for the report.
+
+use super::collective::{self, Call, Msg, Round};
+use super::format::{self, collective_of, flag, op, Coll, CollMode, Record, RecordReader, PROC_NULL};
+use crate::collectives::{Algorithm, CollectiveKind};
+use crate::program::goal::GoalKind;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::{Rc, Weak};
+
+/// An op handed to a sink, as the sink named it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpRef {
+    pub slot: u32,
+    pub seq: u64,
+}
+
+/// An op to execute: send/recv (bytes) or calc (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewOp {
+    pub kind: GoalKind,
+    pub peer: u32,
+    pub tag: u32,
+    pub size: u64,
+}
+
+/// Where a rank's ops go: the engine's window, or a GOAL file.
+pub trait Sink {
+    fn add(&mut self, op: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef;
+}
+
+/// What every rank's converter shares: the run's parameters and the names
+/// that must agree between ranks (message tags, communicator members).
+pub struct Shared {
+    /// Ranks simulated (the trace's, or the extrapolated count).
+    pub ranks: u32,
+    /// Ranks in the trace files.
+    pub traced: u32,
+    pub algorithms: HashMap<CollectiveKind, Algorithm>,
+    pub compute_scale: f64,
+    /// (communicator context, tag) → engine tag; collectives use negative tags.
+    tags: HashMap<(u64, i64), u32>,
+    /// Members of each communicator context, shared by all member ranks.
+    groups: HashMap<u64, Weak<[u32]>>,
+}
+
+impl Shared {
+    pub fn new(traced: u32, ranks: u32, algorithms: HashMap<CollectiveKind, Algorithm>, compute_scale: f64) -> Self {
+        Shared { ranks, traced, algorithms, compute_scale, tags: HashMap::new(), groups: HashMap::new() }
+    }
+
+    fn tag(&mut self, ctx: u64, tag: i64) -> u32 {
+        let next = self.tags.len() as u32;
+        *self.tags.entry((ctx, tag)).or_insert(next)
+    }
+
+    fn group(&mut self, ctx: u64, members: Vec<u32>) -> Rc<[u32]> {
+        if let Some(g) = self.groups.get(&ctx).and_then(Weak::upgrade) {
+            return g;
+        }
+        let g: Rc<[u32]> = members.into();
+        self.groups.insert(ctx, Rc::downgrade(&g));
+        g
+    }
+}
+
+/// splitmix64 step: mixes `v` into `h`.
+fn mix(h: u64, v: u64) -> u64 {
+    let mut z = h ^ v.wrapping_add(0x9e37_79b9_7f4a_7c15).wrapping_add(h << 6).wrapping_add(h >> 2);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A live communicator of one rank.
+#[derive(Debug, Clone)]
+struct CommState {
+    /// The same on every member (derived from the parent, the creation's
+    /// order on the parent, and the members), distinct between communicators.
+    ctx: u64,
+    /// None: the members are the world in order.
+    members: Option<Rc<[u32]>>,
+    /// This rank's index in it.
+    me: u32,
+    /// Communicators created from it so far, and collectives run on it.
+    created: u64,
+    colls: u64,
+}
+
+/// A communicator whose member records are being read.
+struct Pending {
+    id: u32,
+    parent_ctx: u64,
+    order: u64,
+    members: Vec<u32>,
+    index: u64,
+}
+
+/// What a rank's trace held besides what was replayed as messages.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RankStats {
+    pub records: u64,
+    /// Unmodelled calls: footer function index → (calls, seconds), replayed as computation.
+    pub unmodelled: BTreeMap<u32, (u64, f64)>,
+    /// Collectives on intercommunicators (not modelled): name → (calls, seconds).
+    pub intercomm: BTreeMap<String, (u64, f64)>,
+    /// Calls replayed at no cost (probes, communicator management, cancel …): name → (calls, seconds).
+    pub zero_cost: BTreeMap<String, (u64, f64)>,
+    pub polls: u64,
+    pub poll_s: f64,
+    /// Seconds inside the MPI calls replayed as messages.
+    pub mpi_s: f64,
+    /// Computation charged, ns.
+    pub calc_ns: u64,
+    /// First and last timestamps.
+    pub t_first: f64,
+    pub t_last: f64,
+    /// Requests that moved nothing: cancelled, or wildcard receives never completed.
+    pub cancelled: u64,
+    pub unresolved: u64,
+}
+
+/// Periodic extrapolation: simulated rank `rank` replays trace rank
+/// `rank % traced` with its peers moved by the same offset.
+#[derive(Debug, Clone, Copy)]
+struct Shift {
+    base: u32,
+}
+
+/// One rank's converter.
+pub struct RankConv {
+    pub rank: u32,
+    reader: RecordReader,
+    shift: Option<Shift>,
+    payload: Vec<u64>,
+    last: Option<f64>,
+    prev: Option<OpRef>,
+    must: Vec<OpRef>,
+    sendrecv: Vec<OpRef>,
+    reqs: HashMap<u64, Vec<OpRef>>,
+    persistent: HashMap<u64, (Record, Vec<u64>)>,
+    comms: HashMap<u32, CommState>,
+    pending: Option<Pending>,
+    pub stats: RankStats,
+    pub finished: bool,
+}
+
+fn coll_kind(c: Coll) -> Option<CollectiveKind> {
+    Some(match c {
+        Coll::Barrier => CollectiveKind::Barrier,
+        Coll::Bcast => CollectiveKind::Bcast,
+        Coll::Reduce => CollectiveKind::Reduce,
+        Coll::Allreduce => CollectiveKind::Allreduce,
+        Coll::Gather => CollectiveKind::Gather,
+        Coll::Scatter => CollectiveKind::Scatter,
+        Coll::Allgather => CollectiveKind::Allgather,
+        Coll::Alltoall => CollectiveKind::Alltoall,
+        _ => return None,
+    })
+}
+
+/// Ops of point-to-point calls whose peer is a rank of the trace (moved by extrapolation).
+fn has_p2p_peer(code: u16) -> bool {
+    matches!(
+        code,
+        op::SEND
+            | op::RECV
+            | op::ISEND
+            | op::IRECV
+            | op::SENDRECV_SEND
+            | op::SENDRECV_RECV
+            | op::MRECV
+            | op::IMRECV
+            | op::WAIT
+            | op::TEST
+            | op::START
+            | op::SEND_INIT
+            | op::RECV_INIT
+    )
+}
+
+impl RankConv {
+    /// `rank` simulated from trace file `path` (of trace rank `rank % traced`).
+    pub fn new(rank: u32, path: &std::path::Path, header: &format::Header, chunk: usize, traced: u32, ranks: u32) -> Self {
+        let world = CommState { ctx: 0, members: None, me: rank, created: 0, colls: 0 };
+        RankConv {
+            rank,
+            reader: RecordReader::new(path, header, chunk),
+            shift: (ranks != traced).then_some(Shift { base: rank - rank % traced }),
+            payload: Vec::new(),
+            last: None,
+            prev: None,
+            must: Vec::new(),
+            sendrecv: Vec::new(),
+            reqs: HashMap::new(),
+            persistent: HashMap::new(),
+            comms: HashMap::from([(0, world)]),
+            pending: None,
+            stats: RankStats::default(),
+            finished: false,
+        }
+    }
+
+    /// Where the reader is, for messages.
+    pub fn position(&self) -> String {
+        format!("{} record {}", self.reader.path().display(), self.reader.index)
+    }
+
+    /// Converts the next record; false once the trace is over.
+    pub fn advance(&mut self, sh: &mut Shared, sink: &mut impl Sink) -> Result<bool, String> {
+        let index = self.reader.index;
+        let Some(mut r) = self.reader.next(&mut self.payload)? else {
+            self.close_pending(sh)?;
+            self.finished = true;
+            return Ok(false);
+        };
+        if let Some(s) = self.shift {
+            if has_p2p_peer(r.op) && r.peer >= 0 {
+                r.peer = ((s.base as u64 + r.peer as u64) % sh.ranks as u64) as i32;
+            }
+        }
+        self.record(sh, sink, &r).map_err(|e| format!("{} record {index} ({}): {e}", self.reader.path().display(), format::op_name(r.op)))?;
+        self.stats.records += 1;
+        Ok(true)
+    }
+
+    fn record(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), String> {
+        if r.op == op::COMM_MEMBER {
+            return self.member(r);
+        }
+        self.close_pending(sh)?;
+        match r.op {
+            op::OTHER => {
+                // Its time stays in the gap before the next call: computation.
+                let e = self.stats.unmodelled.entry(r.tag as u32).or_default();
+                *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+                return Ok(());
+            }
+            op::POLL => {
+                self.stats.polls += r.bytes;
+                self.stats.poll_s += r.t1 - r.t0;
+                return Ok(());
+            }
+            op::INIT => {
+                self.last = Some(r.t1);
+                self.stats.t_first = r.t0;
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.stats.t_last = self.stats.t_last.max(r.t1);
+        if r.op != op::FINALIZE {
+            self.gap(sh.compute_scale, sink, r.t0);
+        }
+        self.last = Some(self.last.map_or(r.t1, |l| l.max(r.t1)));
+        self.call(sh, sink, r)
+    }
+
+    /// The computation between the previous call and this one.
+    fn gap(&mut self, scale: f64, sink: &mut impl Sink, t0: f64) {
+        let Some(last) = self.last else { return };
+        if t0 > last {
+            let ns = ((t0 - last) * 1e9 * scale).round() as u64;
+            if ns > 0 {
+                self.stats.calc_ns += ns;
+                let o = self.op(sink, NewOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: ns }, None, true);
+                self.step(o, true);
+            }
+        }
+    }
+
+    fn zero_cost(&mut self, r: &Record) {
+        let e = self.stats.zero_cost.entry(format::op_name(r.op)).or_default();
+        *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+    }
+
+    fn call(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), String> {
+        if let Some((coll, mode)) = collective_of(r.op) {
+            if r.has(flag::INTERCOMM) {
+                let e = self.stats.intercomm.entry(format!("{} on an intercommunicator", coll.name())).or_default();
+                *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+                return Ok(());
+            }
+            return match mode {
+                CollMode::Persistent => {
+                    self.zero_cost(r);
+                    self.persistent.insert(r.req, (*r, self.payload.clone()));
+                    Ok(())
+                }
+                CollMode::Blocking => {
+                    self.stats.mpi_s += r.t1 - r.t0;
+                    let payload = std::mem::take(&mut self.payload);
+                    let res = self.collective(sh, sink, coll, true, r, &payload);
+                    self.payload = payload;
+                    res
+                }
+                CollMode::Nonblocking => {
+                    self.stats.mpi_s += r.t1 - r.t0;
+                    let payload = std::mem::take(&mut self.payload);
+                    let res = self.collective(sh, sink, coll, false, r, &payload);
+                    self.payload = payload;
+                    res
+                }
+            };
+        }
+        match r.op {
+            op::FINALIZE => Ok(()),
+            op::SEND | op::RECV | op::MRECV => {
+                self.stats.mpi_s += r.t1 - r.t0;
+                if r.peer == PROC_NULL {
+                    return Ok(());
+                }
+                let kind = if r.op == op::SEND { GoalKind::Send } else { GoalKind::Recv };
+                let o = self.message(sh, sink, kind, r, None, true)?;
+                self.step(o, true);
+                Ok(())
+            }
+            op::SENDRECV_SEND => {
+                self.stats.mpi_s += r.t1 - r.t0;
+                self.sendrecv.clear();
+                if r.peer != PROC_NULL {
+                    let o = self.message(sh, sink, GoalKind::Send, r, None, true)?;
+                    self.step(o, false);
+                    self.sendrecv.push(o);
+                }
+                Ok(())
+            }
+            op::SENDRECV_RECV => {
+                if r.peer != PROC_NULL {
+                    let o = self.message(sh, sink, GoalKind::Recv, r, Some(&[]), true)?;
+                    self.step(o, false);
+                    self.sendrecv.push(o);
+                }
+                let both = std::mem::take(&mut self.sendrecv);
+                self.must.extend(both);
+                Ok(())
+            }
+            op::ISEND | op::IRECV | op::IMRECV => {
+                self.stats.mpi_s += r.t1 - r.t0;
+                let kind = if r.op == op::ISEND { GoalKind::Send } else { GoalKind::Recv };
+                self.post(sh, sink, kind, r, r.req)
+            }
+            op::WAIT | op::TEST => {
+                self.stats.mpi_s += r.t1 - r.t0;
+                if let Some(done) = self.reqs.remove(&r.req) {
+                    self.must.extend(done);
+                }
+                Ok(())
+            }
+            op::SEND_INIT | op::RECV_INIT => {
+                self.zero_cost(r);
+                self.persistent.insert(r.req, (*r, Vec::new()));
+                Ok(())
+            }
+            op::START => {
+                self.stats.mpi_s += r.t1 - r.t0;
+                let Some((t, payload)) = self.persistent.get(&r.req).cloned() else {
+                    return Err(format!("MPI_Start of request {:#x}, which no *_init created", r.req));
+                };
+                if let Some((coll, _)) = collective_of(t.op) {
+                    return self.collective(sh, sink, coll, false, &Record { req: r.req, ..t }, &payload);
+                }
+                // A wildcard persistent receive: the tracer put the source and tag it matched on the start.
+                let mut m = Record { req: r.req, flags: t.flags | (r.flags & (flag::CANCELLED | flag::UNRESOLVED)), ..t };
+                if r.has(flag::ANY_SOURCE) || r.has(flag::ANY_TAG) {
+                    (m.peer, m.tag) = (r.peer, r.tag);
+                }
+                let kind = if t.op == op::SEND_INIT { GoalKind::Send } else { GoalKind::Recv };
+                self.post(sh, sink, kind, &m, r.req)
+            }
+            op::REQUEST_FREE => {
+                self.zero_cost(r);
+                self.persistent.remove(&r.req);
+                self.reqs.remove(&r.req);
+                Ok(())
+            }
+            op::COMM_NEW => {
+                self.zero_cost(r);
+                self.comm_new(r)
+            }
+            op::COMM_FREE => {
+                self.zero_cost(r);
+                if r.comm != 0 {
+                    self.comms.remove(&r.comm);
+                }
+                Ok(())
+            }
+            op::PROBE | op::IPROBE | op::MPROBE | op::IMPROBE | op::CANCEL => {
+                self.zero_cost(r);
+                Ok(())
+            }
+            other => Err(format!("unknown op code {other} (a newer trace format?)")),
+        }
+    }
+
+    /// A nonblocking send or receive (or a started persistent one).
+    fn post(&mut self, sh: &mut Shared, sink: &mut impl Sink, kind: GoalKind, r: &Record, req: u64) -> Result<(), String> {
+        if r.has(flag::CANCELLED) {
+            self.stats.cancelled += 1;
+            return Ok(());
+        }
+        if r.peer == PROC_NULL {
+            return Ok(());
+        }
+        if r.has(flag::UNRESOLVED) || r.peer < 0 || (kind == GoalKind::Recv && r.tag < 0) {
+            self.stats.unresolved += 1;
+            return Ok(());
+        }
+        let o = self.message(sh, sink, kind, r, None, true)?;
+        self.step(o, false);
+        self.reqs.insert(req, vec![o]);
+        Ok(())
+    }
+
+    /// A send or receive op for record `r` (peer and tag resolved).
+    fn message(&mut self, sh: &mut Shared, sink: &mut impl Sink, kind: GoalKind, r: &Record, after: Option<&[OpRef]>, chain: bool) -> Result<OpRef, String> {
+        if r.peer < 0 || r.peer as u32 >= sh.ranks {
+            return Err(format!("peer {} is not a rank of this {}-rank run", r.peer, sh.ranks));
+        }
+        if r.tag < 0 {
+            return Err("a receive with MPI_ANY_TAG that the tracer did not resolve".into());
+        }
+        let ctx = self.comms.get(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?.ctx;
+        let tag = sh.tag(ctx, r.tag as i64);
+        Ok(self.op(sink, NewOp { kind, peer: r.peer as u32, tag, size: r.bytes }, after, chain))
+    }
+
+    /// Hands an op to the sink: it requires `after` (default: what the
+    /// program must wait for, which it then consumes) and, with `chain`,
+    /// starts after the previous op started.
+    fn op(&mut self, sink: &mut impl Sink, new: NewOp, after: Option<&[OpRef]>, chain: bool) -> OpRef {
+        let prev = if chain { self.prev } else { None };
+        match after {
+            Some(deps) => sink.add(new, deps, prev),
+            None => {
+                let o = sink.add(new, &self.must, prev);
+                self.must.clear();
+                o
+            }
+        }
+    }
+
+    fn step(&mut self, o: OpRef, blocking: bool) {
+        self.prev = Some(o);
+        if blocking {
+            self.must.push(o);
+        }
+    }
+
+    fn collective(&mut self, sh: &mut Shared, sink: &mut impl Sink, coll: Coll, blocking: bool, r: &Record, payload: &[u64]) -> Result<(), String> {
+        let ranks = sh.ranks;
+        let cs = self.comms.get_mut(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?;
+        let n = cs.members.as_ref().map_or(ranks, |m| m.len() as u32);
+        let members = cs.members.clone();
+        let world_of = |local: u32| members.as_ref().map_or(local, |m| m[local as usize]);
+        let root = if coll.is_rooted() {
+            if r.peer < 0 {
+                return Err("a rooted collective without a root".into());
+            }
+            match &members {
+                None => r.peer as u32,
+                Some(m) => m.iter().position(|&w| w == r.peer as u32).ok_or_else(|| format!("root {} is not a member", r.peer))? as u32,
+            }
+        } else {
+            0
+        };
+        if root >= n {
+            return Err(format!("root {root} is out of range for a communicator of {n}"));
+        }
+        let me = cs.me;
+        let tag = sh.tag(cs.ctx, -1 - (cs.colls % 65536) as i64);
+        cs.colls += 1;
+        let rounds = match coll {
+            Coll::NeighborAllgather | Coll::NeighborAllgatherv | Coll::NeighborAlltoall | Coll::NeighborAlltoallv | Coll::NeighborAlltoallw => {
+                let mut msgs = collective::neighbour_round(payload)?;
+                if let Some(s) = self.shift {
+                    for m in &mut msgs {
+                        m.peer = ((s.base as u64 + m.peer as u64) % ranks as u64) as u32;
+                    }
+                }
+                // peers are world ranks already: map them to "local" = world
+                return self.emit(sink, vec![Round::Together(msgs)], |w| w, tag, blocking, r.req, ranks);
+            }
+            _ => {
+                let alg = coll_kind(coll).and_then(|k| sh.algorithms.get(&k).copied());
+                let call = Call { coll, n, me, root, bytes: r.bytes, payload };
+                collective::rounds(&call, alg)?
+            }
+        };
+        self.emit(sink, rounds, world_of, tag, blocking, r.req, ranks)
+    }
+
+    /// The rounds' messages as ops (the rules of `_collective` in the GOAL
+    /// writer this replaces): the first round also follows program order.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(&mut self, sink: &mut impl Sink, rounds: Vec<Round>, world_of: impl Fn(u32) -> u32, tag: u32, blocking: bool, req: u64, ranks: u32) -> Result<(), String> {
+        let start = self.must.clone();
+        let mut done = start.clone();
+        let mut fan: Vec<OpRef> = Vec::new();
+        let mut first = true;
+        let mut add = |this: &mut Self, m: Msg, deps: &[OpRef], chain: bool| -> Result<OpRef, String> {
+            let peer = world_of(m.peer);
+            if peer >= ranks {
+                return Err(format!("collective peer {peer} is not a rank of this {ranks}-rank run"));
+            }
+            let kind = if m.send { GoalKind::Send } else { GoalKind::Recv };
+            Ok(this.op(sink, NewOp { kind, peer, tag, size: m.bytes }, Some(deps), chain))
+        };
+        for round in rounds {
+            match round {
+                Round::Together(msgs) => {
+                    let mut ops = Vec::with_capacity(msgs.len());
+                    for m in msgs {
+                        ops.push(add(self, m, &done, first)?);
+                    }
+                    done = ops;
+                    first = false;
+                }
+                Round::Fan(m) => {
+                    let o = add(self, m, &done, first)?;
+                    fan.push(o);
+                }
+                Round::CloseFan => {
+                    done = std::mem::take(&mut fan);
+                    first = false;
+                }
+            }
+        }
+        done.extend(fan);
+        if done.is_empty() {
+            done = start;
+        }
+        if blocking {
+            if let Some(&last) = done.last() {
+                self.prev = Some(last);
+            }
+            self.must = done;
+        } else {
+            self.reqs.insert(req, done);
+        }
+        Ok(())
+    }
+
+    fn comm_new(&mut self, r: &Record) -> Result<(), String> {
+        let parent_ctx = match self.comms.get_mut(&r.comm) {
+            Some(p) => {
+                p.created += 1;
+                Some((p.ctx, p.created))
+            }
+            None if r.comm == u32::MAX || r.tag == 14 => None,
+            None => return Err(format!("created from communicator {}, which is not live here", r.comm)),
+        };
+        if r.peer < 0 {
+            return Ok(()); // MPI_COMM_NULL on this rank
+        }
+        if self.shift.is_some() {
+            return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
+        }
+        let (ctx, order) = parent_ctx.unwrap_or((0x5eed, 0));
+        self.pending = Some(Pending { id: r.peer as u32, parent_ctx: mix(ctx, r.tag as u64), order, members: Vec::new(), index: self.reader.index });
+        Ok(())
+    }
+
+    fn member(&mut self, r: &Record) -> Result<(), String> {
+        match self.pending.as_mut() {
+            Some(p) if p.id == r.comm => {
+                if !r.has(flag::REMOTE) {
+                    if r.tag as usize != p.members.len() {
+                        return Err(format!("member {} of communicator {} out of order", r.tag, r.comm));
+                    }
+                    p.members.push(r.peer as u32);
+                }
+                Ok(())
+            }
+            // The world's members, or a repeat: nothing new.
+            _ if r.comm == 0 || self.comms.contains_key(&r.comm) => Ok(()),
+            _ => Err(format!("member record of communicator {}, which no comm_new announced", r.comm)),
+        }
+    }
+
+    fn close_pending(&mut self, sh: &mut Shared) -> Result<(), String> {
+        let Some(p) = self.pending.take() else { return Ok(()) };
+        let at = format!("communicator {} (created at record {})", p.id, p.index.saturating_sub(1));
+        if p.members.is_empty() {
+            return Err(format!("{at} has no member records"));
+        }
+        let me = p.members.iter().position(|&w| w == self.rank).ok_or_else(|| format!("{at}: this rank is not among its members"))?;
+        if let Some(&w) = p.members.iter().find(|&&w| w >= sh.traced) {
+            return Err(format!("{at}: member {w} is not a rank of this {}-rank trace", sh.traced));
+        }
+        let world = p.members.len() as u32 == sh.ranks && p.members.iter().enumerate().all(|(i, &w)| i as u32 == w);
+        let ctx = p.members.iter().fold(mix(p.parent_ctx, p.order), |h, &w| mix(h, w as u64));
+        let members = if world { None } else { Some(sh.group(ctx, p.members)) };
+        self.comms.insert(p.id, CommState { ctx, members, me: me as u32, created: 0, colls: 0 });
+        Ok(())
+    }
+}

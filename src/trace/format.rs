@@ -1,0 +1,533 @@
+//! The tracer's file format, version 2 (docs/trace-format.md): constants and
+//! a streaming per-rank reader. The reader holds a small buffer per rank and
+//! reopens the file at each refill, so thousands of ranks need neither
+//! thousands of descriptors nor memory proportional to the trace.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+pub const MAGIC: &[u8; 8] = b"IWTRACE2";
+pub const FOOTER_MAGIC: &[u8; 8] = b"IWFOOT02";
+pub const HEADER_BYTES: u64 = 64;
+pub const RECORD_BYTES: usize = 48;
+
+/// Peer values that are not ranks.
+pub const ANY_SOURCE: i32 = -1;
+pub const PROC_NULL: i32 = -2;
+pub const ANY_TAG: i32 = -1;
+
+/// Record ops (the `op` field).
+pub mod op {
+    pub const INIT: u16 = 1;
+    pub const FINALIZE: u16 = 2;
+    pub const SEND: u16 = 3;
+    pub const RECV: u16 = 4;
+    pub const ISEND: u16 = 5;
+    pub const IRECV: u16 = 6;
+    pub const SENDRECV_SEND: u16 = 7;
+    pub const SENDRECV_RECV: u16 = 8;
+    pub const PROBE: u16 = 9;
+    pub const IPROBE: u16 = 10;
+    pub const MPROBE: u16 = 11;
+    pub const MRECV: u16 = 12;
+    pub const WAIT: u16 = 13;
+    pub const TEST: u16 = 14;
+    pub const POLL: u16 = 15;
+    pub const SEND_INIT: u16 = 16;
+    pub const RECV_INIT: u16 = 17;
+    pub const START: u16 = 18;
+    pub const REQUEST_FREE: u16 = 19;
+    pub const CANCEL: u16 = 20;
+    pub const IMPROBE: u16 = 21;
+    pub const IMRECV: u16 = 22;
+    /// Blocking collectives are COLL_BASE + [`super::Coll`]; nonblocking
+    /// add NONBLOCKING, persistent (`*_init`) add PERSISTENT.
+    pub const COLL_BASE: u16 = 32;
+    pub const NONBLOCKING: u16 = 32;
+    pub const PERSISTENT: u16 = 64;
+    pub const COMM_NEW: u16 = 128;
+    pub const COMM_MEMBER: u16 = 129;
+    pub const COMM_FREE: u16 = 130;
+    pub const OTHER: u16 = 255;
+}
+
+/// Record flags.
+pub mod flag {
+    pub const SYNC: u16 = 0x0001;
+    pub const READY: u16 = 0x0002;
+    pub const BUFFERED: u16 = 0x0004;
+    pub const ANY_SOURCE: u16 = 0x0008;
+    pub const ANY_TAG: u16 = 0x0010;
+    pub const CANCELLED: u16 = 0x0020;
+    pub const UNRESOLVED: u16 = 0x0040;
+    pub const INTERCOMM: u16 = 0x0080;
+    pub const REMOTE: u16 = 0x0100;
+    pub const PAYLOAD: u16 = 0x8000;
+}
+
+/// The collectives, in record-code order (code = COLL_BASE + index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Coll {
+    Barrier,
+    Bcast,
+    Reduce,
+    Allreduce,
+    Gather,
+    Scatter,
+    Allgather,
+    Alltoall,
+    Gatherv,
+    Scatterv,
+    Allgatherv,
+    Alltoallv,
+    Alltoallw,
+    ReduceScatter,
+    ReduceScatterBlock,
+    Scan,
+    Exscan,
+    NeighborAllgather,
+    NeighborAllgatherv,
+    NeighborAlltoall,
+    NeighborAlltoallv,
+    NeighborAlltoallw,
+}
+
+pub const COLLS: [Coll; 22] = [
+    Coll::Barrier,
+    Coll::Bcast,
+    Coll::Reduce,
+    Coll::Allreduce,
+    Coll::Gather,
+    Coll::Scatter,
+    Coll::Allgather,
+    Coll::Alltoall,
+    Coll::Gatherv,
+    Coll::Scatterv,
+    Coll::Allgatherv,
+    Coll::Alltoallv,
+    Coll::Alltoallw,
+    Coll::ReduceScatter,
+    Coll::ReduceScatterBlock,
+    Coll::Scan,
+    Coll::Exscan,
+    Coll::NeighborAllgather,
+    Coll::NeighborAllgatherv,
+    Coll::NeighborAlltoall,
+    Coll::NeighborAlltoallv,
+    Coll::NeighborAlltoallw,
+];
+
+impl Coll {
+    pub fn name(self) -> &'static str {
+        match self {
+            Coll::Barrier => "barrier",
+            Coll::Bcast => "bcast",
+            Coll::Reduce => "reduce",
+            Coll::Allreduce => "allreduce",
+            Coll::Gather => "gather",
+            Coll::Scatter => "scatter",
+            Coll::Allgather => "allgather",
+            Coll::Alltoall => "alltoall",
+            Coll::Gatherv => "gatherv",
+            Coll::Scatterv => "scatterv",
+            Coll::Allgatherv => "allgatherv",
+            Coll::Alltoallv => "alltoallv",
+            Coll::Alltoallw => "alltoallw",
+            Coll::ReduceScatter => "reduce_scatter",
+            Coll::ReduceScatterBlock => "reduce_scatter_block",
+            Coll::Scan => "scan",
+            Coll::Exscan => "exscan",
+            Coll::NeighborAllgather => "neighbor_allgather",
+            Coll::NeighborAllgatherv => "neighbor_allgatherv",
+            Coll::NeighborAlltoall => "neighbor_alltoall",
+            Coll::NeighborAlltoallv => "neighbor_alltoallv",
+            Coll::NeighborAlltoallw => "neighbor_alltoallw",
+        }
+    }
+
+    pub fn is_rooted(self) -> bool {
+        matches!(self, Coll::Bcast | Coll::Reduce | Coll::Gather | Coll::Scatter | Coll::Gatherv | Coll::Scatterv)
+    }
+}
+
+/// How a collective record was called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollMode {
+    Blocking,
+    Nonblocking,
+    Persistent,
+}
+
+/// Splits a collective op code into its collective and mode.
+pub fn collective_of(code: u16) -> Option<(Coll, CollMode)> {
+    let n = COLLS.len() as u16;
+    let (base, mode) = match code {
+        c if (op::COLL_BASE..op::COLL_BASE + n).contains(&c) => (op::COLL_BASE, CollMode::Blocking),
+        c if (op::COLL_BASE + op::NONBLOCKING..op::COLL_BASE + op::NONBLOCKING + n).contains(&c) => {
+            (op::COLL_BASE + op::NONBLOCKING, CollMode::Nonblocking)
+        }
+        c if (op::COLL_BASE + op::PERSISTENT..op::COLL_BASE + op::PERSISTENT + n).contains(&c) => {
+            (op::COLL_BASE + op::PERSISTENT, CollMode::Persistent)
+        }
+        _ => return None,
+    };
+    Some((COLLS[(code - base) as usize], mode))
+}
+
+/// The name of an op code, for reports and the Python side.
+pub fn op_name(code: u16) -> String {
+    if let Some((c, mode)) = collective_of(code) {
+        return match mode {
+            CollMode::Blocking => c.name().to_string(),
+            CollMode::Nonblocking => format!("i{}", c.name()),
+            CollMode::Persistent => format!("{}_init", c.name()),
+        };
+    }
+    match code {
+        op::INIT => "init",
+        op::FINALIZE => "finalize",
+        op::SEND => "send",
+        op::RECV => "recv",
+        op::ISEND => "isend",
+        op::IRECV => "irecv",
+        op::SENDRECV_SEND => "sendrecv_send",
+        op::SENDRECV_RECV => "sendrecv_recv",
+        op::PROBE => "probe",
+        op::IPROBE => "iprobe",
+        op::MPROBE => "mprobe",
+        op::MRECV => "mrecv",
+        op::WAIT => "wait",
+        op::TEST => "test",
+        op::POLL => "poll",
+        op::SEND_INIT => "send_init",
+        op::RECV_INIT => "recv_init",
+        op::START => "start",
+        op::REQUEST_FREE => "request_free",
+        op::CANCEL => "cancel",
+        op::IMPROBE => "improbe",
+        op::IMRECV => "imrecv",
+        op::COMM_NEW => "comm_new",
+        op::COMM_MEMBER => "comm_member",
+        op::COMM_FREE => "comm_free",
+        op::OTHER => "other",
+        _ => return format!("op{code}"),
+    }
+    .to_string()
+}
+
+/// Every op code with its name (for the Python side's table check).
+pub fn all_ops() -> Vec<(u16, String)> {
+    let mut codes: Vec<u16> = (1..=22).collect();
+    for base in [op::COLL_BASE, op::COLL_BASE + op::NONBLOCKING, op::COLL_BASE + op::PERSISTENT] {
+        codes.extend(base..base + COLLS.len() as u16);
+    }
+    codes.extend([op::COMM_NEW, op::COMM_MEMBER, op::COMM_FREE, op::OTHER]);
+    codes.into_iter().map(|c| (c, op_name(c))).collect()
+}
+
+/// One record, decoded.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Record {
+    pub op: u16,
+    pub flags: u16,
+    pub comm: u32,
+    pub peer: i32,
+    pub tag: i32,
+    pub bytes: u64,
+    pub req: u64,
+    pub t0: f64,
+    pub t1: f64,
+}
+
+impl Record {
+    fn decode(b: &[u8]) -> Self {
+        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        Record {
+            op: u16_at(0),
+            flags: u16_at(2),
+            comm: u32_at(4),
+            peer: u32_at(8) as i32,
+            tag: u32_at(12) as i32,
+            bytes: u64_at(16),
+            req: u64_at(24),
+            t0: f64::from_bits(u64_at(32)),
+            t1: f64::from_bits(u64_at(40)),
+        }
+    }
+
+    pub fn has(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// What the footer says about a rank's run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Footer {
+    pub library: String,
+    /// (MPI function name, calls, seconds inside), in index order.
+    pub functions: Vec<(String, u64, f64)>,
+}
+
+/// The header of a rank file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub rank: i32,
+    pub size: i32,
+    pub records: u64,
+    pub footer_offset: u64,
+    pub t_init: f64,
+}
+
+pub fn header_of(path: &Path) -> Result<Header, String> {
+    let name = path.display();
+    let mut f = File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut h = [0u8; HEADER_BYTES as usize];
+    let got = read_full(&mut f, &mut h).map_err(|e| format!("{name}: {e}"))?;
+    if got < 8 || &h[..8] != MAGIC {
+        let hint = if got >= 8 && &h[..7] == b"IWTRACE" { " (an older trace version: trace the run again with this idlewave)" } else { "" };
+        return Err(format!("{name}: not an idlewave trace (bad magic){hint}"));
+    }
+    if got < HEADER_BYTES as usize {
+        return Err(format!("{name}: truncated in the header"));
+    }
+    let i32_at = |o: usize| i32::from_le_bytes(h[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap());
+    Ok(Header { rank: i32_at(8), size: i32_at(12), records: u64_at(16), footer_offset: u64_at(24), t_init: f64::from_bits(u64_at(32)) })
+}
+
+fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = f.read(&mut buf[got..])?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(got)
+}
+
+/// Reads the footer; errors name the file.
+pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
+    let name = path.display();
+    if h.footer_offset == u64::MAX || h.records == u64::MAX {
+        return Err(format!(
+            "{name}: the run did not reach MPI_Finalize (the header was never completed); replay needs a complete trace"
+        ));
+    }
+    let len = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?.len();
+    if h.footer_offset < HEADER_BYTES || h.footer_offset >= len {
+        return Err(format!("{name}: footer offset {} is outside the file ({len} bytes): truncated or corrupt", h.footer_offset));
+    }
+    let mut f = File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    f.seek(SeekFrom::Start(h.footer_offset)).map_err(|e| format!("{name}: {e}"))?;
+    // Footers are small (a few hundred functions); refuse absurd ones.
+    let n = (len - h.footer_offset).min(16 << 20) as usize;
+    let mut b = vec![0u8; n];
+    let got = read_full(&mut f, &mut b).map_err(|e| format!("{name}: {e}"))?;
+    b.truncate(got);
+    let bad = |what: &str| format!("{name}: footer: {what} (truncated or corrupt)");
+    let mut at = 0usize;
+    let mut take = |k: usize| -> Result<&[u8], String> {
+        let s = b.get(at..at + k).ok_or_else(|| bad("ends early"))?;
+        at += k;
+        Ok(s)
+    };
+    if take(8)? != FOOTER_MAGIC {
+        return Err(bad("bad magic"));
+    }
+    let lib_len = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
+    let library = String::from_utf8_lossy(take(lib_len)?).trim_end_matches('\0').trim().to_string();
+    let count = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
+    let mut functions = Vec::with_capacity(count.min(4096));
+    for _ in 0..count {
+        let l = u16::from_le_bytes(take(2)?.try_into().unwrap()) as usize;
+        let fname = String::from_utf8_lossy(take(l)?).to_string();
+        let calls = u64::from_le_bytes(take(8)?.try_into().unwrap());
+        let secs = f64::from_bits(u64::from_le_bytes(take(8)?.try_into().unwrap()));
+        functions.push((fname, calls, secs));
+    }
+    Ok(Footer { library, functions })
+}
+
+/// The rank files of a trace directory, checked for completeness.
+pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, String> {
+    let name = dir.display();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{name}: {e}"))?;
+    let mut found: Vec<(u32, PathBuf)> = Vec::new();
+    for e in entries {
+        let p = e.map_err(|e| format!("{name}: {e}"))?.path();
+        let Some(file) = p.file_name().and_then(|s| s.to_str()) else { continue };
+        if let Some(r) = file.strip_prefix("rank-").and_then(|s| s.strip_suffix(".iwt")) {
+            if let Ok(r) = r.parse::<u32>() {
+                found.push((r, p));
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(format!("{name}: no rank-*.iwt files (was the tracer preloaded?)"));
+    }
+    found.sort();
+    let mut out = Vec::with_capacity(found.len());
+    for (i, (r, p)) in found.into_iter().enumerate() {
+        if r as usize != i {
+            return Err(format!("{name}: rank-{i}.iwt is missing"));
+        }
+        let h = header_of(&p)?;
+        if h.rank != i as i32 {
+            return Err(format!("{}: says it is rank {}, not {i}", p.display(), h.rank));
+        }
+        out.push((p, h));
+    }
+    let size = out[0].1.size;
+    if size <= 0 || out.len() != size as usize || out.iter().any(|(_, h)| h.size != size) {
+        return Err(format!("{name}: {} rank files for a run of {size} ranks", out.len()));
+    }
+    Ok(out)
+}
+
+/// Streams one rank's records (and payloads) from its file.
+#[derive(Debug)]
+pub struct RecordReader {
+    path: PathBuf,
+    /// File offset of the next unread byte.
+    offset: u64,
+    /// Records still to read (from the header).
+    left: u64,
+    /// Index of the next record (for error messages).
+    pub index: u64,
+    buf: Vec<u8>,
+    pos: usize,
+    chunk: usize,
+}
+
+impl RecordReader {
+    /// `chunk`: bytes to read at a time.
+    pub fn new(path: &Path, h: &Header, chunk: usize) -> Self {
+        RecordReader { path: path.to_path_buf(), offset: HEADER_BYTES, left: h.records, index: 0, buf: Vec::new(), pos: 0, chunk: chunk.max(RECORD_BYTES * 4) }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Makes at least `n` unread bytes available, or fails naming the record.
+    fn need(&mut self, n: usize) -> Result<(), String> {
+        if self.buf.len() - self.pos >= n {
+            return Ok(());
+        }
+        self.buf.drain(..self.pos);
+        self.pos = 0;
+        let want = self.chunk.max(n) - self.buf.len();
+        let mut f = File::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        f.seek(SeekFrom::Start(self.offset)).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        let got = read_full(&mut f, &mut self.buf[old..]).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        self.buf.truncate(old + got);
+        self.offset += got as u64;
+        if self.buf.len() < n {
+            return Err(format!("{}: truncated at record {}", self.path.display(), self.index));
+        }
+        Ok(())
+    }
+
+    /// The next record and its payload (appended to `payload`, cleared first), or None at the end.
+    pub fn next(&mut self, payload: &mut Vec<u64>) -> Result<Option<Record>, String> {
+        payload.clear();
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.need(RECORD_BYTES)?;
+        let r = Record::decode(&self.buf[self.pos..self.pos + RECORD_BYTES]);
+        self.pos += RECORD_BYTES;
+        if r.has(flag::PAYLOAD) {
+            self.need(8)?;
+            let n = u64::from_le_bytes(self.buf[self.pos..self.pos + 8].try_into().unwrap());
+            self.pos += 8;
+            if n > (1 << 26) {
+                return Err(format!("{}: record {}: payload of {n} values is implausible (corrupt file)", self.path.display(), self.index));
+            }
+            let bytes = n as usize * 8;
+            self.need(bytes)?;
+            payload.extend(self.buf[self.pos..self.pos + bytes].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
+            self.pos += bytes;
+        }
+        self.left -= 1;
+        self.index += 1;
+        Ok(Some(r))
+    }
+}
+
+/// Writes a trace file (tests, the synthetic benchmark).
+pub struct Writer {
+    out: std::io::BufWriter<File>,
+    records: u64,
+    written: u64,
+}
+
+impl Writer {
+    pub fn create(path: &Path, rank: i32, size: i32) -> std::io::Result<Self> {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(File::create(path)?);
+        let mut h = [0u8; HEADER_BYTES as usize];
+        h[..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&rank.to_le_bytes());
+        h[12..16].copy_from_slice(&size.to_le_bytes());
+        h[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        h[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+        out.write_all(&h)?;
+        Ok(Writer { out, records: 0, written: HEADER_BYTES })
+    }
+
+    pub fn record(&mut self, r: &Record, payload: &[u64]) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut b = [0u8; RECORD_BYTES];
+        let flags = if payload.is_empty() { r.flags & !flag::PAYLOAD } else { r.flags | flag::PAYLOAD };
+        b[0..2].copy_from_slice(&r.op.to_le_bytes());
+        b[2..4].copy_from_slice(&flags.to_le_bytes());
+        b[4..8].copy_from_slice(&r.comm.to_le_bytes());
+        b[8..12].copy_from_slice(&r.peer.to_le_bytes());
+        b[12..16].copy_from_slice(&r.tag.to_le_bytes());
+        b[16..24].copy_from_slice(&r.bytes.to_le_bytes());
+        b[24..32].copy_from_slice(&r.req.to_le_bytes());
+        b[32..40].copy_from_slice(&r.t0.to_bits().to_le_bytes());
+        b[40..48].copy_from_slice(&r.t1.to_bits().to_le_bytes());
+        self.out.write_all(&b)?;
+        self.written += RECORD_BYTES as u64;
+        if !payload.is_empty() {
+            self.out.write_all(&(payload.len() as u64).to_le_bytes())?;
+            for v in payload {
+                self.out.write_all(&v.to_le_bytes())?;
+            }
+            self.written += 8 + 8 * payload.len() as u64;
+        }
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Writes the footer and completes the header.
+    pub fn finish(mut self, footer: &Footer) -> std::io::Result<()> {
+        use std::io::Write;
+        let footer_at = self.written;
+        self.out.write_all(FOOTER_MAGIC)?;
+        self.out.write_all(&(footer.library.len() as u32).to_le_bytes())?;
+        self.out.write_all(footer.library.as_bytes())?;
+        self.out.write_all(&(footer.functions.len() as u32).to_le_bytes())?;
+        for (name, calls, secs) in &footer.functions {
+            self.out.write_all(&(name.len() as u16).to_le_bytes())?;
+            self.out.write_all(name.as_bytes())?;
+            self.out.write_all(&calls.to_le_bytes())?;
+            self.out.write_all(&secs.to_bits().to_le_bytes())?;
+        }
+        let mut f = self.out.into_inner().map_err(|e| e.into_error())?;
+        f.seek(SeekFrom::Start(16))?;
+        f.write_all(&self.records.to_le_bytes())?;
+        f.write_all(&footer_at.to_le_bytes())?;
+        Ok(())
+    }
+}

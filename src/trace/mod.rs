@@ -1,0 +1,335 @@
+//! Replay of traced MPI runs (docs/trace-format.md): records are read and
+//! converted lazily as the engine advances ([`window::TraceProgram`]), or
+//! streamed into a GOAL file ([`export_goal`]); both apply the same rules
+//! ([`convert`]). Periodic extrapolation runs trace rank q mod p as rank q.
+
+pub mod collective;
+pub mod convert;
+pub mod format;
+pub mod window;
+
+use crate::collectives::{Algorithm, CollectiveKind};
+use crate::program::goal::GoalKind;
+use convert::{NewOp, OpRef, RankConv, RankStats, Shared, Sink};
+use format::{Footer, Header};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A trace replay as configured by the user.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// Directory of rank-*.iwt files.
+    pub dir: String,
+    /// collective → algorithm, e.g. {"allreduce": "ring"}.
+    #[serde(default)]
+    pub algorithms: BTreeMap<String, String>,
+    #[serde(default = "one")]
+    pub compute_scale: f64,
+    /// Simulate this many ranks (a multiple of the traced count) by periodic extrapolation.
+    #[serde(default)]
+    pub scale_to: Option<u32>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Bytes of file buffer all ranks share.
+const BUFFER_BUDGET: usize = 8 << 20;
+
+/// An opened trace: its files, headers and footers.
+pub struct Opened {
+    pub files: Vec<(PathBuf, Header)>,
+    pub footers: Vec<Footer>,
+}
+
+pub fn open(dir: &Path) -> Result<Opened, String> {
+    let files = format::rank_files(dir)?;
+    let footers = files.iter().map(|(p, h)| format::footer_of(p, h)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Opened { files, footers })
+}
+
+fn algorithms(spec: &TraceSpec) -> Result<HashMap<CollectiveKind, Algorithm>, String> {
+    let mut out = HashMap::new();
+    for (k, v) in &spec.algorithms {
+        let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(k.clone()))
+            .map_err(|_| format!("algorithm for '{k}': not a collective with a choice of algorithm (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall)"))?;
+        let names: Vec<String> = kind.algorithms().iter().map(|a| format!("{a:?}").to_lowercase()).collect();
+        let alg: Algorithm = serde_json::from_value(serde_json::Value::String(v.clone()))
+            .map_err(|_| format!("algorithm for {k}: '{v}' is not one of {}", names.join(", ")))?;
+        if !kind.algorithms().contains(&alg) {
+            return Err(format!("algorithm for {k}: '{v}' is not one of {}", names.join(", ")));
+        }
+        out.insert(kind, alg);
+    }
+    Ok(out)
+}
+
+/// The converters of every simulated rank, and what they share.
+pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>), String> {
+    let traced = t.files.len() as u32;
+    let ranks = spec.scale_to.unwrap_or(traced);
+    if !(spec.compute_scale.is_finite() && spec.compute_scale >= 0.0) {
+        return Err(format!("compute_scale must be a finite number ≥ 0, got {}", spec.compute_scale));
+    }
+    if ranks != traced {
+        if ranks < traced || ranks % traced != 0 {
+            return Err(format!("can only scale {traced} ranks to a multiple of {traced}, not {ranks}"));
+        }
+        check_periodic(t)?;
+    }
+    let chunk = (BUFFER_BUDGET / ranks.max(1) as usize).clamp(format::RECORD_BYTES * 16, 1 << 20);
+    let shared = Shared::new(traced, ranks, algorithms(spec)?, spec.compute_scale);
+    let convs = (0..ranks)
+        .map(|q| {
+            let (p, h) = &t.files[(q % traced) as usize];
+            RankConv::new(q, p, h, chunk, traced, ranks)
+        })
+        .collect();
+    Ok((shared, convs))
+}
+
+/// Whether every rank makes the same calls as rank 0 with the same
+/// neighbour offsets (mod p), so that rank q can replay rank q mod p.
+pub fn check_periodic(t: &Opened) -> Result<(), String> {
+    use format::{collective_of, op};
+    let p = t.files.len() as i64;
+    let offset = |code: u16, peer: i32, r: i64| -> i64 {
+        let p2p = collective_of(code).is_none() && !matches!(code, op::COMM_NEW | op::COMM_MEMBER | op::COMM_FREE);
+        if p2p && peer >= 0 { (peer as i64 - r).rem_euclid(p) } else { peer as i64 }
+    };
+    let (p0, h0) = &t.files[0];
+    for (r, (pr, hr)) in t.files.iter().enumerate().skip(1) {
+        let (mut a, mut b) = (Calls::new(p0, h0), Calls::new(pr, hr));
+        let mut i = 0u64;
+        loop {
+            let (x, y) = match (a.next()?, b.next()?) {
+                (None, None) => break,
+                (Some(x), Some(y)) => (x, y),
+                _ => {
+                    return Err(format!(
+                        "cannot extrapolate: rank {r} makes a different number of MPI calls than rank 0; only periodic patterns scale"
+                    ))
+                }
+            };
+            if x.op == op::COMM_NEW || y.op == op::COMM_NEW {
+                return Err(format!("cannot extrapolate by rank offsets: call {i} creates a communicator, whose members do not scale so"));
+            }
+            if a.payload || b.payload {
+                return Err(format!("cannot extrapolate by rank offsets: call {i} ({}) has per-rank sizes or neighbours", format::op_name(x.op)));
+            }
+            if let Some((c, _)) = collective_of(x.op) {
+                if c.is_rooted() && x.peer != 0 {
+                    return Err("cannot extrapolate: rooted collectives with a root other than rank 0".into());
+                }
+            }
+            let same = x.op == y.op
+                && offset(x.op, x.peer, 0) == offset(y.op, y.peer, r as i64)
+                && x.bytes == y.bytes
+                && x.comm == y.comm
+                && (x.tag == y.tag || x.op == op::OTHER);
+            if !same {
+                return Err(format!(
+                    "cannot extrapolate: rank {r} call {i} ({}, offset {}) differs from rank 0's ({}, offset {}); only periodic patterns scale",
+                    format::op_name(y.op),
+                    offset(y.op, y.peer, r as i64),
+                    format::op_name(x.op),
+                    offset(x.op, x.peer, 0)
+                ));
+            }
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// A rank's records without its polls (their count depends on timing).
+struct Calls {
+    reader: format::RecordReader,
+    buf: Vec<u64>,
+    payload: bool,
+}
+
+impl Calls {
+    fn new(path: &Path, h: &Header) -> Self {
+        Calls { reader: format::RecordReader::new(path, h, 1 << 16), buf: Vec::new(), payload: false }
+    }
+
+    fn next(&mut self) -> Result<Option<format::Record>, String> {
+        loop {
+            let r = self.reader.next(&mut self.buf)?;
+            self.payload = !self.buf.is_empty();
+            if r.is_none_or(|r| r.op != format::op::POLL) {
+                return Ok(r);
+            }
+        }
+    }
+}
+
+/// What the replay could not model, and how the trace's time in MPI
+/// compares with the replay's.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    pub library: String,
+    pub traced_ranks: u32,
+    pub ranks: u32,
+    pub records: u64,
+    /// Sum over traced ranks of their traced span (first to last call), seconds.
+    pub traced_s: f64,
+    /// (name, calls, seconds, share of traced time), replayed as computation.
+    pub unmodelled: Vec<(String, u64, f64, f64)>,
+    /// (name, calls, seconds, share) replayed at no cost.
+    pub zero_cost: Vec<(String, u64, f64, f64)>,
+    pub polls: u64,
+    pub poll_s: f64,
+    pub cancelled: u64,
+    pub unresolved_wildcards: u64,
+    /// Per traced rank: seconds inside the calls replayed as messages.
+    pub traced_mpi_s: Vec<f64>,
+    /// Per simulated rank: computation charged, seconds.
+    pub calc_s: Vec<f64>,
+}
+
+impl Report {
+    /// True when anything was not modelled: the result is then approximate.
+    pub fn approximate(&self) -> bool {
+        !self.unmodelled.is_empty() || self.unresolved_wildcards > 0
+    }
+}
+
+pub fn report(t: &Opened, convs: &[RankConv]) -> Report {
+    let traced = t.files.len();
+    let mut unmodelled: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    let mut zero: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    let mut r = Report {
+        library: t.footers.first().map(|f| f.library.clone()).unwrap_or_default(),
+        traced_ranks: traced as u32,
+        ranks: convs.len() as u32,
+        ..Default::default()
+    };
+    // Traced quantities from the first `traced` converters (each trace rank once).
+    for c in convs.iter().take(traced) {
+        let s: &RankStats = &c.stats;
+        let names = &t.footers[c.rank as usize].functions;
+        for (&i, &(n, secs)) in &s.unmodelled {
+            let name = names.get(i as usize).map_or_else(|| format!("function #{i}"), |f| f.0.clone());
+            let e = unmodelled.entry(name).or_default();
+            *e = (e.0 + n, e.1 + secs);
+        }
+        for (name, &(n, secs)) in s.intercomm.iter() {
+            let e = unmodelled.entry(name.clone()).or_default();
+            *e = (e.0 + n, e.1 + secs);
+        }
+        for (name, &(n, secs)) in &s.zero_cost {
+            let e = zero.entry(name.clone()).or_default();
+            *e = (e.0 + n, e.1 + secs);
+        }
+        r.records += s.records;
+        r.traced_s += (s.t_last - s.t_first).max(0.0);
+        r.polls += s.polls;
+        r.poll_s += s.poll_s;
+        r.cancelled += s.cancelled;
+        r.unresolved_wildcards += s.unresolved;
+        r.traced_mpi_s.push(s.mpi_s);
+    }
+    r.calc_s = convs.iter().map(|c| c.stats.calc_ns as f64 * 1e-9).collect();
+    let share = |secs: f64| if r.traced_s > 0.0 { secs / r.traced_s } else { 0.0 };
+    let table = |m: BTreeMap<String, (u64, f64)>| {
+        let mut v: Vec<(String, u64, f64, f64)> = m.into_iter().map(|(k, (n, s))| (k, n, s, share(s))).collect();
+        v.sort_by(|a, b| b.2.total_cmp(&a.2));
+        v
+    };
+    r.unmodelled = table(unmodelled);
+    r.zero_cost = table(zero);
+    r
+}
+
+/// Writes GOAL text: one rank block at a time, as the converter produces it.
+struct GoalText<'a, W: Write> {
+    out: &'a mut W,
+    next: u32,
+    err: Option<std::io::Error>,
+}
+
+impl<W: Write> Sink for GoalText<'_, W> {
+    fn add(&mut self, op: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
+        let l = self.next;
+        self.next += 1;
+        let res = (|| -> std::io::Result<()> {
+            match op.kind {
+                GoalKind::Send => writeln!(self.out, "l{l}: send {}b to {} tag {}", op.size, op.peer, op.tag)?,
+                GoalKind::Recv => writeln!(self.out, "l{l}: recv {}b from {} tag {}", op.size, op.peer, op.tag)?,
+                GoalKind::Calc => writeln!(self.out, "l{l}: calc {}", op.size)?,
+            }
+            for d in requires {
+                writeln!(self.out, "l{l} requires l{}", d.slot)?;
+            }
+            if let Some(d) = irequires {
+                writeln!(self.out, "l{l} irequires l{}", d.slot)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = res {
+            self.err.get_or_insert(e);
+        }
+        OpRef { slot: l, seq: l as u64 }
+    }
+}
+
+/// Streams the replay's schedule as a GOAL file; returns (ranks, ops).
+pub fn export_goal(spec: &TraceSpec, out: &mut impl Write) -> Result<(u32, u64), String> {
+    let t = open(Path::new(&spec.dir))?;
+    let (mut shared, mut convs) = converters(spec, &t)?;
+    let io = |e: std::io::Error| format!("writing the GOAL file: {e}");
+    writeln!(out, "num_ranks {}", convs.len()).map_err(io)?;
+    let mut ops = 0u64;
+    for (r, c) in convs.iter_mut().enumerate() {
+        writeln!(out, "rank {r} {{").map_err(io)?;
+        let mut sink = GoalText { out, next: 0, err: None };
+        while c.advance(&mut shared, &mut sink)? {
+            if let Some(e) = sink.err.take() {
+                return Err(io(e));
+            }
+        }
+        ops += sink.next as u64;
+        writeln!(out, "}}").map_err(io)?;
+    }
+    Ok((convs.len() as u32, ops))
+}
+
+/// A synthetic trace for benchmarks and tests: `ranks` ranks in a ring, each
+/// iteration an Irecv/Isend pair, a Waitall (two completions), a run of
+/// failed polls and an Allreduce — 6 records per iteration.
+pub fn write_synthetic(dir: &Path, ranks: u32, iterations: u64) -> std::io::Result<()> {
+    use format::{op, Footer, Record, Writer};
+    std::fs::create_dir_all(dir)?;
+    for r in 0..ranks {
+        let mut w = Writer::create(&dir.join(format!("rank-{r}.iwt")), r as i32, ranks as i32)?;
+        let mut t = 0.0f64;
+        let mut rec = |w: &mut Writer, op: u16, peer: i32, tag: i32, bytes: u64, req: u64, dt: f64| {
+            let x = Record { op, flags: 0, comm: 0, peer, tag, bytes, req, t0: t, t1: t + dt };
+            t += dt + 1e-6;
+            w.record(&x, &[])
+        };
+        rec(&mut w, op::INIT, -1, 0, 0, 0, 0.0)?;
+        let (left, right) = (((r + ranks - 1) % ranks) as i32, ((r + 1) % ranks) as i32);
+        for _ in 0..iterations {
+            rec(&mut w, op::IRECV, left, 5, 4096, 1, 1e-7)?;
+            rec(&mut w, op::ISEND, right, 5, 4096, 2, 1e-7)?;
+            rec(&mut w, op::POLL, -1, 0, 10, 1, 2e-6)?;
+            rec(&mut w, op::WAIT, left, 5, 0, 1, 1e-6)?;
+            rec(&mut w, op::WAIT, -1, 0, 0, 2, 0.0)?;
+            rec(&mut w, format::op::COLL_BASE + format::Coll::Allreduce as u16, -1, 0, 8, 0, 5e-6)?;
+        }
+        rec(&mut w, op::FINALIZE, -1, 0, 0, 0, 0.0)?;
+        let names = vec![("MPI_Irecv".into(), iterations, 0.0), ("MPI_Isend".into(), iterations, 0.0)];
+        w.finish(&Footer { library: "synthetic".into(), functions: names })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,229 @@
+use super::format::{flag, op, Coll, Footer, Record, Writer};
+use super::window::TraceProgram;
+use super::*;
+use crate::engine::Engine;
+use crate::network::{LogGOPS, Network};
+use crate::noise::Noise;
+use crate::program::goal::parse_goal;
+use crate::program::goal_program::GoalProgram;
+use crate::time::Time;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("idlewave-trace-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn spec(dir: &Path) -> TraceSpec {
+    TraceSpec { dir: dir.display().to_string(), algorithms: Default::default(), compute_scale: 1.0, scale_to: None }
+}
+
+/// Replays lazily; returns (finish times, events, report).
+fn replay(spec: &TraceSpec) -> Result<(Vec<Time>, u64, Report), String> {
+    let t = open(Path::new(&spec.dir))?;
+    let (shared, convs) = converters(spec, &t)?;
+    let p = convs.len() as u32;
+    let prog = TraceProgram::new(shared, convs)?;
+    let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).map_err(|e| e.to_string())?;
+    e.run().map_err(|e| e.to_string())?;
+    let finish = (0..p).map(|r| e.finish_time(r)).collect();
+    Ok((finish, e.events, report(&t, &e.program.convs)))
+}
+
+/// Replays the exported GOAL schedule.
+fn replay_goal(spec: &TraceSpec) -> (Vec<Time>, u64, String) {
+    let mut text = Vec::new();
+    export_goal(spec, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let sched = parse_goal(&text, "export").unwrap();
+    let p = sched.num_ranks;
+    let mut e = Engine::new(GoalProgram::new(&sched), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+    e.run().unwrap();
+    ((0..p).map(|r| e.finish_time(r)).collect(), e.events, text)
+}
+
+/// A trace written record by record (times advance 1 µs per call).
+struct Rank {
+    w: Writer,
+    t: f64,
+    functions: Vec<(String, u64, f64)>,
+}
+
+impl Rank {
+    fn new(dir: &Path, rank: i32, size: i32) -> Self {
+        let mut r = Rank { w: Writer::create(&dir.join(format!("rank-{rank}.iwt")), rank, size).unwrap(), t: 0.0, functions: Vec::new() };
+        r.rec(Record { op: op::INIT, peer: -1, ..Default::default() }, &[]);
+        r
+    }
+    fn rec(&mut self, mut x: Record, payload: &[u64]) -> &mut Self {
+        x.t0 = self.t;
+        x.t1 = self.t + 1e-6;
+        self.t += 3e-6;
+        self.w.record(&x, payload).unwrap();
+        self
+    }
+    fn p2p(&mut self, code: u16, peer: i32, tag: i32, bytes: u64, req: u64) -> &mut Self {
+        self.rec(Record { op: code, peer, tag, bytes, req, ..Default::default() }, &[])
+    }
+    fn coll(&mut self, c: Coll, comm: u32, bytes: u64, payload: &[u64]) -> &mut Self {
+        self.rec(Record { op: op::COLL_BASE + c as u16, comm, peer: -1, bytes, ..Default::default() }, payload)
+    }
+    fn finish(mut self) {
+        self.rec(Record { op: op::FINALIZE, peer: -1, ..Default::default() }, &[]);
+        self.w.finish(&Footer { library: "test".into(), functions: self.functions }).unwrap();
+    }
+}
+
+#[test]
+fn lazy_replay_equals_the_exported_goal_schedule() {
+    let d = tmp("synthetic");
+    write_synthetic(&d, 5, 40).unwrap();
+    let (finish, events, rep) = replay(&spec(&d)).unwrap();
+    let (finish_goal, events_goal, _) = replay_goal(&spec(&d));
+    assert_eq!(finish, finish_goal);
+    assert_eq!(events, events_goal);
+    // per iteration and rank: 2 ring messages and a 5-rank dissemination allreduce (3 rounds of an exchange), sent + received, and calcs
+    assert!(events > 40 * 5 * 2 * (2 + 3));
+    assert_eq!(rep.polls, 5 * 40 * 10);
+    assert_eq!(rep.records, 5 * (2 + 40 * 6));
+}
+
+#[test]
+fn every_family_replays_with_the_messages_the_program_sent() {
+    // 4 ranks: ring isend/irecv with a wildcard receive the tracer resolved, a
+    // PROC_NULL neighbour, a cancelled wildcard receive, persistent requests
+    // started 3 times, an uneven alltoallv, a neighbourhood exchange, 2,000
+    // split/free pairs with an allreduce on each, an RMA call and polls.
+    let d = tmp("families");
+    let p = 4i32;
+    let null = (-2i64) as u64;
+    for r in 0..p {
+        let mut k = Rank::new(&d, r, p);
+        let (left, right) = ((r + p - 1) % p, (r + 1) % p);
+        k.rec(Record { op: op::IRECV, flags: flag::ANY_SOURCE | flag::ANY_TAG, peer: left, tag: 7, bytes: 64, req: 1, ..Default::default() }, &[]);
+        k.p2p(op::ISEND, right, 7, 64, 2).p2p(op::ISEND, -2, 7, 64, 3);
+        k.rec(Record { op: op::IRECV, flags: flag::CANCELLED, peer: -1, tag: -1, bytes: 8, req: 4, ..Default::default() }, &[]);
+        k.p2p(op::CANCEL, -1, 0, 0, 4);
+        k.p2p(op::WAIT, left, 7, 0, 1).p2p(op::WAIT, -1, 0, 0, 2).p2p(op::WAIT, -1, 0, 0, 3).p2p(op::WAIT, -1, 0, 0, 4);
+        k.p2p(op::SEND_INIT, right, 9, 100, 10).p2p(op::RECV_INIT, left, 9, 100, 11);
+        for _ in 0..3 {
+            k.p2p(op::START, -1, 0, 0, 11).p2p(op::START, -1, 0, 0, 10);
+            k.p2p(op::WAIT, left, 9, 0, 11).p2p(op::WAIT, -1, 0, 0, 10);
+        }
+        k.p2p(op::REQUEST_FREE, -1, 0, 0, 10).p2p(op::REQUEST_FREE, -1, 0, 0, 11);
+        // alltoallv: rank i sends (i+1)*(j+1) bytes to j ≠ i
+        let cnt = |i: i32, j: i32| if i == j { 0 } else { ((i + 1) * (j + 1)) as u64 };
+        let pay: Vec<u64> = (0..p).map(|j| cnt(r, j)).chain((0..p).map(|j| cnt(j, r))).collect();
+        k.coll(Coll::Alltoallv, 0, pay[..p as usize].iter().sum(), &pay);
+        // a non-periodic 1-D neighbourhood: ends have PROC_NULL
+        let nb = |x: i32| if (0..p).contains(&x) { x as u64 } else { null };
+        k.coll(Coll::NeighborAlltoall, 0, 32, &[2, 2, nb(r - 1), nb(r + 1), nb(r - 1), nb(r + 1), 32, 32, 32, 32]);
+        k.rec(Record { op: op::POLL, peer: -1, bytes: 25, ..Default::default() }, &[]);
+        k.rec(Record { op: op::OTHER, tag: 0, ..Default::default() }, &[]);
+        for i in 0..2000u32 {
+            let id = 1 + i;
+            // split into halves {0,1}, {2,3}
+            k.rec(Record { op: op::COMM_NEW, comm: 0, peer: id as i32, tag: 1, ..Default::default() }, &[]);
+            let half = r / 2 * 2;
+            for (local, w) in [half, half + 1].into_iter().enumerate() {
+                k.rec(Record { op: op::COMM_MEMBER, comm: id, peer: w, tag: local as i32, ..Default::default() }, &[]);
+            }
+            k.coll(Coll::Allreduce, id, 8, &[]);
+            k.rec(Record { op: op::COMM_FREE, comm: id, ..Default::default() }, &[]);
+        }
+        k.functions = vec![("MPI_Win_fence".into(), 1, 1e-6)];
+        k.finish();
+    }
+    let (_, events, rep) = replay(&spec(&d)).expect("replays");
+    // messages, each counted sent and received: ring 4, persistent 12, alltoallv 12, neighbours 2·3,
+    // allreduce on pairs: 2 per pair per call → 2 pairs × 2 × 2000
+    let msgs = 4 + 12 + 12 + 6 + 2 * 2 * 2000;
+    // one computation before every call replayed (polls and RMA fold into the next gap):
+    // 9 ring calls, 2 inits, 12 starts/waits, 2 frees, 2 collectives, 3 per split/free pair
+    let calcs = 4 * (9 + 2 + 12 + 2 + 2 + 3 * 2000);
+    assert_eq!(events, 2 * msgs + calcs);
+    assert_eq!(rep.cancelled, 4);
+    assert_eq!(rep.polls, 4 * 25);
+    let (name, calls, secs, _) = &rep.unmodelled[0];
+    assert_eq!((name.as_str(), *calls, rep.unmodelled.len()), ("MPI_Win_fence", 4, 1));
+    assert!((secs - 4e-6).abs() < 1e-12);
+    assert!(rep.approximate());
+    let (_, events_goal, goal) = replay_goal(&spec(&d));
+    assert_eq!(events, events_goal);
+    // the PROC_NULL send and the cancelled receive move nothing
+    assert!(!goal.contains("to 4294967294"));
+}
+
+#[test]
+fn periodic_patterns_extrapolate_and_others_are_refused() {
+    let d = tmp("periodic");
+    write_synthetic(&d, 4, 10).unwrap();
+    let (f4, e4, _) = replay(&spec(&d)).unwrap();
+    let s = TraceSpec { scale_to: Some(12), ..spec(&d) };
+    let (f12, e12, rep) = replay(&s).unwrap();
+    assert_eq!(f12.len(), 12);
+    assert_eq!(rep.ranks, 12);
+    assert!(e12 > 3 * e4 - 3 * 4 * 10 * 8, "{e12} vs {e4}"); // allreduce has one more round at 12 ranks
+    assert!(f12.iter().max() >= f4.iter().max());
+    assert!(replay(&TraceSpec { scale_to: Some(10), ..spec(&d) }).unwrap_err().contains("multiple of 4"));
+    // rank 1 sends to an odd partner: not periodic
+    let d2 = tmp("aperiodic");
+    for r in 0..2 {
+        let mut k = Rank::new(&d2, r, 2);
+        k.p2p(op::SEND, 1 - r, 0, 8, 0).p2p(op::RECV, 1 - r, 0, 8, 0);
+        if r == 1 {
+            k.coll(Coll::Barrier, 0, 0, &[]);
+        }
+        k.finish();
+    }
+    let e = replay(&TraceSpec { scale_to: Some(4), ..spec(&d2) }).unwrap_err();
+    assert!(e.contains("only periodic patterns scale"), "{e}");
+}
+
+#[test]
+fn broken_files_are_named_with_the_record() {
+    let d = tmp("broken");
+    write_synthetic(&d, 2, 3).unwrap();
+    let f = d.join("rank-1.iwt");
+    let full = std::fs::read(&f).unwrap();
+    // truncated in the middle of record 5
+    std::fs::write(&f, &full[..64 + 48 * 5 + 20]).unwrap();
+    let e = replay(&spec(&d)).unwrap_err();
+    assert!(e.contains("rank-1.iwt") && (e.contains("truncated") || e.contains("footer")), "{e}");
+    // foreign file
+    std::fs::write(&f, b"hello world, not a trace at all............................................").unwrap();
+    let e = replay(&spec(&d)).unwrap_err();
+    assert!(e.contains("rank-1.iwt: not an idlewave trace"), "{e}");
+    // a run that died: header never completed
+    let mut w = Writer::create(&f, 1, 2).unwrap();
+    w.record(&Record { op: op::INIT, ..Default::default() }, &[]).unwrap();
+    drop(w);
+    let e = replay(&spec(&d)).unwrap_err();
+    assert!(e.contains("did not reach MPI_Finalize"), "{e}");
+    // an unknown op names file and record
+    let mut w = Writer::create(&f, 1, 2).unwrap();
+    w.record(&Record { op: op::INIT, ..Default::default() }, &[]).unwrap();
+    w.record(&Record { op: 200, ..Default::default() }, &[]).unwrap();
+    w.finish(&Footer::default()).unwrap();
+    let e = replay(&spec(&d)).unwrap_err();
+    assert!(e.contains("rank-1.iwt record 1") && e.contains("unknown op code 200"), "{e}");
+    // a missing rank
+    std::fs::remove_file(d.join("rank-0.iwt")).unwrap();
+    assert!(open(&d).err().unwrap().contains("rank-0.iwt is missing"));
+}
+
+#[test]
+fn memory_is_bounded_by_open_requests_not_trace_length() {
+    let d = tmp("window");
+    write_synthetic(&d, 3, 20_000).unwrap();
+    let t = open(&d).unwrap();
+    let (shared, convs) = converters(&spec(&d), &t).unwrap();
+    let prog = TraceProgram::new(shared, convs).unwrap();
+    let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+    let mut most = 0;
+    while !e.step(1000).unwrap() {
+        most = most.max(e.program.live_ops());
+    }
+    assert!(most < 3 * 16, "{most} ops open at once");
+}

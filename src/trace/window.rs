@@ -1,0 +1,278 @@
+//! A trace as an engine program, generated lazily: each rank keeps a window
+//! of the ops converted but not yet done, with their dependency counts, and
+//! converts further records only when its newest op has become ready.
+//!
+//! This releases ops exactly as the materialised GOAL schedule would
+//! ([`crate::program::goal_program::GoalProgram`]): the converter never
+//! makes an op ready before the op it follows in the trace (each op either
+//! follows its predecessor or shares its dependencies), so an op converted
+//! when its predecessor becomes ready takes the same place in the engine's
+//! queue as it would have had all along. A test checks the replay against
+//! the exported GOAL file, time for time.
+
+use super::convert::{NewOp, OpRef, RankConv, Shared, Sink};
+use crate::program::goal::GoalKind;
+use crate::program::{OpKind, Program, ReadyOp};
+use crate::time::{Time, PS_PER_NS};
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum State {
+    Blocked,
+    Ready,
+    Started,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    seq: u64,
+    op: ReadyOp,
+    state: State,
+    deps_left: u32,
+    /// Linked lists (in `edges`) of the ops waiting for this one to start / be done.
+    on_start: (u32, u32),
+    on_done: (u32, u32),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    target: u32,
+    next: u32,
+}
+
+/// One rank's live ops.
+#[derive(Debug, Default)]
+pub struct Window {
+    nodes: Vec<Node>,
+    free_nodes: Vec<u32>,
+    edges: Vec<Edge>,
+    free_edges: Vec<u32>,
+    next_seq: u64,
+    newest: Option<OpRef>,
+    ready: Vec<u32>,
+    live: u32,
+}
+
+impl Window {
+    fn node(&self, r: OpRef) -> Option<&Node> {
+        self.nodes.get(r.slot as usize).filter(|n| n.seq == r.seq)
+    }
+
+    /// Appends `target` to a list (kept in the order the dependents were converted).
+    fn push_edge(&mut self, list: (u32, u32), target: u32) -> (u32, u32) {
+        let e = Edge { target, next: NIL };
+        let i = match self.free_edges.pop() {
+            Some(i) => {
+                self.edges[i as usize] = e;
+                i
+            }
+            None => {
+                self.edges.push(e);
+                (self.edges.len() - 1) as u32
+            }
+        };
+        if list.1 == NIL {
+            (i, i)
+        } else {
+            self.edges[list.1 as usize].next = i;
+            (list.0, i)
+        }
+    }
+
+    /// Counts down the dependents on a list, and frees the list.
+    fn release(&mut self, list: (u32, u32)) {
+        let mut e = list.0;
+        while e != NIL {
+            let Edge { target, next } = self.edges[e as usize];
+            let n = &mut self.nodes[target as usize];
+            n.deps_left -= 1;
+            if n.deps_left == 0 {
+                n.state = State::Ready;
+                self.ready.push(target);
+            }
+            self.free_edges.push(e);
+            e = next;
+        }
+    }
+
+    fn newest_blocked(&self) -> bool {
+        self.newest.and_then(|r| self.node(r)).is_some_and(|n| n.state == State::Blocked)
+    }
+
+    fn retire(&mut self, slot: u32) {
+        self.nodes[slot as usize].seq = u64::MAX;
+        self.free_nodes.push(slot);
+        self.live -= 1;
+    }
+
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+}
+
+impl Sink for Window {
+    fn add(&mut self, new: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let (kind, size) = match new.kind {
+            GoalKind::Send => (OpKind::Send, new.size),
+            GoalKind::Recv => (OpKind::Recv, new.size),
+            GoalKind::Calc => (OpKind::Calc, new.size.saturating_mul(PS_PER_NS)),
+        };
+        let node = Node {
+            seq,
+            op: ReadyOp { kind, peer: new.peer, tag: new.tag, size, id: 0, cpu: 0, nic: 0 },
+            state: State::Blocked,
+            deps_left: 0,
+            on_start: (NIL, NIL),
+            on_done: (NIL, NIL),
+        };
+        let slot = match self.free_nodes.pop() {
+            Some(s) => {
+                self.nodes[s as usize] = node;
+                s
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.nodes[slot as usize].op.id = slot;
+        self.live += 1;
+        let mut deps = 0;
+        for &d in requires {
+            if self.node(d).is_some_and(|n| n.state != State::Done) {
+                let list = self.nodes[d.slot as usize].on_done;
+                self.nodes[d.slot as usize].on_done = self.push_edge(list, slot);
+                deps += 1;
+            }
+        }
+        if let Some(d) = irequires {
+            if self.node(d).is_some_and(|n| n.state < State::Started) {
+                let list = self.nodes[d.slot as usize].on_start;
+                self.nodes[d.slot as usize].on_start = self.push_edge(list, slot);
+                deps += 1;
+            }
+        }
+        let n = &mut self.nodes[slot as usize];
+        n.deps_left = deps;
+        if deps == 0 {
+            n.state = State::Ready;
+            self.ready.push(slot);
+        }
+        let r = OpRef { slot, seq };
+        self.newest = Some(r);
+        r
+    }
+}
+
+/// The engine program of a trace replay.
+pub struct TraceProgram {
+    pub shared: Shared,
+    pub convs: Vec<RankConv>,
+    windows: Vec<Window>,
+    error: Option<String>,
+    max_initial: u32,
+}
+
+impl TraceProgram {
+    pub fn new(shared: Shared, convs: Vec<RankConv>) -> Result<Self, String> {
+        let windows = convs.iter().map(|_| Window::default()).collect();
+        let mut p = TraceProgram { shared, convs, windows, error: None, max_initial: 0 };
+        for r in 0..p.convs.len() {
+            p.pump(r as u32)?;
+            p.max_initial = p.max_initial.max(p.windows[r].ready.len() as u32);
+        }
+        Ok(p)
+    }
+
+    /// Converts records of `rank` while its newest op is not blocked.
+    fn pump(&mut self, rank: u32) -> Result<(), String> {
+        let (conv, win) = (&mut self.convs[rank as usize], &mut self.windows[rank as usize]);
+        while !conv.finished && !win.newest_blocked() {
+            conv.advance(&mut self.shared, win)?;
+        }
+        Ok(())
+    }
+
+    fn pump_or_keep_error(&mut self, rank: u32) {
+        if self.error.is_none() && self.windows[rank as usize].newest.is_some() && !self.windows[rank as usize].newest_blocked() {
+            if let Err(e) = self.pump(rank) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Ops converted but not done, over all ranks (for the memory report).
+    pub fn live_ops(&self) -> u64 {
+        self.windows.iter().map(|w| w.live as u64).sum()
+    }
+}
+
+impl Program for TraceProgram {
+    fn num_ranks(&self) -> u32 {
+        self.convs.len() as u32
+    }
+
+    fn max_initial_ops(&self) -> u32 {
+        self.max_initial
+    }
+
+    fn started(&mut self, rank: u32, id: u32) {
+        let w = &mut self.windows[rank as usize];
+        let n = &mut w.nodes[id as usize];
+        n.state = State::Started;
+        let list = std::mem::replace(&mut n.on_start, (NIL, NIL));
+        w.release(list);
+        self.pump_or_keep_error(rank);
+    }
+
+    fn done(&mut self, rank: u32, id: u32) {
+        let w = &mut self.windows[rank as usize];
+        let n = &mut w.nodes[id as usize];
+        let was_started = n.state == State::Started;
+        n.state = State::Done;
+        let list = std::mem::replace(&mut n.on_done, (NIL, NIL));
+        w.release(list);
+        if was_started {
+            w.retire(id);
+        }
+        self.pump_or_keep_error(rank);
+    }
+
+    fn collect(&mut self, rank: u32, _now: Time, _cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let w = &mut self.windows[rank as usize];
+        for slot in w.ready.drain(..) {
+            let n = &mut w.nodes[slot as usize];
+            n.state = State::Ready;
+            out.push(n.op);
+        }
+        Ok(())
+    }
+
+    fn is_finished(&self, rank: u32) -> bool {
+        self.convs[rank as usize].finished && self.windows[rank as usize].live == 0
+    }
+
+    fn describe_stuck(&self, rank: u32) -> String {
+        let w = &self.windows[rank as usize];
+        let open: Vec<String> = w
+            .nodes
+            .iter()
+            .filter(|n| n.seq != u64::MAX && n.state != State::Done)
+            .take(3)
+            .map(|n| match n.op.kind {
+                OpKind::Send => format!("send {} B to {} ({:?})", n.op.size, n.op.peer, n.state),
+                OpKind::Recv => format!("recv {} B from {} ({:?})", n.op.size, n.op.peer, n.state),
+                _ => format!("calc ({:?})", n.state),
+            })
+            .collect();
+        format!("{} ops open (at {}): {}", w.live, self.convs[rank as usize].position(), open.join(", "))
+    }
+}
