@@ -15,9 +15,11 @@ pub struct BenchResult {
     pub wall_s: f64,
     pub events_per_s: f64,
     pub bytes_per_rank: f64,
+    /// Case-specific figures (name, value).
+    pub extra: Vec<(&'static str, f64)>,
 }
 
-pub const CASES: [&str; 4] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m"];
+pub const CASES: [&str; 5] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m"];
 
 fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> WorkloadSpec {
     WorkloadSpec::Collective(CollectiveLoop {
@@ -70,6 +72,9 @@ pub fn config(case: &str) -> Option<Config> {
 }
 
 pub fn run_case(case: &str) -> Result<BenchResult, String> {
+    if case == "trace_replay_10m" {
+        return trace_case(10_000_000);
+    }
     let cfg = config(case).ok_or_else(|| format!("unknown bench case '{case}' (known: {})", CASES.join(", ")))?;
     let r = run(&cfg, None)?;
     Ok(BenchResult {
@@ -79,5 +84,63 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
         wall_s: r.wall_s,
         events_per_s: r.events as f64 / r.wall_s.max(1e-9),
         bytes_per_rank: r.peak_bytes as f64 / r.ranks as f64,
+        extra: Vec::new(),
     })
+}
+
+/// CPU seconds of this thread so far (Linux; 0 where unknown), steadier than
+/// wall time on shared machines.
+pub fn thread_cpu_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return 0.0 };
+    // fields after the command name (which may contain spaces): utime and stime are 14 and 15
+    let rest = stat.rsplit_once(')').map_or("", |x| x.1);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A synthetic trace of about `records` records (16 ranks in a ring with
+/// polls and allreduces): conversion alone (streamed into a discarded GOAL
+/// file) and the whole replay, with records/s and peak heap memory.
+fn trace_case(records: u64) -> Result<BenchResult, String> {
+    use crate::trace::{export_goal, write_synthetic, TraceSpec};
+    let ranks = 16u32;
+    let iterations = records / (6 * ranks as u64);
+    let dir = std::env::temp_dir().join(format!("idlewave-bench-trace-{}", std::process::id()));
+    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+    write_synthetic(&dir, ranks, iterations).map_err(io)?;
+    let total = ranks as u64 * (iterations * 6 + 2);
+    let spec = TraceSpec { dir: dir.display().to_string(), algorithms: Default::default(), compute_scale: 1.0, scale_to: None };
+    let result = (|| {
+        crate::alloc::reset_peak();
+        let base = crate::alloc::live_bytes();
+        let (wall, cpu) = (std::time::Instant::now(), thread_cpu_s());
+        export_goal(&spec, &mut std::io::sink())?;
+        let (convert_s, convert_cpu_s) = (wall.elapsed().as_secs_f64(), thread_cpu_s() - cpu);
+        let convert_peak = crate::alloc::peak_bytes().saturating_sub(base);
+        let mut cfg = config("bcast_1m").expect("a known case");
+        cfg.workload = WorkloadSpec::Trace(spec.clone());
+        let cpu = thread_cpu_s();
+        let r = run(&cfg, None)?;
+        let replay_cpu_s = thread_cpu_s() - cpu;
+        Ok(BenchResult {
+            case: "trace_replay_10m".into(),
+            ranks,
+            events: r.events,
+            wall_s: r.wall_s,
+            events_per_s: r.events as f64 / r.wall_s.max(1e-9),
+            bytes_per_rank: r.peak_bytes as f64 / ranks as f64,
+            extra: vec![
+                ("records", total as f64),
+                ("convert_records_per_s", total as f64 / convert_s.max(1e-9)),
+                ("convert_records_per_cpu_s", total as f64 / convert_cpu_s.max(1e-9)),
+                ("convert_peak_bytes", convert_peak as f64),
+                ("replay_records_per_s", total as f64 / r.wall_s.max(1e-9)),
+                ("replay_records_per_cpu_s", total as f64 / replay_cpu_s.max(1e-9)),
+                ("replay_peak_bytes", r.peak_bytes as f64),
+            ],
+        })
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
 }

@@ -71,6 +71,9 @@ fn simulate<'py>(py: Python<'py>, config_json: &str, progress: Option<PyObject>)
         derived.set_item(k, v)?;
     }
     out.set_item("derived", derived)?;
+    if let Some(rep) = &r.trace_report {
+        out.set_item("trace_report", serde_json::to_string(rep).map_err(|e| err(e.to_string()))?)?;
+    }
     if let Some((spans, truncated)) = r.timeline {
         let tl = PyDict::new(py);
         tl.set_item("rank", PyArray1::from_vec(py, spans.iter().map(|s| s.rank).collect::<Vec<_>>()))?;
@@ -202,9 +205,37 @@ fn export_goal_text(config_json: &str) -> PyResult<String> {
         WorkloadSpec::Chebfd(w) => w.resolved().and_then(|w| export_goal(&w)),
         WorkloadSpec::Skeleton(s) => s.validate().and_then(|_| s.program(&cfg.network)).and_then(|(w, _, _)| export_goal(&w)),
         WorkloadSpec::Goal { .. } => Err("the scenario already is a GOAL schedule".to_string()),
+        WorkloadSpec::Trace(_) => Err("a trace is exported with `idlewave trace export`".to_string()),
     }
     .map_err(err)?;
     Ok(write_goal(&sched))
+}
+
+/// Streams a trace replay's schedule (JSON of the trace workload) into a
+/// GOAL file; returns (ranks, ops).
+#[pyfunction]
+fn trace_export_goal(py: Python<'_>, spec_json: &str, path: &str) -> PyResult<(u32, u64)> {
+    let spec: crate::trace::TraceSpec = serde_json::from_str(spec_json).map_err(|e| err(format!("trace workload: {e}")))?;
+    py.allow_threads(|| {
+        let f = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let n = crate::trace::export_goal(&spec, &mut w)?;
+        std::io::Write::flush(&mut w).map_err(|e| format!("{path}: {e}"))?;
+        Ok(n)
+    })
+    .map_err(err)
+}
+
+/// The trace format's op codes and names (docs/trace-format.md).
+#[pyfunction]
+fn trace_ops() -> Vec<(u16, String)> {
+    crate::trace::format::all_ops()
+}
+
+/// Writes the synthetic ring trace the benchmark uses (tests, examples).
+#[pyfunction]
+fn write_synthetic_trace(dir: &str, ranks: u32, iterations: u64) -> PyResult<()> {
+    crate::trace::write_synthetic(std::path::Path::new(dir), ranks, iterations).map_err(|e| err(format!("{dir}: {e}")))
 }
 
 /// Runs one benchmark case; returns a dict with case, ranks, events, wall_s,
@@ -219,6 +250,9 @@ fn bench_case<'py>(py: Python<'py>, case: &str) -> PyResult<Bound<'py, PyDict>> 
     out.set_item("wall_s", r.wall_s)?;
     out.set_item("events_per_s", r.events_per_s)?;
     out.set_item("bytes_per_rank", r.bytes_per_rank)?;
+    for (k, v) in &r.extra {
+        out.set_item(k, v)?;
+    }
     Ok(out)
 }
 
@@ -247,6 +281,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_export_goal, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(write_synthetic_trace, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

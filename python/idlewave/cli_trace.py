@@ -28,22 +28,11 @@ def build_cmd(
     out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app")
 
 
-def _goal(trace_dir: Path, algorithms: list[str], scale_to: Optional[int], compute_scale: float) -> str:
-    from idlewave.trace import TraceError, extrapolate, read, to_goal
-
-    algs = {}
-    for a in algorithms or []:
-        k, sep, v = a.partition("=")
-        if not sep:
+def _replay_options(algorithm: Optional[list[str]]) -> list[str]:
+    for a in algorithm or []:
+        if "=" not in a:
             fail(f"--algorithm expects collective=algorithm, got {a!r}")
-        algs[k] = v
-    try:
-        traces = read(trace_dir)
-        if scale_to:
-            traces = extrapolate(traces, scale_to)
-        return to_goal(traces, algs, compute_scale)
-    except (TraceError, Exception) as e:  # the engine's SimulationError for bad algorithm names, too
-        fail(str(e))
+    return list(algorithm or [])
 
 
 @trace_app.command("export")
@@ -53,11 +42,16 @@ def export_cmd(
     algorithm: Optional[list[str]] = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
     scale_to: Optional[int] = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks."),
 ):
-    """Write the trace as a GOAL schedule (LogGOPSim's format)."""
-    from idlewave.results import write_text
+    """Write the replay's schedule as a GOAL file (LogGOPSim's format), streamed."""
+    from idlewave._engine import SimulationError
+    from idlewave.scenario import ScenarioError
+    from idlewave.trace.replay import export_goal
 
-    write_text(output, _goal(trace_dir, algorithm, scale_to, 1.0))
-    out.print(f"wrote {output}")
+    try:
+        ranks, ops = export_goal(trace_dir, output, algorithms=_replay_options(algorithm), scale_to=scale_to)
+    except (SimulationError, ScenarioError, OSError) as e:
+        fail(str(e))
+    out.print(f"wrote {output} ({ranks} ranks, {ops} ops)")
 
 
 @trace_app.command("replay")
@@ -68,40 +62,62 @@ def replay_cmd(
     scale_to: Optional[int] = typer.Option(None, "--scale-to", help="Extrapolate a periodic pattern to this many ranks."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Multiply the computation between MPI calls."),
     scenario: Optional[Path] = typer.Option(None, "--scenario", help="Take [network], [[noise]] and seed from this scenario TOML."),
+    seed: Optional[int] = typer.Option(None, "--seed"),
     out_dir: Path = typer.Option(Path("replay-out"), "--out"),
     as_json: bool = typer.Option(False, "--json"),
 ):
-    """Replay a trace in the simulator (optionally on another platform, with other algorithms, at another scale)."""
-    import idlewave
-    from idlewave.results import write_text
-    from idlewave.trace import read
+    """Replay a trace in the simulator (optionally on another platform, with other algorithms, at another scale).
 
-    goal = out_dir / "trace.goal"
-    write_text(goal, _goal(trace_dir, algorithm, scale_to, compute_scale))
-    scn = {"workload": {"kind": "goal", "path": str(goal.resolve())}}
+    The replay predicts the run on dedicated cores with the given network. Calls it
+    does not model (RMA, I/O, …) are charged as computation of their traced length
+    and listed; the result is then marked approximate."""
+    from idlewave._engine import SimulationError
+    from idlewave.scenario import ScenarioError, load_scenario
+    from idlewave.trace.replay import replay
+
+    base: dict = {}
     if scenario:
-        from idlewave.scenario import ScenarioError, load_scenario
-
         try:
             base = load_scenario(scenario)
         except (ScenarioError, OSError) as e:
             fail(str(e))
-        scn.update({k: base[k] for k in ("seed", "network", "noise")})
     if platform:
-        scn["network"] = {**scn.get("network", {}), "platform": platform}
+        base["network"] = {**base.get("network", {}), "platform": platform}
     try:
-        r = idlewave.simulate(scn)
-    except Exception as e:
+        r = replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to, compute_scale=compute_scale,
+                   base=base, seed=seed)
+    except (SimulationError, ScenarioError) as e:
         fail(str(e))
-    traced = [float(t["t1"][-1] - t["t1"][0]) for t in read(trace_dir)]
-    summary = {"ranks": r.summary["ranks"], "replayed_makespan_s": r.summary["makespan_s"],
-               "traced_makespan_s": max(traced), "events": r.summary["events"], "goal": str(goal)}
     r.write(out_dir)
+    s, rep = r.summary, r.trace_report
     if as_json:
-        print(json.dumps(summary, indent=2))
-    else:
-        for k, v in summary.items():
-            out.print(f"{k:22s} {v}")
+        print(json.dumps({**s, "unmodelled": rep["unmodelled"], "zero_cost": rep["zero_cost"]}, indent=2))
+        return
+    _print_replay(s, rep)
+
+
+def _print_replay(s: dict, rep: dict) -> None:
+    from rich.table import Table
+
+    out.print(f"replayed {s['ranks']} ranks ({s['traced_ranks']} traced, {s['records']:,} records"
+              f"{', ' + s['mpi_library'].splitlines()[0] if s['mpi_library'] else ''})")
+    out.print(f"  makespan        replayed {s['makespan_s']:.6g} s    traced {s['traced_makespan_s']:.6g} s")
+    out.print(f"  inside MPI      replayed {s['replayed_mpi_s']:.6g} s    traced {s['traced_mpi_s']:.6g} s   (mean per rank)")
+    out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")
+    for title, rows in (("Not modelled (charged as computation of their traced length)", rep["unmodelled"]),
+                        ("Replayed at no cost", rep["zero_cost"])):
+        if not rows:
+            continue
+        t = Table(title=title, title_justify="left")
+        for col in ("call", "calls", "seconds", "share of traced time"):
+            t.add_column(col, justify="left" if col == "call" else "right")
+        for name, calls, secs, share in rows:
+            t.add_row(name, f"{calls:,}", f"{secs:.4g}", f"{100 * share:.2f}%")
+        out.print(t)
+    for w in s["warnings"]:
+        out.print(f"[yellow]warning:[/] {w}", highlight=False)
+    if not s["approximate"]:
+        out.print("every traced call was modelled")
 
 
 @trace_app.command("import")

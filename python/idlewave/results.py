@@ -33,6 +33,11 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
+def write_file(path: Path, write: Callable[[Path], None]) -> None:
+    """Lets `write` fill a temporary file, then renames it to `path`."""
+    _atomic(path, write)
+
+
 def write_json(path: Path, data: dict) -> None:
     def write(tmp: Path) -> None:
         with open(tmp, "w") as f:

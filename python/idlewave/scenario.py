@@ -454,6 +454,16 @@ WORKLOAD_SCHEMA: dict[str, tuple[str, dict[str, Field]]] = {
         "a LogGOPSim GOAL schedule file (calc times in ns)",
         {"path": Field("path")},
     ),
+    "trace": (
+        "a traced MPI run (directory of rank-*.iwt from `idlewave trace build`), replayed as it is read",
+        {
+            "dir": Field("path"),
+            # "collective=algorithm"; the engine checks the names and lists the choices
+            "algorithms": Field("strs", [], lambda v: None if "=" in v else f"must be collective=algorithm, got {v!r}"),
+            "compute_scale": Field("float", 1.0, _ge(0)),
+            "scale_to": Field("int", 0, _U32),  # 0: as many ranks as traced
+        },
+    ),
 }
 DEFAULT_WORKLOAD = "bsp"
 
@@ -1053,6 +1063,9 @@ def _engine_workload(w: dict, net: dict) -> dict:
 
     if kind == "goal":
         return {"kind": "goal", "path": w["path"]}
+    if kind == "trace":
+        return {"kind": "trace", "dir": w["dir"], "algorithms": dict(a.split("=", 1) for a in w["algorithms"]),
+                "compute_scale": w["compute_scale"], "scale_to": w["scale_to"] or None}
     if kind == "chebfd":
         return {
             "kind": "chebfd",

@@ -30,6 +30,8 @@ class Result:
     summary: dict
     finish_times_ps: np.ndarray = field(repr=False, default=None)
     timeline: dict | None = field(repr=False, default=None)
+    #: Trace replays: what the replay did not model, traced time in MPI (engine's report).
+    trace_report: dict | None = field(repr=False, default=None)
 
     def ranks_frame(self) -> pl.DataFrame:
         return pl.DataFrame(
@@ -59,6 +61,8 @@ class Result:
             from idlewave.timeline import write as write_timeline
 
             write_timeline(self.timeline, len(self.finish_times_s), out, self.scenario.get("name", ""))
+        if self.trace_report is not None:
+            write_json(out / "trace_report.json", self.trace_report)
         write_json(out / "summary.json", self.summary)
         return out
 
@@ -91,6 +95,10 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)
     result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
+    if "trace_report" in raw:
+        import json
+
+        result.trace_report = json.loads(raw["trace_report"])
     if "timeline" in raw:
         result.timeline = {k: (np.asarray(v) if k != "truncated" else v) for k, v in raw["timeline"].items()}
         summary["timeline_truncated"] = bool(raw["timeline"]["truncated"])

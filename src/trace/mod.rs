@@ -189,6 +189,8 @@ pub struct Report {
     pub unresolved_wildcards: u64,
     /// Per traced rank: seconds inside the calls replayed as messages.
     pub traced_mpi_s: Vec<f64>,
+    /// Per traced rank: first to last call, seconds.
+    pub traced_span_s: Vec<f64>,
     /// Per simulated rank: computation charged, seconds.
     pub calc_s: Vec<f64>,
 }
@@ -234,6 +236,7 @@ pub fn report(t: &Opened, convs: &[RankConv]) -> Report {
         r.cancelled += s.cancelled;
         r.unresolved_wildcards += s.unresolved;
         r.traced_mpi_s.push(s.mpi_s);
+        r.traced_span_s.push((s.t_last - s.t_first).max(0.0));
     }
     r.calc_s = convs.iter().map(|c| c.stats.calc_ns as f64 * 1e-9).collect();
     let share = |secs: f64| if r.traced_s > 0.0 { secs / r.traced_s } else { 0.0 };
