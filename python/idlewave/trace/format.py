@@ -1,53 +1,245 @@
-"""The tracer's file format: per rank `rank-<r>.iwt`, an 8-byte magic
-`IWTRACE1`, int32 rank, int32 size, then 48-byte records (op, flags, comm,
-peer, tag, root, bytes, request, t0, t1). Peers and roots are world ranks."""
+"""The idlewave trace format, version 2 (docs/trace-format.md): reading for
+inspection and tests, writing for importers. Pure numpy, no engine import.
+
+One file per rank, `rank-<r>.iwt`: a 64-byte header, 48-byte records (some
+followed by a payload of u64 values), and a footer with the MPI library's
+version and a per-function table of calls and seconds."""
 
 from __future__ import annotations
 
+import os
+import struct
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-RECORD = np.dtype([("op", "u1"), ("flags", "u1"), ("comm", "<u2"), ("peer", "<i4"), ("tag", "<i4"), ("root", "<i4"),
+MAGIC = b"IWTRACE2"
+FOOTER_MAGIC = b"IWFOOT02"
+HEADER = struct.Struct("<8siiQQd24x")
+assert HEADER.size == 64
+UNSET = 2**64 - 1  # record count / footer offset until MPI_Finalize patches them
+
+RECORD = np.dtype([("op", "<u2"), ("flags", "<u2"), ("comm", "<u4"), ("peer", "<i4"), ("tag", "<i4"),
                    ("bytes", "<u8"), ("req", "<u8"), ("t0", "<f8"), ("t1", "<f8")])
 assert RECORD.itemsize == 48
 
-OPS = {
+_COLLECTIVES = ["barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "gatherv",
+                "scatterv", "allgatherv", "alltoallv", "alltoallw", "reduce_scatter", "reduce_scatter_block", "scan",
+                "exscan", "neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv",
+                "neighbor_alltoallw"]
+
+OPS: dict[int, str] = {
     1: "init", 2: "finalize", 3: "send", 4: "recv", 5: "isend", 6: "irecv", 7: "sendrecv_send", 8: "sendrecv_recv",
-    9: "probe", 10: "iprobe", 11: "mprobe", 12: "mrecv", 13: "wait", 14: "test",
-    32: "barrier", 33: "bcast", 34: "reduce", 35: "allreduce", 36: "gather", 37: "scatter", 38: "allgather", 39: "alltoall",
-    48: "ibarrier", 49: "ibcast", 50: "ireduce", 51: "iallreduce", 52: "igather", 53: "iscatter", 54: "iallgather", 55: "ialltoall",
-    64: "comm_split", 65: "comm_dup", 66: "cart_create", 67: "comm_free", 68: "comm_member",
+    9: "probe", 10: "iprobe", 11: "mprobe", 12: "mrecv", 13: "wait", 14: "test", 15: "poll", 16: "send_init",
+    17: "recv_init", 18: "start", 19: "request_free", 20: "cancel", 21: "improbe", 22: "imrecv",
+    **{32 + i: name for i, name in enumerate(_COLLECTIVES)},
+    **{64 + i: "i" + name for i, name in enumerate(_COLLECTIVES)},
+    **{96 + i: name + "_init" for i, name in enumerate(_COLLECTIVES)},
+    128: "comm_new", 129: "comm_member", 130: "comm_free", 255: "other",
 }
-CODES = {v: k for k, v in OPS.items()}
+CODES: dict[str, int] = {v: k for k, v in OPS.items()}
+
+FLAGS = {"SYNC": 0x1, "READY": 0x2, "BUFFERED": 0x4, "ANY_SOURCE": 0x8, "ANY_TAG": 0x10, "CANCELLED": 0x20,
+         "UNRESOLVED": 0x40, "INTERCOMM": 0x80, "REMOTE": 0x100, "PAYLOAD": 0x8000}
+PAYLOAD = FLAGS["PAYLOAD"]
+
+# comm_new's tag: how the communicator was made
+KINDS = {1: "split", 2: "split_type", 3: "dup", 4: "idup", 5: "create", 6: "create_group", 7: "cart_create",
+         8: "cart_sub", 9: "graph_create", 10: "dist_graph_create", 11: "dist_graph_create_adjacent",
+         12: "intercomm_create", 13: "intercomm_merge", 14: "first_seen"}
 
 
 class TraceError(ValueError):
     """A trace that cannot be read or replayed; the message says why."""
 
 
-def read(directory: str | Path) -> list[np.ndarray]:
-    """Every rank's records, rank order."""
+@dataclass
+class RankTrace:
+    rank: int
+    size: int
+    records: np.ndarray                       # RECORD structured array
+    payloads: dict[int, np.ndarray] = field(default_factory=dict)  # record index -> uint64 values
+    functions: list[tuple[str, int, float]] = field(default_factory=list)  # (name, calls, seconds)
+    library: str = ""
+    finalized: bool = True
+    t_init: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, i):
+        return self.records[i]
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _records(raw: memoryview, start: int, end: int, path: Path, strict: bool) -> tuple[np.ndarray, dict, int]:
+    """Records and payloads in raw[start:end]; returns (records, payloads,
+    offset reached). Payloads are found by their flag: the records between
+    two payloads are taken in one numpy view, looked at through a window that
+    doubles while it holds no payload (linear time whether payloads are
+    rare or dense)."""
+    pieces, payloads, n, pos, window = [], {}, 0, start, 64
+    while pos < end:
+        avail = (end - pos) // RECORD.itemsize
+        if avail == 0:
+            if strict:
+                raise TraceError(f"{path}: truncated at record {n} ({end - pos} stray bytes)")
+            break
+        k = min(window, avail)
+        chunk = np.frombuffer(raw, dtype=RECORD, count=k, offset=pos)
+        hit = np.flatnonzero(chunk["flags"] & PAYLOAD)
+        if not len(hit):
+            pieces.append(chunk)
+            n += k
+            pos += k * RECORD.itemsize
+            window *= 2
+            continue
+        j = int(hit[0])
+        pieces.append(chunk[:j + 1])
+        n += j + 1
+        pos += (j + 1) * RECORD.itemsize
+        window = 64
+        if pos + 8 > end:
+            if strict:
+                raise TraceError(f"{path}: truncated at record {n - 1} (payload length missing)")
+            pieces[-1] = pieces[-1][:-1]
+            n -= 1
+            break
+        (count,) = struct.unpack_from("<Q", raw, pos)
+        if pos + 8 + 8 * count > end:
+            if strict:
+                raise TraceError(f"{path}: truncated at record {n - 1} (payload of {count} values)")
+            pieces[-1] = pieces[-1][:-1]
+            n -= 1
+            break
+        payloads[n - 1] = np.frombuffer(raw, dtype="<u8", count=count, offset=pos + 8).copy()
+        pos += 8 + 8 * count
+    records = np.concatenate(pieces) if pieces else np.zeros(0, dtype=RECORD)
+    return records, payloads, pos
+
+
+def _footer(raw: memoryview, off: int, path: Path) -> tuple[str, list[tuple[str, int, float]]]:
+    try:
+        if bytes(raw[off:off + 8]) != FOOTER_MAGIC:
+            raise TraceError(f"{path}: no footer at offset {off} (bad magic)")
+        pos = off + 8
+        (n,) = struct.unpack_from("<I", raw, pos)
+        library = bytes(raw[pos + 4:pos + 4 + n]).decode("utf-8", "replace")
+        pos += 4 + n
+        (nf,) = struct.unpack_from("<I", raw, pos)
+        pos += 4
+        functions = []
+        for _ in range(nf):
+            (ln,) = struct.unpack_from("<H", raw, pos)
+            name = bytes(raw[pos + 2:pos + 2 + ln]).decode("ascii", "replace")
+            calls, secs = struct.unpack_from("<Qd", raw, pos + 2 + ln)
+            functions.append((name, calls, secs))
+            pos += 2 + ln + 16
+    except struct.error:
+        raise TraceError(f"{path}: truncated footer") from None
+    return library, functions
+
+
+def read_rank(path: str | Path) -> RankTrace:
+    """One rank's trace. A run that did not reach MPI_Finalize (unpatched
+    header) is still read, up to the end of the file, with finalized=False."""
+    path = Path(path)
+    raw = memoryview(path.read_bytes())
+    if bytes(raw[:8]) == b"IWTRACE1":
+        raise TraceError(f"{path}: a version 1 trace (an older tracer); trace again with this version")
+    if bytes(raw[:8]) != MAGIC:
+        raise TraceError(f"{path}: not an idlewave trace (bad magic)")
+    if len(raw) < HEADER.size:
+        raise TraceError(f"{path}: truncated header")
+    _, rank, size, nrec, footer, t_init = HEADER.unpack_from(raw, 0)
+    finalized = nrec != UNSET and footer != UNSET
+    if finalized and not HEADER.size <= footer <= len(raw):
+        raise TraceError(f"{path}: footer offset {footer} is outside the file ({len(raw)} bytes)")
+    end = footer if finalized else len(raw)
+    records, payloads, _ = _records(raw, HEADER.size, end, path, strict=finalized)
+    library, functions = "", []
+    if finalized:
+        if len(records) != nrec:
+            raise TraceError(f"{path}: truncated at record {len(records)} (the header says {nrec} records)")
+        library, functions = _footer(raw, footer, path)
+    else:
+        warnings.warn(f"{path}: did not reach MPI_Finalize; {len(records)} records read", stacklevel=2)
+    return RankTrace(rank, size, records, payloads, functions, library, finalized, t_init)
+
+
+def read(directory: str | Path) -> list[RankTrace]:
+    """Every rank's trace, rank order; every rank of the run must be there."""
     d = Path(directory)
-    files = sorted(d.glob("rank-*.iwt"), key=lambda p: int(p.stem.split("-")[1]))
+    files = {}
+    for f in d.glob("rank-*.iwt"):
+        try:
+            files[int(f.stem.split("-", 1)[1])] = f
+        except ValueError:
+            continue
     if not files:
         raise TraceError(f"{d}: no rank-*.iwt files (was the tracer preloaded?)")
-    traces, size = [], None
-    for i, f in enumerate(files):
-        raw = f.read_bytes()
-        if raw[:8] != b"IWTRACE1" or len(raw) < 16 or (len(raw) - 16) % RECORD.itemsize:
-            raise TraceError(f"{f}: not an idlewave trace (bad header or truncated record)")
-        rank, n = np.frombuffer(raw[8:16], dtype="<i4")
-        if rank != i:
-            raise TraceError(f"{d}: rank-{i}.iwt is missing (found rank {rank})")
-        if size is None:
-            size = int(n)
-        traces.append(np.frombuffer(raw[16:], dtype=RECORD))
+    traces = []
+    size = None
+    for r in range(max(files) + 1):
+        if r not in files:
+            raise TraceError(f"{d}: rank-{r}.iwt is missing")
+        t = read_rank(files[r])
+        if t.rank != r:
+            raise TraceError(f"{files[r]}: holds rank {t.rank}")
+        size = t.size if size is None else size
+        if t.size != size:
+            raise TraceError(f"{files[r]}: a run of {t.size} ranks, rank-0.iwt says {size}")
+        traces.append(t)
     if len(traces) != size:
-        raise TraceError(f"{d}: {len(traces)} rank files for a run of {size} ranks")
+        raise TraceError(f"{d}: {len(traces)} rank files for a run of {size} ranks (rank-{len(traces)}.iwt is missing)")
     return traces
 
 
-def calls(rec: np.ndarray) -> list[tuple]:
+def calls(trace: RankTrace | np.ndarray) -> list[tuple[str, int, int, int]]:
     """(name, peer, tag, bytes) per record, for inspection and tests."""
-    return [(OPS.get(int(r["op"]), f"op{r['op']}"), int(r["peer"]), int(r["tag"]), int(r["bytes"])) for r in rec]
+    rec = trace.records if isinstance(trace, RankTrace) else trace
+    return [(OPS.get(int(op), f"op{int(op)}"), int(p), int(t), int(b))
+            for op, p, t, b in zip(rec["op"], rec["peer"], rec["tag"], rec["bytes"])]
+
+
+def function_name(trace: RankTrace, record: int) -> str:
+    """The MPI function an `other` record stands for."""
+    return trace.functions[int(trace.records[record]["tag"])][0]
+
+
+# ---------------------------------------------------------------- writing
+
+
+def write_rank(path: str | Path, rank: int, size: int, records: np.ndarray, payloads: dict | None = None,
+               functions: list[tuple[str, int, float]] = (), library: str = "", t_init: float | None = None) -> Path:
+    """Writes one rank's trace as the tracer does after MPI_Finalize
+    (atomically: a temporary file renamed into place)."""
+    path = Path(path)
+    records = np.asarray(records, dtype=RECORD).copy()
+    payloads = payloads or {}
+    for i in payloads:
+        records["flags"][i] |= PAYLOAD
+    if t_init is None:
+        t_init = float(records["t0"][0]) if len(records) else 0.0
+    body = bytearray()
+    prev = 0
+    for i in sorted(payloads):
+        body += records[prev:i + 1].tobytes()
+        vals = np.asarray(payloads[i], dtype="<u8")
+        body += struct.pack("<Q", len(vals)) + vals.tobytes()
+        prev = i + 1
+    body += records[prev:].tobytes()
+    lib = library.encode()
+    foot = bytearray(FOOTER_MAGIC + struct.pack("<I", len(lib)) + lib + struct.pack("<I", len(functions)))
+    for name, n, secs in functions:
+        b = name.encode()
+        foot += struct.pack("<H", len(b)) + b + struct.pack("<Qd", n, secs)
+    header = HEADER.pack(MAGIC, rank, size, len(records), HEADER.size + len(body), t_init)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(header + bytes(body) + bytes(foot))
+    os.replace(tmp, path)
+    return path

@@ -1,7 +1,8 @@
-"""OTF2 (Score-P) traces → idlewave's per-rank records, through the `otf2`
-Python bindings. Every process's first location is that rank; MPI event
-peers are mapped from their communicator to world ranks; the enclosing
-region's Enter and Leave give each call's start and end."""
+"""OTF2 (Score-P) traces → idlewave's per-rank records (trace format
+version 2, docs/trace-format.md), through the `otf2` Python bindings. Every
+process's first location is that rank; MPI event peers are mapped from their
+communicator to world ranks; the enclosing region's Enter and Leave give each
+call's start and end."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from idlewave.trace.format import CODES, RECORD, TraceError
+from idlewave.trace.format import CODES, KINDS, RECORD, TraceError, write_rank
+
+FIRST_SEEN = {v: k for k, v in KINDS.items()}["first_seen"]
+NO_PARENT = 2**32 - 1
 
 COLLECTIVES = {"BARRIER": "barrier", "BCAST": "bcast", "REDUCE": "reduce", "ALLREDUCE": "allreduce", "GATHER": "gather",
                "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall"}
@@ -60,7 +64,8 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 members = list(range(len(groups)))
             cid = 0 if members == list(range(len(groups))) else len(ids) + 1
             ids[comm] = cid
-            if cid:
+            if cid:  # a communicator the importer met first here, then its members
+                recs[r].append((CODES["comm_new"], NO_PARENT, cid, FIRST_SEEN, -1, 0, 0, t, t))
                 for i, m in enumerate(members):
                     recs[r].append((CODES["comm_member"], cid, m, i, -1, 0, 0, t, t))
             return cid
@@ -117,18 +122,17 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
             last = out[-1][8] if out else 0.0
             out.append((CODES["finalize"], 0, -1, 0, -1, 0, 0, last, last))
             a = np.zeros(len(out), dtype=RECORD)
-            for i, x in enumerate(out):
-                a[i] = (x[0], 0, x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8])
+            for i, x in enumerate(out):  # (op, comm, peer, tag, root, bytes, req, t0, t1): the root is the peer
+                a[i] = (x[0], 0, x[1], x[2], x[3], x[5], x[6], x[7], x[8])
             arrays.append(a)
         return arrays
 
 
 def write_iwt(traces: list[np.ndarray], out: str | Path) -> Path:
-    """Writes records as the tracer would (rank-<r>.iwt), atomically per file."""
-    from idlewave.results import _atomic
-
+    """Writes records as the tracer would (rank-<r>.iwt, format version 2, a
+    footer without a function table), atomically per file."""
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     for r, rec in enumerate(traces):
-        header = b"IWTRACE1" + np.array([r, len(traces)], dtype="<i4").tobytes()
-        _atomic(out / f"rank-{r}.iwt", lambda tmp, rec=rec, header=header: tmp.write_bytes(header + rec.tobytes()))
+        write_rank(out / f"rank-{r}.iwt", r, len(traces), rec, library="imported from OTF2 by idlewave")
     return out
