@@ -131,7 +131,10 @@ static void iw_count(int idx, double t0, double t1) {
 /* ------------------------------------------------------------- hash maps */
 
 /* Open addressing with linear probing and backward-shift deletion (no
- * tombstones, so heavy create/free churn does not degrade lookups). */
+ * tombstones, so heavy create/free churn does not degrade lookups). _put
+ * finds or inserts; _add always inserts, so one key can hold several entries,
+ * found oldest first by _get and _del (deletion shifts entries back without
+ * reordering entries of one key). */
 #define IW_MAP(NAME, V)                                                                        \
     typedef struct { uint64_t key; int used; V val; } NAME##_e;                                \
     typedef struct { NAME##_e *e; size_t cap, n; } NAME##_t;                                   \
@@ -147,14 +150,28 @@ static void iw_count(int idx, double t0, double t1) {
         }                                                                                      \
     }                                                                                          \
     static V *NAME##_put(NAME##_t *m, uint64_t k);                                             \
+    static V *NAME##_add(NAME##_t *m, uint64_t k);                                             \
     static void NAME##_grow(NAME##_t *m) {                                                     \
         NAME##_t old = *m;                                                                     \
         m->cap = old.cap ? old.cap * 2 : 64; m->n = 0;                                         \
         m->e = calloc(m->cap, sizeof(NAME##_e));                                               \
         if (!m->e) { iw_warn("out of memory"); abort(); }                                      \
-        for (size_t i = 0; i < old.cap; i++)                                                   \
-            if (old.e[i].used) *NAME##_put(m, old.e[i].key) = old.e[i].val;                    \
+        /* from an empty slot on, so entries of one key keep their order */                    \
+        size_t s = 0;                                                                          \
+        while (s < old.cap && old.e[s].used) s++;                                              \
+        for (size_t i = 1; i <= old.cap; i++) {                                                \
+            NAME##_e *o = &old.e[(s + i) & (old.cap - 1)];                                     \
+            if (old.cap && o->used) *NAME##_add(m, o->key) = o->val;                           \
+        }                                                                                      \
         free(old.e);                                                                           \
+    }                                                                                          \
+    /* a new (zeroed) slot for k, after any earlier ones with the same key */                  \
+    static V *NAME##_add(NAME##_t *m, uint64_t k) {                                            \
+        if (2 * (m->n + 1) > m->cap) NAME##_grow(m);                                           \
+        size_t i = NAME##_home(m, k);                                                          \
+        while (m->e[i].used) i = (i + 1) & (m->cap - 1);                                       \
+        m->e[i].used = 1; m->e[i].key = k; memset(&m->e[i].val, 0, sizeof(V)); m->n++;        \
+        return &m->e[i].val;                                                                   \
     }                                                                                          \
     /* the value slot for k, new (zeroed) or existing */                                       \
     static V *NAME##_put(NAME##_t *m, uint64_t k) {                                            \
@@ -492,8 +509,11 @@ static iw_rmap_t iw_reqs;
 static uint64_t iw_req_new(MPI_Request r, int kind, iw_comm *cm, int32_t peer, int32_t tag, int wild, int persistent,
                            uint64_t pos) {
     if (r == MPI_REQUEST_NULL) return 0;
-    iw_req *e = iw_rmap_put(&iw_reqs, IW_KEY(r));
-    if (e->id) iw_comm_unref(e->comm); /* the handle was reused: the old entry completed unseen */
+    /* Several outstanding requests can share a handle: Open MPI returns one
+     * static, already complete request for sends finished at once (Ibsend,
+     * small Isend) and receives from MPI_PROC_NULL. Completions take them
+     * oldest first. */
+    iw_req *e = iw_rmap_add(&iw_reqs, IW_KEY(r));
     e->id = iw_next_req++;
     e->pos = pos; e->start_pos = UINT64_MAX;
     e->comm = cm;
