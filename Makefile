@@ -9,7 +9,7 @@ SOURCES := $(shell find src python -name '*.rs' -o -name '*.py' 2>/dev/null) Car
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench clean system-deps
 
 install: $(STAMP)
 
@@ -23,7 +23,16 @@ $(STAMP): $(SOURCES)
 demo: install
 	$(BIN)/idlewave demo --out demo-out
 
-test: install
+# Fortran tracer tests need gfortran and Debian's Open MPI (a second MPI, apart
+# from the wheel's): installed when root with apt-get, else those tests skip.
+system-deps:
+	@if command -v gfortran >/dev/null 2>&1 && [ -x /usr/bin/mpifort ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gfortran libopenmpi-dev openmpi-bin >/dev/null; } \
+		|| echo "system-deps: could not install gfortran and Open MPI: the Fortran tracer tests will be skipped"; \
+	else echo "system-deps: gfortran or /usr/bin/mpifort missing (not root or no apt-get): the Fortran tracer tests will be skipped"; fi
+
+test: install system-deps
 	cargo test --quiet
 	$(BIN)/python -m pytest -q
 
