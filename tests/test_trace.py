@@ -1,5 +1,7 @@
-"""The PMPI tracer on a C program and an mpi4py script (Open MPI from the
-wheel), exact recorded calls, replay, extrapolation, GOAL export."""
+"""Replay of traced runs: the PMPI tracer on C programs and an mpi4py script
+(Open MPI from the wheel), exact recorded calls, replay against its own GOAL
+export, extrapolation, the report of what is not modelled, broken files.
+(Coverage of every MPI family by the tracer: test_trace_coverage.py.)"""
 
 import json
 import os
@@ -9,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import idlewave
+from idlewave import _engine
 from idlewave.measure import MPI_ENV, mpiexec
-from idlewave.trace import TraceError, build, calls, extrapolate, read, to_goal
+from idlewave._engine import SimulationError
+from idlewave.trace import TraceError, build, calls, export_goal, read, replay
 
 RING = r"""
 #include <mpi.h>
@@ -77,72 +80,121 @@ def traced(lib: Path, out: Path, ranks: int, *cmd) -> Path:
     return out
 
 
-def test_c_program_calls_are_recorded_exactly_and_replay(lib, tmp_path):
-    src = tmp_path / "ring.c"
-    src.write_text(RING)
-    exe = tmp_path / "ring"
+def compile_c(tmp_path: Path, name: str, source: str) -> Path:
+    src = tmp_path / f"{name}.c"
+    src.write_text(source)
+    exe = tmp_path / name
     subprocess.run([str(Path(sys.executable).parent / "mpicc"), "-O2", "-o", str(exe), str(src)], check=True)
-    t = read(traced(lib, tmp_path / "tr", 3, exe))
+    return exe
+
+
+def goal_of(trace_dir: Path, path: Path, **kw) -> str:
+    export_goal(trace_dir, path, **kw)
+    return path.read_text()
+
+
+def loggopsim_hosts(cli, goal: Path) -> list[int]:
+    return [int(line.split(": ")[1]) for line in cli("loggopsim", goal).stdout.splitlines() if line.startswith("Host ")]
+
+
+def test_c_program_calls_are_recorded_exactly_and_replay_as_their_goal_export(lib, tmp_path, cli):
+    exe = compile_c(tmp_path, "ring", RING)
+    d = traced(lib, tmp_path / "tr", 3, exe)
+    t = read(d)
     it = [("irecv", 2, 5, 1024), ("isend", 1, 5, 1024)]
-    got = [(n, peer, tag, b) for n, peer, tag, b in calls(t[0]) if n not in ("wait",)]
+    got = [(n, peer, tag, b) for n, peer, tag, b in calls(t[0]) if n not in ("wait", "poll")]
     assert got == [("init", -1, 0, 0)] + (it + [("allreduce", -1, 0, 8)]) * 3 + [("finalize", -1, 0, 0)]
     assert [c[0] for c in calls(t[0])].count("wait") == 6  # one per completed request of each Waitall
     assert all(calls(t[r])[1] == ("irecv", (r + 2) % 3, 5, 1024) for r in range(3))
-    goal = tmp_path / "ring.goal"
-    goal.write_text(to_goal(t))
-    r = idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
+    r = replay(d)
+    goal = goal_of(d, tmp_path / "ring.goal")
     # 3 iterations × (2 messages + 3-rank dissemination allreduce: 2 rounds of an exchange) per rank, sent and received
     msgs = 3 * 3 * (1 + 2)
-    calcs = sum(1 for line in goal.read_text().splitlines() if ": calc " in line)
+    calcs = sum(1 for line in goal.splitlines() if ": calc " in line)
     assert r.summary["events"] == 2 * msgs + calcs
+    # the lazy replay and LogGOPSim's mode on the exported schedule agree to the nanosecond
+    assert loggopsim_hosts(cli, tmp_path / "ring.goal") == [int(ps) // 1000 for ps in r.finish_times_ps]
+    assert not r.summary["approximate"] and r.summary["warnings"] == []
     # a periodic pattern scales: 3 → 6 ranks, every rank exchanging with its ring neighbours
-    t6 = extrapolate(t, 6)
-    assert len(t6) == 6 and calls(t6[5])[1] == ("irecv", 4, 5, 1024)
-    r6 = idlewave.simulate({"workload": {"kind": "goal", "path": str(_write(tmp_path / "r6.goal", to_goal(t6)))}})
-    assert r6.summary["ranks"] == 6
-    with pytest.raises(TraceError, match="multiple of 3"):
-        extrapolate(t, 7)
-
-
-def _write(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
+    r6 = replay(d, scale_to=6)
+    assert r6.summary["ranks"] == 6 and r6.summary["traced_ranks"] == 3
+    assert "recv 1024b from 4 " in goal_of(d, tmp_path / "r6.goal", scale_to=6).split("rank 5 {")[1]
+    with pytest.raises(SimulationError, match="multiple of 3"):
+        replay(d, scale_to=7)
 
 
 def test_mpi4py_script_is_traced_and_replayed(lib, tmp_path, cli):
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)
-    t = read(traced(lib, tmp_path / "tr", 2, sys.executable, script))
+    d = traced(lib, tmp_path / "tr", 2, sys.executable, script)
+    t = read(d)
     assert calls(t[0]) == [("init", -1, 0, 0), ("bcast", 0, 0, 80), ("send", 1, 3, 80), ("sendrecv_send", 1, 4, 80),
                            ("sendrecv_recv", 1, 4, 80), ("barrier", -1, 0, 0), ("finalize", -1, 0, 0)]
     assert calls(t[1])[2] == ("recv", 0, 3, 80)
-    with pytest.raises(TraceError, match="only periodic patterns scale"):
-        extrapolate(t, 4)
-    r = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rp", "--platform", "piz_daint",
+    p = cli("trace", "replay", d, "--scale-to", "4", "--out", tmp_path / "x", check=False)
+    assert p.returncode == 2 and "only periodic patterns scale" in p.stderr and "Traceback" not in p.stderr
+    r = json.loads(cli("trace", "replay", d, "--out", tmp_path / "rp", "--platform", "piz_daint",
                        "--algorithm", "bcast=linear", "--json").stdout)
-    assert r["ranks"] == 2 and r["replayed_makespan_s"] > 0
-    cli("trace", "export", tmp_path / "tr", "-o", tmp_path / "t.goal")
+    assert r["ranks"] == 2 and r["makespan_s"] > 0 and r["traced_ranks"] == 2
+    assert (tmp_path / "rp" / "trace_report.json").exists() and (tmp_path / "rp" / "summary.json").exists()
+    cli("trace", "export", d, "-o", tmp_path / "t.goal")
     p = cli("loggopsim", tmp_path / "t.goal")
     assert "Host 0:" in p.stdout and "Host 1:" in p.stdout
+    p = cli("trace", "replay", d, "--algorithm", "allreduce=bogus", "--out", tmp_path / "y", check=False)
+    assert p.returncode == 2 and "dissemination" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_sub_communicator_collectives_replay_on_their_members(lib, tmp_path):
-    src = tmp_path / "split.c"
-    src.write_text(SPLIT)
-    exe = tmp_path / "split"
-    subprocess.run([str(Path(sys.executable).parent / "mpicc"), "-O2", "-o", str(exe), str(src)], check=True)
-    t = read(traced(lib, tmp_path / "tr", 4, exe))
-    assert [c for c in calls(t[3]) if c[0] != "init"] == [
-        ("comm_member", 2, 0, 0), ("comm_member", 3, 1, 0), ("comm_split", 1, 1, 0), ("allreduce", -1, 0, 8),
-        ("bcast", 3, 0, 8), ("recv", 2, 9, 8), ("allreduce", -1, 0, 8), ("finalize", -1, 0, 0)]
-    goal = _write(tmp_path / "s.goal", to_goal(t))
-    r = idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
+    exe = compile_c(tmp_path, "split", SPLIT)
+    d = traced(lib, tmp_path / "tr", 4, exe)
+    t = read(d)
+    mine = [c for c in calls(t[3]) if c[0] not in ("init", "comm_new", "comm_member")]
+    assert mine == [("allreduce", -1, 0, 8), ("bcast", 3, 0, 8), ("recv", 2, 9, 8), ("allreduce", -1, 0, 8),
+                    ("finalize", -1, 0, 0)]
+    assert [c for c in calls(t[3]) if c[0] == "comm_member"] == [("comm_member", 2, 0, 0), ("comm_member", 3, 1, 0)]
+    r = replay(d)
+    goal = goal_of(d, tmp_path / "s.goal")
     # rows {0,1} and {2,3}: allreduce 2 messages each, bcast 1 each, the send 1 each; world allreduce 4 × 2 rounds
     msgs = 2 * 2 + 2 * 1 + 2 * 1 + 4 * 2
-    calcs = sum(1 for line in goal.read_text().splitlines() if ": calc " in line)
+    calcs = sum(1 for line in goal.splitlines() if ": calc " in line)
     assert r.summary["events"] == 2 * msgs + calcs
-    with pytest.raises(TraceError, match="sub-communicators"):
-        extrapolate(t, 8)
+    with pytest.raises(SimulationError, match="creates a communicator"):
+        replay(d, scale_to=8)
+
+
+RMA = r"""
+#include <mpi.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int r, p; MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &p);
+    double x[64] = {0}, y = 1;
+    MPI_Win w; MPI_Win_create(x, sizeof x, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    for (int i = 0; i < 3; i++) {
+        MPI_Win_fence(0, w);
+        MPI_Put(&y, 1, MPI_DOUBLE, (r + 1) % p, r, 1, MPI_DOUBLE, w);
+        MPI_Win_fence(0, w);
+        MPI_Allreduce(&y, &x[1], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    MPI_Win_free(&w);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_unmodelled_calls_are_reported_with_counts_and_share(lib, tmp_path, cli):
+    d = traced(lib, tmp_path / "tr", 2, compile_c(tmp_path, "rma", RMA))
+    p = cli("trace", "replay", d, "--out", tmp_path / "rp")
+    assert "Not modelled" in p.stdout and "MPI_Win_fence" in p.stdout and "MPI_Put" in p.stdout
+    assert "approximate:" in p.stdout
+    r = json.loads(cli("trace", "replay", d, "--out", tmp_path / "rp", "--json").stdout)
+    assert r["approximate"] is True
+    table = {name: calls for name, calls, secs, share in r["unmodelled"]}
+    # per rank: 6 fences and 3 puts, plus the window's creation and free
+    assert table["MPI_Win_fence"] == 2 * 6 and table["MPI_Put"] == 2 * 3
+    assert table["MPI_Win_create"] == 2 and table["MPI_Win_free"] == 2
+    assert 0 < r["unmodelled_share"] <= 1
+    assert all(0 <= share <= 1 for *_, share in r["unmodelled"])
 
 
 def test_bad_traces_are_reported(tmp_path, cli):
@@ -151,8 +203,16 @@ def test_bad_traces_are_reported(tmp_path, cli):
     (tmp_path / "rank-0.iwt").write_bytes(b"garbage")
     with pytest.raises(TraceError, match="not an idlewave trace"):
         read(tmp_path)
+    p = cli("trace", "replay", tmp_path, "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and "rank-0.iwt: not an idlewave trace" in p.stderr and "Traceback" not in p.stderr
     p = cli("trace", "import", tmp_path / "x.otf2", check=False)
     assert p.returncode == 2 and "no OTF2 anchor" in p.stderr
+    # a truncated file names the file and the record
+    _engine.write_synthetic_trace(str(tmp_path / "syn"), 2, 5)
+    f = tmp_path / "syn" / "rank-1.iwt"
+    f.write_bytes(f.read_bytes()[:64 + 48 * 4 + 10])
+    p = cli("trace", "replay", tmp_path / "syn", "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and "rank-1.iwt" in p.stderr and "Traceback" not in p.stderr
 
 
 def write_otf2(path: Path) -> None:
@@ -183,12 +243,12 @@ def test_otf2_traces_import_and_replay(tmp_path, cli):
     t = read(tmp_path / "tr")
     assert calls(t[0]) == [("init", -1, 0, 0), ("send", 1, 7, 800), ("allreduce", -1, 0, 8), ("finalize", -1, 0, 0)]
     assert calls(t[1])[1] == ("recv", 0, 7, 800)
-    assert t[1][1]["t0"] == pytest.approx(1.5e-6) and t[1][1]["t1"] == pytest.approx(2.6e-6)
+    assert t[1].records[1]["t0"] == pytest.approx(1.5e-6) and t[1].records[1]["t1"] == pytest.approx(2.6e-6)
     r = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rp", "--json").stdout)
-    assert r["ranks"] == 2 and r["replayed_makespan_s"] > 48e-6  # the 48 µs of computation between the calls
+    assert r["ranks"] == 2 and r["makespan_s"] > 48e-6  # the 48 µs of computation between the calls
     # the same trace under noise, from a scenario file: a 20 µs detour on rank 0 delays the allreduce
     scn = tmp_path / "noisy.toml"
     scn.write_text('[[noise]]\nkind = "single"\nrank = 0\nstart_s = 1e-5\nduration_s = 2e-5\n')
     noisy = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rn", "--scenario", scn, "--json").stdout)
     # (rank 1 reaches the allreduce a little later than rank 0 anyway, so part of the detour is absorbed)
-    assert r["replayed_makespan_s"] + 5e-6 < noisy["replayed_makespan_s"] <= r["replayed_makespan_s"] + 2e-5 + 1e-12
+    assert r["makespan_s"] + 5e-6 < noisy["makespan_s"] <= r["makespan_s"] + 2e-5 + 1e-12
