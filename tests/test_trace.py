@@ -252,3 +252,38 @@ def test_otf2_traces_import_and_replay(tmp_path, cli):
     noisy = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rn", "--scenario", scn, "--json").stdout)
     # (rank 1 reaches the allreduce a little later than rank 0 anyway, so part of the detour is absorbed)
     assert r["makespan_s"] + 5e-6 < noisy["makespan_s"] <= r["makespan_s"] + 2e-5 + 1e-12
+
+
+def test_the_python_and_rust_op_tables_agree():
+    from idlewave.trace.format import OPS
+
+    assert dict(_engine.trace_ops()) == OPS
+
+
+def test_a_trace_far_slower_inside_mpi_than_the_replay_says_so(tmp_path, cli):
+    """Two ranks ping-pong 8 bytes 20 times; the trace spent 5 ms in each
+    call (as on oversubscribed cores): the replay's few µs are flagged."""
+    import numpy as np
+
+    from idlewave.trace.format import CODES, RECORD, write_rank
+
+    for rank in range(2):
+        recs, t = [], 0.0
+        def call(op, peer=-1, tag=0, nbytes=0, dt=5e-3):
+            nonlocal t
+            recs.append((CODES[op], 0, 0, peer, tag, nbytes, 0, t, t + dt))
+            t += dt + 1e-4  # 0.1 ms of computation between calls
+        call("init", dt=0)
+        for _ in range(20):
+            for turn in (0, 1):
+                call("send" if turn == rank else "recv", peer=1 - rank, tag=1, nbytes=8)
+        call("finalize", dt=0)
+        write_rank(tmp_path / f"rank-{rank}.iwt", rank, 2, np.array(recs, dtype=RECORD),
+                   functions=[("MPI_Send", 20, 0.1), ("MPI_Recv", 20, 0.1)])
+    r = json.loads(cli("trace", "replay", tmp_path, "--out", tmp_path / "rp", "--json").stdout)
+    assert r["traced_mpi_s"] == pytest.approx(40 * 5e-3)
+    assert r["replayed_mpi_s"] < 40 * 20e-6  # a few LogGOPS latencies per call
+    assert any("inside MPI" in w and "dedicated cores" in w for w in r["warnings"])
+    assert not r["approximate"]
+    p = cli("trace", "replay", tmp_path, "--out", tmp_path / "rp")
+    assert "warning:" in p.stdout and "0.2 s per rank inside MPI" in p.stdout
