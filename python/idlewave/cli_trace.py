@@ -100,7 +100,7 @@ def _print_replay(s: dict, rep: dict) -> None:
     from rich.table import Table
 
     out.print(f"replayed {s['ranks']} ranks ({s['traced_ranks']} traced, {s['records']:,} records"
-              f"{', ' + s['mpi_library'].splitlines()[0] if s['mpi_library'] else ''})")
+              f"{', ' + s['mpi_library'].split(',')[0] if s['mpi_library'] else ''})")
     out.print(f"  makespan        replayed {s['makespan_s']:.6g} s    traced {s['traced_makespan_s']:.6g} s")
     out.print(f"  inside MPI      replayed {s['replayed_mpi_s']:.6g} s    traced {s['traced_mpi_s']:.6g} s   (mean per rank)")
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")
