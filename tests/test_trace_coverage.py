@@ -16,7 +16,8 @@ import pytest
 
 from idlewave.measure import MPI_ENV, mpiexec
 from idlewave.trace import build
-from idlewave.trace.format import CODES, FLAGS, KINDS, calls, function_name, read
+from idlewave.trace.format import (CODES, FLAGS, KINDS, RECORD, TraceError, calls, function_name, read, read_rank,
+                                    write_rank)
 from idlewave.trace.gen_tracer import LOCAL, MODELLED, generate, local_reason, parse_header, preprocess
 
 BIN = Path(sys.executable).parent
@@ -134,10 +135,18 @@ int main(int argc, char **argv) {
         C(Irecv, &x, 1, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, &q);
         while (!flag) { C(Test, &q, &flag, MPI_STATUS_IGNORE); if (!flag) failed++; }
         printf("FAILED %ld\n", failed);
+        /* a wildcard receive freed before it completes: its sender stays unknown */
+        double y;
+        C(Irecv, &y, 1, MPI_DOUBLE, MPI_ANY_SOURCE, 77, MPI_COMM_WORLD, &q);
+        C(Request_free, &q);
+        C(Barrier, MPI_COMM_WORLD);
     } else {
         usleep(100000); /* a late message */
         C(Send, &x, 1, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+        C(Barrier, MPI_COMM_WORLD);
+        C(Send, &x, 1, MPI_DOUBLE, 0, 77, MPI_COMM_WORLD);
     }
+    C(Barrier, MPI_COMM_WORLD);
     finish();
     return 0;
 }
@@ -416,6 +425,38 @@ def test_polling_is_one_record_counting_every_failed_test(lib, tmp_path):
     assert t[0].records[p]["t1"] - t[0].records[p]["t0"] > 0.05
     assert calls(t[0])[p + 1] == ("test", 1, 7, 0)
     assert footer_counts(t[0])["MPI_Test"] == failed + 1
+    (late,) = [i for i in ops(t[0], "irecv") if t[0].records[i]["tag"] == 77]
+    assert t[0].records[late]["flags"] == FLAGS["ANY_SOURCE"] | FLAGS["UNRESOLVED"] and rec(t[0], late)[0] == -1
+
+
+def test_reader_reports_bad_truncated_and_unfinished_traces(tmp_path):
+    recs = np.zeros(3, dtype=RECORD)
+    recs["op"] = [CODES["init"], CODES["alltoallv"], CODES["finalize"]]
+    recs["peer"] = -1
+    path = write_rank(tmp_path / "rank-0.iwt", 0, 1, recs, {1: [8, 16]}, [("MPI_Alltoallv", 1, 0.5)], "test MPI")
+    t = read_rank(path)
+    assert calls(t) == [("init", -1, 0, 0), ("alltoallv", -1, 0, 0), ("finalize", -1, 0, 0)]
+    assert t.payloads[1].tolist() == [8, 16] and t.functions == [("MPI_Alltoallv", 1, 0.5)] and t.library == "test MPI"
+    raw = path.read_bytes()
+    (tmp_path / "rank-0.iwt").write_bytes(raw[:64 + 48 + 8 + 8])  # cut inside the payload
+    with pytest.raises(TraceError, match=r"rank-0.iwt: truncated at record 1"):
+        read_rank(tmp_path / "rank-0.iwt")
+    # a run that died: header never patched; what was written is still read
+    unfinished = raw[:16] + b"\xff" * 16 + raw[32:64 + 48 + 48 + 8 + 16]
+    (tmp_path / "rank-0.iwt").write_bytes(unfinished)
+    with pytest.warns(UserWarning, match="did not reach MPI_Finalize"):
+        t = read_rank(tmp_path / "rank-0.iwt")
+    assert not t.finalized and len(t) == 2
+    (tmp_path / "rank-0.iwt").write_bytes(b"IWTRACE1" + bytes(8))
+    with pytest.raises(TraceError, match="version 1"):
+        read(tmp_path)
+    (tmp_path / "rank-0.iwt").write_bytes(b"garbage!" * 10)
+    with pytest.raises(TraceError, match="rank-0.iwt: not an idlewave trace"):
+        read(tmp_path)
+    write_rank(tmp_path / "rank-0.iwt", 0, 3, recs)
+    write_rank(tmp_path / "rank-2.iwt", 2, 3, recs)
+    with pytest.raises(TraceError, match="rank-1.iwt is missing"):
+        read(tmp_path)
 
 
 def test_collectives_v_variants_nonblocking_persistent_and_neighbourhood(lib, tmp_path):

@@ -157,8 +157,11 @@ def read_rank(path: str | Path) -> RankTrace:
         raise TraceError(f"{path}: truncated header")
     _, rank, size, nrec, footer, t_init = HEADER.unpack_from(raw, 0)
     finalized = nrec != UNSET and footer != UNSET
-    if finalized and not HEADER.size <= footer <= len(raw):
-        raise TraceError(f"{path}: footer offset {footer} is outside the file ({len(raw)} bytes)")
+    if finalized and footer < HEADER.size:
+        raise TraceError(f"{path}: bad footer offset {footer}")
+    if finalized and footer > len(raw):  # cut short after MPI_Finalize wrote it: say where
+        records, _, _ = _records(raw, HEADER.size, len(raw), path, strict=True)
+        raise TraceError(f"{path}: truncated at record {len(records)} (the file ends before its footer)")
     end = footer if finalized else len(raw)
     records, payloads, _ = _records(raw, HEADER.size, end, path, strict=finalized)
     library, functions = "", []
