@@ -152,6 +152,9 @@ pub struct RankConv {
     persistent: HashMap<u64, (Record, Vec<u64>)>,
     comms: HashMap<u32, CommState>,
     pending: Option<Pending>,
+    /// The (t0, t1) of the call whose time was counted last: a Waitall or
+    /// Startall writes one record per request, all with the call's times.
+    counted: (f64, f64),
     pub stats: RankStats,
     pub finished: bool,
 }
@@ -207,6 +210,7 @@ impl RankConv {
             persistent: HashMap::new(),
             comms: HashMap::from([(0, world)]),
             pending: None,
+            counted: (f64::NAN, f64::NAN),
             stats: RankStats::default(),
             finished: false,
         }
@@ -280,6 +284,14 @@ impl RankConv {
         }
     }
 
+    /// Adds a call's time inside MPI, once per call.
+    fn count_mpi(&mut self, r: &Record) {
+        if (r.t0, r.t1) != self.counted {
+            self.counted = (r.t0, r.t1);
+            self.stats.mpi_s += r.t1 - r.t0;
+        }
+    }
+
     fn zero_cost(&mut self, r: &Record) {
         let e = self.stats.zero_cost.entry(format::op_name(r.op)).or_default();
         *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
@@ -299,14 +311,14 @@ impl RankConv {
                     Ok(())
                 }
                 CollMode::Blocking => {
-                    self.stats.mpi_s += r.t1 - r.t0;
+                    self.count_mpi(r);
                     let payload = std::mem::take(&mut self.payload);
                     let res = self.collective(sh, sink, coll, true, r, &payload);
                     self.payload = payload;
                     res
                 }
                 CollMode::Nonblocking => {
-                    self.stats.mpi_s += r.t1 - r.t0;
+                    self.count_mpi(r);
                     let payload = std::mem::take(&mut self.payload);
                     let res = self.collective(sh, sink, coll, false, r, &payload);
                     self.payload = payload;
@@ -317,7 +329,7 @@ impl RankConv {
         match r.op {
             op::FINALIZE => Ok(()),
             op::SEND | op::RECV | op::MRECV => {
-                self.stats.mpi_s += r.t1 - r.t0;
+                self.count_mpi(r);
                 if r.peer == PROC_NULL {
                     return Ok(());
                 }
@@ -327,7 +339,7 @@ impl RankConv {
                 Ok(())
             }
             op::SENDRECV_SEND => {
-                self.stats.mpi_s += r.t1 - r.t0;
+                self.count_mpi(r);
                 self.sendrecv.clear();
                 if r.peer != PROC_NULL {
                     let o = self.message(sh, sink, GoalKind::Send, r, None, true)?;
@@ -347,12 +359,12 @@ impl RankConv {
                 Ok(())
             }
             op::ISEND | op::IRECV | op::IMRECV => {
-                self.stats.mpi_s += r.t1 - r.t0;
+                self.count_mpi(r);
                 let kind = if r.op == op::ISEND { GoalKind::Send } else { GoalKind::Recv };
                 self.post(sh, sink, kind, r, r.req)
             }
             op::WAIT | op::TEST => {
-                self.stats.mpi_s += r.t1 - r.t0;
+                self.count_mpi(r);
                 if let Some(done) = self.reqs.remove(&r.req) {
                     self.must.extend(done);
                 }
@@ -364,7 +376,7 @@ impl RankConv {
                 Ok(())
             }
             op::START => {
-                self.stats.mpi_s += r.t1 - r.t0;
+                self.count_mpi(r);
                 let Some((t, payload)) = self.persistent.get(&r.req).cloned() else {
                     return Err(format!("MPI_Start of request {:#x}, which no *_init created", r.req));
                 };

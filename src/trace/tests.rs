@@ -227,3 +227,23 @@ fn memory_is_bounded_by_open_requests_not_trace_length() {
     }
     assert!(most < 3 * 16, "{most} ops open at once");
 }
+
+#[test]
+fn a_waitall_counts_its_time_inside_mpi_once() {
+    let d = tmp("waitall");
+    for r in 0..2i32 {
+        let mut k = Rank::new(&d, r, 2);
+        k.p2p(op::IRECV, 1 - r, 1, 8, 1).p2p(op::ISEND, 1 - r, 1, 8, 2);
+        // one Waitall of 2 ms completing both requests: two records with the call's times
+        let (t0, t1) = (k.t, k.t + 2e-3);
+        for (req, peer) in [(1, 1 - r), (2, -1)] {
+            k.w.record(&Record { op: op::WAIT, peer, tag: 1, req, t0, t1, ..Default::default() }, &[]).unwrap();
+        }
+        k.t = t1 + 1e-6;
+        k.finish();
+    }
+    let (_, _, rep) = replay(&spec(&d)).unwrap();
+    for s in rep.traced_mpi_s {
+        assert!((s - (2e-3 + 2e-6)).abs() < 1e-9, "{s}");
+    }
+}
