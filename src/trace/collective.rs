@@ -37,7 +37,8 @@ pub struct Call<'a> {
     pub payload: &'a [u64],
 }
 
-fn kind_of(c: Coll) -> Option<CollectiveKind> {
+/// The engine's collective for a traced one, where it has algorithms for it.
+pub fn kind_of(c: Coll) -> Option<CollectiveKind> {
     Some(match c {
         Coll::Barrier => CollectiveKind::Barrier,
         Coll::Bcast => CollectiveKind::Bcast,

@@ -159,20 +159,6 @@ pub struct RankConv {
     pub finished: bool,
 }
 
-fn coll_kind(c: Coll) -> Option<CollectiveKind> {
-    Some(match c {
-        Coll::Barrier => CollectiveKind::Barrier,
-        Coll::Bcast => CollectiveKind::Bcast,
-        Coll::Reduce => CollectiveKind::Reduce,
-        Coll::Allreduce => CollectiveKind::Allreduce,
-        Coll::Gather => CollectiveKind::Gather,
-        Coll::Scatter => CollectiveKind::Scatter,
-        Coll::Allgather => CollectiveKind::Allgather,
-        Coll::Alltoall => CollectiveKind::Alltoall,
-        _ => return None,
-    })
-}
-
 /// Ops of point-to-point calls whose peer is a rank of the trace (moved by extrapolation).
 fn has_p2p_peer(code: u16) -> bool {
     matches!(
@@ -310,17 +296,10 @@ impl RankConv {
                     self.persistent.insert(r.req, (*r, self.payload.clone()));
                     Ok(())
                 }
-                CollMode::Blocking => {
+                CollMode::Blocking | CollMode::Nonblocking => {
                     self.count_mpi(r);
                     let payload = std::mem::take(&mut self.payload);
-                    let res = self.collective(sh, sink, coll, true, r, &payload);
-                    self.payload = payload;
-                    res
-                }
-                CollMode::Nonblocking => {
-                    self.count_mpi(r);
-                    let payload = std::mem::take(&mut self.payload);
-                    let res = self.collective(sh, sink, coll, false, r, &payload);
+                    let res = self.collective(sh, sink, coll, mode == CollMode::Blocking, r, &payload);
                     self.payload = payload;
                     res
                 }
@@ -505,7 +484,7 @@ impl RankConv {
                 return self.emit(sink, vec![Round::Together(msgs)], |w| w, tag, blocking, r.req, ranks);
             }
             _ => {
-                let alg = coll_kind(coll).and_then(|k| sh.algorithms.get(&k).copied());
+                let alg = collective::kind_of(coll).and_then(|k| sh.algorithms.get(&k).copied());
                 let call = Call { coll, n, me, root, bytes: r.bytes, payload };
                 collective::rounds(&call, alg)?
             }

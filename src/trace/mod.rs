@@ -76,7 +76,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
         return Err(format!("compute_scale must be a finite number ≥ 0, got {}", spec.compute_scale));
     }
     if ranks != traced {
-        if ranks < traced || ranks % traced != 0 {
+        if ranks < traced || !ranks.is_multiple_of(traced) {
             return Err(format!("can only scale {traced} ranks to a multiple of {traced}, not {ranks}"));
         }
         check_periodic(t)?;
