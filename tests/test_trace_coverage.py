@@ -298,6 +298,30 @@ def rec(t, i) -> tuple:
     return int(r["peer"]), int(r["tag"]), int(r["bytes"])
 
 
+def replays(trace_dir: Path, tmp: Path) -> tuple[int, dict]:
+    """Replays the trace (it must complete: no deadlock, no unmatched message)
+    and returns its messages (sends in the exported schedule) and the report."""
+    from idlewave.trace import export_goal, replay
+
+    r = replay(trace_dir)
+    goal = tmp / f"{trace_dir.name}.goal"
+    export_goal(trace_dir, goal)
+    text = goal.read_text()
+    sends, recvs = text.count(": send "), text.count(": recv ")
+    assert sends == recvs
+    assert r.summary["events"] == sends + recvs + text.count(": calc ")
+    return sends, r.trace_report
+
+
+def p2p_sends(t) -> int:
+    """The messages a rank's point-to-point calls sent (PROC_NULL and cancelled ones move nothing)."""
+    x = t.records
+    real = (x["peer"] >= 0) & (x["flags"] & FLAGS["CANCELLED"] == 0)
+    n = int((np.isin(x["op"], [CODES[c] for c in ("send", "isend", "sendrecv_send")]) & real).sum())
+    inits = set(x["req"][x["op"] == CODES["send_init"]].tolist())
+    return n + int(((x["op"] == CODES["start"]) & np.isin(x["req"], list(inits))).sum())
+
+
 def assert_counts_match(traces, stdout):
     for t, mine in zip(traces, program_counts(stdout, len(traces))):
         assert footer_counts(t) == mine, f"rank {t.rank}"
@@ -412,6 +436,11 @@ def test_point_to_point_modes_persistent_probes_cancel_and_proc_null(lib, tmp_pa
         assert len(set(posted.tolist())) == len(posted) and (posted > 0).all()
         done = Counter(x.records[ops(x, "wait")]["req"].tolist())
         assert all(done[q] == 1 for q in posted.tolist())
+    # the replay sends exactly the messages the program sent
+    sends, report = replays(tmp_path / "p2p-trace", tmp_path)
+    # (and 3 barriers: one dissemination round on 2 ranks, a message each way)
+    assert sends == sum(p2p_sends(x) for x in t) + 3 * 2 > 20
+    assert report["cancelled"] == 2
 
 
 def test_polling_is_one_record_counting_every_failed_test(lib, tmp_path):
@@ -427,6 +456,9 @@ def test_polling_is_one_record_counting_every_failed_test(lib, tmp_path):
     assert footer_counts(t[0])["MPI_Test"] == failed + 1
     (late,) = [i for i in ops(t[0], "irecv") if t[0].records[i]["tag"] == 77]
     assert t[0].records[late]["flags"] == FLAGS["ANY_SOURCE"] | FLAGS["UNRESOLVED"] and rec(t[0], late)[0] == -1
+    sends, report = replays(tmp_path / "poll-trace", tmp_path)
+    # the freed wildcard receive replays as a wildcard receive: it takes rank 1's late message
+    assert report["polls"] == failed and report["unresolved_wildcards"] == 0
 
 
 def test_reader_reports_bad_truncated_and_unfinished_traces(tmp_path):
@@ -509,6 +541,8 @@ def test_collectives_v_variants_nonblocking_persistent_and_neighbourhood(lib, tm
         assert members == [(r % 2, 0), (r % 2 + 2, 1)]  # a column of the grid
         (b,) = ops(x, "bcast")
         assert x.records[b]["comm"] == sub_id and rec(x, b) == (r % 2 + 2, 0, 32)
+    sends, report = replays(tmp_path / "coll-trace", tmp_path)
+    assert sends > 0 and not report["unmodelled"]
 
 
 def test_communicator_ids_are_never_reused_and_members_follow_handle_reuse(lib, tmp_path):
@@ -547,6 +581,9 @@ def test_communicator_ids_are_never_reused_and_members_follow_handle_reuse(lib, 
         # idup's request completes in the Wait
         (w,) = ops(x, "wait")
         assert x.records[w]["req"] > 0
+    # 2,000 allreduces on pairs (one exchange each way) and the intercommunicator's sendrecv
+    sends, report = replays(tmp_path / "comms-trace", tmp_path)
+    assert sends >= 4 * 2000 + 4
 
 
 def test_rma_calls_are_recorded_as_other_with_their_names(lib, tmp_path):
@@ -557,6 +594,9 @@ def test_rma_calls_are_recorded_as_other_with_their_names(lib, tmp_path):
         assert names == ["MPI_Win_create", "MPI_Win_fence"] + (["MPI_Put"] if x.rank == 0 else []) + \
             ["MPI_Win_fence"] + (["MPI_Get"] if x.rank == 1 else []) + ["MPI_Win_fence", "MPI_Win_free"]
         assert x.records[ops(x, "other")[0]]["comm"] == 0
+    _, report = replays(tmp_path / "rma-trace", tmp_path)
+    assert {name: n for name, n, _, _ in report["unmodelled"]} == {
+        "MPI_Win_create": 2, "MPI_Win_fence": 6, "MPI_Put": 1, "MPI_Get": 1, "MPI_Win_free": 2}
 
 
 # ------------------------------------------------------------------- Fortran
@@ -685,6 +725,9 @@ def test_fortran_ring_allreduce_alltoallv_counts_and_peers(debian_lib, tmp_path)
         assert x.payloads[ops(x, "alltoallv")[0]].tolist() == sent + got_b
         assert len(ops(x, "wait")) == 6
         assert x.library.startswith("Open MPI v4")
+    # ring: 3 × 3 messages; 3-rank dissemination allreduce: 3 × 3 × 2; pairwise alltoallv: 3 × 2
+    sends, _ = replays(tmp_path / "ring-trace", tmp_path)
+    assert sends == 9 + 18 + 6
 
 
 def test_fortran_mpif_h_and_mpi_f08_bindings_are_traced(debian_lib, tmp_path):

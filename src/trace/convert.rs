@@ -104,6 +104,8 @@ struct Pending {
     parent_ctx: u64,
     order: u64,
     members: Vec<u32>,
+    /// An intercommunicator's remote group.
+    remote: Vec<u32>,
     index: u64,
 }
 
@@ -126,7 +128,8 @@ pub struct RankStats {
     /// First and last timestamps.
     pub t_first: f64,
     pub t_last: f64,
-    /// Requests that moved nothing: cancelled, or wildcard receives never completed.
+    /// Requests that moved nothing: cancelled ones; and wildcard-tag
+    /// receives whose match the trace does not have (left out).
     pub cancelled: u64,
     pub unresolved: u64,
 }
@@ -152,6 +155,8 @@ pub struct RankConv {
     persistent: HashMap<u64, (Record, Vec<u64>)>,
     comms: HashMap<u32, CommState>,
     pending: Option<Pending>,
+    /// Intercommunicators made so far per member set (both groups), for their contexts.
+    intercomms: HashMap<u64, u64>,
     /// The (t0, t1) of the call whose time was counted last: a Waitall or
     /// Startall writes one record per request, all with the call's times.
     counted: (f64, f64),
@@ -197,6 +202,7 @@ impl RankConv {
             comms: HashMap::from([(0, world)]),
             pending: None,
             counted: (f64::NAN, f64::NAN),
+            intercomms: HashMap::new(),
             stats: RankStats::default(),
             finished: false,
         }
@@ -404,11 +410,19 @@ impl RankConv {
         if r.peer == PROC_NULL {
             return Ok(());
         }
-        if r.has(flag::UNRESOLVED) || r.peer < 0 || (kind == GoalKind::Recv && r.tag < 0) {
+        let unresolved = r.has(flag::UNRESOLVED) || r.peer < 0;
+        if unresolved && (kind == GoalKind::Send || r.tag < 0) {
+            // a wildcard tag cannot be confined to its communicator in the replay
             self.stats.unresolved += 1;
             return Ok(());
         }
-        let o = self.message(sh, sink, kind, r, None, true)?;
+        let o = if unresolved {
+            // A wildcard-source receive whose completion the trace does not
+            // have (freed before it completed): a wildcard in the replay too.
+            self.wildcard_recv(sh, sink, r)?
+        } else {
+            self.message(sh, sink, kind, r, None, true)?
+        };
         self.step(o, false);
         self.reqs.insert(req, vec![o]);
         Ok(())
@@ -425,6 +439,12 @@ impl RankConv {
         let ctx = self.comms.get(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?.ctx;
         let tag = sh.tag(ctx, r.tag as i64);
         Ok(self.op(sink, NewOp { kind, peer: r.peer as u32, tag, size: r.bytes }, after, chain))
+    }
+
+    fn wildcard_recv(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<OpRef, String> {
+        let ctx = self.comms.get(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?.ctx;
+        let tag = sh.tag(ctx, r.tag as i64);
+        Ok(self.op(sink, NewOp { kind: GoalKind::Recv, peer: crate::program::ANY, tag, size: r.bytes }, None, true))
     }
 
     /// Hands an op to the sink: it requires `after` (default: what the
@@ -559,19 +579,18 @@ impl RankConv {
             return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
         }
         let (ctx, order) = parent_ctx.unwrap_or((0x5eed, 0));
-        self.pending = Some(Pending { id: r.peer as u32, parent_ctx: mix(ctx, r.tag as u64), order, members: Vec::new(), index: self.reader.index });
+        self.pending = Some(Pending { id: r.peer as u32, parent_ctx: mix(ctx, r.tag as u64), order, members: Vec::new(), remote: Vec::new(), index: self.reader.index });
         Ok(())
     }
 
     fn member(&mut self, r: &Record) -> Result<(), String> {
         match self.pending.as_mut() {
             Some(p) if p.id == r.comm => {
-                if !r.has(flag::REMOTE) {
-                    if r.tag as usize != p.members.len() {
-                        return Err(format!("member {} of communicator {} out of order", r.tag, r.comm));
-                    }
-                    p.members.push(r.peer as u32);
+                let group = if r.has(flag::REMOTE) { &mut p.remote } else { &mut p.members };
+                if r.tag as usize != group.len() {
+                    return Err(format!("member {} of communicator {} out of order", r.tag, r.comm));
                 }
+                group.push(r.peer as u32);
                 Ok(())
             }
             // The world's members, or a repeat: nothing new.
@@ -591,7 +610,19 @@ impl RankConv {
             return Err(format!("{at}: member {w} is not a rank of this {}-rank trace", sh.traced));
         }
         let world = p.members.len() as u32 == sh.ranks && p.members.iter().enumerate().all(|(i, &w)| i as u32 == w);
-        let ctx = p.members.iter().fold(mix(p.parent_ctx, p.order), |h, &w| mix(h, w as u64));
+        let ctx = if p.remote.is_empty() {
+            p.members.iter().fold(mix(p.parent_ctx, p.order), |h, &w| mix(h, w as u64))
+        } else {
+            // The two sides of an intercommunicator have different parents and
+            // local groups: its context comes from both groups, in rank order,
+            // and how many intercommunicators they formed before.
+            let mut both: Vec<u32> = p.members.iter().chain(&p.remote).copied().collect();
+            both.sort_unstable();
+            let key = both.iter().fold(0x1c0, |h, &w| mix(h, w as u64));
+            let n = self.intercomms.entry(key).or_insert(0);
+            *n += 1;
+            mix(key, *n)
+        };
         let members = if world { None } else { Some(sh.group(ctx, p.members)) };
         self.comms.insert(p.id, CommState { ctx, members, me: me as u32, created: 0, colls: 0 });
         Ok(())

@@ -186,6 +186,7 @@ pub struct Report {
     pub polls: u64,
     pub poll_s: f64,
     pub cancelled: u64,
+    /// Receives with a wildcard tag whose match the trace does not have: left out.
     pub unresolved_wildcards: u64,
     /// Per traced rank: seconds inside the calls replayed as messages.
     pub traced_mpi_s: Vec<f64>,
@@ -264,6 +265,7 @@ impl<W: Write> Sink for GoalText<'_, W> {
         let res = (|| -> std::io::Result<()> {
             match op.kind {
                 GoalKind::Send => writeln!(self.out, "l{l}: send {}b to {} tag {}", op.size, op.peer, op.tag)?,
+                GoalKind::Recv if op.peer == crate::program::ANY => writeln!(self.out, "l{l}: recv {}b from -1 tag {}", op.size, op.tag)?,
                 GoalKind::Recv => writeln!(self.out, "l{l}: recv {}b from {} tag {}", op.size, op.peer, op.tag)?,
                 GoalKind::Calc => writeln!(self.out, "l{l}: calc {}", op.size)?,
             }

@@ -70,7 +70,8 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
         warn.append(f"approximate: {sum(n for _, n, _, _ in report['unmodelled'])} calls the replay does not model "
                     f"({names}{', …' if len(report['unmodelled']) > 4 else ''}) were charged as computation of their traced length")
     if report["unresolved_wildcards"]:
-        warn.append(f"approximate: {report['unresolved_wildcards']} wildcard receives never completed in the trace and were left out")
+        warn.append(f"approximate: {report['unresolved_wildcards']} receives with MPI_ANY_TAG never completed in the trace "
+                    "and were left out (their match is unknown)")
     span = max(report["traced_span_s"], default=0.0)
     if traced_mpi > MPI_EXCESS_RATIO * replayed_mpi and traced_mpi > 0.01 * span:
         warn.append(f"the traced run spent {traced_mpi:.4g} s per rank inside MPI, the replay predicts {replayed_mpi:.4g} s "
