@@ -176,14 +176,11 @@ fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, S
     }
 }
 
-/// Bytes per simulated rank of a trace replay besides its window of open
-/// ops: the converter's state and its share of the file buffers.
-const TRACE_BYTES_PER_RANK: u128 = 1024;
-
 fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
-    let ranks = spec.scale_to.unwrap_or(t.files.len() as u32) as u128;
-    check_memory(ranks * (ENGINE_BYTES_PER_RANK + TRACE_BYTES_PER_RANK) + (8 << 20), cfg.max_memory_bytes)?;
+    let ranks = spec.scale_to.unwrap_or(t.files.len() as u32);
+    let per_rank = ENGINE_BYTES_PER_RANK + crate::trace::bytes_per_rank(&t, ranks);
+    check_memory(ranks as u128 * per_rank, cfg.max_memory_bytes)?;
     let (shared, convs) = crate::trace::converters(spec, &t)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, convs.len() as u32)?;
     let program = crate::trace::window::TraceProgram::new(shared, convs)?;

@@ -68,6 +68,18 @@ fn algorithms(spec: &TraceSpec) -> Result<HashMap<CollectiveKind, Algorithm>, St
     Ok(out)
 }
 
+/// File buffer per rank: the budget shared out, at least 16 records.
+fn chunk_bytes(ranks: u32) -> usize {
+    (BUFFER_BUDGET / ranks.max(1) as usize).clamp(format::RECORD_BYTES * 16, 1 << 20)
+}
+
+/// Bytes a replay of `ranks` ranks holds per rank before any op is open:
+/// its converter, window and file buffer (with the path it rereads).
+pub fn bytes_per_rank(t: &Opened, ranks: u32) -> u128 {
+    let path = t.files.first().map_or(0, |(p, _)| p.as_os_str().len());
+    (std::mem::size_of::<RankConv>() + std::mem::size_of::<window::Window>() + chunk_bytes(ranks) + path + 64) as u128
+}
+
 /// The converters of every simulated rank, and what they share.
 pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>), String> {
     let traced = t.files.len() as u32;
@@ -81,7 +93,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
         }
         check_periodic(t)?;
     }
-    let chunk = (BUFFER_BUDGET / ranks.max(1) as usize).clamp(format::RECORD_BYTES * 16, 1 << 20);
+    let chunk = chunk_bytes(ranks);
     let shared = Shared::new(traced, ranks, algorithms(spec)?, spec.compute_scale);
     let convs = (0..ranks)
         .map(|q| {

@@ -247,3 +247,16 @@ fn a_waitall_counts_its_time_inside_mpi_once() {
         assert!((s - (2e-3 + 2e-6)).abs() < 1e-9, "{s}");
     }
 }
+
+#[test]
+fn a_replay_too_large_for_memory_is_refused_before_allocating() {
+    let d = tmp("huge");
+    write_synthetic(&d, 2, 1).unwrap();
+    let mut cfg = crate::bench::config("bcast_1m").unwrap();
+    cfg.workload = crate::sim::WorkloadSpec::Trace(TraceSpec { scale_to: Some(1 << 30), ..spec(&d) });
+    cfg.max_memory_bytes = Some(1 << 30);
+    crate::alloc::reset_peak();
+    let e = crate::sim::run(&cfg, None).err().unwrap();
+    assert!(e.contains("GiB"), "{e}");
+    assert!(crate::alloc::peak_bytes() < 64 << 20);
+}
