@@ -456,8 +456,8 @@ def test_overrides_in_parse_scenario():
 
 def test_describe_workloads():
     d = sc.describe_workloads()
-    assert [w["kind"] for w in d] == ["bsp", "collective", "skeleton", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "goal"]
-    assert set(sc.WORKLOADS) == {"bsp", "collective", "skeleton", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "goal"}
+    assert [w["kind"] for w in d] == ["bsp", "collective", "skeleton", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "goal", "trace"]
+    assert set(sc.WORKLOADS) == {"bsp", "collective", "skeleton", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "goal", "trace"}
     assert all(isinstance(sc.WORKLOADS[k], str) and sc.WORKLOADS[k] for k in sc.WORKLOADS)
     bsp = d[0]
     assert bsp["description"] == sc.WORKLOADS["bsp"]
@@ -465,7 +465,8 @@ def test_describe_workloads():
     assert "kind" not in bsp["params"]
     assert d[1]["params"]["collective"] == "allreduce"
     assert d[2]["params"]["app"] == "" and d[2]["params"]["beta"] == 0.0
-    assert d[-1]["params"] == {"path": None}
+    assert d[-2]["params"] == {"path": None}
+    assert d[-1]["params"] == {"dir": None, "algorithms": [], "compute_scale": 1.0, "scale_to": 0}
     # The listing's defaults are the validator's defaults.
     assert sc.parse_scenario("")["workload"] == {"kind": "bsp", **bsp["params"]}
     bsp["params"]["distances"].append(2)  # callers can't corrupt the schema
