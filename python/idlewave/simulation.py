@@ -98,7 +98,10 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     if "trace_report" in raw:
         import json
 
+        from idlewave.trace.replay import summarise
+
         result.trace_report = json.loads(raw["trace_report"])
+        summary.update(summarise(result.trace_report, result.finish_times_s))
     if "timeline" in raw:
         result.timeline = {k: (np.asarray(v) if k != "truncated" else v) for k, v in raw["timeline"].items()}
         summary["timeline_truncated"] = bool(raw["timeline"]["truncated"])

@@ -28,14 +28,12 @@ def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_
            compute_scale: float = 1.0, base: dict | None = None, seed: int | None = None):
     """Runs the replay; `base` gives the scenario's network, noise and seed.
     Returns the Result, with `.trace_report` (what was not modelled) and
-    summary keys comparing the traced and replayed time inside MPI."""
+    summary keys comparing the traced and replayed time inside MPI (`summarise`)."""
     import idlewave
 
     scn = {k: v for k, v in (base or {}).items() if k in ("seed", "network", "noise", "limits")}
     scn["workload"] = workload(trace_dir, algorithms, scale_to, compute_scale)
-    r = idlewave.simulate(scn, seed=seed)
-    r.summary.update(summarise(r.trace_report, r.finish_times_s))
-    return r
+    return idlewave.simulate(scn, seed=seed)
 
 
 def summarise(report: dict, finish_times_s) -> dict:
