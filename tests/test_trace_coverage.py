@@ -743,3 +743,28 @@ def test_fortran_mpif_h_and_mpi_f08_bindings_are_traced(debian_lib, tmp_path):
                                                            ("finalize", -1, 0, 0)]
         assert footer_counts(x) == {"MPI_Init": 1, "MPI_Irecv": 1, "MPI_Isend": 1, "MPI_Waitall": 1,
                                     "MPI_Allreduce": 1, "MPI_Finalize": 1}
+
+
+# ------------------------------------------------------------ real applications
+
+
+@pytest.mark.skipif(not Path("/usr/bin/lmp").exists() or not (DEB / "mpiexec").exists(),
+                    reason="needs Debian's LAMMPS and Open MPI (apt-get install lammps libopenmpi-dev)")
+def test_lammps_peptide_is_traced_whole_and_replays(debian_lib, tmp_path):
+    """LAMMPS's PPPM peptide example at 4 ranks: the calls the first tracer lost
+    (Alltoallv, Comm_dup) are there, every call is modelled, and it replays."""
+    for f in Path("/usr/share/lammps/examples/peptide").iterdir():
+        shutil.copy(f, tmp_path)
+    env = debian_env(tmp_path / "tr")
+    p = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "-n", "4", "-x", f"LD_PRELOAD={debian_lib}", "-x",
+                        "IDLEWAVE_TRACE_DIR", "/usr/bin/lmp", "-in", "in.peptide", "-log", "none", "-screen", "none"],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    t = read(tmp_path / "tr")
+    for x in t:
+        n = footer_counts(x)
+        assert n["MPI_Alltoallv"] == 14 and n["MPI_Alltoall"] == 14 and n["MPI_Allgather"] == 14
+        assert n["MPI_Comm_dup"] == 7 and n["MPI_Cart_create"] == 1
+        assert len(ops(x, "alltoallv")) == 14 and all(len(x.payloads[i]) == 8 for i in ops(x, "alltoallv"))
+    sends, report = replays(tmp_path / "tr", tmp_path)
+    assert sends > 40_000 and report["unmodelled"] == []
