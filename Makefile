@@ -9,7 +9,7 @@ SOURCES := $(shell find src python -name '*.rs' -o -name '*.py' 2>/dev/null) Car
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: install demo test bench clean system-deps
+.PHONY: install demo test bench clean system-deps check-examples
 
 install: $(STAMP)
 
@@ -35,6 +35,11 @@ system-deps:
 test: install system-deps
 	cargo test --quiet
 	$(BIN)/python -m pytest -q
+
+# Every example's results against the stored hashes: a refactoring must not change them
+# (after a deliberate change of results: scripts/hash_examples.py --write tests/example_hashes.json).
+check-examples: install
+	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
 
 bench: install
 	$(BIN)/idlewave bench
