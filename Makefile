@@ -9,7 +9,7 @@ SOURCES := $(shell find src python -name '*.rs' -o -name '*.py' 2>/dev/null) Car
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: install demo test bench clean system-deps check-examples
+.PHONY: install demo test lint bench clean system-deps check-examples
 
 install: $(STAMP)
 
@@ -32,7 +32,14 @@ system-deps:
 		|| echo "system-deps: could not install gfortran and Open MPI: the Fortran tracer tests will be skipped"; \
 	else echo "system-deps: gfortran or /usr/bin/mpifort missing (not root or no apt-get): the Fortran tracer tests will be skipped"; fi
 
-test: install system-deps
+# The house habits: formatting, clippy without warnings, ruff and mypy clean.
+lint: install
+	cargo fmt --check
+	cargo clippy --quiet --all-targets -- -D warnings
+	$(BIN)/ruff check python tests scripts
+	$(BIN)/mypy
+
+test: install system-deps lint
 	cargo test --quiet
 	$(BIN)/python -m pytest -q
 

@@ -107,3 +107,16 @@ def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path):
     assert {r["hiding"] for r in s["matvec"]["runs"]} == {"fixed_alpha", "dynamic_alpha", "mpi_test"}
     page = (tmp_path / "d" / "report.html").read_text()
     assert "Desynchronization" in page and "Idle waves" in page and "Regimes" in page
+
+
+def test_the_engine_stub_names_every_function_of_the_engine():
+    import ast
+    from pathlib import Path
+
+    from idlewave import _engine
+
+    stub = ast.parse((Path(_engine.__file__).parent / "_engine.pyi").read_text())
+    declared = {n.name for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {n.target.id for n in stub.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    public = {n for n in dir(_engine) if not n.startswith("_")} | {"__version__"}
+    assert declared == public

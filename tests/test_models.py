@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import idlewave
-from idlewave.models import fit, hyperbolic, loggops, nbc, postal
 from conftest import EXAMPLES
+from idlewave.models import fit, hyperbolic, loggops, nbc, postal
 
 
 def test_table1_of_the_noise_paper_to_the_printed_digits():

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import idlewave
-from idlewave import analyze
 from conftest import EXAMPLES
+from idlewave import analyze
 
 NET = {"L_s": 1e-6, "o_s": 1e-7, "g_s": 1e-7, "G_s_per_byte": 1e-10}
 

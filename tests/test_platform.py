@@ -1,7 +1,6 @@
 """Platforms: presets, link classes and protocols, mappings, topology,
 injection sharing, memory contention and latency regimes, end to end."""
 
-import math
 
 import numpy as np
 import pytest

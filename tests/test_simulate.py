@@ -8,9 +8,8 @@ import polars as pl
 import pytest
 
 import idlewave
-from idlewave import ScenarioError, SimulationError
-
 from conftest import EXAMPLES
+from idlewave import ScenarioError, SimulationError
 
 L, O, G_, GB = 2.5e-6, 1.5e-6, 1.0e-6, 6e-9  # LogGOPSim defaults
 

@@ -1,7 +1,6 @@
 """Sweeps on a local Dask cluster, and the HTML report (rendered in headless
 Chromium when it is installed)."""
 
-import json
 import shutil
 import subprocess
 

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from idlewave._engine import SimulationError
 
 from idlewave import _engine
 from idlewave.measure import MPI_ENV, mpiexec
-from idlewave._engine import SimulationError
 from idlewave.trace import TraceError, build, calls, export_goal, read, replay
 
 RING = r"""
@@ -230,11 +230,17 @@ def write_otf2(path: Path) -> None:
         recv = defs.region("MPI_Recv", region_role=RegionRole.POINT2POINT, paradigm=Paradigm.MPI)
         ar = defs.region("MPI_Allreduce", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
         w0, w1 = trace.event_writer_from_location(locs[0]), trace.event_writer_from_location(locs[1])
-        w0.enter(1000, send); w0.mpi_send(1100, 1, world, 7, 800); w0.leave(2000, send)
-        w1.enter(1500, recv); w1.mpi_recv(2500, 0, world, 7, 800); w1.leave(2600, recv)
+        w0.enter(1000, send)
+        w0.mpi_send(1100, 1, world, 7, 800)
+        w0.leave(2000, send)
+        w1.enter(1500, recv)
+        w1.mpi_recv(2500, 0, world, 7, 800)
+        w1.leave(2600, recv)
         for w, t in ((w0, 50000), (w1, 50200)):
-            w.enter(t, ar); w.mpi_collective_begin(t + 10)
-            w.mpi_collective_end(t + 900, CollectiveOp.ALLREDUCE, world, 0xFFFFFFFF, 8, 8); w.leave(t + 1000, ar)
+            w.enter(t, ar)
+            w.mpi_collective_begin(t + 10)
+            w.mpi_collective_end(t + 900, CollectiveOp.ALLREDUCE, world, 0xFFFFFFFF, 8, 8)
+            w.leave(t + 1000, ar)
 
 
 def test_otf2_traces_import_and_replay(tmp_path, cli):
@@ -268,16 +274,13 @@ def test_a_trace_far_slower_inside_mpi_than_the_replay_says_so(tmp_path, cli):
     from idlewave.trace.format import CODES, RECORD, write_rank
 
     for rank in range(2):
-        recs, t = [], 0.0
-        def call(op, peer=-1, tag=0, nbytes=0, dt=5e-3):
-            nonlocal t
-            recs.append((CODES[op], 0, 0, peer, tag, nbytes, 0, t, t + dt))
+        recs: list[tuple] = []
+        t = 0.0
+        calls_ = [("init", -1, 0)] + [("send" if turn == rank else "recv", 1 - rank, 8) for _ in range(20) for turn in (0, 1)]
+        for op, peer, nbytes in calls_ + [("finalize", -1, 0)]:
+            dt = 5e-3 if nbytes else 0.0
+            recs.append((CODES[op], 0, 0, peer, 1 if nbytes else 0, nbytes, 0, t, t + dt))
             t += dt + 1e-4  # 0.1 ms of computation between calls
-        call("init", dt=0)
-        for _ in range(20):
-            for turn in (0, 1):
-                call("send" if turn == rank else "recv", peer=1 - rank, tag=1, nbytes=8)
-        call("finalize", dt=0)
         write_rank(tmp_path / f"rank-{rank}.iwt", rank, 2, np.array(recs, dtype=RECORD),
                    functions=[("MPI_Send", 20, 0.1), ("MPI_Recv", 20, 0.1)])
     r = json.loads(cli("trace", "replay", tmp_path, "--out", tmp_path / "rp", "--json").stdout)

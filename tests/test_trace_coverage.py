@@ -16,8 +16,7 @@ import pytest
 
 from idlewave.measure import MPI_ENV, mpiexec
 from idlewave.trace import build
-from idlewave.trace.format import (CODES, FLAGS, KINDS, RECORD, TraceError, calls, function_name, read, read_rank,
-                                    write_rank)
+from idlewave.trace.format import CODES, FLAGS, KINDS, RECORD, TraceError, calls, function_name, read, read_rank, write_rank
 from idlewave.trace.gen_tracer import LOCAL, MODELLED, generate, local_reason, parse_header, preprocess
 
 BIN = Path(sys.executable).parent

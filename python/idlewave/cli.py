@@ -1,4 +1,4 @@
-"""The `idlewave` command line (the user-facing contract: see DESIGN.md §4)."""
+"""The `idlewave` command line: its command names and flags are a contract with users (add, never rename)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -46,9 +45,9 @@ def run_with_progress(run, quiet: bool):
 
 @app.command()
 def simulate(
-    scenario: Optional[Path] = typer.Argument(None, help="Scenario TOML file."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Write ranks.parquet, timers.parquet, summary.json here."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
+    scenario: Path | None = typer.Argument(None, help="Scenario TOML file."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Write ranks.parquet, timers.parquet, summary.json here."),
+    seed: int | None = typer.Option(None, "--seed", help="Override the scenario's seed."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     list_: bool = typer.Option(False, "--list", help="List workloads and noise sources with their parameters."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
@@ -98,7 +97,7 @@ def simulate(
         show_summary(result.summary, out_dir)
 
 
-def show_summary(s: dict, out_dir: Optional[Path]) -> None:
+def show_summary(s: dict, out_dir: Path | None) -> None:
     t = Table(show_header=False, box=None)
     t.add_row("ranks × iterations", f"{s['ranks']:,} × {s['iterations']:,}")
     t.add_row("makespan", f"{s['makespan_s']:.9g} s")
@@ -114,15 +113,15 @@ def show_summary(s: dict, out_dir: Optional[Path]) -> None:
 
 @app.command(context_settings={"ignore_unknown_options": False})
 def loggopsim(
-    goal: Optional[Path] = typer.Argument(None, help="GOAL schedule (text; no txt2bin step needed)."),
-    filename: Optional[Path] = typer.Option(None, "-f", "--filename", help="The schedule, as LogGOPSim's -f."),
+    goal: Path | None = typer.Argument(None, help="GOAL schedule (text; no txt2bin step needed)."),
+    filename: Path | None = typer.Option(None, "-f", "--filename", help="The schedule, as LogGOPSim's -f."),
     L: int = typer.Option(2500, "-L", "--LogGOPS_L", help="Latency L in ns."),
     o: int = typer.Option(1500, "-o", "--LogGOPS_o", help="CPU overhead o in ns."),
     g: int = typer.Option(1000, "-g", "--LogGOPS_g", help="Gap per message g in ns."),
     G: float = typer.Option(6, "-G", "--LogGOPS_G", help="Gap per byte G in ns."),
     O: float = typer.Option(0, "-O", "--LogGOPS_O", help="Overhead per byte O in ns."),
     S: int = typer.Option(65535, "-S", "--LogGOPS_S", help="Largest eager message in bytes."),
-    noise_trace: Optional[Path] = typer.Option(None, "--noise-trace", help="Detour trace: 'start<TAB>duration' ns per line."),
+    noise_trace: Path | None = typer.Option(None, "--noise-trace", help="Detour trace: 'start<TAB>duration' ns per line."),
     noise_cosched: bool = typer.Option(False, "--noise-cosched", help="Same trace offset on every rank."),
     seed: int = typer.Option(0, "--seed", help="Seed for the per-rank trace offsets (LogGOPSim uses the clock)."),
     batchmode: bool = typer.Option(False, "-b", "--batchmode", help="Never print per-host times."),
@@ -196,7 +195,7 @@ analyze_app = typer.Typer(no_args_is_help=True, help="Measurements on results: i
 app.add_typer(analyze_app, name="analyze")
 
 
-def _analysis(run) -> None:
+def _analysis(run) -> dict:
     from idlewave.analyze import AnalysisError
 
     try:
@@ -230,7 +229,7 @@ def analyze_idle_wave(
 def analyze_pd(
     barrier_dir: Path = typer.Argument(..., help="Result of the run with a barrier each iteration."),
     free_dir: Path = typer.Argument(..., help="Result of the same run without barriers."),
-    barrier_cost: Optional[float] = typer.Option(None, "--barrier-cost", help="Seconds per barrier to subtract (default: simulate a noiseless barrier on the same network)."),
+    barrier_cost: float | None = typer.Option(None, "--barrier-cost", help="Seconds per barrier to subtract (default: simulate a noiseless barrier on the same network)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ):
     """Desynchronization speedup P_D (idle-waves paper Eq. 1), barrier cost subtracted."""
@@ -251,10 +250,10 @@ def analyze_pd(
 def regimes(
     data: list[Path] = typer.Argument(..., help="T[p, k]: Parquet/CSV (long rank, iteration, time — or wide), .npy, or result directories."),
     out_dir: Path = typer.Option(Path("regimes-out"), "--out", help="Output directory."),
-    n_regimes: Optional[int] = typer.Option(None, "--regimes", help="Number of regimes (default: chosen by BIC over 1..6)."),
+    n_regimes: int | None = typer.Option(None, "--regimes", help="Number of regimes (default: chosen by BIC over 1..6)."),
     timer: str = typer.Option("matvec", "--timer", help="Timer to use from a result directory (else 'iteration')."),
     use_max: bool = typer.Option(False, "--max", help="Fit T_k^max = max_p T[p,k] (Remark 1)."),
-    names: Optional[list[str]] = typer.Option(None, "--name", help="A label per input (default: file names)."),
+    names: list[str] | None = typer.Option(None, "--name", help="A label per input (default: file names)."),
     seed: int = typer.Option(0, "--seed"),
     restarts: int = typer.Option(5, "--restarts", min=1),
     no_figures: bool = typer.Option(False, "--no-figures"),
@@ -299,8 +298,8 @@ def regimes(
 def sweep(
     study: Path = typer.Argument(..., help="Study TOML: [base] scenario (or base = file), [grid] and/or [[points]]."),
     out_dir: Path = typer.Option(Path("sweep-out"), "--out"),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (default: a local cluster)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Local cluster workers (default 2)."),
+    scheduler: str | None = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (default: a local cluster)."),
+    workers: int | None = typer.Option(None, "--workers", help="Local cluster workers (default 2)."),
     quiet: bool = typer.Option(False, "--quiet"),
 ):
     """Run many scenarios on Dask; each point is written as it finishes, finished points are skipped."""
@@ -324,7 +323,7 @@ def sweep(
 @app.command()
 def report(
     directory: Path = typer.Argument(..., help="A directory of results (simulate --out, sweep, regimes, measure compare)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)."),
 ):
     """One self-contained HTML page from results."""
     from idlewave.report import build

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -61,9 +60,9 @@ def _command(kind: str):
     def cmd(
         out_dir: Path = typer.Option(Path(f"measure-{kind}"), "--out", help="Output directory."),
         ranks: int = typer.Option(2, "--ranks", "-n", help="MPI processes (oversubscribed if more than cores)."),
-        sets: Optional[list[str]] = typer.Option(None, "--set", help="A parameter, key=value (repeatable)."),
+        sets: list[str] | None = typer.Option(None, "--set", help="A parameter, key=value (repeatable)."),
     ):
-        _run(kind, ranks, out_dir, sets)
+        _run(kind, ranks, out_dir, sets or [])
 
     cmd.__doc__ = HELP[kind]
     return cmd

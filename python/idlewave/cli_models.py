@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import polars as pl
@@ -65,7 +64,7 @@ JSON = typer.Option(False, "--json", help="Print JSON.")
 
 @model_app.command("nbc-bound")
 def nbc_bound(
-    beta: Optional[float] = typer.Option(None, "--beta", help="Computation-to-communication ratio."),
+    beta: float | None = typer.Option(None, "--beta", help="Computation-to-communication ratio."),
     inflation: float = typer.Option(1.0, "--inflation", help="Noise inflation of communication Σ(c+n)/Σc (Eq. 6, 7)."),
     table1: bool = typer.Option(False, "--table1", help="Print Table 1 of the noise paper."),
     as_json: bool = JSON,
@@ -232,9 +231,9 @@ def loggops_model(
 def fit_postal(
     data: Path = typer.Argument(..., help="Ping-pong CSV/Parquet: size_bytes, time_s (one way), optional link = on_node|off_node."),
     output: Path = typer.Option(..., "-o", "--output", help="Platform TOML to write."),
-    short_max: Optional[int] = typer.Option(None, "--short-max", help="Largest short message (else found from the data)."),
-    eager_max: Optional[int] = typer.Option(None, "--eager-max", help="Largest eager message (else found from the data)."),
-    multipair: Optional[Path] = typer.Option(None, "--multipair", help="Multi-pair CSV/Parquet: pairs, size_bytes, time_s."),
+    short_max: int | None = typer.Option(None, "--short-max", help="Largest short message (else found from the data)."),
+    eager_max: int | None = typer.Option(None, "--eager-max", help="Largest eager message (else found from the data)."),
+    multipair: Path | None = typer.Option(None, "--multipair", help="Multi-pair CSV/Parquet: pairs, size_bytes, time_s."),
     ranks_per_node: int = typer.Option(1, "--ranks-per-node", min=1),
     as_json: bool = JSON,
 ):
@@ -261,7 +260,7 @@ def fit_postal(
     text = fitting.platform_toml(links["off_node"].link, links["on_node"].link if "on_node" in links else None,
                                  ranks_per_node=ranks_per_node, node_bw=bw, source=str(data))
     write_text(output, text)
-    summary = {name: {"short_max": f.link.short_max, "eager_max": f.link.eager_max,
+    summary: dict[str, object] = {name: {"short_max": f.link.short_max, "eager_max": f.link.eager_max,
                       **{p: {"alpha_s": getattr(f.link, p).alpha, "beta_s_per_byte": getattr(f.link, p).beta} for p in fitting.PROTOCOLS},
                       "rms_relative_error": f.rms_relative_error} for name, f in links.items()}
     if bw:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,7 +15,7 @@ trace_app = typer.Typer(no_args_is_help=True, help="Trace MPI runs (PMPI, LD_PRE
 @trace_app.command("build")
 def build_cmd(
     out_dir: Path = typer.Option(Path("."), "-o", "--out", help="Where to put libidlewave-trace.so."),
-    mpicc: Optional[str] = typer.Option(None, "--mpicc", help="The MPI compiler wrapper of your application's MPI."),
+    mpicc: str | None = typer.Option(None, "--mpicc", help="The MPI compiler wrapper of your application's MPI."),
 ):
     """Compile the PMPI tracer with your mpicc."""
     from idlewave.trace import TraceError, build
@@ -28,7 +27,7 @@ def build_cmd(
     out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app")
 
 
-def _replay_options(algorithm: Optional[list[str]]) -> list[str]:
+def _replay_options(algorithm: list[str] | None) -> list[str]:
     for a in algorithm or []:
         if "=" not in a:
             fail(f"--algorithm expects collective=algorithm, got {a!r}")
@@ -39,8 +38,8 @@ def _replay_options(algorithm: Optional[list[str]]) -> list[str]:
 def export_cmd(
     trace_dir: Path = typer.Argument(..., help="Directory of rank-*.iwt files."),
     output: Path = typer.Option(..., "-o", "--output", help="GOAL file to write."),
-    algorithm: Optional[list[str]] = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
-    scale_to: Optional[int] = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks."),
+    algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
+    scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks."),
 ):
     """Write the replay's schedule as a GOAL file (LogGOPSim's format), streamed."""
     from idlewave._engine import SimulationError
@@ -57,12 +56,12 @@ def export_cmd(
 @trace_app.command("replay")
 def replay_cmd(
     trace_dir: Path = typer.Argument(..., help="Directory of rank-*.iwt files."),
-    platform: Optional[str] = typer.Option(None, "--platform", help="Preset or platform file to replay on."),
-    algorithm: Optional[list[str]] = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
-    scale_to: Optional[int] = typer.Option(None, "--scale-to", help="Extrapolate a periodic pattern to this many ranks."),
+    platform: str | None = typer.Option(None, "--platform", help="Preset or platform file to replay on."),
+    algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
+    scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate a periodic pattern to this many ranks."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Multiply the computation between MPI calls."),
-    scenario: Optional[Path] = typer.Option(None, "--scenario", help="Take [network], [[noise]] and seed from this scenario TOML."),
-    seed: Optional[int] = typer.Option(None, "--seed"),
+    scenario: Path | None = typer.Option(None, "--scenario", help="Take [network], [[noise]] and seed from this scenario TOML."),
+    seed: int | None = typer.Option(None, "--seed"),
     out_dir: Path = typer.Option(Path("replay-out"), "--out"),
     as_json: bool = typer.Option(False, "--json"),
 ):

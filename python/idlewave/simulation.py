@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import polars as pl
@@ -28,7 +28,7 @@ class Result:
     finish_times_s: np.ndarray
     timers: dict[str, np.ndarray]
     summary: dict
-    finish_times_ps: np.ndarray = field(repr=False, default=None)
+    finish_times_ps: np.ndarray | None = field(repr=False, default=None)
     timeline: dict | None = field(repr=False, default=None)
     #: Trace replays: what the replay did not model, traced time in MPI (engine's report).
     trace_report: dict | None = field(repr=False, default=None)

@@ -47,7 +47,7 @@ def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 2
     rank = comm.Get_rank()
     if comm.Get_size() < 2:
         raise SystemExit("pingpong needs at least 2 ranks")
-    rows = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
+    rows: dict[str, list] = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
     for link, peer in _partners(comm).items():
         for size in _sizes(max_bytes):
             buf = np.zeros(size, dtype=np.uint8)
@@ -75,7 +75,7 @@ def multipair(comm, max_bytes: int = 1 << 20, min_bytes: int = 1 << 14, reps: in
     half = size_ // 2
     if half < 1:
         raise SystemExit("multipair needs at least 2 ranks")
-    rows = {"pairs": [], "size_bytes": [], "rep": [], "time_s": []}
+    rows: dict[str, list] = {"pairs": [], "size_bytes": [], "rep": [], "time_s": []}
     for pairs in range(1, half + 1):
         for size in [s for s in _sizes(max_bytes) if s >= min_bytes]:
             buf = np.zeros(size, dtype=np.uint8)
@@ -112,7 +112,7 @@ def kernels(comm, sizes: list[int] | None = None, halo_n: list[int] | None = Non
     sizes = sizes or [8, 1024, 65536]
     halo_n = halo_n or [4, 16, 64]
     rank = comm.Get_rank()
-    rows = {"kernel": [], "mode": [], "size_bytes": [], "n": [], "rep": [], "time_s": [], "overlap_s": [], "trailing_s": []}
+    rows: dict[str, list] = {"kernel": [], "mode": [], "size_bytes": [], "n": [], "rep": [], "time_s": [], "overlap_s": [], "trailing_s": []}
 
     def record(kernel, mode, size, n, rep, t):
         worst = comm.reduce(t, op=MPI.MAX, root=0)
@@ -152,7 +152,7 @@ def kernels(comm, sizes: list[int] | None = None, halo_n: list[int] | None = Non
                         MPI.Request.Waitall(reqs)
                         busy(overlap_s)
                     else:
-                        busy(overlap_s, lambda: MPI.Request.Testall(reqs), test_chunks)
+                        busy(overlap_s, lambda reqs=reqs: MPI.Request.Testall(reqs), test_chunks)
                         MPI.Request.Waitall(reqs)
                     busy(trailing_s)
                 record("halo", mode, 8 * n * n, n, rep, (MPI.Wtime() - t0) / iterations)
@@ -173,13 +173,13 @@ def noise(comm, duration_s: float = 1.0, threshold_ns: int = 1000, fwq_work: int
     all_quanta = comm.gather(quanta, root=0)
     if rank != 0:
         return {}
-    d = {"rank": [], "start_ns": [], "duration_ns": []}
+    d: dict[str, list] = {"rank": [], "start_ns": [], "duration_ns": []}
     for r, ds in enumerate(all_detours):
         for s, l in ds:
             d["rank"].append(r)
             d["start_ns"].append(s)
             d["duration_ns"].append(l)
-    q = {"rank": [], "sample": [], "ns": []}
+    q: dict[str, list] = {"rank": [], "sample": [], "ns": []}
     for r, qs in enumerate(all_quanta):
         q["rank"] += [r] * len(qs)
         q["sample"] += list(range(len(qs)))
@@ -200,8 +200,8 @@ def stream(comm, elements: int = 1_000_000, iterations: int = 50, message_bytes:
     peers = [p for p in (rank - 1, rank + 1) if 0 <= p < size]
     sbuf = [np.zeros(message_bytes, np.uint8) for _ in peers]
     rbuf = [np.empty(message_bytes, np.uint8) for _ in peers]
-    timers = {"rank": [], "rep": [], "iteration": [], "barrier": [], "compute_s": [], "comm_s": []}
-    runtime = {True: [], False: []}
+    timers: dict[str, list] = {"rank": [], "rep": [], "iteration": [], "barrier": [], "compute_s": [], "comm_s": []}
+    runtime: dict[bool, list[float]] = {True: [], False: []}
     np.multiply(c, scalar, out=a)  # warm-up: first touch of the arrays, connections
     MPI.Request.Waitall([comm.Irecv(r, p, 5) for r, p in zip(rbuf, peers)] + [comm.Isend(s, p, 5) for s, p in zip(sbuf, peers)])
     # alternate the two variants so drifts of the machine hit both alike
@@ -271,7 +271,7 @@ def cg(comm, n: int = 32, iterations: int = 50, hiding: str = "fixed_alpha", alp
     out_lo, out_hi = np.zeros((n, n)), np.zeros((n, n))
     interior = n - 2
     alpha = alpha0
-    records = {"rank": [], "iteration": [], "t_in_s": [], "t_out_s": [], "wait_in_s": [], "wait_out_s": [], "alpha": []}
+    records: dict[str, list] = {"rank": [], "iteration": [], "t_in_s": [], "t_out_s": [], "wait_in_s": [], "wait_out_s": [], "alpha": []}
 
     def plane(u, y, k):
         below = u[k - 1] if k > 0 else u_ghost_lo

@@ -66,6 +66,7 @@ def fit_protocols(sizes, times, short_max: int | None = None, eager_max: int | N
             raise ValueError("each protocol needs at least two sizes in the data")
         fits = [_segment(n[m], t[m]) for m in parts]
         sse, protos = sum(f[1] for f in fits), [f[0] for f in fits]
+    assert short_max is not None and eager_max is not None  # found above when not given
     link = LinkModel(protos[0], protos[1], protos[2], int(short_max), int(eager_max))
     return ProtocolFit(link, float(np.sqrt(sse / n.size)), found)
 

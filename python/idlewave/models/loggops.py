@@ -23,11 +23,11 @@ class LogGOPS:
     S: int = 65535
 
     @classmethod
-    def from_seconds(cls, L_s, o_s, g_s, G_s_per_byte, O_s_per_byte=0.0, S_bytes=65535) -> "LogGOPS":
+    def from_seconds(cls, L_s, o_s, g_s, G_s_per_byte, O_s_per_byte=0.0, S_bytes=65535) -> LogGOPS:
         return cls(round(L_s * PS), round(o_s * PS), round(g_s * PS), G_s_per_byte * PS, O_s_per_byte * PS, S_bytes)
 
     @classmethod
-    def loggopsim_defaults(cls) -> "LogGOPS":
+    def loggopsim_defaults(cls) -> LogGOPS:
         return cls(2_500_000, 1_500_000, 1_000_000, 6000.0, 0.0, 65535)
 
     def per_byte(self, size: int, x: float) -> int:

@@ -10,8 +10,8 @@ T̂_s = W_k + Σ_coll max(c_i + n_i, W_i) + Σ_p2p (c_i + n_i + W_i).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)

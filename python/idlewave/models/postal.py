@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class LinkModel:
         return self.protocol(n)[1].time(n)
 
     @classmethod
-    def uniform(cls, alpha: float, beta: float, eager_max: int = 8192) -> "LinkModel":
+    def uniform(cls, alpha: float, beta: float, eager_max: int = 8192) -> LinkModel:
         p = Protocol(alpha, beta)
         return cls(p, p, p, 0, eager_max)
 
@@ -69,7 +70,7 @@ class PostalPlatform:
     flop_time: float = 0.0  # s per flop (reductions)
 
     @classmethod
-    def from_network(cls, net: dict) -> "PostalPlatform":
+    def from_network(cls, net: dict) -> PostalPlatform:
         """From a validated scenario's [network] table (a preset or fit):
         α = L + 2o and β = max(G, O) per protocol — the affine form of the
         LogGOPS one-way time (exact when o = g = 0, as in the postal presets)."""
@@ -88,7 +89,7 @@ class PostalPlatform:
                    net.get("stall_s", 0.0), net.get("stalls_per_byte", 0.0))
 
     @classmethod
-    def preset(cls, name: str) -> "PostalPlatform":
+    def preset(cls, name: str) -> PostalPlatform:
         from idlewave.scenario import parse_scenario
 
         return cls.from_network(parse_scenario(f'[network]\nplatform = "{name}"\n')["network"])
@@ -100,7 +101,7 @@ class PostalPlatform:
         name, proto = link.protocol(n)
         base = proto.time(n)
         ppn = active or self.ppn
-        out = {"protocol": name, "postal": base, "maxrate": 0.0, "hops": 0.0, "congestion": 0.0}
+        out: dict[str, Any] = {"protocol": name, "postal": base, "maxrate": 0.0, "hops": 0.0, "congestion": 0.0}
         if maxrate and not on_node and self.node_bandwidth > 0 and proto.beta > 0:
             shared = min(self.node_bandwidth, ppn / proto.beta)
             out["maxrate"] = proto.alpha + ppn * n / shared - base
@@ -165,7 +166,7 @@ def halo(pl: PostalPlatform, messages: list[tuple[int, bool]], *, blocking: bool
 
 # Per method: blocking allreduces per iteration, and nonblocking ones with
 # the computation they overlap (in units of the stage times).
-PCG_METHODS = {
+PCG_METHODS: dict[str, dict[str, Any]] = {
     "pcg": {"blocking": 2},
     "sapcg": {"blocking": 1},
     "nbpcg": {"overlapped": [("spmv",), ("precond",)]},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from hmmlearn.hmm import GaussianHMM
@@ -33,8 +34,8 @@ class Fit:
     startprob: np.ndarray
     log_likelihood: float
     criteria: dict = field(default_factory=dict)  # n -> {"bic":, "aic":}
-    model: object = None
-    order: np.ndarray = None  # model state -> sorted regime
+    model: Any = None
+    order: Any = None  # model state -> sorted regime
     loc: float = 0.0  # the model sees (T - loc) / scale
     scale: float = 1.0
 

@@ -20,7 +20,7 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
     cumulative sums and percentage differences, fast-regime means."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {"datasets": {}, "comparisons": {}}
+    summary: dict[str, dict] = {"datasets": {}, "comparisons": {}}
     tmax = {}
     for name, T in datasets.items():
         d = out / name if len(datasets) > 1 else out
@@ -49,7 +49,8 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
             median_rank = int(np.argsort(np.median(series, axis=1))[ranks // 2])
             figs += figures.regime_series(series[median_rank], labels[median_rank], d)
             if extra and name in extra:
-                figs += figures.in_out_scatter(*extra[name], d)
+                t_in, t_out = extra[name]
+                figs += figures.in_out_scatter(t_in, t_out, d)
             s["figures"] = figs
         write_json(d / "summary.json", s)
         summary["datasets"][name] = s

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import struct
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,7 +165,8 @@ def read_rank(path: str | Path) -> RankTrace:
         raise TraceError(f"{path}: truncated at record {len(records)} (the file ends before its footer)")
     end = footer if finalized else len(raw)
     records, payloads, _ = _records(raw, HEADER.size, end, path, strict=finalized)
-    library, functions = "", []
+    library: str = ""
+    functions: list[tuple[str, int, float]] = []
     if finalized:
         if len(records) != nrec:
             raise TraceError(f"{path}: truncated at record {len(records)} (the header says {nrec} records)")
@@ -218,7 +220,7 @@ def function_name(trace: RankTrace, record: int) -> str:
 
 
 def write_rank(path: str | Path, rank: int, size: int, records: np.ndarray, payloads: dict | None = None,
-               functions: list[tuple[str, int, float]] = (), library: str = "", t_init: float | None = None) -> Path:
+               functions: Sequence[tuple[str, int, float]] = (), library: str = "", t_init: float | None = None) -> Path:
     """Writes one rank's trace as the tracer does after MPI_Finalize
     (atomically: a temporary file renamed into place)."""
     path = Path(path)

@@ -325,13 +325,15 @@ def balanced(text: str, start: int) -> int:
 
 
 def split_params(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "," and depth == 0:
             out.append("".join(cur))
             cur = []
             continue
-        depth += ch in "([" 
+        depth += ch in "(["
         depth -= ch in ")]"
         cur.append(ch)
     out.append("".join(cur))
@@ -733,7 +735,7 @@ def f_special(sym: str, reals: list[str], name: str, idx: int) -> str:
 
 def plan_functions(protos: dict[str, Proto], macros: set[str], plan: Plan) -> list[tuple[str, Spec | None]]:
     """Every PMPI function of the header, classified; returns the wrapped ones."""
-    wrapped = []
+    wrapped: list[tuple[str, Spec | None]] = []
     for key in sorted(protos):
         if not key.startswith("PMPI_"):
             continue

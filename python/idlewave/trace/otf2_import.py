@@ -36,7 +36,7 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
         res = tr.definitions.clock_properties.timer_resolution
         groups = [g for g in tr.definitions.location_groups if str(g.location_group_type).endswith("PROCESS")]
         rank_of_group = {g: r for r, g in enumerate(groups)}
-        first_loc = {}
+        first_loc: dict = {}
         for loc in tr.definitions.locations:
             first_loc.setdefault(loc.group, loc)
         rank_of_loc = {loc: rank_of_group[g] for g, loc in first_loc.items() if g in rank_of_group}
@@ -50,8 +50,8 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 return int(r)
             return rank_of_group.get(getattr(member, "group", None), rank_of_loc.get(member, int(r)))
 
-        recs = [[] for _ in groups]
-        comm_ids = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
+        recs: list[list[tuple]] = [[] for _ in groups]
+        comm_ids: list[dict] = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
 
         def comm_id(r, comm, t):
             """The id of `comm` on rank r; its members are recorded the first time."""
@@ -70,7 +70,7 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                     recs[r].append((CODES["comm_member"], cid, m, i, -1, 0, 0, t, t))
             return cid
         open_since = {}  # rank -> (enter time, first record index of the region)
-        irecv = [{} for _ in groups]
+        irecv: list[dict] = [{} for _ in groups]
         for loc, ev in tr.events:
             r = rank_of_loc.get(loc)
             if r is None:
@@ -118,7 +118,7 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 cid = comm_id(r, ev.communicator, t0)
                 out.append((CODES[op], cid, root, 0, root, nbytes, 0, t0, t))
         arrays = []
-        for r, out in enumerate(recs):
+        for out in recs:
             last = out[-1][8] if out else 0.0
             out.append((CODES["finalize"], 0, -1, 0, -1, 0, 0, last, last))
             a = np.zeros(len(out), dtype=RECORD)

@@ -1,0 +1,46 @@
+"""Type stub of the compiled engine (src/python.rs); a test checks it names
+every function the module has."""
+
+from collections.abc import Callable
+from typing import Any
+
+__version__: str
+
+class SimulationError(ValueError):
+    """A scenario that cannot be simulated: bad input, deadlock, unmatched messages, or too large."""
+
+def simulate(config_json: str, progress: Callable[[float, int], bool] | None = None) -> dict[str, Any]:
+    """Runs one scenario (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
+    ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, derived, and
+    timeline / trace_report when produced."""
+
+def loggopsim(
+    path: str,
+    l_ns: int,
+    o_ns: int,
+    g_ns: int,
+    big_g_ns: float,
+    big_o_ns: float,
+    s_bytes: int,
+    noise_trace: str | None = None,
+    noise_cosched: bool = False,
+    seed: int = 0,
+) -> tuple[list[int], int]:
+    """LogGOPSim mode: (host finishing times in ps, events)."""
+
+def export_goal_text(config_json: str) -> str: ...
+def spmv_partners_text(config_json: str) -> str: ...
+def measure_selfish(duration_s: float, threshold_ns: int) -> list[tuple[int, int]]: ...
+def measure_fwq(work: int, samples: int) -> list[int]: ...
+def collective_steps(
+    kind: str, algorithm: str | None, ranks: int, root: int, nbytes: int, rank: int, chunk_bytes: int = 0
+) -> list[tuple[str, int, int, int, int]]: ...
+def bench_case(case: str) -> dict[str, Any]: ...
+def bench_cases() -> list[str]: ...
+def read_noise_trace(path: str) -> list[tuple[float, float]]: ...
+def trace_export_goal(spec_json: str, path: str) -> tuple[int, int]:
+    """Streams a trace replay's schedule into a GOAL file; (ranks, ops)."""
+
+def trace_ops() -> list[tuple[int, str]]: ...
+def write_synthetic_trace(dir: str, ranks: int, iterations: int) -> None: ...
+
