@@ -36,6 +36,10 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
+/// On by default (feature `count-alloc`): summaries and the benchmark report
+/// real heap memory. A program embedding the crate that brings its own
+/// global allocator turns it off; the counts then stay 0.
+#[cfg(feature = "count-alloc")]
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
 

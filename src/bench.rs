@@ -2,10 +2,10 @@
 //! bytes per rank on fixed cases. An event is one completed operation (a
 //! send, a receive or a computation), so figures compare across simulators.
 
+use crate::collectives::CollectiveKind;
 use crate::network::{LogGOPS, Network};
 use crate::noise::NoiseSpec;
 use crate::sim::{run, Config, WorkloadSpec};
-use crate::collectives::CollectiveKind;
 use crate::workloads::{Bsp, CollectiveLoop, CollectiveMode};
 
 pub struct BenchResult {

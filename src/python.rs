@@ -13,7 +13,12 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-create_exception!(_engine, SimulationError, PyValueError, "A scenario that cannot be simulated: bad input, deadlock, unmatched messages, or too large.");
+create_exception!(
+    _engine,
+    SimulationError,
+    PyValueError,
+    "A scenario that cannot be simulated: bad input, deadlock, unmatched messages, or too large."
+);
 
 fn err(msg: String) -> PyErr {
     SimulationError::new_err(msg)
@@ -111,10 +116,8 @@ fn loggopsim(
         big_o_ps: big_o_ns * 1000.0,
         s_bytes,
     };
-    let noise: Vec<NoiseSpec> = noise_trace
-        .map(|path| NoiseSpec::Trace { path, cosched: noise_cosched, ranks: None })
-        .into_iter()
-        .collect();
+    let noise: Vec<NoiseSpec> =
+        noise_trace.map(|path| NoiseSpec::Trace { path, cosched: noise_cosched, ranks: None }).into_iter().collect();
     sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(err)
 }
 
@@ -136,7 +139,8 @@ fn collective_steps(
     chunk_bytes: u64,
 ) -> PyResult<Vec<StepTuple>> {
     use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm, Step};
-    let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(kind.into())).map_err(|e| err(format!("collective: {e}")))?;
+    let kind: CollectiveKind =
+        serde_json::from_value(serde_json::Value::String(kind.into())).map_err(|e| err(format!("collective: {e}")))?;
     let algorithm: Algorithm = match algorithm {
         Some(a) => serde_json::from_value(serde_json::Value::String(a.into())).map_err(|e| err(format!("algorithm: {e}")))?,
         None => kind.default_algorithm(),

@@ -35,7 +35,9 @@ pub enum WorkloadSpec {
     /// Block LU or blocked Floyd–Warshall on a 2-D process grid.
     Dense2d(Dense2d),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
-    Goal { path: String },
+    Goal {
+        path: String,
+    },
     /// A traced MPI run (directory of rank-*.iwt), converted as it runs.
     Trace(crate::trace::TraceSpec),
 }

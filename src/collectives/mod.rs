@@ -36,14 +36,31 @@ pub fn floor_pow2(p: u32) -> u32 {
 /// One step of a rank's part in a collective.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    Recv { from: u32, bytes: u64 },
+    Recv {
+        from: u32,
+        bytes: u64,
+    },
     /// A blocking send.
-    Send { to: u32, bytes: u64 },
+    Send {
+        to: u32,
+        bytes: u64,
+    },
     /// Receive from `from` while sending to `to`; both must complete.
-    Exchange { to: u32, send_bytes: u64, from: u32, recv_bytes: u64 },
+    Exchange {
+        to: u32,
+        send_bytes: u64,
+        from: u32,
+        recv_bytes: u64,
+    },
     /// The k-th of a run of nonblocking sends, closed by `WaitFanOut`.
-    FanOut { to: u32, bytes: u64, k: u8 },
-    WaitFanOut { n: u8 },
+    FanOut {
+        to: u32,
+        bytes: u64,
+        k: u8,
+    },
+    WaitFanOut {
+        n: u8,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -157,9 +174,7 @@ impl CollectiveKind {
     pub fn default_algorithm(self) -> Algorithm {
         match self {
             CollectiveKind::Allreduce | CollectiveKind::Barrier => Algorithm::Dissemination,
-            CollectiveKind::Bcast | CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => {
-                Algorithm::Binomial
-            }
+            CollectiveKind::Bcast | CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => Algorithm::Binomial,
             CollectiveKind::Allgather => Algorithm::Ring,
             CollectiveKind::Alltoall => Algorithm::Pairwise,
         }
@@ -170,9 +185,7 @@ impl CollectiveKind {
         use Algorithm::*;
         match self {
             CollectiveKind::Allreduce => &[Dissemination, RecursiveDoubling, Ring, ReduceBcast],
-            CollectiveKind::Bcast => {
-                &[Binomial, BinaryTree, Linear, PipelinedRing, Ring, ModifiedRing, TwoRing, TwoRingModified]
-            }
+            CollectiveKind::Bcast => &[Binomial, BinaryTree, Linear, PipelinedRing, Ring, ModifiedRing, TwoRing, TwoRingModified],
             CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
             CollectiveKind::Allgather => &[Ring, RecursiveDoubling],
             CollectiveKind::Alltoall => &[Pairwise],
@@ -223,10 +236,7 @@ impl Collective {
         if self.root >= self.ranks {
             return Err(format!("workload.root: rank {} is out of range (0..{})", self.root, self.ranks));
         }
-        if self.kind == CollectiveKind::Allgather
-            && self.algorithm == Algorithm::RecursiveDoubling
-            && !self.ranks.is_power_of_two()
-        {
+        if self.kind == CollectiveKind::Allgather && self.algorithm == Algorithm::RecursiveDoubling && !self.ranks.is_power_of_two() {
             return Err(format!(
                 "workload.algorithm: recursive-doubling allgather needs a power-of-two rank count, got {}; use ring",
                 self.ranks
@@ -256,9 +266,7 @@ impl Collective {
         Some(match algorithms::step(self, self.comm.local(rank), i)? {
             Step::Recv { from, bytes } => Step::Recv { from: g(from), bytes },
             Step::Send { to, bytes } => Step::Send { to: g(to), bytes },
-            Step::Exchange { to, send_bytes, from, recv_bytes } => {
-                Step::Exchange { to: g(to), send_bytes, from: g(from), recv_bytes }
-            }
+            Step::Exchange { to, send_bytes, from, recv_bytes } => Step::Exchange { to: g(to), send_bytes, from: g(from), recv_bytes },
             Step::FanOut { to, bytes, k } => Step::FanOut { to: g(to), bytes, k },
             w @ Step::WaitFanOut { .. } => w,
         })

@@ -28,13 +28,25 @@ pub fn parent(alg: Algorithm, v: u32, p: u32) -> Option<u32> {
         Linear => 0,
         TwoRing => {
             let h = p / 2; // up chain 1..=h, down chain p−1 ..= h+1
-            if v <= h { v - 1 } else if v == p - 1 { 0 } else { v + 1 }
+            if v <= h {
+                v - 1
+            } else if v == p - 1 {
+                0
+            } else {
+                v + 1
+            }
         }
         ModifiedRing if v <= 2 => 0,
         TwoRingModified if v == 1 => 0,
         TwoRingModified => {
             let h = 1 + (p - 1) / 2; // up chain 2..=h, down chain p−1 ..= h+1
-            if v == 2 || v == p - 1 { 0 } else if v <= h { v - 1 } else { v + 1 }
+            if v == 2 || v == p - 1 {
+                0
+            } else if v <= h {
+                v - 1
+            } else {
+                v + 1
+            }
         }
         _ => v - 1, // 1-ring, pipelined ring, and the modified ring from 3 on
     })
@@ -95,12 +107,20 @@ pub fn children(alg: Algorithm, v: u32, p: u32) -> u32 {
 
 /// Number of chunks a message of `bytes` is cut into (`chunk` 0: one piece).
 pub fn chunks(bytes: u64, chunk: u64) -> u64 {
-    if chunk == 0 { 1 } else { bytes.div_ceil(chunk).max(1) }
+    if chunk == 0 {
+        1
+    } else {
+        bytes.div_ceil(chunk).max(1)
+    }
 }
 
 /// Size of chunk k.
 pub fn chunk_size(bytes: u64, chunk: u64, k: u64) -> u64 {
-    if chunk == 0 { bytes } else { chunk.min(bytes - (k * chunk).min(bytes)) }
+    if chunk == 0 {
+        bytes
+    } else {
+        chunk.min(bytes - (k * chunk).min(bytes))
+    }
 }
 
 /// A relayed broadcast's steps: per chunk, receive it from the parent, then

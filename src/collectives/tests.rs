@@ -29,10 +29,7 @@ fn sends(c: &Collective) -> Vec<(u32, u32, u64)> {
 }
 
 fn receives(c: &Collective) -> usize {
-    (0..c.ranks)
-        .flat_map(|r| c.steps(r))
-        .filter(|s| matches!(s, Step::Recv { .. } | Step::Exchange { .. }))
-        .count()
+    (0..c.ranks).flat_map(|r| c.steps(r)).filter(|s| matches!(s, Step::Recv { .. } | Step::Exchange { .. })).count()
 }
 
 /// Expected message count of each algorithm.
@@ -130,7 +127,8 @@ fn invalid_choices_are_rejected() {
 }
 
 fn run(w: CollectiveLoop) -> Engine<StreamProgram<CollectiveLoop>> {
-    let mut e = Engine::new(StreamProgram::new(w, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+    let mut e =
+        Engine::new(StreamProgram::new(w, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
     e.run().unwrap();
     e
 }
@@ -289,11 +287,26 @@ fn ring_family_shapes_match_hpl() {
     // modified ring: 1 is fed directly and forwards nothing; 2 starts the chain.
     assert_eq!((kids(ModifiedRing, 0, 6), kids(ModifiedRing, 1, 6), kids(ModifiedRing, 2, 6)), (vec![1, 2], vec![], vec![3]));
     // 2-ring over 7: up 1→2→3, down 6→5→4.
-    assert_eq!((kids(TwoRing, 0, 7), kids(TwoRing, 3, 7), kids(TwoRing, 6, 7), parent(TwoRing, 4, 7)), (vec![1, 6], vec![], vec![5], Some(5)));
+    assert_eq!(
+        (kids(TwoRing, 0, 7), kids(TwoRing, 3, 7), kids(TwoRing, 6, 7), parent(TwoRing, 4, 7)),
+        (vec![1, 6], vec![], vec![5], Some(5))
+    );
     // modified 2-ring over 7: 1 direct, then up 2→3→4, down 6→5.
     assert_eq!((kids(TwoRingModified, 0, 7), kids(TwoRingModified, 2, 7), kids(TwoRingModified, 6, 7)), (vec![1, 2, 6], vec![3], vec![5]));
     // The longest chain sets the latency: p−1 hops for the 1-ring, about half for the 2-rings.
-    let depth = |alg, p| (0..p).map(|mut v| { let mut d = 0; while let Some(u) = parent(alg, v, p) { v = u; d += 1; } d }).max().unwrap();
+    let depth = |alg, p| {
+        (0..p)
+            .map(|mut v| {
+                let mut d = 0;
+                while let Some(u) = parent(alg, v, p) {
+                    v = u;
+                    d += 1;
+                }
+                d
+            })
+            .max()
+            .unwrap()
+    };
     assert_eq!((depth(Ring, 16), depth(ModifiedRing, 16), depth(TwoRing, 16), depth(TwoRingModified, 16)), (15, 14, 8, 7));
 }
 
@@ -303,7 +316,8 @@ fn chunked_rings_forward_each_chunk_once_in_order() {
         let mut c = call(CollectiveKind::Bcast, alg, 9, 4, 2500);
         c.chunk_bytes = 1000;
         for r in 0..9 {
-            let got: Vec<u64> = c.steps(r).iter().filter_map(|s| if let Step::Recv { bytes, .. } = s { Some(*bytes) } else { None }).collect();
+            let got: Vec<u64> =
+                c.steps(r).iter().filter_map(|s| if let Step::Recv { bytes, .. } = s { Some(*bytes) } else { None }).collect();
             let want: Vec<u64> = if r == 4 { vec![] } else { vec![1000, 1000, 500] };
             assert_eq!(got, want, "{alg:?} rank {r}");
         }
@@ -325,10 +339,14 @@ fn sub_communicators_map_group_ranks_to_world_ranks() {
     // A binomial broadcast from group-local root 1 in every column.
     let mut c = call(CollectiveKind::Bcast, Algorithm::Binomial, 3, 1, 8);
     c.comm = cols;
-    let mut s: Vec<(u32, u32)> = (0..12).flat_map(|r| c.steps(r).into_iter().filter_map(move |st| match st {
-        Step::FanOut { to, .. } | Step::Send { to, .. } => Some((r, to)),
-        _ => None,
-    })).collect();
+    let mut s: Vec<(u32, u32)> = (0..12)
+        .flat_map(|r| {
+            c.steps(r).into_iter().filter_map(move |st| match st {
+                Step::FanOut { to, .. } | Step::Send { to, .. } => Some((r, to)),
+                _ => None,
+            })
+        })
+        .collect();
     s.sort();
     // column j holds ranks j, j+4, j+8; its root is j+4
     let mut want: Vec<(u32, u32)> = (0..4).flat_map(|j| [(j + 4, j + 8), (j + 4, j)]).collect();

@@ -238,7 +238,8 @@ mod tests {
 
     fn run(ops: Vec<Vec<StreamOp>>, pl: Platform) -> Vec<Time> {
         let p = ops.len() as u32;
-        let net = Network { inter_node: pl.inter_node.eager, intra_node: None, ranks_per_node: pl.ranks_per_node, platform: Some(Box::new(pl)) };
+        let net =
+            Network { inter_node: pl.inter_node.eager, intra_node: None, ranks_per_node: pl.ranks_per_node, platform: Some(Box::new(pl)) };
         let mut e = Engine::new(StreamProgram::new(Ops(ops), Recorder::disabled()), net, Noise::none()).unwrap();
         e.run().unwrap();
         (0..p).map(|r| e.finish_time(r)).collect()
@@ -305,7 +306,10 @@ mod tests {
         pl.inter_node.eager.o_ps = 300;
         let recv = StreamOp::IRecv { peer: 0, tag: 1, bytes: 8, slot: 0 };
         let t = run(
-            vec![vec![StreamOp::ISend { peer: 1, tag: 1, bytes: 8, slot: 0 }, StreamOp::Wait(1)], vec![recv, StreamOp::Mem(100_000), StreamOp::Wait(1)]],
+            vec![
+                vec![StreamOp::ISend { peer: 1, tag: 1, bytes: 8, slot: 0 }, StreamOp::Wait(1)],
+                vec![recv, StreamOp::Mem(100_000), StreamOp::Wait(1)],
+            ],
             pl,
         );
         assert_eq!(t[1], 10_000_000 + 300);
@@ -358,7 +362,10 @@ mod tests {
         let mut pl = platform(1);
         pl.regimes = vec![r];
         let t = run(
-            vec![vec![StreamOp::ISend { peer: 1, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)], vec![StreamOp::IRecv { peer: 0, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)]],
+            vec![
+                vec![StreamOp::ISend { peer: 1, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)],
+                vec![StreamOp::IRecv { peer: 0, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)],
+            ],
             pl,
         );
         assert_eq!(t[1], 3_000_000);

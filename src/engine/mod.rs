@@ -1,5 +1,5 @@
 //! The discrete-event core: LogGOPS charging identical to LogGOPSim
-//! (shared/notes/loggopsim-semantics.md), MPI matching, noise, and deadlock
+//! (docs/engine-semantics.md), MPI matching, noise, and deadlock
 //! and unmatched-message detection.
 //!
 //! Progress model: once posted, a nonblocking request progresses without the
@@ -10,9 +10,9 @@
 mod fabric;
 mod matching;
 mod queue;
-pub mod timeline;
 #[cfg(test)]
 mod tests;
+pub mod timeline;
 
 pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
@@ -126,10 +126,7 @@ impl<P: Program> Engine<P> {
 
     /// Bytes held by the engine's own buffers (not the program's).
     pub fn capacity_bytes(&self) -> usize {
-        self.clocks.capacity() * 8
-            + self.matcher.capacity_bytes()
-            + self.queue.capacity_bytes()
-            + self.fabric.bytes()
+        self.clocks.capacity() * 8 + self.matcher.capacity_bytes() + self.queue.capacity_bytes() + self.fabric.bytes()
     }
 
     /// Runs to completion.
@@ -311,10 +308,9 @@ impl<P: Program> Engine<P> {
                 self.program.done(ev.rank, ev.id);
                 self.events += 1;
             }
-            None => self.matcher.push(
-                &mut self.clocks[l - 1],
-                Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() },
-            ),
+            None => self
+                .matcher
+                .push(&mut self.clocks[l - 1], Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() }),
         }
     }
 
@@ -340,10 +336,9 @@ impl<P: Program> Engine<P> {
                 self.touched.push(dst);
                 self.events += 1;
             }
-            None => self.matcher.push(
-                &mut self.clocks[l + 1],
-                Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() },
-            ),
+            None => self
+                .matcher
+                .push(&mut self.clocks[l + 1], Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() }),
         }
     }
 
@@ -372,9 +367,7 @@ impl<P: Program> Engine<P> {
         }
         for &r in &touched {
             let c0 = self.o(r, 0);
-            self.program
-                .collect(r, self.now, self.clocks[c0], &mut self.ready)
-                .map_err(SimError::Invalid)?;
+            self.program.collect(r, self.now, self.clocks[c0], &mut self.ready).map_err(SimError::Invalid)?;
             if self.ready.len() > 1 {
                 self.ready.sort_by_key(|op| op.kind); // stable: keeps schedule order within a kind
             }
@@ -466,11 +459,8 @@ impl<P: Program> Engine<P> {
         }
         let mut parts = Vec::new();
         for &r in stuck.iter().take(REPORT_LIMIT) {
-            let mut waits: Vec<String> = self
-                .entries(r, Queue::Posted)
-                .iter()
-                .map(|e| format!("receive from {} (tag {})", who(e.src), tag(e.tag)))
-                .collect();
+            let mut waits: Vec<String> =
+                self.entries(r, Queue::Posted).iter().map(|e| format!("receive from {} (tag {})", who(e.src), tag(e.tag))).collect();
             waits.extend(rdv_by_sender.get(&r).cloned().unwrap_or_default());
             let what = self.program.describe_stuck(r);
             let detail = if waits.is_empty() { what } else { format!("{what}; pending: {}", waits.join(", ")) };
@@ -486,9 +476,17 @@ impl<P: Program> Engine<P> {
 }
 
 fn who(src: u32) -> String {
-    if src == ANY { "any source".into() } else { format!("rank {src}") }
+    if src == ANY {
+        "any source".into()
+    } else {
+        format!("rank {src}")
+    }
 }
 
 fn tag(t: u32) -> String {
-    if t == ANY { "any".into() } else { t.to_string() }
+    if t == ANY {
+        "any".into()
+    } else {
+        t.to_string()
+    }
 }

@@ -2,13 +2,13 @@
 //! determinism, error reports, and LogGOPSim equivalence on GOAL schedules.
 
 use super::*;
+use crate::collectives::CollectiveKind;
 use crate::network::LogGOPS;
 use crate::noise::NoiseSpec;
 use crate::program::goal::{parse_goal, write_goal};
 use crate::program::goal_program::GoalProgram;
 use crate::program::stream::{export_goal, StreamOp, StreamProgram, Workload};
 use crate::record::Recorder;
-use crate::collectives::CollectiveKind;
 use crate::workloads::{Bsp, CollectiveLoop, CollectiveMode, Script};
 
 use StreamOp::*;
@@ -48,13 +48,15 @@ fn r_cost(p: &LogGOPS, s: u64) -> Time {
 fn ping_pong_costs_what_loggops_says_on_both_sides_of_s() {
     for (size, s_bytes) in [(1u64, 64u64), (64, 64), (65, 64), (4096, 64), (4096, 100_000)] {
         let p = params(s_bytes);
-        let e = run_script(vec![cat(send(1, size, 0), recv(1, size, 1)), cat(recv(0, size, 0), send(0, size, 1))], p, Noise::none()).unwrap();
+        let e =
+            run_script(vec![cat(send(1, size, 0), recv(1, size, 1)), cat(recv(0, size, 0), send(0, size, 1))], p, Noise::none()).unwrap();
         // One way: the sender's o, then L, then the receiver's o + max((s−1)O, (s−1)G).
         let one_way = p.o_ps + p.l_ps + r_cost(&p, size);
         assert_eq!(e.finish_time(0), 2 * one_way, "size {size} S {s_bytes}");
         // A rendezvous sender stays busy until its message is matched
         // (rank 0 has posted its receive, so at arrival).
-        let back = if p.is_rendezvous(size) { (one_way + p.o_ps + p.l_ps).max(one_way + p.send_cpu(size)) } else { one_way + p.send_cpu(size) };
+        let back =
+            if p.is_rendezvous(size) { (one_way + p.o_ps + p.l_ps).max(one_way + p.send_cpu(size)) } else { one_way + p.send_cpu(size) };
         assert_eq!(e.finish_time(1), back, "size {size}");
         assert_eq!(e.events, 4);
     }
@@ -66,12 +68,7 @@ fn rendezvous_send_completes_only_when_the_receiver_matches() {
     let x = 3 * US;
     for (size, s_bytes) in [(1000u64, 4096u64), (1000, 512)] {
         let p = params(s_bytes);
-        let e = run_script(
-            vec![cat(send(1, size, 0), [Calc(x)]), cat([Calc(c)], recv(0, size, 0))],
-            p,
-            Noise::none(),
-        )
-        .unwrap();
+        let e = run_script(vec![cat(send(1, size, 0), [Calc(x)]), cat([Calc(c)], recv(0, size, 0))], p, Noise::none()).unwrap();
         if p.is_rendezvous(size) {
             // The receiver matches at c (it posts late); the sender computes after that.
             assert_eq!(e.finish_time(0), c + x);
@@ -109,7 +106,10 @@ fn back_to_back_sends_respect_the_gap() {
     let p = LogGOPS { g_ps: 5 * US, ..params(1 << 20) };
     let size = 10;
     let e = run_script(
-        vec![vec![ISend { peer: 1, tag: 0, bytes: size, slot: 0 }, ISend { peer: 1, tag: 0, bytes: size, slot: 1 }, Wait(3)], cat(recv(0, size, 0), recv(0, size, 1))],
+        vec![
+            vec![ISend { peer: 1, tag: 0, bytes: size, slot: 0 }, ISend { peer: 1, tag: 0, bytes: size, slot: 1 }, Wait(3)],
+            cat(recv(0, size, 0), recv(0, size, 1)),
+        ],
         p,
         Noise::none(),
     )
@@ -177,7 +177,9 @@ fn noise_on_one_rank_makes_the_others_wait() {
         assert!(n >= q + 0.9 * stretch, "rank {r}: {n} vs quiet {q}");
     }
     // Ranks without noise spend the difference waiting in communication.
-    let comm = |e: &Engine<StreamProgram<Bsp>>, r: usize| -> Time { e.program.recorder.picos(2)[r * iters as usize..(r + 1) * iters as usize].iter().sum() };
+    let comm = |e: &Engine<StreamProgram<Bsp>>, r: usize| -> Time {
+        e.program.recorder.picos(2)[r * iters as usize..(r + 1) * iters as usize].iter().sum()
+    };
     assert!(comm(&noisy, 8) as f64 > comm(&quiet, 8) as f64 + 0.8 * stretch);
     assert!(noisy.program.recorder.picos(1)[3 * iters as usize..4 * iters as usize].iter().sum::<Time>() > iters as Time * c);
 }
@@ -217,7 +219,13 @@ fn messages_between_a_pair_do_not_overtake() {
     // Rank 1 receives with ANY tag: it must get the tag-1 message first.
     let ranks = vec![
         vec![ISend { peer: 1, tag: 1, bytes: 8, slot: 0 }, ISend { peer: 1, tag: 2, bytes: 8, slot: 1 }, Wait(3)],
-        vec![Calc(100 * US), IRecv { peer: 0, tag: ANY, bytes: 8, slot: 0 }, Wait(1), IRecv { peer: 0, tag: 1, bytes: 8, slot: 1 }, Wait(2)],
+        vec![
+            Calc(100 * US),
+            IRecv { peer: 0, tag: ANY, bytes: 8, slot: 0 },
+            Wait(1),
+            IRecv { peer: 0, tag: 1, bytes: 8, slot: 1 },
+            Wait(2),
+        ],
     ];
     // If the wildcard took tag 2, the tag-1 receive would still match; so check via a deadlock:
     // a second receive for tag 2 only succeeds if the wildcard consumed tag 1.
@@ -229,7 +237,9 @@ fn messages_between_a_pair_do_not_overtake() {
 
 #[test]
 fn deadlock_names_the_stuck_ranks_and_what_they_wait_on() {
-    let err = run_script(vec![cat(recv(1, 8, 0), send(1, 8, 1)), cat(recv(0, 8, 0), send(0, 8, 1))], params(64), Noise::none()).err().expect("should fail");
+    let err = run_script(vec![cat(recv(1, 8, 0), send(1, 8, 1)), cat(recv(0, 8, 0), send(0, 8, 1))], params(64), Noise::none())
+        .err()
+        .expect("should fail");
     let SimError::Deadlock(msg) = err else { panic!("{err:?}") };
     assert!(msg.contains("2 of 2 ranks"), "{msg}");
     assert!(msg.contains("rank 0") && msg.contains("receive from rank 1 (tag 0)"), "{msg}");
@@ -242,7 +252,8 @@ fn deadlock_names_the_stuck_ranks_and_what_they_wait_on() {
 fn unmatched_messages_and_receives_are_reported() {
     let err = run_script(vec![send(1, 8, 0).to_vec(), vec![]], params(64), Noise::none()).err().expect("should fail");
     assert!(matches!(&err, SimError::Unmatched(m) if m.contains("message from rank 0 to rank 1")), "{err}");
-    let err = run_script(vec![vec![IRecv { peer: 1, tag: 3, bytes: 8, slot: 0 }], vec![]], params(64), Noise::none()).err().expect("should fail");
+    let err =
+        run_script(vec![vec![IRecv { peer: 1, tag: 3, bytes: 8, slot: 0 }], vec![]], params(64), Noise::none()).err().expect("should fail");
     assert!(err.to_string().contains("rank 0: receive from rank 1 (tag 3) was never matched"), "{err}");
 }
 

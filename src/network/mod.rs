@@ -1,6 +1,6 @@
 //! LogGOPS network parameters and the per-message costs derived from them.
 //!
-//! Costs follow LogGOPSim exactly (see shared/notes/loggopsim-semantics.md):
+//! Costs follow LogGOPSim exactly (see docs/engine-semantics.md):
 //! a message of s bytes costs the sender's CPU o + (s-1)·O, the sender's NIC
 //! g + (s-1)·G, arrives (first byte) after o + L, and costs the receiver's CPU
 //! o + max((s-1)·O, (s-1)·G) and NIC g + (s-1)·G. Messages above S bytes use

@@ -92,14 +92,20 @@ impl Platform {
         if self.ranks_per_socket > self.ranks_per_node {
             return Err(format!("network.ranks_per_socket ({}) exceeds ranks_per_node ({})", self.ranks_per_socket, self.ranks_per_node));
         }
-        for (name, c) in [("network", Some(&self.inter_node)), ("network.intra_node", self.intra_node.as_ref()), ("network.intra_socket", self.intra_socket.as_ref())] {
+        for (name, c) in [
+            ("network", Some(&self.inter_node)),
+            ("network.intra_node", self.intra_node.as_ref()),
+            ("network.intra_socket", self.intra_socket.as_ref()),
+        ] {
             if let Some(c) = c {
                 for p in [Some(&c.eager), c.short.as_ref(), c.rendezvous.as_ref()].into_iter().flatten() {
                     p.validate(name)?;
                 }
             }
         }
-        for (name, v) in [("stalls_per_byte", self.stalls_per_byte), ("stall_s", self.stall_ps), ("node_ps_per_byte", self.node_ps_per_byte)] {
+        for (name, v) in
+            [("stalls_per_byte", self.stalls_per_byte), ("stall_s", self.stall_ps), ("node_ps_per_byte", self.node_ps_per_byte)]
+        {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("network.{name} must be finite and non-negative, got {v}"));
             }
@@ -175,7 +181,11 @@ impl Platform {
     }
 
     fn sockets_per_node(&self) -> u32 {
-        if self.ranks_per_socket == 0 { 1 } else { self.ranks_per_node.div_ceil(self.ranks_per_socket) }
+        if self.ranks_per_socket == 0 {
+            1
+        } else {
+            self.ranks_per_node.div_ceil(self.ranks_per_socket)
+        }
     }
 
     /// The memory domain (socket) of rank r, numbered across nodes.

@@ -29,7 +29,10 @@ impl Topology {
             Topology::Torus { dims } => {
                 let n: u64 = dims.iter().map(|&d| d as u64).product();
                 if dims.contains(&0) || n < nodes {
-                    return Err(format!("network.topology: a {}×{}×{} torus has {n} nodes, the run needs {nodes}", dims[0], dims[1], dims[2]));
+                    return Err(format!(
+                        "network.topology: a {}×{}×{} torus has {n} nodes, the run needs {nodes}",
+                        dims[0], dims[1], dims[2]
+                    ));
                 }
                 Ok(())
             }

@@ -126,15 +126,16 @@ impl Noise {
                         ));
                     }
                     let window = 1e12 / rate_per_s; // one expected arrival per window
-                    (Kind::Poisson { window, mean_per_window: 1.0, exp_neg_mean: (-1.0f64).exp(), duration: *duration_ps }, check_ranks(ranks)?)
+                    (
+                        Kind::Poisson { window, mean_per_window: 1.0, exp_neg_mean: (-1.0f64).exp(), duration: *duration_ps },
+                        check_ranks(ranks)?,
+                    )
                 }
                 NoiseSpec::Trace { path, cosched, ranks } => {
                     let detours = read_noise_trace(std::path::Path::new(path))?;
                     (trace_kind(&at, detours, *cosched)?, check_ranks(ranks)?)
                 }
-                NoiseSpec::TraceData { detours, cosched, ranks } => {
-                    (trace_kind(&at, detours.clone(), *cosched)?, check_ranks(ranks)?)
-                }
+                NoiseSpec::TraceData { detours, cosched, ranks } => (trace_kind(&at, detours.clone(), *cosched)?, check_ranks(ranks)?),
                 NoiseSpec::Single { rank, start_ps, duration_ps } => {
                     if *rank >= num_ranks {
                         return Err(format!("{at}.rank: rank {rank} is out of range (0..{num_ranks})"));
@@ -167,11 +168,7 @@ impl Noise {
     }
 
     fn first_detour_uncached(&self, rank: u32, t: i64) -> Option<Detour> {
-        self.sources
-            .iter()
-            .filter(|s| s.applies_to(rank))
-            .filter_map(|s| s.first_ending_after(self.seed, rank, t))
-            .min_by_key(|d| d.start)
+        self.sources.iter().filter(|s| s.applies_to(rank)).filter_map(|s| s.first_ending_after(self.seed, rank, t)).min_by_key(|d| d.start)
     }
 
     /// When a CPU charge of `work` ps that may start at `start` ends, given the

@@ -15,12 +15,8 @@ pub fn parse_noise_trace(text: &str, file: &str) -> Result<Vec<(Time, Time)>, St
         }
         let mut fields = line.split_whitespace();
         let mut number = |what: &str| -> Result<Time, String> {
-            let tok = fields
-                .next()
-                .ok_or_else(|| format!("{file}:{}: expected a {what} in ns (line: '{line}')", i + 1))?;
-            let v: f64 = tok
-                .parse()
-                .map_err(|_| format!("{file}:{}: expected a {what} in ns, found '{tok}'", i + 1))?;
+            let tok = fields.next().ok_or_else(|| format!("{file}:{}: expected a {what} in ns (line: '{line}')", i + 1))?;
+            let v: f64 = tok.parse().map_err(|_| format!("{file}:{}: expected a {what} in ns, found '{tok}'", i + 1))?;
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{file}:{}: the {what} must be a non-negative number, found '{tok}'", i + 1));
             }

@@ -111,11 +111,7 @@ impl fmt::Display for GoalError {
             // There is no position to point at (e.g. the file could not be opened).
             write!(f, "{}: {}", self.file, self.message)
         } else {
-            write!(
-                f,
-                "{}:{}:{}: {}",
-                self.file, self.line, self.column, self.message
-            )
+            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
         }
     }
 }
@@ -133,20 +129,13 @@ impl std::error::Error for GoalError {}
 /// * semantic errors (ranges, duplicates, missing ranks, undefined labels, `-1` on a send)
 ///   are reported instead of crashing or being silently accepted.
 pub fn parse_goal(text: &str, file: &str) -> Result<GoalSchedule, GoalError> {
-    Parser::new(text)
-        .parse()
-        .map_err(|fail| fail.into_goal_error(text, file))
+    Parser::new(text).parse().map_err(|fail| fail.into_goal_error(text, file))
 }
 
 /// Reads and parses a GOAL file. I/O errors become a [`GoalError`] with line 0.
 pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| GoalError {
-        file: file.clone(),
-        line: 0,
-        column: 0,
-        message: e.to_string(),
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| GoalError { file: file.clone(), line: 0, column: 0, message: e.to_string() })?;
     match String::from_utf8(bytes) {
         Ok(text) => parse_goal(&text, &file),
         Err(e) => {
@@ -154,12 +143,7 @@ pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
             let valid = e.utf8_error().valid_up_to();
             let prefix = std::str::from_utf8(&e.as_bytes()[..valid]).unwrap_or("");
             let (line, column) = line_col(prefix, prefix.len());
-            Err(GoalError {
-                file,
-                line,
-                column,
-                message: "the file is not valid UTF-8".to_string(),
-            })
+            Err(GoalError { file, line, column, message: "the file is not valid UTF-8".to_string() })
         }
     }
 }
@@ -205,13 +189,7 @@ fn write_op(out: &mut String, index: usize, op: &GoalOp) {
                 GoalKind::Send => ("send", "to"),
                 _ => ("recv", "from"),
             };
-            let _ = write!(
-                out,
-                "{keyword} {}b {preposition} {} tag {}",
-                op.size,
-                AnyOr(op.peer),
-                AnyOr(op.tag)
-            );
+            let _ = write!(out, "{keyword} {}b {preposition} {} tag {}", op.size, AnyOr(op.peer), AnyOr(op.tag));
             if op.cpu != 0 {
                 let _ = write!(out, " cpu {}", op.cpu);
             }
@@ -250,22 +228,14 @@ struct Fail {
 impl Fail {
     fn into_goal_error(self, text: &str, file: &str) -> GoalError {
         let (line, column) = line_col(text, self.pos);
-        GoalError {
-            file: file.to_string(),
-            line,
-            column,
-            message: self.message,
-        }
+        GoalError { file: file.to_string(), line, column, message: self.message }
     }
 }
 
 type PResult<T> = Result<T, Fail>;
 
 fn fail<T>(pos: usize, message: impl Into<String>) -> PResult<T> {
-    Err(Fail {
-        pos,
-        message: message.into(),
-    })
+    Err(Fail { pos, message: message.into() })
 }
 
 /// 1-based line and character column of byte offset `pos` (which must be a char boundary).
@@ -341,10 +311,7 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         let bytes = self.src.as_bytes();
         let Some(&b) = bytes.get(start) else {
-            return Ok(Token {
-                tok: Tok::Eof,
-                pos: start,
-            });
+            return Ok(Token { tok: Tok::Eof, pos: start });
         };
         let tok = match b {
             b'\n' => {
@@ -418,12 +385,7 @@ impl<'a> Lexer<'a> {
             } else if let Some(body) = rest.strip_prefix("/*") {
                 match body.find("*/") {
                     Some(end) => self.pos += 2 + end + 2,
-                    None => {
-                        return fail(
-                            self.pos,
-                            "unterminated comment: expected '*/', found end of file",
-                        )
-                    }
+                    None => return fail(self.pos, "unterminated comment: expected '*/', found end of file"),
                 }
             } else {
                 return Ok(());
@@ -507,18 +469,11 @@ impl<'a> Parser<'a> {
                 Tok::Eof => return self.finish(t.pos),
                 Tok::Word("num_ranks") => self.parse_num_ranks(t.pos)?,
                 Tok::Word("rank") => self.parse_rank_block(t.pos)?,
-                Tok::RBrace => {
-                    return fail(t.pos, "expected 'num_ranks' or 'rank', found '}' without an open rank block")
-                }
+                Tok::RBrace => return fail(t.pos, "expected 'num_ranks' or 'rank', found '}' without an open rank block"),
                 Tok::Word(w) if is_op_keyword(w) => {
-                    return fail(
-                        t.pos,
-                        format!("operation outside a rank block: expected 'num_ranks' or 'rank', found '{w}'"),
-                    )
+                    return fail(t.pos, format!("operation outside a rank block: expected 'num_ranks' or 'rank', found '{w}'"))
                 }
-                other => {
-                    return fail(t.pos, format!("expected 'num_ranks' or 'rank', found {}", describe(other)))
-                }
+                other => return fail(t.pos, format!("expected 'num_ranks' or 'rank', found {}", describe(other))),
             }
         }
     }
@@ -526,27 +481,17 @@ impl<'a> Parser<'a> {
     /// Checks that every rank has exactly one block and orders the blocks by rank id.
     fn finish(self, eof_pos: usize) -> PResult<GoalSchedule> {
         let Some((num_ranks, decl_pos)) = self.num_ranks else {
-            return fail(
-                eof_pos,
-                "expected 'num_ranks N', found end of file (the schedule declares no ranks)",
-            );
+            return fail(eof_pos, "expected 'num_ranks N', found end of file (the schedule declares no ranks)");
         };
         // Ids are unique and < num_ranks (checked when each block opened), so the blocks
         // cover every rank exactly when there are num_ranks of them.
         if self.ranks.len() < num_ranks as usize {
             let mut ids: Vec<u32> = self.ranks.iter().map(|(id, _)| *id).collect();
             ids.sort_unstable();
-            let missing = ids
-                .iter()
-                .zip(0u32..)
-                .find(|(id, expected)| *id != expected)
-                .map_or(ids.len() as u32, |(_, expected)| expected);
+            let missing = ids.iter().zip(0u32..).find(|(id, expected)| *id != expected).map_or(ids.len() as u32, |(_, expected)| expected);
             return fail(
                 decl_pos,
-                format!(
-                    "missing rank: num_ranks {num_ranks} declares ranks 0..={} but there is no 'rank {missing}' block",
-                    num_ranks - 1
-                ),
+                format!("missing rank: num_ranks {num_ranks} declares ranks 0..={} but there is no 'rank {missing}' block", num_ranks - 1),
             );
         }
         let mut ranks = vec![GoalRank::default(); num_ranks as usize];
@@ -558,23 +503,14 @@ impl<'a> Parser<'a> {
 
     fn parse_num_ranks(&mut self, kw_pos: usize) -> PResult<()> {
         if let Some((_, first)) = self.num_ranks {
-            return fail(
-                kw_pos,
-                format!(
-                    "duplicate 'num_ranks' (already given at line {})",
-                    self.line_of(first)
-                ),
-            );
+            return fail(kw_pos, format!("duplicate 'num_ranks' (already given at line {})", self.line_of(first)));
         }
         let n = self.expect_unsigned("the number of ranks (a positive integer)")?;
         if n.magnitude == 0 {
             return fail(n.pos, "expected a positive number of ranks, found '0'");
         }
         let Ok(count) = u32::try_from(n.magnitude) else {
-            return fail(
-                n.pos,
-                format!("num_ranks {} is too large (at most {})", n.text, u32::MAX),
-            );
+            return fail(n.pos, format!("num_ranks {} is too large (at most {})", n.text, u32::MAX));
         };
         self.num_ranks = Some((count, kw_pos));
         Ok(())
@@ -584,10 +520,7 @@ impl<'a> Parser<'a> {
 
     fn parse_rank_block(&mut self, kw_pos: usize) -> PResult<()> {
         let Some((num_ranks, _)) = self.num_ranks else {
-            return fail(
-                kw_pos,
-                "rank block before 'num_ranks': expected 'num_ranks N' first, found 'rank'",
-            );
+            return fail(kw_pos, "rank block before 'num_ranks': expected 'num_ranks N' first, found 'rank'");
         };
         let n = self.expect_unsigned("a rank number")?;
         if n.magnitude >= u64::from(num_ranks) {
@@ -595,21 +528,12 @@ impl<'a> Parser<'a> {
         }
         let id = n.magnitude as u32;
         if let Some(&first) = self.rank_seen.get(&id) {
-            return fail(
-                n.pos,
-                format!(
-                    "duplicate block for rank {id} (first opened at line {})",
-                    self.line_of(first)
-                ),
-            );
+            return fail(n.pos, format!("duplicate block for rank {id} (first opened at line {})", self.line_of(first)));
         }
         self.rank_seen.insert(id, kw_pos);
         let t = self.next()?;
         if t.tok != Tok::LBrace {
-            return fail(
-                t.pos,
-                format!("expected '{{' after 'rank {id}', found {}", describe(t.tok)),
-            );
+            return fail(t.pos, format!("expected '{{' after 'rank {id}', found {}", describe(t.tok)));
         }
         let rank = self.parse_block_body(kw_pos, id)?;
         self.ranks.push((id, rank));
@@ -627,10 +551,7 @@ impl<'a> Parser<'a> {
                 Tok::Eof => {
                     return fail(
                         t.pos,
-                        format!(
-                            "unterminated rank block opened at line {}: expected '}}', found end of file",
-                            self.line_of(open_pos)
-                        ),
+                        format!("unterminated rank block opened at line {}: expected '}}', found end of file", self.line_of(open_pos)),
                     )
                 }
                 Tok::Word(w) if is_op_keyword(w) => {
@@ -640,22 +561,11 @@ impl<'a> Parser<'a> {
                 Tok::Word(w @ ("rank" | "num_ranks")) => {
                     return fail(
                         t.pos,
-                        format!(
-                            "expected '}}' to close the rank block opened at line {}, found '{w}'",
-                            self.line_of(open_pos)
-                        ),
+                        format!("expected '}}' to close the rank block opened at line {}, found '{w}'", self.line_of(open_pos)),
                     )
                 }
                 Tok::Word(w) => self.parse_labelled_statement(&mut rank, w, t.pos)?,
-                other => {
-                    return fail(
-                        t.pos,
-                        format!(
-                            "expected an operation, a label, a dependency or '}}', found {}",
-                            describe(other)
-                        ),
-                    )
-                }
+                other => return fail(t.pos, format!("expected an operation, a label, a dependency or '}}', found {}", describe(other))),
             }
         }
         self.resolve_dependencies(&mut rank, rank_id)?;
@@ -664,12 +574,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A statement starting with a non-keyword word: `name: op ...` or `name (i)requires name`.
-    fn parse_labelled_statement(
-        &mut self,
-        rank: &mut GoalRank,
-        name: &'a str,
-        name_pos: usize,
-    ) -> PResult<()> {
+    fn parse_labelled_statement(&mut self, rank: &mut GoalRank, name: &'a str, name_pos: usize) -> PResult<()> {
         let t = self.next()?;
         match t.tok {
             Tok::Colon => {
@@ -687,10 +592,7 @@ impl<'a> Parser<'a> {
             Tok::Word(dep @ ("requires" | "irequires")) => {
                 let target = self.next()?;
                 let Tok::Word(prerequisite) = target.tok else {
-                    return fail(
-                        target.pos,
-                        format!("expected a label after '{dep}', found {}", describe(target.tok)),
-                    );
+                    return fail(target.pos, format!("expected a label after '{dep}', found {}", describe(target.tok)));
                 };
                 self.expect_end_of_statement("after the dependency")?;
                 self.pending.push(PendingDep {
@@ -715,13 +617,7 @@ impl<'a> Parser<'a> {
 
     fn define_label(&mut self, name: &'a str, pos: usize, index: usize) -> PResult<()> {
         if let Some(&(_, first)) = self.labels.get(name) {
-            return fail(
-                pos,
-                format!(
-                    "duplicate label '{name}' (already defined at line {} in this rank block)",
-                    self.line_of(first)
-                ),
-            );
+            return fail(pos, format!("duplicate label '{name}' (already defined at line {} in this rank block)", self.line_of(first)));
         }
         // push_op rejects indices beyond u32 before this label could be used.
         self.labels.insert(name, (index as u32, pos));
@@ -749,7 +645,9 @@ impl<'a> Parser<'a> {
             Some(&(index, _)) => Ok(index),
             None => fail(
                 pos,
-                format!("undefined label '{name}': the block of rank {rank_id} defines no such label (labels are local to their rank block)"),
+                format!(
+                    "undefined label '{name}': the block of rank {rank_id} defines no such label (labels are local to their rank block)"
+                ),
             ),
         }
     }
@@ -763,25 +661,14 @@ impl<'a> Parser<'a> {
             "recv" => GoalKind::Recv,
             _ => GoalKind::Calc,
         };
-        let mut op = GoalOp {
-            kind,
-            peer: 0,
-            tag: 0,
-            size: 0,
-            cpu: 0,
-            nic: 0,
-        };
+        let mut op = GoalOp { kind, peer: 0, tag: 0, size: 0, cpu: 0, nic: 0 };
         if kind == GoalKind::Calc {
-            op.size = self
-                .expect_unsigned("the calc duration (an integer)")?
-                .magnitude;
+            op.size = self.expect_unsigned("the calc duration (an integer)")?.magnitude;
             // txt2bin accepts only `cpu` on calc.
             self.parse_options(&mut op, &["cpu"])?;
             return Ok(op);
         }
-        op.size = self
-            .expect_unsigned("the message size (an integer followed by 'b')")?
-            .magnitude;
+        op.size = self.expect_unsigned("the message size (an integer followed by 'b')")?.magnitude;
         self.expect_word("b", "after the size")?;
         self.expect_direction(kind)?;
         op.peer = self.parse_peer(kind)?;
@@ -798,14 +685,10 @@ impl<'a> Parser<'a> {
         let t = self.next()?;
         match t.tok {
             Tok::Word(w) if w == wanted => Ok(()),
-            Tok::Word(w) if w == wrong => fail(
-                t.pos,
-                format!("expected '{wanted}' after the size of a {op}, found '{wrong}' (only a {other_op} uses '{wrong}')"),
-            ),
-            other => fail(
-                t.pos,
-                format!("expected '{wanted}' after the size of a {op}, found {}", describe(other)),
-            ),
+            Tok::Word(w) if w == wrong => {
+                fail(t.pos, format!("expected '{wanted}' after the size of a {op}, found '{wrong}' (only a {other_op} uses '{wrong}')"))
+            }
+            other => fail(t.pos, format!("expected '{wanted}' after the size of a {op}, found {}", describe(other))),
         }
     }
 
@@ -840,14 +723,8 @@ impl<'a> Parser<'a> {
         if n.negative {
             return match (n.magnitude, kind) {
                 (1, GoalKind::Recv) => Ok(ANY),
-                (1, _) => fail(
-                    n.pos,
-                    "expected a destination rank, found '-1' (any source is only valid on recv)",
-                ),
-                _ => fail(
-                    n.pos,
-                    format!("expected a rank number or -1, found '{}'", n.text),
-                ),
+                (1, _) => fail(n.pos, "expected a destination rank, found '-1' (any source is only valid on recv)"),
+                _ => fail(n.pos, format!("expected a rank number or -1, found '{}'", n.text)),
             };
         }
         let num_ranks = self.num_ranks.map_or(0, |(n, _)| n);
@@ -862,34 +739,20 @@ impl<'a> Parser<'a> {
         if n.negative {
             return match (n.magnitude, kind) {
                 (1, GoalKind::Recv) => Ok(ANY),
-                (1, _) => fail(
-                    n.pos,
-                    "expected a non-negative tag, found '-1' (any tag is only valid on recv)",
-                ),
-                _ => fail(
-                    n.pos,
-                    format!("expected a non-negative tag or -1, found '{}'", n.text),
-                ),
+                (1, _) => fail(n.pos, "expected a non-negative tag, found '-1' (any tag is only valid on recv)"),
+                _ => fail(n.pos, format!("expected a non-negative tag or -1, found '{}'", n.text)),
             };
         }
         // u32::MAX itself is ANY, so it cannot be written as a concrete tag.
         if n.magnitude >= u64::from(ANY) {
-            return fail(
-                n.pos,
-                format!("tag {} is too large (at most {})", n.text, ANY - 1),
-            );
+            return fail(n.pos, format!("tag {} is too large (at most {})", n.text, ANY - 1));
         }
         Ok(n.magnitude as u32)
     }
 
     fn parse_u8(&mut self, field: &'static str) -> PResult<u8> {
-        let n = self.expect_unsigned(if field == "cpu" {
-            "a cpu number (0..=255)"
-        } else {
-            "a nic number (0..=255)"
-        })?;
-        u8::try_from(n.magnitude)
-            .or_else(|_| fail(n.pos, format!("{field} {} does not fit in 0..=255", n.text)))
+        let n = self.expect_unsigned(if field == "cpu" { "a cpu number (0..=255)" } else { "a nic number (0..=255)" })?;
+        u8::try_from(n.magnitude).or_else(|_| fail(n.pos, format!("{field} {} does not fit in 0..=255", n.text)))
     }
 
     // --- small expectations --------------------------------------------------------------
@@ -902,16 +765,9 @@ impl<'a> Parser<'a> {
         let negative = text.starts_with('-');
         let digits = text.trim_start_matches('-');
         // Checked arithmetic instead of str::parse so the message can name the literal.
-        let magnitude = digits.bytes().try_fold(0u64, |acc, d| {
-            acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-        });
+        let magnitude = digits.bytes().try_fold(0u64, |acc, d| acc.checked_mul(10)?.checked_add(u64::from(d - b'0')));
         match magnitude {
-            Some(magnitude) => Ok(Num {
-                pos: t.pos,
-                text,
-                negative,
-                magnitude,
-            }),
+            Some(magnitude) => Ok(Num { pos: t.pos, text, negative, magnitude }),
             None => fail(t.pos, format!("integer '{text}' does not fit in 64 bits")),
         }
     }
@@ -919,10 +775,7 @@ impl<'a> Parser<'a> {
     fn expect_unsigned(&mut self, what: &str) -> PResult<Num<'a>> {
         let n = self.expect_num(what)?;
         if n.negative {
-            return fail(
-                n.pos,
-                format!("expected {what}, found negative '{}'", n.text),
-            );
+            return fail(n.pos, format!("expected {what}, found negative '{}'", n.text));
         }
         Ok(n)
     }
@@ -931,10 +784,7 @@ impl<'a> Parser<'a> {
         let t = self.next()?;
         match t.tok {
             Tok::Word(w) if w == word => Ok(()),
-            other => fail(
-                t.pos,
-                format!("expected '{word}' {context}, found {}", describe(other)),
-            ),
+            other => fail(t.pos, format!("expected '{word}' {context}, found {}", describe(other))),
         }
     }
 
@@ -942,10 +792,7 @@ impl<'a> Parser<'a> {
         let t = self.next()?;
         match t.tok {
             Tok::Newline | Tok::Eof => Ok(()),
-            other => fail(
-                t.pos,
-                format!("expected end of line {context}, found {}", describe(other)),
-            ),
+            other => fail(t.pos, format!("expected end of line {context}, found {}", describe(other))),
         }
     }
 }
@@ -953,54 +800,31 @@ impl<'a> Parser<'a> {
 /// Appends an op, making sure its index still fits the `u32` used by dependencies.
 fn push_op(rank: &mut GoalRank, op: GoalOp, pos: usize) -> PResult<()> {
     if rank.ops.len() >= u32::MAX as usize {
-        return fail(
-            pos,
-            format!(
-                "too many operations in one rank block (at most {})",
-                u32::MAX
-            ),
-        );
+        return fail(pos, format!("too many operations in one rank block (at most {})", u32::MAX));
     }
     rank.ops.push(op);
     Ok(())
 }
 
 fn out_of_range(what: &str, text: &str, num_ranks: u32) -> String {
-    format!(
-        "{what} {text} out of range: num_ranks is {num_ranks}, so valid ranks are 0..={}",
-        num_ranks - 1
-    )
+    format!("{what} {text} out of range: num_ranks is {num_ranks}, so valid ranks are 0..={}", num_ranks - 1)
 }
 
 fn label_without_op(label: &str, found: Tok<'_>) -> String {
-    format!(
-        "expected 'send', 'recv' or 'calc' after label '{label}:', found {}",
-        describe(found)
-    )
+    format!("expected 'send', 'recv' or 'calc' after label '{label}:', found {}", describe(found))
 }
 
 /// "expected 'cpu', 'nic' or end of line, found 'tag'" plus a hint on misplaced fields.
 fn unexpected_option(allowed: &[&str], next_allowed: usize, found: Tok<'_>) -> String {
-    let mut expected: Vec<String> = allowed[next_allowed..]
-        .iter()
-        .map(|a| format!("'{a}'"))
-        .collect();
+    let mut expected: Vec<String> = allowed[next_allowed..].iter().map(|a| format!("'{a}'")).collect();
     expected.push("end of line".to_string());
     let last = expected.pop().unwrap_or_default();
-    let list = if expected.is_empty() {
-        last
-    } else {
-        format!("{} or {last}", expected.join(", "))
-    };
+    let list = if expected.is_empty() { last } else { format!("{} or {last}", expected.join(", ")) };
     let mut message = format!("expected {list}, found {}", describe(found));
     if let Tok::Word(w) = found {
         if allowed[..next_allowed].contains(&w) {
             let order: Vec<String> = allowed.iter().map(|a| format!("'{a}'")).collect();
-            let _ = write!(
-                message,
-                " (optional fields may appear once each, in the order {})",
-                order.join(", ")
-            );
+            let _ = write!(message, " (optional fields may appear once each, in the order {})", order.join(", "));
         } else if matches!(w, "tag" | "nic") && allowed == ["cpu"] {
             message.push_str(" (calc only takes 'cpu')");
         }
@@ -1013,14 +837,7 @@ mod tests {
     use super::*;
 
     fn op(kind: GoalKind, peer: u32, tag: u32, size: u64) -> GoalOp {
-        GoalOp {
-            kind,
-            peer,
-            tag,
-            size,
-            cpu: 0,
-            nic: 0,
-        }
+        GoalOp { kind, peer, tag, size, cpu: 0, nic: 0 }
     }
 
     fn parse(text: &str) -> GoalSchedule {
@@ -1039,12 +856,7 @@ mod tests {
         let e = parse_err(text);
         assert_eq!((e.line, e.column), (line, column), "position of: {e}");
         for f in fragments {
-            assert!(
-                e.message.contains(f),
-                "message {:?} lacks {:?}",
-                e.message,
-                f
-            );
+            assert!(e.message.contains(f), "message {:?} lacks {:?}", e.message, f);
         }
     }
 
@@ -1076,12 +888,7 @@ l4 requires l1
     }
 
     fn tree_children(v: u32, n: u32) -> Vec<u32> {
-        (0..32)
-            .map(|k| 1u32 << k)
-            .take_while(|&p| v + p < n)
-            .filter(|&p| p > v)
-            .map(|p| v + p)
-            .collect()
+        (0..32).map(|k| 1u32 << k).take_while(|&p| v + p < n).filter(|&p| p > v).map(|p| v + p).collect()
     }
 
     /// Generates binary_tree_16.goal in LogGOPSim's layout.
@@ -1109,36 +916,21 @@ l4 requires l1
     #[test]
     fn binary_tree_16() {
         let text = binary_tree_text(16);
-        assert!(
-            text.starts_with(BINARY_TREE_16_HEAD),
-            "generator disagrees with the real file"
-        );
+        assert!(text.starts_with(BINARY_TREE_16_HEAD), "generator disagrees with the real file");
         let s = parse(&text);
         assert_eq!(s.num_ranks, 16);
         assert_eq!(s.ranks.len(), 16);
-        assert_eq!(
-            s.ranks[0].ops,
-            [1, 2, 4, 8].map(|p| op(GoalKind::Send, p, 0, 1)).to_vec()
-        );
+        assert_eq!(s.ranks[0].ops, [1, 2, 4, 8].map(|p| op(GoalKind::Send, p, 0, 1)).to_vec());
         assert!(s.ranks[0].requires.is_empty());
         assert_eq!(
             s.ranks[1].ops,
-            vec![
-                op(GoalKind::Recv, 0, 0, 1),
-                op(GoalKind::Send, 3, 0, 1),
-                op(GoalKind::Send, 5, 0, 1),
-                op(GoalKind::Send, 9, 0, 1),
-            ]
+            vec![op(GoalKind::Recv, 0, 0, 1), op(GoalKind::Send, 3, 0, 1), op(GoalKind::Send, 5, 0, 1), op(GoalKind::Send, 9, 0, 1),]
         );
         assert_eq!(s.ranks[1].requires, vec![(1, 0), (2, 0), (3, 0)]);
         for v in 1..16u32 {
             let rank = &s.ranks[v as usize];
             let children = tree_children(v, 16);
-            assert_eq!(
-                rank.ops[0],
-                op(GoalKind::Recv, tree_parent(v), 0, 1),
-                "rank {v}"
-            );
+            assert_eq!(rank.ops[0], op(GoalKind::Recv, tree_parent(v), 0, 1), "rank {v}");
             let peers: Vec<u32> = rank.ops[1..].iter().map(|o| o.peer).collect();
             assert_eq!(peers, children, "rank {v}");
             let expected: Vec<(u32, u32)> = (1..=children.len() as u32).map(|i| (i, 0)).collect();
@@ -1176,14 +968,7 @@ l4: calc 7
                 op(GoalKind::Send, 1, 0, 8),
                 op(GoalKind::Recv, ANY, ANY, 8),
                 op(GoalKind::Calc, 0, 0, 100),
-                GoalOp {
-                    kind: GoalKind::Send,
-                    peer: 2,
-                    tag: 5,
-                    size: 4,
-                    cpu: 1,
-                    nic: 0
-                },
+                GoalOp { kind: GoalKind::Send, peer: 2, tag: 5, size: 4, cpu: 1, nic: 0 },
                 op(GoalKind::Calc, 0, 0, 7),
             ]
         );
@@ -1206,10 +991,7 @@ l4: calc 7
         assert_eq!((ops[1].size, ops[1].cpu, ops[1].nic), (2, 2, 0));
         assert_eq!((ops[2].cpu, ops[2].nic), (0, 4));
         assert_eq!((ops[3].tag, ops[3].nic), (9, 1));
-        assert_eq!(
-            (ops[4].kind, ops[4].peer, ops[4].cpu, ops[4].nic),
-            (GoalKind::Recv, 1, 3, 2)
-        );
+        assert_eq!((ops[4].kind, ops[4].peer, ops[4].cpu, ops[4].nic), (GoalKind::Recv, 1, 3, 2));
         assert_eq!(ops[5], op(GoalKind::Calc, 0, 0, 6));
         assert_eq!((s.max_cpu(), s.max_nic()), (3, 4));
     }
@@ -1246,9 +1028,7 @@ l4: calc 7
 
     #[test]
     fn labels_are_per_block() {
-        let s = parse(
-            "num_ranks 2\nrank 0 {\na: calc 1\nb: calc 2\nb requires a\n}\nrank 1 {\nb: calc 3\na: calc 4\nb irequires a\n}\n",
-        );
+        let s = parse("num_ranks 2\nrank 0 {\na: calc 1\nb: calc 2\nb requires a\n}\nrank 1 {\nb: calc 3\na: calc 4\nb irequires a\n}\n");
         assert_eq!(s.ranks[0].requires, vec![(1, 0)]);
         assert_eq!(s.ranks[1].irequires, vec![(0, 1)]);
     }
@@ -1262,30 +1042,13 @@ l4: calc 7
             ranks: vec![
                 GoalRank {
                     ops: vec![
-                        GoalOp {
-                            kind: GoalKind::Send,
-                            peer: 1,
-                            tag: 7,
-                            size: 8,
-                            cpu: 0,
-                            nic: 2,
-                        },
-                        GoalOp {
-                            kind: GoalKind::Calc,
-                            peer: 0,
-                            tag: 0,
-                            size: 100,
-                            cpu: 3,
-                            nic: 0,
-                        },
+                        GoalOp { kind: GoalKind::Send, peer: 1, tag: 7, size: 8, cpu: 0, nic: 2 },
+                        GoalOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: 100, cpu: 3, nic: 0 },
                     ],
                     requires: vec![(1, 0)],
                     irequires: vec![(0, 1)],
                 },
-                GoalRank {
-                    ops: vec![op(GoalKind::Recv, ANY, ANY, 8)],
-                    ..GoalRank::default()
-                },
+                GoalRank { ops: vec![op(GoalKind::Recv, ANY, ANY, 8)], ..GoalRank::default() },
             ],
         };
         let text = write_goal(&s);
@@ -1335,14 +1098,7 @@ l4: calc 7
                             cpu: 0,
                             nic: (v >> 30) as u8 % 2,
                         },
-                        _ => GoalOp {
-                            kind: GoalKind::Calc,
-                            peer: 0,
-                            tag: 0,
-                            size: v >> 20,
-                            cpu: (v >> 4) as u8,
-                            nic: 0,
-                        },
+                        _ => GoalOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: v >> 20, cpu: (v >> 4) as u8, nic: 0 },
                     };
                     rank.ops.push(op);
                     if i > 0 {
@@ -1388,8 +1144,7 @@ l4: calc 7
 
     #[test]
     fn read_goal_file_invalid_utf8() {
-        let path =
-            std::env::temp_dir().join(format!("idlewave_goal_utf8_{}.goal", std::process::id()));
+        let path = std::env::temp_dir().join(format!("idlewave_goal_utf8_{}.goal", std::process::id()));
         std::fs::write(&path, b"num_ranks 1\nrank 0 {\n  \xff\n}\n").unwrap();
         let e = read_goal_file(&path).unwrap_err();
         std::fs::remove_file(&path).unwrap();
@@ -1401,10 +1156,7 @@ l4: calc 7
     fn display_format() {
         let text = "num_ranks 2\nrank 0 {\n\n\n\nl1: calc 3\nl2: send 8 \t k to 1\n}\n";
         let e = parse_goal(text, "x.goal").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "x.goal:7:14: expected 'b' after the size, found 'k'"
-        );
+        assert_eq!(e.to_string(), "x.goal:7:14: expected 'b' after the size, found 'k'");
     }
 
     // --- errors ----------------------------------------------------------------------------------
@@ -1417,103 +1169,33 @@ l4: calc 7
 
     #[test]
     fn error_missing_b() {
-        assert_err(
-            &in_block("send 8 to 1"),
-            5,
-            8,
-            &["expected 'b' after the size", "found 'to'"],
-        );
-        assert_err(
-            &in_block("send 8kb to 1"),
-            5,
-            7,
-            &["expected 'b'", "found 'kb'"],
-        );
+        assert_err(&in_block("send 8 to 1"), 5, 8, &["expected 'b' after the size", "found 'to'"]);
+        assert_err(&in_block("send 8kb to 1"), 5, 7, &["expected 'b'", "found 'kb'"]);
     }
 
     #[test]
     fn error_wrong_direction() {
-        assert_err(
-            &in_block("send 8b from 1"),
-            5,
-            9,
-            &["expected 'to'", "found 'from'"],
-        );
-        assert_err(
-            &in_block("recv 8b to 1"),
-            5,
-            9,
-            &["expected 'from'", "found 'to'"],
-        );
-        assert_err(
-            &in_block("recv 8b"),
-            5,
-            8,
-            &["expected 'from'", "found end of line"],
-        );
+        assert_err(&in_block("send 8b from 1"), 5, 9, &["expected 'to'", "found 'from'"]);
+        assert_err(&in_block("recv 8b to 1"), 5, 9, &["expected 'from'", "found 'to'"]);
+        assert_err(&in_block("recv 8b"), 5, 8, &["expected 'from'", "found end of line"]);
     }
 
     #[test]
     fn error_bad_numbers() {
-        assert_err(
-            &in_block("send xb to 1"),
-            5,
-            6,
-            &["expected the message size", "found 'xb'"],
-        );
-        assert_err(
-            &in_block("calc 1.5"),
-            5,
-            7,
-            &["expected 'cpu' or end of line", "found '.'"],
-        );
-        assert_err(
-            &in_block("send -8b to 1"),
-            5,
-            6,
-            &["message size", "negative '-8'"],
-        );
-        assert_err(
-            &in_block("calc -3"),
-            5,
-            6,
-            &["calc duration", "negative '-3'"],
-        );
-        assert_err(
-            &in_block("send 18446744073709551616b to 1"),
-            5,
-            6,
-            &["'18446744073709551616' does not fit in 64 bits"],
-        );
+        assert_err(&in_block("send xb to 1"), 5, 6, &["expected the message size", "found 'xb'"]);
+        assert_err(&in_block("calc 1.5"), 5, 7, &["expected 'cpu' or end of line", "found '.'"]);
+        assert_err(&in_block("send -8b to 1"), 5, 6, &["message size", "negative '-8'"]);
+        assert_err(&in_block("calc -3"), 5, 6, &["calc duration", "negative '-3'"]);
+        assert_err(&in_block("send 18446744073709551616b to 1"), 5, 6, &["'18446744073709551616' does not fit in 64 bits"]);
         // u64::MAX itself is fine.
         let s = parse(&in_block("send 18446744073709551615b to 1"));
         assert_eq!(s.ranks[0].ops[0].size, u64::MAX);
-        assert_err(
-            &in_block("send 1b to 1 cpu 300"),
-            5,
-            18,
-            &["cpu 300 does not fit in 0..=255"],
-        );
+        assert_err(&in_block("send 1b to 1 cpu 300"), 5, 18, &["cpu 300 does not fit in 0..=255"]);
         assert_err(&in_block("send 1b to 1 nic 256"), 5, 18, &["nic 256"]);
-        assert_err(
-            &in_block("send 1b to 1 tag 4294967295"),
-            5,
-            18,
-            &["tag 4294967295 is too large"],
-        );
-        assert_err(
-            &in_block("send 1b to 1 tag -1"),
-            5,
-            18,
-            &["found '-1'", "only valid on recv"],
-        );
+        assert_err(&in_block("send 1b to 1 tag 4294967295"), 5, 18, &["tag 4294967295 is too large"]);
+        assert_err(&in_block("send 1b to 1 tag -1"), 5, 18, &["found '-1'", "only valid on recv"]);
         assert_err(&in_block("recv 1b from 1 tag -2"), 5, 20, &["found '-2'"]);
-        assert_err(
-            &in_block("send 1b to -1"),
-            5,
-            12,
-            &["found '-1'", "only valid on recv"],
-        );
+        assert_err(&in_block("send 1b to -1"), 5, 12, &["found '-1'", "only valid on recv"]);
         assert_err(&in_block("recv 1b from -5"), 5, 14, &["found '-5'"]);
     }
 
@@ -1523,76 +1205,22 @@ l4: calc 7
             &in_block("send 1b to 1 cpu 1 tag 2"),
             5,
             20,
-            &[
-                "expected 'nic' or end of line, found 'tag'",
-                "in the order 'tag', 'cpu', 'nic'",
-            ],
+            &["expected 'nic' or end of line, found 'tag'", "in the order 'tag', 'cpu', 'nic'"],
         );
-        assert_err(
-            &in_block("send 1b to 1 tag 1 tag 2"),
-            5,
-            20,
-            &["expected 'cpu', 'nic' or end of line, found 'tag'"],
-        );
-        assert_err(
-            &in_block("send 1b to 1 flag 2"),
-            5,
-            14,
-            &["expected 'tag', 'cpu', 'nic' or end of line, found 'flag'"],
-        );
-        assert_err(
-            &in_block("calc 5 nic 1"),
-            5,
-            8,
-            &[
-                "expected 'cpu' or end of line, found 'nic'",
-                "calc only takes 'cpu'",
-            ],
-        );
-        assert_err(
-            &in_block("calc 5 cpu 1 cpu 2"),
-            5,
-            14,
-            &["expected end of line, found 'cpu'"],
-        );
+        assert_err(&in_block("send 1b to 1 tag 1 tag 2"), 5, 20, &["expected 'cpu', 'nic' or end of line, found 'tag'"]);
+        assert_err(&in_block("send 1b to 1 flag 2"), 5, 14, &["expected 'tag', 'cpu', 'nic' or end of line, found 'flag'"]);
+        assert_err(&in_block("calc 5 nic 1"), 5, 8, &["expected 'cpu' or end of line, found 'nic'", "calc only takes 'cpu'"]);
+        assert_err(&in_block("calc 5 cpu 1 cpu 2"), 5, 14, &["expected end of line, found 'cpu'"]);
     }
 
     #[test]
     fn error_unknown_keyword_and_labels() {
-        assert_err(
-            &in_block("sned 1b to 1"),
-            5,
-            1,
-            &["unknown statement", "found 'sned' followed by '1'"],
-        );
-        assert_err(
-            &in_block("l1:"),
-            5,
-            4,
-            &[
-                "expected 'send', 'recv' or 'calc' after label 'l1:'",
-                "found end of line",
-            ],
-        );
-        assert_err(
-            &in_block("l1: l2: calc 1"),
-            5,
-            5,
-            &["after label 'l1:'", "found 'l2'"],
-        );
+        assert_err(&in_block("sned 1b to 1"), 5, 1, &["unknown statement", "found 'sned' followed by '1'"]);
+        assert_err(&in_block("l1:"), 5, 4, &["expected 'send', 'recv' or 'calc' after label 'l1:'", "found end of line"]);
+        assert_err(&in_block("l1: l2: calc 1"), 5, 5, &["after label 'l1:'", "found 'l2'"]);
         assert_err(&in_block("@ calc 1"), 5, 1, &["found '@'"]);
-        assert_err(
-            &in_block("l1 requires"),
-            5,
-            12,
-            &["expected a label after 'requires', found end of line"],
-        );
-        assert_err(
-            &in_block("l1 requires l2 l3"),
-            5,
-            16,
-            &["expected end of line after the dependency, found 'l3'"],
-        );
+        assert_err(&in_block("l1 requires"), 5, 12, &["expected a label after 'requires', found end of line"]);
+        assert_err(&in_block("l1 requires l2 l3"), 5, 16, &["expected end of line after the dependency, found 'l3'"]);
     }
 
     #[test]
@@ -1604,152 +1232,50 @@ l4: calc 7
         let text = format!("{HEAD}l1: calc 1\nl1: calc 2\n}}\n");
         assert_err(&text, 6, 1, &["duplicate label 'l1'", "line 5"]);
         // A label from another block is not visible.
-        let text =
-            "num_ranks 2\nrank 0 {\nl1: calc 1\n}\nrank 1 {\nl2: calc 1\nl2 requires l1\n}\n";
+        let text = "num_ranks 2\nrank 0 {\nl1: calc 1\n}\nrank 1 {\nl2: calc 1\nl2 requires l1\n}\n";
         assert_err(text, 7, 13, &["undefined label 'l1'", "rank 1"]);
     }
 
     #[test]
     fn error_block_structure() {
-        assert_err(
-            "num_ranks 1\nrank 0 {\ncalc 1\n",
-            4,
-            1,
-            &[
-                "unterminated rank block opened at line 2",
-                "found end of file",
-            ],
-        );
-        assert_err(
-            "num_ranks 1\nrank 0 {\ncalc 1",
-            3,
-            7,
-            &["unterminated rank block opened at line 2"],
-        );
-        assert_err(
-            "num_ranks 1\n}\n",
-            2,
-            1,
-            &["found '}' without an open rank block"],
-        );
-        assert_err(
-            "num_ranks 1\nsend 1b to 0\n",
-            2,
-            1,
-            &["operation outside a rank block", "found 'send'"],
-        );
-        assert_err(
-            "num_ranks 1\nl1: calc 3\n",
-            2,
-            1,
-            &["expected 'num_ranks' or 'rank', found 'l1'"],
-        );
-        assert_err(
-            "rank 0 {\n}\nnum_ranks 1\n",
-            1,
-            1,
-            &["rank block before 'num_ranks'"],
-        );
+        assert_err("num_ranks 1\nrank 0 {\ncalc 1\n", 4, 1, &["unterminated rank block opened at line 2", "found end of file"]);
+        assert_err("num_ranks 1\nrank 0 {\ncalc 1", 3, 7, &["unterminated rank block opened at line 2"]);
+        assert_err("num_ranks 1\n}\n", 2, 1, &["found '}' without an open rank block"]);
+        assert_err("num_ranks 1\nsend 1b to 0\n", 2, 1, &["operation outside a rank block", "found 'send'"]);
+        assert_err("num_ranks 1\nl1: calc 3\n", 2, 1, &["expected 'num_ranks' or 'rank', found 'l1'"]);
+        assert_err("rank 0 {\n}\nnum_ranks 1\n", 1, 1, &["rank block before 'num_ranks'"]);
         assert_err(
             "num_ranks 2\nrank 0 {\nrank 1 {\n}\n}\n",
             3,
             1,
-            &[
-                "expected '}' to close the rank block opened at line 2",
-                "found 'rank'",
-            ],
+            &["expected '}' to close the rank block opened at line 2", "found 'rank'"],
         );
-        assert_err(
-            "num_ranks 1\nrank 0\n{\n}\n",
-            2,
-            7,
-            &["expected '{' after 'rank 0', found end of line"],
-        );
-        assert_err(
-            "num_ranks 1\nrank 0 { calc 1 }\n",
-            2,
-            17,
-            &["expected 'cpu' or end of line, found '}'"],
-        );
-        assert_err(
-            "num_ranks 1\n/* open\nrank 0 {\n}\n",
-            2,
-            1,
-            &["unterminated comment"],
-        );
+        assert_err("num_ranks 1\nrank 0\n{\n}\n", 2, 7, &["expected '{' after 'rank 0', found end of line"]);
+        assert_err("num_ranks 1\nrank 0 { calc 1 }\n", 2, 17, &["expected 'cpu' or end of line, found '}'"]);
+        assert_err("num_ranks 1\n/* open\nrank 0 {\n}\n", 2, 1, &["unterminated comment"]);
     }
 
     #[test]
     fn error_num_ranks_and_rank_ids() {
-        assert_err(
-            "num_ranks 0\n",
-            1,
-            11,
-            &["expected a positive number of ranks, found '0'"],
-        );
+        assert_err("num_ranks 0\n", 1, 11, &["expected a positive number of ranks, found '0'"]);
         assert_err("num_ranks -2\n", 1, 11, &["found negative '-2'"]);
         assert_err("num_ranks 4294967296\n", 1, 11, &["too large"]);
-        assert_err(
-            "num_ranks x\n",
-            1,
-            11,
-            &["expected the number of ranks", "found 'x'"],
-        );
-        assert_err(
-            "num_ranks 1\nnum_ranks 1\n",
-            2,
-            1,
-            &["duplicate 'num_ranks'", "line 1"],
-        );
+        assert_err("num_ranks x\n", 1, 11, &["expected the number of ranks", "found 'x'"]);
+        assert_err("num_ranks 1\nnum_ranks 1\n", 2, 1, &["duplicate 'num_ranks'", "line 1"]);
         assert_err("", 1, 1, &["expected 'num_ranks N', found end of file"]);
         assert_err("// nothing\n", 2, 1, &["expected 'num_ranks N'"]);
-        assert_err(
-            "num_ranks 2\nrank 2 {\n}\n",
-            2,
-            6,
-            &["rank 2 out of range", "0..=1"],
-        );
-        assert_err(
-            "num_ranks 2\nrank 0 {\n}\nrank 0 {\n}\n",
-            4,
-            6,
-            &["duplicate block for rank 0", "line 2"],
-        );
-        assert_err(
-            "num_ranks 3\nrank 0 {\n}\nrank 2 {\n}\n",
-            1,
-            1,
-            &["no 'rank 1' block"],
-        );
-        assert_err(
-            "num_ranks 3\nrank 0 {\n}\nrank 1 {\n}\n",
-            1,
-            1,
-            &["no 'rank 2' block"],
-        );
+        assert_err("num_ranks 2\nrank 2 {\n}\n", 2, 6, &["rank 2 out of range", "0..=1"]);
+        assert_err("num_ranks 2\nrank 0 {\n}\nrank 0 {\n}\n", 4, 6, &["duplicate block for rank 0", "line 2"]);
+        assert_err("num_ranks 3\nrank 0 {\n}\nrank 2 {\n}\n", 1, 1, &["no 'rank 1' block"]);
+        assert_err("num_ranks 3\nrank 0 {\n}\nrank 1 {\n}\n", 1, 1, &["no 'rank 2' block"]);
         // A huge rank count in a tiny file must fail fast rather than allocate per rank.
-        assert_err(
-            "num_ranks 4294967295\nrank 4294967294 {\n}\n",
-            1,
-            1,
-            &["no 'rank 0' block"],
-        );
+        assert_err("num_ranks 4294967295\nrank 4294967294 {\n}\n", 1, 1, &["no 'rank 0' block"]);
     }
 
     #[test]
     fn error_peer_out_of_range() {
-        assert_err(
-            &in_block("send 1b to 2 tag 0"),
-            5,
-            12,
-            &["peer rank 2 out of range", "num_ranks is 2"],
-        );
-        assert_err(
-            &in_block("recv 1b from 99999999999"),
-            5,
-            14,
-            &["peer rank 99999999999 out of range"],
-        );
+        assert_err(&in_block("send 1b to 2 tag 0"), 5, 12, &["peer rank 2 out of range", "num_ranks is 2"]);
+        assert_err(&in_block("recv 1b from 99999999999"), 5, 14, &["peer rank 99999999999 out of range"]);
     }
 
     #[test]

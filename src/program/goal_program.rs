@@ -173,7 +173,11 @@ impl Program for GoalProgram {
                 let o = &g.ops[i];
                 match o.kind {
                     OpKind::Send => format!("op {i} (send {} B to {})", o.size, o.peer),
-                    OpKind::Recv => format!("op {i} (recv {} B from {})", o.size, if o.peer == super::ANY { "any".to_string() } else { o.peer.to_string() }),
+                    OpKind::Recv => format!(
+                        "op {i} (recv {} B from {})",
+                        o.size,
+                        if o.peer == super::ANY { "any".to_string() } else { o.peer.to_string() }
+                    ),
                     OpKind::Calc | OpKind::Probe | OpKind::Mem => format!("op {i} (calc)"),
                 }
             })

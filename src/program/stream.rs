@@ -29,8 +29,18 @@ pub enum StreamOp {
     /// Memory-bound work moving this many bytes, at the rate the rank's
     /// socket gives it (the platform's memory domains).
     Mem(u64),
-    ISend { peer: u32, tag: u32, bytes: u64, slot: u8 },
-    IRecv { peer: u32, tag: u32, bytes: u64, slot: u8 },
+    ISend {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+        slot: u8,
+    },
+    IRecv {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+        slot: u8,
+    },
     /// Block until every request in the slot mask is complete.
     Wait(u64),
     /// Block until at least one request in the slot mask is complete
@@ -45,10 +55,20 @@ pub enum StreamOp {
     CollWait,
     /// MPI_Test on the running nonblocking collective (answer as for `Test`).
     CollTest,
-    TimerStart { timer: u8, iteration: u32 },
-    TimerStop { timer: u8, iteration: u32 },
+    TimerStart {
+        timer: u8,
+        iteration: u32,
+    },
+    TimerStop {
+        timer: u8,
+        iteration: u32,
+    },
     /// Record a value (a duration in seconds, or any quantity) directly.
-    Record { timer: u8, iteration: u32, value: f64 },
+    Record {
+        timer: u8,
+        iteration: u32,
+        value: f64,
+    },
     Done,
 }
 
@@ -188,8 +208,7 @@ impl<W: Workload> StreamProgram<W> {
 
     /// Bytes held per rank by the program state.
     pub fn state_bytes_per_rank(workload: &W) -> usize {
-        std::mem::size_of::<RankState<W::State>>()
-            + if workload.uses_background() { std::mem::size_of::<Background>() } else { 0 }
+        std::mem::size_of::<RankState<W::State>>() + if workload.uses_background() { std::mem::size_of::<Background>() } else { 0 }
     }
 }
 
@@ -369,7 +388,9 @@ impl<W: Workload> Rank<'_, W> {
                 StreamOp::Test(mask) => self.enter(Call::Test, mask)?,
                 StreamOp::CollStart(id) => {
                     let Some(bg) = self.bg.as_deref_mut() else {
-                        return Err(format!("rank {rank}: the workload starts a nonblocking collective but did not declare it (workload error)"));
+                        return Err(format!(
+                            "rank {rank}: the workload starts a nonblocking collective but did not declare it (workload error)"
+                        ));
                     };
                     if self.st.flags & BG_ACTIVE != 0 {
                         return Err(format!("rank {rank}: a nonblocking collective started while another is running (workload error)"));
@@ -467,7 +488,10 @@ impl<W: Workload> Rank<'_, W> {
                 Some(other) => return Err(format!("rank {rank}: unexpected {other:?} in a collective")),
             };
             if op.1 >= 64 - base {
-                return Err(format!("rank {rank}: the nonblocking collective needs more than the workload's {} background slots (workload error)", 64 - base));
+                return Err(format!(
+                    "rank {rank}: the nonblocking collective needs more than the workload's {} background slots (workload error)",
+                    64 - base
+                ));
             }
             issue(rank, st, self.out, ReadyOp { cpu, ..op.0 }, op.1 + base)?;
             st.flags |= BG_INFLIGHT;
@@ -498,7 +522,9 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
         loop {
             let op = wl.next(r, &mut st, &Ctx::default());
             let goal_op = match op {
-                StreamOp::Calc(ps) => GoalOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: (ps + PS_PER_NS / 2) / PS_PER_NS, cpu: 0, nic: 0 },
+                StreamOp::Calc(ps) => {
+                    GoalOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: (ps + PS_PER_NS / 2) / PS_PER_NS, cpu: 0, nic: 0 }
+                }
                 StreamOp::ISend { peer, tag, bytes, .. } => GoalOp { kind: GoalKind::Send, peer, tag, size: bytes, cpu: 0, nic: 0 },
                 StreamOp::IRecv { peer, tag, bytes, .. } => GoalOp { kind: GoalKind::Recv, peer, tag, size: bytes, cpu: 0, nic: 0 },
                 StreamOp::Wait(mask) => {

@@ -75,10 +75,7 @@ impl Recorder {
     /// One timer's matrix in seconds, row-major (rank, iteration); NaN where never stopped.
     pub fn seconds(&self, timer: usize) -> Vec<f64> {
         let n = self.ranks * self.iterations;
-        self.data[timer * n..(timer + 1) * n]
-            .iter()
-            .map(|&v| if v == UNSET { f64::NAN } else { to_seconds(v) })
-            .collect()
+        self.data[timer * n..(timer + 1) * n].iter().map(|&v| if v == UNSET { f64::NAN } else { to_seconds(v) }).collect()
     }
 
     /// Raw picosecond durations of one timer (for exact comparisons).

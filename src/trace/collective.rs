@@ -53,7 +53,14 @@ pub fn kind_of(c: Coll) -> Option<CollectiveKind> {
 }
 
 /// The engine's algorithm for `kind`, as chosen (None: the default).
-pub fn engine_rounds(kind: CollectiveKind, algorithm: Option<Algorithm>, n: u32, me: u32, root: u32, bytes: u64) -> Result<Vec<Round>, String> {
+pub fn engine_rounds(
+    kind: CollectiveKind,
+    algorithm: Option<Algorithm>,
+    n: u32,
+    me: u32,
+    root: u32,
+    bytes: u64,
+) -> Result<Vec<Round>, String> {
     let c = Collective {
         kind,
         algorithm: algorithm.unwrap_or(kind.default_algorithm()),
@@ -70,10 +77,9 @@ pub fn engine_rounds(kind: CollectiveKind, algorithm: Option<Algorithm>, n: u32,
         .map(|s| match s {
             Step::Send { to, bytes } => Round::Together(vec![Msg { send: true, peer: to, bytes }]),
             Step::Recv { from, bytes } => Round::Together(vec![Msg { send: false, peer: from, bytes }]),
-            Step::Exchange { to, send_bytes, from, recv_bytes } => Round::Together(vec![
-                Msg { send: false, peer: from, bytes: recv_bytes },
-                Msg { send: true, peer: to, bytes: send_bytes },
-            ]),
+            Step::Exchange { to, send_bytes, from, recv_bytes } => {
+                Round::Together(vec![Msg { send: false, peer: from, bytes: recv_bytes }, Msg { send: true, peer: to, bytes: send_bytes }])
+            }
             Step::FanOut { to, bytes, .. } => Round::Fan(Msg { send: true, peer: to, bytes }),
             Step::WaitFanOut { .. } => Round::CloseFan,
         })
@@ -82,11 +88,7 @@ pub fn engine_rounds(kind: CollectiveKind, algorithm: Option<Algorithm>, n: u32,
 
 fn payload<'a>(call: &Call<'a>, want: usize) -> Result<&'a [u64], String> {
     if call.payload.len() < want {
-        return Err(format!(
-            "{} needs {want} per-member sizes in its payload, the record has {}",
-            call.coll.name(),
-            call.payload.len()
-        ));
+        return Err(format!("{} needs {want} per-member sizes in its payload, the record has {}", call.coll.name(), call.payload.len()));
     }
     Ok(&call.payload[..want])
 }
@@ -173,11 +175,8 @@ pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, S
         }
         Coll::ReduceScatter | Coll::ReduceScatterBlock => {
             // Reduce the whole vector to member 0, then scatter the blocks.
-            let sizes: Vec<u64> = if call.coll == Coll::ReduceScatterBlock {
-                vec![call.bytes; n as usize]
-            } else {
-                payload(call, n as usize)?.to_vec()
-            };
+            let sizes: Vec<u64> =
+                if call.coll == Coll::ReduceScatterBlock { vec![call.bytes; n as usize] } else { payload(call, n as usize)?.to_vec() };
             let total: u64 = sizes.iter().sum();
             let mut out = engine_rounds(CollectiveKind::Reduce, None, n, me, 0, total)?;
             let scatter = Call { root: 0, ..*call };
@@ -218,12 +217,8 @@ pub fn neighbour_round(payload: &[u64]) -> Result<Vec<Msg>, String> {
     let rb = &payload[2 + ns + nd..2 + 2 * ns + nd];
     let sb = &payload[2 + 2 * ns + nd..];
     let real = |p: u64| (p as i64) >= 0;
-    let mut v: Vec<Msg> = srcs
-        .iter()
-        .zip(rb)
-        .filter(|(p, _)| real(**p))
-        .map(|(&p, &b)| Msg { send: false, peer: p as u32, bytes: b })
-        .collect();
+    let mut v: Vec<Msg> =
+        srcs.iter().zip(rb).filter(|(p, _)| real(**p)).map(|(&p, &b)| Msg { send: false, peer: p as u32, bytes: b }).collect();
     v.extend(dsts.iter().zip(sb).filter(|(p, _)| real(**p)).map(|(&p, &b)| Msg { send: true, peer: p as u32, bytes: b }));
     Ok(v)
 }
@@ -264,12 +259,11 @@ mod tests {
         // rank i sends (i + 1) * (j + 1) bytes to j, zero to itself; 0 → 2 sends nothing
         let n = 4u32;
         let count = |i: u32, j: u32| if i == j || (i, j) == (0, 2) { 0 } else { ((i + 1) * (j + 1)) as u64 };
-        let payloads: Vec<Vec<u64>> = (0..n)
-            .map(|me| (0..n).map(|j| count(me, j)).chain((0..n).map(|j| count(j, me))).collect())
-            .collect();
+        let payloads: Vec<Vec<u64>> = (0..n).map(|me| (0..n).map(|j| count(me, j)).chain((0..n).map(|j| count(j, me))).collect()).collect();
         balanced(Coll::Alltoallv, n, &payloads);
         let r0 = rounds(&call(Coll::Alltoallv, n, 0, &payloads[0]), None).unwrap();
-        let sends: u64 = r0.iter().flat_map(|r| if let Round::Together(v) = r { v.clone() } else { vec![] }).filter(|m| m.send).map(|m| m.bytes).sum();
+        let sends: u64 =
+            r0.iter().flat_map(|r| if let Round::Together(v) = r { v.clone() } else { vec![] }).filter(|m| m.send).map(|m| m.bytes).sum();
         assert_eq!(sends, 2 + 4);
     }
 

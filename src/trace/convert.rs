@@ -226,7 +226,8 @@ impl RankConv {
                 r.peer = ((s.base as u64 + r.peer as u64) % sh.ranks as u64) as i32;
             }
         }
-        self.record(sh, sink, &r).map_err(|e| format!("{} record {index} ({}): {e}", self.reader.path().display(), format::op_name(r.op)))?;
+        self.record(sh, sink, &r)
+            .map_err(|e| format!("{} record {index} ({}): {e}", self.reader.path().display(), format::op_name(r.op)))?;
         self.stats.records += 1;
         Ok(true)
     }
@@ -429,7 +430,15 @@ impl RankConv {
     }
 
     /// A send or receive op for record `r` (peer and tag resolved).
-    fn message(&mut self, sh: &mut Shared, sink: &mut impl Sink, kind: GoalKind, r: &Record, after: Option<&[OpRef]>, chain: bool) -> Result<OpRef, String> {
+    fn message(
+        &mut self,
+        sh: &mut Shared,
+        sink: &mut impl Sink,
+        kind: GoalKind,
+        r: &Record,
+        after: Option<&[OpRef]>,
+        chain: bool,
+    ) -> Result<OpRef, String> {
         if r.peer < 0 || r.peer as u32 >= sh.ranks {
             return Err(format!("peer {} is not a rank of this {}-rank run", r.peer, sh.ranks));
         }
@@ -469,7 +478,15 @@ impl RankConv {
         }
     }
 
-    fn collective(&mut self, sh: &mut Shared, sink: &mut impl Sink, coll: Coll, blocking: bool, r: &Record, payload: &[u64]) -> Result<(), String> {
+    fn collective(
+        &mut self,
+        sh: &mut Shared,
+        sink: &mut impl Sink,
+        coll: Coll,
+        blocking: bool,
+        r: &Record,
+        payload: &[u64],
+    ) -> Result<(), String> {
         let ranks = sh.ranks;
         let cs = self.comms.get_mut(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?;
         let n = cs.members.as_ref().map_or(ranks, |m| m.len() as u32);
@@ -493,7 +510,11 @@ impl RankConv {
         let tag = sh.tag(cs.ctx, -1 - (cs.colls % 65536) as i64);
         cs.colls += 1;
         let rounds = match coll {
-            Coll::NeighborAllgather | Coll::NeighborAllgatherv | Coll::NeighborAlltoall | Coll::NeighborAlltoallv | Coll::NeighborAlltoallw => {
+            Coll::NeighborAllgather
+            | Coll::NeighborAllgatherv
+            | Coll::NeighborAlltoall
+            | Coll::NeighborAlltoallv
+            | Coll::NeighborAlltoallw => {
                 let mut msgs = collective::neighbour_round(payload)?;
                 if let Some(s) = self.shift {
                     for m in &mut msgs {
@@ -515,7 +536,16 @@ impl RankConv {
     /// The rounds' messages as ops (the rules of `_collective` in the GOAL
     /// writer this replaces): the first round also follows program order.
     #[allow(clippy::too_many_arguments)]
-    fn emit(&mut self, sink: &mut impl Sink, rounds: Vec<Round>, world_of: impl Fn(u32) -> u32, tag: u32, blocking: bool, req: u64, ranks: u32) -> Result<(), String> {
+    fn emit(
+        &mut self,
+        sink: &mut impl Sink,
+        rounds: Vec<Round>,
+        world_of: impl Fn(u32) -> u32,
+        tag: u32,
+        blocking: bool,
+        req: u64,
+        ranks: u32,
+    ) -> Result<(), String> {
         let start = self.must.clone();
         let mut done = start.clone();
         let mut fan: Vec<OpRef> = Vec::new();
@@ -579,7 +609,14 @@ impl RankConv {
             return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
         }
         let (ctx, order) = parent_ctx.unwrap_or((0x5eed, 0));
-        self.pending = Some(Pending { id: r.peer as u32, parent_ctx: mix(ctx, r.tag as u64), order, members: Vec::new(), remote: Vec::new(), index: self.reader.index });
+        self.pending = Some(Pending {
+            id: r.peer as u32,
+            parent_ctx: mix(ctx, r.tag as u64),
+            order,
+            members: Vec::new(),
+            remote: Vec::new(),
+            index: self.reader.index,
+        });
         Ok(())
     }
 

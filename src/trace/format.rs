@@ -315,9 +315,7 @@ fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
     let name = path.display();
     if h.footer_offset == u64::MAX || h.records == u64::MAX {
-        return Err(format!(
-            "{name}: the run did not reach MPI_Finalize (the header was never completed); replay needs a complete trace"
-        ));
+        return Err(format!("{name}: the run did not reach MPI_Finalize (the header was never completed); replay needs a complete trace"));
     }
     let len = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?.len();
     if h.footer_offset < HEADER_BYTES || h.footer_offset >= len {
@@ -408,7 +406,15 @@ pub struct RecordReader {
 impl RecordReader {
     /// `chunk`: bytes to read at a time.
     pub fn new(path: &Path, h: &Header, chunk: usize) -> Self {
-        RecordReader { path: path.to_path_buf(), offset: HEADER_BYTES, left: h.records, index: 0, buf: Vec::new(), pos: 0, chunk: chunk.max(RECORD_BYTES * 4) }
+        RecordReader {
+            path: path.to_path_buf(),
+            offset: HEADER_BYTES,
+            left: h.records,
+            index: 0,
+            buf: Vec::new(),
+            pos: 0,
+            chunk: chunk.max(RECORD_BYTES * 4),
+        }
     }
 
     pub fn path(&self) -> &Path {

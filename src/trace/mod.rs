@@ -111,7 +111,11 @@ pub fn check_periodic(t: &Opened) -> Result<(), String> {
     let p = t.files.len() as i64;
     let offset = |code: u16, peer: i32, r: i64| -> i64 {
         let p2p = collective_of(code).is_none() && !matches!(code, op::COMM_NEW | op::COMM_MEMBER | op::COMM_FREE);
-        if p2p && peer >= 0 { (peer as i64 - r).rem_euclid(p) } else { peer as i64 }
+        if p2p && peer >= 0 {
+            (peer as i64 - r).rem_euclid(p)
+        } else {
+            peer as i64
+        }
     };
     let (p0, h0) = &t.files[0];
     for (r, (pr, hr)) in t.files.iter().enumerate().skip(1) {
@@ -131,7 +135,10 @@ pub fn check_periodic(t: &Opened) -> Result<(), String> {
                 return Err(format!("cannot extrapolate by rank offsets: call {i} creates a communicator, whose members do not scale so"));
             }
             if a.payload || b.payload {
-                return Err(format!("cannot extrapolate by rank offsets: call {i} ({}) has per-rank sizes or neighbours", format::op_name(x.op)));
+                return Err(format!(
+                    "cannot extrapolate by rank offsets: call {i} ({}) has per-rank sizes or neighbours",
+                    format::op_name(x.op)
+                ));
             }
             if let Some((c, _)) = collective_of(x.op) {
                 if c.is_rooted() && x.peer != 0 {

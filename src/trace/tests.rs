@@ -101,7 +101,10 @@ fn every_family_replays_with_the_messages_the_program_sent() {
     for r in 0..p {
         let mut k = Rank::new(&d, r, p);
         let (left, right) = ((r + p - 1) % p, (r + 1) % p);
-        k.rec(Record { op: op::IRECV, flags: flag::ANY_SOURCE | flag::ANY_TAG, peer: left, tag: 7, bytes: 64, req: 1, ..Default::default() }, &[]);
+        k.rec(
+            Record { op: op::IRECV, flags: flag::ANY_SOURCE | flag::ANY_TAG, peer: left, tag: 7, bytes: 64, req: 1, ..Default::default() },
+            &[],
+        );
         k.p2p(op::ISEND, right, 7, 64, 2).p2p(op::ISEND, -2, 7, 64, 3);
         k.rec(Record { op: op::IRECV, flags: flag::CANCELLED, peer: -1, tag: -1, bytes: 8, req: 4, ..Default::default() }, &[]);
         k.p2p(op::CANCEL, -1, 0, 0, 4);

@@ -351,7 +351,12 @@ mod tests {
             let partners = table7(m).unwrap();
             let c = ChebFd { ranks: 1280, partners, ..cheb(ChebMode::NonSplit, false) };
             c.validate().unwrap_or_else(|e| panic!("{m}: {e}"));
-            let mut e = Engine::new(StreamProgram::new(ChebFd { degree: 1, subspace: 2, ..c }, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+            let mut e = Engine::new(
+                StreamProgram::new(ChebFd { degree: 1, subspace: 2, ..c }, Recorder::disabled()),
+                Network::uniform(LogGOPS::loggopsim_defaults()),
+                Noise::none(),
+            )
+            .unwrap();
             e.run().unwrap_or_else(|err| panic!("{m}: {err}"));
         }
         assert_eq!(table7("M3").unwrap(), vec![(1, 1_050_000), (-1, 1_050_000)]);

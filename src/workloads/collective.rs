@@ -84,7 +84,11 @@ impl CollectiveLoop {
     fn piece(&self, k: u32) -> Time {
         let n = self.test_chunks as Time;
         let base = self.compute_ps / n;
-        if k + 1 == self.test_chunks { self.compute_ps - base * (n - 1) } else { base }
+        if k + 1 == self.test_chunks {
+            self.compute_ps - base * (n - 1)
+        } else {
+            base
+        }
     }
 }
 

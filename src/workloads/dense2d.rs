@@ -174,7 +174,11 @@ impl Dense2d {
             return 0;
         }
         let first = from + (q + period - from % period) % period;
-        if first >= n { 0 } else { (n - 1 - first) / period + 1 }
+        if first >= n {
+            0
+        } else {
+            (n - 1 - first) / period + 1
+        }
     }
 
     /// The block rows and columns rank (pr, pc) updates in step k: below and
@@ -238,7 +242,11 @@ impl Dense2d {
         let (p, local, root) = if along_row { (self.grid_cols, pc, owner_c) } else { (self.grid_rows, pr, owner_r) };
         let bytes = if diag {
             let member = if along_row { pr == owner_r } else { pc == owner_c };
-            if member { self.bytes_of(1, self.element_bytes) } else { 0 }
+            if member {
+                self.bytes_of(1, self.element_bytes)
+            } else {
+                0
+            }
         } else {
             // L (along the row) has this process row's panel blocks, U this column's.
             let (rows, cols) = self.trailing(kp, pr, pc);
@@ -260,7 +268,11 @@ impl Dense2d {
     fn world(&self, rank: u32, b: &Bcast, v: u32) -> u32 {
         let local = (v + b.root) % b.p;
         let (pr, pc) = self.coords(rank);
-        if b.along_row { pr * self.grid_cols + local } else { local * self.grid_cols + pc }
+        if b.along_row {
+            pr * self.grid_cols + local
+        } else {
+            local * self.grid_cols + pc
+        }
     }
 
     /// The next op that advances a relay without blocking on a receive, or
@@ -357,7 +369,11 @@ impl Dense2d {
         let (rows, cols) = self.trailing(k, pr, pc);
         let total = self.update_ps(rows as u64 * cols as u64 - self.next_panel_blocks(k, pr, pc));
         let n = self.progress_chunks as Time;
-        if i + 1 == self.progress_chunks { total - total / n * (n - 1) } else { total / n }
+        if i + 1 == self.progress_chunks {
+            total - total / n * (n - 1)
+        } else {
+            total / n
+        }
     }
 }
 

@@ -194,7 +194,11 @@ impl Krylov {
     }
 
     fn slots(&self) -> u8 {
-        if self.stencil == 7 { 6 } else { 26 }
+        if self.stencil == 7 {
+            6
+        } else {
+            26
+        }
     }
 }
 
@@ -432,7 +436,9 @@ mod tests {
 
     #[test]
     fn nonblocking_kernels_hide_communication_behind_the_first_busy_wait() {
-        for (blocking, nonblocking) in [(Method::HaloBlocking, Method::HaloNonblocking), (Method::AllreduceBlocking, Method::AllreduceNonblocking)] {
+        for (blocking, nonblocking) in
+            [(Method::HaloBlocking, Method::HaloNonblocking), (Method::AllreduceBlocking, Method::AllreduceNonblocking)]
+        {
             let k = |method| Krylov { local: [64, 64, 64], precond_ps: 200_000_000, vector_ps: 10_000_000, ..solver(method, 7) };
             let (tb, _) = run(k(blocking), true);
             let (tn, _) = run(k(nonblocking), true);

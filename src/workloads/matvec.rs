@@ -281,7 +281,10 @@ impl Workload for FemMatvec {
                     s.allreduce = Driver::default();
                     return StreamOp::Record { timer: T_ALPHA, iteration, value: s.alpha_used };
                 }
-                17 if self.cg => match s.allreduce.next(&Collective::dissemination(CollectiveKind::Allreduce, self.ranks, 8, super::TAG_COLLECTIVE), rank) {
+                17 if self.cg => match s
+                    .allreduce
+                    .next(&Collective::dissemination(CollectiveKind::Allreduce, self.ranks, 8, super::TAG_COLLECTIVE), rank)
+                {
                     Some(op) => return op,
                     None => s.phase = 18,
                 },

@@ -12,9 +12,9 @@ mod skeleton;
 mod spmv;
 
 pub use bsp::Bsp;
+pub use chebfd::{table7 as chebfd_table7, ChebFd, ChebMode};
 pub use collective::{CollectiveLoop, CollectiveMode};
 pub use dense2d::{Dense2d, Kernel as DenseKernel};
-pub use chebfd::{table7 as chebfd_table7, ChebFd, ChebMode};
 pub use krylov::{Krylov, Method as KrylovMethod};
 pub use matvec::{FemMatvec, Hiding};
 pub use script::{Script, ScriptState};

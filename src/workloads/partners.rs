@@ -147,7 +147,8 @@ impl PartnerTable {
 
     /// The table as text in the format `parse` reads.
     pub fn write(&self) -> String {
-        let mut out = format!("# idlewave SpMV partners: per rank, x elements sent to / received from each partner\nranks {}\n", self.ranks());
+        let mut out =
+            format!("# idlewave SpMV partners: per rank, x elements sent to / received from each partner\nranks {}\n", self.ranks());
         for r in 0..self.ranks() {
             let (l, m) = self.nonzeros(r);
             out += &format!("nonzeros {r} {l} {m}\n");

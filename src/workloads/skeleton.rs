@@ -88,7 +88,15 @@ mod tests {
         let net = Network::uniform(LogGOPS::loggopsim_defaults());
         for (app, beta) in PRESETS {
             for ranks in [16u32, 100] {
-                let sk = Skeleton { ranks, iterations: 20, beta, algorithm: None, mode: CollectiveMode::Blocking, message_bytes: 8, test_chunks: 1 };
+                let sk = Skeleton {
+                    ranks,
+                    iterations: 20,
+                    beta,
+                    algorithm: None,
+                    mode: CollectiveMode::Blocking,
+                    message_bytes: 8,
+                    test_chunks: 1,
+                };
                 let (blocking, w, c) = sk.program(&net).unwrap();
                 assert_eq!(w, (beta * c as f64).round() as Time);
                 let ideal = CollectiveLoop { mode: CollectiveMode::Ideal, ..blocking.clone() };

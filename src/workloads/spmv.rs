@@ -15,11 +15,11 @@
 
 use super::partners::{Partner, PartnerTable};
 use super::TAG_HALO;
-use std::sync::Arc;
 use crate::collectives::{Collective, CollectiveKind, Driver};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -112,7 +112,10 @@ impl Spmv {
                 return Err(format!("workload.ranks is {} but the partner file describes {} ranks", self.ranks, t.ranks()));
             }
             if let Some(r) = (0..t.ranks()).find(|&r| t.partners(r).len() > MAX_FILE_PARTNERS) {
-                return Err(format!("rank {r} has {} partners in the partner file; at most {MAX_FILE_PARTNERS} are supported", t.partners(r).len()));
+                return Err(format!(
+                    "rank {r} has {} partners in the partner file; at most {MAX_FILE_PARTNERS} are supported",
+                    t.partners(r).len()
+                ));
             }
             return Ok(());
         }
@@ -218,7 +221,6 @@ impl Spmv {
             StreamOp::Calc((nonzeros as f64 * self.time_per_nonzero_ps).round() as Time)
         }
     }
-
 }
 
 /// Σ over the first min(rows, b) rows t = 0, 1, … of min(cap, b − t): the
@@ -231,7 +233,11 @@ fn overflow(rows: u64, b: u64, cap: u64) -> u64 {
     let rest_first = capped;
     let series = |from: u128, to: u128| -> u128 {
         // Σ_{t=from}^{to-1} (b − t)
-        if to <= from { 0 } else { (to - from) * b - (to * (to - 1) / 2 - if from == 0 { 0 } else { from * (from - 1) / 2 }) }
+        if to <= from {
+            0
+        } else {
+            (to - from) * b - (to * (to - 1) / 2 - if from == 0 { 0 } else { from * (from - 1) / 2 })
+        }
     };
     (capped * cap + series(rest_first, m)) as u64
 }
@@ -383,7 +389,9 @@ mod tests {
         use crate::program::stream::StreamProgram;
         use crate::record::Recorder;
         let p = m.ranks;
-        let mut e = Engine::new(StreamProgram::new(m, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
+        let mut e =
+            Engine::new(StreamProgram::new(m, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none())
+                .unwrap();
         e.run().unwrap();
         ((0..p).map(|r| e.finish_time(r)).collect(), e.events)
     }
@@ -407,7 +415,10 @@ mod tests {
     fn partner_files_with_mistakes_are_reported_by_line() {
         let bad = [
             ("nonzeros 0 1 1\n", "m.txt:1: the first line must be `ranks <count>`"),
-            ("ranks 2\nnonzeros 0 1 1\nnonzeros 1 1 1\npartner 0 1 5 4\npartner 1 0 5 4\n", "m.txt:4: rank 0 sends 5 and receives 4 elements with 1, but line 5 says 1 sends 5 and receives 4"),
+            (
+                "ranks 2\nnonzeros 0 1 1\nnonzeros 1 1 1\npartner 0 1 5 4\npartner 1 0 5 4\n",
+                "m.txt:4: rank 0 sends 5 and receives 4 elements with 1, but line 5 says 1 sends 5 and receives 4",
+            ),
             ("ranks 2\nnonzeros 0 1 1\nnonzeros 1 1 1\npartner 0 1 5 4\n", "m.txt:4: rank 0 lists 1 as a partner but 1 does not list 0"),
             ("ranks 2\nnonzeros 0 1 1\npartner 0 2 1 1\n", "m.txt:3: peer 2 of rank 0 must be another rank in 0..2"),
             ("ranks 2\nnonzeros 0 1 1\n", "m.txt: rank 1 has no `nonzeros` line"),
@@ -429,7 +440,13 @@ mod tests {
         for i in 0..n {
             let me = owner(i as u64);
             for c in i - b..=i + b {
-                let c = if m.periodic { c.rem_euclid(n) } else if (0..n).contains(&c) { c } else { continue };
+                let c = if m.periodic {
+                    c.rem_euclid(n)
+                } else if (0..n).contains(&c) {
+                    c
+                } else {
+                    continue;
+                };
                 let o = owner(c as u64);
                 if o == me {
                     nnz[me as usize].0 += 1;
@@ -445,7 +462,9 @@ mod tests {
 
     #[test]
     fn closed_forms_match_the_matrix() {
-        for (p, n, b, periodic) in [(4, 40, 3, false), (5, 53, 7, false), (6, 60, 12, true), (3, 30, 9, true), (8, 64, 1, false), (7, 100, 25, false)] {
+        for (p, n, b, periodic) in
+            [(4, 40, 3, false), (5, 53, 7, false), (6, 60, 12, true), (3, 30, 9, true), (8, 64, 1, false), (7, 100, 25, false)]
+        {
             let m = banded(p, n, b, periodic);
             m.validate().unwrap();
             let (nnz, vol) = brute(&m);
@@ -480,11 +499,26 @@ mod tests {
         assert_eq!((local, remote), (10 * 7 - 12, 12));
         assert_eq!(
             ops(SpmvMode::SplitWait),
-            vec![recv(0, 24, 0), recv(2, 24, 1), send(0, 24, 2), send(2, 24, 3), StreamOp::Calc(local * 1000), StreamOp::Wait(0b1111), StreamOp::Calc(remote * 1000)]
+            vec![
+                recv(0, 24, 0),
+                recv(2, 24, 1),
+                send(0, 24, 2),
+                send(2, 24, 3),
+                StreamOp::Calc(local * 1000),
+                StreamOp::Wait(0b1111),
+                StreamOp::Calc(remote * 1000)
+            ]
         );
         assert_eq!(
             ops(SpmvMode::NonSplit),
-            vec![recv(0, 24, 0), recv(2, 24, 1), send(0, 24, 2), send(2, 24, 3), StreamOp::Wait(0b1111), StreamOp::Calc((local + remote) * 1000)]
+            vec![
+                recv(0, 24, 0),
+                recv(2, 24, 1),
+                send(0, 24, 2),
+                send(2, 24, 3),
+                StreamOp::Wait(0b1111),
+                StreamOp::Calc((local + remote) * 1000)
+            ]
         );
     }
 
