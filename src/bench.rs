@@ -76,7 +76,7 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
         return trace_case(10_000_000);
     }
     let cfg = config(case).ok_or_else(|| format!("unknown bench case '{case}' (known: {})", CASES.join(", ")))?;
-    let r = run(&cfg, None)?;
+    let r = run(&cfg, None).map_err(|e| e.to_string())?;
     Ok(BenchResult {
         case: case.to_string(),
         ranks: r.ranks,
@@ -121,7 +121,7 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
         let mut cfg = config("bcast_1m").expect("a known case");
         cfg.workload = WorkloadSpec::Trace(spec.clone());
         let cpu = thread_cpu_s();
-        let r = run(&cfg, None)?;
+        let r = run(&cfg, None).map_err(|e| e.to_string())?;
         let replay_cpu_s = thread_cpu_s() - cpu;
         Ok(BenchResult {
             case: "trace_replay_10m".into(),

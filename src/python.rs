@@ -1,11 +1,12 @@
 //! Python bindings (module `idlewave._engine`). Thin: parse, call, convert.
 
 use crate::bench;
+use crate::engine::SimError;
 use crate::network::{LogGOPS, Network};
 use crate::noise::NoiseSpec;
 use crate::program::goal::write_goal;
 use crate::program::stream::export_goal;
-use crate::sim::{self, WorkloadSpec};
+use crate::sim::{self, WorkloadSpec, WorkloadVisitor};
 use crate::time::{to_seconds, Time};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::create_exception;
@@ -20,8 +21,23 @@ create_exception!(
     "A scenario that cannot be simulated: bad input, deadlock, unmatched messages, or too large."
 );
 
+create_exception!(_engine, DeadlockError, SimulationError, "Ranks wait forever; the message names them and what they wait on.");
+create_exception!(_engine, UnmatchedError, SimulationError, "Every rank finished but messages or receives were left unmatched.");
+create_exception!(_engine, MemoryLimitError, SimulationError, "The run would need more memory than allowed; refused before allocating.");
+
 fn err(msg: String) -> PyErr {
     SimulationError::new_err(msg)
+}
+
+/// Each kind of failure as its own exception class (all SimulationError).
+fn sim_err(e: SimError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        SimError::Deadlock(_) => DeadlockError::new_err(msg),
+        SimError::Unmatched(_) => UnmatchedError::new_err(msg),
+        SimError::MemoryLimit(_) => MemoryLimitError::new_err(msg),
+        SimError::Invalid(_) | SimError::Interrupted => SimulationError::new_err(msg),
+    }
 }
 
 /// Runs one scenario (JSON from idlewave.scenario). `progress(sim_time_s, events) -> bool`
@@ -51,7 +67,7 @@ fn simulate<'py>(py: Python<'py>, config_json: &str, progress: Option<PyObject>)
     if let Some(e) = py_err {
         return Err(e);
     }
-    let r = result.map_err(err)?;
+    let r = result.map_err(sim_err)?;
     let out = PyDict::new(py);
     let finish: Vec<f64> = r.finish_times.iter().map(|&t| to_seconds(t)).collect();
     out.set_item("finish_times_s", PyArray1::from_vec(py, finish))?;
@@ -118,7 +134,7 @@ fn loggopsim(
     };
     let noise: Vec<NoiseSpec> =
         noise_trace.map(|path| NoiseSpec::Trace { path, cosched: noise_cosched, ranks: None }).into_iter().collect();
-    sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(err)
+    sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(sim_err)
 }
 
 /// One collective step for Python: (kind, to, send_bytes, from, recv_bytes).
@@ -192,27 +208,30 @@ fn spmv_partners_text(config_json: &str) -> PyResult<String> {
     }
 }
 
+/// Writes a generated workload as its GOAL schedule.
+struct ExportGoal;
+
+impl WorkloadVisitor for ExportGoal {
+    type Out = Result<crate::program::goal::GoalSchedule, String>;
+    fn visit<W: crate::program::stream::Workload + Clone>(self, w: W) -> Self::Out {
+        export_goal(&w)
+    }
+}
+
 /// The built-in workload of a scenario written as a GOAL schedule.
 #[pyfunction]
 fn export_goal_text(config_json: &str) -> PyResult<String> {
     let cfg = sim::parse_config(config_json).map_err(err)?;
-    let sched = match &cfg.workload {
-        WorkloadSpec::Bsp(w) => w.validate().and_then(|_| export_goal(w)),
-        WorkloadSpec::Collective(w) => w.validate().and_then(|_| export_goal(w)),
-        WorkloadSpec::Spmv(w) => w.loaded().and_then(|w| w.validate().and_then(|_| export_goal(&w))),
+    match &cfg.workload {
         WorkloadSpec::FemMatvec(w) if w.hiding != crate::workloads::Hiding::FixedAlpha => {
-            Err("dynamic α and MPI test adapt to timing and have no GOAL form".into())
+            return Err(err("dynamic α and MPI test adapt to timing and have no GOAL form".into()));
         }
-        WorkloadSpec::FemMatvec(w) => w.validate().and_then(|_| export_goal(w)),
-        WorkloadSpec::Krylov(w) => w.validate().and_then(|_| export_goal(w)),
-        WorkloadSpec::Dense2d(w) => w.validate().and_then(|_| export_goal(w)),
-        WorkloadSpec::Chebfd(w) => w.resolved().and_then(|w| export_goal(&w)),
-        WorkloadSpec::Skeleton(s) => s.validate().and_then(|_| s.program(&cfg.network)).and_then(|(w, _, _)| export_goal(&w)),
-        WorkloadSpec::Goal { .. } => Err("the scenario already is a GOAL schedule".to_string()),
-        WorkloadSpec::Trace(_) => Err("a trace is exported with `idlewave trace export`".to_string()),
+        WorkloadSpec::Goal { .. } => return Err(err("the scenario already is a GOAL schedule".into())),
+        WorkloadSpec::Trace(_) => return Err(err("a trace is exported with `idlewave trace export`".into())),
+        _ => {}
     }
-    .map_err(err)?;
-    Ok(write_goal(&sched))
+    let (sched, _) = cfg.workload.visit(&cfg.network, ExportGoal).map_err(err)?.expect("a generated workload");
+    Ok(write_goal(&sched.map_err(err)?))
 }
 
 /// Streams a trace replay's schedule (JSON of the trace workload) into a
@@ -275,6 +294,9 @@ fn read_noise_trace(path: &str) -> PyResult<Vec<(f64, f64)>> {
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add("DeadlockError", m.py().get_type::<DeadlockError>())?;
+    m.add("UnmatchedError", m.py().get_type::<UnmatchedError>())?;
+    m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;

@@ -103,7 +103,7 @@ pub fn available_memory() -> Option<u64> {
 }
 
 /// Refuses a run whose estimated footprint exceeds the limit, before allocating.
-pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), String> {
+pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> {
     let (limit, what) = match limit {
         Some(l) => (l as u128, "the configured max_memory_bytes"),
         None => match available_memory() {
@@ -112,11 +112,11 @@ pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), String> {
         },
     };
     if estimate > limit {
-        return Err(format!(
+        return Err(SimError::MemoryLimit(format!(
             "this run needs about {:.2} GiB, more than {what} ({:.2} GiB); reduce ranks or iterations, or disable timer recording",
             estimate as f64 / (1u64 << 30) as f64,
             limit as f64 / (1u64 << 30) as f64
-        ));
+        )));
     }
     Ok(())
 }
@@ -126,7 +126,7 @@ pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), String> {
 /// finish time (8) and the noise cache (24).
 const ENGINE_BYTES_PER_RANK: u128 = 40 + 40 + 24 + 8 + 24;
 
-pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
+pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     alloc::reset_peak();
     let baseline = alloc::live_bytes();
     let mut result = run_workload(cfg, progress)?;
@@ -138,47 +138,86 @@ pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String
     Ok(result)
 }
 
-fn run_workload(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
-    let noise_ranks = |r| Noise::new(&cfg.noise, cfg.seed, r);
+/// What a visit gives: the visitor's answer and the figures the workload derived.
+pub type Visited<T> = Option<(T, Vec<(String, f64)>)>;
+
+/// Generic code over the built-in workloads: running, exporting.
+pub trait WorkloadVisitor {
+    type Out;
+    fn visit<W: Workload + Clone>(self, w: W) -> Self::Out;
+}
+
+impl WorkloadSpec {
+    /// The one dispatch over built-in workloads: each is checked and made
+    /// ready (files loaded, shapes resolved, a skeleton's program derived
+    /// from the network) and handed to `v`, with the figures it derived.
+    /// None for GOAL files and traces, which are not generated workloads.
+    pub fn visit<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, String> {
+        let none = Vec::new();
+        Ok(Some(match self {
+            WorkloadSpec::Bsp(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
+            WorkloadSpec::Collective(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
+            WorkloadSpec::Spmv(w) => {
+                let w = w.loaded()?;
+                w.validate()?;
+                (v.visit(w), none)
+            }
+            WorkloadSpec::FemMatvec(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
+            WorkloadSpec::Krylov(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
+            WorkloadSpec::Dense2d(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
+            WorkloadSpec::Chebfd(w) => (v.visit(w.resolved()?), none),
+            WorkloadSpec::Skeleton(s) => {
+                s.validate()?;
+                let (w, compute, collective) = s.program(net)?;
+                let derived = vec![
+                    ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
+                    ("collective_s".into(), crate::time::to_seconds(collective)),
+                ];
+                (v.visit(w), derived)
+            }
+            WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => return Ok(None),
+        }))
+    }
+}
+
+/// Runs a generated workload.
+struct RunStream<'a, 'p> {
+    cfg: &'a Config,
+    progress: Option<Progress<'p>>,
+}
+
+impl WorkloadVisitor for RunStream<'_, '_> {
+    type Out = Result<RunResult, SimError>;
+    fn visit<W: Workload + Clone>(self, w: W) -> Self::Out {
+        let noise = Noise::new(&self.cfg.noise, self.cfg.seed, w.num_ranks())?;
+        run_stream(w, self.cfg, noise, self.progress)
+    }
+}
+
+fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResult, SimError> {
     match &cfg.workload {
-        WorkloadSpec::Bsp(w) => checked(w, w.validate(), cfg, progress),
-        WorkloadSpec::Collective(w) => checked(w, w.validate(), cfg, progress),
-        WorkloadSpec::Spmv(w) => {
-            let w = w.loaded()?;
-            checked(&w, w.validate(), cfg, progress)
-        }
-        WorkloadSpec::FemMatvec(w) => checked(w, w.validate(), cfg, progress),
-        WorkloadSpec::Krylov(w) => checked(w, w.validate(), cfg, progress),
-        WorkloadSpec::Dense2d(w) => checked(w, w.validate(), cfg, progress),
-        WorkloadSpec::Chebfd(w) => {
-            let w = w.resolved()?;
-            checked(&w, Ok(()), cfg, progress)
-        }
-        WorkloadSpec::Skeleton(s) => {
-            s.validate()?;
-            let (w, compute, collective) = s.program(&cfg.network)?;
-            let mut r = run_stream(w, cfg, noise_ranks(s.ranks)?, progress)?;
-            r.derived = vec![
-                ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
-                ("collective_s".into(), crate::time::to_seconds(collective)),
-            ];
-            Ok(r)
-        }
         WorkloadSpec::Goal { path } => {
             let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
             // A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
             check_memory(size as u128 * 4, cfg.max_memory_bytes)?;
             let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
-            let noise = noise_ranks(sched.num_ranks)?;
+            let noise = Noise::new(&cfg.noise, cfg.seed, sched.num_ranks)?;
             let program = GoalProgram::new(&sched);
             drop(sched);
             run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(r, _)| r)
         }
         WorkloadSpec::Trace(spec) => run_trace(spec, cfg, progress),
+        generated => {
+            let visitor = RunStream { cfg, progress: progress.take() };
+            let (result, derived) = generated.visit(&cfg.network, visitor)?.expect("a generated workload");
+            let mut r = result?;
+            r.derived = derived;
+            Ok(r)
+        }
     }
 }
 
-fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
+fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
     let ranks = spec.scale_to.unwrap_or(t.files.len() as u32);
     let per_rank = ENGINE_BYTES_PER_RANK + crate::trace::bytes_per_rank(&t, ranks);
@@ -191,13 +230,7 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
     Ok(r)
 }
 
-/// Runs a built-in workload once its own checks have passed.
-fn checked<W: Workload + Clone>(w: &W, valid: Result<(), String>, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, String> {
-    valid?;
-    run_stream(w.clone(), cfg, Noise::new(&cfg.noise, cfg.seed, w.num_ranks())?, progress)
-}
-
-fn run_stream<W: Workload>(w: W, cfg: &Config, noise: Noise, progress: Option<Progress>) -> Result<RunResult, String> {
+fn run_stream<W: Workload>(w: W, cfg: &Config, noise: Noise, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let (p, iters) = (w.num_ranks(), w.iterations());
     let names = w.timer_names();
     let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 };
@@ -219,31 +252,31 @@ fn run_program<P: Program>(
     noise: Noise,
     mut progress: Option<Progress>,
     extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
-) -> Result<(RunResult, P), String> {
+) -> Result<(RunResult, P), SimError> {
     let wall = Instant::now();
     let mut net = cfg.network.clone();
     if let Some(pl) = net.platform.as_mut() {
         pl.seed = cfg.seed;
     }
-    let mut engine = Engine::new(program, net, noise).map_err(|e| e.to_string())?;
+    let mut engine = Engine::new(program, net, noise)?;
     if cfg.timeline_spans > 0 {
         if engine.num_ranks() > TIMELINE_MAX_RANKS {
-            return Err(format!(
+            return Err(SimError::Invalid(format!(
                 "a timeline of {} ranks is too large to draw or load; timelines are limited to {TIMELINE_MAX_RANKS} ranks",
                 engine.num_ranks()
-            ));
+            )));
         }
         check_memory(cfg.timeline_spans as u128 * 32, cfg.max_memory_bytes)?;
         engine.timeline = Some(crate::engine::timeline::Timeline::new(cfg.timeline_spans as usize));
     }
     loop {
-        let finished = engine.step(CHUNK).map_err(|e| e.to_string())?;
+        let finished = engine.step(CHUNK)?;
         if finished {
             break;
         }
         if let Some(cb) = progress.as_mut() {
             if !cb(engine.now(), engine.events) {
-                return Err(SimError::Interrupted.to_string());
+                return Err(SimError::Interrupted);
             }
         }
     }
@@ -273,13 +306,13 @@ fn run_program<P: Program>(
 
 /// LogGOPSim's command-line mode: a GOAL file on one uniform network.
 /// Returns each host's finishing time (the latest time any of its CPUs was busy).
-pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Result<(Vec<Time>, u64), String> {
+pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Result<(Vec<Time>, u64), SimError> {
     let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
     check_memory(size as u128 * 4, None)?;
     let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
     let noise = Noise::new(noise, seed, sched.num_ranks)?;
-    let mut engine = Engine::new(GoalProgram::new(&sched), net, noise).map_err(|e| e.to_string())?;
+    let mut engine = Engine::new(GoalProgram::new(&sched), net, noise)?;
     drop(sched);
-    engine.run().map_err(|e| e.to_string())?;
+    engine.run()?;
     Ok(((0..engine.num_ranks()).map(|r| engine.finish_time(r)).collect(), engine.events))
 }

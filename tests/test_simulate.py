@@ -9,7 +9,7 @@ import pytest
 
 import idlewave
 from conftest import EXAMPLES
-from idlewave import ScenarioError, SimulationError
+from idlewave import DeadlockError, MemoryLimitError, ScenarioError, SimulationError, UnmatchedError
 
 L, O, G_, GB = 2.5e-6, 1.5e-6, 1.0e-6, 6e-9  # LogGOPSim defaults
 
@@ -111,26 +111,31 @@ def test_bad_scenarios_give_clear_errors(tmp_path):
         idlewave.simulate({"network": {"L_s": -1.0}})
 
 
+def test_failures_are_typed_and_all_simulation_errors():
+    assert all(issubclass(e, SimulationError) for e in (DeadlockError, UnmatchedError, MemoryLimitError))
+    assert issubclass(SimulationError, ValueError)
+
+
 def test_deadlock_is_reported_with_ranks_and_peers(tmp_path):
     goal = tmp_path / "dead.goal"
     goal.write_text("num_ranks 2\nrank 0 {\nr: recv 8b from 1 tag 0\ns: send 8b to 1 tag 0\ns requires r\n}\n"
                     "rank 1 {\nr: recv 8b from 0 tag 0\ns: send 8b to 0 tag 0\ns requires r\n}\n")
-    with pytest.raises(SimulationError, match=r"deadlock: 2 of 2 ranks.*rank 0.*receive from rank 1 \(tag 0\)"):
+    with pytest.raises(DeadlockError, match=r"deadlock: 2 of 2 ranks.*rank 0.*receive from rank 1 \(tag 0\)"):
         idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
 
 
 def test_unmatched_message_is_reported(tmp_path):
     goal = tmp_path / "lost.goal"
     goal.write_text("num_ranks 2\nrank 0 {\ns: send 8b to 1 tag 4\n}\nrank 1 {\n}\n")
-    with pytest.raises(SimulationError, match=r"message from rank 0 to rank 1 \(tag 4, 8 B\) was never received"):
+    with pytest.raises(UnmatchedError, match=r"message from rank 0 to rank 1 \(tag 4, 8 B\) was never received"):
         idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
 
 
 def test_runs_too_large_for_memory_are_refused_before_allocating():
     scn = bsp(ranks=2**31, iterations=10**6)
-    with pytest.raises(SimulationError, match=r"needs about .* GiB"):
+    with pytest.raises(MemoryLimitError, match=r"needs about .* GiB"):
         idlewave.simulate(scn)
-    with pytest.raises(SimulationError, match=r"max_memory_bytes"):
+    with pytest.raises(MemoryLimitError, match=r"max_memory_bytes"):
         idlewave.simulate(bsp(ranks=4096, iterations=1000) | {"limits": {"max_memory_bytes": 10**6}})
 
 

@@ -5,9 +5,12 @@
     >>> result.summary["makespan_s"]
 """
 
-from idlewave._engine import SimulationError
+from idlewave._engine import DeadlockError, MemoryLimitError, SimulationError, UnmatchedError
 from idlewave.scenario import ScenarioError, load_scenario
 from idlewave.simulation import Result, simulate, spmv_partners
 
-__all__ = ["simulate", "spmv_partners", "Result", "load_scenario", "ScenarioError", "SimulationError"]
+# Bad input: ScenarioError (key path, file:line). A run that cannot complete:
+# SimulationError, or one of its kinds DeadlockError, UnmatchedError, MemoryLimitError.
+__all__ = ["simulate", "spmv_partners", "Result", "load_scenario", "ScenarioError", "SimulationError",
+           "DeadlockError", "UnmatchedError", "MemoryLimitError"]
 __version__ = "0.1.0"

@@ -9,6 +9,10 @@ __version__: str
 class SimulationError(ValueError):
     """A scenario that cannot be simulated: bad input, deadlock, unmatched messages, or too large."""
 
+class DeadlockError(SimulationError): ...
+class UnmatchedError(SimulationError): ...
+class MemoryLimitError(SimulationError): ...
+
 def simulate(config_json: str, progress: Callable[[float, int], bool] | None = None) -> dict[str, Any]:
     """Runs one scenario (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
     ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, derived, and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ import polars as pl
 
 from idlewave import _engine
 from idlewave.results import write_json, write_parquet
-from idlewave.scenario import engine_json, load_scenario, validate
+from idlewave.scenario import engine_json, load_scenario, to_engine_config, validate
 
 
 @dataclass
@@ -86,18 +87,16 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         if overrides:
             raw.update(overrides)
         scn = validate(raw)
-    config = engine_json(scn)
+    config = to_engine_config(scn)
     if timeline:
         from idlewave.timeline import DEFAULT_SPANS
 
-        config = config[:-1] + f', "timeline_spans": {DEFAULT_SPANS}}}'
-    raw = _engine.simulate(config, progress)
+        config["timeline_spans"] = DEFAULT_SPANS
+    raw = _engine.simulate(json.dumps(config), progress)
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)
     result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
     if "trace_report" in raw:
-        import json
-
         from idlewave.trace.replay import summarise
 
         result.trace_report = json.loads(raw["trace_report"])

@@ -31,8 +31,17 @@ pub enum SimError {
     Unmatched(String),
     /// Invalid program or parameters found while running.
     Invalid(String),
+    /// The run would need more memory than allowed (refused before allocating).
+    MemoryLimit(String),
     /// Stopped from outside (e.g. Ctrl-C).
     Interrupted,
+}
+
+/// Errors found outside the event loop (configuration, files) are invalid input.
+impl From<String> for SimError {
+    fn from(s: String) -> Self {
+        SimError::Invalid(s)
+    }
 }
 
 impl std::fmt::Display for SimError {
@@ -40,7 +49,7 @@ impl std::fmt::Display for SimError {
         match self {
             SimError::Deadlock(s) => write!(f, "deadlock: {s}"),
             SimError::Unmatched(s) => write!(f, "unmatched communication at the end of the run: {s}"),
-            SimError::Invalid(s) => write!(f, "{s}"),
+            SimError::Invalid(s) | SimError::MemoryLimit(s) => write!(f, "{s}"),
             SimError::Interrupted => write!(f, "interrupted"),
         }
     }

@@ -260,6 +260,6 @@ fn a_replay_too_large_for_memory_is_refused_before_allocating() {
     cfg.max_memory_bytes = Some(1 << 30);
     crate::alloc::reset_peak();
     let e = crate::sim::run(&cfg, None).err().unwrap();
-    assert!(e.contains("GiB"), "{e}");
+    assert!(matches!(e, crate::engine::SimError::MemoryLimit(ref m) if m.contains("GiB")), "{e}");
     assert!(crate::alloc::peak_bytes() < 64 << 20);
 }
