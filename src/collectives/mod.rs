@@ -2,9 +2,10 @@
 //!
 //! Every algorithm is a pure function from (rank, step index) to a [`Step`]:
 //! receive, send, exchange (send and receive at once), or a fan-out of
-//! nonblocking sends closed by a wait. A [`Driver`] turns steps into stream
-//! ops, so a rank's whole collective state is two small counters, and the
-//! same description serves simulation, GOAL export and structure tests.
+//! nonblocking sends closed by a wait. The program's
+//! [`crate::program::driver::Driver`] turns steps into stream ops, so a rank's
+//! whole collective state is two small counters, and the same description
+//! serves simulation, GOAL export, trace replay and structure tests.
 //!
 //! `bytes` is the full vector for allreduce, broadcast and reduce, and one
 //! rank's block for gather, scatter, allgather and alltoall.
@@ -12,7 +13,6 @@
 mod algorithms;
 pub mod relay;
 
-use crate::program::stream::StreamOp;
 use serde::Deserialize;
 
 pub use algorithms::subtree_size;
@@ -275,56 +275,6 @@ impl Collective {
     /// Every step of `rank`, in order (for tests and inspection).
     pub fn steps(&self, rank: u32) -> Vec<Step> {
         (0..).map_while(|i| self.step(rank, i)).collect()
-    }
-}
-
-/// Walks a rank through a collective's steps, one stream op at a time.
-/// Slots: 0 for receives, 1 for exchange sends, 1..=n for fan-out sends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Driver {
-    index: u32,
-    sub: u8,
-    /// What the closing wait of the current step covers (so the step need
-    /// not be computed again for it): 1 = slot 0, 3 = slots 0 and 1.
-    wait: u8,
-}
-
-impl Driver {
-    #[inline(always)]
-    pub fn next(&mut self, c: &Collective, rank: u32) -> Option<StreamOp> {
-        if self.sub > 0 && (self.wait == 1 || self.sub == 2) {
-            let mask = self.wait as u64;
-            (self.index, self.sub, self.wait) = (self.index + 1, 0, 0);
-            return Some(StreamOp::Wait(mask));
-        }
-        let step = c.step(rank, self.index)?;
-        let tag = c.tag;
-        Some(match (step, self.sub) {
-            (Step::Recv { from, bytes }, _) => {
-                (self.sub, self.wait) = (1, 1);
-                StreamOp::IRecv { peer: from, tag, bytes, slot: 0 }
-            }
-            (Step::Send { to, bytes }, _) => {
-                (self.sub, self.wait) = (1, 1);
-                StreamOp::ISend { peer: to, tag, bytes, slot: 0 }
-            }
-            (Step::Exchange { from, recv_bytes, .. }, 0) => {
-                (self.sub, self.wait) = (1, 3);
-                StreamOp::IRecv { peer: from, tag, bytes: recv_bytes, slot: 0 }
-            }
-            (Step::Exchange { to, send_bytes, .. }, _) => {
-                self.sub = 2;
-                StreamOp::ISend { peer: to, tag, bytes: send_bytes, slot: 1 }
-            }
-            (Step::FanOut { to, bytes, k }, _) => {
-                self.index += 1;
-                StreamOp::ISend { peer: to, tag, bytes, slot: 1 + k }
-            }
-            (Step::WaitFanOut { n }, _) => {
-                self.index += 1;
-                StreamOp::Wait(((1u64 << n) - 1) << 1)
-            }
-        })
     }
 }
 

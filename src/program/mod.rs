@@ -5,6 +5,7 @@
 //! [`stream::StreamProgram`] (ops generated lazily, iteration by iteration, so
 //! memory stays O(ranks) for any iteration count).
 
+pub mod driver;
 pub mod goal;
 pub mod goal_program;
 pub mod stream;

@@ -17,7 +17,8 @@
 
 use super::goal::{GoalKind, GoalOp, GoalRank, GoalSchedule};
 use super::{Program, ReadyOp, ANY};
-use crate::collectives::{Collective, Driver};
+use crate::collectives::Collective;
+use crate::program::driver::Driver;
 use crate::record::Recorder;
 use crate::time::{Time, PS_PER_NS};
 

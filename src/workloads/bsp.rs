@@ -2,7 +2,8 @@
 //! distances ±d → optional barrier, repeated.
 
 use super::{TAG_BARRIER, TAG_HALO};
-use crate::collectives::{Collective, CollectiveKind, Driver};
+use crate::collectives::{Collective, CollectiveKind};
+use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;

@@ -14,7 +14,8 @@
 //! beyond the ends. An optional barrier follows every polynomial step.
 
 use super::{TAG_BARRIER, TAG_HALO};
-use crate::collectives::{Collective, CollectiveKind, Driver};
+use crate::collectives::{Collective, CollectiveKind};
+use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;

@@ -3,7 +3,8 @@
 //! microbenchmarks).
 
 use super::TAG_COLLECTIVE;
-use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm, Driver};
+use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
+use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;

@@ -18,7 +18,8 @@
 
 use super::TAG_BARRIER;
 use crate::collectives::relay::{child, chunk_size, chunks, parent};
-use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::collectives::{Algorithm, Collective, CollectiveKind};
+use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::{Time, PS_PER_S};
 use serde::Deserialize;

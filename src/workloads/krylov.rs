@@ -13,7 +13,8 @@
 //! progress thread.
 
 use super::{TAG_COLLECTIVE, TAG_HALO};
-use crate::collectives::{Algorithm, Collective, CollectiveKind, Driver};
+use crate::collectives::{Algorithm, Collective, CollectiveKind};
+use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;

@@ -15,7 +15,8 @@
 //! T_out (E2 + output wait), their sum, both waiting times and α.
 
 use super::TAG_HALO;
-use crate::collectives::{Collective, CollectiveKind, Driver};
+use crate::collectives::{Collective, CollectiveKind};
+use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::{to_seconds, Time};
 use serde::Deserialize;

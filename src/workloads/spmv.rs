@@ -15,7 +15,8 @@
 
 use super::partners::{Partner, PartnerTable};
 use super::TAG_HALO;
-use crate::collectives::{Collective, CollectiveKind, Driver};
+use crate::collectives::{Collective, CollectiveKind};
+use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
 use serde::Deserialize;

@@ -7,8 +7,19 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from idlewave.measure.worker import busy
 
+def busy(seconds: float, test=None, chunks: int = 1) -> int:
+    """Spin for `seconds`, optionally calling `test()` between `chunks` pieces; returns the tests made."""
+    tests = 0
+    end = MPI.Wtime() + seconds
+    for k in range(chunks):
+        stop = MPI.Wtime() + (end - MPI.Wtime()) / (chunks - k)
+        while MPI.Wtime() < stop:
+            pass
+        if test is not None and k + 1 < chunks:
+            test()
+            tests += 1
+    return tests
 
 def _sizes(max_bytes: int) -> list[int]:
     return [1 << k for k in range(0, max(max_bytes, 1).bit_length()) if (1 << k) <= max_bytes]

@@ -31,20 +31,6 @@ def machine(comm) -> dict:
     }
 
 
-def busy(seconds: float, test=None, chunks: int = 1) -> int:
-    """Spin for `seconds`, optionally calling `test()` between `chunks` pieces; returns the tests made."""
-    tests = 0
-    end = MPI.Wtime() + seconds
-    for k in range(chunks):
-        stop = MPI.Wtime() + (end - MPI.Wtime()) / (chunks - k)
-        while MPI.Wtime() < stop:
-            pass
-        if test is not None and k + 1 < chunks:
-            test()
-            tests += 1
-    return tests
-
-
 def run(kind: str, params: dict, out: Path) -> None:
     from idlewave.measure import kernels
 

@@ -1,0 +1,55 @@
+//! Runs a collective's steps as stream ops, one at a time: a rank's whole
+//! collective state is this small cursor.
+
+use crate::collectives::{Collective, Step};
+use crate::program::stream::StreamOp;
+
+/// Walks a rank through a collective's steps, one stream op at a time.
+/// Slots: 0 for receives, 1 for exchange sends, 1..=n for fan-out sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Driver {
+    index: u32,
+    sub: u8,
+    /// What the closing wait of the current step covers (so the step need
+    /// not be computed again for it): 1 = slot 0, 3 = slots 0 and 1.
+    wait: u8,
+}
+
+impl Driver {
+    #[inline(always)]
+    pub fn next(&mut self, c: &Collective, rank: u32) -> Option<StreamOp> {
+        if self.sub > 0 && (self.wait == 1 || self.sub == 2) {
+            let mask = self.wait as u64;
+            (self.index, self.sub, self.wait) = (self.index + 1, 0, 0);
+            return Some(StreamOp::Wait(mask));
+        }
+        let step = c.step(rank, self.index)?;
+        let tag = c.tag;
+        Some(match (step, self.sub) {
+            (Step::Recv { from, bytes }, _) => {
+                (self.sub, self.wait) = (1, 1);
+                StreamOp::IRecv { peer: from, tag, bytes, slot: 0 }
+            }
+            (Step::Send { to, bytes }, _) => {
+                (self.sub, self.wait) = (1, 1);
+                StreamOp::ISend { peer: to, tag, bytes, slot: 0 }
+            }
+            (Step::Exchange { from, recv_bytes, .. }, 0) => {
+                (self.sub, self.wait) = (1, 3);
+                StreamOp::IRecv { peer: from, tag, bytes: recv_bytes, slot: 0 }
+            }
+            (Step::Exchange { to, send_bytes, .. }, _) => {
+                self.sub = 2;
+                StreamOp::ISend { peer: to, tag, bytes: send_bytes, slot: 1 }
+            }
+            (Step::FanOut { to, bytes, k }, _) => {
+                self.index += 1;
+                StreamOp::ISend { peer: to, tag, bytes, slot: 1 + k }
+            }
+            (Step::WaitFanOut { n }, _) => {
+                self.index += 1;
+                StreamOp::Wait(((1u64 << n) - 1) << 1)
+            }
+        })
+    }
+}
