@@ -121,18 +121,52 @@ const MEM_ID: u32 = 67;
 /// Request slots a background collective gets by default (the top ones).
 const DEFAULT_BG_SLOTS: u8 = 32;
 
-// flags
-const READY: u8 = 1;
-const FINISHED: u8 = 2;
-const TESTING: u8 = 4;
-const LAST_TEST: u8 = 8;
-/// The program is inside an MPI call (`call` says which).
-const IN_MPI: u8 = 16;
-const BG_ACTIVE: u8 = 32;
-/// A background op was issued and has not started yet.
-const BG_INFLIGHT: u8 = 64;
-/// Waiting for the CPU to reach the current MPI call.
-const SYNCING: u8 = 128;
+/// A rank's program state, one byte: a set of the flags below.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Flags(u8);
+
+impl Flags {
+    /// The next op may be generated.
+    const READY: Flags = Flags(1);
+    const FINISHED: Flags = Flags(2);
+    /// A test's probe is out; its answer comes with `done`.
+    const TESTING: Flags = Flags(4);
+    /// The answer of the latest test.
+    const LAST_TEST: Flags = Flags(8);
+    /// The program is inside an MPI call (`call` says which).
+    const IN_MPI: Flags = Flags(16);
+    /// A nonblocking collective runs in the background.
+    const BG_ACTIVE: Flags = Flags(32);
+    /// A background op was issued and has not started yet.
+    const BG_INFLIGHT: Flags = Flags(64);
+    /// Waiting for the CPU to reach the current MPI call.
+    const SYNCING: Flags = Flags(128);
+
+    #[inline(always)]
+    fn contains(self, f: Flags) -> bool {
+        self.0 & f.0 == f.0
+    }
+    #[inline(always)]
+    fn intersects(self, f: Flags) -> bool {
+        self.0 & f.0 != 0
+    }
+    #[inline(always)]
+    fn insert(&mut self, f: Flags) {
+        self.0 |= f.0;
+    }
+    #[inline(always)]
+    fn remove(&mut self, f: Flags) {
+        self.0 &= !f.0;
+    }
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    #[inline(always)]
+    fn bitor(self, f: Flags) -> Flags {
+        Flags(self.0 | f.0)
+    }
+}
 
 /// The MPI call a rank is in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -154,7 +188,7 @@ struct RankState<S> {
     pending: u64,
     /// The program's slots the current Wait or Test is about.
     wait_mask: u64,
-    flags: u8,
+    flags: Flags,
     call: Call,
     gen: S,
 }
@@ -188,7 +222,7 @@ pub struct StreamProgram<W: Workload> {
 impl<W: Workload> StreamProgram<W> {
     pub fn new(workload: W, recorder: Recorder) -> Self {
         let p = workload.num_ranks() as usize;
-        let init = RankState { flags: READY, ..Default::default() };
+        let init = RankState { flags: Flags::READY, ..Default::default() };
         let background = if workload.uses_background() { vec![Background::default(); p] } else { Vec::new() };
         let bg_base = if workload.uses_background() { 64 - workload.background_slots().clamp(1, 32) } else { 64 };
         StreamProgram { ranks: vec![init; p], background, bg_base, workload, recorder, async_progress: false }
@@ -238,11 +272,11 @@ impl<W: Workload> Program for StreamProgram<W> {
     fn started(&mut self, rank: u32, id: u32) {
         let st = &mut self.ranks[rank as usize];
         if (self.bg_base as u32..64).contains(&id) {
-            st.flags &= !BG_INFLIGHT;
+            st.flags.remove(Flags::BG_INFLIGHT);
         } else if id < SYNC_ID {
             // the program's own requests, calcs and tests (not syncs or
             // memory work, whose next op waits for their end)
-            st.flags |= READY;
+            st.flags.insert(Flags::READY);
         }
     }
 
@@ -252,21 +286,21 @@ impl<W: Workload> Program for StreamProgram<W> {
         if id < 64 {
             st.pending &= !(1u64 << id);
         } else if id == SYNC_ID {
-            st.flags &= !SYNCING;
+            st.flags.remove(Flags::SYNCING);
         } else if id == MEM_ID {
-            st.flags |= READY;
+            st.flags.insert(Flags::READY);
         } else if id == TEST_ID {
             let complete = st.pending & st.wait_mask == 0;
-            st.flags &= !(TESTING | LAST_TEST);
+            st.flags.remove(Flags::TESTING | Flags::LAST_TEST);
             if complete {
-                st.flags |= LAST_TEST;
+                st.flags.insert(Flags::LAST_TEST);
             }
         }
     }
 
     fn collect(&mut self, rank: u32, now: Time, cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
         // Fast exit: nothing to do.
-        if self.ranks[rank as usize].flags & (READY | IN_MPI | BG_ACTIVE) == 0 {
+        if !self.ranks[rank as usize].flags.intersects(Flags::READY | Flags::IN_MPI | Flags::BG_ACTIVE) {
             return Ok(());
         }
         let mut r = Rank {
@@ -285,14 +319,14 @@ impl<W: Workload> Program for StreamProgram<W> {
     }
 
     fn is_finished(&self, rank: u32) -> bool {
-        self.ranks[rank as usize].flags & FINISHED != 0
+        self.ranks[rank as usize].flags.contains(Flags::FINISHED)
     }
 
     fn describe_stuck(&self, rank: u32) -> String {
         let st = &self.ranks[rank as usize];
         let main = st.pending & st.wait_mask;
         let bg = st.pending & (!0u64).checked_shl(self.bg_base as u32).unwrap_or(0);
-        match (st.flags & IN_MPI != 0, st.call) {
+        match (st.flags.contains(Flags::IN_MPI), st.call) {
             (true, Call::CollWait) => format!("blocked in the wait for a nonblocking collective ({} request(s) open)", bg.count_ones()),
             (true, Call::WaitAny) => format!("blocked in a waitany on {} request(s)", main.count_ones()),
             (true, _) if main != 0 => format!("blocked in a wait on {} request(s)", main.count_ones()),
@@ -323,41 +357,41 @@ impl<W: Workload> Rank<'_, W> {
         let rank = self.rank;
         loop {
             let flags = self.st.flags;
-            if flags & SYNCING != 0 {
+            if flags.contains(Flags::SYNCING) {
                 return Ok(());
             }
-            if flags & BG_ACTIVE != 0 && (flags & IN_MPI != 0 || self.async_progress) {
+            if flags.contains(Flags::BG_ACTIVE) && (flags.contains(Flags::IN_MPI) || self.async_progress) {
                 self.progress_background()?;
             }
-            if self.st.flags & IN_MPI != 0 {
+            if self.st.flags.contains(Flags::IN_MPI) {
                 if !self.call_done() {
                     return Ok(());
                 }
-                self.st.flags &= !IN_MPI;
+                self.st.flags.remove(Flags::IN_MPI);
                 match self.st.call {
                     Call::Test => {
                         // The answer comes from a probe that sees every message due by then.
-                        self.st.flags |= TESTING;
+                        self.st.flags.insert(Flags::TESTING);
                         self.out.push(ReadyOp::probe(TEST_ID));
                         return Ok(());
                     }
                     Call::CollTest => {
-                        self.st.flags &= !LAST_TEST;
-                        if self.st.flags & BG_ACTIVE == 0 {
-                            self.st.flags |= LAST_TEST;
+                        self.st.flags.remove(Flags::LAST_TEST);
+                        if !self.st.flags.contains(Flags::BG_ACTIVE) {
+                            self.st.flags.insert(Flags::LAST_TEST);
                         }
                     }
                     _ => {}
                 }
-                self.st.flags |= READY;
+                self.st.flags.insert(Flags::READY);
             }
-            if self.st.flags & READY == 0 {
+            if !self.st.flags.contains(Flags::READY) {
                 return Ok(());
             }
-            self.st.flags &= !READY;
+            self.st.flags.remove(Flags::READY);
             // (the background's slots are the top ones, above bg_base)
             let pending = self.st.pending & !(!0u64).checked_shl(self.bg_base as u32).unwrap_or(0);
-            let ctx = Ctx { last_test: self.st.flags & LAST_TEST != 0, time: t, pending };
+            let ctx = Ctx { last_test: self.st.flags.contains(Flags::LAST_TEST), time: t, pending };
             let op = self.workload.next(rank, &mut self.st.gen, &ctx);
             match op {
                 StreamOp::Calc(ps) => {
@@ -378,8 +412,8 @@ impl<W: Workload> Rank<'_, W> {
                 }
                 // The common case: a wait with nothing in the background that
                 // is already satisfied returns at once.
-                StreamOp::Wait(mask) if self.st.flags & BG_ACTIVE == 0 && self.st.pending & mask == 0 => {
-                    self.st.flags |= READY;
+                StreamOp::Wait(mask) if !self.st.flags.contains(Flags::BG_ACTIVE) && self.st.pending & mask == 0 => {
+                    self.st.flags.insert(Flags::READY);
                 }
                 StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
                 StreamOp::WaitAny(0) => {
@@ -393,32 +427,32 @@ impl<W: Workload> Rank<'_, W> {
                             "rank {rank}: the workload starts a nonblocking collective but did not declare it (workload error)"
                         ));
                     };
-                    if self.st.flags & BG_ACTIVE != 0 {
+                    if self.st.flags.contains(Flags::BG_ACTIVE) {
                         return Err(format!("rank {rank}: a nonblocking collective started while another is running (workload error)"));
                     }
                     *bg = Background { driver: Driver::default(), wait: 0, id };
-                    self.st.flags |= BG_ACTIVE;
+                    self.st.flags.insert(Flags::BG_ACTIVE);
                     self.enter(Call::CollStart, 0)?;
                 }
                 StreamOp::CollWait => self.enter(Call::CollWait, 0)?,
                 StreamOp::CollTest => self.enter(Call::CollTest, 0)?,
                 StreamOp::TimerStart { timer, iteration } => {
                     self.recorder.start(timer, rank, iteration, t);
-                    self.st.flags |= READY;
+                    self.st.flags.insert(Flags::READY);
                 }
                 StreamOp::TimerStop { timer, iteration } => {
                     self.recorder.stop(timer, rank, iteration, t);
-                    self.st.flags |= READY;
+                    self.st.flags.insert(Flags::READY);
                 }
                 StreamOp::Record { timer, iteration, value } => {
                     self.recorder.value(timer, rank, iteration, value);
-                    self.st.flags |= READY;
+                    self.st.flags.insert(Flags::READY);
                 }
                 StreamOp::Done => {
-                    if self.st.flags & BG_ACTIVE != 0 {
+                    if self.st.flags.contains(Flags::BG_ACTIVE) {
                         return Err(format!("rank {rank}: finished with a nonblocking collective still running (workload error)"));
                     }
-                    self.st.flags |= FINISHED;
+                    self.st.flags.insert(Flags::FINISHED);
                     return Ok(());
                 }
             }
@@ -434,9 +468,9 @@ impl<W: Workload> Rank<'_, W> {
         }
         self.st.call = call;
         self.st.wait_mask = mask;
-        self.st.flags |= IN_MPI;
-        if self.st.flags & BG_ACTIVE != 0 && !self.async_progress && self.cpu_free > self.now {
-            self.st.flags |= SYNCING;
+        self.st.flags.insert(Flags::IN_MPI);
+        if self.st.flags.contains(Flags::BG_ACTIVE) && !self.async_progress && self.cpu_free > self.now {
+            self.st.flags.insert(Flags::SYNCING);
             self.out.push(ReadyOp::probe(SYNC_ID));
         }
         Ok(())
@@ -448,10 +482,10 @@ impl<W: Workload> Rank<'_, W> {
         match st.call {
             Call::Wait => st.pending & st.wait_mask == 0,
             Call::WaitAny => st.pending & st.wait_mask != st.wait_mask,
-            Call::CollWait => st.flags & BG_ACTIVE == 0,
+            Call::CollWait => !st.flags.contains(Flags::BG_ACTIVE),
             Call::Test | Call::CollStart | Call::CollTest => {
                 let bg_wait = self.bg.as_ref().map_or(0, |b| b.wait_bits(self.bg_base));
-                st.flags & BG_INFLIGHT == 0 && (st.flags & BG_ACTIVE == 0 || st.pending & bg_wait != 0)
+                !st.flags.contains(Flags::BG_INFLIGHT) && (!st.flags.contains(Flags::BG_ACTIVE) || st.pending & bg_wait != 0)
             }
         }
     }
@@ -464,7 +498,7 @@ impl<W: Workload> Rank<'_, W> {
         let base = self.bg_base;
         let Some(bg) = self.bg.as_deref_mut() else { return Ok(()) };
         let st = &mut *self.st;
-        while st.flags & BG_ACTIVE != 0 && st.flags & BG_INFLIGHT == 0 {
+        while st.flags.contains(Flags::BG_ACTIVE) && !st.flags.contains(Flags::BG_INFLIGHT) {
             if bg.wait != 0 {
                 if st.pending & bg.wait_bits(base) != 0 {
                     return Ok(());
@@ -477,7 +511,7 @@ impl<W: Workload> Rank<'_, W> {
                 .ok_or_else(|| format!("rank {rank}: nonblocking collective {} is not defined (workload error)", bg.id))?;
             let op = match bg.driver.next(&coll, rank) {
                 None => {
-                    st.flags &= !BG_ACTIVE;
+                    st.flags.remove(Flags::BG_ACTIVE);
                     continue;
                 }
                 Some(StreamOp::Wait(mask)) => {
@@ -495,7 +529,7 @@ impl<W: Workload> Rank<'_, W> {
                 ));
             }
             issue(rank, st, self.out, ReadyOp { cpu, ..op.0 }, op.1 + base)?;
-            st.flags |= BG_INFLIGHT;
+            st.flags.insert(Flags::BG_INFLIGHT);
         }
         Ok(())
     }

@@ -109,7 +109,7 @@ struct Bcast {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DenseState {
     k: u32,
-    phase: u8,
+    phase: Phase,
     /// The panel being factored is step k+1's (look-ahead), not step k's.
     ahead: bool,
     piece: u16,
@@ -118,20 +118,30 @@ pub struct DenseState {
     col: Relay,
 }
 
-// phases of a step
-const START: u8 = 0;
-const BARRIER: u8 = 1;
-const DIAG: u8 = 2;
-const DIAG_ROW: u8 = 3;
-const DIAG_COL: u8 = 4;
-const PANEL: u8 = 5;
-const BCAST: u8 = 6;
-const UPDATE: u8 = 7;
-const AHEAD_START: u8 = 8;
-const AHEAD_PIECE: u8 = 9;
-const AHEAD_POLL: u8 = 10;
-const AHEAD_FINISH: u8 = 11;
-const STOP: u8 = 12;
+/// Where a rank is in a step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    #[default]
+    Start,
+    Barrier,
+    /// Factor the diagonal block (its owner), then send it along the row and column.
+    Diag,
+    DiagRow,
+    DiagCol,
+    /// Update the panels with the diagonal block.
+    Panel,
+    /// Broadcast the panels (blocking).
+    Bcast,
+    /// Update the trailing matrix.
+    Update,
+    /// Look-ahead: post the next panels' broadcasts, then update in pieces, polling between them.
+    AheadStart,
+    AheadPiece,
+    AheadPoll,
+    AheadFinish,
+    Stop,
+}
 
 impl Dense2d {
     pub fn validate(&self) -> Result<(), String> {
@@ -397,14 +407,14 @@ impl Workload for Dense2d {
             let k = s.k;
             let kp = k + u32::from(s.ahead);
             match s.phase {
-                START => {
+                Phase::Start => {
                     if k == self.blocks {
                         return StreamOp::Done;
                     }
-                    (s.phase, s.ahead, s.driver) = (BARRIER, false, Driver::default());
+                    (s.phase, s.ahead, s.driver) = (Phase::Barrier, false, Driver::default());
                     return StreamOp::TimerStart { timer: T_ITER, iteration: k };
                 }
-                BARRIER => {
+                Phase::Barrier => {
                     if self.barrier {
                         let c = Collective::dissemination(CollectiveKind::Barrier, self.num_ranks(), 0, TAG_BARRIER);
                         if let Some(op) = s.driver.next(&c, rank) {
@@ -412,23 +422,23 @@ impl Workload for Dense2d {
                         }
                     }
                     // With look-ahead, step k's panel was factored and sent during step k−1.
-                    s.phase = if self.lookahead && k > 0 { UPDATE } else { DIAG };
+                    s.phase = if self.lookahead && k > 0 { Phase::Update } else { Phase::Diag };
                 }
-                DIAG => {
-                    s.phase = DIAG_ROW;
+                Phase::Diag => {
+                    s.phase = Phase::DiagRow;
                     s.row = Relay::default();
                     if (pr, pc) == (kp % self.grid_rows, kp % self.grid_cols) {
                         return StreamOp::Calc(self.diag_ps());
                     }
                 }
-                DIAG_ROW => match self.relay_blocking(rank, &self.bcast(rank, kp, true, true), &mut s.row) {
+                Phase::DiagRow => match self.relay_blocking(rank, &self.bcast(rank, kp, true, true), &mut s.row) {
                     Some(op) => return op,
-                    None => (s.phase, s.col) = (DIAG_COL, Relay::default()),
+                    None => (s.phase, s.col) = (Phase::DiagCol, Relay::default()),
                 },
-                DIAG_COL => match self.relay_blocking(rank, &self.bcast(rank, kp, false, true), &mut s.col) {
+                Phase::DiagCol => match self.relay_blocking(rank, &self.bcast(rank, kp, false, true), &mut s.col) {
                     Some(op) => return op,
                     None => {
-                        s.phase = PANEL;
+                        s.phase = Phase::Panel;
                         let (rows, cols) = self.trailing(kp, pr, pc);
                         let blocks = if pr == kp % self.grid_rows { cols } else { 0 } + if pc == kp % self.grid_cols { rows } else { 0 };
                         if blocks > 0 {
@@ -436,56 +446,56 @@ impl Workload for Dense2d {
                         }
                     }
                 },
-                PANEL => {
+                Phase::Panel => {
                     (s.row, s.col) = (Relay::default(), Relay::default());
-                    s.phase = if s.ahead { AHEAD_START } else { BCAST };
+                    s.phase = if s.ahead { Phase::AheadStart } else { Phase::Bcast };
                 }
-                BCAST => match self.panels_blocking(rank, kp, s, ctx) {
+                Phase::Bcast => match self.panels_blocking(rank, kp, s, ctx) {
                     Some(op) => return op,
-                    None => s.phase = UPDATE,
+                    None => s.phase = Phase::Update,
                 },
-                UPDATE => {
+                Phase::Update => {
                     if self.lookahead && k + 1 < self.blocks {
                         // The blocks of the next panel first, then factor and send it.
-                        (s.phase, s.ahead) = (DIAG, true);
+                        (s.phase, s.ahead) = (Phase::Diag, true);
                         let next = self.next_panel_blocks(k, pr, pc);
                         if next > 0 {
                             return StreamOp::Calc(self.update_ps(next));
                         }
                     } else {
-                        s.phase = STOP;
+                        s.phase = Phase::Stop;
                         let (rows, cols) = self.trailing(k, pr, pc);
                         if rows as u64 * cols as u64 > 0 {
                             return StreamOp::Calc(self.update_ps(rows as u64 * cols as u64));
                         }
                     }
                 }
-                AHEAD_START => match self.panels_poll(rank, kp, s, ctx) {
+                Phase::AheadStart => match self.panels_poll(rank, kp, s, ctx) {
                     Some(op) => return op,
-                    None => (s.phase, s.piece) = (AHEAD_PIECE, 0),
+                    None => (s.phase, s.piece) = (Phase::AheadPiece, 0),
                 },
-                AHEAD_PIECE => {
+                Phase::AheadPiece => {
                     if s.piece as u32 == self.progress_chunks {
-                        s.phase = AHEAD_FINISH;
+                        s.phase = Phase::AheadFinish;
                         continue;
                     }
-                    s.phase = AHEAD_POLL;
+                    s.phase = Phase::AheadPoll;
                     s.piece += 1;
                     let t = self.piece_ps(k, pr, pc, s.piece as u32 - 1);
                     if t > 0 {
                         return StreamOp::Calc(t);
                     }
                 }
-                AHEAD_POLL => match self.panels_poll(rank, kp, s, ctx) {
+                Phase::AheadPoll => match self.panels_poll(rank, kp, s, ctx) {
                     Some(op) => return op,
-                    None => s.phase = AHEAD_PIECE,
+                    None => s.phase = Phase::AheadPiece,
                 },
-                AHEAD_FINISH => match self.panels_blocking(rank, kp, s, ctx) {
+                Phase::AheadFinish => match self.panels_blocking(rank, kp, s, ctx) {
                     Some(op) => return op,
-                    None => s.phase = STOP,
+                    None => s.phase = Phase::Stop,
                 },
-                _ => {
-                    (s.phase, s.k) = (START, k + 1);
+                Phase::Stop => {
+                    (s.phase, s.k) = (Phase::Start, k + 1);
                     return StreamOp::TimerStop { timer: T_ITER, iteration: k };
                 }
             }
