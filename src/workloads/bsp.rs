@@ -35,12 +35,32 @@ const T_BARRIER: u8 = 3;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BspState {
     iter: u32,
-    phase: u8,
+    phase: Phase,
     /// Neighbour index within the receive or send phase.
     idx: u8,
     /// Slots used by this iteration's halo requests.
     reqs: u8,
     barrier: Driver,
+}
+
+/// Where a rank is in an iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    #[default]
+    Start,
+    ComputeStart,
+    Compute,
+    ComputeStop,
+    CommStart,
+    /// Post all receives, then all sends, then wait for everything.
+    PostRecvs,
+    PostSends,
+    Wait,
+    CommStop,
+    BarrierStart,
+    Barrier,
+    Stop,
 }
 
 /// Most neighbours a rank may have: each needs a send and a receive slot.
@@ -91,35 +111,34 @@ impl Workload for Bsp {
         loop {
             let iteration = s.iter;
             match s.phase {
-                0 => {
+                Phase::Start => {
                     if s.iter == self.iterations {
                         return StreamOp::Done;
                     }
-                    s.phase = 1;
+                    s.phase = Phase::ComputeStart;
                     return StreamOp::TimerStart { timer: T_ITER, iteration };
                 }
-                1 => {
-                    s.phase = 2;
+                Phase::ComputeStart => {
+                    s.phase = Phase::Compute;
                     return StreamOp::TimerStart { timer: T_COMPUTE, iteration };
                 }
-                2 => {
-                    s.phase = 3;
+                Phase::Compute => {
+                    s.phase = Phase::ComputeStop;
                     return if self.compute_bytes > 0 { StreamOp::Mem(self.compute_bytes) } else { StreamOp::Calc(self.compute_ps) };
                 }
-                3 => {
-                    s.phase = 4;
+                Phase::ComputeStop => {
+                    s.phase = Phase::CommStart;
                     s.idx = 0;
                     s.reqs = 0;
                     return StreamOp::TimerStop { timer: T_COMPUTE, iteration };
                 }
-                4 => {
-                    s.phase = 5;
+                Phase::CommStart => {
+                    s.phase = Phase::PostRecvs;
                     return StreamOp::TimerStart { timer: T_COMM, iteration };
                 }
-                // Post all receives, then all sends, then wait for everything.
-                5 | 6 => match self.neighbour(rank, s.idx) {
+                Phase::PostRecvs | Phase::PostSends => match self.neighbour(rank, s.idx) {
                     None => {
-                        s.phase += 1;
+                        s.phase = if s.phase == Phase::PostRecvs { Phase::PostSends } else { Phase::Wait };
                         s.idx = 0;
                     }
                     Some(None) => s.idx += 1,
@@ -128,36 +147,38 @@ impl Workload for Bsp {
                         let slot = s.reqs;
                         s.reqs += 1;
                         let bytes = self.message_bytes;
-                        return if s.phase == 5 {
+                        return if s.phase == Phase::PostRecvs {
                             StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
                         } else {
                             StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
                         };
                     }
                 },
-                7 => {
-                    s.phase = 8;
+                Phase::Wait => {
+                    s.phase = Phase::CommStop;
                     let mask = if s.reqs >= 64 { u64::MAX } else { (1u64 << s.reqs) - 1 };
                     return StreamOp::Wait(mask);
                 }
-                8 => {
-                    s.phase = if self.barrier { 9 } else { 11 };
+                Phase::CommStop => {
+                    s.phase = if self.barrier { Phase::BarrierStart } else { Phase::Stop };
                     return StreamOp::TimerStop { timer: T_COMM, iteration };
                 }
-                9 => {
-                    s.phase = 10;
+                Phase::BarrierStart => {
+                    s.phase = Phase::Barrier;
                     s.barrier = Driver::default();
                     return StreamOp::TimerStart { timer: T_BARRIER, iteration };
                 }
-                10 => match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
-                    Some(op) => return op,
-                    None => {
-                        s.phase = 11;
-                        return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                Phase::Barrier => {
+                    match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
+                        Some(op) => return op,
+                        None => {
+                            s.phase = Phase::Stop;
+                            return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                        }
                     }
-                },
-                _ => {
-                    s.phase = 0;
+                }
+                Phase::Stop => {
+                    s.phase = Phase::Start;
                     s.iter += 1;
                     return StreamOp::TimerStop { timer: T_ITER, iteration };
                 }
