@@ -51,12 +51,29 @@ pub struct CollectiveLoop {
 pub struct CollState {
     iter: u32,
     driver: Driver,
-    phase: u8,
+    phase: Phase,
     /// Computation pieces done in this iteration (nonblocking mode).
     chunk: u16,
 }
 
 const T_ITER: u8 = 0;
+
+/// Where a rank is in an iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    #[default]
+    Start,
+    /// Blocking and ideal: compute; nonblocking: start the collective.
+    Begin,
+    /// Blocking: inside the collective; nonblocking: computing in pieces.
+    Collective,
+    /// Nonblocking: the collective's wait was issued.
+    Waited,
+    /// Nonblocking: test between two pieces.
+    Test,
+    Stop,
+}
 
 impl CollectiveLoop {
     #[inline]
@@ -116,59 +133,62 @@ impl Workload for CollectiveLoop {
 
     fn next(&self, rank: u32, s: &mut CollState, _ctx: &Ctx) -> StreamOp {
         // The hot path: inside a blocking collective.
-        if s.phase == 2 && self.mode == CollectiveMode::Blocking {
+        if s.phase == Phase::Collective && self.mode == CollectiveMode::Blocking {
             if let Some(op) = s.driver.next(&self.call(), rank) {
                 return op;
             }
-            s.phase = 9;
+            s.phase = Phase::Stop;
         }
         loop {
             let iteration = s.iter;
             match (self.mode, s.phase) {
-                (_, 0) => {
+                (_, Phase::Start) => {
                     if s.iter == self.iterations {
                         return StreamOp::Done;
                     }
-                    s.phase = 1;
+                    s.phase = Phase::Begin;
                     s.chunk = 0;
                     s.driver = Driver::default();
                     return StreamOp::TimerStart { timer: T_ITER, iteration };
                 }
                 // Blocking and ideal: compute, then the collective.
-                (CollectiveMode::Blocking | CollectiveMode::Ideal, 1) => {
-                    s.phase = 2;
+                (CollectiveMode::Blocking | CollectiveMode::Ideal, Phase::Begin) => {
+                    s.phase = Phase::Collective;
                     if self.compute_ps > 0 {
                         return StreamOp::Calc(self.compute_ps);
                     }
                 }
-                (CollectiveMode::Blocking, 2) => match s.driver.next(&self.call(), rank) {
+                (CollectiveMode::Blocking, Phase::Collective) => match s.driver.next(&self.call(), rank) {
                     Some(op) => return op,
-                    None => s.phase = 9,
+                    None => s.phase = Phase::Stop,
                 },
-                (CollectiveMode::Ideal, 2) => s.phase = 9,
+                (CollectiveMode::Ideal, Phase::Collective) => s.phase = Phase::Stop,
                 // Nonblocking: start, compute in pieces with a test between, wait.
-                (CollectiveMode::Nonblocking, 1) => {
-                    s.phase = 2;
+                (CollectiveMode::Nonblocking, Phase::Begin) => {
+                    s.phase = Phase::Collective;
                     return StreamOp::CollStart(0);
                 }
-                (CollectiveMode::Nonblocking, 2) => {
+                (CollectiveMode::Nonblocking, Phase::Collective) => {
                     if s.chunk as u32 == self.test_chunks {
-                        s.phase = 3;
+                        s.phase = Phase::Waited;
                         return StreamOp::CollWait;
                     }
-                    s.phase = 4;
+                    s.phase = Phase::Test;
                     s.chunk += 1;
                     return StreamOp::Calc(self.piece(s.chunk as u32 - 1));
                 }
-                (CollectiveMode::Nonblocking, 4) => {
-                    s.phase = 2;
+                (CollectiveMode::Nonblocking, Phase::Test) => {
+                    s.phase = Phase::Collective;
                     if (s.chunk as u32) < self.test_chunks {
                         return StreamOp::CollTest;
                     }
                 }
-                (CollectiveMode::Nonblocking, 3) => s.phase = 9,
-                _ => {
-                    s.phase = 0;
+                (CollectiveMode::Nonblocking, Phase::Waited) => s.phase = Phase::Stop,
+                (CollectiveMode::Blocking | CollectiveMode::Ideal, Phase::Waited | Phase::Test) => {
+                    unreachable!("only nonblocking iterations wait for or test a collective")
+                }
+                (_, Phase::Stop) => {
+                    s.phase = Phase::Start;
                     s.iter += 1;
                     return StreamOp::TimerStop { timer: T_ITER, iteration };
                 }
