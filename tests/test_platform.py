@@ -21,8 +21,6 @@ def pingpong(net: dict, size: int, iterations: int = 1) -> float:
 @pytest.mark.parametrize("name", sorted(platform.presets()))
 def test_every_preset_loads_and_runs(name):
     scn = parse_scenario(f'[network]\nplatform = "{name}"\n[workload]\nkind = "bsp"\nranks = 64\niterations = 2\n')
-    e = to_engine_config(scn)
-    assert e["network"]["platform"] is not None
     assert idlewave.simulate(scn).summary["makespan_s"] > 0
 
 
@@ -69,13 +67,13 @@ def test_grid2d_and_file_mappings(tmp_path):
     # a 4x4 dense grid with 2x2 processes per node
     nodes = to_engine_config(parse_scenario(
         '[network]\nranks_per_node = 4\n[network.mapping]\nkind = "grid2d"\nnode_grid = [2, 2]\n'
-        '[workload]\nkind = "dense2d"\ngrid = [4, 4]\n'))["network"]["platform"]["mapping"]["nodes"]
+        '[workload]\nkind = "dense2d"\ngrid = [4, 4]\n'))["network"]["mapping"]["nodes"]
     assert nodes[:8] == [0, 0, 1, 1, 0, 0, 1, 1]
     f = tmp_path / "map.txt"
     f.write_text("# node per rank\n" + "\n".join(str(r % 2) for r in range(8)) + "\n")
     scn = parse_scenario(f'[network]\nranks_per_node = 4\n[network.mapping]\nkind = "file"\npath = "{f}"\n'
                          '[workload]\nranks = 8\n')
-    assert to_engine_config(scn)["network"]["platform"]["mapping"]["nodes"] == [0, 1] * 4
+    assert to_engine_config(scn)["network"]["mapping"]["nodes"] == [0, 1] * 4
     f.write_text("0\nx\n")
     with pytest.raises(ScenarioError, match=r"map\.txt:2: expected a node number"):
         to_engine_config(scn)

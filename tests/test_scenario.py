@@ -187,9 +187,11 @@ max_memory_bytes = 1000000
     e = sc.to_engine_config(s)
     assert set(e) == {"seed", "network", "noise", "workload", "record_timers", "async_progress", "max_memory_bytes"}
     assert e["seed"] == 9 and e["record_timers"] is True and e["max_memory_bytes"] == 1000000
-    assert set(e["network"]) == {"inter_node", "intra_node", "ranks_per_node", "platform"}
-    assert e["network"]["platform"] is None  # plain LogGOPS: LogGOPSim's model exactly
-    assert e["network"]["inter_node"] == {
+    # one description of the network; the engine takes the plain LogGOPS path itself (src/network)
+    assert {"inter_node", "intra_node", "intra_socket", "ranks_per_node", "mapping", "topology", "regimes", "memory"} <= set(e["network"])
+    inter = e["network"]["inter_node"]
+    assert set(inter) == {"eager"}  # no short or rendezvous protocol configured
+    assert inter["eager"] == {
         "l_ps": 2500000,
         "o_ps": 1500000,
         "g_ps": 1000000,
@@ -197,12 +199,13 @@ max_memory_bytes = 1000000
         "big_o_ps_per_byte": 0.0,
         "s_bytes": 65535,
     }
-    assert e["network"]["intra_node"]["l_ps"] == 100000
-    assert e["network"]["intra_node"]["o_ps"] == 1500000
+    assert e["network"]["intra_node"]["eager"]["l_ps"] == 100000
+    assert e["network"]["intra_node"]["eager"]["o_ps"] == 1500000
     assert e["network"]["ranks_per_node"] == 2
+    assert e["network"]["mapping"] == {"kind": "block"} and e["network"]["topology"] == {"kind": "fully_connected"}
     for key in ("l_ps", "o_ps", "g_ps", "s_bytes"):
-        assert type(e["network"]["inter_node"][key]) is int
-    assert type(e["network"]["inter_node"]["big_g_ps_per_byte"]) is float
+        assert type(inter["eager"][key]) is int
+    assert type(inter["eager"]["big_g_ps_per_byte"]) is float
 
     periodic, poisson, checkpoint, trace, single = e["noise"]
     assert periodic == {"kind": "periodic", "period_ps": 1_000_000_000, "duration_ps": 2_500_000, "cosched": False, "ranks": None}
@@ -254,7 +257,7 @@ def test_engine_config_defaults_collective_and_goal(tmp_path):
 
 def test_ps_rounding():
     s = sc.validate({"network": {"L_s": 1e-9, "o_s": 3.3e-7, "g_s": 0.1}})
-    inter = sc.to_engine_config(s)["network"]["inter_node"]
+    inter = sc.to_engine_config(s)["network"]["inter_node"]["eager"]
     assert inter["l_ps"] == 1000 and inter["o_ps"] == 330000 and inter["g_ps"] == 100_000_000_000
 
 

@@ -78,20 +78,9 @@ def workload_grid(w: dict) -> list[int] | None:
     return None
 
 
-def uses_platform(net: dict) -> bool:
-    return bool(
-        net["ranks_per_socket"] or net["intra_socket"] or net["short"] or net["rendezvous"]
-        or (net["intra_node"] and (net["intra_node"]["short"] or net["intra_node"]["rendezvous"]))
-        or net["topology"]["kind"] != "fully_connected" or net["mapping"]["kind"] != "block"
-        or net["hop_latency_s"] or net["stalls_per_byte"] or net["node_bandwidth_bytes_per_s"]
-        or net["regimes"] or net["memory"]
-    )
-
-
-def engine_platform(net: dict, workload: dict, engine_link: Callable[[dict], dict]) -> dict | None:
-    """The engine's platform, or None when plain LogGOPS describes it."""
-    if not uses_platform(net):
-        return None
+def engine_platform(net: dict, workload: dict, engine_link: Callable[[dict], dict]) -> dict:
+    """The engine's one description of the network (it takes the plain
+    LogGOPS path itself when nothing more is needed)."""
 
     def link_class(t: dict | None) -> dict | None:
         if t is None:

@@ -664,15 +664,9 @@ def to_engine_config(scn: dict) -> dict:
     """User-level scenario (seconds) -> the engine's JSON-ready config (integer ps)."""
     scn = validate(scn, "<scenario>")  # cheap, and guards against hand-edited dicts
     net = scn["network"]
-    intra = net["intra_node"]
     return {
         "seed": scn["seed"],
-        "network": {
-            "inter_node": _engine_link(net),
-            "intra_node": None if intra is None else _engine_link(intra),
-            "ranks_per_node": net["ranks_per_node"],
-            "platform": _engine_platform(net, scn["workload"]),
-        },
+        "network": _engine_platform(net, scn["workload"]),
         "noise": [_engine_noise(n) for n in scn["noise"]],
         "workload": _engine_workload(scn["workload"], net),
         "record_timers": scn["record"]["timers"],
@@ -681,7 +675,7 @@ def to_engine_config(scn: dict) -> dict:
     }
 
 
-def _engine_platform(net: dict, workload: dict) -> dict | None:
+def _engine_platform(net: dict, workload: dict) -> dict:
     try:
         return platform.engine_platform(net, workload, _engine_link)
     except (mapping.MappingError, OSError) as e:

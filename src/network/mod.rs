@@ -114,8 +114,11 @@ impl LinkClass {
 /// Which parameters a message between two ranks uses, and what it meets on
 /// the way: link class (same socket, same node, other node), the node
 /// topology's hops, the node's injection bandwidth and latency regimes.
+///
+/// It is given as one description, a [`Platform`]; the engine takes the
+/// plain LogGOPS path itself when the description needs nothing more.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "Platform")]
 pub struct Network {
     /// Between ranks on different nodes (and the only class when ranks_per_node = 1).
     pub inter_node: LogGOPS,
@@ -127,6 +130,20 @@ pub struct Network {
     /// The platform beyond plain LogGOPS (None: LogGOPSim's model exactly).
     #[serde(default)]
     pub platform: Option<Box<Platform>>,
+}
+
+impl From<Platform> for Network {
+    fn from(p: Platform) -> Self {
+        if p.is_plain() {
+            return Network {
+                inter_node: p.inter_node.eager,
+                intra_node: p.intra_node.map(|c| c.eager),
+                ranks_per_node: p.ranks_per_node,
+                platform: None,
+            };
+        }
+        Network { inter_node: p.inter_node.eager, intra_node: None, ranks_per_node: p.ranks_per_node, platform: Some(Box::new(p)) }
+    }
 }
 
 impl Network {
@@ -187,6 +204,19 @@ mod tests {
         assert_eq!(p.recv_nic(11), 20 + 20);
         assert_eq!(p.send_nic(0), 20); // no negative per-byte term
         assert!(!p.is_rendezvous(64) && p.is_rendezvous(65));
+    }
+
+    #[test]
+    fn one_description_takes_the_plain_path_only_when_it_needs_nothing_more() {
+        let eager = r#"{"eager": {"l_ps": 1, "o_ps": 2, "g_ps": 3, "big_g_ps_per_byte": 0.0, "big_o_ps_per_byte": 0.0, "s_bytes": 10}}"#;
+        let plain = format!(r#"{{"inter_node": {eager}, "intra_node": {eager}, "ranks_per_node": 4}}"#);
+        let n: Network = serde_json::from_str(&plain).unwrap();
+        assert!(n.platform.is_none() && n.intra_node.is_some() && n.ranks_per_node == 4);
+        for extra in [r#""mapping": {"kind": "round_robin", "nodes": 2}"#, r#""node_ps_per_byte": 0.5"#, r#""ranks_per_socket": 2"#] {
+            let json = format!(r#"{{"inter_node": {eager}, "ranks_per_node": 4, {extra}}}"#);
+            let n: Network = serde_json::from_str(&json).unwrap();
+            assert!(n.platform.is_some(), "{extra}");
+        }
     }
 
     #[test]

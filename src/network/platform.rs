@@ -85,6 +85,24 @@ pub const SAME_NODE: usize = 1;
 pub const OTHER_NODE: usize = 2;
 
 impl Platform {
+    /// Whether plain LogGOPS (one link set inside a node, one between
+    /// nodes, block mapping) describes it exactly: no protocol switch, no
+    /// socket class, topology, injection limit, regimes or memory domains.
+    pub fn is_plain(&self) -> bool {
+        let plain = |c: &LinkClass| c.short.is_none() && c.rendezvous.is_none();
+        self.intra_socket.is_none()
+            && self.ranks_per_socket == 0
+            && plain(&self.inter_node)
+            && self.intra_node.as_ref().is_none_or(plain)
+            && self.mapping == Mapping::Block
+            && self.topology == Topology::FullyConnected
+            && self.hop_latency_ps == 0
+            && self.stalls_per_byte == 0.0
+            && self.node_ps_per_byte == 0.0
+            && self.regimes.is_empty()
+            && self.memory.is_none()
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.ranks_per_node == 0 {
             return Err("network.ranks_per_node must be at least 1".into());
