@@ -63,17 +63,7 @@ impl Window {
 
     /// Appends `target` to a list (kept in the order the dependents were converted).
     fn push_edge(&mut self, list: (u32, u32), target: u32) -> (u32, u32) {
-        let e = Edge { target, next: NIL };
-        let i = match self.free_edges.pop() {
-            Some(i) => {
-                self.edges[i as usize] = e;
-                i
-            }
-            None => {
-                self.edges.push(e);
-                (self.edges.len() - 1) as u32
-            }
-        };
+        let i = put(&mut self.edges, &mut self.free_edges, Edge { target, next: NIL });
         if list.1 == NIL {
             (i, i)
         } else {
@@ -113,6 +103,20 @@ impl Window {
     }
 }
 
+/// Stores `item` in a free slot of `items` (or a new one); returns its index.
+fn put<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            items[i as usize] = item;
+            i
+        }
+        None => {
+            items.push(item);
+            (items.len() - 1) as u32
+        }
+    }
+}
+
 impl Sink for Window {
     fn add(&mut self, new: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
         let seq = self.next_seq;
@@ -130,16 +134,7 @@ impl Sink for Window {
             on_start: (NIL, NIL),
             on_done: (NIL, NIL),
         };
-        let slot = match self.free_nodes.pop() {
-            Some(s) => {
-                self.nodes[s as usize] = node;
-                s
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
+        let slot = put(&mut self.nodes, &mut self.free_nodes, node);
         self.nodes[slot as usize].op.id = slot;
         self.live += 1;
         let mut deps = 0;
