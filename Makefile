@@ -36,7 +36,7 @@ system-deps:
 lint: install
 	cargo fmt --check
 	cargo clippy --quiet --all-targets -- -D warnings
-	$(BIN)/ruff check python tests scripts
+	$(BIN)/ruff check --no-cache python tests scripts
 	$(BIN)/mypy
 
 test: install system-deps lint

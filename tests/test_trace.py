@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from idlewave._engine import SimulationError
 
 from idlewave import _engine
+from idlewave._engine import SimulationError
 from idlewave.measure import MPI_ENV, mpiexec
 from idlewave.trace import TraceError, build, calls, export_goal, read, replay
 
