@@ -67,11 +67,34 @@ const T_EXEC: u8 = 1;
 const T_COMM: u8 = 2;
 const T_BARRIER: u8 = 3;
 
+/// Where a rank is in an iteration. After posting, NON-SPLIT waits, then
+/// computes everything; SPLIT-WAIT computes the local part, waits, then the
+/// remote part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    #[default]
+    Start,
+    CommStart,
+    PostRecvs,
+    PostSends,
+    WaitAll,
+    CommStop,
+    ExecStart,
+    ComputeAll,
+    ComputeLocal,
+    ComputeRemote,
+    ExecStop,
+    BarrierStart,
+    Barrier,
+    Stop,
+}
+
 /// Per-rank cursor.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpmvState {
     iter: u32,
-    phase: u8,
+    phase: Phase,
     idx: u8,
     reqs: u8,
     barrier: Driver,
@@ -274,86 +297,86 @@ impl Workload for Spmv {
         loop {
             let iteration = s.iter;
             match s.phase {
-                0 => {
+                Phase::Start => {
                     if s.iter == self.iterations {
                         return StreamOp::Done;
                     }
-                    (s.phase, s.idx, s.reqs) = (1, 0, 0);
+                    (s.phase, s.idx, s.reqs) = (Phase::CommStart, 0, 0);
                     return StreamOp::TimerStart { timer: T_ITER, iteration };
                 }
-                1 => {
-                    s.phase = 2;
+                Phase::CommStart => {
+                    s.phase = Phase::PostRecvs;
                     return StreamOp::TimerStart { timer: T_COMM, iteration };
                 }
                 // Post all receives, then all sends.
-                2 | 3 => match self.partner(rank, s.idx) {
-                    None => (s.phase, s.idx) = (s.phase + 1, 0),
+                Phase::PostRecvs | Phase::PostSends => match self.partner(rank, s.idx) {
+                    None => {
+                        s.phase = match (s.phase, split) {
+                            (Phase::PostRecvs, _) => Phase::PostSends,
+                            (_, true) => Phase::CommStop,
+                            (_, false) => Phase::WaitAll,
+                        };
+                        s.idx = 0;
+                    }
                     Some(None) => s.idx += 1,
                     Some(Some((peer, send, recv))) => {
                         s.idx += 1;
-                        let (slot, elements) = (s.reqs, if s.phase == 2 { recv } else { send });
+                        let recving = s.phase == Phase::PostRecvs;
+                        let (slot, elements) = (s.reqs, if recving { recv } else { send });
                         s.reqs += 1;
                         let bytes = elements * self.bytes_per_element;
-                        return if s.phase == 2 {
+                        return if recving {
                             StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
                         } else {
                             StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
                         };
                     }
                 },
-                4 => {
-                    s.phase = 5;
-                    if split {
-                        return StreamOp::TimerStop { timer: T_COMM, iteration };
-                    }
+                // (SPLIT-WAIT: the wait is communication time even inside the kernel.)
+                Phase::WaitAll => {
+                    s.phase = if split { Phase::ComputeRemote } else { Phase::CommStop };
                     return StreamOp::Wait((1u64 << s.reqs) - 1);
                 }
-                5 => {
-                    s.phase = 6;
-                    if split {
-                        return StreamOp::TimerStart { timer: T_EXEC, iteration };
-                    }
+                Phase::CommStop => {
+                    s.phase = Phase::ExecStart;
                     return StreamOp::TimerStop { timer: T_COMM, iteration };
                 }
-                6 => {
-                    s.phase = 7;
-                    if split {
-                        return self.compute(local);
-                    }
+                Phase::ExecStart => {
+                    s.phase = if split { Phase::ComputeLocal } else { Phase::ComputeAll };
                     return StreamOp::TimerStart { timer: T_EXEC, iteration };
                 }
-                7 => {
-                    s.phase = 8;
-                    if split {
-                        // The wait is communication time even inside the kernel.
-                        return StreamOp::Wait((1u64 << s.reqs) - 1);
-                    }
+                Phase::ComputeAll => {
+                    s.phase = Phase::ExecStop;
                     return self.compute(local + remote);
                 }
-                8 => {
-                    s.phase = 9;
-                    if split {
-                        return self.compute(remote);
-                    }
+                Phase::ComputeLocal => {
+                    s.phase = Phase::WaitAll;
+                    return self.compute(local);
                 }
-                9 => {
-                    s.phase = if self.barrier { 10 } else { 12 };
+                Phase::ComputeRemote => {
+                    s.phase = Phase::ExecStop;
+                    return self.compute(remote);
+                }
+                Phase::ExecStop => {
+                    s.phase = if self.barrier { Phase::BarrierStart } else { Phase::Stop };
                     s.barrier = Driver::default();
                     return StreamOp::TimerStop { timer: T_EXEC, iteration };
                 }
-                10 => {
-                    s.phase = 11;
+                Phase::BarrierStart => {
+                    s.phase = Phase::Barrier;
                     return StreamOp::TimerStart { timer: T_BARRIER, iteration };
                 }
-                11 => match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, super::TAG_BARRIER), rank) {
-                    Some(op) => return op,
-                    None => {
-                        s.phase = 12;
-                        return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                Phase::Barrier => {
+                    match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, super::TAG_BARRIER), rank) {
+                        Some(op) => return op,
+                        None => {
+                            s.phase = Phase::Stop;
+                            return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                        }
                     }
-                },
-                _ => {
-                    s.phase = 0;
+                }
+                Phase::Stop => {
+                    s.phase = Phase::Start;
                     s.iter += 1;
                     return StreamOp::TimerStop { timer: T_ITER, iteration };
                 }
