@@ -59,12 +59,42 @@ const T_ITER: u8 = 0;
 const T_KERNEL: u8 = 1;
 const T_COMM: u8 = 2;
 
+/// Where a rank is in one (block, step).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    #[default]
+    Start,
+    /// Start an exchange (or skip: the pipeline posted it with the block before).
+    Begin,
+    /// Post this block's exchange.
+    PostOwn,
+    /// Post the next block's exchange (pipeline).
+    PostNext,
+    /// Own exchange posted: wait now (non-split, pipeline head) or later (split-wait).
+    Posted,
+    CommStopAfterWait,
+    /// Exchange handled; the pipeline may post the next block's.
+    Prepared,
+    PostedNext,
+    KernelStart,
+    Kernel,
+    /// Split-wait and pipeline wait inside the kernel.
+    KernelWait,
+    /// Split-wait's remote part.
+    KernelRemote,
+    KernelStop,
+    StepEnd,
+    Barrier,
+    Stop,
+}
+
 /// Per-rank cursor.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ChebState {
     /// Sequence number of the (block, step) pair being worked on.
     seq: u32,
-    phase: u8,
+    phase: Phase,
     idx: u8,
     /// Which half of the slots the exchange in flight uses (pipeline).
     half: u8,
@@ -156,29 +186,29 @@ impl Workload for ChebFd {
             let (block, _step) = self.position(seq);
             let pipeline = self.mode == ChebMode::Pipeline;
             match s.phase {
-                0 => {
-                    s.phase = 1;
+                Phase::Start => {
+                    s.phase = Phase::Begin;
                     s.idx = 0;
                     return StreamOp::TimerStart { timer: T_ITER, iteration: seq };
                 }
                 // Start an exchange: the pipeline's first block of a step
                 // posts its own; every block posts the next one's.
-                1 => {
+                Phase::Begin => {
                     if pipeline && block > 0 {
-                        s.phase = 3; // block k's exchange was posted with block k−1
+                        s.phase = Phase::Prepared; // block k's exchange was posted with block k−1
                         continue;
                     }
-                    s.phase = 2;
+                    s.phase = Phase::PostOwn;
                     return StreamOp::TimerStart { timer: T_COMM, iteration: seq };
                 }
-                2 | 12 => match self.partner(rank, s.idx as usize) {
+                Phase::PostOwn | Phase::PostNext => match self.partner(rank, s.idx as usize) {
                     None => {
                         s.idx = 0;
-                        s.phase = if s.phase == 2 { 20 } else { 13 };
+                        s.phase = if s.phase == Phase::PostOwn { Phase::Posted } else { Phase::PostedNext };
                     }
                     Some(None) => s.idx += 1,
                     Some(Some((peer, bytes, receive))) => {
-                        let half = if s.phase == 2 { s.half } else { s.half ^ 1 };
+                        let half = if s.phase == Phase::PostOwn { s.half } else { s.half ^ 1 };
                         let slot = s.idx + half * n as u8;
                         s.idx += 1;
                         return if receive {
@@ -190,39 +220,39 @@ impl Workload for ChebFd {
                 },
                 // After posting: non-split and the pipeline's head wait now;
                 // split-wait computes the local part first.
-                20 => {
+                Phase::Posted => {
                     if self.mode == ChebMode::SplitWait {
-                        s.phase = 3;
+                        s.phase = Phase::Prepared;
                         return StreamOp::TimerStop { timer: T_COMM, iteration: seq };
                     }
-                    s.phase = 21;
+                    s.phase = Phase::CommStopAfterWait;
                     return StreamOp::Wait(slots(s.half));
                 }
-                21 => {
-                    s.phase = 3;
+                Phase::CommStopAfterWait => {
+                    s.phase = Phase::Prepared;
                     return StreamOp::TimerStop { timer: T_COMM, iteration: seq };
                 }
-                3 => {
-                    s.phase = 4;
+                Phase::Prepared => {
+                    s.phase = Phase::KernelStart;
                     // The pipeline posts the next block's exchange before computing.
                     if pipeline && block + 1 < self.blocks() {
-                        s.phase = 12;
+                        s.phase = Phase::PostNext;
                         s.idx = 0;
                         continue;
                     }
                 }
-                13 => s.phase = 4,
-                4 => {
-                    s.phase = 5;
+                Phase::PostedNext => s.phase = Phase::KernelStart,
+                Phase::KernelStart => {
+                    s.phase = Phase::Kernel;
                     return StreamOp::TimerStart { timer: T_KERNEL, iteration: seq };
                 }
-                5 => {
-                    s.phase = 6;
+                Phase::Kernel => {
+                    s.phase = Phase::KernelWait;
                     let t = if self.mode == ChebMode::SplitWait { self.kernel_part(false) } else { self.kernel() };
                     return StreamOp::Calc(t);
                 }
-                6 => {
-                    s.phase = 7;
+                Phase::KernelWait => {
+                    s.phase = Phase::KernelRemote;
                     match self.mode {
                         ChebMode::SplitWait => return StreamOp::Wait(slots(s.half)),
                         ChebMode::Pipeline if block + 1 < self.blocks() => {
@@ -233,32 +263,34 @@ impl Workload for ChebFd {
                         _ => {}
                     }
                 }
-                7 => {
-                    s.phase = 8;
+                Phase::KernelRemote => {
+                    s.phase = Phase::KernelStop;
                     if self.mode == ChebMode::SplitWait {
                         return StreamOp::Calc(self.kernel_part(true));
                     }
                 }
-                8 => {
-                    s.phase = 9;
+                Phase::KernelStop => {
+                    s.phase = Phase::StepEnd;
                     return StreamOp::TimerStop { timer: T_KERNEL, iteration: seq };
                 }
-                9 => {
+                Phase::StepEnd => {
                     // A barrier closes each polynomial step (in the pipeline,
                     // after its last block).
                     let last_of_step = if pipeline { block + 1 == self.blocks() } else { true };
-                    s.phase = 10;
+                    s.phase = Phase::Barrier;
                     s.barrier = Driver::default();
                     if !(self.barrier && last_of_step) {
-                        s.phase = 11;
+                        s.phase = Phase::Stop;
                     }
                 }
-                10 => match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
-                    Some(op) => return op,
-                    None => s.phase = 11,
-                },
-                _ => {
-                    s.phase = 0;
+                Phase::Barrier => {
+                    match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
+                        Some(op) => return op,
+                        None => s.phase = Phase::Stop,
+                    }
+                }
+                Phase::Stop => {
+                    s.phase = Phase::Start;
                     s.seq += 1;
                     return StreamOp::TimerStop { timer: T_ITER, iteration: seq };
                 }
