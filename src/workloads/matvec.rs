@@ -65,10 +65,53 @@ const T_ALPHA: u8 = 6;
 /// Most neighbours: four request slots each (input and output, both ways).
 const MAX_NEIGHBOURS: usize = 8;
 
+/// Where a rank is in one MatVec.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    #[default]
+    Start,
+    /// Post the input receives, the input sends, the output receives.
+    PostInRecvs,
+    PostInSends,
+    PostOutRecvs,
+    /// E1: the elements computed before the input is waited for.
+    E1Start,
+    E1,
+    /// MPI test: test the input between chunks of E1.
+    TestInput,
+    WaitIn,
+    /// After the input: the mirror elements, then the output sends.
+    Mirror,
+    PostOutSends,
+    E2,
+    WaitOut,
+    RecordIn,
+    RecordOut,
+    RecordMatvec,
+    RecordWaitIn,
+    RecordWaitOut,
+    RecordAlpha,
+    /// CG: the dot product's allreduce.
+    Allreduce,
+    Stop,
+}
+
+impl Phase {
+    /// The request block of a posting phase (slots block·n .. block·n + n).
+    fn block(self) -> usize {
+        match self {
+            Phase::PostInRecvs => 0,
+            Phase::PostInSends => 1,
+            _ => 2,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MatvecState {
     iter: u32,
-    phase: u8,
+    phase: Phase,
     idx: u8,
     /// α for the next MatVec (dynamic: carried over; set from alpha0 at start).
     alpha: f64,
@@ -160,36 +203,41 @@ impl Workload for FemMatvec {
         let iteration = s.iter;
         loop {
             match s.phase {
-                0 => {
+                Phase::Start => {
                     if s.iter == self.iterations {
                         return StreamOp::Done;
                     }
                     if !s.started {
                         (s.started, s.alpha) = (true, self.alpha0);
                     }
-                    (s.phase, s.idx) = (1, 0);
+                    (s.phase, s.idx) = (Phase::PostInRecvs, 0);
                     return StreamOp::TimerStart { timer: T_ITER, iteration };
                 }
                 // Slots: 0..n input receives, n..2n input sends, 2n..3n output
                 // receives, 3n..4n output sends.
-                1..=3 => {
+                Phase::PostInRecvs | Phase::PostInSends | Phase::PostOutRecvs => {
                     let k = s.idx as usize;
                     if k == n {
-                        (s.phase, s.idx) = (s.phase + 1, 0);
+                        let next = match s.phase {
+                            Phase::PostInRecvs => Phase::PostInSends,
+                            Phase::PostInSends => Phase::PostOutRecvs,
+                            _ => Phase::E1Start,
+                        };
+                        (s.phase, s.idx) = (next, 0);
                         continue;
                     }
                     s.idx += 1;
                     let peer = self.neighbour(rank, k);
-                    let slot = ((s.phase as usize - 1) * n + k) as u8;
+                    let slot = (s.phase.block() * n + k) as u8;
                     return match s.phase {
-                        1 => StreamOp::IRecv { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
-                        2 => StreamOp::ISend { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
+                        Phase::PostInRecvs => StreamOp::IRecv { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
+                        Phase::PostInSends => StreamOp::ISend { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
                         _ => StreamOp::IRecv { peer, tag: TAG_HALO + 1, bytes: self.output_bytes, slot },
                     };
                 }
-                4 => {
+                Phase::E1Start => {
                     s.t_e1 = ctx.time;
-                    s.phase = 5;
+                    s.phase = Phase::E1;
                     if self.hiding == Hiding::MpiTest {
                         s.e1 = 0;
                         continue;
@@ -199,98 +247,98 @@ impl Workload for FemMatvec {
                 }
                 // MPI test: compute a chunk, test the input, repeat until it
                 // has arrived or nothing is left.
-                5 if self.hiding == Hiding::MpiTest => {
+                Phase::E1 if self.hiding == Hiding::MpiTest => {
                     if s.e1 > 0 && ctx.last_test || s.e1 == self.elements {
-                        s.phase = 6;
+                        s.phase = Phase::WaitIn;
                         continue;
                     }
                     let chunk = self.test_chunk_elements.min(self.elements - s.e1);
                     s.e1 += chunk;
-                    s.phase = 50;
+                    s.phase = Phase::TestInput;
                     return self.calc(chunk);
                 }
-                50 => {
-                    s.phase = 5;
+                Phase::TestInput => {
+                    s.phase = Phase::E1;
                     return StreamOp::Test(self.mask(0));
                 }
-                5 => {
-                    s.phase = 6;
+                Phase::E1 => {
+                    s.phase = Phase::WaitIn;
                     continue;
                 }
-                6 => {
+                Phase::WaitIn => {
                     s.t_wait = ctx.time;
-                    s.phase = 7;
+                    s.phase = Phase::Mirror;
                     return StreamOp::Wait(self.mask(0));
                 }
-                7 => {
+                Phase::Mirror => {
                     s.wait_in = ctx.time - s.t_wait;
                     s.t_in = ctx.time - s.t_e1;
-                    s.phase = 8;
+                    s.phase = Phase::PostOutSends;
                     return self.calc(self.mirror_elements);
                 }
-                8 => {
+                Phase::PostOutSends => {
                     let k = s.idx as usize;
                     if k == n {
-                        (s.phase, s.idx) = (9, 0);
+                        (s.phase, s.idx) = (Phase::E2, 0);
                         continue;
                     }
                     s.idx += 1;
                     let slot = (3 * n + k) as u8;
                     return StreamOp::ISend { peer: self.neighbour(rank, k), tag: TAG_HALO + 1, bytes: self.output_bytes, slot };
                 }
-                9 => {
+                Phase::E2 => {
                     s.t_e2 = ctx.time;
-                    s.phase = 10;
+                    s.phase = Phase::WaitOut;
                     return self.calc(self.elements - s.e1);
                 }
-                10 => {
+                Phase::WaitOut => {
                     s.t_wait = ctx.time;
-                    s.phase = 11;
+                    s.phase = Phase::RecordIn;
                     return StreamOp::Wait(self.mask(1) | self.mask(2) | self.mask(3));
                 }
-                11 => {
+                Phase::RecordIn => {
                     let (wait_out, t_out) = (ctx.time - s.t_wait, ctx.time - s.t_e2);
                     let alpha_used = if self.hiding == Hiding::MpiTest { s.e1 as f64 / self.elements.max(1) as f64 } else { s.alpha };
                     if self.hiding == Hiding::DynamicAlpha {
                         s.alpha = self.next_alpha(s.alpha, s.wait_in, wait_out);
                     }
                     // Record everything, one op at a time.
-                    s.phase = 12;
+                    s.phase = Phase::RecordOut;
                     // Keep the two results where the next phases record them.
                     (s.t_wait, s.t_e2) = (wait_out, t_out);
                     s.alpha_used = alpha_used;
                     return StreamOp::Record { timer: T_IN, iteration, value: to_seconds(s.t_in) };
                 }
-                12 => {
-                    s.phase = 13;
+                Phase::RecordOut => {
+                    s.phase = Phase::RecordMatvec;
                     return StreamOp::Record { timer: T_OUT, iteration, value: to_seconds(s.t_e2) };
                 }
-                13 => {
-                    s.phase = 14;
+                Phase::RecordMatvec => {
+                    s.phase = Phase::RecordWaitIn;
                     return StreamOp::Record { timer: T_MATVEC, iteration, value: to_seconds(s.t_in + s.t_e2) };
                 }
-                14 => {
-                    s.phase = 15;
+                Phase::RecordWaitIn => {
+                    s.phase = Phase::RecordWaitOut;
                     return StreamOp::Record { timer: T_WAIT_IN, iteration, value: to_seconds(s.wait_in) };
                 }
-                15 => {
-                    s.phase = 16;
+                Phase::RecordWaitOut => {
+                    s.phase = Phase::RecordAlpha;
                     return StreamOp::Record { timer: T_WAIT_OUT, iteration, value: to_seconds(s.t_wait) };
                 }
-                16 => {
-                    s.phase = 17;
+                Phase::RecordAlpha => {
+                    s.phase = Phase::Allreduce;
                     s.allreduce = Driver::default();
                     return StreamOp::Record { timer: T_ALPHA, iteration, value: s.alpha_used };
                 }
-                17 if self.cg => match s
+                Phase::Allreduce if self.cg => match s
                     .allreduce
                     .next(&Collective::dissemination(CollectiveKind::Allreduce, self.ranks, 8, super::TAG_COLLECTIVE), rank)
                 {
                     Some(op) => return op,
-                    None => s.phase = 18,
+                    None => s.phase = Phase::Stop,
                 },
-                _ => {
-                    s.phase = 0;
+                Phase::Allreduce | Phase::Stop => {
+                    s.phase = Phase::Start;
                     s.iter += 1;
                     return StreamOp::TimerStop { timer: T_ITER, iteration };
                 }
