@@ -1,8 +1,7 @@
 //! Bulk-synchronous loop: compute → halo exchange with the neighbours at
 //! distances ±d → optional barrier, repeated.
 
-use super::{TAG_BARRIER, TAG_HALO};
-use crate::collectives::{Collective, CollectiveKind};
+use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
@@ -168,15 +167,13 @@ impl Workload for Bsp {
                     s.barrier = Driver::default();
                     return StreamOp::TimerStart { timer: T_BARRIER, iteration };
                 }
-                Phase::Barrier => {
-                    match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
-                        Some(op) => return op,
-                        None => {
-                            s.phase = Phase::Stop;
-                            return StreamOp::TimerStop { timer: T_BARRIER, iteration };
-                        }
+                Phase::Barrier => match super::barrier_step(&mut s.barrier, self.ranks, rank) {
+                    Some(op) => return op,
+                    None => {
+                        s.phase = Phase::Stop;
+                        return StreamOp::TimerStop { timer: T_BARRIER, iteration };
                     }
-                }
+                },
                 Phase::Stop => {
                     s.phase = Phase::Start;
                     s.iter += 1;

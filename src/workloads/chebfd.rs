@@ -13,8 +13,7 @@
 //! for ±d), so every send meets a receive; open boundaries drop the partners
 //! beyond the ends. An optional barrier follows every polynomial step.
 
-use super::{TAG_BARRIER, TAG_HALO};
-use crate::collectives::{Collective, CollectiveKind};
+use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
@@ -283,12 +282,10 @@ impl Workload for ChebFd {
                         s.phase = Phase::Stop;
                     }
                 }
-                Phase::Barrier => {
-                    match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, TAG_BARRIER), rank) {
-                        Some(op) => return op,
-                        None => s.phase = Phase::Stop,
-                    }
-                }
+                Phase::Barrier => match super::barrier_step(&mut s.barrier, self.ranks, rank) {
+                    Some(op) => return op,
+                    None => s.phase = Phase::Stop,
+                },
                 Phase::Stop => {
                     s.phase = Phase::Start;
                     s.seq += 1;

@@ -16,9 +16,8 @@
 //! and look-ahead overlaps the next panel's broadcast with the trailing
 //! update, polling it with MPI_Test between pieces of the update as HPL does.
 
-use super::TAG_BARRIER;
 use crate::collectives::relay::{child, chunk_size, chunks, parent};
-use crate::collectives::{Algorithm, Collective, CollectiveKind};
+use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::{Time, PS_PER_S};
@@ -416,8 +415,7 @@ impl Workload for Dense2d {
                 }
                 Phase::Barrier => {
                     if self.barrier {
-                        let c = Collective::dissemination(CollectiveKind::Barrier, self.num_ranks(), 0, TAG_BARRIER);
-                        if let Some(op) = s.driver.next(&c, rank) {
+                        if let Some(op) = super::barrier_step(&mut s.driver, self.num_ranks(), rank) {
                             return op;
                         }
                     }

@@ -25,3 +25,10 @@ pub use spmv::{Spmv, SpmvMode};
 pub const TAG_HALO: u32 = 1;
 pub const TAG_COLLECTIVE: u32 = 2;
 pub const TAG_BARRIER: u32 = 4;
+
+/// The next op of a dissemination barrier over all `ranks` (None once it is
+/// over): the barrier every bulk-synchronous workload may close a step with.
+fn barrier_step(driver: &mut crate::program::driver::Driver, ranks: u32, rank: u32) -> Option<crate::program::stream::StreamOp> {
+    use crate::collectives::{Collective, CollectiveKind};
+    driver.next(&Collective::dissemination(CollectiveKind::Barrier, ranks, 0, TAG_BARRIER), rank)
+}

@@ -15,7 +15,6 @@
 
 use super::partners::{Partner, PartnerTable};
 use super::TAG_HALO;
-use crate::collectives::{Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::Time;
@@ -366,15 +365,13 @@ impl Workload for Spmv {
                     s.phase = Phase::Barrier;
                     return StreamOp::TimerStart { timer: T_BARRIER, iteration };
                 }
-                Phase::Barrier => {
-                    match s.barrier.next(&Collective::dissemination(CollectiveKind::Barrier, self.ranks, 0, super::TAG_BARRIER), rank) {
-                        Some(op) => return op,
-                        None => {
-                            s.phase = Phase::Stop;
-                            return StreamOp::TimerStop { timer: T_BARRIER, iteration };
-                        }
+                Phase::Barrier => match super::barrier_step(&mut s.barrier, self.ranks, rank) {
+                    Some(op) => return op,
+                    None => {
+                        s.phase = Phase::Stop;
+                        return StreamOp::TimerStop { timer: T_BARRIER, iteration };
                     }
-                }
+                },
                 Phase::Stop => {
                     s.phase = Phase::Start;
                     s.iter += 1;
