@@ -22,19 +22,7 @@ pub struct BenchResult {
 pub const CASES: [&str; 5] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m"];
 
 fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> WorkloadSpec {
-    WorkloadSpec::Collective(CollectiveLoop {
-        ranks,
-        iterations,
-        collective,
-        algorithm: None,
-        mode: CollectiveMode::Blocking,
-        message_bytes: 8,
-        chunk_bytes: 0,
-        compute_ps: 0,
-        root: 0,
-        test_chunks: 1,
-        comm: Default::default(),
-    })
+    WorkloadSpec::Collective(CollectiveLoop { ranks, iterations, collective, mode: CollectiveMode::Blocking, ..Default::default() })
 }
 
 pub fn config(case: &str) -> Option<Config> {

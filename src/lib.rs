@@ -11,6 +11,7 @@ pub mod noisemeter;
 pub mod program;
 pub mod record;
 pub mod rng;
+pub mod scenario;
 pub mod sim;
 pub mod time;
 pub mod trace;

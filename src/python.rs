@@ -25,8 +25,61 @@ create_exception!(_engine, DeadlockError, SimulationError, "Ranks wait forever; 
 create_exception!(_engine, UnmatchedError, SimulationError, "Every rank finished but messages or receives were left unmatched.");
 create_exception!(_engine, MemoryLimitError, SimulationError, "The run would need more memory than allowed; refused before allocating.");
 
+create_exception!(_engine, ScenarioRuleError, PyValueError, "A scenario the engine refuses: args are (key path, message).");
+
 fn err(msg: String) -> PyErr {
     SimulationError::new_err(msg)
+}
+
+fn scenario_err(e: crate::scenario::ScenarioError) -> PyErr {
+    ScenarioRuleError::new_err((e.key, e.message))
+}
+
+/// The block of a process grid a node of `per_node` ranks holds.
+#[pyfunction]
+fn node_blocks(grid: Vec<u32>, per_node: u32) -> PyResult<Vec<u32>> {
+    crate::network::mapping::node_blocks(&grid, per_node).map_err(PyValueError::new_err)
+}
+
+/// The node of every rank when each node holds one `block` of the grid (on a torus, if given).
+#[pyfunction]
+#[pyo3(signature = (grid, block, torus=None))]
+fn cartesian_nodes(grid: Vec<u32>, block: Vec<u32>, torus: Option<[u32; 3]>) -> PyResult<Vec<u32>> {
+    crate::network::mapping::cartesian(&grid, &block, torus).map_err(PyValueError::new_err)
+}
+
+/// The node each rank runs on under a scenario's mapping.
+#[pyfunction]
+fn rank_nodes(doc_json: &str) -> PyResult<Vec<u32>> {
+    let scn = crate::scenario::parse(doc_json).map_err(scenario_err)?;
+    let ranks = scn.workload.shape().ranks.ok_or_else(|| err("the workload's rank count is known only when it runs".into()))?;
+    let net = scn.config().map_err(scenario_err)?.network;
+    match net.platform {
+        Some(mut p) => {
+            p.prepare_for(ranks).map_err(err)?;
+            Ok((0..ranks).map(|r| p.node(r)).collect())
+        }
+        None => Ok((0..ranks).map(|r| r / net.ranks_per_node).collect()),
+    }
+}
+
+/// Table 1 of the noise paper: (application, β).
+#[pyfunction]
+fn table1_beta() -> Vec<(&'static str, f64)> {
+    crate::workloads::SKELETON_PRESETS.to_vec()
+}
+
+/// The scenario's JSON Schema (as JSON text).
+#[pyfunction]
+fn scenario_schema() -> String {
+    crate::scenario::schema().to_string()
+}
+
+/// Checks a scenario document (JSON, defaults filled in) against the rules
+/// that tie keys together; raises ScenarioRuleError(key, message).
+#[pyfunction]
+fn check_scenario(doc_json: &str) -> PyResult<()> {
+    crate::scenario::parse(doc_json).map(|_| ()).map_err(scenario_err)
 }
 
 /// Each kind of failure as its own exception class (all SimulationError).
@@ -40,12 +93,14 @@ fn sim_err(e: SimError) -> PyErr {
     }
 }
 
-/// Runs one scenario (JSON from idlewave.scenario). `progress(sim_time_s, events) -> bool`
-/// is called between chunks of events; returning False stops the run.
+/// Runs one scenario (the checked document from idlewave.scenario, as JSON),
+/// capturing a timeline of up to `timeline_spans` spans. `progress(sim_time_s,
+/// events) -> bool` is called between chunks of events; returning False stops the run.
 #[pyfunction]
-#[pyo3(signature = (config_json, progress=None))]
-fn simulate<'py>(py: Python<'py>, config_json: &str, progress: Option<PyObject>) -> PyResult<Bound<'py, PyDict>> {
-    let cfg = sim::parse_config(config_json).map_err(err)?;
+#[pyo3(signature = (doc_json, progress=None, timeline_spans=0))]
+fn simulate<'py>(py: Python<'py>, doc_json: &str, progress: Option<PyObject>, timeline_spans: u64) -> PyResult<Bound<'py, PyDict>> {
+    let mut cfg = sim::parse_config(doc_json).map_err(scenario_err)?;
+    cfg.timeline_spans = timeline_spans;
     let mut py_err: Option<PyErr> = None;
     let mut cb = |now: Time, events: u64| -> bool {
         if let Err(e) = py.check_signals() {
@@ -197,8 +252,8 @@ fn measure_fwq(py: Python<'_>, work: u64, samples: usize) -> Vec<u64> {
 
 /// The partner file of a banded SpMV scenario (the generator for partner files).
 #[pyfunction]
-fn spmv_partners_text(config_json: &str) -> PyResult<String> {
-    let cfg = sim::parse_config(config_json).map_err(err)?;
+fn spmv_partners_text(doc_json: &str) -> PyResult<String> {
+    let cfg = sim::parse_config(doc_json).map_err(scenario_err)?;
     match &cfg.workload {
         WorkloadSpec::Spmv(w) if w.partners_file.is_none() => {
             w.validate().map_err(err)?;
@@ -220,8 +275,8 @@ impl WorkloadVisitor for ExportGoal {
 
 /// The built-in workload of a scenario written as a GOAL schedule.
 #[pyfunction]
-fn export_goal_text(config_json: &str) -> PyResult<String> {
-    let cfg = sim::parse_config(config_json).map_err(err)?;
+fn export_goal_text(doc_json: &str) -> PyResult<String> {
+    let cfg = sim::parse_config(doc_json).map_err(scenario_err)?;
     match &cfg.workload {
         WorkloadSpec::FemMatvec(w) if w.hiding != crate::workloads::Hiding::FixedAlpha => {
             return Err(err("dynamic α and MPI test adapt to timing and have no GOAL form".into()));
@@ -297,9 +352,16 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DeadlockError", m.py().get_type::<DeadlockError>())?;
     m.add("UnmatchedError", m.py().get_type::<UnmatchedError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
+    m.add("ScenarioRuleError", m.py().get_type::<ScenarioRuleError>())?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(node_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(table1_beta, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(cartesian_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(spmv_partners_text, m)?)?;
     m.add_function(wrap_pyfunction!(measure_selfish, m)?)?;
     m.add_function(wrap_pyfunction!(collective_steps, m)?)?;

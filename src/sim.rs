@@ -1,7 +1,5 @@
-//! One simulation run: a validated configuration in, results out.
-//! The configuration arrives as JSON from the Python scenario layer, which
-//! owns defaults, units and user-facing key paths; this side re-checks the
-//! invariants the engine relies on.
+//! One simulation run: a configuration (from a scenario, see
+//! [`crate::scenario`]) in, results out.
 
 use crate::alloc;
 use crate::engine::{Engine, SimError};
@@ -13,37 +11,52 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, Krylov, Skeleton, Spmv};
-use serde::Deserialize;
+use crate::workloads::{Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, Krylov, KrylovKernel, Skeleton, Spmv, StreamTriad};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// What runs: a built-in workload, a GOAL schedule or a traced application.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
+    /// Bulk-synchronous loop: compute, then halo exchange with ranks at the given distances.
     Bsp(Bsp),
+    /// A loop of one collective (any algorithm; blocking, nonblocking or ideal), with compute between.
     Collective(CollectiveLoop),
-    /// An allreduce-dominated application skeleton with ratio β.
+    /// Allreduce-dominated BSP application skeleton: compute beta x (allreduce time), then the allreduce.
     Skeleton(Skeleton),
-    /// Back-to-back sparse matrix-vector products on a banded matrix.
+    /// Back-to-back sparse matrix-vector products on a banded matrix, split_wait or non_split (idle-waves paper §3.2).
     Spmv(Spmv),
-    /// Finite-element MatVec with communication hiding (fixed/dynamic α, MPI test).
+    /// Finite-element MatVec hiding communication with fixed alpha, dynamic alpha or MPI test (HMM paper §2.4).
     FemMatvec(FemMatvec),
-    /// The PCG family on a 3-D process grid.
+    /// MPI-augmented STREAM Triad (idle-waves paper §3.1): a sweep over the local arrays, then exchange with r±1..k.
+    StreamTriad(StreamTriad),
+    /// PCG, SAPCG, NBPCG, PIPECG or PIPE2CG iterations on a 3-D process grid with a 7- or 27-point halo.
     Krylov(Krylov),
-    /// Chebyshev filter diagonalization, three communication schemes.
+    /// The Krylov paper's section 3.1 kernels: blocking or nonblocking allreduce or halo exchange between two busy-waits.
+    KrylovKernel(KrylovKernel),
+    /// Chebyshev filter diagonalization (idle-waves paper §3.3): non_split, split_wait or pipeline.
     Chebfd(ChebFd),
-    /// Block LU or blocked Floyd–Warshall on a 2-D process grid.
+    /// Block LU (HPL-MxP) or blocked Floyd-Warshall on a Pr x Pc grid with row/column panel broadcasts (2-D grid paper).
     Dense2d(Dense2d),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal {
+        #[schemars(with = "crate::scenario::units::FilePath")]
         path: String,
     },
-    /// A traced MPI run (directory of rank-*.iwt), converted as it runs.
+    /// A traced MPI run (directory of rank-*.iwt from `idlewave trace build`), replayed as it is read.
     Trace(crate::trace::TraceSpec),
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec::Bsp(Bsp::default())
+    }
+}
+
+/// A run as the engine takes it (see [`crate::scenario::Scenario::config`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub seed: u64,
     pub network: Network,
@@ -56,7 +69,6 @@ pub struct Config {
     /// Refuse runs whose state is estimated above this; None = 80% of available memory.
     pub max_memory_bytes: Option<u64>,
     /// Capture a timeline of up to this many spans (0: none).
-    #[serde(default)]
     pub timeline_spans: u64,
 }
 
@@ -90,8 +102,9 @@ pub type Progress<'a> = &'a mut dyn FnMut(Time, u64) -> bool;
 
 const CHUNK: u64 = 1 << 20;
 
-pub fn parse_config(json: &str) -> Result<Config, String> {
-    serde_json::from_str(json).map_err(|e| format!("invalid scenario configuration: {e}"))
+/// The run configuration of a scenario document (JSON).
+pub fn parse_config(json: &str) -> Result<Config, crate::scenario::ScenarioError> {
+    crate::scenario::parse(json)?.config()
 }
 
 /// Available memory in bytes (Linux MemAvailable), if known.
@@ -153,21 +166,19 @@ impl WorkloadSpec {
     /// from the network) and handed to `v`, with the figures it derived.
     /// None for GOAL files and traces, which are not generated workloads.
     pub fn visit<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, String> {
+        self.validate(net.ranks_per_node)?;
         let none = Vec::new();
         Ok(Some(match self {
-            WorkloadSpec::Bsp(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
-            WorkloadSpec::Collective(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
-            WorkloadSpec::Spmv(w) => {
-                let w = w.loaded()?;
-                w.validate()?;
-                (v.visit(w), none)
-            }
-            WorkloadSpec::FemMatvec(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
-            WorkloadSpec::Krylov(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
-            WorkloadSpec::Dense2d(w) => (w.validate().map(|_| v.visit(w.clone()))?, none),
+            WorkloadSpec::Bsp(w) => (v.visit(w.clone()), none),
+            WorkloadSpec::Collective(w) => (v.visit(w.on_nodes(net.ranks_per_node)), none),
+            WorkloadSpec::Spmv(w) => (v.visit(w.loaded().and_then(|w| w.validate().map(|_| w))?), none),
+            WorkloadSpec::FemMatvec(w) => (v.visit(w.clone()), none),
+            WorkloadSpec::StreamTriad(w) => (v.visit(w.bsp(net.platform.as_ref().is_some_and(|p| p.memory.is_some()))), none),
+            WorkloadSpec::Krylov(w) => (v.visit(w.clone()), none),
+            WorkloadSpec::KrylovKernel(w) => (v.visit(w.solver()), none),
+            WorkloadSpec::Dense2d(w) => (v.visit(w.clone()), none),
             WorkloadSpec::Chebfd(w) => (v.visit(w.resolved()?), none),
             WorkloadSpec::Skeleton(s) => {
-                s.validate()?;
                 let (w, compute, collective) = s.program(net)?;
                 let derived = vec![
                     ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
@@ -177,6 +188,24 @@ impl WorkloadSpec {
             }
             WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => return Ok(None),
         }))
+    }
+
+    /// The rules that tie the workload's keys together, on a network of
+    /// `ranks_per_node` ranks per node (files are read when it runs).
+    pub fn validate(&self, ranks_per_node: u32) -> Result<(), String> {
+        match self {
+            WorkloadSpec::Bsp(w) => w.validate(),
+            WorkloadSpec::Collective(w) => w.on_nodes(ranks_per_node).validate(),
+            WorkloadSpec::Skeleton(w) => w.validate(),
+            WorkloadSpec::Spmv(w) => w.validate(),
+            WorkloadSpec::FemMatvec(w) => w.validate(),
+            WorkloadSpec::StreamTriad(w) => w.bsp(false).validate(),
+            WorkloadSpec::Krylov(w) => w.validate(),
+            WorkloadSpec::KrylovKernel(w) => w.solver().validate(),
+            WorkloadSpec::Chebfd(w) => w.resolved().map(|_| ()),
+            WorkloadSpec::Dense2d(w) => w.validate(),
+            WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => Ok(()),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ import pytest
 
 import idlewave
 from idlewave import mapping, platform
-from idlewave.scenario import ScenarioError, parse_scenario, to_engine_config
+from idlewave.scenario import ScenarioError, parse_scenario, rank_nodes
 
 
 def pingpong(net: dict, size: int, iterations: int = 1) -> float:
@@ -65,18 +65,18 @@ def test_node_aware_mapping_cuts_off_node_neighbours_and_halo_time():
 
 def test_grid2d_and_file_mappings(tmp_path):
     # a 4x4 dense grid with 2x2 processes per node
-    nodes = to_engine_config(parse_scenario(
+    nodes = rank_nodes(parse_scenario(
         '[network]\nranks_per_node = 4\n[network.mapping]\nkind = "grid2d"\nnode_grid = [2, 2]\n'
-        '[workload]\nkind = "dense2d"\ngrid = [4, 4]\n'))["network"]["mapping"]["nodes"]
+        '[workload]\nkind = "dense2d"\ngrid = [4, 4]\n'))
     assert nodes[:8] == [0, 0, 1, 1, 0, 0, 1, 1]
     f = tmp_path / "map.txt"
     f.write_text("# node per rank\n" + "\n".join(str(r % 2) for r in range(8)) + "\n")
     scn = parse_scenario(f'[network]\nranks_per_node = 4\n[network.mapping]\nkind = "file"\npath = "{f}"\n'
                          '[workload]\nranks = 8\n')
-    assert to_engine_config(scn)["network"]["mapping"]["nodes"] == [0, 1] * 4
+    assert rank_nodes(scn) == [0, 1] * 4
     f.write_text("0\nx\n")
     with pytest.raises(ScenarioError, match=r"map\.txt:2: expected a node number"):
-        to_engine_config(scn)
+        rank_nodes(scn)
 
 
 def test_memory_contention_slows_a_saturated_socket_and_reports_saturation():

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import idlewave
+
 
 def _load_scenario_module():
     """Imports idlewave.scenario; falls back to loading the file directly when the
@@ -148,117 +150,13 @@ def test_validate_accepts_dict_and_is_idempotent():
 # ---------------------------------------------------------------- engine config
 
 
-def test_engine_config_exact_key_sets_and_ps_conversion():
-    s = sc.parse_scenario(
-        """
-seed = 9
-[network]
-ranks_per_node = 2
-[network.intra_node]
-L_s = 1e-7
-[workload]
-ranks = 16
-[[noise]]
-kind = "periodic"
-period_s = 1e-3
-duration_s = 2.5e-6
-[[noise]]
-kind = "poisson"
-rate_hz = 10.0
-duration_s = 1e-4
-ranks = [0, 5]
-[[noise]]
-kind = "checkpoint"
-interval_s = 10
-duration_s = 0.5
-[[noise]]
-kind = "trace"
-path = "/abs/trace.txt"
-[[noise]]
-kind = "single"
-rank = 3
-start_s = 1e-3
-duration_s = 1e-4
-[limits]
-max_memory_bytes = 1000000
-""",
-        "scn.toml",
-    )
-    e = sc.to_engine_config(s)
-    assert set(e) == {"seed", "network", "noise", "workload", "record_timers", "async_progress", "max_memory_bytes"}
-    assert e["seed"] == 9 and e["record_timers"] is True and e["max_memory_bytes"] == 1000000
-    # one description of the network; the engine takes the plain LogGOPS path itself (src/network)
-    assert {"inter_node", "intra_node", "intra_socket", "ranks_per_node", "mapping", "topology", "regimes", "memory"} <= set(e["network"])
-    inter = e["network"]["inter_node"]
-    assert set(inter) == {"eager"}  # no short or rendezvous protocol configured
-    assert inter["eager"] == {
-        "l_ps": 2500000,
-        "o_ps": 1500000,
-        "g_ps": 1000000,
-        "big_g_ps_per_byte": 6000.0,
-        "big_o_ps_per_byte": 0.0,
-        "s_bytes": 65535,
-    }
-    assert e["network"]["intra_node"]["eager"]["l_ps"] == 100000
-    assert e["network"]["intra_node"]["eager"]["o_ps"] == 1500000
-    assert e["network"]["ranks_per_node"] == 2
-    assert e["network"]["mapping"] == {"kind": "block"} and e["network"]["topology"] == {"kind": "fully_connected"}
-    for key in ("l_ps", "o_ps", "g_ps", "s_bytes"):
-        assert type(inter["eager"][key]) is int
-    assert type(inter["eager"]["big_g_ps_per_byte"]) is float
-
-    periodic, poisson, checkpoint, trace, single = e["noise"]
-    assert periodic == {"kind": "periodic", "period_ps": 1_000_000_000, "duration_ps": 2_500_000, "cosched": False, "ranks": None}
-    assert poisson == {"kind": "poisson", "rate_per_s": 10.0, "duration_ps": 100_000_000, "ranks": [0, 5]}
-    assert checkpoint == {"kind": "checkpoint", "interval_ps": 10 * 10**12, "duration_ps": 5 * 10**11, "ranks": None}
-    assert trace == {"kind": "trace", "path": "/abs/trace.txt", "cosched": False, "ranks": None}
-    assert single == {"kind": "single", "rank": 3, "start_ps": 1_000_000_000, "duration_ps": 100_000_000}
-
-    assert e["workload"] == {
-        "kind": "bsp",
-        "ranks": 16,
-        "iterations": 100,
-        "compute_ps": 100_000_000,
-        "distances": [1],
-        "message_bytes": 8,
-        "periodic": True,
-        "barrier": False,
-        "compute_bytes": 0,
-    }
-    assert json.loads(sc.engine_json(s)) == e
-
-
-def test_engine_config_defaults_collective_and_goal(tmp_path):
-    e = sc.to_engine_config(sc.parse_scenario(""))
-    assert e["network"]["intra_node"] is None
-    assert e["max_memory_bytes"] is None
-    assert e["noise"] == []
-
-    e = sc.to_engine_config(sc.parse_scenario('[workload]\nkind = "collective"\ncollective = "barrier"\n[record]\ntimers = false\n'))
-    assert e["workload"] == {
-        "kind": "collective",
-        "ranks": 64,
-        "iterations": 10,
-        "collective": "barrier",
-        "algorithm": None,
-        "mode": "blocking",
-        "test_chunks": 1,
-        "message_bytes": 8,
-        "chunk_bytes": 0,
-        "compute_ps": 0,
-        "root": 0,
-        "comm": {"kind": "world"},
-    }
-    assert e["record_timers"] is False
-
-    e = sc.to_engine_config(sc.parse_scenario('[workload]\nkind = "goal"\npath = "/x/y.goal"\n'))
-    assert e["workload"] == {"kind": "goal", "path": "/x/y.goal"}
-
-
-def test_ps_rounding():
-    s = sc.validate({"network": {"L_s": 1e-9, "o_s": 3.3e-7, "g_s": 0.1}})
-    inter = sc.to_engine_config(s)["network"]["inter_node"]["eager"]
-    assert inter["l_ps"] == 1000 and inter["o_ps"] == 330000 and inter["g_ps"] == 100_000_000_000
+def test_the_document_is_what_the_engine_runs_with_picosecond_rounding():
+    """No conversion layer: the checked document goes to the engine, which
+    turns seconds into picoseconds (half to even) itself."""
+    s = sc.validate({"network": {"L_s": 1e-9, "o_s": 3.3e-7, "g_s": 0.1},
+                     "workload": {"kind": "bsp", "ranks": 2, "iterations": 1, "compute_s": 0.0, "periodic": False, "message_bytes": 1}})
+    # each rank: send overhead o, the message's latency L, receive overhead o (1 byte: no per-byte terms)
+    assert idlewave.simulate(s).summary["makespan_ps"] == 2 * 330_000 + 1_000
 
 
 # ---------------------------------------------------------------- errors
@@ -415,7 +313,6 @@ def test_relative_paths_resolve_against_scenario_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     s2 = sc.load_scenario("scenarios/scn.toml")
     assert s2["workload"]["path"] == s["workload"]["path"]
-    assert sc.to_engine_config(s)["workload"]["path"] == s["workload"]["path"]
 
 
 def test_parse_scenario_relative_paths(tmp_path, monkeypatch):
@@ -478,13 +375,14 @@ def test_describe_workloads():
 
 
 def test_collective_sub_communicators_and_chunking_are_checked():
-    e = sc.to_engine_config(sc.parse_scenario(
-        '[workload]\nkind = "collective"\ncollective = "bcast"\nalgorithm = "two_ring"\nranks = 12\n'
-        'communicator = "columns"\ngrid_columns = 4\nroot = 2\nchunk_bytes = 1000\n'))
-    assert e["workload"]["comm"] == {"kind": "strided", "stride": 4}
-    e = sc.to_engine_config(sc.parse_scenario(
-        '[network]\nranks_per_node = 6\n[workload]\nkind = "collective"\nranks = 12\ncommunicator = "nodes"\n'))
-    assert e["workload"]["comm"] == {"kind": "blocks", "size": 6}
+    # every group runs the collective at once, as a world of its size would (uniform network)
+    def makespan(text):
+        return idlewave.simulate(sc.parse_scenario(text)).summary["makespan_ps"]
+
+    bcast = '[workload]\nkind = "collective"\ncollective = "bcast"\nalgorithm = "two_ring"\nroot = 2\nchunk_bytes = 1000\n'
+    assert makespan(bcast + 'ranks = 12\ncommunicator = "columns"\ngrid_columns = 4\n') == makespan(bcast + "ranks = 3\n")
+    nodes = '[network]\nranks_per_node = 6\n[workload]\nkind = "collective"\n'
+    assert makespan(nodes + 'ranks = 12\ncommunicator = "nodes"\n') == makespan(nodes + "ranks = 6\n")
     bad = [
         ('communicator = "rows"\ngrid_columns = 5', "workload.grid_columns"),
         ('communicator = "rows"\ngrid_columns = 4\nroot = 4', "workload.root"),

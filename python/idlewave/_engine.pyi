@@ -13,8 +13,11 @@ class DeadlockError(SimulationError): ...
 class UnmatchedError(SimulationError): ...
 class MemoryLimitError(SimulationError): ...
 
-def simulate(config_json: str, progress: Callable[[float, int], bool] | None = None) -> dict[str, Any]:
-    """Runs one scenario (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
+class ScenarioRuleError(ValueError):
+    """A scenario the engine refuses: args are (key path, message)."""
+
+def simulate(doc_json: str, progress: Callable[[float, int], bool] | None = None, timeline_spans: int = 0) -> dict[str, Any]:
+    """Runs one checked scenario document (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
     ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, derived, and
     timeline / trace_report when produced."""
 
@@ -32,8 +35,22 @@ def loggopsim(
 ) -> tuple[list[int], int]:
     """LogGOPSim mode: (host finishing times in ps, events)."""
 
-def export_goal_text(config_json: str) -> str: ...
-def spmv_partners_text(config_json: str) -> str: ...
+def export_goal_text(doc_json: str) -> str: ...
+def spmv_partners_text(doc_json: str) -> str: ...
+def scenario_schema() -> str:
+    """The scenario's JSON Schema (JSON text)."""
+
+def check_scenario(doc_json: str) -> None:
+    """Raises ScenarioRuleError(key, message) when the document breaks a rule tying keys together."""
+
+def rank_nodes(doc_json: str) -> list[int]:
+    """The node each rank runs on under the scenario's mapping."""
+
+def table1_beta() -> list[tuple[str, float]]:
+    """Table 1 of the noise paper: (application, β)."""
+
+def node_blocks(grid: list[int], per_node: int) -> list[int]: ...
+def cartesian_nodes(grid: list[int], block: list[int], torus: list[int] | None = None) -> list[int]: ...
 def measure_selfish(duration_s: float, threshold_ns: int) -> list[tuple[int, int]]: ...
 def measure_fwq(work: int, samples: int) -> list[int]: ...
 def collective_steps(

@@ -13,7 +13,7 @@ import polars as pl
 
 from idlewave import _engine
 from idlewave.results import write_json, write_parquet
-from idlewave.scenario import engine_json, load_scenario, to_engine_config, validate
+from idlewave.scenario import engine_errors, load_scenario, validate
 
 
 @dataclass
@@ -87,12 +87,13 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         if overrides:
             raw.update(overrides)
         scn = validate(raw)
-    config = to_engine_config(scn)
+    spans = 0
     if timeline:
         from idlewave.timeline import DEFAULT_SPANS
 
-        config["timeline_spans"] = DEFAULT_SPANS
-    raw = _engine.simulate(json.dumps(config), progress)
+        spans = DEFAULT_SPANS
+    with engine_errors():
+        raw = _engine.simulate(json.dumps(scn), progress, spans)
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)
     result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
@@ -113,7 +114,8 @@ def spmv_partners(scenario: str | Path | dict) -> str:
     remote nonzeros. Edit it, or write one for any other matrix, and point
     ``partners_file`` at it."""
     scn = load_scenario(scenario) if isinstance(scenario, (str, Path)) else validate(dict(scenario))
-    return _engine.spmv_partners_text(engine_json(scn))
+    with engine_errors():
+        return _engine.spmv_partners_text(json.dumps(scn))
 
 
 def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:

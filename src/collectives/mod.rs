@@ -13,7 +13,8 @@
 mod algorithms;
 pub mod relay;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 pub use algorithms::subtree_size;
 
@@ -63,7 +64,7 @@ pub enum Step {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CollectiveKind {
     Allreduce,
@@ -76,7 +77,7 @@ pub enum CollectiveKind {
     Barrier,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Algorithm {
     /// Round k: send to r+2^k, receive from r−2^k (allreduce, barrier).
@@ -170,6 +171,24 @@ impl Comm {
     }
 }
 
+impl Algorithm {
+    /// The broadcasts that relay a message cut into chunk_bytes pieces.
+    pub const CHUNKED: [Algorithm; 5] =
+        [Algorithm::PipelinedRing, Algorithm::Ring, Algorithm::ModifiedRing, Algorithm::TwoRing, Algorithm::TwoRingModified];
+
+    /// Whether `chunk_bytes` suits this (broadcast) algorithm.
+    pub fn check_chunks(self, chunk_bytes: u64) -> Result<(), String> {
+        use crate::scenario::units::names;
+        if chunk_bytes > 0 && !Self::CHUNKED.contains(&self) {
+            return Err(format!("workload.chunk_bytes: only the ring broadcasts ({}) cut messages into chunks", names(&Self::CHUNKED)));
+        }
+        if self == Algorithm::PipelinedRing && chunk_bytes == 0 {
+            return Err("workload.chunk_bytes: pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)".into());
+        }
+        Ok(())
+    }
+}
+
 impl CollectiveKind {
     pub fn default_algorithm(self) -> Algorithm {
         match self {
@@ -221,29 +240,28 @@ impl Collective {
     }
 
     pub fn validate(&self) -> Result<(), String> {
+        use crate::scenario::units::{name, names};
         if self.ranks == 0 {
-            return Err("a collective needs at least one rank".into());
+            return Err("workload.ranks: a collective needs at least one rank".into());
         }
+        let (alg, kind) = (name(&self.algorithm), name(&self.kind));
         if !self.kind.algorithms().contains(&self.algorithm) {
             return Err(format!(
-                "workload.algorithm: {:?} is not an algorithm for {:?} (choose from {:?})",
-                self.algorithm,
-                self.kind,
-                self.kind.algorithms()
-            )
-            .to_lowercase());
+                "workload.algorithm: '{alg}' is not an algorithm for {kind} (choose from auto, {})",
+                names(self.kind.algorithms())
+            ));
         }
         if self.root >= self.ranks {
-            return Err(format!("workload.root: rank {} is out of range (0..{})", self.root, self.ranks));
+            return Err(format!("workload.root: must be < ranks ({}), got {}", self.ranks, self.root));
         }
         if self.kind == CollectiveKind::Allgather && self.algorithm == Algorithm::RecursiveDoubling && !self.ranks.is_power_of_two() {
             return Err(format!(
-                "workload.algorithm: recursive-doubling allgather needs a power-of-two rank count, got {}; use ring",
+                "workload.algorithm: recursive_doubling allgather needs a power-of-two rank count, got {}; use ring",
                 self.ranks
             ));
         }
-        if self.algorithm == Algorithm::PipelinedRing && self.chunk_bytes == 0 {
-            return Err("workload.chunk_bytes must be positive for the pipelined ring".into());
+        if self.chunk_bytes == 0 {
+            self.algorithm.check_chunks(0)?;
         }
         Ok(())
     }

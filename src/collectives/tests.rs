@@ -123,7 +123,7 @@ fn invalid_choices_are_rejected() {
     c = call(CollectiveKind::Allgather, Algorithm::RecursiveDoubling, 12, 0, 8);
     assert!(c.validate().unwrap_err().contains("power-of-two"));
     c = call(CollectiveKind::Reduce, Algorithm::Binomial, 8, 8, 8);
-    assert!(c.validate().unwrap_err().contains("out of range"));
+    assert!(c.validate().unwrap_err().contains("workload.root: must be < ranks (8)"));
 }
 
 fn run(w: CollectiveLoop) -> Engine<StreamProgram<CollectiveLoop>> {
@@ -145,7 +145,7 @@ fn coll(ranks: u32, collective: CollectiveKind, algorithm: Algorithm, bytes: u64
         compute_ps: 1_000_000,
         root: ranks / 2,
         test_chunks: 1,
-        comm: Default::default(),
+        ..Default::default()
     }
 }
 

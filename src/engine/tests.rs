@@ -131,7 +131,7 @@ fn coll(ranks: u32, iterations: u32, collective: CollectiveKind, bytes: u64, com
         compute_ps,
         root,
         test_chunks: 1,
-        comm: Default::default(),
+        ..Default::default()
     }
 }
 

@@ -6,6 +6,7 @@
 //! o + max((s-1)·O, (s-1)·G) and NIC g + (s-1)·G. Messages above S bytes use
 //! the rendezvous protocol: the send completes only when the receiver matches.
 
+pub mod mapping;
 mod platform;
 mod regimes;
 mod topology;
@@ -35,7 +36,7 @@ pub struct LogGOPS {
 impl LogGOPS {
     /// LogGOPSim's defaults (its --help): L=2500ns o=1500ns g=1000ns G=6ns O=0 S=65535.
     pub fn loggopsim_defaults() -> Self {
-        LogGOPS { l_ps: 2_500_000, o_ps: 1_500_000, g_ps: 1_000_000, big_g_ps: 6_000.0, big_o_ps: 0.0, s_bytes: 65535 }
+        crate::scenario::network::Link::loggopsim()
     }
 
     /// (s-1)·X for the per-byte terms. A 0-byte message costs no per-byte time

@@ -74,10 +74,10 @@ pub struct Platform {
     pub seed: u64,
     /// Per class (socket, node, other node): the three protocols and the short limit.
     #[serde(skip)]
-    classes: Vec<([LogGOPS; 3], u64)>,
+    pub(crate) classes: Vec<([LogGOPS; 3], u64)>,
     /// Position of each rank within its node (Table and RoundRobin mappings).
     #[serde(skip)]
-    slot_of: Vec<u32>,
+    pub(crate) slot_of: Vec<u32>,
 }
 
 pub const SAME_SOCKET: usize = 0;

@@ -3,9 +3,10 @@
 //! fat tree's leaves left to right, a dragonfly's routers group by group),
 //! so consecutive nodes are close.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Topology {
     /// Every pair of nodes one link apart.
@@ -14,12 +15,36 @@ pub enum Topology {
     /// A k-ary fat tree of switches with `radix` ports: radix/2 nodes per
     /// leaf, (radix/2)^l per level-l subtree; up to the common ancestor and
     /// down again.
-    FatTree { radix: u32 },
-    /// A 3-D torus of nodes, wrap-around links, minimal routing.
-    Torus { dims: [u32; 3] },
+    FatTree {
+        #[serde(default = "radix")]
+        #[schemars(range(min = 2))]
+        radix: u32,
+    },
+    /// A 3-D torus of nodes (x fastest), wrap-around links, minimal routing.
+    Torus {
+        #[schemars(inner(range(min = 1)))]
+        dims: [u32; 3],
+    },
     /// Routers with `nodes_per_router` nodes, `routers_per_group` all-to-all
     /// within a group, one global hop between groups (minimal routing).
-    Dragonfly { nodes_per_router: u32, routers_per_group: u32 },
+    Dragonfly {
+        #[serde(default = "nodes_per_router")]
+        #[schemars(range(min = 1))]
+        nodes_per_router: u32,
+        #[serde(default = "routers_per_group")]
+        #[schemars(range(min = 1))]
+        routers_per_group: u32,
+    },
+}
+
+fn radix() -> u32 {
+    36
+}
+fn nodes_per_router() -> u32 {
+    4
+}
+fn routers_per_group() -> u32 {
+    96
 }
 
 impl Topology {

@@ -18,25 +18,133 @@ mod trace;
 pub use trace::{parse_noise_trace, read_noise_trace};
 
 use crate::rng::{hash, unit};
-use crate::time::{Time, PS_PER_NS};
-use serde::Deserialize;
+use crate::scenario::units::{secs, FilePath, PositiveSeconds, Seconds};
+use crate::time::{from_seconds, to_seconds, Time, PS_PER_NS};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-/// One configured detour source, as it arrives from the scenario.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// One detour source of a scenario's `[[noise]]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum NoiseSpec {
-    /// A detour of `duration_ps` every `period_ps`; phase random per rank unless co-scheduled.
-    Periodic { period_ps: Time, duration_ps: Time, cosched: bool, ranks: Option<Vec<u32>> },
-    /// Detours of `duration_ps` arriving as a Poisson process of `rate_per_s`.
-    Poisson { rate_per_s: f64, duration_ps: Time, ranks: Option<Vec<u32>> },
-    /// Uncoordinated checkpoints: every `interval_ps` for `duration_ps`, each rank at its own phase.
-    Checkpoint { interval_ps: Time, duration_ps: Time, ranks: Option<Vec<u32>> },
-    /// Replay of a measured detour trace (`start<TAB>duration` ns per line), looped.
-    Trace { path: String, cosched: bool, ranks: Option<Vec<u32>> },
-    /// Like `Trace`, with the detours given inline as (start_ps, duration_ps).
+    /// A detour of duration_s every period_s (random phase per rank unless cosched).
+    Periodic {
+        #[serde(rename = "period_s", with = "secs", default = "d_period")]
+        #[schemars(with = "PositiveSeconds")]
+        period_ps: Time,
+        #[serde(rename = "duration_s", with = "secs", default = "d_periodic_duration")]
+        #[schemars(with = "Seconds")]
+        duration_ps: Time,
+        /// Every rank's detours at the same moments.
+        #[serde(default)]
+        cosched: bool,
+        /// The ranks it hits (absent: all).
+        #[serde(default)]
+        ranks: Option<Vec<u32>>,
+    },
+    /// Detours of duration_s arriving as a Poisson process of rate_hz per rank.
+    Poisson {
+        #[serde(rename = "rate_hz", default = "d_rate")]
+        #[schemars(extend("exclusiveMinimum" = 0))]
+        rate_per_s: f64,
+        #[serde(rename = "duration_s", with = "secs", default = "d_poisson_duration")]
+        #[schemars(with = "PositiveSeconds")]
+        duration_ps: Time,
+        #[serde(default)]
+        ranks: Option<Vec<u32>>,
+    },
+    /// Replay of a measured detour trace file (start<TAB>duration in ns per line), looped.
+    Trace {
+        #[schemars(with = "FilePath")]
+        path: String,
+        #[serde(default)]
+        cosched: bool,
+        #[serde(default)]
+        ranks: Option<Vec<u32>>,
+    },
+    /// Uncoordinated checkpoints: duration_s every interval_s, each rank at its own phase.
+    Checkpoint {
+        #[serde(rename = "interval_s", with = "secs", default = "d_interval")]
+        #[schemars(with = "PositiveSeconds")]
+        interval_ps: Time,
+        #[serde(rename = "duration_s", with = "secs", default = "d_checkpoint_duration")]
+        #[schemars(with = "Seconds")]
+        duration_ps: Time,
+        #[serde(default)]
+        ranks: Option<Vec<u32>>,
+    },
+    /// One detour of duration_s on one rank at start_s (e.g. to launch an idle wave).
+    Single {
+        rank: u32,
+        #[serde(rename = "start_s", with = "secs", default)]
+        #[schemars(with = "Seconds")]
+        start_ps: Time,
+        #[serde(rename = "duration_s", with = "secs", default = "d_single_duration")]
+        #[schemars(with = "PositiveSeconds")]
+        duration_ps: Time,
+    },
+    /// Like `Trace`, with the detours given inline as (start_ps, duration_ps) (from Rust only).
+    #[serde(skip)]
     TraceData { detours: Vec<(Time, Time)>, cosched: bool, ranks: Option<Vec<u32>> },
-    /// One detour on one rank (e.g. the delay that launches an idle wave).
-    Single { rank: u32, start_ps: Time, duration_ps: Time },
+}
+
+// The defaults of the noise sources.
+fn d_period() -> Time {
+    from_seconds(1e-3)
+}
+fn d_periodic_duration() -> Time {
+    from_seconds(2.5e-5)
+}
+fn d_rate() -> f64 {
+    100.0
+}
+fn d_poisson_duration() -> Time {
+    from_seconds(1e-4)
+}
+fn d_interval() -> Time {
+    from_seconds(60.0)
+}
+fn d_checkpoint_duration() -> Time {
+    from_seconds(1.0)
+}
+fn d_single_duration() -> Time {
+    from_seconds(1e-3)
+}
+
+impl NoiseSpec {
+    /// Checks the keys against each other and the run's rank count (None: not known yet).
+    pub fn validate(&self, ranks: Option<u32>) -> Result<(), String> {
+        let shorter = |d: Time, span: Time, dk: &str, sk: &str| {
+            if d >= span {
+                Err(format!("{dk}: must be < {sk} ({}), got {} (the CPU would never run)", to_seconds(span), to_seconds(d)))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            NoiseSpec::Periodic { period_ps, duration_ps, .. } => shorter(*duration_ps, *period_ps, "duration_s", "period_s")?,
+            NoiseSpec::Checkpoint { interval_ps, duration_ps, .. } => shorter(*duration_ps, *interval_ps, "duration_s", "interval_s")?,
+            NoiseSpec::Poisson { rate_per_s, duration_ps, .. } => {
+                let duty = rate_per_s * to_seconds(*duration_ps);
+                if duty >= 1.0 {
+                    return Err(format!("duration_s: rate_hz * duration_s must be < 1 (the CPU would never run), got {duty:.6}"));
+                }
+            }
+            _ => {}
+        }
+        let Some(p) = ranks else { return Ok(()) };
+        match self {
+            NoiseSpec::Single { rank, .. } if *rank >= p => Err(format!("rank: must be < workload.ranks ({p}), got {rank}")),
+            NoiseSpec::Periodic { ranks: Some(rs), .. }
+            | NoiseSpec::Poisson { ranks: Some(rs), .. }
+            | NoiseSpec::Trace { ranks: Some(rs), .. }
+            | NoiseSpec::Checkpoint { ranks: Some(rs), .. } => match rs.iter().enumerate().find(|(_, &r)| r >= p) {
+                Some((j, r)) => Err(format!("ranks[{j}]: must be < workload.ranks ({p}), got {r}")),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A detour as an absolute interval [start, end) in simulated time. Starts may
@@ -92,13 +200,11 @@ impl Noise {
         let mut sources = Vec::with_capacity(specs.len());
         for (i, spec) in specs.iter().enumerate() {
             let at = format!("noise[{i}]");
+            spec.validate(Some(num_ranks)).map_err(|e| format!("{at}.{e}"))?;
             let check_ranks = |ranks: &Option<Vec<u32>>| -> Result<Option<Vec<u32>>, String> {
                 match ranks {
                     None => Ok(None),
                     Some(list) => {
-                        if let Some(&bad) = list.iter().find(|&&r| r >= num_ranks) {
-                            return Err(format!("{at}.ranks: rank {bad} is out of range (0..{num_ranks})"));
-                        }
                         let mut sorted = list.clone();
                         sorted.sort_unstable();
                         sorted.dedup();
@@ -108,22 +214,14 @@ impl Noise {
             };
             let (kind, ranks) = match spec {
                 NoiseSpec::Periodic { period_ps, duration_ps, cosched, ranks } => {
-                    check_duty(&at, *period_ps, *duration_ps, "period")?;
                     (Kind::Periodic { period: *period_ps, duration: *duration_ps, cosched: *cosched }, check_ranks(ranks)?)
                 }
                 NoiseSpec::Checkpoint { interval_ps, duration_ps, ranks } => {
-                    check_duty(&at, *interval_ps, *duration_ps, "interval")?;
                     (Kind::Periodic { period: *interval_ps, duration: *duration_ps, cosched: false }, check_ranks(ranks)?)
                 }
                 NoiseSpec::Poisson { rate_per_s, duration_ps, ranks } => {
-                    let duty = rate_per_s * *duration_ps as f64 / 1e12;
-                    if !(rate_per_s.is_finite() && *rate_per_s > 0.0) {
-                        return Err(format!("{at}.rate_hz must be positive, got {rate_per_s}"));
-                    }
-                    if *duration_ps == 0 || duty >= 1.0 {
-                        return Err(format!(
-                            "{at}: duration must be positive and rate × duration below 1 (the CPU would never run), got {duty:.3}"
-                        ));
+                    if !(rate_per_s.is_finite() && *rate_per_s > 0.0 && *duration_ps > 0) {
+                        return Err(format!("{at}.rate_hz: rate and duration must be positive, got {rate_per_s}"));
                     }
                     let window = 1e12 / rate_per_s; // one expected arrival per window
                     (
@@ -137,9 +235,6 @@ impl Noise {
                 }
                 NoiseSpec::TraceData { detours, cosched, ranks } => (trace_kind(&at, detours.clone(), *cosched)?, check_ranks(ranks)?),
                 NoiseSpec::Single { rank, start_ps, duration_ps } => {
-                    if *rank >= num_ranks {
-                        return Err(format!("{at}.rank: rank {rank} is out of range (0..{num_ranks})"));
-                    }
                     (Kind::Single { rank: *rank, start: *start_ps, duration: *duration_ps }, None)
                 }
             };
@@ -207,16 +302,6 @@ impl Noise {
         }
         stolen as Time
     }
-}
-
-fn check_duty(at: &str, period: Time, duration: Time, name: &str) -> Result<(), String> {
-    if period == 0 {
-        return Err(format!("{at}.{name} must be positive"));
-    }
-    if duration >= period {
-        return Err(format!("{at}: duration must be shorter than the {name} (the CPU would never run)"));
-    }
-    Ok(())
 }
 
 fn trace_kind(at: &str, mut detours: Vec<(Time, Time)>, cosched: bool) -> Result<Kind, String> {
@@ -414,8 +499,8 @@ mod tests {
         assert_eq!(n.cpu_end(2, 0, 1000), 1000);
         assert!(n.cpu_end(3, 0, 1000) > 1900);
         let bad = Noise::new(&[NoiseSpec::Periodic { period_ps: 100, duration_ps: 100, cosched: true, ranks: None }], 1, 4);
-        assert!(bad.unwrap_err().contains("shorter than the period"));
+        assert!(bad.unwrap_err().contains("noise[0].duration_s: must be < period_s"));
         let bad = Noise::new(&[NoiseSpec::Single { rank: 9, start_ps: 0, duration_ps: 1 }], 1, 4);
-        assert!(bad.unwrap_err().contains("out of range"));
+        assert!(bad.unwrap_err().contains("noise[0].rank: must be < workload.ranks (4)"));
     }
 }

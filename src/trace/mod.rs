@@ -10,26 +10,34 @@ pub mod window;
 
 use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::goal::GoalKind;
+use crate::scenario::units::{names, zero_is_none, FilePath};
 use convert::{NewOp, OpRef, RankConv, RankStats, Shared, Sink};
 use format::{Footer, Header};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// A trace replay as configured by the user.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// A traced MPI run (directory of rank-*.iwt from `idlewave trace build`), replayed as it is read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TraceSpec {
     /// Directory of rank-*.iwt files.
+    #[schemars(with = "FilePath")]
     pub dir: String,
-    /// collective → algorithm, e.g. {"allreduce": "ring"}.
+    /// "collective=algorithm" choices, e.g. "allreduce=ring".
     #[serde(default)]
-    pub algorithms: BTreeMap<String, String>,
+    #[schemars(inner(regex(pattern = "=")))]
+    pub algorithms: Vec<String>,
+    /// Factor on the traced compute times.
     #[serde(default = "one")]
+    #[schemars(range(min = 0))]
     pub compute_scale: f64,
-    /// Simulate this many ranks (a multiple of the traced count) by periodic extrapolation.
-    #[serde(default)]
+    /// Simulate this many ranks (a multiple of the traced count) by periodic
+    /// extrapolation; 0: as many as traced.
+    #[serde(default, with = "zero_is_none")]
+    #[schemars(with = "u32")]
     pub scale_to: Option<u32>,
 }
 
@@ -54,15 +62,13 @@ pub fn open(dir: &Path) -> Result<Opened, String> {
 
 fn algorithms(spec: &TraceSpec) -> Result<HashMap<CollectiveKind, Algorithm>, String> {
     let mut out = HashMap::new();
-    for (k, v) in &spec.algorithms {
-        let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(k.clone()))
+    for choice in &spec.algorithms {
+        let (k, v) = choice.split_once('=').ok_or_else(|| format!("algorithm '{choice}': expected collective=algorithm"))?;
+        let (k, v) = (k.trim(), v.trim());
+        let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(k.into()))
             .map_err(|_| format!("algorithm for '{k}': not a collective with a choice of algorithm (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall)"))?;
-        let names: Vec<String> = kind.algorithms().iter().map(|a| format!("{a:?}").to_lowercase()).collect();
-        let alg: Algorithm = serde_json::from_value(serde_json::Value::String(v.clone()))
-            .map_err(|_| format!("algorithm for {k}: '{v}' is not one of {}", names.join(", ")))?;
-        if !kind.algorithms().contains(&alg) {
-            return Err(format!("algorithm for {k}: '{v}' is not one of {}", names.join(", ")));
-        }
+        let alg = serde_json::from_value::<Algorithm>(serde_json::Value::String(v.into())).ok().filter(|a| kind.algorithms().contains(a));
+        let alg = alg.ok_or_else(|| format!("algorithm for {k}: '{v}' is not one of {}", names(kind.algorithms())))?;
         out.insert(kind, alg);
     }
     Ok(out)

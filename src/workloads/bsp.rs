@@ -4,25 +4,102 @@
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::time::Time;
-use serde::Deserialize;
+use crate::scenario::units::{secs, Ranks, Seconds};
+use crate::time::{from_seconds, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Bulk-synchronous loop: compute, then halo exchange with ranks at the given distances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Bsp {
+    #[schemars(with = "Ranks")]
     pub ranks: u32,
     pub iterations: u32,
+    #[serde(rename = "compute_s", with = "secs")]
+    #[schemars(with = "Seconds")]
     pub compute_ps: Time,
     /// Exchange with r−d and r+d for each d.
+    #[schemars(inner(range(min = 1)), extend("uniqueItems" = true))]
     pub distances: Vec<u32>,
     pub message_bytes: u64,
     /// Wrap around at the ends (ring); otherwise edge ranks have fewer neighbours.
     pub periodic: bool,
     pub barrier: bool,
-    /// Memory-bound compute instead: bytes moved per iteration at the rate
-    /// the rank's socket gives it (STREAM Triad); 0 = `compute_ps` on the core.
-    #[serde(default)]
+    /// Above 0: each compute phase is memory-bound, moving this many bytes at
+    /// the rate its socket gives it (needs [network.memory]); compute_s is then unused.
     pub compute_bytes: u64,
+}
+
+impl Default for Bsp {
+    fn default() -> Self {
+        Bsp {
+            ranks: 64,
+            iterations: 100,
+            compute_ps: from_seconds(1e-4),
+            distances: vec![1],
+            message_bytes: 8,
+            periodic: true,
+            barrier: false,
+            compute_bytes: 0,
+        }
+    }
+}
+
+/// MPI-augmented STREAM Triad (idle-waves paper §3.1): a sweep over the local arrays, then exchange with r±1..k.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamTriad {
+    #[schemars(with = "Ranks")]
+    pub ranks: u32,
+    pub iterations: u32,
+    pub elements_per_rank: u64,
+    /// Bytes a sweep moves per element: A = B + s·C loads two, stores one
+    /// and write-allocates one (24 for doubles).
+    pub bytes_per_element: u64,
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub core_bandwidth_bytes_per_s: f64,
+    /// Exchange with every rank within this distance.
+    #[schemars(range(min = 1, max = 8))]
+    pub max_distance: u32,
+    pub message_bytes: u64,
+    pub periodic: bool,
+    pub barrier: bool,
+}
+
+impl Default for StreamTriad {
+    fn default() -> Self {
+        StreamTriad {
+            ranks: 40,
+            iterations: 200,
+            elements_per_rank: 2_500_000,
+            bytes_per_element: 24,
+            core_bandwidth_bytes_per_s: 10e9,
+            max_distance: 1,
+            message_bytes: 8192,
+            periodic: false,
+            barrier: false,
+        }
+    }
+}
+
+impl StreamTriad {
+    /// The BSP loop it is: a sweep at the core's bandwidth, or, with memory
+    /// domains on the platform (`memory_bound`), a memory-bound sweep that
+    /// contends for its socket's bandwidth.
+    pub fn bsp(&self, memory_bound: bool) -> Bsp {
+        let sweep_bytes = self.elements_per_rank.saturating_mul(self.bytes_per_element);
+        Bsp {
+            ranks: self.ranks,
+            iterations: self.iterations,
+            compute_ps: from_seconds(sweep_bytes as f64 / self.core_bandwidth_bytes_per_s),
+            distances: (1..=self.max_distance).collect(),
+            message_bytes: self.message_bytes,
+            periodic: self.periodic,
+            barrier: self.barrier,
+            compute_bytes: if memory_bound { sweep_bytes } else { 0 },
+        }
+    }
 }
 
 const T_ITER: u8 = 0;
@@ -68,13 +145,17 @@ pub const MAX_NEIGHBOURS: usize = 16;
 impl Bsp {
     pub fn validate(&self) -> Result<(), String> {
         if self.ranks == 0 {
-            return Err("ranks must be at least 1".into());
+            return Err("workload.ranks: must be at least 1".into());
         }
         if self.distances.len() * 2 > MAX_NEIGHBOURS {
-            return Err(format!("workload.distances: at most {} distances are supported", MAX_NEIGHBOURS / 2));
+            return Err(format!(
+                "workload.distances: at most {} distances are supported, got {}",
+                MAX_NEIGHBOURS / 2,
+                self.distances.len()
+            ));
         }
-        if let Some(d) = self.distances.iter().find(|&&d| d == 0 || d >= self.ranks) {
-            return Err(format!("workload.distances: distance {d} must be between 1 and ranks-1 ({})", self.ranks - 1));
+        if let Some((i, d)) = self.distances.iter().enumerate().find(|(_, &d)| d == 0 || d >= self.ranks) {
+            return Err(format!("workload.distances[{i}]: must be < ranks ({}), got {d}", self.ranks));
         }
         Ok(())
     }

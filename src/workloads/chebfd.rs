@@ -16,10 +16,13 @@
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::time::Time;
-use serde::Deserialize;
+use crate::scenario::units::{secs, Ranks, Seconds};
+use crate::time::{from_seconds, Time};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChebMode {
     NonSplit,
@@ -27,27 +30,73 @@ pub enum ChebMode {
     Pipeline,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Chebyshev filter diagonalization (idle-waves paper §3.3): non_split, split_wait or pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct ChebFd {
+    #[schemars(with = "Ranks")]
     pub ranks: u32,
     /// Subspace size n_s, block size n_b (n_s/n_b blocks), polynomial degree n_p.
+    #[schemars(range(min = 1))]
     pub subspace: u32,
+    #[schemars(range(min = 1))]
     pub block: u32,
+    #[schemars(range(min = 1))]
     pub degree: u32,
     pub mode: ChebMode,
-    /// (offset, bytes per vector): receive from r+offset, send to r−offset.
-    pub partners: Vec<(i64, u64)>,
-    /// A Table 7 configuration (M1–M9) to take the partners from instead.
-    #[serde(default)]
-    pub preset: Option<String>,
+    /// A Table 7 configuration (M1–M9) to take the partners from ("" = offsets).
+    #[schemars(with = "Table7Name")]
+    pub preset: String,
+    /// Receive from r+offset, send to r−offset, for each offset…
+    pub offsets: Vec<i64>,
+    /// …this many bytes per vector.
+    pub offset_bytes: Vec<u64>,
     /// Kernel time per vector of a block and polynomial step.
+    #[serde(rename = "kernel_per_vector_s", with = "secs")]
+    #[schemars(with = "Seconds")]
     pub kernel_per_vector_ps: Time,
     /// Share of the kernel that needs remote elements (split-wait's second part).
+    #[schemars(range(min = 0, max = 1))]
     pub remote_fraction: f64,
     /// Extra kernel time split-wait pays for updating the result twice, as a share.
+    #[schemars(range(min = 0))]
     pub split_overhead: f64,
     pub barrier: bool,
+    /// (offset, bytes per vector), from the preset or the offsets (see [`ChebFd::resolved`]).
+    #[serde(skip)]
+    pub partners: Vec<(i64, u64)>,
+}
+
+impl Default for ChebFd {
+    fn default() -> Self {
+        ChebFd {
+            ranks: 64,
+            subspace: 32,
+            block: 2,
+            degree: 10,
+            mode: ChebMode::NonSplit,
+            preset: "M3".into(),
+            offsets: vec![],
+            offset_bytes: vec![],
+            kernel_per_vector_ps: from_seconds(1e-3),
+            remote_fraction: 0.2,
+            split_overhead: 0.1,
+            barrier: false,
+            partners: vec![],
+        }
+    }
+}
+
+/// Schema of `preset`: "" or M1–M9.
+struct Table7Name;
+impl JsonSchema for Table7Name {
+    fn schema_name() -> Cow<'static, str> {
+        "Table7Name".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<String> = std::iter::once(String::new()).chain((1..=9).map(|i| format!("M{i}"))).collect();
+        json_schema!({"type": "string", "enum": names})
+    }
 }
 
 /// Most partner offsets: each takes a send and a receive slot, for two
@@ -104,28 +153,40 @@ impl ChebFd {
     /// The workload with a preset's partners filled in.
     pub fn resolved(&self) -> Result<ChebFd, String> {
         let mut c = self.clone();
-        if let Some(name) = &self.preset {
-            c.partners = table7(name).ok_or_else(|| format!("workload.preset: unknown configuration '{name}' (M1–M9)"))?;
+        if self.offsets.len() != self.offset_bytes.len() {
+            return Err(format!(
+                "workload.offset_bytes: needs one size per offset ({}), got {}",
+                self.offsets.len(),
+                self.offset_bytes.len()
+            ));
         }
+        if self.preset.is_empty() == self.offsets.is_empty() {
+            return Err("workload.preset: give either a preset (M1–M9) or offsets with offset_bytes, not both".into());
+        }
+        c.partners = if self.preset.is_empty() {
+            self.offsets.iter().copied().zip(self.offset_bytes.iter().copied()).collect()
+        } else {
+            table7(&self.preset).ok_or_else(|| format!("workload.preset: unknown configuration '{}' (M1–M9)", self.preset))?
+        };
         c.validate()?;
         Ok(c)
     }
 
     pub fn validate(&self) -> Result<(), String> {
         if self.block == 0 || self.subspace == 0 || !self.subspace.is_multiple_of(self.block) {
-            return Err(format!("workload.subspace ({}) must be a positive multiple of workload.block ({})", self.subspace, self.block));
+            return Err(format!("workload.subspace: must be a multiple of block ({}), got {}", self.block, self.subspace));
         }
         if self.partners.len() > MAX_OFFSETS {
-            return Err(format!("workload.partners: at most {MAX_OFFSETS} offsets are supported"));
+            return Err(format!("workload.offsets: at most {MAX_OFFSETS} offsets are supported"));
         }
         if self.degree == 0 {
-            return Err("workload.degree must be at least 1".into());
+            return Err("workload.degree: must be at least 1".into());
         }
         if let Some((d, _)) = self.partners.iter().find(|(d, _)| *d == 0 || d.unsigned_abs() >= self.ranks as u64) {
-            return Err(format!("workload.partners: offset {d} must be non-zero and smaller than ranks"));
+            return Err(format!("workload.offsets: offset {d} must be non-zero and smaller than ranks"));
         }
         if !(0.0..=1.0).contains(&self.remote_fraction) || self.split_overhead < 0.0 {
-            return Err("workload.remote_fraction must be in [0, 1] and split_overhead non-negative".into());
+            return Err("workload.remote_fraction: must be in [0, 1] and split_overhead non-negative".into());
         }
         Ok(())
     }
@@ -338,7 +399,9 @@ mod tests {
             remote_fraction: 0.2,
             split_overhead: 0.1,
             barrier,
-            preset: None,
+            preset: String::new(),
+            offsets: vec![1, -1, -3],
+            offset_bytes: vec![2_000, 2_000, 400],
         }
     }
 

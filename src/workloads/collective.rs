@@ -6,11 +6,13 @@ use super::TAG_COLLECTIVE;
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::units::{auto_algorithm, secs, AutoAlgorithm, Ranks, Seconds};
 use crate::time::Time;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// How a collective call is carried out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CollectiveMode {
     /// Every rank runs its part of the algorithm in the call.
@@ -25,25 +27,70 @@ pub enum CollectiveMode {
     Ideal,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The communicator the collective runs on: every group of the partition runs it at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Communicator {
+    #[default]
+    World,
+    /// The rows of a row-major grid with grid_columns columns.
+    Rows,
+    /// The columns of a row-major grid with grid_columns columns.
+    Columns,
+    /// The ranks of each node (network.ranks_per_node consecutive ranks).
+    Nodes,
+}
+
+/// A loop of one collective (any algorithm; blocking, nonblocking or ideal), with compute between.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct CollectiveLoop {
+    #[schemars(with = "Ranks")]
     pub ranks: u32,
     pub iterations: u32,
     pub collective: CollectiveKind,
-    /// None: the collective's default algorithm.
+    /// "auto" (None): the collective's default algorithm.
+    #[serde(with = "auto_algorithm")]
+    #[schemars(with = "AutoAlgorithm")]
     pub algorithm: Option<Algorithm>,
     pub mode: CollectiveMode,
+    /// Nonblocking mode: pieces the computation is cut into, with a test between.
+    #[schemars(range(min = 1, max = 65535))]
+    pub test_chunks: u32,
     pub message_bytes: u64,
+    /// Ring broadcasts: the piece size messages are cut into (0: one piece).
     pub chunk_bytes: u64,
+    #[serde(rename = "compute_s", with = "secs")]
+    #[schemars(with = "Seconds")]
     pub compute_ps: Time,
     /// Group-local root.
     pub root: u32,
-    /// Nonblocking mode: pieces the computation is cut into, with a test between.
-    pub test_chunks: u32,
-    /// Run the collective in every group of this partition at once.
-    #[serde(default)]
+    pub communicator: Communicator,
+    /// Columns of the row-major grid for communicator "rows" or "columns".
+    pub grid_columns: u32,
+    /// The communicator resolved (set by [`CollectiveLoop::on_nodes`] for "nodes").
+    #[serde(skip)]
     pub comm: Comm,
+}
+
+impl Default for CollectiveLoop {
+    fn default() -> Self {
+        CollectiveLoop {
+            ranks: 64,
+            iterations: 10,
+            collective: CollectiveKind::Allreduce,
+            algorithm: None,
+            mode: CollectiveMode::Blocking,
+            test_chunks: 1,
+            message_bytes: 8,
+            chunk_bytes: 0,
+            compute_ps: 0,
+            root: 0,
+            communicator: Communicator::World,
+            grid_columns: 0,
+            comm: Comm::World,
+        }
+    }
 }
 
 /// Per-rank cursor (16 bytes).
@@ -90,12 +137,57 @@ impl CollectiveLoop {
         }
     }
 
+    /// The workload with its communicator resolved on a network of
+    /// `ranks_per_node` ranks per node.
+    pub fn on_nodes(&self, ranks_per_node: u32) -> Self {
+        let comm = match self.communicator {
+            Communicator::World => Comm::World,
+            Communicator::Rows => Comm::Blocks { size: self.grid_columns },
+            Communicator::Columns => Comm::Strided { stride: self.grid_columns },
+            Communicator::Nodes => Comm::Blocks { size: ranks_per_node },
+        };
+        CollectiveLoop { comm, ..self.clone() }
+    }
+
+    /// Checks the keys against each other (the communicator resolved).
     pub fn validate(&self) -> Result<(), String> {
-        if self.mode == CollectiveMode::Nonblocking && !(1..=u16::MAX as u32).contains(&self.test_chunks) {
-            return Err(format!("workload.test_chunks must be between 1 and {}", u16::MAX));
+        if !(1..=u16::MAX as u32).contains(&self.test_chunks) {
+            return Err(format!("workload.test_chunks: must be between 1 and {}, got {}", u16::MAX, self.test_chunks));
         }
-        self.comm.group_size(self.ranks).map_err(|e| format!("workload.communicator: {e}"))?;
-        self.call().validate()
+        match self.communicator {
+            Communicator::Rows | Communicator::Columns if self.grid_columns == 0 || !self.ranks.is_multiple_of(self.grid_columns) => {
+                return Err(format!(
+                    "workload.grid_columns: must divide ranks ({}) for communicator {:?}, got {}",
+                    self.ranks,
+                    self.communicator_name(),
+                    self.grid_columns
+                ));
+            }
+            Communicator::World | Communicator::Nodes if self.grid_columns != 0 => {
+                return Err(format!(
+                    "workload.grid_columns: only applies to communicator 'rows' or 'columns', not {:?}",
+                    self.communicator_name()
+                ));
+            }
+            _ => {}
+        }
+        let size = self.comm.group_size(self.ranks).map_err(|e| format!("workload.communicator: {e}"))?;
+        if self.root >= size {
+            let what = if self.comm == Comm::World {
+                "ranks".to_string()
+            } else {
+                format!("the group size ({size}) of communicator {:?}", self.communicator_name())
+            };
+            let what = if self.comm == Comm::World { format!("{what} ({size})") } else { what };
+            return Err(format!("workload.root: must be < {what}, got {}", self.root));
+        }
+        let call = self.call();
+        call.algorithm.check_chunks(self.chunk_bytes)?;
+        call.validate()
+    }
+
+    fn communicator_name(&self) -> String {
+        serde_json::to_value(self.communicator).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
     }
 
     /// One piece of the computation in nonblocking mode (the last takes the rest).

@@ -21,9 +21,10 @@ use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::{Time, PS_PER_S};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kernel {
     /// Block LU without pivoting: the trailing matrix shrinks every step.
@@ -32,15 +33,19 @@ pub enum Kernel {
     FloydWarshall,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Block LU (HPL-MxP) or blocked Floyd-Warshall on a Pr x Pc grid with row/column panel broadcasts (2-D grid paper).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Dense2d {
     pub kernel: Kernel,
-    pub grid_rows: u32,
-    pub grid_cols: u32,
+    /// Process grid [rows, columns]; rank = row · columns + column.
+    #[schemars(inner(range(min = 1)))]
+    pub grid: [u32; 2],
     /// Block rows (= block columns) of the matrix, n_b = n / b.
+    #[schemars(range(min = 1))]
     pub blocks: u32,
     /// Block size b (elements per side).
+    #[schemars(range(min = 1))]
     pub block: u32,
     /// Topology of the row and column broadcasts (any broadcast algorithm).
     pub broadcast: Algorithm,
@@ -53,17 +58,43 @@ pub struct Dense2d {
     pub lookahead: bool,
     /// Look-ahead: pieces the trailing update is cut into, with a poll of
     /// the broadcast after each.
+    #[schemars(range(min = 1, max = 65535))]
     pub progress_chunks: u32,
     /// Synchronize all processes at the start of each step (Algorithm 1, line 6).
     pub barrier: bool,
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub gemm_flops_per_s: f64,
     /// Rate of the diagonal factorization and the panel updates (GETRF/TRSM,
     /// or the Floyd–Warshall and min-plus panel kernels).
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub panel_flops_per_s: f64,
     /// Bytes per element of the diagonal block.
+    #[schemars(range(min = 1, max = 64))]
     pub element_bytes: u64,
     /// Bytes per element of the broadcast panels (HPL-MxP casts L and U to FP16).
+    #[schemars(range(min = 1, max = 64))]
     pub panel_element_bytes: u64,
+}
+
+impl Default for Dense2d {
+    fn default() -> Self {
+        Dense2d {
+            kernel: Kernel::Lu,
+            grid: [4, 4],
+            blocks: 32,
+            block: 512,
+            broadcast: Algorithm::Ring,
+            combined: false,
+            chunk_bytes: 0,
+            lookahead: false,
+            progress_chunks: 8,
+            barrier: false,
+            gemm_flops_per_s: 1e12,
+            panel_flops_per_s: 1e11,
+            element_bytes: 4,
+            panel_element_bytes: 4,
+        }
+    }
 }
 
 // Request slots: each of the two broadcasts a rank takes part in has one
@@ -144,37 +175,42 @@ enum Phase {
 
 impl Dense2d {
     pub fn validate(&self) -> Result<(), String> {
-        let p = self.grid_rows as u64 * self.grid_cols as u64;
+        let p = self.grid[0] as u64 * self.grid[1] as u64;
         if p == 0 || p > u32::MAX as u64 {
-            return Err(format!("workload.grid: {}×{} is not a valid process grid", self.grid_rows, self.grid_cols));
+            return Err(format!("workload.grid: {}×{} is not a valid process grid", self.grid[0], self.grid[1]));
         }
         if self.blocks == 0 || self.block == 0 {
-            return Err("workload.blocks and workload.block must be positive".into());
+            return Err("workload.blocks: blocks and block must be positive".into());
         }
         if !CollectiveKind::Bcast.algorithms().contains(&self.broadcast) {
-            return Err(format!("workload.broadcast: {:?} is not a broadcast algorithm", self.broadcast).to_lowercase());
+            use crate::scenario::units::{name, names};
+            return Err(format!(
+                "workload.broadcast: '{}' is not a broadcast algorithm (choose from {})",
+                name(&self.broadcast),
+                names(CollectiveKind::Bcast.algorithms())
+            ));
         }
         if self.broadcast == Algorithm::PipelinedRing && self.chunk_bytes == 0 {
-            return Err("workload.chunk_bytes must be positive for the pipelined ring".into());
+            return Err("workload.chunk_bytes: pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)".into());
         }
         if !(self.gemm_flops_per_s > 0.0 && self.panel_flops_per_s > 0.0) {
-            return Err("workload: the flop rates must be positive".into());
+            return Err("workload.gemm_flops_per_s: the flop rates must be positive".into());
         }
         if self.lookahead && !(1..=u16::MAX as u32).contains(&self.progress_chunks) {
-            return Err(format!("workload.progress_chunks must be between 1 and {}", u16::MAX));
+            return Err(format!("workload.progress_chunks: must be between 1 and {}", u16::MAX));
         }
         if self.lookahead && self.barrier {
-            return Err("workload.barrier: a barrier each step would undo the look-ahead; use one or the other".into());
+            return Err("workload.barrier: a barrier every step would undo the look-ahead; use one or the other".into());
         }
-        let panel = self.blocks.div_ceil(self.grid_rows.min(self.grid_cols)) as u128 * self.block as u128 * self.block as u128;
+        let panel = self.blocks.div_ceil(self.grid[0].min(self.grid[1])) as u128 * self.block as u128 * self.block as u128;
         if panel * self.panel_element_bytes.max(self.element_bytes) as u128 >= 1 << 48 {
-            return Err("workload: a panel of more than 2^48 bytes".into());
+            return Err("workload.block: a panel of more than 2^48 bytes".into());
         }
         Ok(())
     }
 
     fn coords(&self, rank: u32) -> (u32, u32) {
-        (rank / self.grid_cols, rank % self.grid_cols)
+        (rank / self.grid[1], rank % self.grid[1])
     }
 
     /// Blocks i in [from, n_b) with i mod P = q.
@@ -195,10 +231,10 @@ impl Dense2d {
     /// right of the diagonal for LU, every one but k's for Floyd–Warshall.
     fn trailing(&self, k: u32, pr: u32, pc: u32) -> (u32, u32) {
         match self.kernel {
-            Kernel::Lu => (self.count(k + 1, self.grid_rows, pr), self.count(k + 1, self.grid_cols, pc)),
+            Kernel::Lu => (self.count(k + 1, self.grid[0], pr), self.count(k + 1, self.grid[1], pc)),
             Kernel::FloydWarshall => (
-                self.count(0, self.grid_rows, pr) - u32::from(k % self.grid_rows == pr),
-                self.count(0, self.grid_cols, pc) - u32::from(k % self.grid_cols == pc),
+                self.count(0, self.grid[0], pr) - u32::from(k % self.grid[0] == pr),
+                self.count(0, self.grid[1], pc) - u32::from(k % self.grid[1] == pc),
             ),
         }
     }
@@ -235,8 +271,8 @@ impl Dense2d {
     /// Blocks of step k's trailing update that belong to step k+1's panel.
     fn next_panel_blocks(&self, k: u32, pr: u32, pc: u32) -> u64 {
         let (rows, cols) = self.trailing(k, pr, pc);
-        let in_row = (k + 1) % self.grid_rows == pr && rows > 0;
-        let in_col = (k + 1) % self.grid_cols == pc && cols > 0;
+        let in_row = (k + 1) % self.grid[0] == pr && rows > 0;
+        let in_col = (k + 1) % self.grid[1] == pc && cols > 0;
         (if in_row { cols } else { 0 } + if in_col { rows } else { 0 }) as u64 - u64::from(in_row && in_col)
     }
 
@@ -248,8 +284,8 @@ impl Dense2d {
     /// columns, L along the rows). Ranks outside it get zero chunks.
     fn bcast(&self, rank: u32, kp: u32, along_row: bool, diag: bool) -> Bcast {
         let (pr, pc) = self.coords(rank);
-        let (owner_r, owner_c) = (kp % self.grid_rows, kp % self.grid_cols);
-        let (p, local, root) = if along_row { (self.grid_cols, pc, owner_c) } else { (self.grid_rows, pr, owner_r) };
+        let (owner_r, owner_c) = (kp % self.grid[0], kp % self.grid[1]);
+        let (p, local, root) = if along_row { (self.grid[1], pc, owner_c) } else { (self.grid[0], pr, owner_r) };
         let bytes = if diag {
             let member = if along_row { pr == owner_r } else { pc == owner_c };
             if member {
@@ -279,9 +315,9 @@ impl Dense2d {
         let local = (v + b.root) % b.p;
         let (pr, pc) = self.coords(rank);
         if b.along_row {
-            pr * self.grid_cols + local
+            pr * self.grid[1] + local
         } else {
-            local * self.grid_cols + pc
+            local * self.grid[1] + pc
         }
     }
 
@@ -391,7 +427,7 @@ impl Workload for Dense2d {
     type State = DenseState;
 
     fn num_ranks(&self) -> u32 {
-        self.grid_rows * self.grid_cols
+        self.grid[0] * self.grid[1]
     }
     fn iterations(&self) -> u32 {
         self.blocks
@@ -425,7 +461,7 @@ impl Workload for Dense2d {
                 Phase::Diag => {
                     s.phase = Phase::DiagRow;
                     s.row = Relay::default();
-                    if (pr, pc) == (kp % self.grid_rows, kp % self.grid_cols) {
+                    if (pr, pc) == (kp % self.grid[0], kp % self.grid[1]) {
                         return StreamOp::Calc(self.diag_ps());
                     }
                 }
@@ -438,7 +474,7 @@ impl Workload for Dense2d {
                     None => {
                         s.phase = Phase::Panel;
                         let (rows, cols) = self.trailing(kp, pr, pc);
-                        let blocks = if pr == kp % self.grid_rows { cols } else { 0 } + if pc == kp % self.grid_cols { rows } else { 0 };
+                        let blocks = if pr == kp % self.grid[0] { cols } else { 0 } + if pc == kp % self.grid[1] { rows } else { 0 };
                         if blocks > 0 {
                             return StreamOp::Calc(self.panel_ps(blocks as u64));
                         }
@@ -514,8 +550,7 @@ mod tests {
     fn lu(rows: u32, cols: u32) -> Dense2d {
         Dense2d {
             kernel: Kernel::Lu,
-            grid_rows: rows,
-            grid_cols: cols,
+            grid: [rows, cols],
             blocks: 6,
             block: 64,
             broadcast: Algorithm::Ring,
@@ -578,12 +613,12 @@ mod tests {
     /// Bytes every step must move: A(k,k) along one row and one column, each
     /// column's U share down the column, each row's L share along the row.
     fn expected_bytes(w: &Dense2d) -> u64 {
-        let (pr_n, pc_n) = (w.grid_rows as u64, w.grid_cols as u64);
+        let (pr_n, pc_n) = (w.grid[0] as u64, w.grid[1] as u64);
         let diag = w.bytes_of(1, w.element_bytes);
         (0..w.blocks)
             .map(|k| {
-                let u: u64 = (0..w.grid_cols).map(|c| w.bytes_of(w.trailing(k, k % w.grid_rows, c).1, w.panel_element_bytes)).sum();
-                let l: u64 = (0..w.grid_rows).map(|r| w.bytes_of(w.trailing(k, r, k % w.grid_cols).0, w.panel_element_bytes)).sum();
+                let u: u64 = (0..w.grid[1]).map(|c| w.bytes_of(w.trailing(k, k % w.grid[0], c).1, w.panel_element_bytes)).sum();
+                let l: u64 = (0..w.grid[0]).map(|r| w.bytes_of(w.trailing(k, r, k % w.grid[1]).0, w.panel_element_bytes)).sum();
                 (pc_n - 1) * diag + (pr_n - 1) * diag + (pr_n - 1) * u + (pc_n - 1) * l
             })
             .sum()
@@ -687,7 +722,7 @@ mod tests {
         assert!(two < whole, "{two} vs {whole}");
         // Algorithm 3 on a 4×4 grid: serving row and column chunks as they
         // arrive beats finishing the column broadcast before the row one.
-        let grid = Dense2d { grid_rows: 4, grid_cols: 4, blocks: 8, chunk_bytes: 256 << 10, ..base };
+        let grid = Dense2d { grid: [4, 4], blocks: 8, chunk_bytes: 256 << 10, ..base };
         let (_, sequential, _) = run(&grid, n.clone());
         let (_, combined, _) = run(&Dense2d { combined: true, ..grid }, n);
         assert!((combined as f64) < 0.97 * sequential as f64, "{combined} vs {sequential}");
@@ -695,7 +730,7 @@ mod tests {
 
     #[test]
     fn invalid_grids_and_rates_are_rejected() {
-        assert!(Dense2d { grid_rows: 0, ..lu(1, 1) }.validate().unwrap_err().contains("grid"));
+        assert!(Dense2d { grid: [0, 1], ..lu(1, 1) }.validate().unwrap_err().contains("grid"));
         assert!(Dense2d { gemm_flops_per_s: 0.0, ..lu(1, 1) }.validate().unwrap_err().contains("rates"));
         assert!(Dense2d { broadcast: Algorithm::Dissemination, ..lu(1, 1) }.validate().unwrap_err().contains("broadcast"));
         assert!(Dense2d { lookahead: true, barrier: true, ..lu(1, 1) }.validate().unwrap_err().contains("look-ahead"));

@@ -16,10 +16,12 @@ use super::{TAG_COLLECTIVE, TAG_HALO};
 use crate::collectives::{Algorithm, Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::time::Time;
-use serde::Deserialize;
+use crate::scenario::units::{auto_algorithm, secs, AutoAlgorithm, Seconds};
+use crate::time::{from_seconds, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
     Pcg,
@@ -27,32 +29,149 @@ pub enum Method {
     Nbpcg,
     Pipecg,
     Pipe2cg,
-    /// The §3.1 kernels: a blocking or nonblocking allreduce, or a halo
-    /// exchange, with two busy-waits: `precond_ps` (overlappable with the
-    /// nonblocking call) and `vector_ps` (trailing).
+    /// The §3.1 kernels (the `krylov_kernel` workload): a blocking or
+    /// nonblocking allreduce, or a halo exchange, with two busy-waits:
+    /// `precond_ps` (overlappable with the nonblocking call) and `vector_ps`
+    /// (trailing).
+    #[serde(skip)]
     AllreduceBlocking,
+    #[serde(skip)]
     AllreduceNonblocking,
+    #[serde(skip)]
     HaloBlocking,
+    #[serde(skip)]
     HaloNonblocking,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// PCG, SAPCG, NBPCG, PIPECG or PIPE2CG iterations on a 3-D process grid with a 7- or 27-point halo.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Krylov {
     pub iterations: u32,
     /// Process grid px × py × pz (= ranks).
+    #[schemars(inner(range(min = 1)))]
     pub grid: [u32; 3],
     /// Grid points per rank nx × ny × nz.
+    #[schemars(inner(range(min = 1)))]
     pub local: [u32; 3],
     /// 7 (faces only) or 27 (faces, edges and corners).
+    #[schemars(range(min = 7, max = 27))]
     pub stencil: u8,
     pub method: Method,
+    #[serde(with = "auto_algorithm")]
+    #[schemars(with = "AutoAlgorithm")]
     pub algorithm: Option<Algorithm>,
+    #[serde(rename = "spmv_s", with = "secs")]
+    #[schemars(with = "Seconds")]
     pub spmv_ps: Time,
+    #[serde(rename = "precond_s", with = "secs")]
+    #[schemars(with = "Seconds")]
     pub precond_ps: Time,
+    #[serde(rename = "vector_s", with = "secs")]
+    #[schemars(with = "Seconds")]
     pub vector_ps: Time,
     /// Share of the product computed while the halo is in flight.
+    #[schemars(range(min = 0, max = 1))]
     pub diagonal_fraction: f64,
+}
+
+impl Default for Krylov {
+    fn default() -> Self {
+        Krylov {
+            iterations: 100,
+            grid: [4, 4, 4],
+            local: [32, 32, 32],
+            stencil: 27,
+            method: Method::Pcg,
+            algorithm: None,
+            spmv_ps: from_seconds(1e-4),
+            precond_ps: from_seconds(1e-4),
+            vector_ps: from_seconds(2e-5),
+            diagonal_fraction: 0.7,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelOp {
+    Allreduce,
+    Halo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelMode {
+    Blocking,
+    Nonblocking,
+}
+
+/// The Krylov paper's section 3.1 kernels: blocking or nonblocking allreduce or halo exchange between two busy-waits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct KrylovKernel {
+    pub iterations: u32,
+    pub kernel: KernelOp,
+    pub mode: KernelMode,
+    /// The busy-wait the nonblocking call can overlap.
+    #[serde(rename = "overlap_s", with = "secs")]
+    #[schemars(with = "Seconds")]
+    pub overlap_ps: Time,
+    /// The busy-wait after it.
+    #[serde(rename = "trailing_s", with = "secs")]
+    #[schemars(with = "Seconds")]
+    pub trailing_ps: Time,
+    #[schemars(inner(range(min = 1)))]
+    pub grid: [u32; 3],
+    #[schemars(inner(range(min = 1)))]
+    pub local: [u32; 3],
+    #[schemars(range(min = 7, max = 27))]
+    pub stencil: u8,
+    #[serde(with = "auto_algorithm")]
+    #[schemars(with = "AutoAlgorithm")]
+    pub algorithm: Option<Algorithm>,
+}
+
+impl Default for KrylovKernel {
+    fn default() -> Self {
+        KrylovKernel {
+            iterations: 100,
+            kernel: KernelOp::Allreduce,
+            mode: KernelMode::Blocking,
+            overlap_ps: from_seconds(1e-4),
+            trailing_ps: from_seconds(1e-4),
+            grid: [4, 4, 4],
+            local: [32, 32, 32],
+            stencil: 7,
+            algorithm: None,
+        }
+    }
+}
+
+impl KrylovKernel {
+    /// The kernel as a solver workload: busy-wait 1 overlaps the
+    /// nonblocking call, busy-wait 2 trails it (the solver's preconditioner
+    /// and vector stages).
+    pub fn solver(&self) -> Krylov {
+        let method = match (self.kernel, self.mode) {
+            (KernelOp::Allreduce, KernelMode::Blocking) => Method::AllreduceBlocking,
+            (KernelOp::Allreduce, KernelMode::Nonblocking) => Method::AllreduceNonblocking,
+            (KernelOp::Halo, KernelMode::Blocking) => Method::HaloBlocking,
+            (KernelOp::Halo, KernelMode::Nonblocking) => Method::HaloNonblocking,
+        };
+        Krylov {
+            iterations: self.iterations,
+            grid: self.grid,
+            local: self.local,
+            stencil: self.stencil,
+            method,
+            algorithm: self.algorithm,
+            spmv_ps: 0,
+            precond_ps: self.overlap_ps,
+            vector_ps: self.trailing_ps,
+            diagonal_fraction: 0.0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,20 +246,16 @@ impl Krylov {
 
     pub fn validate(&self) -> Result<(), String> {
         if self.grid.contains(&0) || self.local.contains(&0) {
-            return Err("workload.grid and workload.local must be positive in every dimension".into());
+            return Err("workload.grid: grid and local must be positive in every dimension".into());
         }
-        if (self.grid.iter().map(|&g| g as u64).product::<u64>()) > 1 << 31 {
-            return Err("workload.grid has more than 2^31 ranks".into());
+        if (self.grid.iter().map(|&g| g as u64).product::<u64>()) > crate::scenario::units::MAX_RANKS as u64 {
+            return Err(format!("workload.grid: more than {} ranks", crate::scenario::units::MAX_RANKS));
         }
         if self.stencil != 7 && self.stencil != 27 {
-            return Err(format!("workload.stencil must be 7 or 27, got {}", self.stencil));
+            return Err(format!("workload.stencil: must be 7 or 27, got {}", self.stencil));
         }
         if !(0.0..=1.0).contains(&self.diagonal_fraction) {
-            return Err("workload.diagonal_fraction must be between 0 and 1".into());
-        }
-        let alg = self.allreduce(1).algorithm;
-        if ![Algorithm::Dissemination, Algorithm::RecursiveDoubling, Algorithm::Ring].contains(&alg) {
-            return Err("workload.algorithm: the solvers' allreduce must be dissemination, recursive_doubling or ring".into());
+            return Err("workload.diagonal_fraction: must be between 0 and 1".into());
         }
         self.allreduce(1).validate()
     }

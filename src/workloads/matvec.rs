@@ -18,10 +18,12 @@ use super::TAG_HALO;
 use crate::collectives::{Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::time::{to_seconds, Time};
-use serde::Deserialize;
+use crate::scenario::units::{secs, PositiveSeconds, Ranks, Seconds};
+use crate::time::{from_seconds, to_seconds, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Hiding {
     FixedAlpha,
@@ -29,29 +31,60 @@ pub enum Hiding {
     MpiTest,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Finite-element MatVec hiding communication with fixed alpha, dynamic alpha or MPI test (HMM paper §2.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct FemMatvec {
+    #[schemars(with = "Ranks")]
     pub ranks: u32,
     pub iterations: u32,
     /// Neighbours r ± d (periodic).
+    #[schemars(inner(range(min = 1)), extend("uniqueItems" = true))]
     pub distances: Vec<u32>,
     pub input_bytes: u64,
     pub output_bytes: u64,
     /// Non-mirror elements N = |E1 ∪ E2| and mirror elements |M| per rank.
     pub elements: u32,
     pub mirror_elements: u32,
+    #[serde(rename = "element_s", with = "secs")]
+    #[schemars(with = "Seconds")]
     pub element_ps: Time,
     pub hiding: Hiding,
+    #[schemars(range(min = 0, max = 1))]
     pub alpha0: f64,
     /// Damping θ of the dynamic update.
+    #[schemars(range(min = 0, max = 1))]
     pub theta: f64,
     /// Zero-latency threshold ε.
+    #[serde(rename = "epsilon_s", with = "secs")]
+    #[schemars(with = "PositiveSeconds")]
     pub epsilon_ps: Time,
     /// Elements computed between two tests (MPI test).
+    #[schemars(range(min = 1))]
     pub test_chunk_elements: u32,
     /// One 8-byte allreduce per iteration, as in CG.
     pub cg: bool,
+}
+
+impl Default for FemMatvec {
+    fn default() -> Self {
+        FemMatvec {
+            ranks: 64,
+            iterations: 100,
+            distances: vec![1],
+            input_bytes: 4096,
+            output_bytes: 4096,
+            elements: 1000,
+            mirror_elements: 100,
+            element_ps: from_seconds(1e-6),
+            hiding: Hiding::FixedAlpha,
+            alpha0: 0.5,
+            theta: 0.5,
+            epsilon_ps: from_seconds(1e-4),
+            test_chunk_elements: 50,
+            cg: true,
+        }
+    }
 }
 
 const T_ITER: u8 = 0;
@@ -132,19 +165,23 @@ pub struct MatvecState {
 impl FemMatvec {
     pub fn validate(&self) -> Result<(), String> {
         if self.distances.len() * 2 > MAX_NEIGHBOURS {
-            return Err(format!("workload.distances: at most {} distances are supported", MAX_NEIGHBOURS / 2));
+            return Err(format!(
+                "workload.distances: at most {} distances are supported, got {}",
+                MAX_NEIGHBOURS / 2,
+                self.distances.len()
+            ));
         }
-        if let Some(d) = self.distances.iter().find(|&&d| d == 0 || d >= self.ranks) {
-            return Err(format!("workload.distances: distance {d} must be between 1 and ranks-1"));
+        if let Some((i, d)) = self.distances.iter().enumerate().find(|(_, &d)| d == 0 || d >= self.ranks) {
+            return Err(format!("workload.distances[{i}]: must be < ranks ({}), got {d}", self.ranks));
         }
         if !(0.0..=1.0).contains(&self.alpha0) || !(0.0..=1.0).contains(&self.theta) {
-            return Err("workload.alpha0 and workload.theta must be between 0 and 1".into());
+            return Err("workload.alpha0: alpha0 and theta must be between 0 and 1".into());
         }
         if self.hiding == Hiding::DynamicAlpha && self.epsilon_ps == 0 {
-            return Err("workload.epsilon_s must be positive for dynamic_alpha".into());
+            return Err("workload.epsilon_s: must be positive for dynamic_alpha".into());
         }
         if self.hiding == Hiding::MpiTest && self.test_chunk_elements == 0 {
-            return Err("workload.test_chunk_elements must be positive for mpi_test".into());
+            return Err("workload.test_chunk_elements: must be positive for mpi_test".into());
         }
         Ok(())
     }

@@ -11,11 +11,11 @@ mod script;
 mod skeleton;
 mod spmv;
 
-pub use bsp::Bsp;
+pub use bsp::{Bsp, StreamTriad};
 pub use chebfd::{table7 as chebfd_table7, ChebFd, ChebMode};
-pub use collective::{CollectiveLoop, CollectiveMode};
+pub use collective::{CollectiveLoop, CollectiveMode, Communicator};
 pub use dense2d::{Dense2d, Kernel as DenseKernel};
-pub use krylov::{Krylov, Method as KrylovMethod};
+pub use krylov::{Krylov, KrylovKernel, Method as KrylovMethod};
 pub use matvec::{FemMatvec, Hiding};
 pub use script::{Script, ScriptState};
 pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};

@@ -11,30 +11,81 @@ use crate::network::Network;
 use crate::noise::Noise;
 use crate::program::stream::StreamProgram;
 use crate::record::Recorder;
+use crate::scenario::units::{auto_algorithm, AutoAlgorithm, Ranks};
 use crate::time::Time;
-use serde::Deserialize;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Allreduce-dominated BSP application skeleton: compute beta x (allreduce time), then the allreduce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Skeleton {
+    #[schemars(with = "Ranks")]
     pub ranks: u32,
     pub iterations: u32,
-    /// Computation-to-communication ratio.
+    /// An application of Table 1 whose β to use ("" = give beta).
+    #[schemars(with = "AppName")]
+    pub app: String,
+    /// Computation-to-communication ratio (when app is "").
+    #[schemars(range(min = 0))]
     pub beta: f64,
+    #[serde(with = "auto_algorithm")]
+    #[schemars(with = "AutoAlgorithm")]
     pub algorithm: Option<Algorithm>,
     pub mode: CollectiveMode,
-    pub message_bytes: u64,
+    #[schemars(range(min = 1, max = 65535))]
     pub test_chunks: u32,
+    pub message_bytes: u64,
+}
+
+impl Default for Skeleton {
+    fn default() -> Self {
+        Skeleton {
+            ranks: 64,
+            iterations: 100,
+            app: String::new(),
+            beta: 0.0,
+            algorithm: None,
+            mode: CollectiveMode::Blocking,
+            test_chunks: 1,
+            message_bytes: 8,
+        }
+    }
 }
 
 /// Table 1 of the noise paper: application → β.
 pub const PRESETS: [(&str, f64); 6] =
     [("AMG2006", 1.59), ("CTH", 1.25), ("HPCCG", 95.15), ("LAMMPS", 37.46), ("LULESH", 4.37), ("miniFE", 10.31)];
 
+/// Schema of `app`: "" or a Table 1 application.
+struct AppName;
+impl JsonSchema for AppName {
+    fn schema_name() -> Cow<'static, str> {
+        "AppName".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let names: Vec<&str> = std::iter::once("").chain(PRESETS.iter().map(|(n, _)| *n)).collect();
+        json_schema!({"type": "string", "enum": names})
+    }
+}
+
 impl Skeleton {
+    /// β: the app's from Table 1, else the given one.
+    pub fn ratio(&self) -> f64 {
+        PRESETS.iter().find(|(n, _)| *n == self.app).map_or(self.beta, |(_, b)| *b)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
-        if !(self.beta.is_finite() && self.beta > 0.0) {
-            return Err(format!("workload.beta must be a positive number, got {}", self.beta));
+        let apps = PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+        if (self.beta > 0.0) != self.app.is_empty() {
+            return Err(format!("workload.beta: give either beta > 0 or app (one of {apps}), not both"));
+        }
+        if !self.app.is_empty() && !PRESETS.iter().any(|(n, _)| *n == self.app) {
+            return Err(format!("workload.app: must be one of {apps}; got {:?}", self.app));
+        }
+        if !self.ratio().is_finite() {
+            return Err(format!("workload.beta: must be finite, got {}", self.beta));
         }
         self.with_compute(0).validate()
     }
@@ -47,10 +98,12 @@ impl Skeleton {
             algorithm: self.algorithm,
             mode: self.mode,
             message_bytes: self.message_bytes,
-            chunk_bytes: 1,
+            chunk_bytes: 0,
             compute_ps,
             root: 0,
             test_chunks: self.test_chunks,
+            communicator: Default::default(),
+            grid_columns: 0,
             comm: Default::default(),
         }
     }
@@ -66,7 +119,7 @@ impl Skeleton {
     /// The loop to run: W = β·c of computation, then the allreduce.
     pub fn program(&self, net: &Network) -> Result<(CollectiveLoop, Time, Time), String> {
         let c = self.collective_time(net)?;
-        let w = (self.beta * c as f64).round() as Time;
+        let w = (self.ratio() * c as f64).round() as Time;
         Ok((self.with_compute(w), w, c))
     }
 }
@@ -91,6 +144,7 @@ mod tests {
                 let sk = Skeleton {
                     ranks,
                     iterations: 20,
+                    app: String::new(),
                     beta,
                     algorithm: None,
                     mode: CollectiveMode::Blocking,

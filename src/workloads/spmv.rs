@@ -17,22 +17,27 @@ use super::partners::{Partner, PartnerTable};
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::units::{optional_path, secs_f64, OptionalPath, Ranks, Seconds};
 use crate::time::Time;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SpmvMode {
     SplitWait,
     NonSplit,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Back-to-back sparse matrix-vector products on a banded matrix, split_wait or non_split (idle-waves paper §3.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Spmv {
+    #[schemars(with = "Ranks")]
     pub ranks: u32,
     pub iterations: u32,
+    #[schemars(range(min = 1))]
     pub rows: u64,
     /// Half-bandwidth b: row i couples to columns i−b … i+b.
     pub bandwidth: u64,
@@ -41,19 +46,41 @@ pub struct Spmv {
     pub barrier: bool,
     /// Computation time per nonzero (the kernel is memory bound: about
     /// 12 bytes per nonzero over the core's bandwidth).
+    #[serde(rename = "time_per_nonzero_s", with = "secs_f64")]
+    #[schemars(with = "Seconds")]
     pub time_per_nonzero_ps: f64,
     /// Bytes per vector element sent (8 for doubles).
     pub bytes_per_element: u64,
-    /// Memory-bound kernel instead: bytes per nonzero moved at the rate the
-    /// rank's socket gives it (about 12 for CRS); 0 = time_per_nonzero on the core.
-    #[serde(default)]
-    pub bytes_per_nonzero: u64,
-    /// A partner file describing the matrix instead of rows and bandwidth.
-    #[serde(default)]
+    /// Any matrix, by its communication: a partner file replacing rows and bandwidth.
+    #[serde(with = "optional_path")]
+    #[schemars(with = "OptionalPath")]
     pub partners_file: Option<String>,
+    /// Above 0: the kernel is memory-bound (about 12 B per nonzero for CRS)
+    /// and contends for the socket's bandwidth (needs [network.memory]).
+    pub bytes_per_nonzero: u64,
     /// The partner file, once read.
     #[serde(skip)]
+    #[schemars(skip)]
     pub table: Option<Arc<PartnerTable>>,
+}
+
+impl Default for Spmv {
+    fn default() -> Self {
+        Spmv {
+            ranks: 64,
+            iterations: 100,
+            rows: 1 << 20,
+            bandwidth: 1000,
+            periodic: false,
+            mode: SpmvMode::NonSplit,
+            barrier: true,
+            time_per_nonzero_ps: 1e-9 * crate::time::PS_PER_S,
+            bytes_per_element: 8,
+            partners_file: None,
+            bytes_per_nonzero: 0,
+            table: None,
+        }
+    }
 }
 
 /// Most partners a rank may have in the banded matrix.
@@ -128,7 +155,7 @@ impl Spmv {
 
     pub fn validate(&self) -> Result<(), String> {
         if !(self.time_per_nonzero_ps.is_finite() && self.time_per_nonzero_ps >= 0.0) {
-            return Err("workload.time_per_nonzero_s must be non-negative".into());
+            return Err("workload.time_per_nonzero_s: must be non-negative".into());
         }
         if let Some(t) = &self.table {
             if t.ranks() != self.ranks {
@@ -142,9 +169,12 @@ impl Spmv {
             }
             return Ok(());
         }
+        if self.partners_file.is_some() {
+            return Ok(()); // checked once the file is read
+        }
         let (p, n, b) = (self.ranks as u64, self.rows, self.bandwidth);
         if p == 0 || n < p {
-            return Err(format!("workload.rows ({n}) must be at least the number of ranks ({p})"));
+            return Err(format!("workload.rows: must be at least ranks ({p}), got {n}"));
         }
         if self.periodic && 2 * b + n.div_ceil(p) > n {
             return Err(format!("workload.bandwidth {b} is too large for {n} periodic rows (2·b + rows per rank must not exceed rows)"));

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from idlewave import _engine
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -67,7 +69,7 @@ def bound(beta: float, inflation: float = 1.0) -> dict:
 
 
 # Table 1 of the paper: computation-to-communication ratio on 1024 nodes.
-TABLE1_BETA = {"AMG2006": 1.59, "CTH": 1.25, "HPCCG": 95.15, "LAMMPS": 37.46, "LULESH": 4.37, "miniFE": 10.31}
+TABLE1_BETA = dict(_engine.table1_beta())  # Table 1, as the skeleton workload uses it
 
 
 def table1() -> list[dict]:

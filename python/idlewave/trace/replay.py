@@ -86,9 +86,7 @@ def export_goal(trace_dir: str | Path, path: str | Path, *, algorithms: list[str
     from idlewave.scenario import validate
 
     spec = validate({"workload": workload(trace_dir, algorithms, scale_to, compute_scale)})["workload"]
-    w = {k: spec[k] for k in ("dir", "compute_scale")}
-    w["algorithms"] = dict(a.split("=", 1) for a in spec["algorithms"])
-    w["scale_to"] = spec["scale_to"] or None
+    w = {k: v for k, v in spec.items() if k != "kind"}
     counts: list[tuple[int, int]] = []
     write_file(Path(path), lambda tmp: counts.append(_engine.trace_export_goal(json.dumps(w), os.fspath(tmp))))
     return counts[0]

@@ -1,0 +1,196 @@
+//! The scenario: what a user writes, owned here once.
+//!
+//! These serde types *are* the schema: key names (with their units), types,
+//! defaults (each type's `Default`), ranges and choices (schemars
+//! attributes), descriptions (doc comments) and the rules that tie keys
+//! together (`validate`). [`schema`] turns them into a JSON Schema, which
+//! the Python front end walks to check a TOML file key by key, fill in the
+//! defaults and resolve paths, and which `idlewave schema` prints for
+//! editors. The engine then reads the checked document with [`parse`] and
+//! turns it into its run configuration with [`Scenario::config`].
+
+pub mod network;
+pub mod units;
+
+use crate::network::Network;
+use crate::noise::NoiseSpec;
+use crate::sim::{Config, WorkloadSpec};
+use network::{NetworkSpec, Shape};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A simulation scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scenario {
+    /// Every random draw of the run follows from it.
+    pub seed: u64,
+    pub name: String,
+    pub network: NetworkSpec,
+    /// Detour sources ([[noise]] tables).
+    pub noise: Vec<NoiseSpec>,
+    pub workload: WorkloadSpec,
+    pub record: Record,
+    pub limits: Limits,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            seed: 1,
+            name: String::new(),
+            network: NetworkSpec::default(),
+            noise: Vec::new(),
+            workload: WorkloadSpec::default(),
+            record: Record::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// What a run keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Record {
+    /// The per-(rank, iteration) timers.
+    pub timers: bool,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record { timers: true }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Refuse runs estimated above this (0: 80% of available memory).
+    pub max_memory_bytes: u64,
+}
+
+/// A scenario that cannot be accepted: the key path and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub key: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.key, self.message)
+        }
+    }
+}
+
+impl ScenarioError {
+    /// From a rule's "key.path: message" (or a bare message).
+    fn from_rule(text: String) -> Self {
+        match text.split_once(": ") {
+            Some((key, msg)) if !key.is_empty() && !key.contains(' ') => ScenarioError { key: key.into(), message: msg.into() },
+            _ => ScenarioError { key: String::new(), message: text },
+        }
+    }
+}
+
+/// The scenario's JSON Schema.
+pub fn schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Scenario)).expect("a schema is JSON")
+}
+
+/// Reads a checked scenario document (JSON) and checks its rules.
+pub fn parse(json: &str) -> Result<Scenario, ScenarioError> {
+    let de = &mut serde_json::Deserializer::from_str(json);
+    let scn: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        ScenarioError { key: if key == "." { String::new() } else { key }, message: e.into_inner().to_string() }
+    })?;
+    scn.validate()?;
+    Ok(scn)
+}
+
+impl Scenario {
+    /// The rules that tie keys together.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.network.validate().map_err(ScenarioError::from_rule)?;
+        let ranks = self.workload.shape().ranks;
+        for (i, n) in self.noise.iter().enumerate() {
+            n.validate(ranks).map_err(|e| ScenarioError::from_rule(format!("noise[{i}].{e}")))?;
+        }
+        self.workload.validate(self.network.ranks_per_node).map_err(ScenarioError::from_rule)
+    }
+
+    /// The engine's configuration of the run.
+    pub fn config(&self) -> Result<Config, ScenarioError> {
+        let platform = self.network.platform(&self.workload.shape(), self.seed).map_err(ScenarioError::from_rule)?;
+        Ok(Config {
+            seed: self.seed,
+            network: Network::from(platform),
+            noise: self.noise.clone(),
+            workload: self.workload.clone(),
+            record_timers: self.record.timers,
+            async_progress: self.network.async_progress,
+            max_memory_bytes: (self.limits.max_memory_bytes > 0).then_some(self.limits.max_memory_bytes),
+            timeline_spans: 0,
+        })
+    }
+}
+
+impl WorkloadSpec {
+    /// What the mapping needs: the rank count and process grid, where the workload fixes them.
+    pub fn shape(&self) -> Shape {
+        let w = self;
+        let (ranks, grid) = match w {
+            WorkloadSpec::Bsp(w) => (Some(w.ranks), None),
+            WorkloadSpec::Collective(w) => (Some(w.ranks), None),
+            WorkloadSpec::Skeleton(w) => (Some(w.ranks), None),
+            WorkloadSpec::Spmv(w) => (Some(w.ranks), None),
+            WorkloadSpec::FemMatvec(w) => (Some(w.ranks), None),
+            WorkloadSpec::StreamTriad(w) => (Some(w.ranks), None),
+            WorkloadSpec::Chebfd(w) => (Some(w.ranks), None),
+            WorkloadSpec::Krylov(w) => (Some(w.grid.iter().product()), Some(w.grid.to_vec())),
+            WorkloadSpec::KrylovKernel(w) => (Some(w.grid.iter().product()), Some(w.grid.to_vec())),
+            // rank = row · columns + column: columns vary fastest
+            WorkloadSpec::Dense2d(w) => (Some(w.grid[0] * w.grid[1]), Some(vec![w.grid[1], w.grid[0]])),
+            WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => (None, None),
+        };
+        Shape { ranks, grid, node_grid_reversed: matches!(w, WorkloadSpec::Dense2d(_)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_and_name_their_units() {
+        let doc = serde_json::to_string(&Scenario::default()).unwrap();
+        assert_eq!(parse(&doc).unwrap(), Scenario::default());
+        let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
+        assert_eq!(v["network"]["L_s"], 2.5e-6);
+        assert_eq!(v["workload"]["kind"], "bsp");
+        assert_eq!(v["workload"]["compute_s"], 1e-4);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        // (inside tagged and flattened tables serde buffers, so the path
+        // stops at the table; the Python front end checks types first)
+        let e = parse(r#"{"seed": "x"}"#).unwrap_err();
+        assert_eq!(e.key, "seed");
+        let e = parse(r#"{"workload": {"kind": "bsp", "ranks": 4, "distances": [4]}}"#).unwrap_err();
+        assert_eq!((e.key.as_str(), e.message.as_str()), ("workload.distances[0]", "must be < ranks (4), got 4"));
+        let e = parse(r#"{"noise": [{"kind": "periodic", "period_s": 1e-3, "duration_s": 1e-3}]}"#).unwrap_err();
+        assert_eq!(e.key, "noise[0].duration_s");
+    }
+
+    #[test]
+    fn seconds_become_picoseconds_half_to_even() {
+        let s = parse(r#"{"workload": {"kind": "bsp", "compute_s": 2.5e-12}}"#).unwrap();
+        let WorkloadSpec::Bsp(b) = s.workload else { panic!() };
+        assert_eq!(b.compute_ps, 2);
+    }
+}
