@@ -393,3 +393,30 @@ def test_collective_sub_communicators_and_chunking_are_checked():
     for extra, where in bad:
         with pytest.raises(sc.ScenarioError, match=where):
             sc.parse_scenario(f'[workload]\nkind = "collective"\nranks = 12\n{extra}\n')
+
+
+def test_the_printed_schema_validates_every_example_with_a_standard_validator():
+    """`idlewave schema` is for editors: a stock JSON Schema validator accepts
+    every shipped scenario and rejects what the front end rejects."""
+    import subprocess
+    import sys
+    import tomllib
+
+    import jsonschema
+
+    from conftest import EXAMPLES
+
+    printed = subprocess.run([sys.executable, "-m", "idlewave", "schema"], capture_output=True, text=True, check=True).stdout
+    validator = jsonschema.Draft202012Validator(json.loads(printed))
+    assert json.loads(printed) == sc.schema()
+    toml_files = sorted(EXAMPLES.glob("*.toml"))
+    assert len(toml_files) >= 15
+    for f in toml_files:
+        doc = tomllib.loads(f.read_text())
+        assert not list(validator.iter_errors(doc)), f.name
+        assert not list(validator.iter_errors(sc.load_scenario(f))), f.name  # and the filled-in document
+    for bad in ({"workload": {"ranks": 0}}, {"network": {"L_s": -1.0}}, {"workload": {"kind": "bsp", "bogus": 1}},
+                {"noise": [{"kind": "periodic", "period_s": 0.0}]}, {"workload": {"kind": "collective", "mode": "eager"}}):
+        assert list(validator.iter_errors(bad)), bad
+        with pytest.raises(ScenarioError):
+            sc.validate(bad)

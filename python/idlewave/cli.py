@@ -17,7 +17,7 @@ from idlewave.cli_common import err, fail, out
 from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
 from idlewave.cli_trace import trace_app
-from idlewave.scenario import ScenarioError, describe_noise, describe_workloads
+from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
 
 app = typer.Typer(
     add_completion=False,
@@ -111,16 +111,21 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
     out.print(t)
 
 
+def _default_ns(key: str) -> int:
+    """A LogGOPSim default in ns (its command line's unit)."""
+    return round(default(f"network.{key}") * 1e9)
+
+
 @app.command(context_settings={"ignore_unknown_options": False})
 def loggopsim(
     goal: Path | None = typer.Argument(None, help="GOAL schedule (text; no txt2bin step needed)."),
     filename: Path | None = typer.Option(None, "-f", "--filename", help="The schedule, as LogGOPSim's -f."),
-    L: int = typer.Option(2500, "-L", "--LogGOPS_L", help="Latency L in ns."),
-    o: int = typer.Option(1500, "-o", "--LogGOPS_o", help="CPU overhead o in ns."),
-    g: int = typer.Option(1000, "-g", "--LogGOPS_g", help="Gap per message g in ns."),
-    G: float = typer.Option(6, "-G", "--LogGOPS_G", help="Gap per byte G in ns."),
-    O: float = typer.Option(0, "-O", "--LogGOPS_O", help="Overhead per byte O in ns."),
-    S: int = typer.Option(65535, "-S", "--LogGOPS_S", help="Largest eager message in bytes."),
+    L: int = typer.Option(_default_ns("L_s"), "-L", "--LogGOPS_L", help="Latency L in ns."),
+    o: int = typer.Option(_default_ns("o_s"), "-o", "--LogGOPS_o", help="CPU overhead o in ns."),
+    g: int = typer.Option(_default_ns("g_s"), "-g", "--LogGOPS_g", help="Gap per message g in ns."),
+    G: float = typer.Option(_default_ns("G_s_per_byte"), "-G", "--LogGOPS_G", help="Gap per byte G in ns."),
+    O: float = typer.Option(_default_ns("O_s_per_byte"), "-O", "--LogGOPS_O", help="Overhead per byte O in ns."),
+    S: int = typer.Option(default("network.S_bytes"), "-S", "--LogGOPS_S", help="Largest eager message in bytes."),
     noise_trace: Path | None = typer.Option(None, "--noise-trace", help="Detour trace: 'start<TAB>duration' ns per line."),
     noise_cosched: bool = typer.Option(False, "--noise-cosched", help="Same trace offset on every rank."),
     seed: int = typer.Option(0, "--seed", help="Seed for the per-rank trace offsets (LogGOPSim uses the clock)."),
@@ -334,6 +339,11 @@ def report(
         fail(str(e))
     out.print(f"report: {path}")
 
+
+@app.command("schema")
+def schema_cmd():
+    """Print the scenario's JSON Schema (for editors that validate TOML, e.g. Taplo or Even Better TOML)."""
+    sys.stdout.write(json.dumps(schema(), indent=2) + "\n")
 
 
 app.add_typer(model_app, name="model")

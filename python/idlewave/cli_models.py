@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import polars as pl
 import typer
 from rich.table import Table
 
-from idlewave.cli_common import fail, out
-from idlewave.models import fit as fitting
-from idlewave.models import hyperbolic, loggops, nbc, postal
+from idlewave.cli_common import fail, lazy, out
+from idlewave.scenario import default
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+
+    from idlewave.models import fit as fitting
+    from idlewave.models import hyperbolic, loggops, nbc, postal
+else:  # loaded on first use: `idlewave --help` stays fast
+    np = lazy("numpy")
+    pl = lazy("polars")
+    fitting = lazy("idlewave.models.fit")
+    hyperbolic = lazy("idlewave.models.hyperbolic")
+    loggops = lazy("idlewave.models.loggops")
+    nbc = lazy("idlewave.models.nbc")
+    postal = lazy("idlewave.models.postal")
 
 model_app = typer.Typer(no_args_is_help=True, help="Analytic models: postal, allreduce, halo, pcg, nbc-bound, hyperbolic, idle-wave, loggops.")
 fit_app = typer.Typer(no_args_is_help=True, help="Calibrate models from measurements; writes a platform TOML.")
@@ -203,12 +216,12 @@ def loggops_model(
     kind: str = typer.Option("p2p", "--kind", help="p2p, bcast (binomial) or dissemination."),
     ranks: int = typer.Option(2, "--ranks", min=1),
     nbytes: int = typer.Option(8, "--bytes", min=0),
-    L: float = typer.Option(2.5e-6, "--L-s"),
-    o: float = typer.Option(1.5e-6, "--o-s"),
-    g: float = typer.Option(1e-6, "--g-s"),
-    G: float = typer.Option(6e-9, "--G-s-per-byte"),
-    O: float = typer.Option(0.0, "--O-s-per-byte"),
-    S: int = typer.Option(65535, "--S-bytes"),
+    L: float = typer.Option(default("network.L_s"), "--L-s"),
+    o: float = typer.Option(default("network.o_s"), "--o-s"),
+    g: float = typer.Option(default("network.g_s"), "--g-s"),
+    G: float = typer.Option(default("network.G_s_per_byte"), "--G-s-per-byte"),
+    O: float = typer.Option(default("network.O_s_per_byte"), "--O-s-per-byte"),
+    S: int = typer.Option(default("network.S_bytes"), "--S-bytes"),
     as_json: bool = JSON,
 ):
     """LogGOPS closed forms, charged as the engine charges them (eager messages)."""

@@ -35,6 +35,7 @@ __all__ = [
     "parse_scenario",
     "validate",
     "schema",
+    "default",
     "rank_nodes",
     "engine_errors",
     "describe_workloads",
@@ -110,6 +111,15 @@ def _describe(union: dict) -> list[dict]:
         params = {k: copy.deepcopy(p.get("default")) for k, p in v["properties"].items() if k != "kind"}
         out.append({"kind": kind, "description": v.get("description", ""), "params": params})
     return out
+
+
+def default(key: str) -> Any:
+    """The default of a dotted scenario key, e.g. ``default("network.L_s")``."""
+    first, *rest = key.split(".")
+    value = schema()["properties"][first]["default"]
+    for part in rest:
+        value = value[part]
+    return copy.deepcopy(value)
 
 
 def describe_workloads() -> list[dict]:

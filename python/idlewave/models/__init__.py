@@ -11,6 +11,14 @@
   from ping-pong data; node bandwidth; platform TOML.
 """
 
-from idlewave.models import fit, hyperbolic, loggops, nbc, postal
+import importlib
+from typing import Any
 
 __all__ = ["fit", "hyperbolic", "loggops", "nbc", "postal"]
+
+
+def __getattr__(name: str) -> Any:
+    # submodules load on first use (fit needs scipy, which the CLI's start-up should not pay for)
+    if name in __all__:
+        return importlib.import_module(f"idlewave.models.{name}")
+    raise AttributeError(f"module 'idlewave.models' has no attribute {name!r}")

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from idlewave.scenario import default
+
 PS = 10**12
+LINK_KEYS = ("L_s", "o_s", "g_s", "G_s_per_byte", "O_s_per_byte", "S_bytes")
 
 
 @dataclass(frozen=True)
@@ -20,15 +23,16 @@ class LogGOPS:
     g: int
     G: float  # picoseconds per byte
     O: float = 0.0
-    S: int = 65535
+    S: int = default("network.S_bytes")
 
     @classmethod
-    def from_seconds(cls, L_s, o_s, g_s, G_s_per_byte, O_s_per_byte=0.0, S_bytes=65535) -> LogGOPS:
+    def from_seconds(cls, L_s, o_s, g_s, G_s_per_byte, O_s_per_byte=0.0, S_bytes=default("network.S_bytes")) -> LogGOPS:
         return cls(round(L_s * PS), round(o_s * PS), round(g_s * PS), G_s_per_byte * PS, O_s_per_byte * PS, S_bytes)
 
     @classmethod
     def loggopsim_defaults(cls) -> LogGOPS:
-        return cls(2_500_000, 1_500_000, 1_000_000, 6000.0, 0.0, 65535)
+        """LogGOPSim's defaults, as the scenario schema gives them."""
+        return cls.from_seconds(**{k: default(f"network.{k}") for k in LINK_KEYS})
 
     def per_byte(self, size: int, x: float) -> int:
         return 0 if size <= 1 or x == 0 else int((size - 1) * x + 0.5)

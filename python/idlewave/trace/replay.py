@@ -29,11 +29,11 @@ def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_
     """Runs the replay; `base` gives the scenario's network, noise and seed.
     Returns the Result, with `.trace_report` (what was not modelled) and
     summary keys comparing the traced and replayed time inside MPI (`summarise`)."""
-    import idlewave
+    from idlewave.simulation import simulate
 
     scn = {k: v for k, v in (base or {}).items() if k in ("seed", "network", "noise", "limits")}
     scn["workload"] = workload(trace_dir, algorithms, scale_to, compute_scale)
-    return idlewave.simulate(scn, seed=seed)
+    return simulate(scn, seed=seed)
 
 
 def summarise(report: dict, finish_times_s) -> dict:

@@ -1,0 +1,3 @@
+from idlewave.cli import main
+
+main()
