@@ -15,6 +15,7 @@ pub mod scenario;
 pub mod sim;
 pub mod time;
 pub mod trace;
+pub mod units;
 pub mod workloads;
 
 #[cfg(feature = "python")]

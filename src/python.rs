@@ -63,6 +63,22 @@ fn rank_nodes(doc_json: &str) -> PyResult<Vec<u32>> {
     }
 }
 
+/// LogGOPS costs of one message of `size` bytes, in ps, as the engine
+/// charges them: (send CPU, send NIC, receive CPU, receive NIC).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn loggops_costs(l_ps: Time, o_ps: Time, g_ps: Time, big_g_ps: f64, big_o_ps: f64, s_bytes: u64, size: u64) -> (Time, Time, Time, Time) {
+    let p = LogGOPS { l_ps, o_ps, g_ps, big_g_ps, big_o_ps, s_bytes };
+    (p.send_cpu(size), p.send_nic(size), p.recv_cpu(size), p.recv_nic(size))
+}
+
+/// Algorithm 3 of the HMM paper: the next α from the waits of this
+/// iteration (any unit, the same for the waits and ε).
+#[pyfunction]
+fn alpha_update(alpha: f64, wait_in: f64, wait_out: f64, theta: f64, epsilon: f64) -> f64 {
+    crate::workloads::matvec_next_alpha(alpha, wait_in, wait_out, theta, epsilon)
+}
+
 /// Table 1 of the noise paper: (application, β).
 #[pyfunction]
 fn table1_beta() -> Vec<(&'static str, f64)> {
@@ -99,7 +115,7 @@ fn sim_err(e: SimError) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (doc_json, progress=None, timeline_spans=0))]
 fn simulate<'py>(py: Python<'py>, doc_json: &str, progress: Option<PyObject>, timeline_spans: u64) -> PyResult<Bound<'py, PyDict>> {
-    let mut cfg = sim::parse_config(doc_json).map_err(scenario_err)?;
+    let mut cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
     cfg.timeline_spans = timeline_spans;
     let mut py_err: Option<PyErr> = None;
     let mut cb = |now: Time, events: u64| -> bool {
@@ -253,7 +269,7 @@ fn measure_fwq(py: Python<'_>, work: u64, samples: usize) -> Vec<u64> {
 /// The partner file of a banded SpMV scenario (the generator for partner files).
 #[pyfunction]
 fn spmv_partners_text(doc_json: &str) -> PyResult<String> {
-    let cfg = sim::parse_config(doc_json).map_err(scenario_err)?;
+    let cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
     match &cfg.workload {
         WorkloadSpec::Spmv(w) if w.partners_file.is_none() => {
             w.validate().map_err(err)?;
@@ -276,7 +292,7 @@ impl WorkloadVisitor for ExportGoal {
 /// The built-in workload of a scenario written as a GOAL schedule.
 #[pyfunction]
 fn export_goal_text(doc_json: &str) -> PyResult<String> {
-    let cfg = sim::parse_config(doc_json).map_err(scenario_err)?;
+    let cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
     match &cfg.workload {
         WorkloadSpec::FemMatvec(w) if w.hiding != crate::workloads::Hiding::FixedAlpha => {
             return Err(err("dynamic α and MPI test adapt to timing and have no GOAL form".into()));
@@ -360,6 +376,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(node_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(table1_beta, m)?)?;
+    m.add_function(wrap_pyfunction!(loggops_costs, m)?)?;
+    m.add_function(wrap_pyfunction!(alpha_update, m)?)?;
     m.add_function(wrap_pyfunction!(rank_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(cartesian_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(spmv_partners_text, m)?)?;

@@ -42,7 +42,7 @@ pub enum WorkloadSpec {
     Dense2d(Dense2d),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal {
-        #[schemars(with = "crate::scenario::units::FilePath")]
+        #[schemars(with = "crate::units::FilePath")]
         path: String,
     },
     /// A traced MPI run (directory of rank-*.iwt from `idlewave trace build`), replayed as it is read.
@@ -101,11 +101,6 @@ pub struct RunResult {
 pub type Progress<'a> = &'a mut dyn FnMut(Time, u64) -> bool;
 
 const CHUNK: u64 = 1 << 20;
-
-/// The run configuration of a scenario document (JSON).
-pub fn parse_config(json: &str) -> Result<Config, crate::scenario::ScenarioError> {
-    crate::scenario::parse(json)?.config()
-}
 
 /// Available memory in bytes (Linux MemAvailable), if known.
 pub fn available_memory() -> Option<u64> {

@@ -107,3 +107,12 @@ def test_latency_regimes_switch_message_times():
     assert np.array_equal(again.timers["comm"], r.timers["comm"])  # same seed, same trajectory
     with pytest.raises(ScenarioError, match=r"network.regimes\[0\].transition\[1\]: probabilities must sum to 1"):
         parse_scenario('[[network.regimes]]\ntransition = [[1.0, 0.0], [0.5, 0.6]]\nmultiplier = [1.0, 2.0]\n')
+
+
+def test_a_scenario_table_of_another_kind_replaces_the_platform_files(tmp_path):
+    f = tmp_path / "ft.toml"
+    f.write_text('[network]\nranks_per_node = 2\n[network.topology]\nkind = "fat_tree"\nradix = 48\n')
+    same = parse_scenario(f'[network]\nplatform = "{f}"\n[network.topology]\nkind = "fat_tree"\n')
+    assert same["network"]["topology"] == {"kind": "fat_tree", "radix": 48}  # same kind: merged key by key
+    other = parse_scenario(f'[network]\nplatform = "{f}"\n[network.topology]\nkind = "torus"\ndims = [2, 2, 2]\n')
+    assert other["network"]["topology"] == {"kind": "torus", "dims": [2, 2, 2]}  # no stray radix

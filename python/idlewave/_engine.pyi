@@ -46,6 +46,12 @@ def check_scenario(doc_json: str) -> None:
 def rank_nodes(doc_json: str) -> list[int]:
     """The node each rank runs on under the scenario's mapping."""
 
+def loggops_costs(l_ps: int, o_ps: int, g_ps: int, big_g_ps: float, big_o_ps: float, s_bytes: int, size: int) -> tuple[int, int, int, int]:
+    """(send CPU, send NIC, receive CPU, receive NIC) of one message, in ps."""
+
+def alpha_update(alpha: float, wait_in: float, wait_out: float, theta: float, epsilon: float) -> float:
+    """Algorithm 3 of the HMM paper (the engine's)."""
+
 def table1_beta() -> list[tuple[str, float]]:
     """Table 1 of the noise paper: (application, β)."""
 

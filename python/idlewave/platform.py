@@ -12,6 +12,8 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from idlewave.overrides import merge
+
 PRESET_DIR = Path(__file__).parent / "platforms"
 
 
@@ -38,13 +40,6 @@ def load(name_or_path: str, resolve: Callable[[str], str]) -> tuple[dict, str]:
     return data.get("network", data), str(path)
 
 
-def _merge(base: dict, over: dict) -> dict:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def merged(raw: dict, resolve: Callable[[str], str], fail: Callable[[str, str], None]) -> dict:
     """The scenario's [network] over its platform file's."""
     try:
@@ -52,4 +47,4 @@ def merged(raw: dict, resolve: Callable[[str], str], fail: Callable[[str, str], 
     except (OSError, ValueError) as e:
         fail("network.platform", str(e))
     base = {k: v for k, v in base.items() if k != "platform"}
-    return _merge(base, raw)
+    return merge(base, raw)

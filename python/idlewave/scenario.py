@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from idlewave import _engine, platform
+from idlewave import overrides as overrides_mod
 
 __all__ = [
     "ScenarioError",
@@ -170,7 +171,7 @@ def parse_scenario(
     except tomllib.TOMLDecodeError as e:
         raise _syntax_error(e, text, source) from None
     if overrides:
-        raw = _apply_overrides(raw, overrides, source)
+        raw = overrides_mod.apply(raw, overrides, lambda key, msg: _fail(source, key, msg))
     return validate(raw, source, base_dir=base_dir)
 
 
@@ -196,9 +197,7 @@ def engine_errors(source: str = "<scenario>"):
     try:
         yield
     except _engine.ScenarioRuleError as e:
-        key, msg = e.args
-        where = f"{source}: {key}: " if key else f"{source}: "
-        raise ScenarioError(where + msg, source=source, key=key) from None
+        _fail(source, *e.args)
 
 
 def rank_nodes(scn: dict) -> list[int]:
@@ -225,36 +224,6 @@ def _syntax_error(e: tomllib.TOMLDecodeError, text: str, source: str) -> Scenari
     return ScenarioError(f"{where}: TOML syntax error: {msg}", source=source, line=line)
 
 
-def _apply_overrides(raw: dict, overrides: dict, source: str) -> dict:
-    """Applies top-level overrides on top of the parsed file.
-
-    A dict value for a table is merged key by key into the file's table,
-    unless it sets ``kind`` (then it replaces the table); other values replace.
-    Dotted keys (``"workload.ranks"``) address one key inside a table.
-    """
-    out = dict(raw)
-    for key, value in overrides.items():
-        if not isinstance(key, str) or not key:
-            raise ScenarioError(f"{source}: overrides: keys must be non-empty strings, got {key!r}", source=source)
-        *parents, last = key.split(".")
-        table = out
-        for i, part in enumerate(parents):
-            sub = table.get(part)
-            if sub is None:
-                sub = {}
-            elif not isinstance(sub, dict):
-                path = ".".join(parents[: i + 1])
-                raise ScenarioError(f"{source}: {path}: cannot override {key!r}: {path} is not a table", source=source, key=path)
-            table[part] = sub = dict(sub)
-            table = sub
-        old = table.get(last)
-        if isinstance(value, dict) and isinstance(old, dict) and "kind" not in value:
-            table[last] = {**old, **value}
-        else:
-            table[last] = value
-    return out
-
-
 def _type_name(v) -> str:
     return type(v).__name__
 
@@ -270,6 +239,11 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _fail(source: str, key: str, msg: str):
+    where = f"{source}: {key}: " if key else f"{source}: "
+    raise ScenarioError(where + msg, source=source, key=key)
+
+
 class _Walker:
     """Checks a value against a schema node; returns it normalised (defaults filled in, paths resolved)."""
 
@@ -278,8 +252,7 @@ class _Walker:
         self.base_dir = base_dir
 
     def fail(self, path: str, msg: str):
-        where = f"{self.source}: {path}: " if path else f"{self.source}: "
-        raise ScenarioError(where + msg, source=self.source, key=path)
+        _fail(self.source, path, msg)
 
     def resolve(self, p: str) -> str:
         path = Path(os.path.expanduser(p))

@@ -11,7 +11,6 @@ points. `OUT/sweep.parquet` tabulates every point at the end.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -21,17 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
+from idlewave.overrides import apply
 from idlewave.results import write_json, write_parquet
 from idlewave.scenario import ScenarioError, validate
-
-
-def _set(d: dict, path: str, value) -> None:
-    keys = path.split(".")
-    for k in keys[:-1]:
-        d = d.setdefault(k, {})
-        if not isinstance(d, dict):
-            raise ScenarioError(f"grid key {path!r}: {k!r} is not a table")
-    d[keys[-1]] = value
 
 
 def load_study(path: str | Path) -> tuple[dict, list[dict], str]:
@@ -74,10 +65,10 @@ def point_id(overrides: dict) -> str:
 
 
 def scenario_of(base: dict, overrides: dict, base_dir: Path) -> dict:
-    scn = copy.deepcopy(base)
-    for k, v in overrides.items():
-        _set(scn, k, v)
-    return validate(scn, "<sweep point>", base_dir=base_dir)
+    def fail(key: str, msg: str):
+        raise ScenarioError(f"grid key {key!r}: {msg}")
+
+    return validate(apply(base, overrides, fail), "<sweep point>", base_dir=base_dir)
 
 
 def run_point(scn: dict, out: str) -> dict:

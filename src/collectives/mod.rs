@@ -13,8 +13,9 @@
 mod algorithms;
 pub mod relay;
 
-use schemars::JsonSchema;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 pub use algorithms::subtree_size;
 
@@ -171,6 +172,38 @@ impl Comm {
     }
 }
 
+/// A collective algorithm or "auto" (None: the default rule picks one).
+pub mod auto_algorithm {
+    use super::Algorithm;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(a: &Option<Algorithm>, s: S) -> Result<S::Ok, S::Error> {
+        match a {
+            None => s.serialize_str("auto"),
+            Some(a) => a.serialize(s),
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Algorithm>, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "auto" {
+            return Ok(None);
+        }
+        Algorithm::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&s)).map(Some)
+    }
+}
+
+/// Schema of a collective algorithm or "auto".
+pub struct AutoAlgorithm;
+impl JsonSchema for AutoAlgorithm {
+    fn schema_name() -> Cow<'static, str> {
+        "AutoAlgorithm".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let algorithm = generator.subschema_for::<Algorithm>();
+        json_schema!({"anyOf": [{"const": "auto", "description": "the MPI library's choice"}, algorithm]})
+    }
+}
+
 impl Algorithm {
     /// The broadcasts that relay a message cut into chunk_bytes pieces.
     pub const CHUNKED: [Algorithm; 5] =
@@ -178,7 +211,7 @@ impl Algorithm {
 
     /// Whether `chunk_bytes` suits this (broadcast) algorithm.
     pub fn check_chunks(self, chunk_bytes: u64) -> Result<(), String> {
-        use crate::scenario::units::names;
+        use crate::units::names;
         if chunk_bytes > 0 && !Self::CHUNKED.contains(&self) {
             return Err(format!("workload.chunk_bytes: only the ring broadcasts ({}) cut messages into chunks", names(&Self::CHUNKED)));
         }
@@ -240,7 +273,7 @@ impl Collective {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        use crate::scenario::units::{name, names};
+        use crate::units::{name, names};
         if self.ranks == 0 {
             return Err("workload.ranks: a collective needs at least one rank".into());
         }

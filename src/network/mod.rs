@@ -34,9 +34,13 @@ pub struct LogGOPS {
 }
 
 impl LogGOPS {
-    /// LogGOPSim's defaults (its --help): L=2500ns o=1500ns g=1000ns G=6ns O=0 S=65535.
+    /// LogGOPSim's defaults (its --help): L=2500ns o=1500ns g=1000ns G=6ns O=0 S=65535,
+    /// also the scenario's defaults.
+    pub const LOGGOPSIM: LogGOPS =
+        LogGOPS { l_ps: 2_500_000, o_ps: 1_500_000, g_ps: 1_000_000, big_g_ps: 6_000.0, big_o_ps: 0.0, s_bytes: 65535 };
+
     pub fn loggopsim_defaults() -> Self {
-        crate::scenario::network::Link::loggopsim()
+        Self::LOGGOPSIM
     }
 
     /// (s-1)·X for the per-byte terms. A 0-byte message costs no per-byte time

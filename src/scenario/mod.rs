@@ -10,7 +10,6 @@
 //! turns it into its run configuration with [`Scenario::config`].
 
 pub mod network;
-pub mod units;
 
 use crate::network::Network;
 use crate::noise::NoiseSpec;
@@ -112,6 +111,11 @@ pub fn parse(json: &str) -> Result<Scenario, ScenarioError> {
     Ok(scn)
 }
 
+/// The run configuration of a scenario document (JSON).
+pub fn config_of(json: &str) -> Result<Config, ScenarioError> {
+    parse(json)?.config()
+}
+
 impl Scenario {
     /// The rules that tie keys together.
     pub fn validate(&self) -> Result<(), ScenarioError> {
@@ -185,6 +189,10 @@ mod tests {
         assert_eq!((e.key.as_str(), e.message.as_str()), ("workload.distances[0]", "must be < ranks (4), got 4"));
         let e = parse(r#"{"noise": [{"kind": "periodic", "period_s": 1e-3, "duration_s": 1e-3}]}"#).unwrap_err();
         assert_eq!(e.key, "noise[0].duration_s");
+        let e = parse(r#"{"network": {"regimes": [{"transition": [[1.0, 0.0], [0.7, 0.7]], "multiplier": [1, 2]}]}}"#).unwrap_err();
+        assert_eq!(e.key, "network.regimes[0].transition[1]");
+        let e = parse(r#"{"network": {"regimes": [{"transition": [[1.0]], "multiplier": [1], "initial": 1}]}}"#).unwrap_err();
+        assert_eq!(e.key, "network.regimes[0].initial");
     }
 
     #[test]

@@ -9,11 +9,11 @@
 //! `x-inherit` (true: from the enclosing table; a key name: from that
 //! sibling when it is given).
 
-use super::units::{secs, secs_f64, secs_f64_list, FilePath, PositiveSeconds, Ranks, Seconds, SecondsList};
 use crate::network::mapping;
 use crate::network::{LinkClass, LogGOPS, Regime, Topology};
 use crate::network::{Mapping, MemoryDomains, Platform};
 use crate::time::{from_seconds, Time, PS_PER_S};
+use crate::units::{secs, secs_f64, secs_f64_list, FilePath, PositiveSeconds, Ranks, Seconds, SecondsList};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -63,7 +63,7 @@ impl Protocol {
 }
 
 /// LogGOPSim's largest eager message.
-pub const DEFAULT_S_BYTES: u64 = 65535;
+pub const DEFAULT_S_BYTES: u64 = LogGOPS::LOGGOPSIM.s_bytes;
 
 fn default_s_bytes() -> u64 {
     DEFAULT_S_BYTES
@@ -108,11 +108,6 @@ impl Default for Link {
 }
 
 impl Link {
-    /// LogGOPSim's defaults.
-    pub fn loggopsim() -> LogGOPS {
-        Protocol::default().with_eager_limit(DEFAULT_S_BYTES)
-    }
-
     fn class(&self) -> LinkClass {
         LinkClass {
             eager: self.eager.with_eager_limit(self.s_bytes),
@@ -364,7 +359,7 @@ impl NetworkSpec {
             other => {
                 let ranks = shape
                     .ranks
-                    .ok_or_else(|| format!("network.mapping: {} needs a workload with a known rank count", super::units::name(other)))?;
+                    .ok_or_else(|| format!("network.mapping: {} needs a workload with a known rank count", crate::units::name(other)))?;
                 self.mapping_table(other, ranks, shape)?
             }
         };
@@ -402,7 +397,7 @@ impl NetworkSpec {
             MappingSpec::TopologyAware(g) => (g, if let Topology::Torus { dims } = self.topology { Some(dims) } else { None }),
         };
         let grid = if g.grid.is_empty() { shape.grid.clone() } else { Some(g.grid.clone()) };
-        let kind = super::units::name(spec);
+        let kind = crate::units::name(spec);
         let grid =
             grid.ok_or_else(|| format!("network.mapping.grid: the {kind} mapping needs the process grid (the workload has none)"))?;
         let held: u64 = grid.iter().map(|&d| d as u64).product();

@@ -10,7 +10,7 @@ pub mod window;
 
 use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::goal::GoalKind;
-use crate::scenario::units::{names, zero_is_none, FilePath};
+use crate::units::{names, zero_is_none, FilePath};
 use convert::{NewOp, OpRef, RankConv, RankStats, Shared, Sink};
 use format::{Footer, Header};
 use schemars::JsonSchema;

@@ -4,8 +4,8 @@
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::units::{secs, Ranks, Seconds};
 use crate::time::{from_seconds, Time};
+use crate::units::{secs, Ranks, Seconds};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

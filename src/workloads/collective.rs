@@ -3,11 +3,12 @@
 //! microbenchmarks).
 
 use super::TAG_COLLECTIVE;
+use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::units::{auto_algorithm, secs, AutoAlgorithm, Ranks, Seconds};
 use crate::time::Time;
+use crate::units::{secs, Ranks, Seconds};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -183,7 +183,7 @@ impl Dense2d {
             return Err("workload.blocks: blocks and block must be positive".into());
         }
         if !CollectiveKind::Bcast.algorithms().contains(&self.broadcast) {
-            use crate::scenario::units::{name, names};
+            use crate::units::{name, names};
             return Err(format!(
                 "workload.broadcast: '{}' is not a broadcast algorithm (choose from {})",
                 name(&self.broadcast),

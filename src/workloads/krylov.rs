@@ -13,11 +13,12 @@
 //! progress thread.
 
 use super::{TAG_COLLECTIVE, TAG_HALO};
+use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::units::{auto_algorithm, secs, AutoAlgorithm, Seconds};
 use crate::time::{from_seconds, Time};
+use crate::units::{secs, Seconds};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -248,8 +249,8 @@ impl Krylov {
         if self.grid.contains(&0) || self.local.contains(&0) {
             return Err("workload.grid: grid and local must be positive in every dimension".into());
         }
-        if (self.grid.iter().map(|&g| g as u64).product::<u64>()) > crate::scenario::units::MAX_RANKS as u64 {
-            return Err(format!("workload.grid: more than {} ranks", crate::scenario::units::MAX_RANKS));
+        if (self.grid.iter().map(|&g| g as u64).product::<u64>()) > crate::units::MAX_RANKS as u64 {
+            return Err(format!("workload.grid: more than {} ranks", crate::units::MAX_RANKS));
         }
         if self.stencil != 7 && self.stencil != 27 {
             return Err(format!("workload.stencil: must be 7 or 27, got {}", self.stencil));

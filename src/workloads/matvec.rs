@@ -18,8 +18,8 @@ use super::TAG_HALO;
 use crate::collectives::{Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::units::{secs, PositiveSeconds, Ranks, Seconds};
 use crate::time::{from_seconds, to_seconds, Time};
+use crate::units::{secs, PositiveSeconds, Ranks, Seconds};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -207,19 +207,24 @@ impl FemMatvec {
 
     /// Algorithm 3: the next α from this MatVec's waiting times.
     pub fn next_alpha(&self, alpha: f64, wait_in: Time, wait_out: Time) -> f64 {
-        let eps = self.epsilon_ps as f64;
-        let (win, wout) = (wait_in as f64, wait_out as f64);
-        let a = alpha.clamp(1e-6, 1.0 - 1e-6);
-        let r = a / (1.0 - a);
-        let r = if win > eps && wout < eps {
-            r * win / eps
-        } else if win < eps && wout > eps {
-            r * eps / wout
-        } else {
-            r
-        };
-        self.theta * (r / (1.0 + r)) + (1.0 - self.theta) * alpha
+        next_alpha(alpha, wait_in as f64, wait_out as f64, self.theta, self.epsilon_ps as f64)
     }
+}
+
+/// Algorithm 3 of the HMM paper: α moves toward the split that balances the
+/// waits for the input (`wait_in`) and output (`wait_out`) exchanges, damped
+/// by θ; waits below ε count as zero. Any time unit, the same for all three.
+pub fn next_alpha(alpha: f64, wait_in: f64, wait_out: f64, theta: f64, eps: f64) -> f64 {
+    let a = alpha.clamp(1e-6, 1.0 - 1e-6);
+    let r = a / (1.0 - a);
+    let r = if wait_in > eps && wait_out < eps {
+        r * wait_in / eps
+    } else if wait_in < eps && wait_out > eps {
+        r * eps / wait_out
+    } else {
+        r
+    };
+    theta * (r / (1.0 + r)) + (1.0 - theta) * alpha
 }
 
 impl Workload for FemMatvec {

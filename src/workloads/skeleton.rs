@@ -5,14 +5,15 @@
 //! paper's Table 1 (measured on 1,024 nodes).
 
 use super::{CollectiveLoop, CollectiveMode};
+use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, CollectiveKind};
 use crate::engine::Engine;
 use crate::network::Network;
 use crate::noise::Noise;
 use crate::program::stream::StreamProgram;
 use crate::record::Recorder;
-use crate::scenario::units::{auto_algorithm, AutoAlgorithm, Ranks};
 use crate::time::Time;
+use crate::units::Ranks;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;

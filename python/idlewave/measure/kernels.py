@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
+from idlewave import _engine
+
 
 def busy(seconds: float, test=None, chunks: int = 1) -> int:
     """Spin for `seconds`, optionally calling `test()` between `chunks` pieces; returns the tests made."""
@@ -174,7 +176,6 @@ def kernels(comm, sizes: list[int] | None = None, halo_n: list[int] | None = Non
 def noise(comm, duration_s: float = 1.0, threshold_ns: int = 1000, fwq_work: int = 20000, fwq_samples: int = 2000) -> dict:
     """Selfish detours and fixed work quanta on every rank (compiled helper);
     rank 0's detours also as a trace the simulator's noise replay reads."""
-    from idlewave import _engine
 
     rank = comm.Get_rank()
     comm.Barrier()
@@ -251,17 +252,6 @@ def stream(comm, elements: int = 1_000_000, iterations: int = 50, message_bytes:
     return {"stream": timers, "stream_summary": summary}
 
 
-def _alpha_update(alpha: float, wait_in: float, wait_out: float, theta: float, eps: float) -> float:
-    """Algorithm 3 of the HMM paper (the engine's `FemMatvec::next_alpha`)."""
-    a = min(max(alpha, 1e-6), 1 - 1e-6)
-    r = a / (1 - a)
-    if wait_in > eps and wait_out < eps:
-        r *= wait_in / eps
-    elif wait_in < eps and wait_out > eps:
-        r *= eps / wait_out
-    return theta * (r / (1 + r)) + (1 - theta) * alpha
-
-
 def cg(comm, n: int = 32, iterations: int = 50, hiding: str = "fixed_alpha", alpha0: float = 0.5, theta: float = 0.5,
        epsilon_s: float = 1e-5, test_chunk: int = 1) -> dict:
     """CG on a 3-D Poisson problem (7-point matrix-free operator, n×n×n
@@ -329,7 +319,7 @@ def cg(comm, n: int = 32, iterations: int = 50, hiding: str = "fixed_alpha", alp
         for k, v in zip(records, (rank, it, t_in_end - t0, t_out_end - t1, t_in_end - tw, t_out_end - tw2, used)):
             records[k].append(v)
         if hiding == "dynamic_alpha":
-            alpha = _alpha_update(alpha, t_in_end - tw, t_out_end - tw2, theta, epsilon_s)
+            alpha = _engine.alpha_update(alpha, t_in_end - tw, t_out_end - tw2, theta, epsilon_s)  # Algorithm 3, as the engine runs it
 
     rng = np.random.default_rng(rank)
     b = rng.random((n, n, n))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from idlewave import _engine
 from idlewave.scenario import default
 
 PS = 10**12
@@ -34,17 +35,18 @@ class LogGOPS:
         """LogGOPSim's defaults, as the scenario schema gives them."""
         return cls.from_seconds(**{k: default(f"network.{k}") for k in LINK_KEYS})
 
-    def per_byte(self, size: int, x: float) -> int:
-        return 0 if size <= 1 or x == 0 else int((size - 1) * x + 0.5)
+    def costs(self, s: int) -> tuple[int, int, int, int]:
+        """(send CPU, send NIC, receive CPU, receive NIC) of an s-byte message, in ps: the engine's cost function."""
+        return _engine.loggops_costs(self.L, self.o, self.g, self.G, self.O, self.S, s)
 
     def send_cpu(self, s: int) -> int:
-        return self.o + self.per_byte(s, self.O)
+        return self.costs(s)[0]
 
     def send_nic(self, s: int) -> int:
-        return self.g + self.per_byte(s, self.G)
+        return self.costs(s)[1]
 
     def recv_cpu(self, s: int) -> int:
-        return self.o + max(self.per_byte(s, self.O), self.per_byte(s, self.G))
+        return self.costs(s)[2]
 
     def check_eager(self, s: int) -> None:
         if s > self.S:

@@ -122,38 +122,6 @@ pub fn names<T: serde::Serialize>(xs: &[T]) -> String {
     xs.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
-/// A collective algorithm or "auto" (None: the default rule picks one).
-pub mod auto_algorithm {
-    use crate::collectives::Algorithm;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub fn serialize<S: Serializer>(a: &Option<Algorithm>, s: S) -> Result<S::Ok, S::Error> {
-        match a {
-            None => s.serialize_str("auto"),
-            Some(a) => a.serialize(s),
-        }
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Algorithm>, D::Error> {
-        let s = String::deserialize(d)?;
-        if s == "auto" {
-            return Ok(None);
-        }
-        Algorithm::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&s)).map(Some)
-    }
-}
-
-/// Schema of a collective algorithm or "auto".
-pub struct AutoAlgorithm;
-impl JsonSchema for AutoAlgorithm {
-    fn schema_name() -> Cow<'static, str> {
-        "AutoAlgorithm".into()
-    }
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let algorithm = generator.subschema_for::<crate::collectives::Algorithm>();
-        json_schema!({"anyOf": [{"const": "auto", "description": "the MPI library's choice"}, algorithm]})
-    }
-}
-
 /// An optional path: "" (None) or a path.
 pub mod optional_path {
     use serde::{Deserialize, Deserializer, Serializer};
