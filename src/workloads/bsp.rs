@@ -147,16 +147,7 @@ impl Bsp {
         if self.ranks == 0 {
             return Err("workload.ranks: must be at least 1".into());
         }
-        if self.distances.len() * 2 > MAX_NEIGHBOURS {
-            return Err(format!(
-                "workload.distances: at most {} distances are supported, got {}",
-                MAX_NEIGHBOURS / 2,
-                self.distances.len()
-            ));
-        }
-        if let Some((i, d)) = self.distances.iter().enumerate().find(|(_, &d)| d == 0 || d >= self.ranks) {
-            return Err(format!("workload.distances[{i}]: must be < ranks ({}), got {d}", self.ranks));
-        }
+        super::check_distances(&self.distances, self.ranks, MAX_NEIGHBOURS / 2)?;
         Ok(())
     }
 

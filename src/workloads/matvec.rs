@@ -164,16 +164,7 @@ pub struct MatvecState {
 
 impl FemMatvec {
     pub fn validate(&self) -> Result<(), String> {
-        if self.distances.len() * 2 > MAX_NEIGHBOURS {
-            return Err(format!(
-                "workload.distances: at most {} distances are supported, got {}",
-                MAX_NEIGHBOURS / 2,
-                self.distances.len()
-            ));
-        }
-        if let Some((i, d)) = self.distances.iter().enumerate().find(|(_, &d)| d == 0 || d >= self.ranks) {
-            return Err(format!("workload.distances[{i}]: must be < ranks ({}), got {d}", self.ranks));
-        }
+        super::check_distances(&self.distances, self.ranks, MAX_NEIGHBOURS / 2)?;
         if !(0.0..=1.0).contains(&self.alpha0) || !(0.0..=1.0).contains(&self.theta) {
             return Err("workload.alpha0: alpha0 and theta must be between 0 and 1".into());
         }
