@@ -5,6 +5,7 @@ pub mod alloc;
 pub mod bench;
 pub mod collectives;
 pub mod engine;
+pub mod files;
 pub mod network;
 pub mod noise;
 pub mod noisemeter;

@@ -196,9 +196,9 @@ fn loggopsim(
     seed: u64,
 ) -> PyResult<(Vec<u64>, u64)> {
     let p = LogGOPS {
-        l_ps: l_ns * 1000,
-        o_ps: o_ns * 1000,
-        g_ps: g_ns * 1000,
+        l_ps: l_ns.saturating_mul(1000),
+        o_ps: o_ns.saturating_mul(1000),
+        g_ps: g_ns.saturating_mul(1000),
         big_g_ps: big_g_ns * 1000.0,
         big_o_ps: big_o_ns * 1000.0,
         s_bytes,

@@ -213,15 +213,14 @@ struct RunStream<'a, 'p> {
 impl WorkloadVisitor for RunStream<'_, '_> {
     type Out = Result<RunResult, SimError>;
     fn visit<W: Workload + Clone>(self, w: W) -> Self::Out {
-        let noise = Noise::new(&self.cfg.noise, self.cfg.seed, w.num_ranks())?;
-        run_stream(w, self.cfg, noise, self.progress)
+        run_stream(w, self.cfg, self.progress)
     }
 }
 
 fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResult, SimError> {
     match &cfg.workload {
         WorkloadSpec::Goal { path } => {
-            let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
+            let size = goal_file_size(path)?;
             // A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
             check_memory(size as u128 * 4, cfg.max_memory_bytes)?;
             let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
@@ -254,12 +253,13 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
     Ok(r)
 }
 
-fn run_stream<W: Workload>(w: W, cfg: &Config, noise: Noise, progress: Option<Progress>) -> Result<RunResult, SimError> {
+fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let (p, iters) = (w.num_ranks(), w.iterations());
     let names = w.timer_names();
     let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 };
     let per_rank = ENGINE_BYTES_PER_RANK + StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
     check_memory(p as u128 * per_rank + timer_bytes, cfg.max_memory_bytes)?;
+    let noise = Noise::new(&cfg.noise, cfg.seed, p)?; // its cache is in ENGINE_BYTES_PER_RANK
     let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
     let program = StreamProgram::new(w, recorder).with_async_progress(cfg.async_progress);
     run_program(program, cfg, noise, progress, |prog: &StreamProgram<W>| {
@@ -328,10 +328,20 @@ fn run_program<P: Program>(
     Ok((result, engine.program))
 }
 
+/// A GOAL file's size, which bounds what loading it takes (a device or
+/// pipe has none, so only regular files are read).
+fn goal_file_size(path: &str) -> Result<u64, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{path}: a GOAL schedule must be a regular file"));
+    }
+    Ok(meta.len())
+}
+
 /// LogGOPSim's command-line mode: a GOAL file on one uniform network.
 /// Returns each host's finishing time (the latest time any of its CPUs was busy).
 pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Result<(Vec<Time>, u64), SimError> {
-    let size = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?.len();
+    let size = goal_file_size(path)?;
     check_memory(size as u128 * 4, None)?;
     let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
     let noise = Noise::new(noise, seed, sched.num_ranks)?;

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 
 use crate::time::{from_seconds, Time, PS_PER_S};
 
-/// The largest time a scenario may give: well inside the engine's u64 picoseconds.
-pub const MAX_PS: f64 = i64::MAX as f64;
+/// The largest time a scenario may give (see [`crate::time::MAX_INPUT`]).
+pub const MAX_PS: f64 = crate::time::MAX_INPUT as f64;
 
 fn checked_ps<E: serde::de::Error>(s: f64) -> Result<f64, E> {
     if !s.is_finite() || s < 0.0 {
@@ -96,8 +96,8 @@ macro_rules! schema_marker {
     };
 }
 
-schema_marker!(Seconds, "Seconds", {"type": "number", "minimum": 0, "format": "seconds"});
-schema_marker!(PositiveSeconds, "PositiveSeconds", {"type": "number", "exclusiveMinimum": 0, "format": "seconds"});
+schema_marker!(Seconds, "Seconds", {"type": "number", "minimum": 0, "maximum": MAX_PS / PS_PER_S, "format": "seconds"});
+schema_marker!(PositiveSeconds, "PositiveSeconds", {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_PS / PS_PER_S, "format": "seconds"});
 schema_marker!(SecondsList, "SecondsList", {"type": "array", "items": {"type": "number"}});
 schema_marker!(FilePath, "FilePath", {"type": "string", "format": "path"});
 schema_marker!(OptionalPath, "OptionalPath", {"type": "string", "format": "path", "x-optional": true});

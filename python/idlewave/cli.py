@@ -137,11 +137,9 @@ def loggopsim(
     path = goal or filename
     if path is None:
         fail("give a GOAL file (positional or -f)")
-    for name, v in (("L", L), ("o", o), ("g", g), ("G", G), ("O", O), ("S", S)):
-        if v < 0:
-            fail(f"-{name} must be non-negative, got {v}")
-    if seed < 0:
-        fail("--seed must be non-negative")
+    for name, v in (("L", L), ("o", o), ("g", g), ("G", G), ("O", O), ("S", S), ("-seed", seed)):
+        if not 0 <= v < 2**64:
+            fail(f"-{name} must be between 0 and 2^64 - 1, got {v}")
     start = time.perf_counter()
     try:
         times_ps, events = _engine.loggopsim(

@@ -155,6 +155,9 @@ impl<P: Program> Engine<P> {
                 self.check_end()?;
                 return Ok(true);
             };
+            if ev.time > crate::time::TIME_LIMIT {
+                return Err(SimError::Invalid(crate::time::past_limit(ev.time)));
+            }
             self.now = ev.time;
             self.process(ev);
             if !self.touched.is_empty() {
@@ -426,6 +429,9 @@ impl<P: Program> Engine<P> {
     /// After the last event: every rank must be done and nothing left unmatched.
     fn check_end(&self) -> Result<(), SimError> {
         let p = self.num_ranks();
+        if let Some(t) = (0..p).map(|r| self.finish_time(r)).find(|&t| t > crate::time::TIME_LIMIT) {
+            return Err(SimError::Invalid(crate::time::past_limit(t)));
+        }
         let stuck: Vec<u32> = (0..p).filter(|&r| !self.program.is_finished(r)).collect();
         if !stuck.is_empty() {
             return Err(SimError::Deadlock(self.deadlock_report(&stuck)));

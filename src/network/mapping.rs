@@ -78,16 +78,14 @@ pub fn cartesian(grid: &[u32], block: &[u32], torus: Option<[u32; 3]>) -> Result
 
 /// One node number per line (rank order); '#' starts a comment.
 pub fn read_file(path: &str, ranks: u32) -> Result<Vec<u32>, String> {
-    let text = std::fs::read(path).map_err(|e| format!("network.mapping.path: {path}: {e}"))?;
-    let text = String::from_utf8(text).map_err(|_| format!("network.mapping.path: {path}: not UTF-8 text"))?;
+    let text = crate::files::read_text(path, "mapping file").map_err(|e| format!("network.mapping.path: {e}"))?;
     let mut nodes = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.split('#').next().unwrap_or("").trim();
         if t.is_empty() {
             continue;
         }
-        let n: u32 =
-            t.parse().map_err(|_| format!("network.mapping: {path}:{}: expected a node number (0 to {}), found {t:?}", i + 1, u32::MAX))?;
+        let n: u32 = t.parse().map_err(|_| format!("network.mapping: {path}:{}: expected a node number (0 to {})", i + 1, u32::MAX))?;
         nodes.push(n);
         if nodes.len() > ranks as usize {
             break;

@@ -52,7 +52,8 @@ impl LogGOPS {
         } else {
             // Non-negative, so adding ½ and truncating rounds to nearest
             // (and avoids a libm call on every message).
-            ((size - 1) as f64 * per_byte_ps + 0.5) as Time
+            // Capped just past the time limit: the run stops there, and no sum wraps.
+            ((size - 1) as f64 * per_byte_ps + 0.5).min(crate::time::PAST_LIMIT as f64) as Time
         }
     }
 
@@ -78,9 +79,15 @@ impl LogGOPS {
     }
 
     pub fn validate(&self, what: &str) -> Result<(), String> {
+        use crate::time::MAX_INPUT;
         for (name, v) in [("G", self.big_g_ps), ("O", self.big_o_ps)] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{what}.{name} must be a finite non-negative number, got {v}"));
+            if !(v.is_finite() && (0.0..=MAX_INPUT as f64).contains(&v)) {
+                return Err(format!("{what}.{name} must be a finite number between 0 and {MAX_INPUT} ps, got {v}"));
+            }
+        }
+        for (name, v) in [("L", self.l_ps), ("o", self.o_ps), ("g", self.g_ps)] {
+            if v > MAX_INPUT {
+                return Err(format!("{what}.{name} must be at most {MAX_INPUT} ps (about 13 days), got {v}"));
             }
         }
         Ok(())

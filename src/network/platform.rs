@@ -144,19 +144,28 @@ impl Platform {
                 if nodes.len() != ranks as usize {
                     return Err(format!("network.mapping: {} entries for {ranks} ranks", nodes.len()));
                 }
-                let count = nodes.iter().copied().max().map_or(0, |m| m as usize + 1);
-                let mut fill = vec![0u32; count];
-                self.slot_of = nodes
-                    .iter()
-                    .map(|&n| {
-                        fill[n as usize] += 1;
-                        fill[n as usize] - 1
-                    })
-                    .collect();
-                if let Some(n) = fill.iter().position(|&f| f > rpn) {
-                    return Err(format!("network.mapping puts {} ranks on node {n}, more than ranks_per_node ({rpn})", fill[n]));
+                // Node numbers index per-node state: keep them below the rank
+                // count (or the torus's node count), so memory follows the run.
+                let bound = match self.topology {
+                    Topology::Torus { dims } => dims.iter().map(|&d| d as u64).product::<u64>().max(ranks as u64),
+                    _ => ranks as u64,
+                };
+                if let Some((r, &n)) = nodes.iter().enumerate().find(|(_, &n)| n as u64 >= bound) {
+                    return Err(format!("network.mapping: rank {r} is on node {n}; node numbers must be below {bound} (the rank count, or a torus's node count)"));
                 }
-                count as u32
+                // Slots: ranks in order within each node (sorting, not a per-node table).
+                let mut order: Vec<u32> = (0..ranks).collect();
+                order.sort_by_key(|&r| (nodes[r as usize], r));
+                self.slot_of = vec![0; ranks as usize];
+                let mut run = 0u32;
+                for (i, &r) in order.iter().enumerate() {
+                    run = if i > 0 && nodes[order[i - 1] as usize] == nodes[r as usize] { run + 1 } else { 0 };
+                    if run >= rpn {
+                        return Err(format!("network.mapping puts more than ranks_per_node ({rpn}) ranks on node {}", nodes[r as usize]));
+                    }
+                    self.slot_of[r as usize] = run;
+                }
+                nodes.iter().copied().max().map_or(0, |m| m + 1)
             }
         };
         self.topology.validate(nodes as u64)

@@ -16,8 +16,9 @@ pub enum Topology {
     /// leaf, (radix/2)^l per level-l subtree; up to the common ancestor and
     /// down again.
     FatTree {
+        /// Ports per switch (at least 4: half go down to nodes or switches below).
         #[serde(default = "radix")]
-        #[schemars(range(min = 2))]
+        #[schemars(range(min = 4))]
         radix: u32,
     },
     /// A 3-D torus of nodes (x fastest), wrap-around links, minimal routing.
@@ -50,7 +51,8 @@ fn routers_per_group() -> u32 {
 impl Topology {
     pub fn validate(&self, nodes: u64) -> Result<(), String> {
         match *self {
-            Topology::FatTree { radix } if radix < 2 => Err(format!("network.topology.radix must be at least 2, got {radix}")),
+            // radix/2 ≥ 2 children per switch, or no level ever joins two nodes
+            Topology::FatTree { radix } if radix < 4 => Err(format!("network.topology.radix: must be at least 4, got {radix}")),
             Topology::Torus { dims } => {
                 let n: u64 = dims.iter().map(|&d| d as u64).product();
                 if dims.contains(&0) || n < nodes {
@@ -74,7 +76,7 @@ impl Topology {
         match *self {
             Topology::FullyConnected => 1,
             Topology::FatTree { radix } => {
-                let down = (radix / 2).max(1) as u64;
+                let down = (radix / 2).max(2) as u64; // ≥ 2, so the climb ends (validate refuses radix < 4)
                 let (mut a, mut b, mut level) = (a as u64, b as u64, 0);
                 while a != b {
                     (a, b, level) = (a / down, b / down, level + 1);

@@ -360,6 +360,9 @@ impl Source {
                 // A detour that started up to `d` before t may still run.
                 let mut w = ((t - d) as f64 / window).floor() as i64;
                 loop {
+                    if w as f64 * window > crate::time::TIME_LIMIT as f64 {
+                        return None; // no detour begins before the engine's time limit
+                    }
                     let mut starts = [0i64; MAX_ARRIVALS_PER_WINDOW];
                     let n = self.poisson_window(seed, rank, w, *window, (*mean_per_window, *exp_neg_mean), &mut starts);
                     for &s in &starts[..n] {

@@ -16,16 +16,16 @@ pub fn parse_noise_trace(text: &str, file: &str) -> Result<Vec<(Time, Time)>, St
         let mut fields = line.split_whitespace();
         let mut number = |what: &str| -> Result<Time, String> {
             let tok = fields.next().ok_or_else(|| format!("{file}:{}: expected a {what} in ns (line: '{line}')", i + 1))?;
-            let v: f64 = tok.parse().map_err(|_| format!("{file}:{}: expected a {what} in ns, found '{tok}'", i + 1))?;
+            let v: f64 = tok.parse().map_err(|_| format!("{file}:{}: expected a {what} in ns", i + 1))?;
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{file}:{}: the {what} must be a non-negative number, found '{tok}'", i + 1));
+                return Err(format!("{file}:{}: the {what} must be a non-negative number", i + 1));
             }
             Ok((v * PS_PER_NS as f64).round() as Time)
         };
         let start = number("start time")?;
         let duration = number("duration")?;
-        if let Some(extra) = fields.next() {
-            return Err(format!("{file}:{}: expected end of line after the duration, found '{extra}'", i + 1));
+        if fields.next().is_some() {
+            return Err(format!("{file}:{}: expected end of line after the duration, ", i + 1));
         }
         out.push((start, duration));
     }
@@ -33,7 +33,7 @@ pub fn parse_noise_trace(text: &str, file: &str) -> Result<Vec<(Time, Time)>, St
 }
 
 pub fn read_noise_trace(path: &Path) -> Result<Vec<(Time, Time)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read noise trace: {e}", path.display()))?;
+    let text = crate::files::read_text(&path.display().to_string(), "noise trace")?;
     parse_noise_trace(&text, &path.display().to_string())
 }
 

@@ -4,7 +4,7 @@
 
 use super::goal::{GoalKind, GoalSchedule};
 use super::{OpKind, Program, ReadyOp};
-use crate::time::{Time, PS_PER_NS};
+use crate::time::{Time, PAST_LIMIT, PS_PER_NS};
 
 /// Compressed adjacency: successors of op i are targets[offsets[i]..offsets[i+1]].
 #[derive(Debug, Default)]
@@ -83,7 +83,7 @@ impl GoalProgram {
                         let (kind, size) = match o.kind {
                             GoalKind::Send => (OpKind::Send, o.size),
                             GoalKind::Recv => (OpKind::Recv, o.size),
-                            GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS)),
+                            GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
                         };
                         ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic }
                     })

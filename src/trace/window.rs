@@ -13,7 +13,7 @@
 use super::convert::{NewOp, OpRef, RankConv, Shared, Sink};
 use crate::program::goal::GoalKind;
 use crate::program::{OpKind, Program, ReadyOp};
-use crate::time::{Time, PS_PER_NS};
+use crate::time::{Time, PAST_LIMIT, PS_PER_NS};
 
 const NIL: u32 = u32::MAX;
 
@@ -124,7 +124,7 @@ impl Sink for Window {
         let (kind, size) = match new.kind {
             GoalKind::Send => (OpKind::Send, new.size),
             GoalKind::Recv => (OpKind::Recv, new.size),
-            GoalKind::Calc => (OpKind::Calc, new.size.saturating_mul(PS_PER_NS)),
+            GoalKind::Calc => (OpKind::Calc, new.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
         };
         let node = Node {
             seq,

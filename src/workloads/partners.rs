@@ -45,8 +45,7 @@ impl PartnerTable {
     }
 
     pub fn read(path: &str) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-        Self::parse(&text, path)
+        Self::parse(&crate::files::read_text(path, "partner file")?, path)
     }
 
     pub fn parse(text: &str, source: &str) -> Result<Self, String> {
@@ -61,7 +60,7 @@ impl PartnerTable {
             let Some((&key, args)) = words.split_first() else { continue };
             let num = |j: usize, what: &str| -> Result<u64, String> {
                 let w = args.get(j).ok_or_else(|| err(format!("`{key}` needs {what}")))?;
-                w.parse::<u64>().map_err(|_| err(format!("expected {what} (a non-negative integer), found `{w}`")))
+                w.parse::<u64>().map_err(|_| err(format!("expected {what} (a non-negative integer) as word {}", j + 2)))
             };
             let expect = |n: usize| -> Result<(), String> {
                 if args.len() != n {
@@ -106,7 +105,7 @@ impl PartnerTable {
                     let (send, recv) = (num(2, "send elements")?, num(3, "receive elements")?);
                     lines.push((rank as u32, peer as u32, send, recv, line));
                 }
-                other => return Err(err(format!("unknown record `{other}` (expected ranks, nonzeros or partner)"))),
+                _ => return Err(err("unknown record (expected ranks, nonzeros or partner)".into())),
             }
         }
         let p = ranks.ok_or_else(|| format!("{source}: empty; the first line must be `ranks <count>`"))?;

@@ -473,8 +473,8 @@ mod tests {
             ("ranks 2\nnonzeros 0 1 1\nnonzeros 1 1 1\npartner 0 1 5 4\n", "m.txt:4: rank 0 lists 1 as a partner but 1 does not list 0"),
             ("ranks 2\nnonzeros 0 1 1\npartner 0 2 1 1\n", "m.txt:3: peer 2 of rank 0 must be another rank in 0..2"),
             ("ranks 2\nnonzeros 0 1 1\n", "m.txt: rank 1 has no `nonzeros` line"),
-            ("ranks 2\nnonzeros 0 x 1\n", "m.txt:2: expected local nonzeros (a non-negative integer), found `x`"),
-            ("ranks 2\nedge 0 1\n", "m.txt:2: unknown record `edge`"),
+            ("ranks 2\nnonzeros 0 x 1\n", "m.txt:2: expected local nonzeros (a non-negative integer) as word 3"),
+            ("ranks 2\nedge 0 1\n", "m.txt:2: unknown record (expected ranks, nonzeros or partner)"),
         ];
         for (text, want) in bad {
             let e = PartnerTable::parse(text, "m.txt").unwrap_err();

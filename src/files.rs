@@ -1,0 +1,23 @@
+//! Reading the text files a scenario names (partner, mapping and noise-trace
+//! files): regular files only and of bounded size, so that naming a device
+//! or a huge file gives an error instead of exhausting memory. Errors name
+//! the file, never its contents.
+
+use std::io::Read;
+
+/// The largest text input read whole.
+pub const MAX_TEXT_BYTES: u64 = 1 << 30;
+
+pub fn read_text(path: &str, what: &str) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{path}: cannot read the {what}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("{path}: cannot read the {what}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{path}: the {what} must be a regular file"));
+    }
+    if meta.len() > MAX_TEXT_BYTES {
+        return Err(format!("{path}: the {what} is {} MiB, more than the {} MiB read whole", meta.len() >> 20, MAX_TEXT_BYTES >> 20));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_TEXT_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{path}: cannot read the {what}: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| format!("{path}: the {what} is not UTF-8 text (at byte {})", e.utf8_error().valid_up_to()))
+}

@@ -1,0 +1,91 @@
+"""Inputs at the edges: every one gives the right answer or a clear error
+naming the limit, never a hang, a wrapped time or a traceback (issue 15)."""
+
+import pytest
+
+import idlewave
+from conftest import run_cli
+from idlewave import ScenarioError, SimulationError
+
+
+def bsp(**kw):
+    return {"kind": "bsp", "ranks": 4, "iterations": 3, "compute_s": 1e-6} | kw
+
+
+def test_simulated_time_past_the_limit_is_an_error_not_a_wrapped_time():
+    # 5 × 1e6 s = 5e18 ps: past 2^62 ps; each value alone is allowed
+    with pytest.raises(SimulationError, match=r"past the engine's limit of 2\^62 ps \(about 53.4 days\)"):
+        idlewave.simulate({"workload": bsp(compute_s=1e6, iterations=5)})
+    # just below: right to the picosecond
+    r = idlewave.simulate({"workload": bsp(compute_s=1e6, iterations=4, distances=[1], message_bytes=1)})
+    assert r.summary["makespan_ps"] >= 4 * 10**18
+
+
+def test_a_single_value_beyond_the_input_limit_names_the_key():
+    with pytest.raises(ScenarioError, match=r"network.L_s: must be between 0 and 1152921"):
+        idlewave.simulate({"network": {"L_s": 9.0e6}, "workload": bsp()})
+    with pytest.raises(ScenarioError, match=r"workload.compute_s: must be between 0 and 1152921"):
+        idlewave.simulate({"workload": bsp(compute_s=9.0e6)})
+
+
+def test_huge_messages_stop_at_the_limit_instead_of_wrapping():
+    # (s-1)·G = 2^40 · 1e15 ps would wrap a u64 sum
+    with pytest.raises(SimulationError, match="past the engine's limit"):
+        idlewave.simulate({"network": {"G_s_per_byte": 1e3, "S_bytes": 2**41}, "workload": bsp(message_bytes=2**40)})
+
+
+def test_goal_calcs_past_the_limit_are_an_error(tmp_path):
+    g = tmp_path / "big.goal"
+    g.write_text("num_ranks 1\nrank 0 {\nl1: calc 10000000000000000\nl2: calc 10000000000000000\nl2 requires l1\n}\n")
+    with pytest.raises(SimulationError, match="past the engine's limit"):
+        idlewave.simulate({"workload": {"kind": "goal", "path": str(g)}})
+    p = run_cli("loggopsim", str(g), check=False)
+    assert p.returncode == 1 and "past the engine's limit" in p.stderr
+
+
+def test_loggopsim_parameters_out_of_range_are_refused(tmp_path):
+    g = tmp_path / "one.goal"
+    g.write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\nrank 1 {\nl1: recv 8b from 0\n}\n")
+    p = run_cli("loggopsim", str(g), "-L", str(2**64), check=False)
+    assert p.returncode != 0 and "-L must be between 0 and 2^64 - 1" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("loggopsim", str(g), "-L", str(2**63 - 1), check=False)
+    assert p.returncode == 1 and "at most" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_fat_trees_need_four_ports_and_hops_always_end():
+    net = {"ranks_per_node": 2, "topology": {"kind": "fat_tree", "radix": 2}}
+    with pytest.raises(ScenarioError, match=r"network.topology.radix: must be >= 4, got 2"):
+        idlewave.simulate({"network": net, "workload": {"kind": "collective", "ranks": 8}})
+    net["topology"]["radix"] = 4
+    assert idlewave.simulate({"network": net, "workload": {"kind": "collective", "ranks": 8}}).summary["makespan_s"] > 0
+
+
+def test_a_poisson_rate_so_low_no_detour_falls_in_the_run_is_no_noise():
+    quiet = idlewave.simulate({"workload": bsp()})
+    rare = idlewave.simulate({"noise": [{"kind": "poisson", "rate_hz": 1e-12, "duration_s": 1e-4}], "workload": bsp()})
+    assert rare.summary["makespan_ps"] == quiet.summary["makespan_ps"]
+
+
+def test_devices_and_sparse_node_numbers_are_refused_before_allocating(tmp_path):
+    with pytest.raises(SimulationError, match="must be a regular file"):
+        idlewave.simulate({"workload": {"kind": "spmv", "ranks": 4, "partners_file": "/dev/zero"}})
+    with pytest.raises(SimulationError, match="must be a regular file"):
+        idlewave.simulate({"workload": {"kind": "goal", "path": "/dev/zero"}})
+    f = tmp_path / "map.txt"
+    f.write_text("0\n0\n1\n4294967295\n")
+    with pytest.raises(SimulationError, match="rank 3 is on node 4294967295; node numbers must be below 4"):
+        idlewave.simulate({"network": {"ranks_per_node": 2, "mapping": {"kind": "file", "path": str(f)}},
+                           "workload": bsp()})
+
+
+def test_errors_name_files_but_never_quote_them(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t:$6$salt$hash:19000:0:99999:7:::\n")
+    for workload, network in (({"kind": "spmv", "ranks": 4, "partners_file": str(secret)}, {}),
+                              (bsp(), {"mapping": {"kind": "file", "path": str(secret)}})):
+        with pytest.raises((SimulationError, ScenarioError)) as e:
+            idlewave.simulate({"network": network, "workload": workload})
+        assert str(secret) in str(e.value) and "s3cr3t" not in str(e.value), str(e.value)
+    with pytest.raises(SimulationError) as e:
+        idlewave.simulate({"noise": [{"kind": "trace", "path": str(secret)}], "workload": bsp()})
+    assert "s3cr3t" not in str(e.value)
