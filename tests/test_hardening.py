@@ -4,7 +4,7 @@ naming the limit, never a hang, a wrapped time or a traceback (issue 15)."""
 import pytest
 
 import idlewave
-from conftest import run_cli
+from conftest import EXAMPLES, run_cli
 from idlewave import ScenarioError, SimulationError
 
 
@@ -89,3 +89,41 @@ def test_errors_name_files_but_never_quote_them(tmp_path):
     with pytest.raises(SimulationError) as e:
         idlewave.simulate({"noise": [{"kind": "trace", "path": str(secret)}], "workload": bsp()})
     assert "s3cr3t" not in str(e.value)
+
+
+def test_a_result_directory_is_one_run_complete(tmp_path):
+    out = tmp_path / "r"
+    r = idlewave.simulate({"workload": bsp()})
+    r.write(out)
+    (out / "stale.json").write_text("{}")  # left by some earlier run
+    idlewave.simulate({"workload": bsp(iterations=5)}).write(out)
+    assert sorted(p.name for p in out.iterdir()) == ["ranks.parquet", "scenario.json", "summary.json", "timers.parquet"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary names left
+    f = tmp_path / "file"
+    f.write_text("x")
+    p = run_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", f, check=False)
+    assert p.returncode == 2 and "exists and is not a directory" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("text, says", [
+    ("network = 3\n", "network: expected a table"),
+    ("[network]\nplatform = 2\n", "network.platform: expected a string"),
+    ("a = " + "[" * 1000 + "]" * 1000 + "\n", "nested too deeply"),
+])
+def test_malformed_scenarios_are_errors_not_tracebacks(tmp_path, text, says):
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    p = run_cli("simulate", f, check=False)
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("study, says", [
+    ('base = "."\n', "cannot read scenario"),
+    ("points = [1, 2]\n", "points must be an array of tables"),
+    ("[base]\nseed = \n", "TOML syntax error"),
+])
+def test_malformed_studies_are_errors_not_tracebacks(tmp_path, study, says):
+    f = tmp_path / "study.toml"
+    f.write_text(study)
+    p = run_cli("sweep", f, "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -33,8 +33,13 @@ def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
     assert "workload.ranks" in bad["error"]
     done = sorted((tmp_path / "out" / "points").glob("*/summary.json"))
     stamps = [p.stat().st_mtime_ns for p in done]
-    cli("sweep", study, "--out", tmp_path / "out", "--quiet")
+    said = cli("sweep", study, "--out", tmp_path / "out", "--quiet").stdout
     assert [p.stat().st_mtime_ns for p in done] == stamps  # finished points are not run again
+    assert "4 reused" in said
+    # a changed base is a different scenario: nothing is reused
+    study.write_text(STUDY.replace("[base.workload]", "[base.network]\nL_s = 1e-6\n[base.workload]"))
+    said = cli("sweep", study, "--out", tmp_path / "out", "--quiet").stdout
+    assert "0 reused" in said and len(list((tmp_path / "out" / "points").glob("*/summary.json"))) == 8
     # the barrier costs more than it saves under noise, in every pair
     m = {(r["workload.barrier"], r["noise"] != "[]"): r["makespan_s"] for r in t.filter(pl.col("status") == "done").to_dicts()}
     assert m[True, False] > m[False, False] and m[True, True] > m[False, True]

@@ -17,6 +17,7 @@ from idlewave.cli_common import err, fail, out
 from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
 from idlewave.cli_trace import trace_app
+from idlewave.results import ResultsError, finite
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
 
 app = typer.Typer(
@@ -81,6 +82,8 @@ def simulate(
         fail("--seed must be a non-negative integer")
     if timeline and out_dir is None:
         fail("--timeline writes into the --out directory; give --out")
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: exists and is not a directory")
     try:
         result = run_with_progress(lambda cb: run_scenario(scenario, seed=seed, progress=cb, timeline=timeline), quiet or as_json)
     except FileNotFoundError as e:
@@ -90,9 +93,12 @@ def simulate(
     except KeyboardInterrupt:
         fail("interrupted; nothing was written", code=130)
     if out_dir is not None:
-        result.write(out_dir)
+        try:
+            result.write(out_dir)
+        except ResultsError as e:
+            fail(str(e))
     if as_json:
-        print(json.dumps(result.summary, indent=2))
+        print(json.dumps(finite(result.summary), indent=2, allow_nan=False))
     else:
         show_summary(result.summary, out_dir)
 
@@ -317,10 +323,14 @@ def sweep(
             with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err) as bar:
                 task = bar.add_task("points", total=None)
                 frame = run_sweep(study, out_dir, scheduler, workers, lambda i, n: bar.update(task, completed=i, total=n))
-    except (ScenarioError, FileNotFoundError) as e:
+    except (ScenarioError, FileNotFoundError, ResultsError) as e:
         fail(str(e))
+    except OSError as e:  # e.g. a scheduler that cannot be reached
+        fail(f"sweep: {e}")
     failed = frame.filter(frame["status"] == "failed").height if "status" in frame.columns else 0
-    out.print(f"{frame.height} points ({failed} failed) in {out_dir}; table: {out_dir / 'sweep.parquet'}")
+    reused = json.loads((out_dir / "study.json").read_text()).get("reused", 0)
+    out.print(f"{frame.height} points ({failed} failed, {reused} reused from an earlier run of the same scenario) in {out_dir}; "
+              f"table: {out_dir / 'sweep.parquet'}")
 
 
 @app.command()

@@ -37,6 +37,8 @@ def load(name_or_path: str, resolve: Callable[[str], str]) -> tuple[dict, str]:
             f"{name_or_path!r} is neither a preset ({', '.join(presets())}) nor a readable file") from None
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: TOML nested too deeply to read") from None
     return data.get("network", data), str(path)
 
 

@@ -1,14 +1,19 @@
 """Writing results so that nothing already written is lost.
 
 Every file is written under a temporary name in its final directory and then
-renamed into place (an atomic replace on POSIX); ``summary.json`` goes last,
-so a directory whose summary is present holds a complete, consistent set.
+renamed into place (an atomic replace on POSIX). A result directory is
+written whole (:func:`write_dir`): its files go into a temporary sibling
+directory, which then takes the final name, so a reader finds the old
+complete set, the new complete set or (for an instant) none, never a mix of
+two runs; temporary names are cleaned up on failure.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -38,10 +43,21 @@ def write_file(path: Path, write: Callable[[Path], None]) -> None:
     _atomic(path, write)
 
 
+def finite(data):
+    """`data` with every NaN or infinity replaced by None (JSON has no such numbers)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
+
+
 def write_json(path: Path, data: dict) -> None:
     def write(tmp: Path) -> None:
         with open(tmp, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
+            json.dump(finite(data), f, indent=2, sort_keys=True, allow_nan=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -59,3 +75,41 @@ def write_text(path: Path, text: str) -> None:
         tmp.write_text(text)
 
     _atomic(path, write)
+
+
+class ResultsError(OSError):
+    """A result directory that cannot be written; the message says where and why."""
+
+
+def write_dir(out: Path, fill: Callable[[Path], None]) -> Path:
+    """Lets `fill` write a result directory's files into a fresh temporary
+    directory beside `out`, then puts it in place of `out` (replacing a
+    previous result directory, never a file)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ResultsError(f"{out}: exists and is not a directory")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    except OSError as e:
+        raise ResultsError(f"{out}: cannot create the result directory: {e.strerror or e}") from None
+    old = None
+    try:
+        fill(tmp)
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 is for the temporary name only
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+            os.replace(out, old / "previous")
+        os.replace(tmp, out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not out.exists():
+            os.replace(old / "previous", out)  # put the previous result back
+        raise ResultsError(f"{out}: cannot write results: {e.strerror or e}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return out

@@ -33,6 +33,7 @@ from idlewave import overrides as overrides_mod
 __all__ = [
     "ScenarioError",
     "load_scenario",
+    "read_toml",
     "parse_scenario",
     "validate",
     "schema",
@@ -147,16 +148,31 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> dict:
     Relative paths inside it resolve against the file's directory.
     """
     p = Path(path)
+    raw = read_toml(p)
+    return _checked(raw, str(path), overrides, base_dir=p.resolve().parent)
+
+
+def read_toml(path: str | Path, what: str = "scenario") -> dict:
+    """A TOML file's tables, or a ScenarioError saying why not (file:line for syntax)."""
     source = str(path)
     try:
-        data = p.read_bytes()
+        data = Path(path).read_bytes()
     except OSError as e:
-        raise ScenarioError(f"{source}: cannot read scenario: {e.strerror or e}", source=source) from None
+        raise ScenarioError(f"{source}: cannot read {what}: {e.strerror or e}", source=source) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ScenarioError(f"{source}: not valid UTF-8 ({e.reason} at byte {e.start})", source=source) from None
-    return parse_scenario(text, source, overrides, base_dir=p.resolve().parent)
+    return _toml(text, source)
+
+
+def _toml(text: str, source: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise _syntax_error(e, text, source) from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: TOML nested too deeply to read", source=source) from None
 
 
 def parse_scenario(
@@ -165,10 +181,10 @@ def parse_scenario(
     """Parses TOML text and validates it. ``source`` names it in messages; when it
     is a file name, relative paths resolve against its directory (else
     ``base_dir``, else the current directory)."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise _syntax_error(e, text, source) from None
+    return _checked(_toml(text, source), source, overrides, base_dir=base_dir)
+
+
+def _checked(raw: dict, source: str, overrides: dict | None, *, base_dir: str | Path | None) -> dict:
     if overrides:
         raw = overrides_mod.apply(raw, overrides, lambda key, msg: _fail(source, key, msg))
     return validate(raw, source, base_dir=base_dir)
@@ -182,7 +198,8 @@ def validate(raw: dict, source: str = "<dict>", *, base_dir: str | Path | None =
     if base_dir is None:
         base_dir = Path(source).parent if source and not source.startswith("<") else Path.cwd()
     w = _Walker(source, Path(base_dir))
-    if isinstance(raw, dict) and isinstance(raw.get("network"), dict) and raw["network"].get("platform"):
+    if isinstance(raw, dict) and isinstance(raw.get("network"), dict) and isinstance(raw["network"].get("platform"), str) \
+            and raw["network"]["platform"]:
         raw = {**raw, "network": platform.merged(raw["network"], w.resolve, w.fail)}
     doc = w.value(raw, schema(), "")
     with engine_errors(source):

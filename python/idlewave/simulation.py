@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from idlewave import _engine
-from idlewave.results import write_json, write_parquet
+from idlewave.results import write_dir, write_json, write_parquet
 from idlewave.scenario import engine_errors, load_scenario, validate
 
 
@@ -52,9 +52,19 @@ class Result:
             cols[f"{name}_s"] = m.reshape(-1)
         return pl.DataFrame(cols)
 
-    def write(self, out: str | Path) -> Path:
-        """Writes ranks.parquet, timers.parquet and summary.json (last) into `out`."""
-        out = Path(out)
+    def write(self, out: str | Path, extra: dict[str, dict] | None = None) -> Path:
+        """Writes ranks.parquet, timers.parquet, scenario.json and summary.json
+        (and `extra` JSON files by name) as one directory `out`, complete or
+        not at all (see results.write_dir)."""
+
+        def fill(d: Path) -> None:
+            for name, data in (extra or {}).items():
+                write_json(d / name, data)
+            self._fill(d)
+
+        return write_dir(Path(out), fill)
+
+    def _fill(self, out: Path) -> None:
         write_parquet(out / "ranks.parquet", self.ranks_frame())
         write_parquet(out / "timers.parquet", self.timers_frame())
         write_json(out / "scenario.json", self.scenario)
@@ -65,7 +75,6 @@ class Result:
         if self.trace_report is not None:
             write_json(out / "trace_report.json", self.trace_report)
         write_json(out / "summary.json", self.summary)
-        return out
 
 
 Progress = Callable[[float, int], bool]

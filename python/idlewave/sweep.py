@@ -15,35 +15,34 @@ import hashlib
 import itertools
 import json
 import time
-import tomllib
 from pathlib import Path
 
 import polars as pl
 
 from idlewave.overrides import apply
-from idlewave.results import write_json, write_parquet
-from idlewave.scenario import ScenarioError, validate
+from idlewave import _engine
+from idlewave.results import write_dir, write_json, write_parquet
+from idlewave.scenario import ScenarioError, read_toml, validate
 
 
 def load_study(path: str | Path) -> tuple[dict, list[dict], str]:
     """(base scenario, list of override dicts, name)."""
     p = Path(path)
-    try:
-        raw = tomllib.loads(p.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ScenarioError(f"{p}: {e}") from None
+    raw = read_toml(p, "study")
     unknown = set(raw) - {"name", "base", "grid", "points"}
     if unknown:
         raise ScenarioError(f"{p}: unknown key(s) {', '.join(sorted(unknown))} (allowed: name, base, grid, points)")
     base = raw.get("base", {})
     if isinstance(base, str):
-        base = tomllib.loads((p.parent / base).read_text())
+        base = read_toml(p.parent / base)
+    if not isinstance(base, dict):
+        raise ScenarioError(f"{p}: base is a scenario table ([base]) or a scenario file name")
     grid = raw.get("grid", {})
     if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
         raise ScenarioError(f"{p}: [grid] maps key paths to non-empty lists of values")
     points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] if grid else []
     extra = raw.get("points", [])
-    if not isinstance(extra, list):
+    if not isinstance(extra, list) or not all(isinstance(x, dict) for x in extra):
         raise ScenarioError(f"{p}: points must be an array of tables ([[points]])")
     points += [dict(_flatten(x)) for x in extra]
     if not points:
@@ -59,8 +58,10 @@ def _flatten(d: dict, prefix: str = ""):
             yield f"{prefix}{k}", v
 
 
-def point_id(overrides: dict) -> str:
-    text = json.dumps(overrides, sort_keys=True, default=str)
+def point_id(scenario: dict) -> str:
+    """A point's key: its whole checked scenario and the engine version, so a
+    changed base, default or engine never reuses an old result."""
+    text = json.dumps({"scenario": scenario, "engine": _engine.__version__}, sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -71,8 +72,8 @@ def scenario_of(base: dict, overrides: dict, base_dir: Path) -> dict:
     return validate(apply(base, overrides, fail), "<sweep point>", base_dir=base_dir)
 
 
-def run_point(scn: dict, out: str) -> dict:
-    """One point (runs on a worker): its result, or its error, written atomically."""
+def run_point(scn: dict, out: str, point: dict | None = None) -> dict:
+    """One point (runs on a worker): its result, or its error, written as one directory."""
     from idlewave.simulation import simulate
 
     d = Path(out)
@@ -80,10 +81,18 @@ def run_point(scn: dict, out: str) -> dict:
     try:
         r = simulate(scn)
     except Exception as e:  # recorded, not raised: one failure must not stop the study
-        write_json(d / "error.json", {"error": str(e), "type": type(e).__name__})
+        _write_error(d, point or {}, e)
         return {"status": "failed", "error": str(e)}
-    r.write(d)
+    r.write(d, {"point.json": point or {}})
     return {"status": "done", "wall_s": time.perf_counter() - start}
+
+
+def _write_error(d: Path, point: dict, e: Exception) -> None:
+    def fill(tmp: Path) -> None:
+        write_json(tmp / "point.json", point)
+        write_json(tmp / "error.json", {"error": str(e), "type": type(e).__name__})
+
+    write_dir(d, fill)
 
 
 def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, workers: int | None = None,
@@ -93,20 +102,23 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
     study = Path(study)
     base, points, name = load_study(study)
     out = Path(out)
-    todo, table = [], []
+    todo, table, reused = [], [], 0
+    ids = []
     for ov in points:
-        pid = point_id(ov)
-        d = out / "points" / pid
-        write_json(d / "point.json", {"id": pid, "overrides": ov})
-        if (d / "summary.json").exists():
-            continue
-        (d / "error.json").unlink(missing_ok=True)
         try:
             scn = scenario_of(base, ov, study.parent)
         except ScenarioError as e:  # an invalid point is a failed point; the others still run
-            write_json(d / "error.json", {"error": str(e), "type": "ScenarioError"})
+            pid = "invalid-" + hashlib.sha1(json.dumps(ov, sort_keys=True, default=str).encode()).hexdigest()[:12]
+            ids.append(pid)
+            _write_error(out / "points" / pid, {"id": pid, "overrides": ov}, e)
             continue
-        todo.append((pid, scn, str(d)))
+        pid = point_id(scn)
+        ids.append(pid)
+        d = out / "points" / pid
+        if (d / "summary.json").exists():
+            reused += 1
+            continue
+        todo.append((pid, scn, str(d), {"id": pid, "overrides": ov}))
     if todo:
         cluster = None
         if scheduler:
@@ -115,7 +127,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
             cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None)
             client = Client(cluster)
         try:
-            futures = {client.submit(run_point, scn, d, key=f"idlewave-{pid}", pure=False): pid for pid, scn, d in todo}
+            futures = {client.submit(run_point, scn, d, point, key=f"idlewave-{pid}", pure=False): pid for pid, scn, d, point in todo}
             for i, fut in enumerate(as_completed(futures), 1):
                 fut.result()
                 if progress:
@@ -124,8 +136,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
             client.close()
             if cluster is not None:
                 cluster.close()
-    for ov in points:
-        pid = point_id(ov)
+    for ov, pid in zip(points, ids):
         d = out / "points" / pid
         row = {"id": pid, **{k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in ov.items()}}
         if (d / "summary.json").exists():
@@ -138,7 +149,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
         table.append(row)
     frame = pl.DataFrame(table, infer_schema_length=None)
     write_parquet(out / "sweep.parquet", frame)
-    write_json(out / "study.json", {"name": name, "points": len(points), "study": str(study.resolve())})
+    write_json(out / "study.json", {"name": name, "points": len(points), "reused": reused, "study": str(study.resolve())})
     return frame
 
 
