@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from idlewave.overrides import apply
 from idlewave import _engine
+from idlewave.overrides import apply
 from idlewave.results import write_dir, write_json, write_parquet
 from idlewave.scenario import ScenarioError, read_toml, validate
 
