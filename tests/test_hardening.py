@@ -127,3 +127,35 @@ def test_malformed_studies_are_errors_not_tracebacks(tmp_path, study, says):
     f.write_text(study)
     p = run_cli("sweep", f, "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_regimes_inputs_that_are_not_timings_are_errors(tmp_path):
+    import numpy as np
+    import polars as pl
+
+    cases = {}
+    np.save(tmp_path / "pickled.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    cases["pickled.npy"] = "not a readable NumPy array"
+    np.save(tmp_path / "strings.npy", np.array(["a", "b"]))
+    cases["strings.npy"] = "expected numbers"
+    np.save(tmp_path / "truncated.npy", np.ones((4, 8)))
+    (tmp_path / "truncated.npy").write_bytes((tmp_path / "truncated.npy").read_bytes()[:100])
+    cases["truncated.npy"] = "not a readable NumPy array"
+    (tmp_path / "words.csv").write_text("a,b\nx,y\n")
+    cases["words.csv"] = "expected numbers in every column"
+    pl.DataFrame({"a": [[1.0, 2.0]], "b": [[3.0]]}).write_parquet(tmp_path / "lists.parquet")
+    cases["lists.parquet"] = "expected numbers in every column"
+    (tmp_path / "corrupt.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    cases["corrupt.parquet"] = "cannot read it"
+    for name, says in cases.items():
+        p = run_cli("regimes", tmp_path / name, "--out", tmp_path / "o", check=False)
+        assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (name, p.stderr)
+
+
+def test_a_regimes_name_cannot_leave_the_output_directory(tmp_path):
+    import numpy as np
+
+    np.save(tmp_path / "t.npy", np.ones((2, 50)))
+    p = run_cli("regimes", tmp_path / "t.npy", "--name", "../../x", "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and "no '/'" in p.stderr
+    assert not (tmp_path.parent / "x.png").exists()

@@ -274,6 +274,9 @@ def regimes(
     labels = names or [p.stem if p.is_file() else p.name for p in data]
     if len(labels) != len(data) or len(set(labels)) != len(labels):
         fail("give one distinct --name per input")
+    for label in labels:  # a name becomes a file name inside --out
+        if not label or label in (".", "..") or "/" in label or "\\" in label or label.startswith("."):
+            fail(f"--name {label!r}: a name is used as a file name inside --out; no '/', no leading '.'")
     try:
         sets = {n: load(p, timer) for n, p in zip(labels, data)}
         extra = {}

@@ -15,7 +15,10 @@ class DataError(ValueError):
 
 
 def check(T: np.ndarray, source: str = "data") -> np.ndarray:
-    T = np.asarray(T, dtype=float)
+    try:
+        T = np.asarray(T, dtype=float)
+    except (ValueError, TypeError):
+        raise DataError(f"{source}: expected numbers, got an array of {np.asarray(T).dtype}") from None
     if T.ndim == 1:
         T = T[None, :]
     if T.ndim != 2 or T.size == 0:
@@ -60,11 +63,19 @@ def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
     if not p.exists():
         raise DataError(f"{src}: no such file")
     if p.suffix == ".npy":
-        return check(np.load(p), src)
+        try:  # never unpickle what a file says
+            array = np.load(p, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:
+            raise DataError(f"{src}: not a readable NumPy array of numbers ({type(e).__name__})") from None
+        return check(array, src)
     try:
         frame = pl.read_parquet(p) if p.suffix == ".parquet" else pl.read_csv(p, comment_prefix="#")
     except (OSError, pl.exceptions.PolarsError) as e:
-        raise DataError(f"{src}: {e}") from None
+        raise DataError(f"{src}: cannot read it as {'Parquet' if p.suffix == '.parquet' else 'CSV'} ({type(e).__name__})") from None
+    except BaseException as e:  # polars raises a PanicException (a BaseException) on some corrupt files
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise DataError(f"{src}: cannot read it ({type(e).__name__})") from None
     if {"rank", "iteration"} <= set(frame.columns):
         time = next((c for c in ("time", "time_s", f"{timer}_s") if c in frame.columns), None)
         if time is None:
@@ -73,5 +84,5 @@ def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
     # wide: every column numeric, one row per rank
     try:
         return check(frame.to_numpy().astype(float), src)
-    except ValueError as e:
-        raise DataError(f"{src}: expected numbers in a wide table ({e})") from None
+    except (ValueError, TypeError):
+        raise DataError(f"{src}: expected numbers in every column of a wide table (one row per rank)") from None

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from idlewave.results import write_file  # noqa: E402
 from idlewave.stats.compare import band_depth, cdf_curves, cumulative_sorted  # noqa: E402
 
 COLORS = ["#3b0f70", "#21a6b5", "#f5c20a", "#d1495b", "#66a182", "#8c564b"]
@@ -21,9 +22,7 @@ def _save(fig, out: Path, name: str) -> list[str]:
     paths = []
     for ext in ("png", "svg"):
         final = out / f"{name}.{ext}"
-        tmp = out / f".{name}.tmp.{ext}"
-        fig.savefig(tmp, dpi=120)
-        tmp.replace(final)
+        write_file(final, lambda tmp, ext=ext: fig.savefig(tmp, dpi=120, format=ext))  # an unpredictable temporary name
         paths.append(final.name)
     plt.close(fig)
     return paths
