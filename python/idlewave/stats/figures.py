@@ -4,6 +4,7 @@ functional boxplots of per-rank CDFs (Fig. 9/10), cumulative sums (Fig. 11)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import matplotlib
@@ -18,11 +19,15 @@ from idlewave.stats.compare import band_depth, cdf_curves, cumulative_sorted  # 
 COLORS = ["#3b0f70", "#21a6b5", "#f5c20a", "#d1495b", "#66a182", "#8c564b"]
 
 
+def _savefig(fig, ext: str, path: Path) -> None:
+    fig.savefig(path, dpi=120, format=ext)
+
+
 def _save(fig, out: Path, name: str) -> list[str]:
     paths = []
     for ext in ("png", "svg"):
         final = out / f"{name}.{ext}"
-        write_file(final, lambda tmp, ext=ext: fig.savefig(tmp, dpi=120, format=ext))  # an unpredictable temporary name
+        write_file(final, functools.partial(_savefig, fig, ext))  # under an unpredictable temporary name
         paths.append(final.name)
     plt.close(fig)
     return paths
