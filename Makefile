@@ -9,7 +9,7 @@ SOURCES := $(shell find src python -name '*.rs' -o -name '*.py' 2>/dev/null) Car
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: install demo test lint bench clean system-deps check-examples
+.PHONY: install demo test lint bench clean system-deps check-examples fuzz
 
 install: $(STAMP)
 
@@ -42,6 +42,11 @@ lint: install
 test: install system-deps lint
 	cargo test --quiet
 	$(BIN)/python -m pytest -q
+
+# The property tests (src/fuzz.rs, tests/test_fuzz.py) at length; `make test` runs a few cases of each.
+fuzz: install
+	FUZZ_CASES=$${FUZZ_CASES:-5000} cargo test --release --quiet fuzz
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-3000} $(BIN)/python -m pytest -q tests/test_fuzz.py
 
 # Every example's results against the stored hashes: a refactoring must not change them
 # (after a deliberate change of results: scripts/hash_examples.py --write tests/example_hashes.json).

@@ -6,6 +6,8 @@ pub mod bench;
 pub mod collectives;
 pub mod engine;
 pub mod files;
+#[cfg(test)]
+mod fuzz;
 pub mod network;
 pub mod noise;
 pub mod noisemeter;

@@ -156,7 +156,7 @@ impl<P: Program> Engine<P> {
                 return Ok(true);
             };
             if ev.time > crate::time::TIME_LIMIT {
-                return Err(SimError::Invalid(crate::time::past_limit(ev.time)));
+                return Err(self.past_limit(ev.time));
             }
             self.now = ev.time;
             self.process(ev);
@@ -427,10 +427,22 @@ impl<P: Program> Engine<P> {
     }
 
     /// After the last event: every rank must be done and nothing left unmatched.
+    fn past_limit(&self, t: Time) -> SimError {
+        SimError::Invalid(if self.noise.too_dense() {
+            format!(
+                "a single computation crossed more than {} noise detours: the noise is too dense for the work \
+                 (lower rate_hz or the work per call) to simulate detour by detour",
+                crate::noise::MAX_DETOURS_PER_CHARGE
+            )
+        } else {
+            crate::time::past_limit(t)
+        })
+    }
+
     fn check_end(&self) -> Result<(), SimError> {
         let p = self.num_ranks();
         if let Some(t) = (0..p).map(|r| self.finish_time(r)).find(|&t| t > crate::time::TIME_LIMIT) {
-            return Err(SimError::Invalid(crate::time::past_limit(t)));
+            return Err(self.past_limit(t));
         }
         let stuck: Vec<u32> = (0..p).filter(|&r| !self.program.is_finished(r)).collect();
         if !stuck.is_empty() {

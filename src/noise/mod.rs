@@ -13,7 +13,7 @@
 //!
 //! Times are signed 64-bit picoseconds here (±106 days of simulated time).
 
-mod trace;
+pub mod trace;
 
 pub use trace::{parse_noise_trace, read_noise_trace};
 
@@ -181,7 +181,12 @@ pub struct Noise {
     /// [query time, detour end), which covers most CPU charges between two
     /// detours. Costs 24 bytes per rank; several sources go uncached.
     cache: Vec<[i64; 3]>,
+    too_dense: bool,
 }
+
+/// Detours one CPU charge may cross before the run is stopped (noise so
+/// dense for the work that simulating it detour by detour would not end).
+pub const MAX_DETOURS_PER_CHARGE: u32 = 1 << 24;
 
 /// Poisson arrivals per window: at most this many are drawn (P(more) < 1e-25 at mean 1).
 const MAX_ARRIVALS_PER_WINDOW: usize = 24;
@@ -241,7 +246,7 @@ impl Noise {
             sources.push(Source { kind, ranks, stream: i as u64 + 1 });
         }
         let cache = if sources.len() == 1 { vec![[i64::MAX, 0, 0]; num_ranks as usize] } else { Vec::new() };
-        Ok(Noise { sources, seed, cache })
+        Ok(Noise { sources, seed, cache, too_dense: false })
     }
 
     /// The first detour of `rank` (over all sources) that ends after `t`.
@@ -274,7 +279,10 @@ impl Noise {
         }
         let mut t = start as i64;
         let mut remaining = work as i64;
-        loop {
+        for _ in 0..MAX_DETOURS_PER_CHARGE {
+            if t > crate::time::TIME_LIMIT as i64 {
+                return crate::time::PAST_LIMIT; // the run stops there
+            }
             match self.next_detour(rank, t) {
                 Some(d) if d.start <= t => t = d.end, // CPU taken right now: wait it out
                 Some(d) if d.start < t + remaining => {
@@ -284,6 +292,13 @@ impl Noise {
                 _ => return (t + remaining) as Time,
             }
         }
+        self.too_dense = true;
+        crate::time::PAST_LIMIT
+    }
+
+    /// Whether a charge crossed more than [`MAX_DETOURS_PER_CHARGE`] detours.
+    pub fn too_dense(&self) -> bool {
+        self.too_dense
     }
 
     /// Total detour time a rank suffers in [0, horizon) — for reporting.

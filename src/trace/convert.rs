@@ -268,9 +268,10 @@ impl RankConv {
     fn gap(&mut self, scale: f64, sink: &mut impl Sink, t0: f64) {
         let Some(last) = self.last else { return };
         if t0 > last {
-            let ns = ((t0 - last) * 1e9 * scale).round() as u64;
+            // (a damaged timestamp gives a huge gap: cut past the time limit, where the run stops)
+            let ns = ((t0 - last) * 1e9 * scale).round().min((crate::time::PAST_LIMIT / crate::time::PS_PER_NS) as f64) as u64;
             if ns > 0 {
-                self.stats.calc_ns += ns;
+                self.stats.calc_ns = self.stats.calc_ns.saturating_add(ns);
                 let o = self.op(sink, NewOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: ns }, None, true);
                 self.step(o, true);
             }

@@ -1,0 +1,148 @@
+//! Property tests over the parsers and the engine: whatever the input, an
+//! answer or an error, never a panic, a wrapped time or a hang. `cargo test`
+//! runs a few cases of each; `make fuzz` runs many (FUZZ_CASES).
+//!
+//! The corpus of known cases (issue 15) is in `tests/test_hardening.py`.
+
+use crate::scenario;
+use crate::sim::{self, Config};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+fn cases() -> u32 {
+    std::env::var("FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
+}
+
+/// Numbers at the edges users hit: zero, one, the limits of each integer
+/// width, huge and tiny floats, negatives.
+fn edge_number() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!(0)),
+        Just(json!(1)),
+        Just(json!(2)),
+        Just(json!(-1)),
+        Just(json!(255)),
+        Just(json!(65535)),
+        Just(json!(u32::MAX)),
+        Just(json!(u64::MAX)),
+        Just(json!(i64::MAX)),
+        Just(json!(1e-13)),
+        Just(json!(1e-12)),
+        Just(json!(0.5)),
+        Just(json!(1e6)),
+        Just(json!(1e18)),
+        Just(json!(1e300)),
+        (0u64..64).prop_map(|x| json!(x)),
+        (0.0f64..1e-3).prop_map(|x| json!(x)),
+    ]
+}
+
+fn any_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![edge_number(), any::<bool>().prop_map(Value::from), "[a-z_]{0,8}".prop_map(Value::from), Just(Value::Null)];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,6}", inner, 0..3).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// A scenario that is mostly right: a real workload (or topology, mapping,
+/// noise source) with one key set to an edge value.
+fn near_valid_scenario() -> impl Strategy<Value = Value> {
+    let workloads = prop_oneof![
+        Just(json!({"kind": "bsp", "ranks": 6, "iterations": 3})),
+        Just(json!({"kind": "collective", "ranks": 8, "iterations": 2, "collective": "allreduce"})),
+        Just(json!({"kind": "collective", "ranks": 8, "iterations": 2, "collective": "bcast", "algorithm": "ring"})),
+        Just(json!({"kind": "skeleton", "ranks": 8, "iterations": 2, "app": "CTH"})),
+        Just(json!({"kind": "spmv", "ranks": 4, "iterations": 2, "rows": 400, "bandwidth": 20})),
+        Just(json!({"kind": "fem_matvec", "ranks": 4, "iterations": 3, "hiding": "dynamic_alpha"})),
+        Just(json!({"kind": "stream_triad", "ranks": 4, "iterations": 2, "elements_per_rank": 1000})),
+        Just(json!({"kind": "krylov", "iterations": 2, "grid": [2, 2, 1], "local": [4, 4, 4]})),
+        Just(json!({"kind": "krylov_kernel", "iterations": 2, "grid": [2, 2, 1], "local": [4, 4, 4]})),
+        Just(json!({"kind": "chebfd", "ranks": 6, "subspace": 4, "degree": 2})),
+        Just(json!({"kind": "dense2d", "grid": [2, 2], "blocks": 4, "block": 8})),
+    ];
+    let keys = "(ranks|iterations|compute_s|message_bytes|distances|root|chunk_bytes|test_chunks|rows|bandwidth|time_per_nonzero_s|element_s|epsilon_s|alpha0|elements|grid|local|stencil|subspace|block|blocks|degree|kernel_per_vector_s|gemm_flops_per_s|progress_chunks|overlap_s|max_distance|core_bandwidth_bytes_per_s|beta|input_bytes)";
+    let net_keys = "(L_s|o_s|g_s|G_s_per_byte|O_s_per_byte|S_bytes|ranks_per_node|ranks_per_socket|node_bandwidth_bytes_per_s|hop_latency_s|stalls_per_byte|stall_s)";
+    let topologies = prop_oneof![
+        Just(json!({"kind": "fully_connected"})),
+        (0u32..10).prop_map(|r| json!({"kind": "fat_tree", "radix": r})),
+        Just(json!({"kind": "torus", "dims": [2, 2, 2]})),
+        (0u32..3, 0u32..3).prop_map(|(a, b)| json!({"kind": "dragonfly", "nodes_per_router": a, "routers_per_group": b})),
+    ];
+    let noise = prop_oneof![
+        Just(json!([])),
+        (edge_number(), edge_number()).prop_map(|(r, d)| json!([{"kind": "poisson", "rate_hz": r, "duration_s": d}])),
+        (edge_number(), edge_number()).prop_map(|(p, d)| json!([{"kind": "periodic", "period_s": p, "duration_s": d}])),
+        (edge_number(), edge_number()).prop_map(|(i, d)| json!([{"kind": "checkpoint", "interval_s": i, "duration_s": d}])),
+        (edge_number(), edge_number()).prop_map(|(s, d)| json!([{"kind": "single", "rank": 1, "start_s": s, "duration_s": d}])),
+    ];
+    (workloads, keys, edge_number(), net_keys, edge_number(), topologies, noise).prop_map(|(mut w, k, v, nk, nv, topo, noise)| {
+        w[k] = v;
+        let mut net = json!({"ranks_per_node": 2, "topology": topo});
+        net[nk] = nv;
+        json!({"workload": w, "network": net, "noise": noise, "record": {"timers": false}, "limits": {"max_memory_bytes": 64 << 20}})
+    })
+}
+
+/// Runs a configuration for at most a million events.
+fn run_briefly(mut cfg: Config) {
+    cfg.max_memory_bytes = Some(cfg.max_memory_bytes.unwrap_or(64 << 20).min(64 << 20));
+    let mut stop = |_t, events: u64| events < 1_000_000;
+    let _ = sim::run(&cfg, Some(&mut stop));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn goal_text_never_panics(text in "(num_ranks [0-9]{1,3}\n)?(rank [0-9] \\{\n([a-z][0-9]: (send|recv|calc) [0-9]{1,20}b? ?(to|from)? ?[0-9]? ?(tag [0-9]+)?\n|[a-z][0-9] i?requires [a-z][0-9]\n){0,6}\\}\n){0,3}") {
+        if let Ok(s) = crate::program::goal::parse_goal(&text, "fuzz.goal") {
+            let cfg = Config { workload: sim::WorkloadSpec::Goal { path: String::new() }, ..crate::bench::config("bcast_1m").unwrap() };
+            let net = cfg.network.clone();
+            if let Ok(mut e) = crate::engine::Engine::new(crate::program::goal_program::GoalProgram::new(&s), net, crate::noise::Noise::none()) {
+                let _ = e.step(100_000);
+            }
+        }
+    }
+
+    #[test]
+    fn any_text_never_panics_a_parser(text in "\\PC{0,200}") {
+        let _ = crate::program::goal::parse_goal(&text, "fuzz.goal");
+        let _ = crate::noise::trace::parse_noise_trace(&text, "fuzz.txt");
+        let _ = crate::workloads::partners::PartnerTable::parse(&text, "fuzz.txt");
+        let _ = scenario::parse(&text);
+    }
+
+    #[test]
+    fn any_json_scenario_is_accepted_or_refused(v in any_value()) {
+        let _ = scenario::config_of(&v.to_string());
+    }
+
+    #[test]
+    fn near_valid_scenarios_run_or_are_refused(v in near_valid_scenario()) {
+        if let Ok(cfg) = scenario::config_of(&v.to_string()) {
+            run_briefly(cfg);
+        }
+    }
+
+    #[test]
+    fn corrupted_traces_are_refused_with_a_message(flips in prop::collection::vec((0usize..4096, any::<u8>()), 1..8)) {
+        let dir = std::env::temp_dir().join(format!("idlewave-fuzz-trace-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        crate::trace::write_synthetic(&dir, 2, 3).unwrap();
+        let file = dir.join("rank-0.iwt");
+        let mut bytes = std::fs::read(&file).unwrap();
+        for (at, b) in flips {
+            let n = bytes.len();
+            bytes[at % n] = b;
+        }
+        std::fs::write(&file, bytes).unwrap();
+        let spec = crate::trace::TraceSpec { dir: dir.display().to_string(), algorithms: vec![], compute_scale: 1.0, scale_to: None };
+        let cfg = Config { workload: sim::WorkloadSpec::Trace(spec), ..crate::bench::config("bcast_1m").unwrap() };
+        run_briefly(cfg);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
