@@ -86,8 +86,13 @@ fn near_valid_scenario() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Held by tests that allocate a lot, and by those that measure the
+/// process-wide peak of allocated memory (so they do not see each other's).
+pub static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs a configuration for at most a million events.
 fn run_briefly(mut cfg: Config) {
+    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     cfg.max_memory_bytes = Some(cfg.max_memory_bytes.unwrap_or(64 << 20).min(64 << 20));
     let mut stop = |_t, events: u64| events < 1_000_000;
     let _ = sim::run(&cfg, Some(&mut stop));
@@ -144,5 +149,68 @@ proptest! {
         let cfg = Config { workload: sim::WorkloadSpec::Trace(spec), ..crate::bench::config("bcast_1m").unwrap() };
         run_briefly(cfg);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A random GOAL schedule with contention: several ranks, two CPUs and two
+/// NICs, zero-length calcs, eager and rendezvous sends, dependencies.
+fn contended_goal() -> impl Strategy<Value = String> {
+    let op = (0u8..3, 0u32..3, prop_oneof![Just(0u64), Just(1), 1u64..200_000], 0u8..2, 0u8..2, 0u32..3);
+    (
+        2u32..4,
+        prop::collection::vec(prop::collection::vec(op, 1..14), 4),
+        prop::collection::vec((0usize..14, 0usize..14, any::<bool>()), 0..10),
+    )
+        .prop_map(|(ranks, ops, deps)| {
+            // sends from rank r to q are matched by receives on q from r with the same tag, in order
+            let mut text = format!("num_ranks {ranks}\n");
+            let mut recvs: Vec<Vec<String>> = vec![Vec::new(); ranks as usize];
+            let mut bodies: Vec<Vec<String>> = vec![Vec::new(); ranks as usize];
+            for (r, list) in ops.iter().take(ranks as usize).enumerate() {
+                for &(kind, peer, size, cpu, nic, tag) in list {
+                    let q = (r as u32 + 1 + peer % (ranks - 1)) % ranks;
+                    match kind {
+                        0 => bodies[r].push(format!("calc {} cpu {cpu}", size / 100)),
+                        _ => {
+                            bodies[r].push(format!("send {size}b to {q} tag {tag} cpu {cpu} nic {nic}"));
+                            recvs[q as usize].push(format!("recv {size}b from {r} tag {tag} cpu {nic} nic {cpu}"));
+                        }
+                    }
+                }
+            }
+            for r in 0..ranks as usize {
+                text += &format!("rank {r} {{\n");
+                let all: Vec<String> = bodies[r].iter().chain(&recvs[r]).cloned().collect();
+                for (i, op) in all.iter().enumerate() {
+                    text += &format!("l{i}: {op}\n");
+                }
+                for &(a, b, start) in &deps {
+                    if a < all.len() && b < a {
+                        text += &format!("l{a} {} l{b}\n", if start { "irequires" } else { "requires" });
+                    }
+                }
+                text += "}\n";
+            }
+            text
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases() * 4, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Waiting lines (engine/waiting.rs) change how often the queue is
+    /// touched, never what happens: every finish time and event count equals
+    /// LogGOPSim's re-queue-every-waiter order.
+    #[test]
+    fn waiting_lines_change_nothing(text in contended_goal(), s_bytes in prop_oneof![Just(100u64), Just(65_535)]) {
+        let s = crate::program::goal::parse_goal(&text, "t.goal").unwrap();
+        let p = crate::network::LogGOPS { s_bytes, ..crate::network::LogGOPS::loggopsim_defaults() };
+        let run = |off: bool| {
+            let mut e = crate::engine::Engine::new(crate::program::goal_program::GoalProgram::new(&s), crate::network::Network::uniform(p), crate::noise::Noise::none()).unwrap();
+            e.set_waiting_lines(!off);
+            let r = e.run().map_err(|e| e.to_string());
+            (r, (0..e.num_ranks()).map(|q| e.finish_time(q)).collect::<Vec<_>>(), e.events)
+        };
+        prop_assert_eq!(run(false), run(true));
     }
 }

@@ -22,9 +22,9 @@ def test_simulated_time_past_the_limit_is_an_error_not_a_wrapped_time():
 
 
 def test_a_single_value_beyond_the_input_limit_names_the_key():
-    with pytest.raises(ScenarioError, match=r"network.L_s: must be between 0 and 1152921"):
+    with pytest.raises(ScenarioError, match=r"network.L_s: too large: 9000000.0 s exceeds the engine's limit of about 1.15e\+06 s"):
         idlewave.simulate({"network": {"L_s": 9.0e6}, "workload": bsp()})
-    with pytest.raises(ScenarioError, match=r"workload.compute_s: must be between 0 and 1152921"):
+    with pytest.raises(ScenarioError, match=r"workload.compute_s: too large"):
         idlewave.simulate({"workload": bsp(compute_s=9.0e6)})
 
 

@@ -407,6 +407,16 @@ class _Walker:
 
     def bounds(self, v: float, node: dict, path: str):
         lo, hi, above = node.get("minimum"), node.get("maximum"), node.get("exclusiveMinimum")
+        if node.get("format") == "seconds":  # a time: its own words for its range
+            if above is not None and not v > above:
+                self.fail(path, f"must be > {above}, got {v!r}")
+            if lo is not None and not v >= lo:
+                self.fail(path, f"must be >= {lo}, got {v!r}")
+            if hi is not None and v > hi:
+                self.fail(path, f"too large: {v!r} s exceeds the engine's limit of about {hi:.3g} s (2^60 ps)")
+            if above is not None and round(v * PS_PER_S) < 1:
+                self.fail(path, f"too small: {v!r} s is below the engine's 1 ps resolution")
+            return
         if node.get("format") in _UINT_MAX and hi is None:  # the integer type's own range
             if lo in (None, 0):
                 lo, hi = 0, _UINT_MAX[node["format"]]
@@ -420,6 +430,3 @@ class _Walker:
             self.fail(path, f"must be >= {lo}, got {v!r}")
         if hi is not None and not v <= hi:
             self.fail(path, f"must be <= {hi}, got {v!r}")
-        if node.get("format") == "seconds":
-            if above is not None and round(v * PS_PER_S) < 1:
-                self.fail(path, f"too small: {v!r} s is below the engine's 1 ps resolution")

@@ -180,7 +180,9 @@ impl<P: Program> Engine<P> {
             return;
         }
         ev.time = free;
-        self.queue.push_again(ev);
+        if let super::waiting::Wait::Queue(ev) = self.waiting.wait(ev, free) {
+            self.queue.push_again(ev);
+        }
     }
 }
 

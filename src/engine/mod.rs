@@ -13,6 +13,7 @@ mod queue;
 #[cfg(test)]
 mod tests;
 pub mod timeline;
+mod waiting;
 
 pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
@@ -85,6 +86,7 @@ pub struct Engine<P: Program> {
     ready: Vec<ReadyOp>,
     started: bool,
     fabric: fabric::Fabric,
+    waiting: waiting::Waiting,
     /// What each rank did, when asked for (timelines).
     pub timeline: Option<timeline::Timeline>,
 }
@@ -112,6 +114,7 @@ impl<P: Program> Engine<P> {
             ready: Vec::new(),
             started: false,
             fabric,
+            waiting: waiting::Waiting::default(),
             timeline: None,
             program,
         })
@@ -135,10 +138,20 @@ impl<P: Program> Engine<P> {
 
     /// Bytes held by the engine's own buffers (not the program's).
     pub fn capacity_bytes(&self) -> usize {
-        self.clocks.capacity() * 8 + self.matcher.capacity_bytes() + self.queue.capacity_bytes() + self.fabric.bytes()
+        self.clocks.capacity() * 8
+            + self.matcher.capacity_bytes()
+            + self.queue.capacity_bytes()
+            + self.fabric.bytes()
+            + self.waiting.capacity_bytes()
     }
 
     /// Runs to completion.
+    /// Waiting lines on (the default) or off (every waiter re-queued, as
+    /// LogGOPSim does: the reference the property tests compare with).
+    pub fn set_waiting_lines(&mut self, on: bool) {
+        self.waiting.off = !on;
+    }
+
     pub fn run(&mut self) -> Result<(), SimError> {
         while !self.step(u64::MAX)? {}
         Ok(())
@@ -160,6 +173,9 @@ impl<P: Program> Engine<P> {
             }
             self.now = ev.time;
             self.process(ev);
+            if let Some(next) = self.waiting.next_after(&ev, self.now) {
+                self.queue.push_again(next);
+            }
             if !self.touched.is_empty() {
                 self.issue_freed()?;
             }

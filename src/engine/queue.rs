@@ -55,6 +55,8 @@ const REUSE_LIMIT: usize = 4096;
 
 /// Stamps fit in 40 bits: 10^12 events per run.
 const STAMP_SHIFT: u32 = 24;
+/// A bit of `meta` beside the kind (kinds take three bits).
+const LINE_HEAD: u64 = 1 << 23;
 
 impl Event {
     #[allow(clippy::too_many_arguments)]
@@ -64,7 +66,17 @@ impl Event {
     }
     #[inline]
     pub fn kind(&self) -> EvKind {
-        KINDS[(self.meta >> 16 & 0xff) as usize]
+        KINDS[(self.meta >> 16 & 0x7) as usize]
+    }
+    /// Marks the event as heading a waiting line (engine/waiting.rs); a
+    /// kind change clears the mark.
+    #[inline]
+    pub fn set_line_head(&mut self) {
+        self.meta |= LINE_HEAD;
+    }
+    #[inline]
+    pub fn is_line_head(&self) -> bool {
+        self.meta & LINE_HEAD != 0
     }
     #[inline]
     pub fn cpu(&self) -> u8 {
@@ -84,8 +96,8 @@ impl Event {
     fn key(&self) -> (Time, u64) {
         (self.time, self.meta)
     }
-    #[cfg(test)]
-    fn stamp(&self) -> u64 {
+    #[inline]
+    pub fn stamp(&self) -> u64 {
         self.meta >> STAMP_SHIFT
     }
     /// For events the engine stamps from a reserved range.

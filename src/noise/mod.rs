@@ -381,6 +381,9 @@ impl Source {
                     let mut starts = [0i64; MAX_ARRIVALS_PER_WINDOW];
                     let n = self.poisson_window(seed, rank, w, *window, (*mean_per_window, *exp_neg_mean), &mut starts);
                     for &s in &starts[..n] {
+                        if s > crate::time::TIME_LIMIT as i64 {
+                            return None; // (and s + d might not fit)
+                        }
                         if s + d > t {
                             return Some(Detour { start: s, end: s + d });
                         }

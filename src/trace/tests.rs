@@ -258,6 +258,7 @@ fn a_replay_too_large_for_memory_is_refused_before_allocating() {
     let mut cfg = crate::bench::config("bcast_1m").unwrap();
     cfg.workload = crate::sim::WorkloadSpec::Trace(TraceSpec { scale_to: Some(1 << 30), ..spec(&d) });
     cfg.max_memory_bytes = Some(1 << 30);
+    let _alone = crate::fuzz::HEAVY.lock().unwrap_or_else(|e| e.into_inner()); // the peak is process-wide
     crate::alloc::reset_peak();
     let e = crate::sim::run(&cfg, None).err().unwrap();
     assert!(matches!(e, crate::engine::SimError::MemoryLimit(ref m) if m.contains("GiB")), "{e}");
