@@ -9,7 +9,6 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from idlewave import _engine
@@ -33,6 +32,8 @@ def run_with_progress(run, quiet: bool):
     if quiet or not sys.stderr.isatty():
         return run(None)
     start = time.perf_counter()
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("simulating")
 
@@ -315,7 +316,7 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet"),
 ):
     """Run many scenarios on Dask; each point is written as it finishes, finished points are skipped."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from idlewave.sweep import run_sweep
 

@@ -133,8 +133,13 @@ def describe_noise() -> list[dict]:
     return _describe(schema()["properties"]["noise"]["items"])
 
 
-WORKLOADS: dict[str, str] = _kinds(schema()["properties"]["workload"])
-NOISE_KINDS: dict[str, str] = _kinds(schema()["properties"]["noise"]["items"])
+def __getattr__(name: str) -> Any:
+    # WORKLOADS / NOISE_KINDS: kind -> description, read from the schema on first use
+    if name == "WORKLOADS":
+        return _kinds(schema()["properties"]["workload"])
+    if name == "NOISE_KINDS":
+        return _kinds(schema()["properties"]["noise"]["items"])
+    raise AttributeError(f"module 'idlewave.scenario' has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------
