@@ -159,3 +159,10 @@ def test_a_regimes_name_cannot_leave_the_output_directory(tmp_path):
     p = run_cli("regimes", tmp_path / "t.npy", "--name", "../../x", "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and "no '/'" in p.stderr
     assert not (tmp_path.parent / "x.png").exists()
+
+
+def test_a_mapping_table_too_large_for_memory_is_refused_before_it_is_built():
+    net = {"ranks_per_node": 4, "mapping": {"kind": "cartesian"}}
+    with pytest.raises(ScenarioError, match=r"network.mapping: this run needs about .* GiB, more than the configured max_memory_bytes"):
+        idlewave.simulate({"network": net, "limits": {"max_memory_bytes": 1 << 20},
+                           "workload": {"kind": "krylov", "grid": [1024, 1024, 1024], "iterations": 1}})

@@ -129,7 +129,8 @@ impl Scenario {
 
     /// The engine's configuration of the run.
     pub fn config(&self) -> Result<Config, ScenarioError> {
-        let platform = self.network.platform(&self.workload.shape(), self.seed).map_err(ScenarioError::from_rule)?;
+        let limit = (self.limits.max_memory_bytes > 0).then_some(self.limits.max_memory_bytes);
+        let platform = self.network.platform(&self.workload.shape(), self.seed, limit).map_err(ScenarioError::from_rule)?;
         Ok(Config {
             seed: self.seed,
             network: Network::from(platform),
@@ -137,7 +138,7 @@ impl Scenario {
             workload: self.workload.clone(),
             record_timers: self.record.timers,
             async_progress: self.network.async_progress,
-            max_memory_bytes: (self.limits.max_memory_bytes > 0).then_some(self.limits.max_memory_bytes),
+            max_memory_bytes: limit,
             timeline_spans: 0,
         })
     }

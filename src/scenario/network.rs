@@ -353,13 +353,17 @@ impl NetworkSpec {
     }
 
     /// The engine's platform for a workload of this shape.
-    pub fn platform(&self, shape: &Shape, seed: u64) -> Result<Platform, String> {
+    /// `memory_limit`: the run's limit (None: 80% of available memory),
+    /// checked before a mapping table is built.
+    pub fn platform(&self, shape: &Shape, seed: u64, memory_limit: Option<u64>) -> Result<Platform, String> {
         let mapping = match &self.mapping {
             MappingSpec::Block => Mapping::Block,
             other => {
                 let ranks = shape
                     .ranks
                     .ok_or_else(|| format!("network.mapping: {} needs a workload with a known rank count", crate::units::name(other)))?;
+                // the table, each rank's slot in its node, and the sort that finds the slots
+                crate::sim::check_memory(ranks as u128 * 16, memory_limit).map_err(|e| format!("network.mapping: {e}"))?;
                 self.mapping_table(other, ranks, shape)?
             }
         };
