@@ -8,6 +8,7 @@ pub mod engine;
 pub mod files;
 #[cfg(test)]
 mod fuzz;
+pub mod interrupt;
 pub mod network;
 pub mod noise;
 pub mod noisemeter;

@@ -27,6 +27,11 @@ create_exception!(_engine, MemoryLimitError, SimulationError, "The run would nee
 
 create_exception!(_engine, ScenarioRuleError, PyValueError, "A scenario the engine refuses: args are (key path, message).");
 
+/// The interrupt check for long loops in the engine: Ctrl-C (any pending signal) stops them.
+fn no_signal() -> bool {
+    Python::with_gil(|py| py.check_signals().is_ok())
+}
+
 fn err(msg: String) -> PyErr {
     SimulationError::new_err(msg)
 }
@@ -105,7 +110,10 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Deadlock(_) => DeadlockError::new_err(msg),
         SimError::Unmatched(_) => UnmatchedError::new_err(msg),
         SimError::MemoryLimit(_) => MemoryLimitError::new_err(msg),
-        SimError::Invalid(_) | SimError::Interrupted => SimulationError::new_err(msg),
+        // a loop stopped by Ctrl-C (see crate::interrupt) ends the call as Ctrl-C does
+        SimError::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
+        SimError::Invalid(ref s) if s.ends_with(crate::interrupt::INTERRUPTED) => pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
+        SimError::Invalid(_) => SimulationError::new_err(msg),
     }
 }
 
@@ -134,7 +142,7 @@ fn simulate<'py>(py: Python<'py>, doc_json: &str, progress: Option<PyObject>, ti
             },
         }
     };
-    let result = sim::run(&cfg, Some(&mut cb));
+    let result = crate::interrupt::with_check(no_signal, || sim::run(&cfg, Some(&mut cb)));
     if let Some(e) = py_err {
         return Err(e);
     }
@@ -205,7 +213,7 @@ fn loggopsim(
     };
     let noise: Vec<NoiseSpec> =
         noise_trace.map(|path| NoiseSpec::Trace { path, cosched: noise_cosched, ranks: None }).into_iter().collect();
-    sim::run_goal(path, Network::uniform(p), &noise, seed).map_err(sim_err)
+    crate::interrupt::with_check(no_signal, || sim::run_goal(path, Network::uniform(p), &noise, seed)).map_err(sim_err)
 }
 
 /// One collective step for Python: (kind, to, send_bytes, from, recv_bytes).
@@ -311,13 +319,17 @@ fn export_goal_text(doc_json: &str) -> PyResult<String> {
 fn trace_export_goal(py: Python<'_>, spec_json: &str, path: &str) -> PyResult<(u32, u64)> {
     let spec: crate::trace::TraceSpec = serde_json::from_str(spec_json).map_err(|e| err(format!("trace workload: {e}")))?;
     py.allow_threads(|| {
-        let f = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        let n = crate::trace::export_goal(&spec, &mut w)?;
-        std::io::Write::flush(&mut w).map_err(|e| format!("{path}: {e}"))?;
-        Ok(n)
+        crate::interrupt::with_check(no_signal, || {
+            let f = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            let n = crate::trace::export_goal(&spec, &mut w)?;
+            std::io::Write::flush(&mut w).map_err(|e| format!("{path}: {e}"))?;
+            Ok(n)
+        })
     })
-    .map_err(err)
+    .map_err(
+        |e: String| if e.ends_with(crate::interrupt::INTERRUPTED) { pyo3::exceptions::PyKeyboardInterrupt::new_err(e) } else { err(e) },
+    )
 }
 
 /// The trace format's op codes and names (docs/trace-format.md).

@@ -347,6 +347,10 @@ pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Res
     let noise = Noise::new(noise, seed, sched.num_ranks)?;
     let mut engine = Engine::new(GoalProgram::new(&sched), net, noise)?;
     drop(sched);
-    engine.run()?;
+    while !engine.step(CHUNK)? {
+        if !crate::interrupt::keep_going() {
+            return Err(SimError::Interrupted);
+        }
+    }
     Ok(((0..engine.num_ranks()).map(|r| engine.finish_time(r)).collect(), engine.events))
 }

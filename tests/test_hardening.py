@@ -166,3 +166,25 @@ def test_a_mapping_table_too_large_for_memory_is_refused_before_it_is_built():
     with pytest.raises(ScenarioError, match=r"network.mapping: this run needs about .* GiB, more than the configured max_memory_bytes"):
         idlewave.simulate({"network": net, "limits": {"max_memory_bytes": 1 << 20},
                            "workload": {"kind": "krylov", "grid": [1024, 1024, 1024], "iterations": 1}})
+
+
+def test_ctrl_c_stops_a_long_goal_parse(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    g = tmp_path / "long.goal"
+    with open(g, "w") as f:
+        f.write("num_ranks 1\nrank 0 {\n")
+        f.writelines(f"c{i}: calc 1\n" for i in range(3_000_000))
+        f.write("}\n")
+    exe = Path(sys.executable).parent / "idlewave"
+    p = subprocess.Popen([str(exe), "loggopsim", str(g)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # inside the parse (or already running)
+    p.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    _, err = p.communicate(timeout=60)
+    assert time.monotonic() - start < 20
+    assert p.returncode != 0 and "Traceback" not in err, err

@@ -154,6 +154,8 @@ def loggopsim(
         )
     except _engine.SimulationError as e:
         fail(str(e), code=1)
+    except KeyboardInterrupt:
+        fail("interrupted", code=130)
     wall = time.perf_counter() - start
     p = len(times_ps)
     print(f"size: {p}; L={L}, o={o} g={g}, G={_num(G)}, O={_num(O)}, P={p}, S={S}")

@@ -557,6 +557,9 @@ impl<'a> Parser<'a> {
                 Tok::Word(w) if is_op_keyword(w) => {
                     let op = self.parse_op(w)?;
                     push_op(&mut rank, op, t.pos)?;
+                    if rank.ops.len().is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
+                        return fail(t.pos, crate::interrupt::INTERRUPTED);
+                    }
                 }
                 Tok::Word(w @ ("rank" | "num_ranks")) => {
                     return fail(

@@ -319,9 +319,14 @@ pub fn export_goal(spec: &TraceSpec, out: &mut impl Write) -> Result<(u32, u64),
     for (r, c) in convs.iter_mut().enumerate() {
         writeln!(out, "rank {r} {{").map_err(io)?;
         let mut sink = GoalText { out, next: 0, err: None };
+        let mut steps = 0u32;
         while c.advance(&mut shared, &mut sink)? {
             if let Some(e) = sink.err.take() {
                 return Err(io(e));
+            }
+            steps = steps.wrapping_add(1);
+            if steps.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
+                return Err(crate::interrupt::INTERRUPTED.into());
             }
         }
         ops += sink.next as u64;
