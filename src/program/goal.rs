@@ -278,7 +278,9 @@ struct Token<'a> {
 /// How a token is named in "found ..." messages.
 fn describe(tok: Tok<'_>) -> String {
     match tok {
-        Tok::Word(s) | Tok::Int(s) => format!("'{s}'"),
+        // (short tokens only: an error must not copy out a file's contents)
+        Tok::Word(s) | Tok::Int(s) if s.chars().count() <= 24 => format!("'{s}'"),
+        Tok::Word(s) | Tok::Int(s) => format!("a word of {} characters", s.chars().count()),
         Tok::Colon => "':'".to_string(),
         Tok::LBrace => "'{'".to_string(),
         Tok::RBrace => "'}'".to_string(),
