@@ -25,12 +25,24 @@ fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> Worklo
     WorkloadSpec::Collective(CollectiveLoop { ranks, iterations, collective, mode: CollectiveMode::Blocking, ..Default::default() })
 }
 
+impl Config {
+    fn workload_and_noise(self) -> (WorkloadSpec, Vec<NoiseSpec>) {
+        (self.workload, self.noise)
+    }
+}
+
 pub fn config(case: &str) -> Option<Config> {
     let (workload, noise) = match case {
         "bcast_1m" => (collective(1 << 20, 1, CollectiveKind::Bcast), vec![]),
         "allreduce_64k_x10" => (collective(1 << 16, 10, CollectiveKind::Allreduce), vec![]),
         "allreduce_1m" => (collective(1 << 20, 1, CollectiveKind::Allreduce), vec![]),
         "allreduce_4k" => (collective(1 << 12, 10, CollectiveKind::Allreduce), vec![]),
+        "bsp_4k_x20_poisson" => {
+            // (c) small enough to profile under callgrind
+            let (w, n) = config("bsp_64k_x100_poisson")?.workload_and_noise();
+            let WorkloadSpec::Bsp(b) = w else { unreachable!() };
+            (WorkloadSpec::Bsp(Bsp { ranks: 1 << 12, iterations: 20, ..b }), n)
+        }
         "bsp_64k_x100_poisson" => (
             WorkloadSpec::Bsp(Bsp {
                 ranks: 1 << 16,
