@@ -114,7 +114,7 @@ impl<P: Program> Engine<P> {
             ready: Vec::new(),
             started: false,
             fabric,
-            waiting: waiting::Waiting::default(),
+            waiting: waiting::Waiting::new(program.many_ready_ops()),
             timeline: None,
             program,
         })

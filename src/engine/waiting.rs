@@ -46,7 +46,12 @@ pub struct Waiting {
     lines: HashMap<Resources, Line, BuildHasherDefault<Mix>>,
     /// Re-queue every waiter as LogGOPSim does (the reference the tests compare with).
     pub off: bool,
+    /// Lines without waiters behind the head are dropped when there are this many lines.
+    sweep_at: usize,
 }
+
+/// Lines kept before those with nobody behind the head are dropped.
+const MIN_SWEEP: usize = 4096;
 
 /// What to do with an event that must wait until `free`.
 pub enum Wait {
@@ -57,6 +62,11 @@ pub enum Wait {
 }
 
 impl Waiting {
+    /// Lines on (`on`) or every waiter re-queued.
+    pub fn new(on: bool) -> Self {
+        Waiting { off: !on, ..Default::default() }
+    }
+
     /// `ev` must wait until `free`.
     pub fn wait(&mut self, mut ev: Event, free: Time) -> Wait {
         let Some(key) = resources(&ev).filter(|_| !self.off) else { return Wait::Queue(ev) };
@@ -74,6 +84,9 @@ impl Waiting {
             }
             Some(_) => Wait::Queue(ev), // another moment, or ahead of the head: on its own
             None => {
+                if self.lines.len() >= self.sweep_at.max(MIN_SWEEP) {
+                    self.sweep();
+                }
                 self.lines.insert(key, Line { time: free, head: stamp, behind: VecDeque::new() });
                 ev.set_line_head();
                 Wait::Queue(ev)
@@ -110,6 +123,16 @@ impl Waiting {
                 None
             }
         }
+    }
+
+    /// Drops the lines with nobody behind their head. They are bookkeeping
+    /// only: a head that finds no line simply runs or waits as in LogGOPSim,
+    /// so memory stays with the lines that save work (one waiter per rank,
+    /// the common case under noise, would otherwise keep a line per rank).
+    #[cold]
+    fn sweep(&mut self) {
+        self.lines.retain(|_, l| !l.behind.is_empty());
+        self.sweep_at = 2 * self.lines.len();
     }
 
     pub fn capacity_bytes(&self) -> usize {

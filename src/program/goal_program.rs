@@ -132,6 +132,10 @@ impl Program for GoalProgram {
         self.max_nic.saturating_add(1)
     }
 
+    fn many_ready_ops(&self) -> bool {
+        true
+    }
+
     fn max_initial_ops(&self) -> u32 {
         self.ranks.iter().map(|g| g.freed.len() as u32).max().unwrap_or(0)
     }

@@ -77,6 +77,13 @@ pub trait Program {
     fn max_initial_ops(&self) -> u32 {
         1
     }
+    /// Whether many ops of one rank can wait for the same CPU at once (a GOAL
+    /// schedule can have thousands), so the engine keeps waiting lines
+    /// (engine/waiting.rs). Generated workloads have a few, and the lines'
+    /// bookkeeping would only cost them time.
+    fn many_ready_ops(&self) -> bool {
+        false
+    }
     /// Op `id` of `rank` has started (its `irequires` dependents may go).
     fn started(&mut self, rank: u32, id: u32);
     /// Op `id` of `rank` is done (its `requires` dependents may go).
