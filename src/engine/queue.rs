@@ -3,13 +3,13 @@
 //! were first created; a re-queued event keeps its original stamp.
 //!
 //! Event times never decrease below the time being processed (the engine only
-//! schedules at or after "now"), so a radix heap fits: 65 buckets by the
-//! highest bit in which an event's 65 ns window differs from the current
-//! window. Each event moves between buckets a few times at most, and buckets
-//! are plain vectors, so the queue stays cache-friendly at millions of
-//! events. The current window's events are served, in exact (time, stamp)
-//! order, from a sorted run, a FIFO of events queued for the very time being
-//! processed (the common case), and a small heap for the rest.
+//! schedules at or after "now"), so a calendar fits: events are grouped by
+//! 65 ns windows into a ring of slots covering the next 268 µs, each a plain
+//! vector an event is pushed to once; events further ahead wait in a heap
+//! until the ring reaches them. The current window's events are served, in
+//! exact (time, stamp) order, from its slot sorted (the run), a FIFO of events
+//! queued for the very time being processed (the common case), and a small
+//! heap for the rest.
 
 use crate::time::Time;
 use std::cmp::Reverse;
@@ -126,9 +126,15 @@ pub struct EventQueue {
     fifo: VecDeque<Event>,
     /// Other events queued during the window for a time inside it (rare).
     heap: BinaryHeap<Reverse<Keyed>>,
-    /// buckets[i] (i ≥ 1): events whose window differs from the current one
-    /// first in bit i−1 of the window number.
-    buckets: Vec<Vec<Event>>,
+    /// ring[w mod RING]: the unsorted events of window w, for the next
+    /// RING − 1 windows after the current one.
+    ring: Vec<Vec<Event>>,
+    /// One bit per ring slot: set when the slot holds events.
+    occupied: Vec<u64>,
+    /// Events beyond the ring's horizon, moved into it as it comes near.
+    far: BinaryHeap<Reverse<Keyed>>,
+    /// A few emptied buffers, handed to ring slots that need one.
+    spare: Vec<Vec<Event>>,
     /// Current window number (time >> WINDOW_BITS).
     window: Time,
     /// Time of the last event popped.
@@ -137,9 +143,16 @@ pub struct EventQueue {
     next_stamp: u64,
 }
 
-/// Events are bucketed by windows of 2^16 ps (65.5 ns): one refill serves
-/// every event of a window, and coarse keys take fewer bucket moves.
+/// Events are grouped by windows of 2^16 ps (65.5 ns): one refill serves
+/// every event of a window, sorted then.
 const WINDOW_BITS: u32 = 16;
+/// The ring covers 2^12 windows (268 µs ahead): an event within it is put in
+/// its window's slot once and never moved; later ones wait in `far`.
+const RING_BITS: u32 = 12;
+const RING: Time = 1 << RING_BITS;
+/// Emptied buffers kept for reuse (more would hold memory idle).
+const SPARE_BUFFERS: usize = 8;
+const SPARE_CAPACITY: usize = 32;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Keyed(Event);
@@ -161,7 +174,10 @@ impl Default for EventQueue {
             run: Vec::new(),
             fifo: VecDeque::new(),
             heap: BinaryHeap::new(),
-            buckets: vec![Vec::new(); 65],
+            ring: vec![Vec::new(); RING as usize],
+            occupied: vec![0; RING as usize / 64],
+            far: BinaryHeap::new(),
+            spare: Vec::new(),
             window: 0,
             current: 0,
             len: 0,
@@ -191,11 +207,6 @@ impl EventQueue {
         self.len == 0
     }
 
-    #[inline]
-    fn bucket(&self, t: Time) -> usize {
-        (64 - ((t >> WINDOW_BITS) ^ self.window).leading_zeros()) as usize
-    }
-
     /// Sets aside the stamps below `n` for events the caller stamps itself
     /// (ops issued at start-up, which precede everything else). Such events
     /// must be processed at once or re-queued with `push_again`.
@@ -221,17 +232,34 @@ impl EventQueue {
     fn insert(&mut self, ev: Event) {
         assert!(ev.time >= self.current, "event scheduled in the past ({} < {})", ev.time, self.current);
         self.len += 1;
-        let b = self.bucket(ev.time);
-        if b != 0 {
-            push_frugal(&mut self.buckets[b], ev);
-        } else if ev.time == self.current && self.fifo.back().is_none_or(|l| l.key() < ev.key()) {
-            if self.fifo.len() == self.fifo.capacity() && self.fifo.len() >= REUSE_LIMIT {
-                self.fifo.reserve_exact(self.fifo.len() / 4);
+        let ahead = (ev.time >> WINDOW_BITS) - self.window;
+        if ahead == 0 {
+            if ev.time == self.current && self.fifo.back().is_none_or(|l| l.key() < ev.key()) {
+                if self.fifo.len() == self.fifo.capacity() && self.fifo.len() >= REUSE_LIMIT {
+                    self.fifo.reserve_exact(self.fifo.len() / 4);
+                }
+                self.fifo.push_back(ev);
+            } else {
+                self.heap.push(Reverse(Keyed(ev)));
             }
-            self.fifo.push_back(ev);
+        } else if ahead < RING {
+            self.put_in_ring(ev);
         } else {
-            self.heap.push(Reverse(Keyed(ev)));
+            self.far.push(Reverse(Keyed(ev)));
         }
+    }
+
+    #[inline]
+    fn put_in_ring(&mut self, ev: Event) {
+        let slot = ((ev.time >> WINDOW_BITS) & (RING - 1)) as usize;
+        let v = &mut self.ring[slot];
+        if v.capacity() == 0 {
+            if let Some(buffer) = self.spare.pop() {
+                *v = buffer;
+            }
+        }
+        push_frugal(v, ev);
+        self.occupied[slot / 64] |= 1 << (slot % 64);
     }
 
     #[inline]
@@ -281,43 +309,64 @@ impl EventQueue {
         Some(ev)
     }
 
-    /// Starts the next window: the first non-empty bucket is split in place
-    /// into the events of its earliest window (kept, sorted, as the new run)
-    /// and the rest (moved to lower buckets from the end, the buffer
-    /// shrinking as it empties). So the queue never holds much more than its
-    /// live events, even when a million ranks are in step.
-    fn refill(&mut self) -> Option<()> {
-        let b = (1..65).find(|&i| !self.buckets[i].is_empty())?;
-        let mut taken = std::mem::take(&mut self.buckets[b]);
-        self.window = taken.iter().map(|e| e.time >> WINDOW_BITS).min().unwrap();
-        let mut due = 0;
-        for i in 0..taken.len() {
-            if taken[i].time >> WINDOW_BITS == self.window {
-                taken.swap(i, due);
-                due += 1;
+    /// The window of the first occupied ring slot after the current window.
+    fn next_in_ring(&self) -> Option<Time> {
+        let words = self.occupied.len();
+        let from = ((self.window + 1) & (RING - 1)) as usize;
+        for k in 0..=words {
+            let i = (from / 64 + k) % words;
+            let mut bits = self.occupied[i];
+            if k == 0 {
+                bits &= !0 << (from % 64);
+            }
+            if bits != 0 {
+                let slot = (i * 64 + bits.trailing_zeros() as usize) as Time;
+                return Some(self.window + 1 + (slot.wrapping_sub(self.window + 1) & (RING - 1)));
+            }
+            if k == words - 1 && from % 64 == 0 {
+                break;
             }
         }
-        while taken.len() > due {
-            let ev = taken.pop().unwrap();
-            let nb = self.bucket(ev.time);
-            push_frugal(&mut self.buckets[nb], ev);
-            if taken.capacity() > 2 * taken.len() + REUSE_LIMIT {
-                taken.shrink_to(taken.len() + taken.len() / 4);
+        None
+    }
+
+    /// Starts the next window, the earliest in the ring or beyond it: its
+    /// slot becomes the sorted run, and far events now within the ring's
+    /// horizon move into their slots.
+    fn refill(&mut self) -> Option<()> {
+        let far_next = self.far.peek().map(|r| r.0 .0.time >> WINDOW_BITS);
+        self.window = match (self.next_in_ring(), far_next) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        let slot = (self.window & (RING - 1)) as usize;
+        let mut taken = std::mem::take(&mut self.ring[slot]);
+        self.occupied[slot / 64] &= !(1 << (slot % 64));
+        while let Some(Reverse(Keyed(ev))) = self.far.peek().copied() {
+            let ahead = (ev.time >> WINDOW_BITS) - self.window;
+            if ahead >= RING {
+                break;
+            }
+            self.far.pop();
+            if ahead == 0 {
+                push_frugal(&mut taken, ev);
+            } else {
+                self.put_in_ring(ev);
             }
         }
         taken.sort_unstable_by_key(|e| Reverse(e.key()));
-        // The emptied run buffer becomes bucket b's, saving an allocation.
-        let spare = std::mem::replace(&mut self.run, taken);
-        if spare.capacity() <= REUSE_LIMIT {
-            self.buckets[b] = spare;
+        let emptied = std::mem::replace(&mut self.run, taken);
+        if emptied.capacity() > 0 && emptied.capacity() <= SPARE_CAPACITY && self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(emptied);
         }
         Some(())
     }
 
     /// Bytes held by the queue's buffers (for memory accounting).
     pub fn capacity_bytes(&self) -> usize {
-        let events = self.run.capacity() + self.fifo.capacity() + self.heap.capacity();
-        (events + self.buckets.iter().map(|b| b.capacity()).sum::<usize>()) * std::mem::size_of::<Event>()
+        let events = self.run.capacity() + self.fifo.capacity() + self.heap.capacity() + self.far.capacity();
+        let buffers = self.ring.iter().chain(&self.spare).map(|b| b.capacity()).sum::<usize>();
+        (events + buffers) * std::mem::size_of::<Event>() + self.ring.len() * std::mem::size_of::<Vec<Event>>()
     }
 }
 
@@ -370,7 +419,8 @@ mod tests {
         let mut x = 12345u64;
         for id in 0..20_000u32 {
             x = crate::rng::mix64(x);
-            let t = now + (x % 1000) * (x >> 60);
+            // offsets within the window, the ring and beyond it
+            let t = now + (x % 1000) * (x >> 60) * [1, 1 << 10, 1 << 16, 1 << 26][(x >> 20) as usize % 4];
             q.push_new(ev(t, id));
             reference.push((t, id));
             if x.is_multiple_of(3) {
@@ -385,6 +435,8 @@ mod tests {
         // Popping must be globally non-decreasing in time, FIFO among equal times.
         assert!(popped.windows(2).all(|w| w[0].0 <= w[1].0));
         assert!(popped.windows(2).all(|w| w[0].0 < w[1].0 || w[0].1 < w[1].1));
-        assert_eq!(popped.len(), reference.len());
+        reference.sort_unstable();
+        popped.sort_unstable();
+        assert_eq!(popped, reference);
     }
 }
