@@ -313,18 +313,18 @@ impl EventQueue {
     fn next_in_ring(&self) -> Option<Time> {
         let words = self.occupied.len();
         let from = ((self.window + 1) & (RING - 1)) as usize;
+        let (first, shift) = (from / 64, from % 64);
+        // the first word from `from` on, the others, then the first word's start
         for k in 0..=words {
-            let i = (from / 64 + k) % words;
-            let mut bits = self.occupied[i];
+            let mut bits = self.occupied[(first + k) % words];
             if k == 0 {
-                bits &= !0 << (from % 64);
+                bits &= !0 << shift;
+            } else if k == words {
+                bits &= !(!0 << shift);
             }
             if bits != 0 {
-                let slot = (i * 64 + bits.trailing_zeros() as usize) as Time;
+                let slot = (((first + k) % words) * 64 + bits.trailing_zeros() as usize) as Time;
                 return Some(self.window + 1 + (slot.wrapping_sub(self.window + 1) & (RING - 1)));
-            }
-            if k == words - 1 && from % 64 == 0 {
-                break;
             }
         }
         None
