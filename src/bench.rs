@@ -19,7 +19,8 @@ pub struct BenchResult {
     pub extra: Vec<(&'static str, f64)>,
 }
 
-pub const CASES: [&str; 5] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m"];
+pub const CASES: [&str; 6] =
+    ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m"];
 
 fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> WorkloadSpec {
     WorkloadSpec::Collective(CollectiveLoop { ranks, iterations, collective, mode: CollectiveMode::Blocking, ..Default::default() })
@@ -74,6 +75,12 @@ pub fn config(case: &str) -> Option<Config> {
 pub fn run_case(case: &str) -> Result<BenchResult, String> {
     if case == "trace_replay_10m" {
         return trace_case(10_000_000);
+    }
+    if case == "goal_bcast_1m" {
+        return goal_case(1 << 20);
+    }
+    if case == "goal_bcast_64k" {
+        return goal_case(1 << 16); // small enough to profile under callgrind
     }
     let cfg = config(case).ok_or_else(|| format!("unknown bench case '{case}' (known: {})", CASES.join(", ")))?;
     let r = run(&cfg, None).map_err(|e| e.to_string())?;
@@ -142,5 +149,41 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
         })
     })();
     let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// GOAL mode: case (a)'s binomial broadcast written as a GOAL file, then
+/// parsed alone (ops/s) and run whole (peak bytes include the parse).
+fn goal_case(ranks: u32) -> Result<BenchResult, String> {
+    use crate::program::goal::{read_goal_file, write_goal};
+    let WorkloadSpec::Collective(w) = collective(ranks, 1, CollectiveKind::Bcast) else { unreachable!() };
+    let sched = crate::program::stream::export_goal(&w)?;
+    let ops = sched.num_ops() as f64;
+    let path = std::env::temp_dir().join(format!("idlewave-bench-{}.goal", std::process::id()));
+    std::fs::write(&path, write_goal(&sched)).map_err(|e| format!("{}: {e}", path.display()))?;
+    drop(sched);
+    let result = (|| {
+        let (wall, cpu) = (std::time::Instant::now(), thread_cpu_s());
+        drop(read_goal_file(&path).map_err(|e| e.to_string())?);
+        let (parse_s, parse_cpu_s) = (wall.elapsed().as_secs_f64(), thread_cpu_s() - cpu);
+        let mut cfg = config("bcast_1m").expect("a known case");
+        cfg.workload = WorkloadSpec::Goal { path: path.display().to_string() };
+        let r = run(&cfg, None).map_err(|e| e.to_string())?;
+        Ok(BenchResult {
+            case: "goal_bcast_1m".into(),
+            ranks,
+            events: r.events,
+            wall_s: r.wall_s,
+            events_per_s: r.events as f64 / r.wall_s.max(1e-9),
+            bytes_per_rank: r.peak_bytes as f64 / ranks as f64,
+            extra: vec![
+                ("ops", ops),
+                ("parse_ops_per_s", ops / parse_s.max(1e-9)),
+                ("parse_ops_per_cpu_s", ops / parse_cpu_s.max(1e-9)),
+                ("peak_bytes", r.peak_bytes as f64),
+            ],
+        })
+    })();
+    let _ = std::fs::remove_file(&path);
     result
 }

@@ -225,8 +225,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
             check_memory(size as u128 * 4, cfg.max_memory_bytes)?;
             let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
             let noise = Noise::new(&cfg.noise, cfg.seed, sched.num_ranks)?;
-            let program = GoalProgram::new(&sched);
-            drop(sched);
+            let program = GoalProgram::from_schedule(sched);
             run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(r, _)| r)
         }
         WorkloadSpec::Trace(spec) => run_trace(spec, cfg, progress),
@@ -345,8 +344,7 @@ pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Res
     check_memory(size as u128 * 4, None)?;
     let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
     let noise = Noise::new(noise, seed, sched.num_ranks)?;
-    let mut engine = Engine::new(GoalProgram::new(&sched), net, noise)?;
-    drop(sched);
+    let mut engine = Engine::new(GoalProgram::from_schedule(sched), net, noise)?;
     while !engine.step(CHUNK)? {
         if !crate::interrupt::keep_going() {
             return Err(SimError::Interrupted);

@@ -24,7 +24,7 @@
 //! turns an offset into a line and column only when it reports an error, so multi-million
 //! line schedules parse in linear time.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::{self, Write as _};
 use std::path::Path;
 
@@ -308,6 +308,7 @@ impl<'a> Lexer<'a> {
         self.src.as_bytes().get(self.pos + offset).copied()
     }
 
+    #[inline]
     fn next(&mut self) -> PResult<Token<'a>> {
         self.skip_blanks_and_comments()?;
         let start = self.pos;
@@ -361,6 +362,7 @@ impl<'a> Lexer<'a> {
         &self.src[start..self.pos]
     }
 
+    #[inline]
     fn scan_while(&self, from: usize, pred: impl Fn(u8) -> bool) -> usize {
         let bytes = self.src.as_bytes();
         let mut i = from;
@@ -375,6 +377,9 @@ impl<'a> Lexer<'a> {
     fn skip_blanks_and_comments(&mut self) -> PResult<()> {
         loop {
             self.pos = self.scan_while(self.pos, |b| b == b' ' || b == b'\t');
+            if self.peek_byte(0) != Some(b'/') {
+                return Ok(());
+            }
             let rest = &self.src[self.pos..];
             if rest.starts_with("//") {
                 match rest.find('\n') {
@@ -433,6 +438,8 @@ struct Parser<'a> {
     /// Rank id -> offset of its `rank` keyword, to detect duplicates. A map rather than a
     /// vector indexed by rank so a huge `num_ranks` in a tiny file cannot allocate gigabytes.
     rank_seen: HashMap<u32, usize>,
+    /// The same for blocks 0, 1, 2, … while they come in order (`rank_seen` empty).
+    in_order_pos: Vec<usize>,
     /// Labels of the current rank block -> (op index, offset of the definition).
     labels: HashMap<&'a str, (u32, usize)>,
     /// Dependencies of the current rank block, in file order.
@@ -445,8 +452,9 @@ impl<'a> Parser<'a> {
             lex: Lexer::new(src),
             num_ranks: None,
             ranks: Vec::new(),
-            rank_seen: HashMap::new(),
-            labels: HashMap::new(),
+            rank_seen: HashMap::default(),
+            in_order_pos: Vec::new(),
+            labels: HashMap::default(),
             pending: Vec::new(),
         }
     }
@@ -529,10 +537,18 @@ impl<'a> Parser<'a> {
             return fail(n.pos, out_of_range("rank", n.text, num_ranks));
         }
         let id = n.magnitude as u32;
-        if let Some(&first) = self.rank_seen.get(&id) {
-            return fail(n.pos, format!("duplicate block for rank {id} (first opened at line {})", self.line_of(first)));
+        // Blocks usually come in rank order: while they do, no map is needed.
+        if id as usize == self.ranks.len() && self.rank_seen.is_empty() {
+            self.in_order_pos.push(kw_pos);
+        } else {
+            if self.rank_seen.is_empty() {
+                self.rank_seen.extend(self.in_order_pos.drain(..).enumerate().map(|(i, p)| (i as u32, p)));
+            }
+            if let Some(&first) = self.rank_seen.get(&id) {
+                return fail(n.pos, format!("duplicate block for rank {id} (first opened at line {})", self.line_of(first)));
+            }
+            self.rank_seen.insert(id, kw_pos);
         }
-        self.rank_seen.insert(id, kw_pos);
         let t = self.next()?;
         if t.tok != Tok::LBrace {
             return fail(t.pos, format!("expected '{{' after 'rank {id}', found {}", describe(t.tok)));

@@ -2,40 +2,9 @@
 //! released exactly as LogGOPSim releases it (roots in schedule order; freed
 //! ops in the order their dependency edges were declared).
 
-use super::goal::{GoalKind, GoalSchedule};
+use super::goal::{GoalKind, GoalRank, GoalSchedule};
 use super::{OpKind, Program, ReadyOp};
 use crate::time::{Time, PAST_LIMIT, PS_PER_NS};
-
-/// Compressed adjacency: successors of op i are targets[offsets[i]..offsets[i+1]].
-#[derive(Debug, Default)]
-struct Csr {
-    offsets: Vec<u32>,
-    targets: Vec<u32>,
-}
-
-impl Csr {
-    /// Edges (a, b) = "a depends on b", grouped by b, keeping declaration order.
-    fn from_edges(n: usize, edges: &[(u32, u32)]) -> Self {
-        let mut offsets = vec![0u32; n + 1];
-        for &(_, b) in edges {
-            offsets[b as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut targets = vec![0u32; edges.len()];
-        for &(a, b) in edges {
-            targets[fill[b as usize] as usize] = a;
-            fill[b as usize] += 1;
-        }
-        Csr { offsets, targets }
-    }
-
-    fn of(&self, i: u32) -> &[u32] {
-        &self.targets[self.offsets[i as usize] as usize..self.offsets[i as usize + 1] as usize]
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -46,19 +15,73 @@ enum OpState {
     Done,
 }
 
-struct RankGraph {
+/// No op (the end of a freed list).
+const NONE: u32 = u32::MAX;
+
+/// Compressed adjacency over all ops: the dependents of global op i are
+/// `targets[offsets[i]..offsets[i + 1]]` (rank-local indices). u32 suffices:
+/// a schedule is read from at most 1 GiB of text, and every op and edge
+/// takes several bytes of it.
+#[derive(Debug)]
+struct Csr {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Csr {
+    fn new() -> Self {
+        Csr { offsets: vec![0], targets: Vec::new() }
+    }
+
+    /// Appends one rank's `n` ops, with edges (a, b) = "a depends on b",
+    /// grouped by b, keeping declaration order.
+    fn push_rank(&mut self, n: usize, edges: &[(u32, u32)]) {
+        let base = self.offsets.len() - 1;
+        let start = self.offsets[base]; // = targets.len()
+        self.offsets.resize(base + n + 1, 0);
+        let ends = &mut self.offsets[base..];
+        for &(_, b) in edges {
+            ends[b as usize + 1] += 1;
+        }
+        for i in 0..n {
+            ends[i + 1] += ends[i];
+        }
+        self.targets.resize(ends[n] as usize, 0);
+        // Fill with ends[b] as op b's cursor; each cursor ends where op b + 1
+        // starts, so shifting them up one place restores the offsets.
+        for &(a, b) in edges {
+            self.targets[ends[b as usize] as usize] = a;
+            ends[b as usize] += 1;
+        }
+        if n > 0 {
+            ends.copy_within(0..n, 1);
+        }
+        ends[0] = start;
+    }
+
+    fn range(&self, op: usize) -> std::ops::Range<usize> {
+        self.offsets[op] as usize..self.offsets[op + 1] as usize
+    }
+}
+
+/// Every rank's ops in flat arrays indexed by global op number (a rank's
+/// ops are `first_op[r]..first_op[r + 1]`), so a million-rank schedule takes
+/// about 40 bytes per op and 16 per rank, with no per-rank allocation.
+pub struct GoalProgram {
+    num_ranks: u32,
+    first_op: Vec<u32>,
     ops: Vec<ReadyOp>,
     deps_left: Vec<u32>,
     state: Vec<OpState>,
     on_done: Csr,
     on_start: Csr,
-    freed: Vec<u32>,
-    done_count: usize,
-}
-
-pub struct GoalProgram {
-    num_ranks: u32,
-    ranks: Vec<RankGraph>,
+    /// Per rank, the ops freed and not yet collected, in the order freed: a
+    /// list threaded through `next_freed` from `freed_head` to `freed_tail`.
+    freed_head: Vec<u32>,
+    freed_tail: Vec<u32>,
+    next_freed: Vec<u32>,
+    done_count: Vec<u32>,
+    max_initial_ops: u32,
     max_cpu: u8,
     max_nic: u8,
 }
@@ -66,58 +89,110 @@ pub struct GoalProgram {
 impl GoalProgram {
     /// `calc` sizes in the schedule are nanoseconds.
     pub fn new(s: &GoalSchedule) -> Self {
-        let ranks = s
-            .ranks
-            .iter()
-            .map(|g| {
-                let n = g.ops.len();
-                let mut deps_left = vec![0u32; n];
-                for &(a, _) in g.requires.iter().chain(&g.irequires) {
-                    deps_left[a as usize] += 1;
+        Self::build(s.num_ranks, s.max_cpu(), s.max_nic(), s.num_ops(), s.ranks.iter())
+    }
+
+    /// Like `new`, freeing each rank's parsed form once converted, so the
+    /// schedule and the program are never both whole in memory.
+    pub fn from_schedule(s: GoalSchedule) -> Self {
+        let (cpu, nic, n) = (s.max_cpu(), s.max_nic(), s.num_ops());
+        Self::build(s.num_ranks, cpu, nic, n, s.ranks.into_iter())
+    }
+
+    fn build<R: std::borrow::Borrow<GoalRank>>(
+        num_ranks: u32,
+        max_cpu: u8,
+        max_nic: u8,
+        total_ops: usize,
+        ranks: impl Iterator<Item = R>,
+    ) -> Self {
+        let mut p = GoalProgram {
+            num_ranks,
+            first_op: Vec::with_capacity(num_ranks as usize + 1),
+            ops: Vec::with_capacity(total_ops),
+            deps_left: Vec::with_capacity(total_ops),
+            state: Vec::with_capacity(total_ops),
+            on_done: Csr::new(),
+            on_start: Csr::new(),
+            freed_head: Vec::with_capacity(num_ranks as usize),
+            freed_tail: Vec::with_capacity(num_ranks as usize),
+            next_freed: vec![NONE; total_ops],
+            done_count: vec![0; num_ranks as usize],
+            max_initial_ops: 0,
+            max_cpu,
+            max_nic,
+        };
+        p.first_op.push(0);
+        for (r, g) in ranks.enumerate() {
+            let g = g.borrow();
+            let base = p.ops.len();
+            let n = g.ops.len();
+            p.ops.extend(g.ops.iter().enumerate().map(|(i, o)| {
+                let (kind, size) = match o.kind {
+                    GoalKind::Send => (OpKind::Send, o.size),
+                    GoalKind::Recv => (OpKind::Recv, o.size),
+                    GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
+                };
+                ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic }
+            }));
+            p.deps_left.resize(base + n, 0);
+            for &(a, _) in g.requires.iter().chain(&g.irequires) {
+                p.deps_left[base + a as usize] += 1;
+            }
+            p.state.resize(base + n, OpState::Blocked);
+            p.on_done.push_rank(n, &g.requires);
+            p.on_start.push_rank(n, &g.irequires);
+            p.first_op.push(p.ops.len() as u32);
+            p.freed_head.push(NONE);
+            p.freed_tail.push(NONE);
+            let mut roots = 0;
+            for i in 0..n as u32 {
+                if p.deps_left[base + i as usize] == 0 {
+                    p.free(r as u32, i);
+                    roots += 1;
                 }
-                let ops: Vec<ReadyOp> = g
-                    .ops
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| {
-                        let (kind, size) = match o.kind {
-                            GoalKind::Send => (OpKind::Send, o.size),
-                            GoalKind::Recv => (OpKind::Recv, o.size),
-                            GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
-                        };
-                        ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic }
-                    })
-                    .collect();
-                let freed: Vec<u32> = (0..n as u32).filter(|&i| deps_left[i as usize] == 0).collect();
-                let mut state = vec![OpState::Blocked; n];
-                for &i in &freed {
-                    state[i as usize] = OpState::Issued;
-                }
-                RankGraph {
-                    ops,
-                    deps_left,
-                    state,
-                    on_done: Csr::from_edges(n, &g.requires),
-                    on_start: Csr::from_edges(n, &g.irequires),
-                    freed,
-                    done_count: 0,
-                }
-            })
-            .collect();
-        GoalProgram { num_ranks: s.num_ranks, ranks, max_cpu: s.max_cpu(), max_nic: s.max_nic() }
+            }
+            p.max_initial_ops = p.max_initial_ops.max(roots);
+        }
+        p
+    }
+
+    #[inline]
+    fn global(&self, rank: u32, id: u32) -> usize {
+        (self.first_op[rank as usize] + id) as usize
+    }
+
+    /// Appends op `id` to `rank`'s freed list.
+    fn free(&mut self, rank: u32, id: u32) {
+        let op = self.global(rank, id);
+        self.state[op] = OpState::Issued;
+        self.next_freed[op] = NONE;
+        match self.freed_tail[rank as usize] {
+            NONE => self.freed_head[rank as usize] = id,
+            tail => {
+                let t = self.global(rank, tail);
+                self.next_freed[t] = id;
+            }
+        }
+        self.freed_tail[rank as usize] = id;
     }
 
     /// Counts down the dependents of `id` (start- or done-dependents).
-    fn release(g: &mut RankGraph, on_start: bool, id: u32) {
-        let csr = if on_start { &g.on_start } else { &g.on_done };
-        for &a in csr.of(id) {
-            let left = &mut g.deps_left[a as usize];
-            *left -= 1;
-            if *left == 0 {
-                g.state[a as usize] = OpState::Issued;
-                g.freed.push(a);
+    fn release(&mut self, rank: u32, on_start: bool, id: u32) {
+        let op = self.global(rank, id);
+        let csr = if on_start { &self.on_start } else { &self.on_done };
+        for k in csr.range(op) {
+            let a = if on_start { &self.on_start } else { &self.on_done }.targets[k];
+            let dep = self.global(rank, a);
+            self.deps_left[dep] -= 1;
+            if self.deps_left[dep] == 0 {
+                self.free(rank, a);
             }
         }
+    }
+
+    fn rank_ops(&self, rank: u32) -> std::ops::Range<usize> {
+        self.first_op[rank as usize] as usize..self.first_op[rank as usize + 1] as usize
     }
 }
 
@@ -137,44 +212,49 @@ impl Program for GoalProgram {
     }
 
     fn max_initial_ops(&self) -> u32 {
-        self.ranks.iter().map(|g| g.freed.len() as u32).max().unwrap_or(0)
+        self.max_initial_ops
     }
 
     fn started(&mut self, rank: u32, id: u32) {
-        let g = &mut self.ranks[rank as usize];
-        g.state[id as usize] = OpState::Started;
-        Self::release(g, true, id);
+        let op = self.global(rank, id);
+        self.state[op] = OpState::Started;
+        self.release(rank, true, id);
     }
 
     fn done(&mut self, rank: u32, id: u32) {
-        let g = &mut self.ranks[rank as usize];
-        g.state[id as usize] = OpState::Done;
-        g.done_count += 1;
-        Self::release(g, false, id);
+        let op = self.global(rank, id);
+        self.state[op] = OpState::Done;
+        self.done_count[rank as usize] += 1;
+        self.release(rank, false, id);
     }
 
     fn collect(&mut self, rank: u32, _now: Time, _cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
-        let g = &mut self.ranks[rank as usize];
-        out.extend(g.freed.drain(..).map(|i| g.ops[i as usize]));
+        let base = self.first_op[rank as usize] as usize;
+        let mut id = std::mem::replace(&mut self.freed_head[rank as usize], NONE);
+        self.freed_tail[rank as usize] = NONE;
+        while id != NONE {
+            out.push(self.ops[base + id as usize]);
+            id = self.next_freed[base + id as usize];
+        }
         Ok(())
     }
 
     fn is_finished(&self, rank: u32) -> bool {
-        let g = &self.ranks[rank as usize];
-        g.done_count == g.ops.len()
+        self.done_count[rank as usize] as usize == self.rank_ops(rank).len()
     }
 
     fn describe_stuck(&self, rank: u32) -> String {
-        let g = &self.ranks[rank as usize];
-        let blocked = g.state.iter().filter(|&&s| s == OpState::Blocked).count();
-        let open: Vec<String> = g
-            .state
+        let range = self.rank_ops(rank);
+        let states = &self.state[range.clone()];
+        let ops = &self.ops[range];
+        let blocked = states.iter().filter(|&&s| s == OpState::Blocked).count();
+        let open: Vec<String> = states
             .iter()
             .enumerate()
             .filter(|(_, &s)| s == OpState::Started || s == OpState::Issued)
             .take(3)
             .map(|(i, _)| {
-                let o = &g.ops[i];
+                let o = &ops[i];
                 match o.kind {
                     OpKind::Send => format!("op {i} (send {} B to {})", o.size, o.peer),
                     OpKind::Recv => format!(
@@ -188,8 +268,8 @@ impl Program for GoalProgram {
             .collect();
         format!(
             "{} of {} ops done, {blocked} never became ready{}",
-            g.done_count,
-            g.ops.len(),
+            self.done_count[rank as usize],
+            ops.len(),
             if open.is_empty() { String::new() } else { format!("; unfinished: {}", open.join(", ")) }
         )
     }
