@@ -19,8 +19,7 @@ pub struct BenchResult {
     pub extra: Vec<(&'static str, f64)>,
 }
 
-pub const CASES: [&str; 6] =
-    ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m"];
+pub const CASES: [&str; 6] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m"];
 
 fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> WorkloadSpec {
     WorkloadSpec::Collective(CollectiveLoop { ranks, iterations, collective, mode: CollectiveMode::Blocking, ..Default::default() })

@@ -134,6 +134,11 @@ pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> 
 /// finish time (8) and the noise cache (24).
 const ENGINE_BYTES_PER_RANK: u128 = 40 + 40 + 24 + 8 + 24;
 
+/// The engine's bytes per rank with the platform's per-node and per-socket tables.
+fn engine_bytes_per_rank(cfg: &Config) -> u128 {
+    ENGINE_BYTES_PER_RANK + crate::engine::Fabric::bytes_per_rank_bound(&cfg.network)
+}
+
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     alloc::reset_peak();
     let baseline = alloc::live_bytes();
@@ -242,7 +247,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
 fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
     let ranks = spec.scale_to.unwrap_or(t.files.len() as u32);
-    let per_rank = ENGINE_BYTES_PER_RANK + crate::trace::bytes_per_rank(&t, ranks);
+    let per_rank = engine_bytes_per_rank(cfg) + crate::trace::bytes_per_rank(&t, ranks);
     check_memory(ranks as u128 * per_rank, cfg.max_memory_bytes)?;
     let (shared, convs) = crate::trace::converters(spec, &t)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, convs.len() as u32)?;
@@ -256,9 +261,9 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     let (p, iters) = (w.num_ranks(), w.iterations());
     let names = w.timer_names();
     let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 };
-    let per_rank = ENGINE_BYTES_PER_RANK + StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
+    let per_rank = engine_bytes_per_rank(cfg) + StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
     check_memory(p as u128 * per_rank + timer_bytes, cfg.max_memory_bytes)?;
-    let noise = Noise::new(&cfg.noise, cfg.seed, p)?; // its cache is in ENGINE_BYTES_PER_RANK
+    let noise = Noise::new(&cfg.noise, cfg.seed, p)?; // its cache is in engine_bytes_per_rank
     let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
     let program = StreamProgram::new(w, recorder).with_async_progress(cfg.async_progress);
     run_program(program, cfg, noise, progress, |prog: &StreamProgram<W>| {

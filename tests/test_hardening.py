@@ -188,3 +188,36 @@ def test_ctrl_c_stops_a_long_goal_parse(tmp_path):
     _, err = p.communicate(timeout=60)
     assert time.monotonic() - start < 20
     assert p.returncode != 0 and "Traceback" not in err, err
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 64 KiB file system (tmpfs; needs root, as in CI), else skip."""
+    import subprocess
+
+    d = tmp_path / "tiny"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (not root)")
+    yield d
+    subprocess.run(["umount", str(d)], check=True)
+
+
+def test_a_full_disk_is_an_error_and_keeps_the_previous_result(tiny_disk, tmp_path):
+    small = run_cli("simulate", EXAMPLES / "idle-wave.toml", "--quiet", "--out", tiny_disk / "r", check=False)
+    assert small.returncode == 0, small.stderr
+    before = {p.name: p.read_bytes() for p in (tiny_disk / "r").iterdir()}
+    big = tmp_path / "big.toml"
+    big.write_text((EXAMPLES / "bsp_noise.toml").read_text().replace("ranks = 1024", "ranks = 4096"))
+    p = run_cli("simulate", big, "--quiet", "--out", tiny_disk / "r", check=False)
+    assert p.returncode == 2 and "cannot write results: No space left on device" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    assert sorted(x.name for x in tiny_disk.iterdir()) == ["r"]  # no temporary left
+    assert {x.name: x.read_bytes() for x in (tiny_disk / "r").iterdir()} == before
+
+
+def test_a_partner_file_declaring_billions_of_ranks_is_refused_before_allocating(tmp_path):
+    f = tmp_path / "partners.txt"
+    f.write_text("ranks 4294967295\n")
+    with pytest.raises(SimulationError, match=r"partners.txt:1: `ranks 4294967295`: this run needs about 96.00 GiB"):
+        idlewave.simulate({"workload": {"kind": "spmv", "ranks": 4, "partners_file": str(f)}})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -67,7 +68,19 @@ def write_json(path: Path, data: dict) -> None:
 
 def write_parquet(path: Path, frame) -> None:
     """Writes a polars DataFrame atomically."""
-    _atomic(path, lambda tmp: frame.write_parquet(tmp))
+
+    def write(tmp: Path) -> None:
+        try:
+            frame.write_parquet(tmp)
+        except OSError:
+            raise
+        except Exception as e:  # polars reports a failed write (a full disk) as its own error
+            code = re.search(r"\(os error (\d+)\)", str(e))
+            if code is None:
+                raise
+            raise OSError(int(code[1]), os.strerror(int(code[1]))) from None
+
+    _atomic(path, write)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -65,6 +65,15 @@ impl Fabric {
         }
     }
 
+    /// At most this many bytes per rank (a node or a socket has at least
+    /// one rank), for the memory estimate made before anything is allocated.
+    pub fn bytes_per_rank_bound(net: &crate::network::Network) -> u128 {
+        net.platform.as_ref().map_or(0, |pl| {
+            let inject = if pl.node_ps_per_byte > 0.0 { 8 } else { 0 };
+            inject + if pl.memory.is_some() { std::mem::size_of::<Domain>() as u128 } else { 0 }
+        })
+    }
+
     pub fn bytes(&self) -> usize {
         self.inject_free.capacity() * 8 + self.memory.as_ref().map_or(0, |m| m.domains.capacity() * std::mem::size_of::<Domain>())
     }

@@ -15,6 +15,7 @@ mod tests;
 pub mod timeline;
 mod waiting;
 
+pub use fabric::Fabric;
 pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
 
