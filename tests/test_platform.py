@@ -45,6 +45,24 @@ def test_scenario_keys_override_the_platform_file(tmp_path):
         parse_scenario('[network]\nplatform = "no_such_machine"\n')
 
 
+def test_a_platform_file_naming_a_platform_inherits_it_and_never_drops_keys(tmp_path):
+    """A file's own `platform` (above or inside [network]) is its base: the
+    Blue Waters ping-pong then holds with the file's changes on top."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "bw8.toml").write_text('platform = "blue_waters"\n[network]\nranks_per_node = 8\n')
+    (tmp_path / "mine.toml").write_text('[network]\nplatform = "sub/bw8.toml"\nhop_latency_s = 2e-7\n')
+    net = parse_scenario(f'[network]\nplatform = "{tmp_path / "mine.toml"}"\n')["network"]
+    assert (net["ranks_per_node"], net["L_s"], net["hop_latency_s"]) == (8, 7.1826e-6, 2e-7)
+    assert pingpong({"platform": str(tmp_path / "mine.toml"), "ranks_per_node": 1}, 100) == pytest.approx(
+        2.2467e-6 + 0.3451e-9 * 99 + 2e-7, rel=1e-9)
+    (tmp_path / "loop.toml").write_text('[network]\nplatform = "loop.toml"\n')
+    with pytest.raises(ScenarioError, match="network.platform: .*loop.toml: platform files name each other in a cycle"):
+        parse_scenario(f'[network]\nplatform = "{tmp_path / "loop.toml"}"\n')
+    (tmp_path / "stray.toml").write_text('L_s = 3e-6\n[network]\nranks_per_node = 8\n')
+    with pytest.raises(ScenarioError, match="stray.toml: L_s: a platform file's keys belong in \\[network\\]"):
+        parse_scenario(f'[network]\nplatform = "{tmp_path / "stray.toml"}"\n')
+
 def test_node_aware_mapping_cuts_off_node_neighbours_and_halo_time():
     grid = [8, 8, 4]
     blocks = mapping.node_blocks(grid, 16)

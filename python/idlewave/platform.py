@@ -39,14 +39,37 @@ def load(name_or_path: str, resolve: Callable[[str], str]) -> tuple[dict, str]:
         raise ValueError(f"{path}: {e}") from None
     except RecursionError:
         raise ValueError(f"{path}: TOML nested too deeply to read") from None
-    return data.get("network", data), str(path)
+    if "network" not in data:
+        return data, str(path)
+    network = dict(data["network"]) if isinstance(data["network"], dict) else data["network"]
+    outside = sorted(set(data) - {"network"})
+    if outside == ["platform"] and isinstance(network, dict) and "platform" not in network:
+        network["platform"] = data["platform"]  # the file's own base platform, written above [network]
+    elif outside:
+        raise ValueError(f"{path}: {', '.join(outside)}: a platform file's keys belong in [network] (or all at top level)")
+    return network, str(path)
 
 
 def merged(raw: dict, resolve: Callable[[str], str], fail: Callable[[str, str], None]) -> dict:
-    """The scenario's [network] over its platform file's."""
+    """The scenario's [network] over its platform file's (itself over the
+    platform it names, if any)."""
     try:
-        base, _ = load(raw["platform"], resolve)
+        base = _inherited(raw["platform"], resolve, ())
     except (OSError, ValueError) as e:
         fail("network.platform", str(e))
-    base = {k: v for k, v in base.items() if k != "platform"}
     return merge(base, raw)
+
+
+def _inherited(name: str, resolve: Callable[[str], str], seen: tuple[str, ...]) -> dict:
+    """A platform file's keys over those of the platform it names in its own
+    `platform` key (a preset, or a file relative to it)."""
+    base, where = load(name, resolve)
+    parent = base.pop("platform", None)
+    if parent is None:
+        return base
+    if not isinstance(parent, str):
+        raise ValueError(f"{where}: platform: expected a preset name or a file path, got {parent!r}")
+    if where in seen:
+        raise ValueError(f"{where}: platform files name each other in a cycle ({' -> '.join((*seen, where))})")
+    here = Path(where).parent
+    return merge(_inherited(parent, lambda p: str(here / p), (*seen, where)), base)
