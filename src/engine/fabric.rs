@@ -349,13 +349,13 @@ mod tests {
 
     #[test]
     fn hops_and_congestion_add_latency() {
-        let mut pl = platform(1);
+        let mut pl = platform(2);
         (pl.topology, pl.hop_latency_ps, pl.stalls_per_byte, pl.stall_ps) = (Topology::Torus { dims: [4, 1, 1] }, 100, 0.5, 2.0);
         let send = |to| vec![StreamOp::ISend { peer: to, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)];
         let recv = vec![StreamOp::IRecv { peer: 0, tag: 1, bytes: 10, slot: 0 }, StreamOp::Wait(1)];
-        let t = run(vec![send(2), vec![], recv, vec![]], pl);
-        // 2 hops: 1 µs + 2·100 ps + 0.5·10·2·2 ps
-        assert_eq!(t[2], 1_000_000 + 200 + 20);
+        let t = run(vec![send(4), vec![], vec![], vec![], recv, vec![], vec![], vec![]], pl);
+        // node 0 to node 2, 2 hops: 1 µs + 2·100 ps + stalls/byte 0.5 · 10 B · 2 cores · 2 ps · 2 hops
+        assert_eq!(t[4], 1_000_000 + 200 + 40);
     }
 
     #[test]

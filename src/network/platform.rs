@@ -57,7 +57,8 @@ pub struct Platform {
     /// Latency added per link between nodes.
     #[serde(default)]
     pub hop_latency_ps: Time,
-    /// Congestion penalty T = stalls_per_byte · n · stall_ps · hops.
+    /// Congestion penalty T = stalls_per_byte · n · n_cores · stall_ps · hops
+    /// (Krylov paper §5.7; n_cores = ranks_per_node, which share the NIC).
     #[serde(default)]
     pub stalls_per_byte: f64,
     #[serde(default)]
@@ -238,7 +239,7 @@ impl Platform {
     /// per-hop latency and the congestion penalty.
     #[inline]
     pub fn path_latency(&self, hops: u32, size: u64) -> Time {
-        let stalls = self.stalls_per_byte * size as f64 * self.stall_ps * hops as f64;
+        let stalls = self.stalls_per_byte * size as f64 * self.ranks_per_node as f64 * self.stall_ps * hops as f64;
         self.hop_latency_ps * hops as Time + stalls.round() as Time
     }
 }

@@ -281,7 +281,8 @@ pub struct NetworkSpec {
     #[serde(rename = "hop_latency_s", with = "secs")]
     #[schemars(with = "Seconds")]
     pub hop_latency_ps: Time,
-    /// The congestion penalty stalls_per_byte · n · stall_s · hops.
+    /// The congestion penalty stalls_per_byte · n · ranks_per_node · stall_s · hops
+    /// (Krylov paper §5.7, n_cores = ranks_per_node).
     #[schemars(range(min = 0))]
     pub stalls_per_byte: f64,
     #[serde(rename = "stall_s", with = "secs_f64")]
