@@ -101,7 +101,8 @@ def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path):
     coll = {(r["ranks"], r["noise"]): r["speedup"] for r in s["collectives"]}
     # noiseless, the ideal nonblocking allreduce reaches the bound (1+β)/β = 1.629 for AMG2006 exactly
     assert coll[1024, "none"] == pytest.approx(2.59 / 1.59, rel=1e-3)
-    assert all(v > coll[1024, "none"] for k, v in coll.items() if k[1] != "none")  # noise inflates the gain
+    # under noise this skeleton contradicts the paper's Fig. 5/7; the demo must say so, not present it as theirs
+    assert s["collectives_vs_paper"].startswith("Not the paper's result")
     assert s["idle_waves"]["idle_wave"]["speed_ranks_per_iteration"] == pytest.approx(1.0, rel=0.03)
     assert s["idle_waves"]["pd"]["pd"] > 0.1
     assert {r["hiding"] for r in s["matvec"]["runs"]} == {"fixed_alpha", "dynamic_alpha", "mpi_test"}

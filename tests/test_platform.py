@@ -35,6 +35,22 @@ def test_blue_waters_postal_table_per_protocol_and_class():
         assert pingpong(on, size) == pytest.approx(alpha + beta * (size - 1), rel=1e-9)
 
 
+def test_the_engines_congestion_penalty_is_the_postal_models():
+    """Krylov paper §5.7: (stalls/byte)·n·n_cores·T_stall·hops, n_cores = 16
+    on Blue Waters: 64 KiB between neighbouring nodes at 1 stall per byte."""
+    from idlewave.models.postal import PostalPlatform
+
+    def one_way(stalls: float) -> float:
+        r = idlewave.simulate({"network": {"platform": "blue_waters", "stalls_per_byte": stalls},
+                               "workload": {"kind": "bsp", "ranks": 32, "iterations": 1, "compute_s": 0.0,
+                                            "distances": [16], "message_bytes": 65536, "periodic": False}})
+        return r.summary["makespan_s"]
+
+    added = one_way(1.0) - one_way(0.0)
+    pl = PostalPlatform.from_network(parse_scenario('[network]\nplatform = "blue_waters"\nstalls_per_byte = 1.0\n')["network"])
+    assert added == pytest.approx(pl.message(65536, hops=1, congestion=True)["congestion"], rel=1e-6)
+    assert added == pytest.approx(65536 * 16 * 1.2e-10, rel=1e-6)  # 125.8 µs
+
 def test_scenario_keys_override_the_platform_file(tmp_path):
     f = tmp_path / "mine.toml"
     f.write_text('[network]\nL_s = 3e-6\nranks_per_node = 4\n[network.intra_node]\nL_s = 1e-7\n')
