@@ -308,11 +308,17 @@ impl<'a> Lexer<'a> {
         self.src.as_bytes().get(self.pos + offset).copied()
     }
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> PResult<Token<'a>> {
-        self.skip_blanks_and_comments()?;
-        let start = self.pos;
         let bytes = self.src.as_bytes();
+        // Blanks inline (the common case: one space); comments out of line.
+        while matches!(bytes.get(self.pos), Some(b' ' | b'\t')) {
+            self.pos += 1;
+        }
+        if bytes.get(self.pos) == Some(&b'/') {
+            self.skip_blanks_and_comments()?;
+        }
+        let start = self.pos;
         let Some(&b) = bytes.get(start) else {
             return Ok(Token { tok: Tok::Eof, pos: start });
         };
@@ -374,6 +380,7 @@ impl<'a> Lexer<'a> {
 
     /// Skips spaces, tabs and comments. Newlines are tokens (they end statements), so a line
     /// comment stops just before its newline.
+    #[cold]
     fn skip_blanks_and_comments(&mut self) -> PResult<()> {
         loop {
             self.pos = self.scan_while(self.pos, |b| b == b' ' || b == b'\t');
@@ -434,7 +441,9 @@ struct Parser<'a> {
     /// Declared rank count and the offset of its `num_ranks` keyword.
     num_ranks: Option<(u32, usize)>,
     /// Finished rank blocks in file order.
-    ranks: Vec<(u32, GoalRank)>,
+    ranks: Vec<GoalRank>,
+    /// Their rank ids, kept only once a block came out of order (else block i is rank i).
+    ids: Vec<u32>,
     /// Rank id -> offset of its `rank` keyword, to detect duplicates. A map rather than a
     /// vector indexed by rank so a huge `num_ranks` in a tiny file cannot allocate gigabytes.
     rank_seen: HashMap<u32, usize>,
@@ -452,6 +461,7 @@ impl<'a> Parser<'a> {
             lex: Lexer::new(src),
             num_ranks: None,
             ranks: Vec::new(),
+            ids: Vec::new(),
             rank_seen: HashMap::default(),
             in_order_pos: Vec::new(),
             labels: HashMap::default(),
@@ -463,6 +473,7 @@ impl<'a> Parser<'a> {
         line_col(self.lex.src, pos).0
     }
 
+    #[inline(always)]
     fn next(&mut self) -> PResult<Token<'a>> {
         self.lex.next()
     }
@@ -495,17 +506,25 @@ impl<'a> Parser<'a> {
         };
         // Ids are unique and < num_ranks (checked when each block opened), so the blocks
         // cover every rank exactly when there are num_ranks of them.
+        let in_order = self.rank_seen.is_empty();
         if self.ranks.len() < num_ranks as usize {
-            let mut ids: Vec<u32> = self.ranks.iter().map(|(id, _)| *id).collect();
+            let mut ids = self.ids;
             ids.sort_unstable();
-            let missing = ids.iter().zip(0u32..).find(|(id, expected)| *id != expected).map_or(ids.len() as u32, |(_, expected)| expected);
+            let missing = if in_order {
+                self.ranks.len() as u32
+            } else {
+                ids.iter().zip(0u32..).find(|(id, expected)| *id != expected).map_or(ids.len() as u32, |(_, expected)| expected)
+            };
             return fail(
                 decl_pos,
                 format!("missing rank: num_ranks {num_ranks} declares ranks 0..={} but there is no 'rank {missing}' block", num_ranks - 1),
             );
         }
+        if in_order {
+            return Ok(GoalSchedule { num_ranks, ranks: self.ranks });
+        }
         let mut ranks = vec![GoalRank::default(); num_ranks as usize];
-        for (id, rank) in self.ranks {
+        for (id, rank) in self.ids.into_iter().zip(self.ranks) {
             ranks[id as usize] = rank;
         }
         Ok(GoalSchedule { num_ranks, ranks })
@@ -523,6 +542,8 @@ impl<'a> Parser<'a> {
             return fail(n.pos, format!("num_ranks {} is too large (at most {})", n.text, u32::MAX));
         };
         self.num_ranks = Some((count, kw_pos));
+        // A rank block takes at least 8 bytes of text: no more can follow.
+        self.ranks.reserve((count as usize).min(self.lex.src.len() / 8));
         Ok(())
     }
 
@@ -543,6 +564,7 @@ impl<'a> Parser<'a> {
         } else {
             if self.rank_seen.is_empty() {
                 self.rank_seen.extend(self.in_order_pos.drain(..).enumerate().map(|(i, p)| (i as u32, p)));
+                self.ids.extend(0..self.ranks.len() as u32);
             }
             if let Some(&first) = self.rank_seen.get(&id) {
                 return fail(n.pos, format!("duplicate block for rank {id} (first opened at line {})", self.line_of(first)));
@@ -554,7 +576,10 @@ impl<'a> Parser<'a> {
             return fail(t.pos, format!("expected '{{' after 'rank {id}', found {}", describe(t.tok)));
         }
         let rank = self.parse_block_body(kw_pos, id)?;
-        self.ranks.push((id, rank));
+        self.ranks.push(rank);
+        if !self.rank_seen.is_empty() {
+            self.ids.push(id);
+        }
         Ok(())
     }
 
@@ -1045,6 +1070,15 @@ l4: calc 7
         let s = parse("num_ranks 2 rank 0{ calc 5\n} rank 1 { }");
         assert_eq!(s.ranks[0].ops, vec![op(GoalKind::Calc, 0, 0, 5)]);
         assert!(s.ranks[1].ops.is_empty());
+    }
+
+    #[test]
+    fn blocks_in_any_order_land_at_their_rank() {
+        let s = parse("num_ranks 3\nrank 1 {\ncalc 2\n}\nrank 0 {\ncalc 1\n}\nrank 2 {\ncalc 3\n}\n");
+        assert_eq!(s.ranks.iter().map(|r| r.ops[0].size).collect::<Vec<_>>(), vec![1, 2, 3]);
+        let s = parse("num_ranks 3\nrank 0 {\ncalc 1\n}\nrank 2 {\ncalc 3\n}\nrank 1 {\ncalc 2\n}\n");
+        assert_eq!(s.ranks.iter().map(|r| r.ops[0].size).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_err("num_ranks 3\nrank 0 {\n}\nrank 2 {\n}\nrank 0 {\n}\n", 6, 6, &["duplicate block for rank 0", "line 2"]);
     }
 
     #[test]
