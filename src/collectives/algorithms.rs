@@ -13,6 +13,7 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         (Allreduce, Dissemination) => dissemination(rank, p, c.bytes, i),
         (Allreduce, RecursiveDoubling) => recursive_doubling_allreduce(rank, p, c.bytes, i),
         (Allreduce, Ring) => ring(rank, p, c.bytes.div_ceil(p as u64), 2 * (p - 1), i),
+        (Allreduce, Rabenseifner) => rabenseifner(rank, p, c.bytes, i),
         (Allreduce, _) => {
             // Binomial reduce to rank 0, then binomial broadcast from it.
             let tree = Tree { p, root: 0 };
@@ -97,6 +98,46 @@ fn recursive_doubling_allreduce(rank: u32, p: u32, bytes: u64, i: u32) -> Option
         return Some(Step::Exchange { to: partner, send_bytes: bytes, from: partner, recv_bytes: bytes });
     }
     (folded && i == rounds).then(|| Step::Send { to: rank - 1, bytes })
+}
+
+/// Open MPI's `redscat_allgather`: with rem = p − 2^⌊log2 p⌋, ranks below
+/// 2·rem pair up (even r with r+1): they swap halves, the odd one sends its
+/// reduced half to the even one and waits for the result. The 2^⌊log2 p⌋
+/// remaining ranks reduce-scatter by recursive halving (round k exchanges
+/// bytes/2^(k+1) with vrank XOR 2^k), allgather back in reverse order, and
+/// the even ranks hand the result to their odd partners.
+fn rabenseifner(rank: u32, p: u32, bytes: u64, i: u32) -> Option<Step> {
+    let pof2 = floor_pow2(p);
+    let (rem, rounds) = (p - pof2, pof2.trailing_zeros());
+    let (lhalf, rhalf) = (bytes / 2, bytes - bytes / 2);
+    let paired = rank < 2 * rem;
+    if paired && rank % 2 == 1 {
+        return match i {
+            0 => Some(Step::Exchange { to: rank - 1, send_bytes: lhalf, from: rank - 1, recv_bytes: rhalf }),
+            1 => Some(Step::Send { to: rank - 1, bytes: rhalf }),
+            2 => Some(Step::Recv { from: rank - 1, bytes }),
+            _ => None,
+        };
+    }
+    let (vrank, i) = match (paired, i) {
+        (true, 0) => return Some(Step::Exchange { to: rank + 1, send_bytes: rhalf, from: rank + 1, recv_bytes: lhalf }),
+        (true, 1) => return Some(Step::Recv { from: rank + 1, bytes: rhalf }),
+        (true, _) => (rank / 2, i - 2),
+        (false, _) => (rank - rem, i),
+    };
+    let real = |v: u32| if v < rem { 2 * v } else { v + rem };
+    let exchange = |k: u32| {
+        let partner = real(vrank ^ (1 << k));
+        let size = bytes.div_ceil(2u64 << k);
+        Step::Exchange { to: partner, send_bytes: size, from: partner, recv_bytes: size }
+    };
+    if i < rounds {
+        return Some(exchange(i)); // reduce-scatter
+    }
+    if i < 2 * rounds {
+        return Some(exchange(2 * rounds - 1 - i)); // allgather, back in reverse
+    }
+    (paired && i == 2 * rounds).then(|| Step::Send { to: rank + 1, bytes })
 }
 
 fn binary_tree_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {

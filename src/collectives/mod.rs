@@ -91,6 +91,10 @@ pub enum Algorithm {
     Ring,
     /// Binomial reduce to rank 0, then binomial broadcast (allreduce).
     ReduceBcast,
+    /// Reduce-scatter by recursive halving, then allgather by recursive
+    /// doubling (allreduce); non-powers of two fold pairs in first, as Open
+    /// MPI's `redscat_allgather` does.
+    Rabenseifner,
     /// Binomial tree, LogGOPSim's schedgen layout (bcast, reduce, gather, scatter).
     Binomial,
     /// Binary tree: children 2v+1, 2v+2 (bcast).
@@ -223,6 +227,16 @@ impl Algorithm {
 }
 
 impl CollectiveKind {
+    /// What `algorithm = "auto"` runs on `ranks` ranks for a message of
+    /// `bytes`: Open MPI's choice where its rule picks an algorithm we have
+    /// (allreduce), else [`Self::default_algorithm`].
+    pub fn auto_algorithm(self, ranks: u32, bytes: u64) -> Algorithm {
+        match self {
+            CollectiveKind::Allreduce => open_mpi_allreduce(ranks, bytes),
+            _ => self.default_algorithm(),
+        }
+    }
+
     pub fn default_algorithm(self) -> Algorithm {
         match self {
             CollectiveKind::Allreduce | CollectiveKind::Barrier => Algorithm::Dissemination,
@@ -236,7 +250,7 @@ impl CollectiveKind {
     pub fn algorithms(self) -> &'static [Algorithm] {
         use Algorithm::*;
         match self {
-            CollectiveKind::Allreduce => &[Dissemination, RecursiveDoubling, Ring, ReduceBcast],
+            CollectiveKind::Allreduce => &[Dissemination, RecursiveDoubling, Ring, ReduceBcast, Rabenseifner],
             CollectiveKind::Bcast => &[Binomial, BinaryTree, Linear, PipelinedRing, Ring, ModifiedRing, TwoRing, TwoRingModified],
             CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
             CollectiveKind::Allgather => &[Ring, RecursiveDoubling],
@@ -331,3 +345,93 @@ impl Collective {
 
 #[cfg(test)]
 mod tests;
+
+/// Open MPI's fixed decision for allreduce with a commutative operation
+/// (`ompi_coll_tuned_allreduce_intra_dec_fixed`, ompi/mca/coll/tuned/
+/// coll_tuned_decision_fixed.c, main branch of 2026 = v6.1 development; the
+/// same table as v5.0). Its algorithm numbers: 2 nonoverlapping (reduce, then
+/// bcast: here binomial trees), 3 recursive doubling, 4 ring, 5 segmented
+/// ring (with the default segment size 0 it runs the plain ring), 6
+/// Rabenseifner. The ring falls back to recursive doubling when the vector
+/// has fewer elements than ranks; elements are taken as 8-byte doubles.
+pub fn open_mpi_allreduce(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let rule: u8 = match (ranks, bytes) {
+        (0..=3, b) => match b {
+            0..8 => 4,
+            8..4096 => 3,
+            4096..8192 => 4,
+            8192..16384 => 3,
+            16384..65536 => 4,
+            65536..262144 => 5,
+            _ => 6,
+        },
+        (4..=7, b) => match b {
+            0..16 => 4,
+            16..8192 => 3,
+            _ => 6,
+        },
+        (8..=15, b) => {
+            if b < 8192 {
+                3
+            } else {
+                6
+            }
+        }
+        (16..=31, b) => match b {
+            0..64 => 5,
+            64..4096 => 3,
+            _ => 6,
+        },
+        (32..=63, b) => {
+            if b < 128 {
+                5
+            } else {
+                6
+            }
+        }
+        (64..=127, b) => {
+            if b < 262144 {
+                3
+            } else {
+                6
+            }
+        }
+        (128..=255, b) => match b {
+            0..131072 => 2,
+            131072..262144 => 3,
+            _ => 6,
+        },
+        (256..=511, b) => {
+            if b < 4096 {
+                2
+            } else {
+                6
+            }
+        }
+        (512..=2047, b) => match b {
+            0..2048 => 2,
+            2048..16384 => 3,
+            _ => 6,
+        },
+        (2048..=4095, b) => match b {
+            0..2048 => 2,
+            2048..4096 => 5,
+            4096..16384 => 3,
+            _ => 6,
+        },
+        (_, b) => match b {
+            0..2048 => 2,
+            2048..16384 => 5,
+            16384..32768 => 3,
+            _ => 6,
+        },
+    };
+    match rule {
+        2 => ReduceBcast,
+        4 | 5 if bytes / 8 < ranks as u64 => RecursiveDoubling,
+        4 | 5 => Ring,
+        6 => Rabenseifner,
+        _ => RecursiveDoubling,
+    }
+}

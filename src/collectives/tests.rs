@@ -43,6 +43,7 @@ fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> usize 
         (Allreduce, RecursiveDoubling) => pof2 * pof2.trailing_zeros() as usize + 2 * (p - pof2),
         (Allreduce, Ring) => 2 * p * (p - 1),
         (Allreduce, ReduceBcast) => 2 * (p - 1),
+        (Allreduce, Rabenseifner) => 2 * pof2 * pof2.trailing_zeros() as usize + 4 * (p - pof2),
         (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => (p - 1) * chunks as usize,
         (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
         (Allgather, RecursiveDoubling) => p * lg,
@@ -357,4 +358,63 @@ fn sub_communicators_map_group_ranks_to_world_ranks() {
     let w = CollectiveLoop { root: 0, ..w };
     let e = run(w);
     assert_eq!(e.events, 2 * (12 + 2 * 3 * 4 * 2)); // 3 rows × 4 ranks × log2(4) messages
+}
+
+#[test]
+fn auto_allreduce_follows_open_mpis_rule_by_size_and_ranks() {
+    use Algorithm::*;
+    // (ranks, bytes) -> what ompi_coll_tuned_allreduce_intra_dec_fixed runs
+    // for MPI_SUM on doubles (rule 4/5 = ring, or recursive doubling below one
+    // element per rank; 2 = reduce + bcast; 6 = Rabenseifner).
+    let table = [
+        (2, 4, RecursiveDoubling), // rule 4, 0 elements < 2 ranks
+        (2, 100, RecursiveDoubling),
+        (2, 65536, Ring), // rule 5
+        (2, 1 << 20, Rabenseifner),
+        (6, 8, RecursiveDoubling),
+        (6, 8192, Rabenseifner),
+        (16, 32, RecursiveDoubling), // rule 5, 4 elements < 16 ranks
+        (20, 2000, RecursiveDoubling),
+        (40, 64, RecursiveDoubling), // rule 5, 8 elements < 40 ranks
+        (40, 4096, Rabenseifner),
+        (64, 8, RecursiveDoubling),
+        (64, 1 << 20, Rabenseifner),
+        (200, 8, ReduceBcast),
+        (200, 200_000, RecursiveDoubling),
+        (1024, 8, ReduceBcast),
+        (1024, 8192, RecursiveDoubling),
+        (1024, 1 << 20, Rabenseifner),
+        (3000, 3000, RecursiveDoubling), // rule 5, 375 elements < 3000 ranks
+        (65536, 8, ReduceBcast),
+        (65536, 20_000, RecursiveDoubling),
+        (65536, 1 << 20, Rabenseifner),
+    ];
+    for (ranks, bytes, want) in table {
+        assert_eq!(CollectiveKind::Allreduce.auto_algorithm(ranks, bytes), want, "{ranks} ranks, {bytes} B");
+    }
+    assert_eq!(CollectiveKind::Bcast.auto_algorithm(64, 1 << 20), Algorithm::Binomial);
+}
+
+#[test]
+fn auto_picks_a_bandwidth_algorithm_for_large_allreduces() {
+    // The case: 1 MiB on 64 ranks; dissemination moves p·log p whole
+    // vectors, Rabenseifner about 2 vectors per rank.
+    let time = |alg: Algorithm| {
+        let w = CollectiveLoop {
+            ranks: 64,
+            iterations: 1,
+            collective: CollectiveKind::Allreduce,
+            algorithm: Some(alg),
+            message_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let mut e =
+            Engine::new(StreamProgram::new(w, Recorder::disabled()), Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none())
+                .unwrap();
+        e.run().unwrap();
+        (0..64).map(|r| e.finish_time(r)).max().unwrap()
+    };
+    let auto = CollectiveKind::Allreduce.auto_algorithm(64, 1 << 20);
+    let (t_auto, t_diss) = (time(auto), time(Algorithm::Dissemination));
+    assert!(t_auto * 3 < t_diss, "{auto:?}: {t_auto} ps vs dissemination {t_diss} ps");
 }

@@ -96,7 +96,8 @@ impl Skeleton {
             ranks: self.ranks,
             iterations: self.iterations,
             collective: CollectiveKind::Allreduce,
-            algorithm: self.algorithm,
+            // "auto" is the noise paper's choice: LogGOPSim's dissemination allreduce (§2.1)
+            algorithm: self.algorithm.or(Some(Algorithm::Dissemination)),
             mode: self.mode,
             message_bytes: self.message_bytes,
             chunk_bytes: 0,
