@@ -21,8 +21,18 @@ pub struct BenchResult {
 
 pub const CASES: [&str; 6] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m"];
 
+/// The cases' algorithms are fixed (binomial broadcast, dissemination
+/// allreduce), so the figures do not move when `auto` changes.
 fn collective(ranks: u32, iterations: u32, collective: CollectiveKind) -> WorkloadSpec {
-    WorkloadSpec::Collective(CollectiveLoop { ranks, iterations, collective, mode: CollectiveMode::Blocking, ..Default::default() })
+    let algorithm = Some(collective.default_algorithm());
+    WorkloadSpec::Collective(CollectiveLoop {
+        ranks,
+        iterations,
+        collective,
+        algorithm,
+        mode: CollectiveMode::Blocking,
+        ..Default::default()
+    })
 }
 
 impl Config {
