@@ -19,6 +19,20 @@ pub struct BenchResult {
     pub extra: Vec<(&'static str, f64)>,
 }
 
+impl BenchResult {
+    fn of(case: &str, ranks: u32, r: &crate::sim::RunResult, extra: Vec<(&'static str, f64)>) -> Self {
+        BenchResult {
+            case: case.to_string(),
+            ranks,
+            events: r.events,
+            wall_s: r.wall_s,
+            events_per_s: r.events as f64 / r.wall_s.max(1e-9),
+            bytes_per_rank: r.peak_bytes as f64 / ranks as f64,
+            extra,
+        }
+    }
+}
+
 pub const CASES: [&str; 6] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m"];
 
 /// The cases' algorithms are fixed (binomial broadcast, dissemination
@@ -86,25 +100,17 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
         return trace_case(10_000_000);
     }
     if case == "goal_bcast_1m" {
-        return goal_case(1 << 20);
+        return goal_case(case, 1 << 20);
     }
     if case == "goal_bcast_64k" {
-        return goal_case(1 << 16); // small enough to profile under callgrind
+        return goal_case(case, 1 << 16); // small enough to profile under callgrind
     }
     let cfg = config(case).ok_or_else(|| format!("unknown bench case '{case}' (known: {})", CASES.join(", ")))?;
     let cpu = thread_cpu_s();
     let r = run(&cfg, None).map_err(|e| e.to_string())?;
     let cpu_s = thread_cpu_s() - cpu;
-    Ok(BenchResult {
-        case: case.to_string(),
-        ranks: r.ranks,
-        events: r.events,
-        wall_s: r.wall_s,
-        events_per_s: r.events as f64 / r.wall_s.max(1e-9),
-        bytes_per_rank: r.peak_bytes as f64 / r.ranks as f64,
-        // CPU time (setup included) is steadier than wall time on shared machines
-        extra: vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))],
-    })
+    // CPU time (setup included) is steadier than wall time on shared machines
+    Ok(BenchResult::of(case, r.ranks, &r, vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))]))
 }
 
 /// CPU seconds of this thread so far (Linux; 0 where unknown), steadier than
@@ -142,14 +148,11 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
         let cpu = thread_cpu_s();
         let r = run(&cfg, None).map_err(|e| e.to_string())?;
         let replay_cpu_s = thread_cpu_s() - cpu;
-        Ok(BenchResult {
-            case: "trace_replay_10m".into(),
+        Ok(BenchResult::of(
+            "trace_replay_10m",
             ranks,
-            events: r.events,
-            wall_s: r.wall_s,
-            events_per_s: r.events as f64 / r.wall_s.max(1e-9),
-            bytes_per_rank: r.peak_bytes as f64 / ranks as f64,
-            extra: vec![
+            &r,
+            vec![
                 ("records", total as f64),
                 ("convert_records_per_s", total as f64 / convert_s.max(1e-9)),
                 ("convert_records_per_cpu_s", total as f64 / convert_cpu_s.max(1e-9)),
@@ -158,7 +161,7 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
                 ("replay_records_per_cpu_s", total as f64 / replay_cpu_s.max(1e-9)),
                 ("replay_peak_bytes", r.peak_bytes as f64),
             ],
-        })
+        ))
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
@@ -166,7 +169,7 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
 
 /// GOAL mode: case (a)'s binomial broadcast written as a GOAL file, then
 /// parsed alone (ops/s) and run whole (peak bytes include the parse).
-fn goal_case(ranks: u32) -> Result<BenchResult, String> {
+fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, String> {
     use crate::program::goal::{read_goal_file, write_goal};
     let WorkloadSpec::Collective(w) = collective(ranks, 1, CollectiveKind::Bcast) else { unreachable!() };
     let sched = crate::program::stream::export_goal(&w)?;
@@ -181,20 +184,13 @@ fn goal_case(ranks: u32) -> Result<BenchResult, String> {
         let mut cfg = config("bcast_1m").expect("a known case");
         cfg.workload = WorkloadSpec::Goal { path: path.display().to_string() };
         let r = run(&cfg, None).map_err(|e| e.to_string())?;
-        Ok(BenchResult {
-            case: "goal_bcast_1m".into(),
-            ranks,
-            events: r.events,
-            wall_s: r.wall_s,
-            events_per_s: r.events as f64 / r.wall_s.max(1e-9),
-            bytes_per_rank: r.peak_bytes as f64 / ranks as f64,
-            extra: vec![
-                ("ops", ops),
-                ("parse_ops_per_s", ops / parse_s.max(1e-9)),
-                ("parse_ops_per_cpu_s", ops / parse_cpu_s.max(1e-9)),
-                ("peak_bytes", r.peak_bytes as f64),
-            ],
-        })
+        let extra = vec![
+            ("ops", ops),
+            ("parse_ops_per_s", ops / parse_s.max(1e-9)),
+            ("parse_ops_per_cpu_s", ops / parse_cpu_s.max(1e-9)),
+            ("peak_bytes", r.peak_bytes as f64),
+        ];
+        Ok(BenchResult::of(case, ranks, &r, extra))
     })();
     let _ = std::fs::remove_file(&path);
     result

@@ -724,9 +724,9 @@ def test_fortran_ring_allreduce_alltoallv_counts_and_peers(debian_lib, tmp_path)
         assert x.payloads[ops(x, "alltoallv")[0]].tolist() == sent + got_b
         assert len(ops(x, "wait")) == 6
         assert x.library.startswith("Open MPI v4")
-    # ring: 3 × 3 messages; 3-rank dissemination allreduce: 3 × 3 × 2; pairwise alltoallv: 3 × 2
+    # ring: 3 × 3 messages; 3-rank allreduce (Open MPI's rule: recursive doubling): 3 × 4; pairwise alltoallv: 3 × 2
     sends, _ = replays(tmp_path / "ring-trace", tmp_path)
-    assert sends == 9 + 18 + 6
+    assert sends == 9 + 12 + 6
 
 
 def test_fortran_mpif_h_and_mpi_f08_bindings_are_traced(debian_lib, tmp_path):
