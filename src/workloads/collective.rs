@@ -128,7 +128,7 @@ impl CollectiveLoop {
     pub fn call(&self) -> Collective {
         Collective {
             kind: self.collective,
-            algorithm: self.algorithm.unwrap_or(self.collective.auto_algorithm(self.comm.size(self.ranks), self.message_bytes)),
+            algorithm: self.algorithm.unwrap_or_else(|| self.collective.auto_algorithm(self.comm.size(self.ranks), self.message_bytes)),
             ranks: self.comm.size(self.ranks),
             root: self.root,
             bytes: self.message_bytes,
