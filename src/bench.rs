@@ -135,7 +135,13 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
     let io = |e: std::io::Error| format!("{}: {e}", dir.display());
     write_synthetic(&dir, ranks, iterations).map_err(io)?;
     let total = ranks as u64 * (iterations * 6 + 2);
-    let spec = TraceSpec { dir: dir.display().to_string(), algorithms: Default::default(), compute_scale: 1.0, scale_to: None };
+    let spec = TraceSpec {
+        dir: dir.display().to_string(),
+        algorithms: Default::default(),
+        compute_scale: 1.0,
+        scale_to: None,
+        library: Default::default(),
+    };
     let result = (|| {
         crate::alloc::reset_peak();
         let base = crate::alloc::live_bytes();

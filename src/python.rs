@@ -238,7 +238,7 @@ fn collective_steps(
         serde_json::from_value(serde_json::Value::String(kind.into())).map_err(|e| err(format!("collective: {e}")))?;
     let algorithm: Algorithm = match algorithm {
         Some(a) => serde_json::from_value(serde_json::Value::String(a.into())).map_err(|e| err(format!("algorithm: {e}")))?,
-        None => kind.auto_algorithm(ranks, nbytes),
+        None => kind.auto_algorithm(Default::default(), ranks, nbytes),
     };
     let c = Collective { kind, algorithm, ranks, root, bytes: nbytes, chunk_bytes, tag: 0, comm: Comm::World };
     c.validate().map_err(err)?;

@@ -150,3 +150,17 @@ def test_a_scenario_table_of_another_kind_replaces_the_platform_files(tmp_path):
     assert same["network"]["topology"] == {"kind": "fat_tree", "radix": 48}  # same kind: merged key by key
     other = parse_scenario(f'[network]\nplatform = "{f}"\n[network.topology]\nkind = "torus"\ndims = [2, 2, 2]\n')
     assert other["network"]["topology"] == {"kind": "torus", "dims": [2, 2, 2]}  # no stray radix
+
+
+def test_auto_allreduce_follows_the_platforms_mpi_library():
+    """8 B on 1,024 ranks: Open MPI's rule runs reduce + bcast, MPICH's recursive doubling."""
+    def makespan(algorithm: str, library: str | None = None) -> float:
+        net = {"mpi_library": library} if library else {}
+        return idlewave.simulate({"network": net, "workload": {"kind": "collective", "collective": "allreduce",
+                                                               "algorithm": algorithm, "ranks": 1024, "iterations": 2}}
+                                 ).summary["makespan_s"]
+
+    assert makespan("auto") == makespan("reduce_bcast") == makespan("auto", "openmpi")
+    assert makespan("auto", "mpich") == makespan("recursive_doubling") != makespan("reduce_bcast")
+    with pytest.raises(ScenarioError, match="network.mpi_library"):
+        parse_scenario('[network]\nmpi_library = "intel"\n')

@@ -226,13 +226,25 @@ impl Algorithm {
     }
 }
 
+/// The MPI library whose collective rules `algorithm = "auto"` follows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MpiLibrary {
+    /// Open MPI's tuned component (fixed decision rules).
+    #[default]
+    OpenMpi,
+    /// MPICH's default selection (maint/tuning/coll/mpir/generic.json).
+    Mpich,
+}
+
 impl CollectiveKind {
     /// What `algorithm = "auto"` runs on `ranks` ranks for a message of
-    /// `bytes`: Open MPI's choice where its rule picks an algorithm we have
-    /// (allreduce), else [`Self::default_algorithm`].
-    pub fn auto_algorithm(self, ranks: u32, bytes: u64) -> Algorithm {
-        match self {
-            CollectiveKind::Allreduce => open_mpi_allreduce(ranks, bytes),
+    /// `bytes` under `library`'s rules (allreduce), else
+    /// [`Self::default_algorithm`].
+    pub fn auto_algorithm(self, library: MpiLibrary, ranks: u32, bytes: u64) -> Algorithm {
+        match (self, library) {
+            (CollectiveKind::Allreduce, MpiLibrary::OpenMpi) => open_mpi_allreduce(ranks, bytes),
+            (CollectiveKind::Allreduce, MpiLibrary::Mpich) => mpich_allreduce(ranks, bytes),
             _ => self.default_algorithm(),
         }
     }
@@ -433,5 +445,21 @@ pub fn open_mpi_allreduce(ranks: u32, bytes: u64) -> Algorithm {
         4 | 5 => Ring,
         6 => Rabenseifner,
         _ => RecursiveDoubling,
+    }
+}
+
+/// MPICH's default allreduce selection for a built-in commutative operation
+/// (maint/tuning/coll/mpir/generic.json, MPICH main of 2026 = 5.1.0a1):
+/// recursive doubling up to 8 bytes or when the vector has fewer elements
+/// (taken as 8-byte doubles) than the largest power of two ≤ ranks, else
+/// reduce-scatter + allgather (Rabenseifner). MPICH folds each extra rank in
+/// with one whole-vector message where Open MPI swaps halves and sends one
+/// half back; we run Open MPI's fold for both (on non-powers of two, half a
+/// vector more per folded pair).
+pub fn mpich_allreduce(ranks: u32, bytes: u64) -> Algorithm {
+    if bytes <= 8 || bytes / 8 < floor_pow2(ranks.max(1)) as u64 {
+        Algorithm::RecursiveDoubling
+    } else {
+        Algorithm::Rabenseifner
     }
 }

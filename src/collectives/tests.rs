@@ -390,9 +390,9 @@ fn auto_allreduce_follows_open_mpis_rule_by_size_and_ranks() {
         (65536, 1 << 20, Rabenseifner),
     ];
     for (ranks, bytes, want) in table {
-        assert_eq!(CollectiveKind::Allreduce.auto_algorithm(ranks, bytes), want, "{ranks} ranks, {bytes} B");
+        assert_eq!(CollectiveKind::Allreduce.auto_algorithm(MpiLibrary::OpenMpi, ranks, bytes), want, "{ranks} ranks, {bytes} B");
     }
-    assert_eq!(CollectiveKind::Bcast.auto_algorithm(64, 1 << 20), Algorithm::Binomial);
+    assert_eq!(CollectiveKind::Bcast.auto_algorithm(MpiLibrary::OpenMpi, 64, 1 << 20), Algorithm::Binomial);
 }
 
 #[test]
@@ -414,7 +414,24 @@ fn auto_picks_a_bandwidth_algorithm_for_large_allreduces() {
         e.run().unwrap();
         (0..64).map(|r| e.finish_time(r)).max().unwrap()
     };
-    let auto = CollectiveKind::Allreduce.auto_algorithm(64, 1 << 20);
+    let auto = CollectiveKind::Allreduce.auto_algorithm(MpiLibrary::OpenMpi, 64, 1 << 20);
     let (t_auto, t_diss) = (time(auto), time(Algorithm::Dissemination));
     assert!(t_auto * 3 < t_diss, "{auto:?}: {t_auto} ps vs dissemination {t_diss} ps");
+}
+
+#[test]
+fn auto_allreduce_follows_mpichs_rule() {
+    use Algorithm::*;
+    // generic.json: ≤ 8 B or fewer doubles than pof2(ranks) → recursive doubling, else Rabenseifner
+    for (ranks, bytes, want) in [
+        (64, 8, RecursiveDoubling),
+        (64, 256, RecursiveDoubling), // 32 doubles < 64
+        (64, 512, Rabenseifner),
+        (100, 504, RecursiveDoubling), // 63 doubles < 64 = pof2(100)
+        (100, 512, Rabenseifner),
+        (1024, 1 << 20, Rabenseifner),
+        (3, 16, Rabenseifner),
+    ] {
+        assert_eq!(CollectiveKind::Allreduce.auto_algorithm(MpiLibrary::Mpich, ranks, bytes), want, "{ranks} ranks, {bytes} B");
+    }
 }

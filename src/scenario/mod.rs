@@ -135,7 +135,7 @@ impl Scenario {
             seed: self.seed,
             network: Network::from(platform),
             noise: self.noise.clone(),
-            workload: self.workload.clone(),
+            workload: self.workload.clone().with_library(self.network.mpi_library),
             record_timers: self.record.timers,
             async_progress: self.network.async_progress,
             max_memory_bytes: limit,
@@ -163,6 +163,19 @@ impl WorkloadSpec {
             WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => (None, None),
         };
         Shape { ranks, grid, node_grid_reversed: matches!(w, WorkloadSpec::Dense2d(_)) }
+    }
+
+    /// `algorithm = "auto"` decided by `library`'s rules: once, here, for a
+    /// collective loop; per call for a trace replay.
+    pub fn with_library(mut self, library: crate::collectives::MpiLibrary) -> Self {
+        match &mut self {
+            WorkloadSpec::Collective(w) if w.algorithm.is_none() => {
+                w.algorithm = Some(w.collective.auto_algorithm(library, w.comm.size(w.ranks), w.message_bytes));
+            }
+            WorkloadSpec::Trace(t) => t.library = library,
+            _ => {}
+        }
+        self
     }
 }
 

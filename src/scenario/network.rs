@@ -298,6 +298,8 @@ pub struct NetworkSpec {
     pub mapping: MappingSpec,
     pub memory: Option<Memory>,
     pub regimes: Vec<RegimeSpec>,
+    /// The MPI library whose collective rules `algorithm = "auto"` follows.
+    pub mpi_library: crate::collectives::MpiLibrary,
 }
 
 impl Default for NetworkSpec {
@@ -318,6 +320,7 @@ impl Default for NetworkSpec {
             mapping: MappingSpec::Block,
             memory: None,
             regimes: Vec::new(),
+            mpi_library: Default::default(),
         }
     }
 }

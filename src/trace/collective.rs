@@ -63,7 +63,7 @@ pub fn engine_rounds(
 ) -> Result<Vec<Round>, String> {
     let c = Collective {
         kind,
-        algorithm: algorithm.unwrap_or_else(|| kind.auto_algorithm(n, bytes)),
+        algorithm: algorithm.unwrap_or_else(|| kind.auto_algorithm(Default::default(), n, bytes)),
         ranks: n,
         root,
         bytes,

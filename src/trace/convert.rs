@@ -14,7 +14,7 @@
 
 use super::collective::{self, Call, Msg, Round};
 use super::format::{self, collective_of, flag, op, Coll, CollMode, Record, RecordReader, PROC_NULL};
-use crate::collectives::{Algorithm, CollectiveKind};
+use crate::collectives::{Algorithm, CollectiveKind, MpiLibrary};
 use crate::program::goal::GoalKind;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
@@ -48,6 +48,8 @@ pub struct Shared {
     /// Ranks in the trace files.
     pub traced: u32,
     pub algorithms: HashMap<CollectiveKind, Algorithm>,
+    /// Whose rules decide the others.
+    pub library: MpiLibrary,
     pub compute_scale: f64,
     /// (communicator context, tag) → engine tag; collectives use negative tags.
     tags: HashMap<(u64, i64), u32>,
@@ -56,8 +58,8 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(traced: u32, ranks: u32, algorithms: HashMap<CollectiveKind, Algorithm>, compute_scale: f64) -> Self {
-        Shared { ranks, traced, algorithms, compute_scale, tags: HashMap::new(), groups: HashMap::new() }
+    pub fn new(traced: u32, ranks: u32, algorithms: HashMap<CollectiveKind, Algorithm>, library: MpiLibrary, compute_scale: f64) -> Self {
+        Shared { ranks, traced, algorithms, library, compute_scale, tags: HashMap::new(), groups: HashMap::new() }
     }
 
     fn tag(&mut self, ctx: u64, tag: i64) -> u32 {
@@ -526,7 +528,8 @@ impl RankConv {
                 return self.emit(sink, vec![Round::Together(msgs)], |w| w, tag, blocking, r.req, ranks);
             }
             _ => {
-                let alg = collective::kind_of(coll).and_then(|k| sh.algorithms.get(&k).copied());
+                let alg = collective::kind_of(coll)
+                    .map(|k| sh.algorithms.get(&k).copied().unwrap_or_else(|| k.auto_algorithm(sh.library, n, r.bytes)));
                 let call = Call { coll, n, me, root, bytes: r.bytes, payload };
                 collective::rounds(&call, alg)?
             }

@@ -39,6 +39,10 @@ pub struct TraceSpec {
     #[serde(default, with = "zero_is_none")]
     #[schemars(with = "u32")]
     pub scale_to: Option<u32>,
+    /// Whose rules decide collectives without a choice (from the platform's `mpi_library`).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub library: crate::collectives::MpiLibrary,
 }
 
 fn one() -> f64 {
@@ -100,7 +104,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
         check_periodic(t)?;
     }
     let chunk = chunk_bytes(ranks);
-    let shared = Shared::new(traced, ranks, algorithms(spec)?, spec.compute_scale);
+    let shared = Shared::new(traced, ranks, algorithms(spec)?, spec.library, spec.compute_scale);
     let convs = (0..ranks)
         .map(|q| {
             let (p, h) = &t.files[(q % traced) as usize];

@@ -16,7 +16,7 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn spec(dir: &Path) -> TraceSpec {
-    TraceSpec { dir: dir.display().to_string(), algorithms: vec![], compute_scale: 1.0, scale_to: None }
+    TraceSpec { dir: dir.display().to_string(), algorithms: vec![], compute_scale: 1.0, scale_to: None, library: Default::default() }
 }
 
 /// Replays lazily; returns (finish times, events, report).

@@ -3,7 +3,7 @@
 //! microbenchmarks).
 
 use super::TAG_COLLECTIVE;
-use crate::collectives::{auto_algorithm, AutoAlgorithm};
+use crate::collectives::{auto_algorithm, AutoAlgorithm, MpiLibrary};
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
@@ -128,7 +128,10 @@ impl CollectiveLoop {
     pub fn call(&self) -> Collective {
         Collective {
             kind: self.collective,
-            algorithm: self.algorithm.unwrap_or_else(|| self.collective.auto_algorithm(self.comm.size(self.ranks), self.message_bytes)),
+            // a scenario decides "auto" by its mpi_library (WorkloadSpec::with_library); else Open MPI's rule
+            algorithm: self
+                .algorithm
+                .unwrap_or_else(|| self.collective.auto_algorithm(MpiLibrary::default(), self.comm.size(self.ranks), self.message_bytes)),
             ranks: self.comm.size(self.ranks),
             root: self.root,
             bytes: self.message_bytes,
