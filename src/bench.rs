@@ -140,6 +140,8 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
         algorithms: Default::default(),
         compute_scale: 1.0,
         scale_to: None,
+        grid: None,
+        strong: false,
         library: Default::default(),
     };
     let result = (|| {

@@ -246,14 +246,13 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
 
 fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
-    let ranks = spec.scale_to.unwrap_or(t.files.len() as u32);
-    let per_rank = engine_bytes_per_rank(cfg) + crate::trace::bytes_per_rank(&t, ranks);
-    check_memory(ranks as u128 * per_rank, cfg.max_memory_bytes)?;
+    let ranks = crate::trace::simulated_ranks(spec, &t)?;
+    check_memory(ranks as u128 * engine_bytes_per_rank(cfg) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
     let (shared, convs) = crate::trace::converters(spec, &t)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, convs.len() as u32)?;
     let program = crate::trace::window::TraceProgram::new(shared, convs)?;
     let (mut r, program) = run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0))?;
-    r.trace_report = Some(crate::trace::report(&t, &program.convs));
+    r.trace_report = Some(crate::trace::report(&t, &program.shared, &program.convs));
     Ok(r)
 }
 

@@ -4,17 +4,15 @@ export, extrapolation, the report of what is not modelled, broken files.
 (Coverage of every MPI family by the tracer: test_trace_coverage.py.)"""
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import compile_c, traced
 from idlewave import _engine
 from idlewave._engine import SimulationError
-from idlewave.measure import MPI_ENV, mpiexec
-from idlewave.trace import TraceError, build, calls, export_goal, read, replay
+from idlewave.trace import TraceError, calls, export_goal, read, replay
 
 RING = r"""
 #include <mpi.h>
@@ -67,27 +65,6 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("lib"))
-
-
-def traced(lib: Path, out: Path, ranks: int, *cmd) -> Path:
-    env = {**os.environ, **MPI_ENV, "IDLEWAVE_TRACE_DIR": str(out)}
-    p = subprocess.run([mpiexec(), "--oversubscribe", "-n", str(ranks), "-x", f"LD_PRELOAD={lib}", "-x", "IDLEWAVE_TRACE_DIR",
-                        *map(str, cmd)], env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    return out
-
-
-def compile_c(tmp_path: Path, name: str, source: str) -> Path:
-    src = tmp_path / f"{name}.c"
-    src.write_text(source)
-    exe = tmp_path / name
-    subprocess.run([str(Path(sys.executable).parent / "mpicc"), "-O2", "-o", str(exe), str(src)], check=True)
-    return exe
-
-
 def goal_of(trace_dir: Path, path: Path, **kw) -> str:
     export_goal(trace_dir, path, **kw)
     return path.read_text()
@@ -120,7 +97,7 @@ def test_c_program_calls_are_recorded_exactly_and_replay_as_their_goal_export(li
     r6 = replay(d, scale_to=6)
     assert r6.summary["ranks"] == 6 and r6.summary["traced_ranks"] == 3
     assert "recv 1024b from 4 " in goal_of(d, tmp_path / "r6.goal", scale_to=6).split("rank 5 {")[1]
-    with pytest.raises(SimulationError, match="multiple of 3"):
+    with pytest.raises(SimulationError, match="not a multiple of the 3 traced ranks"):
         replay(d, scale_to=7)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import compile_c
 from idlewave.measure import MPI_ENV, mpiexec
 from idlewave.trace import build
 from idlewave.trace.format import CODES, FLAGS, KINDS, RECORD, TraceError, calls, function_name, read, read_rank, write_rank
@@ -252,19 +253,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
-
-
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("lib"))
-
-
-def compile_c(tmp: Path, name: str, src: str) -> Path:
-    (tmp / f"{name}.c").write_text(src)
-    exe = tmp / name
-    p = subprocess.run([str(BIN / "mpicc"), "-O1", "-o", str(exe), str(tmp / f"{name}.c")], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return exe
 
 
 def run_traced(lib: Path, tmp: Path, name: str, src: str, ranks: int):

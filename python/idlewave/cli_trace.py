@@ -40,6 +40,8 @@ def export_cmd(
     output: Path = typer.Option(..., "-o", "--output", help="GOAL file to write."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
     scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks."),
+    grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64."),
+    strong: bool = typer.Option(False, "--strong", help="Strong scaling: halo sizes ∝ surface, compute ∝ volume."),
 ):
     """Write the replay's schedule as a GOAL file (LogGOPSim's format), streamed."""
     from idlewave._engine import SimulationError
@@ -47,7 +49,8 @@ def export_cmd(
     from idlewave.trace.replay import export_goal
 
     try:
-        ranks, ops = export_goal(trace_dir, output, algorithms=_replay_options(algorithm), scale_to=scale_to)
+        ranks, ops = export_goal(trace_dir, output, algorithms=_replay_options(algorithm), scale_to=scale_to,
+                                 grid=grid, strong=strong)
     except (SimulationError, ScenarioError, OSError) as e:
         fail(str(e))
     out.print(f"wrote {output} ({ranks} ranks, {ops} ops)")
@@ -58,7 +61,12 @@ def replay_cmd(
     trace_dir: Path = typer.Argument(..., help="Directory of rank-*.iwt files."),
     platform: str | None = typer.Option(None, "--platform", help="Preset or platform file to replay on."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
-    scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate a periodic pattern to this many ranks."),
+    scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks: on the traced "
+                                        "Cartesian grid, or a rank-periodic pattern."),
+    grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64 "
+                                    "(default: MPI_Dims_create's grid of --scale-to ranks)."),
+    strong: bool = typer.Option(False, "--strong", help="Strong scaling on the grid: halo sizes ∝ subdomain "
+                                "surface, compute ∝ volume (default: weak scaling)."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Multiply the computation between MPI calls."),
     scenario: Path | None = typer.Option(None, "--scenario", help="Take [network], [[noise]] and seed from this scenario TOML."),
     seed: int | None = typer.Option(None, "--seed"),
@@ -84,7 +92,7 @@ def replay_cmd(
         base["network"] = {**base.get("network", {}), "platform": platform}
     try:
         r = replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to, compute_scale=compute_scale,
-                   base=base, seed=seed)
+                   base=base, seed=seed, grid=grid, strong=strong)
     except (SimulationError, ScenarioError) as e:
         fail(str(e))
     r.write(out_dir)
@@ -100,6 +108,8 @@ def _print_replay(s: dict, rep: dict) -> None:
 
     out.print(f"replayed {s['ranks']} ranks ({s['traced_ranks']} traced, {s['records']:,} records"
               f"{', ' + s['mpi_library'].split(',')[0] if s['mpi_library'] else ''})")
+    if s["extrapolation"]:
+        out.print(f"  extrapolated    {s['extrapolation']}")
     out.print(f"  makespan        replayed {s['makespan_s']:.6g} s    traced {s['traced_makespan_s']:.6g} s")
     out.print(f"  inside MPI      replayed {s['replayed_mpi_s']:.6g} s    traced {s['traced_mpi_s']:.6g} s   (mean per rank)")
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")

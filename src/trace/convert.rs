@@ -13,7 +13,8 @@
 //!   computation of their measured length, and are counted for the report.
 
 use super::collective::{self, Call, Msg, Round};
-use super::format::{self, collective_of, flag, op, Coll, CollMode, Record, RecordReader, PROC_NULL};
+use super::format::{self, collective_of, flag, op, Coll, CollMode, Loaded, Record, RecordReader, PROC_NULL};
+use super::grid::{Extrapolation, Strided};
 use crate::collectives::{Algorithm, CollectiveKind, MpiLibrary};
 use crate::program::goal::GoalKind;
 use std::collections::{BTreeMap, HashMap};
@@ -51,6 +52,8 @@ pub struct Shared {
     /// Whose rules decide the others.
     pub library: MpiLibrary,
     pub compute_scale: f64,
+    /// How the trace was extrapolated, for the report.
+    pub extrapolation: Option<String>,
     /// (communicator context, tag) → engine tag; collectives use negative tags.
     tags: HashMap<(u64, i64), u32>,
     /// Members of each communicator context, shared by all member ranks.
@@ -59,7 +62,7 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(traced: u32, ranks: u32, algorithms: HashMap<CollectiveKind, Algorithm>, library: MpiLibrary, compute_scale: f64) -> Self {
-        Shared { ranks, traced, algorithms, library, compute_scale, tags: HashMap::new(), groups: HashMap::new() }
+        Shared { ranks, traced, algorithms, library, compute_scale, extrapolation: None, tags: HashMap::new(), groups: HashMap::new() }
     }
 
     fn tag(&mut self, ctx: u64, tag: i64) -> u32 {
@@ -85,14 +88,45 @@ fn mix(h: u64, v: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Who is in a communicator, by its local ranks.
+#[derive(Debug, Clone)]
+enum Members {
+    /// The world in order.
+    World,
+    List(Rc<[u32]>),
+    /// A row, column or plane of an extrapolated grid.
+    Grid(Strided),
+}
+
+impl Members {
+    fn len(&self, world: u32) -> u32 {
+        match self {
+            Members::World => world,
+            Members::List(m) => m.len() as u32,
+            Members::Grid(g) => g.count(),
+        }
+    }
+
+    fn world(&self, local: u32) -> u32 {
+        match self {
+            Members::World => local,
+            Members::List(m) => m[local as usize],
+            Members::Grid(g) => g.world(local),
+        }
+    }
+}
+
 /// A live communicator of one rank.
 #[derive(Debug, Clone)]
 struct CommState {
     /// The same on every member (derived from the parent, the creation's
-    /// order on the parent, and the members), distinct between communicators.
+    /// order on the parent, and the members), distinct between communicators
+    /// that share a member. (Rows of an extrapolated grid share one: being
+    /// disjoint, they never exchange messages.)
     ctx: u64,
-    /// None: the members are the world in order.
-    members: Option<Rc<[u32]>>,
+    members: Members,
+    /// Extrapolated grids: the dimensions it spans (bit d).
+    shape: u8,
     /// This rank's index in it.
     me: u32,
     /// Communicators created from it so far, and collectives run on it.
@@ -136,18 +170,62 @@ pub struct RankStats {
     pub unresolved: u64,
 }
 
-/// Periodic extrapolation: simulated rank `rank` replays trace rank
-/// `rank % traced` with its peers moved by the same offset.
-#[derive(Debug, Clone, Copy)]
-struct Shift {
-    base: u32,
+/// Which trace rank a simulated rank replays, and how its peers move.
+#[derive(Debug, Clone)]
+pub enum Placement {
+    /// As traced.
+    Traced,
+    /// Periodic extrapolation: rank q replays trace rank q mod p with its
+    /// peers moved by q - q mod p.
+    Periodic { base: u32 },
+    /// Cartesian extrapolation: the template rank of its class (grid.rs).
+    Grid { ext: Rc<Extrapolation>, template: u32 },
+}
+
+/// Where a converter's records come from: streamed from its file, or a
+/// template in memory that many simulated ranks replay.
+#[derive(Debug)]
+pub enum Source {
+    File(RecordReader),
+    Memory { records: Rc<Loaded>, next: usize },
+}
+
+impl Source {
+    fn next(&mut self, payload: &mut Vec<u64>) -> Result<Option<Record>, String> {
+        match self {
+            Source::File(r) => r.next(payload),
+            Source::Memory { records, next } => {
+                payload.clear();
+                let Some((r, p)) = records.get(*next) else { return Ok(None) };
+                payload.extend_from_slice(p);
+                *next += 1;
+                Ok(Some(*r))
+            }
+        }
+    }
+
+    fn index(&self) -> u64 {
+        match self {
+            Source::File(r) => r.index,
+            Source::Memory { next, .. } => *next as u64,
+        }
+    }
+
+    fn path(&self) -> &std::path::Path {
+        match self {
+            Source::File(r) => r.path(),
+            Source::Memory { records, .. } => &records.path,
+        }
+    }
 }
 
 /// One rank's converter.
 pub struct RankConv {
     pub rank: u32,
-    reader: RecordReader,
-    shift: Option<Shift>,
+    /// The trace rank it replays.
+    pub source_rank: u32,
+    reader: Source,
+    placement: Placement,
     payload: Vec<u64>,
     last: Option<f64>,
     prev: Option<OpRef>,
@@ -167,7 +245,7 @@ pub struct RankConv {
 }
 
 /// Ops of point-to-point calls whose peer is a rank of the trace (moved by extrapolation).
-fn has_p2p_peer(code: u16) -> bool {
+pub fn has_p2p_peer(code: u16) -> bool {
     matches!(
         code,
         op::SEND
@@ -187,13 +265,18 @@ fn has_p2p_peer(code: u16) -> bool {
 }
 
 impl RankConv {
-    /// `rank` simulated from trace file `path` (of trace rank `rank % traced`).
-    pub fn new(rank: u32, path: &std::path::Path, header: &format::Header, chunk: usize, traced: u32, ranks: u32) -> Self {
-        let world = CommState { ctx: 0, members: None, me: rank, created: 0, colls: 0 };
+    /// `rank` simulated from trace rank `source_rank`'s records, placed so.
+    pub fn new(rank: u32, source_rank: u32, reader: Source, placement: Placement) -> Self {
+        let shape = match &placement {
+            Placement::Grid { ext, .. } => (1u8 << ext.target.dims.len()) - 1,
+            _ => 0,
+        };
+        let world = CommState { ctx: 0, members: Members::World, shape, me: rank, created: 0, colls: 0 };
         RankConv {
             rank,
-            reader: RecordReader::new(path, header, chunk),
-            shift: (ranks != traced).then_some(Shift { base: rank - rank % traced }),
+            source_rank,
+            reader,
+            placement,
             payload: Vec::new(),
             last: None,
             prev: None,
@@ -212,24 +295,30 @@ impl RankConv {
 
     /// Where the reader is, for messages.
     pub fn position(&self) -> String {
-        format!("{} record {}", self.reader.path().display(), self.reader.index)
+        format!("{} record {}", self.reader.path().display(), self.reader.index())
     }
 
     /// Converts the next record; false once the trace is over.
     pub fn advance(&mut self, sh: &mut Shared, sink: &mut impl Sink) -> Result<bool, String> {
-        let index = self.reader.index;
+        let index = self.reader.index();
         let Some(mut r) = self.reader.next(&mut self.payload)? else {
             self.close_pending(sh)?;
             self.finished = true;
             return Ok(false);
         };
-        if let Some(s) = self.shift {
-            if has_p2p_peer(r.op) && r.peer >= 0 {
-                r.peer = ((s.base as u64 + r.peer as u64) % sh.ranks as u64) as i32;
+        let code = r.op;
+        let res = match &self.placement {
+            Placement::Traced => Ok(()),
+            Placement::Periodic { base } => {
+                if has_p2p_peer(r.op) && r.peer >= 0 {
+                    r.peer = ((*base as u64 + r.peer as u64) % sh.ranks as u64) as i32;
+                }
+                Ok(())
             }
-        }
-        self.record(sh, sink, &r)
-            .map_err(|e| format!("{} record {index} ({}): {e}", self.reader.path().display(), format::op_name(r.op)))?;
+            Placement::Grid { ext, template } => regrid(ext, self.rank, *template, &mut r, &mut self.payload),
+        };
+        res.and_then(|()| self.record(sh, sink, &r))
+            .map_err(|e| format!("{} record {index} ({}): {e}", self.reader.path().display(), format::op_name(code)))?;
         self.stats.records += 1;
         Ok(true)
     }
@@ -492,16 +581,19 @@ impl RankConv {
     ) -> Result<(), String> {
         let ranks = sh.ranks;
         let cs = self.comms.get_mut(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?;
-        let n = cs.members.as_ref().map_or(ranks, |m| m.len() as u32);
         let members = cs.members.clone();
-        let world_of = |local: u32| members.as_ref().map_or(local, |m| m[local as usize]);
+        let n = members.len(ranks);
+        let world_of = |local: u32| members.world(local);
         let root = if coll.is_rooted() {
             if r.peer < 0 {
                 return Err("a rooted collective without a root".into());
             }
-            match &members {
-                None => r.peer as u32,
-                Some(m) => m.iter().position(|&w| w == r.peer as u32).ok_or_else(|| format!("root {} is not a member", r.peer))? as u32,
+            match (&self.placement, &members) {
+                (Placement::Grid { ext, .. }, _) => ext.root(cs.shape, ext.local_in(cs.shape, r.peer as u32)?)?,
+                (_, Members::List(m)) => {
+                    m.iter().position(|&w| w == r.peer as u32).ok_or_else(|| format!("root {} is not a member", r.peer))? as u32
+                }
+                _ => r.peer as u32,
             }
         } else {
             0
@@ -519,9 +611,9 @@ impl RankConv {
             | Coll::NeighborAlltoallv
             | Coll::NeighborAlltoallw => {
                 let mut msgs = collective::neighbour_round(payload)?;
-                if let Some(s) = self.shift {
+                if let Placement::Periodic { base } = self.placement {
                     for m in &mut msgs {
-                        m.peer = ((s.base as u64 + m.peer as u64) % ranks as u64) as u32;
+                        m.peer = ((base as u64 + m.peer as u64) % ranks as u64) as u32;
                     }
                 }
                 // peers are world ranks already: map them to "local" = world
@@ -530,6 +622,13 @@ impl RankConv {
             _ => {
                 let alg = collective::kind_of(coll)
                     .map(|k| sh.algorithms.get(&k).copied().unwrap_or_else(|| k.auto_algorithm(sh.library, n, r.bytes)));
+                let resized;
+                let payload = if matches!(self.placement, Placement::Grid { .. }) && !payload.is_empty() {
+                    resized = resize_uniform(coll, payload, n)?;
+                    &resized[..]
+                } else {
+                    payload
+                };
                 let call = Call { coll, n, me, root, bytes: r.bytes, payload };
                 collective::rounds(&call, alg)?
             }
@@ -609,7 +708,7 @@ impl RankConv {
         if r.peer < 0 {
             return Ok(()); // MPI_COMM_NULL on this rank
         }
-        if self.shift.is_some() {
+        if matches!(self.placement, Placement::Periodic { .. }) {
             return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
         }
         let (ctx, order) = parent_ctx.unwrap_or((0x5eed, 0));
@@ -619,7 +718,7 @@ impl RankConv {
             order,
             members: Vec::new(),
             remote: Vec::new(),
-            index: self.reader.index,
+            index: self.reader.index(),
         });
         Ok(())
     }
@@ -646,6 +745,16 @@ impl RankConv {
         if p.members.is_empty() {
             return Err(format!("{at} has no member records"));
         }
+        if let Placement::Grid { ext, template } = &self.placement {
+            if !p.remote.is_empty() {
+                return Err(format!("{at}: intercommunicators do not extrapolate on a grid"));
+            }
+            let g = ext.sub_grid(self.rank, *template, &p.members).map_err(|e| format!("{at}: {e}"))?;
+            let ctx = mix(mix(p.parent_ctx, p.order), 0x6d1d_0000 | g.mask as u64);
+            let members = if g.world { Members::World } else { Members::Grid(g.members) };
+            self.comms.insert(p.id, CommState { ctx, members, shape: g.mask, me: g.me, created: 0, colls: 0 });
+            return Ok(());
+        }
         let me = p.members.iter().position(|&w| w == self.rank).ok_or_else(|| format!("{at}: this rank is not among its members"))?;
         if let Some(&w) = p.members.iter().find(|&&w| w >= sh.traced) {
             return Err(format!("{at}: member {w} is not a rank of this {}-rank trace", sh.traced));
@@ -664,8 +773,59 @@ impl RankConv {
             *n += 1;
             mix(key, *n)
         };
-        let members = if world { None } else { Some(sh.group(ctx, p.members)) };
-        self.comms.insert(p.id, CommState { ctx, members, me: me as u32, created: 0, colls: 0 });
+        let members = if world { Members::World } else { Members::List(sh.group(ctx, p.members)) };
+        self.comms.insert(p.id, CommState { ctx, members, shape: 0, me: me as u32, created: 0, colls: 0 });
         Ok(())
     }
+}
+
+/// Moves a template record to target rank `rank`: its point-to-point peer
+/// (and, for strong scaling, its bytes) and a neighbourhood collective's
+/// neighbours and sizes.
+fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload: &mut [u64]) -> Result<(), String> {
+    if has_p2p_peer(r.op) && r.peer >= 0 {
+        let tpeer = r.peer as u32;
+        r.bytes = ext.bytes(template, tpeer, r.bytes)?;
+        r.peer = ext.peer(rank, template, tpeer)? as i32;
+        return Ok(());
+    }
+    let Some((coll, _)) = collective_of(r.op) else { return Ok(()) };
+    if !coll.name().starts_with("neighbor_") || payload.len() < 2 {
+        return Ok(());
+    }
+    let (ns, nd) = (payload[0] as usize, payload[1] as usize);
+    if payload.len() != 2 + 2 * (ns + nd) {
+        return Err("neighbourhood collective: payload does not match its neighbour counts".into());
+    }
+    let (peers, sizes) = payload[2..].split_at_mut(ns + nd);
+    for (p, size) in peers.iter_mut().zip(sizes.iter_mut()) {
+        if (*p as i64) >= 0 {
+            let tpeer = *p as u32;
+            *size = ext.bytes(template, tpeer, *size)?;
+            *p = ext.peer(rank, template, tpeer)? as u64;
+        }
+    }
+    Ok(())
+}
+
+/// A per-member payload of a v-collective on a communicator that grew:
+/// equal counts extend to the new members; unequal ones cannot be placed.
+fn resize_uniform(coll: Coll, payload: &[u64], n: u32) -> Result<Vec<u64>, String> {
+    let parts = if matches!(coll, Coll::Alltoallv | Coll::Alltoallw) { 2 } else { 1 };
+    let old = payload.len() / parts;
+    if old == n as usize {
+        return Ok(payload.to_vec());
+    }
+    let mut out = Vec::with_capacity(parts * n as usize);
+    for part in payload.chunks(old.max(1)) {
+        if part.iter().any(|&v| v != part[0]) {
+            return Err(format!(
+                "{} with per-member counts that differ ({:?}…) cannot be resized from {old} to {n} members",
+                coll.name(),
+                &part[..part.len().min(6)]
+            ));
+        }
+        out.extend(std::iter::repeat_n(part[0], n as usize));
+    }
+    Ok(out)
 }

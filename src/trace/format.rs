@@ -469,6 +469,60 @@ impl RecordReader {
     }
 }
 
+/// A rank's records held in memory: the template that many simulated
+/// ranks replay, each with its own cursor.
+#[derive(Debug)]
+pub struct Loaded {
+    pub path: PathBuf,
+    pub records: Vec<Record>,
+    /// Per record: start of its payload in `payloads` (u32::MAX: none); the first value is the length.
+    payload_at: Vec<u32>,
+    payloads: Vec<u64>,
+}
+
+impl Loaded {
+    pub fn read(path: &Path, h: &Header) -> Result<Self, String> {
+        let mut reader = RecordReader::new(path, h, 1 << 16);
+        let cap = h.records.min(1 << 24) as usize;
+        let mut l = Loaded {
+            path: path.to_path_buf(),
+            records: Vec::with_capacity(cap),
+            payload_at: Vec::with_capacity(cap),
+            payloads: Vec::new(),
+        };
+        let mut buf = Vec::new();
+        while let Some(r) = reader.next(&mut buf)? {
+            l.records.push(r);
+            if buf.is_empty() {
+                l.payload_at.push(u32::MAX);
+            } else {
+                let at = u32::try_from(l.payloads.len()).map_err(|_| format!("{}: payloads beyond 2^32 values", path.display()))?;
+                l.payload_at.push(at);
+                l.payloads.push(buf.len() as u64);
+                l.payloads.extend_from_slice(&buf);
+            }
+        }
+        Ok(l)
+    }
+
+    /// Record `i` and its payload (empty if none).
+    pub fn get(&self, i: usize) -> Option<(&Record, &[u64])> {
+        let r = self.records.get(i)?;
+        let at = self.payload_at[i];
+        if at == u32::MAX {
+            return Some((r, &[]));
+        }
+        let at = at as usize;
+        let n = self.payloads[at] as usize;
+        Some((r, &self.payloads[at + 1..at + 1 + n]))
+    }
+
+    /// Bytes this holds.
+    pub fn bytes(&self) -> usize {
+        self.records.capacity() * std::mem::size_of::<Record>() + self.payload_at.capacity() * 4 + self.payloads.capacity() * 8
+    }
+}
+
 /// Writes a trace file (tests, the synthetic benchmark).
 pub struct Writer {
     out: std::io::BufWriter<File>,

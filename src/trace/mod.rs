@@ -1,23 +1,26 @@
 //! Replay of traced MPI runs (docs/trace-format.md): records are read and
 //! converted lazily as the engine advances ([`window::TraceProgram`]), or
 //! streamed into a GOAL file ([`export_goal`]); both apply the same rules
-//! ([`convert`]). Periodic extrapolation runs trace rank q mod p as rank q.
+//! ([`convert`]). Extrapolation to more ranks follows a Cartesian grid
+//! ([`grid`]) or, for rank-periodic patterns, runs trace rank q mod p as rank q.
 
 pub mod collective;
 pub mod convert;
 pub mod format;
+pub mod grid;
 pub mod window;
 
 use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::goal::GoalKind;
 use crate::units::{names, zero_is_none, FilePath};
-use convert::{NewOp, OpRef, RankConv, RankStats, Shared, Sink};
+use convert::{NewOp, OpRef, Placement, RankConv, RankStats, Shared, Sink, Source};
 use format::{Footer, Header};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// A traced MPI run (directory of rank-*.iwt from `idlewave trace build`), replayed as it is read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -34,11 +37,19 @@ pub struct TraceSpec {
     #[serde(default = "one")]
     #[schemars(range(min = 0))]
     pub compute_scale: f64,
-    /// Simulate this many ranks (a multiple of the traced count) by periodic
-    /// extrapolation; 0: as many as traced.
+    /// Simulate this many ranks by extrapolation: on the traced Cartesian
+    /// grid (MPI_Dims_create's grid of this size), or periodically (a
+    /// multiple of the traced count); 0: as many as traced.
     #[serde(default, with = "zero_is_none")]
     #[schemars(with = "u32")]
     pub scale_to: Option<u32>,
+    /// The target process grid, e.g. "64x64" (instead of MPI_Dims_create's).
+    #[serde(default)]
+    pub grid: Option<String>,
+    /// Strong scaling on a grid: neighbour messages ∝ subdomain surface,
+    /// computation ∝ volume (default: weak scaling, both as traced).
+    #[serde(default)]
+    pub strong: bool,
     /// Whose rules decide collectives without a choice (from the platform's `mpi_library`).
     #[serde(skip)]
     #[schemars(skip)]
@@ -83,35 +94,186 @@ fn chunk_bytes(ranks: u32) -> usize {
     (BUFFER_BUDGET / ranks.max(1) as usize).clamp(format::RECORD_BYTES * 16, 1 << 20)
 }
 
-/// Bytes a replay of `ranks` ranks holds per rank before any op is open:
-/// its converter, window and file buffer (with the path it rereads).
-pub fn bytes_per_rank(t: &Opened, ranks: u32) -> u128 {
+/// Whether the run extrapolates (and so replays templates held in memory).
+fn extrapolates(spec: &TraceSpec, t: &Opened) -> bool {
+    spec.grid.is_some() || spec.scale_to.is_some_and(|n| n != t.files.len() as u32)
+}
+
+/// The ranks a replay simulates.
+pub fn simulated_ranks(spec: &TraceSpec, t: &Opened) -> Result<u32, String> {
+    let Some(g) = &spec.grid else { return Ok(spec.scale_to.unwrap_or(t.files.len() as u32)) };
+    let dims = grid::parse_dims(g)?;
+    let n = dims.iter().try_fold(1u32, |a, &d| a.checked_mul(d)).ok_or_else(|| format!("grid {g}: more than 2^32 ranks"))?;
+    match spec.scale_to {
+        Some(s) if s != n => Err(format!("scale_to = {s} disagrees with grid {g} ({n} ranks)")),
+        _ => Ok(n),
+    }
+}
+
+/// Bytes a replay of `ranks` ranks holds before any op is open: per rank
+/// its converter and window, with a file buffer (and the path it rereads)
+/// when it streams its own file; the templates once when it extrapolates.
+pub fn bytes_needed(spec: &TraceSpec, t: &Opened, ranks: u32) -> u128 {
+    let conv = (std::mem::size_of::<RankConv>() + std::mem::size_of::<window::Window>() + 64) as u128;
+    if extrapolates(spec, t) {
+        // records in memory are their file's size, give or take the 4-byte payload index
+        let files: u128 = t.files.iter().map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()) as u128 * 13 / 12).sum();
+        return ranks as u128 * conv + files;
+    }
     let path = t.files.first().map_or(0, |(p, _)| p.as_os_str().len());
-    (std::mem::size_of::<RankConv>() + std::mem::size_of::<window::Window>() + chunk_bytes(ranks) + path + 64) as u128
+    ranks as u128 * (conv + (chunk_bytes(ranks) + path) as u128)
+}
+
+/// How the traced ranks become the simulated ones.
+enum Plan {
+    Traced,
+    Periodic,
+    Grid(Rc<grid::Extrapolation>),
+}
+
+impl Plan {
+    fn describe(&self, traced: u32, ranks: u32) -> Option<String> {
+        match self {
+            Plan::Traced => None,
+            Plan::Periodic => Some(format!("periodic: {traced} traced ranks repeated {} times", ranks / traced)),
+            Plan::Grid(e) => Some(format!(
+                "Cartesian grid {} → {}, {} scaling",
+                e.template.describe(),
+                grid::describe_dims(&e.target.dims),
+                if e.strong { "strong" } else { "weak" }
+            )),
+        }
+    }
+}
+
+/// The template's grid: a world-sized MPI_Cart_create on rank 0, else
+/// inferred from the neighbour pairs of every rank.
+fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, String> {
+    let world = templates.len() as u32;
+    if let Some(l) = templates.first() {
+        for i in 0..l.records.len() {
+            let (r, payload) = l.get(i).expect("in range");
+            if let Some(g) = grid::from_cart_create(r, payload, world) {
+                return g.map_err(|e| format!("{} record {i}: {e}", l.path.display()));
+            }
+        }
+    }
+    let mut pairs = Vec::new();
+    for (rank, l) in templates.iter().enumerate() {
+        for i in 0..l.records.len() {
+            let (r, payload) = l.get(i).expect("in range");
+            grid::pairs_of(rank as u32, r, payload, &mut pairs);
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    grid::infer(world, &pairs)
+}
+
+fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u32) -> Result<Plan, String> {
+    let traced = t.files.len() as u32;
+    if !extrapolates(spec, t) {
+        return Ok(Plan::Traced);
+    }
+    let cart = templates
+        .first()
+        .is_some_and(|l| (0..l.records.len()).any(|i| l.get(i).is_some_and(|(r, p)| grid::from_cart_create(r, p, traced).is_some())));
+    let on_grid = |g: grid::Grid| -> Result<Plan, String> {
+        let dims = match &spec.grid {
+            Some(s) => grid::parse_dims(s)?,
+            None => grid::dims_create(ranks, g.dims.len()),
+        };
+        Ok(Plan::Grid(Rc::new(grid::Extrapolation::new(g, dims, spec.strong)?)))
+    };
+    if cart || spec.grid.is_some() || spec.strong {
+        return on_grid(template_grid(templates).map_err(|e| format!("cannot extrapolate on a grid: {e}"))?);
+    }
+    let periodic = if ranks.is_multiple_of(traced) {
+        check_periodic(t)
+    } else {
+        Err(format!("{ranks} is not a multiple of the {traced} traced ranks"))
+    };
+    match (periodic, template_grid(templates)) {
+        (Ok(()), _) => Ok(Plan::Periodic),
+        (Err(_), Ok(g)) => on_grid(g),
+        (Err(p), Err(g)) => Err(format!("cannot extrapolate: not as a Cartesian grid ({g}), nor periodically ({p})")),
+    }
 }
 
 /// The converters of every simulated rank, and what they share.
 pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>), String> {
     let traced = t.files.len() as u32;
-    let ranks = spec.scale_to.unwrap_or(traced);
+    let ranks = simulated_ranks(spec, t)?;
     if !(spec.compute_scale.is_finite() && spec.compute_scale >= 0.0) {
         return Err(format!("compute_scale must be a finite number ≥ 0, got {}", spec.compute_scale));
     }
-    if ranks != traced {
-        if ranks < traced || !ranks.is_multiple_of(traced) {
-            return Err(format!("can only scale {traced} ranks to a multiple of {traced}, not {ranks}"));
-        }
-        check_periodic(t)?;
+    if ranks < traced && spec.grid.is_none() {
+        return Err(format!("cannot extrapolate {traced} traced ranks down to {ranks}"));
     }
+    let templates: Vec<Rc<format::Loaded>> = if extrapolates(spec, t) {
+        t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    let plan = plan(spec, t, &templates, ranks)?;
+    let mut scale = spec.compute_scale;
+    if let Plan::Grid(e) = &plan {
+        if e.target.size() != ranks {
+            return Err(format!(
+                "{ranks} ranks make no {}-dimensional grid: give the grid (e.g. grid = \"{}\")",
+                e.template.dims.len(),
+                grid::describe_dims(&e.target.dims).replace('×', "x")
+            ));
+        }
+        if e.strong {
+            scale *= e.volume();
+        }
+        check_template(e, &templates, spec)?;
+    }
+    let mut shared = Shared::new(traced, ranks, algorithms(spec)?, spec.library, scale);
+    shared.extrapolation = plan.describe(traced, ranks);
     let chunk = chunk_bytes(ranks);
-    let shared = Shared::new(traced, ranks, algorithms(spec)?, spec.library, spec.compute_scale);
+    let memory = |src: u32| Source::Memory { records: templates[src as usize].clone(), next: 0 };
     let convs = (0..ranks)
-        .map(|q| {
-            let (p, h) = &t.files[(q % traced) as usize];
-            RankConv::new(q, p, h, chunk, traced, ranks)
+        .map(|q| match &plan {
+            Plan::Traced => {
+                let (p, h) = &t.files[q as usize];
+                RankConv::new(q, q, Source::File(format::RecordReader::new(p, h, chunk)), Placement::Traced)
+            }
+            Plan::Periodic => RankConv::new(q, q % traced, memory(q % traced), Placement::Periodic { base: q - q % traced }),
+            Plan::Grid(e) => {
+                let tr = e.template_rank(q);
+                RankConv::new(q, tr, memory(tr), Placement::Grid { ext: e.clone(), template: tr })
+            }
         })
         .collect();
     Ok((shared, convs))
+}
+
+/// Refuses, before the run, a template that does not extrapolate: every
+/// template rank is converted once, as a target rank of its class, into a
+/// sink that keeps nothing, so the first record that does not fit is named.
+fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<format::Loaded>], spec: &TraceSpec) -> Result<(), String> {
+    struct Discard(u64);
+    impl Sink for Discard {
+        fn add(&mut self, _: NewOp, _: &[OpRef], _: Option<OpRef>) -> OpRef {
+            self.0 += 1;
+            OpRef { slot: 0, seq: self.0 }
+        }
+    }
+    let mut sh = Shared::new(templates.len() as u32, e.target.size(), algorithms(spec)?, spec.library, 1.0);
+    for (tr, l) in templates.iter().enumerate() {
+        let Some(q) = e.representative(tr as u32) else { continue };
+        let mut c = RankConv::new(
+            q,
+            tr as u32,
+            Source::Memory { records: l.clone(), next: 0 },
+            Placement::Grid { ext: e.clone(), template: tr as u32 },
+        );
+        let mut sink = Discard(0);
+        while c.advance(&mut sh, &mut sink).map_err(|err| format!("cannot extrapolate on the {} grid: {err}", e.template.describe()))? {}
+    }
+    Ok(())
 }
 
 /// Whether every rank makes the same calls as rank 0 with the same
@@ -203,6 +365,8 @@ impl Calls {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
     pub library: String,
+    /// How the trace was extrapolated ("" when replayed as traced).
+    pub extrapolation: String,
     pub traced_ranks: u32,
     pub ranks: u32,
     pub records: u64,
@@ -232,7 +396,7 @@ impl Report {
     }
 }
 
-pub fn report(t: &Opened, convs: &[RankConv]) -> Report {
+pub fn report(t: &Opened, shared: &Shared, convs: &[RankConv]) -> Report {
     let traced = t.files.len();
     let mut unmodelled: BTreeMap<String, (u64, f64)> = BTreeMap::new();
     let mut zero: BTreeMap<String, (u64, f64)> = BTreeMap::new();
@@ -240,12 +404,17 @@ pub fn report(t: &Opened, convs: &[RankConv]) -> Report {
         library: t.footers.first().map(|f| f.library.clone()).unwrap_or_default(),
         traced_ranks: traced as u32,
         ranks: convs.len() as u32,
+        extrapolation: shared.extrapolation.clone().unwrap_or_default(),
         ..Default::default()
     };
-    // Traced quantities from the first `traced` converters (each trace rank once).
-    for c in convs.iter().take(traced) {
+    // Traced quantities from one converter of each trace rank.
+    let mut seen = vec![false; traced];
+    for c in convs {
+        if std::mem::replace(&mut seen[c.source_rank as usize], true) {
+            continue;
+        }
         let s: &RankStats = &c.stats;
-        let names = &t.footers[c.rank as usize].functions;
+        let names = &t.footers[c.source_rank as usize].functions;
         for (&i, &(n, secs)) in &s.unmodelled {
             let name = names.get(i as usize).map_or_else(|| format!("function #{i}"), |f| f.0.clone());
             let e = unmodelled.entry(name).or_default();

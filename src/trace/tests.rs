@@ -16,7 +16,15 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn spec(dir: &Path) -> TraceSpec {
-    TraceSpec { dir: dir.display().to_string(), algorithms: vec![], compute_scale: 1.0, scale_to: None, library: Default::default() }
+    TraceSpec {
+        dir: dir.display().to_string(),
+        algorithms: vec![],
+        compute_scale: 1.0,
+        scale_to: None,
+        grid: None,
+        strong: false,
+        library: Default::default(),
+    }
 }
 
 /// Replays lazily; returns (finish times, events, report).
@@ -28,7 +36,7 @@ fn replay(spec: &TraceSpec) -> Result<(Vec<Time>, u64, Report), String> {
     let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).map_err(|e| e.to_string())?;
     e.run().map_err(|e| e.to_string())?;
     let finish = (0..p).map(|r| e.finish_time(r)).collect();
-    Ok((finish, e.events, report(&t, &e.program.convs)))
+    Ok((finish, e.events, report(&t, &e.program.shared, &e.program.convs)))
 }
 
 /// Replays the exported GOAL schedule.
@@ -169,7 +177,7 @@ fn periodic_patterns_extrapolate_and_others_are_refused() {
     assert_eq!(rep.ranks, 12);
     assert!(e12 > 3 * e4 - 3 * 4 * 10 * 8, "{e12} vs {e4}"); // allreduce has one more round at 12 ranks
     assert!(f12.iter().max() >= f4.iter().max());
-    assert!(replay(&TraceSpec { scale_to: Some(10), ..spec(&d) }).unwrap_err().contains("multiple of 4"));
+    assert!(replay(&TraceSpec { scale_to: Some(10), ..spec(&d) }).unwrap_err().contains("not a multiple of the 4 traced ranks"));
     // rank 1 sends to an odd partner: not periodic
     let d2 = tmp("aperiodic");
     for r in 0..2 {

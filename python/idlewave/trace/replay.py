@@ -18,32 +18,42 @@ MPI_EXCESS_RATIO = 2.0
 
 
 def workload(trace_dir: str | Path, algorithms: list[str] | None = None, scale_to: int | None = None,
-             compute_scale: float = 1.0) -> dict:
-    """The scenario's `[workload]` table of a trace replay."""
-    return {"kind": "trace", "dir": str(Path(trace_dir).resolve()), "algorithms": list(algorithms or []),
-            "compute_scale": compute_scale, "scale_to": scale_to or 0}
+             compute_scale: float = 1.0, grid: str | None = None, strong: bool = False) -> dict:
+    """The scenario's `[workload]` table of a trace replay (`grid`, `strong`:
+    Cartesian extrapolation, see docs/trace-format.md)."""
+    w = {"kind": "trace", "dir": str(Path(trace_dir).resolve()), "algorithms": list(algorithms or []),
+         "compute_scale": compute_scale, "scale_to": scale_to or 0}
+    if grid:
+        w["grid"] = grid
+    if strong:
+        w["strong"] = True
+    return w
 
 
 def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_to: int | None = None,
-           compute_scale: float = 1.0, base: dict | None = None, seed: int | None = None):
+           compute_scale: float = 1.0, base: dict | None = None, seed: int | None = None,
+           grid: str | None = None, strong: bool = False):
     """Runs the replay; `base` gives the scenario's network, noise and seed.
     Returns the Result, with `.trace_report` (what was not modelled) and
     summary keys comparing the traced and replayed time inside MPI (`summarise`)."""
     from idlewave.simulation import simulate
 
     scn = {k: v for k, v in (base or {}).items() if k in ("seed", "network", "noise", "limits")}
-    scn["workload"] = workload(trace_dir, algorithms, scale_to, compute_scale)
+    scn["workload"] = workload(trace_dir, algorithms, scale_to, compute_scale, grid, strong)
     return simulate(scn, seed=seed)
 
 
 def summarise(report: dict, finish_times_s) -> dict:
     """The replay's summary figures and warnings from the engine's trace report."""
     traced = report["traced_ranks"]
-    replayed_mpi = [float(finish_times_s[r]) - report["calc_s"][r] for r in range(traced)]
+    # extrapolated: the simulated ranks are not the traced ones, so their mean is reported, not compared
+    compared = range(report["ranks"] if report["extrapolation"] else traced)
+    replayed_mpi = [float(finish_times_s[r]) - report["calc_s"][r] for r in compared]
     traced_mpi = report["traced_mpi_s"]
     mean = lambda v: sum(v) / len(v) if v else 0.0  # noqa: E731
     out = {
         "traced_ranks": traced,
+        "extrapolation": report["extrapolation"],
         "mpi_library": report["library"],
         "records": report["records"],
         "traced_makespan_s": max(report["traced_span_s"], default=0.0),
@@ -55,7 +65,7 @@ def summarise(report: dict, finish_times_s) -> dict:
         "failed_polls": report["polls"],
         "cancelled_requests": report["cancelled"],
         "unresolved_wildcards": report["unresolved_wildcards"],
-        "warnings": honesty(report, mean(traced_mpi), mean(replayed_mpi)),
+        "warnings": honesty(report, mean(traced_mpi), mean(replayed_mpi) if not report["extrapolation"] else float("inf")),
     }
     return out
 
@@ -79,13 +89,14 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
 
 
 def export_goal(trace_dir: str | Path, path: str | Path, *, algorithms: list[str] | None = None,
-                scale_to: int | None = None, compute_scale: float = 1.0) -> tuple[int, int]:
+                scale_to: int | None = None, compute_scale: float = 1.0, grid: str | None = None,
+                strong: bool = False) -> tuple[int, int]:
     """Writes the replay's schedule as a GOAL file (LogGOPSim's format),
     streamed and atomically; returns (ranks, ops)."""
     from idlewave.results import write_file
     from idlewave.scenario import validate
 
-    spec = validate({"workload": workload(trace_dir, algorithms, scale_to, compute_scale)})["workload"]
+    spec = validate({"workload": workload(trace_dir, algorithms, scale_to, compute_scale, grid, strong)})["workload"]
     w = {k: v for k, v in spec.items() if k != "kind"}
     counts: list[tuple[int, int]] = []
     write_file(Path(path), lambda tmp: counts.append(_engine.trace_export_goal(json.dumps(w), os.fspath(tmp))))

@@ -1,0 +1,566 @@
+//! Extrapolation of a code on a Cartesian process grid (docs/trace-format.md,
+//! "Extrapolation"). A trace on a grid of at least 3 ranks per dimension is
+//! a template of rank classes: per dimension a rank sits on the low edge, in
+//! the interior or on the high edge (periodic dimensions keep the same
+//! rule, so rank 0's extra duties stay on rank 0). Each rank of the larger
+//! grid replays the template rank of its class, with its neighbours moved
+//! by the same grid offsets, its sub-communicators (rows, columns, planes,
+//! the whole grid) rebuilt on the larger grid, and, for strong scaling,
+//! neighbour messages scaled with the surface and computation with the
+//! volume of its subdomain.
+
+use super::format::{self, op, Record};
+
+pub const MAX_DIMS: usize = 3;
+
+/// A process grid in MPI's row-major rank order (the last dimension varies fastest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grid {
+    pub dims: Vec<u32>,
+    pub periodic: Vec<bool>,
+}
+
+pub type Coords = [u32; MAX_DIMS];
+
+impl Grid {
+    pub fn new(dims: Vec<u32>, periodic: Vec<bool>) -> Result<Self, String> {
+        if dims.is_empty() || dims.len() > MAX_DIMS || periodic.len() != dims.len() || dims.contains(&0) {
+            return Err(format!("a process grid has 1 to {MAX_DIMS} dimensions of at least 1 rank, got {dims:?}"));
+        }
+        if dims.iter().map(|&d| d as u64).product::<u64>() > u32::MAX as u64 {
+            return Err(format!("a grid of {} ranks is more than this simulator's 2^32", describe_dims(&dims)));
+        }
+        Ok(Grid { dims, periodic })
+    }
+
+    pub fn size(&self) -> u32 {
+        self.dims.iter().product()
+    }
+
+    pub fn coords(&self, mut rank: u32) -> Coords {
+        let mut c = [0; MAX_DIMS];
+        for d in (0..self.dims.len()).rev() {
+            c[d] = rank % self.dims[d];
+            rank /= self.dims[d];
+        }
+        c
+    }
+
+    pub fn rank(&self, c: &Coords) -> u32 {
+        self.dims.iter().zip(c).fold(0, |r, (&n, &x)| r * n + x)
+    }
+
+    /// Stride of dimension `d` in rank numbers.
+    pub fn stride(&self, d: usize) -> u32 {
+        self.dims[d + 1..].iter().product()
+    }
+
+    /// The offset from `a` to `b` along `d`, the shortest way round if periodic.
+    fn offset(&self, d: usize, a: u32, b: u32) -> i64 {
+        let (n, diff) = (self.dims[d] as i64, b as i64 - a as i64);
+        if self.periodic[d] {
+            let m = diff.rem_euclid(n);
+            if m > n / 2 {
+                m - n
+            } else {
+                m
+            }
+        } else {
+            diff
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let p = if self.periodic.iter().all(|&p| !p) { "non-periodic".to_string() } else { format!("periodic {:?}", self.periodic) };
+        format!("{} ({p})", describe_dims(&self.dims))
+    }
+}
+
+pub fn describe_dims(dims: &[u32]) -> String {
+    dims.iter().map(u32::to_string).collect::<Vec<_>>().join("×")
+}
+
+/// MPI_Dims_create's balanced grid: the prime factors of `n` dealt, largest
+/// first, to the dimension with the smallest product; sizes non-increasing.
+pub fn dims_create(mut n: u32, ndims: usize) -> Vec<u32> {
+    let mut primes = Vec::new();
+    let mut f = 2;
+    while f * f <= n {
+        while n.is_multiple_of(f) {
+            primes.push(f);
+            n /= f;
+        }
+        f += 1;
+    }
+    if n > 1 {
+        primes.push(n);
+    }
+    let mut dims = vec![1u32; ndims];
+    for &p in primes.iter().rev() {
+        let smallest = (0..ndims).min_by_key(|&d| (dims[d], d)).unwrap();
+        dims[smallest] *= p;
+    }
+    dims.sort_unstable_by(|a, b| b.cmp(a));
+    dims
+}
+
+/// Parses "6x6" or "4x4x8" (also with '×').
+pub fn parse_dims(s: &str) -> Result<Vec<u32>, String> {
+    let dims: Result<Vec<u32>, _> = s.split(['x', '×', 'X']).map(|p| p.trim().parse::<u32>()).collect();
+    match dims {
+        Ok(d) if !d.is_empty() && d.len() <= MAX_DIMS && !d.contains(&0) => Ok(d),
+        _ => Err(format!("grid '{s}': expected 1 to {MAX_DIMS} positive sizes joined by 'x', e.g. 64x64")),
+    }
+}
+
+/// A sub-grid communicator: the ranks that share this rank's coordinates
+/// outside the `free` dimensions, in row-major order of the free ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strided {
+    /// World rank of its member 0.
+    pub base: u32,
+    /// (size, stride in world ranks) of each free dimension, outermost first.
+    pub free: [(u32, u32); MAX_DIMS],
+    pub nfree: u8,
+}
+
+impl Strided {
+    /// Its member count (never zero: a rank is a member of its own communicators).
+    pub fn count(&self) -> u32 {
+        self.free[..self.nfree as usize].iter().map(|f| f.0).product()
+    }
+
+    pub fn world(&self, mut local: u32) -> u32 {
+        let mut w = self.base;
+        for &(size, stride) in self.free[..self.nfree as usize].iter().rev() {
+            w += (local % size) * stride;
+            local /= size;
+        }
+        w
+    }
+}
+
+/// A communicator of the template, rebuilt on the target grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubGrid {
+    pub members: Strided,
+    /// This rank's index in it.
+    pub me: u32,
+    /// Which dimensions are free (bit d): communicators of the same shape
+    /// share a tag space, as disjoint ones never exchange messages.
+    pub mask: u8,
+    /// The whole grid in world order.
+    pub world: bool,
+}
+
+/// The template grid, the target grid and the scaling rule.
+#[derive(Debug, Clone)]
+pub struct Extrapolation {
+    pub template: Grid,
+    pub target: Grid,
+    /// Strong scaling: messages ∝ subdomain surface, computation ∝ volume.
+    pub strong: bool,
+}
+
+impl Extrapolation {
+    pub fn new(template: Grid, target_dims: Vec<u32>, strong: bool) -> Result<Self, String> {
+        if target_dims.len() != template.dims.len() {
+            return Err(format!(
+                "the traced grid is {}-dimensional ({}), the target {} is not",
+                template.dims.len(),
+                template.describe(),
+                describe_dims(&target_dims)
+            ));
+        }
+        if template.dims.iter().any(|&a| a < 3) {
+            return Err(format!(
+                "the traced grid {} has a dimension of fewer than 3 ranks: a template needs a low edge, an interior and a high edge in every dimension",
+                template.describe()
+            ));
+        }
+        if target_dims.iter().any(|&a| a < 3) {
+            return Err(format!("the target grid {} needs at least 3 ranks per dimension", describe_dims(&target_dims)));
+        }
+        let target = Grid::new(target_dims, template.periodic.clone())?;
+        Ok(Extrapolation { template, target, strong })
+    }
+
+    /// The template coordinate of a target coordinate along `d`: edges to
+    /// edges, the interior cycling over the template's interior.
+    fn class(&self, d: usize, x: u32) -> u32 {
+        let (a, big) = (self.template.dims[d], self.target.dims[d]);
+        if x == 0 {
+            0
+        } else if x == big - 1 {
+            a - 1
+        } else {
+            1 + (x - 1) % (a - 2)
+        }
+    }
+
+    /// The template rank that target rank `rank` replays.
+    pub fn template_rank(&self, rank: u32) -> u32 {
+        let c = self.target.coords(rank);
+        let mut t = [0; MAX_DIMS];
+        for d in 0..self.template.dims.len() {
+            t[d] = self.class(d, c[d]);
+        }
+        self.template.rank(&t)
+    }
+
+    /// A target rank that replays template rank `tr`, if any does (a
+    /// template interior wider than the target's has unused ranks).
+    pub fn representative(&self, tr: u32) -> Option<u32> {
+        let c = self.template.coords(tr);
+        let mut q = [0; MAX_DIMS];
+        for d in 0..self.template.dims.len() {
+            let (a, big) = (self.template.dims[d], self.target.dims[d]);
+            q[d] = match c[d] {
+                0 => 0,
+                x if x == a - 1 => big - 1,
+                x if x <= big - 2 => x,
+                _ => return None,
+            };
+        }
+        Some(self.target.rank(&q))
+    }
+
+    /// Grid offsets from template rank `from` to `to`, nearest neighbours only.
+    fn delta(&self, from: u32, to: u32) -> Result<[i64; MAX_DIMS], String> {
+        let g = &self.template;
+        let (a, b) = (g.coords(from), g.coords(to));
+        let mut d = [0; MAX_DIMS];
+        for k in 0..g.dims.len() {
+            d[k] = g.offset(k, a[k], b[k]);
+            if d[k].abs() > 1 {
+                return Err(format!(
+                    "its peer, rank {to}, is {} ranks away along dimension {k} of the {} grid: only nearest neighbours (±1 per dimension, diagonals included) extrapolate",
+                    d[k].abs(),
+                    g.describe()
+                ));
+            }
+        }
+        Ok(d)
+    }
+
+    /// Where template rank `tr`'s peer `tpeer` is for target rank `rank`.
+    pub fn peer(&self, rank: u32, tr: u32, tpeer: u32) -> Result<u32, String> {
+        let d = self.delta(tr, tpeer)?;
+        let mut c = self.target.coords(rank);
+        for (k, &dk) in d.iter().enumerate().take(self.target.dims.len()) {
+            let n = self.target.dims[k] as i64;
+            let x = c[k] as i64 + dk;
+            let x = if self.target.periodic[k] { x.rem_euclid(n) } else { x };
+            if !(0..n).contains(&x) {
+                return Err(format!("its peer falls outside the {} grid", self.target.describe()));
+            }
+            c[k] = x as u32;
+        }
+        Ok(self.target.rank(&c))
+    }
+
+    /// Strong scaling: the factor on a message between neighbours `tr` and
+    /// `tpeer` (its face shrinks along the dimensions it does not cross).
+    pub fn surface(&self, tr: u32, tpeer: u32) -> Result<f64, String> {
+        let d = self.delta(tr, tpeer)?;
+        Ok((0..self.template.dims.len()).filter(|&k| d[k] == 0).map(|k| self.shrink(k)).product())
+    }
+
+    /// Strong scaling: the factor on computation (the subdomain's volume).
+    pub fn volume(&self) -> f64 {
+        (0..self.template.dims.len()).map(|k| self.shrink(k)).product()
+    }
+
+    fn shrink(&self, k: usize) -> f64 {
+        self.template.dims[k] as f64 / self.target.dims[k] as f64
+    }
+
+    /// Scales a neighbour message's bytes under strong scaling.
+    pub fn bytes(&self, tr: u32, tpeer: u32, bytes: u64) -> Result<u64, String> {
+        if !self.strong || bytes == 0 {
+            return Ok(bytes);
+        }
+        Ok(((bytes as f64 * self.surface(tr, tpeer)?).round() as u64).max(1))
+    }
+
+    /// A communicator whose template members (world ranks, in communicator
+    /// order) are given, rebuilt around target rank `rank`.
+    pub fn sub_grid(&self, rank: u32, tr: u32, members: &[u32]) -> Result<SubGrid, String> {
+        let g = &self.template;
+        let nd = g.dims.len();
+        let mine = g.coords(tr);
+        let mut mask = 0u8;
+        for &m in members {
+            if m >= g.size() {
+                return Err(format!("member {m} is not a rank of the {} grid", g.describe()));
+            }
+            let c = g.coords(m);
+            for k in 0..nd {
+                if c[k] != mine[k] {
+                    mask |= 1 << k;
+                }
+            }
+        }
+        let free: Vec<usize> = (0..nd).filter(|&k| mask & (1 << k) != 0).collect();
+        let expected = |t: &Grid, at: &Coords| -> Strided {
+            let mut base = *at;
+            let mut s = Strided { base: 0, free: [(1, 0); MAX_DIMS], nfree: free.len() as u8 };
+            for (i, &k) in free.iter().enumerate() {
+                base[k] = 0;
+                s.free[i] = (t.dims[k], t.stride(k));
+            }
+            s.base = t.rank(&base);
+            s
+        };
+        let shape = expected(g, &mine);
+        let fits = shape.count() as usize == members.len() && members.iter().enumerate().all(|(i, &m)| shape.world(i as u32) == m);
+        if !fits {
+            let names: Vec<String> = free.iter().map(|k| k.to_string()).collect();
+            return Err(format!(
+                "a communicator of {} members {:?} is not a row, column, plane or the whole of the {} grid in grid order (it varies along dimensions [{}])",
+                members.len(),
+                &members[..members.len().min(8)],
+                g.describe(),
+                names.join(", ")
+            ));
+        }
+        let at = self.target.coords(rank);
+        let members = expected(&self.target, &at);
+        let me = free.iter().fold(0u32, |l, &k| l * self.target.dims[k] + at[k]);
+        Ok(SubGrid { members, me, mask, world: free.len() == nd })
+    }
+
+    /// The local index of template rank `w` in a template communicator
+    /// spanning the dimensions in `mask` (row-major over them).
+    pub fn local_in(&self, mask: u8, w: u32) -> Result<u32, String> {
+        let g = &self.template;
+        if w >= g.size() {
+            return Err(format!("root {w} is not a rank of the {} grid", g.describe()));
+        }
+        let c = g.coords(w);
+        Ok((0..g.dims.len()).filter(|&k| mask & (1 << k) != 0).fold(0, |l, k| l * g.dims[k] + c[k]))
+    }
+
+    /// A collective's root (local index `troot` in a template communicator
+    /// of shape `mask`), as a local index in
+    /// the target's communicator: roots on a low or high edge of each free
+    /// dimension keep their place; interior roots have none.
+    pub fn root(&self, mask: u8, troot: u32) -> Result<u32, String> {
+        let g = &self.template;
+        let free: Vec<usize> = (0..g.dims.len()).filter(|&k| mask & (1 << k) != 0).collect();
+        let mut rest = troot;
+        let mut local = vec![0u32; free.len()];
+        for (i, &k) in free.iter().enumerate().rev() {
+            local[i] = rest % g.dims[k];
+            rest /= g.dims[k];
+        }
+        let mut out = 0u32;
+        for (i, &k) in free.iter().enumerate() {
+            let (a, big) = (g.dims[k], self.target.dims[k]);
+            let x = match local[i] {
+                0 => 0,
+                x if x == a - 1 => big - 1,
+                x => {
+                    return Err(format!(
+                        "its root sits at coordinate {x} of {a} along dimension {k}, inside the grid: an interior root has no place on the larger grid"
+                    ))
+                }
+            };
+            out = out * big + x;
+        }
+        Ok(out)
+    }
+}
+
+/// The template's grid, if a rank created a Cartesian communicator spanning
+/// the world in world order: `[ndims, dims…, periods…]` of its comm_new.
+pub fn from_cart_create(r: &Record, payload: &[u64], world: u32) -> Option<Result<Grid, String>> {
+    if r.op != op::COMM_NEW || r.tag != 7 || payload.is_empty() {
+        return None;
+    }
+    let nd = payload[0] as usize;
+    if payload.len() != 1 + 2 * nd {
+        return Some(Err("MPI_Cart_create record with a malformed payload".into()));
+    }
+    let dims: Vec<u32> = payload[1..1 + nd].iter().map(|&d| d as u32).collect();
+    let periodic: Vec<bool> = payload[1 + nd..].iter().map(|&p| p != 0).collect();
+    if dims.iter().map(|&d| d as u64).product::<u64>() != world as u64 {
+        return None; // a grid over part of the world: not the template's layout
+    }
+    Some(Grid::new(dims, periodic))
+}
+
+/// The grid of 2 or 3 dimensions (at least 3 ranks each) that explains
+/// every neighbour pair as a ±1 offset per dimension, periodic along a
+/// dimension only where a pair needs it. Of several, the one with the
+/// fewest periodic dimensions, then the fewest distinct offsets, wins; a
+/// tie is an error naming the candidates.
+pub fn infer(world: u32, pairs: &[(u32, u32)]) -> Result<Grid, String> {
+    let mut found: Vec<((usize, usize), Grid)> = Vec::new();
+    for nd in 2..=MAX_DIMS {
+        for dims in factorizations(world, nd) {
+            if dims.iter().any(|&d| d < 3) || pairs.is_empty() {
+                continue;
+            }
+            let open = Grid { dims: dims.clone(), periodic: vec![false; nd] };
+            let mut periodic = vec![false; nd];
+            let mut offsets = std::collections::BTreeSet::new();
+            let ok = pairs.iter().all(|&(a, b)| {
+                let (ca, cb) = (open.coords(a), open.coords(b));
+                let mut off = [0i64; MAX_DIMS];
+                let fits = (0..nd).all(|k| {
+                    off[k] = cb[k] as i64 - ca[k] as i64;
+                    if off[k].abs() == dims[k] as i64 - 1 && dims[k] > 2 && off[k].abs() > 1 {
+                        periodic[k] = true;
+                        off[k] = -off[k].signum();
+                    }
+                    off[k].abs() <= 1
+                });
+                offsets.insert(off);
+                fits
+            });
+            if ok {
+                let score = (periodic.iter().filter(|&&p| p).count(), offsets.len());
+                found.push((score, Grid { dims, periodic }));
+            }
+        }
+    }
+    found.sort_by_key(|f| f.0);
+    match found.as_slice() {
+        [] => Err("its point-to-point peers fit no 2-D or 3-D grid of at least 3 ranks per dimension as nearest neighbours".into()),
+        [(_, g)] => Ok(g.clone()),
+        [(a, g), (b, h), ..] if a == b => Err(format!(
+            "its point-to-point peers fit several grids equally ({} and {}): create the grid with MPI_Cart_create so that the tracer records it",
+            g.describe(),
+            h.describe()
+        )),
+        [(_, g), ..] => Ok(g.clone()),
+    }
+}
+
+/// Ordered factorizations of `n` into `nd` factors.
+fn factorizations(n: u32, nd: usize) -> Vec<Vec<u32>> {
+    if nd == 1 {
+        return vec![vec![n]];
+    }
+    let mut out = Vec::new();
+    for f in 1..=n {
+        if n.is_multiple_of(f) {
+            for mut rest in factorizations(n / f, nd - 1) {
+                rest.insert(0, f);
+                out.push(rest);
+            }
+        }
+    }
+    out
+}
+
+/// The point-to-point (world rank) pairs of a template rank's records.
+pub fn pairs_of(rank: u32, r: &Record, payload: &[u64], out: &mut Vec<(u32, u32)>) {
+    if super::convert::has_p2p_peer(r.op) && r.peer >= 0 && r.comm == 0 {
+        out.push((rank, r.peer as u32));
+    } else if let Some((c, _)) = format::collective_of(r.op) {
+        if c.name().starts_with("neighbor_") && payload.len() >= 2 {
+            let n = (payload[0] + payload[1]) as usize;
+            for &p in payload.get(2..2 + n).unwrap_or(&[]) {
+                if (p as i64) >= 0 {
+                    out.push((rank, p as u32));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_create_matches_mpi() {
+        // Open MPI and MPICH give these for MPI_Dims_create(n, d).
+        assert_eq!(dims_create(36, 2), vec![6, 6]);
+        assert_eq!(dims_create(12, 2), vec![4, 3]);
+        assert_eq!(dims_create(216, 3), vec![6, 6, 6]);
+        assert_eq!(dims_create(24, 3), vec![4, 3, 2]);
+        assert_eq!(dims_create(7, 2), vec![7, 1]);
+        assert_eq!(dims_create(1 << 20, 2), vec![1024, 1024]);
+    }
+
+    fn ext(t: &[u32], big: &[u32], periodic: bool) -> Extrapolation {
+        Extrapolation::new(Grid::new(t.to_vec(), vec![periodic; t.len()]).unwrap(), big.to_vec(), false).unwrap()
+    }
+
+    #[test]
+    fn classes_and_peers_on_a_6x6_from_3x3() {
+        let e = ext(&[3, 3], &[6, 6], false);
+        // target (0,0) → template (0,0); (2,3) → interior (1,1); (5,5) → (2,2); (0,4) → (0,1)
+        assert_eq!(e.template_rank(0), 0);
+        assert_eq!(e.template_rank(2 * 6 + 3), 4);
+        assert_eq!(e.template_rank(35), 8);
+        assert_eq!(e.template_rank(4), 1);
+        // interior target rank (2,3) replays template 4; its template east neighbour 5 is (2,4)
+        assert_eq!(e.peer(15, 4, 5).unwrap(), 16);
+        // north neighbour 1 (0,1) is (1,3)
+        assert_eq!(e.peer(15, 4, 1).unwrap(), 9);
+        // diagonal 8 (2,2) is (3,4)
+        assert_eq!(e.peer(15, 4, 8).unwrap(), 22);
+        // a far peer is refused
+        assert!(e.peer(0, 0, 2).unwrap_err().contains("2 ranks away"));
+    }
+
+    #[test]
+    fn periodic_neighbours_wrap_on_the_target() {
+        let e = ext(&[3, 3], &[6, 6], true);
+        // template (0,0)'s west neighbour is (0,2) = rank 2; target (0,0)'s is (0,5)
+        assert_eq!(e.peer(0, 0, 2).unwrap(), 5);
+        assert_eq!(e.peer(0, 0, 6).unwrap(), 30);
+    }
+
+    #[test]
+    fn rows_and_columns_rebuild_on_the_target() {
+        let e = ext(&[3, 3], &[6, 6], false);
+        // template rank 4's row is [3,4,5]: target rank 15 (2,3) gets row 2: 12..18, index 3
+        let row = e.sub_grid(15, 4, &[3, 4, 5]).unwrap();
+        assert_eq!((row.members.count(), row.me, row.world), (6, 3, false));
+        assert_eq!((0..6).map(|i| row.members.world(i)).collect::<Vec<_>>(), vec![12, 13, 14, 15, 16, 17]);
+        let col = e.sub_grid(15, 4, &[1, 4, 7]).unwrap();
+        assert_eq!((0..6).map(|i| col.members.world(i)).collect::<Vec<_>>(), vec![3, 9, 15, 21, 27, 33]);
+        assert_eq!(col.me, 2);
+        assert!(e.sub_grid(15, 4, &(0..9).collect::<Vec<_>>()).unwrap().world);
+        assert!(e.sub_grid(15, 4, &[5, 4, 3]).unwrap_err().contains("not a row"));
+        assert!(e.sub_grid(15, 4, &[4, 5]).is_err());
+        // a root at the high end of a row goes to the high end
+        assert_eq!(e.root(0b10, 2).unwrap(), 5);
+        assert!(e.root(0b11, 4).unwrap_err().contains("interior root"));
+    }
+
+    #[test]
+    fn strong_scaling_shrinks_faces_and_volumes() {
+        let t = Grid::new(vec![3, 3, 3], vec![false; 3]).unwrap();
+        let e = Extrapolation::new(t, vec![6, 6, 6], true).unwrap();
+        // a face message (offset along one dimension) keeps 2 of 3 extents: (1/2)^2
+        assert_eq!(e.bytes(13, 14, 4000).unwrap(), 1000);
+        // an edge message (two dimensions crossed): 1/2
+        assert_eq!(e.bytes(13, 17, 4000).unwrap(), 2000);
+        assert_eq!(e.volume(), 0.125);
+    }
+
+    #[test]
+    fn grids_are_inferred_from_neighbour_pairs() {
+        let g = Grid::new(vec![3, 4], vec![false, false]).unwrap();
+        let mut pairs = Vec::new();
+        for r in 0..12 {
+            let c = g.coords(r);
+            if c[1] + 1 < 4 {
+                pairs.push((r, r + 1));
+            }
+            if c[0] + 1 < 3 {
+                pairs.push((r, r + 4));
+            }
+        }
+        assert_eq!(infer(12, &pairs).unwrap(), g);
+        // partners 6 apart are 2 apart along a dimension of 3×4 and of 4×3: no grid
+        let far: Vec<(u32, u32)> = (0..12).map(|r| (r, (r + 6) % 12)).collect();
+        assert!(infer(12, &far).unwrap_err().contains("fit no"));
+    }
+}
