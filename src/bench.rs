@@ -33,7 +33,8 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 6] = ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m"];
+pub const CASES: [&str; 7] =
+    ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m", "grid_trace_1m"];
 
 /// The cases' algorithms are fixed (binomial broadcast, dissemination
 /// allreduce), so the figures do not move when `auto` changes.
@@ -102,6 +103,12 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
     if case == "goal_bcast_1m" {
         return goal_case(case, 1 << 20);
     }
+    if case == "grid_trace_1m" {
+        return grid_case(case, 1 << 20);
+    }
+    if case == "grid_trace_64k" {
+        return grid_case(case, 1 << 16); // small enough to profile under callgrind
+    }
     if case == "goal_bcast_64k" {
         return goal_case(case, 1 << 16); // small enough to profile under callgrind
     }
@@ -110,6 +117,31 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
     let r = run(&cfg, None).map_err(|e| e.to_string())?;
     let cpu_s = thread_cpu_s() - cpu;
     // CPU time (setup included) is steadier than wall time on shared machines
+    Ok(BenchResult::of(case, r.ranks, &r, vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))]))
+}
+
+/// A 3×3 halo-exchange trace (`write_synthetic_grid`, 3 iterations)
+/// extrapolated to `ranks` on MPI_Dims_create's grid, generated lazily.
+fn grid_case(case: &str, ranks: u32) -> Result<BenchResult, String> {
+    use crate::trace::{write_synthetic_grid, TraceSpec};
+    let dir = std::env::temp_dir().join(format!("idlewave-bench-grid-{}", std::process::id()));
+    write_synthetic_grid(&dir, 3).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let spec = TraceSpec {
+        dir: dir.display().to_string(),
+        algorithms: Default::default(),
+        compute_scale: 1.0,
+        scale_to: Some(ranks),
+        grid: None,
+        strong: false,
+        library: None,
+    };
+    let mut cfg = config("bcast_1m").expect("a known case");
+    cfg.workload = WorkloadSpec::Trace(spec);
+    let cpu = thread_cpu_s();
+    let r = run(&cfg, None).map_err(|e| e.to_string());
+    let cpu_s = thread_cpu_s() - cpu;
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = r?;
     Ok(BenchResult::of(case, r.ranks, &r, vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))]))
 }
 
@@ -142,7 +174,7 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
         scale_to: None,
         grid: None,
         strong: false,
-        library: Default::default(),
+        library: None,
     };
     let result = (|| {
         crate::alloc::reset_peak();

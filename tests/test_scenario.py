@@ -64,7 +64,7 @@ def test_empty_scenario_is_fully_defaulted():
         "mapping": {"kind": "block"},
         "memory": None,
         "regimes": [],
-        "mpi_library": "openmpi",
+        "mpi_library": None,
     }
     assert s["noise"] == []
     assert s["workload"] == {

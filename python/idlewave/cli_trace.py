@@ -110,6 +110,8 @@ def _print_replay(s: dict, rep: dict) -> None:
               f"{', ' + s['mpi_library'].split(',')[0] if s['mpi_library'] else ''})")
     if s["extrapolation"]:
         out.print(f"  extrapolated    {s['extrapolation']}")
+    rules = {"openmpi": "Open MPI's", "mpich": "MPICH's"}[s["collective_rules"]]
+    out.print(f"  collectives     {rules} rules (where --algorithm gives none)")
     out.print(f"  makespan        replayed {s['makespan_s']:.6g} s    traced {s['traced_makespan_s']:.6g} s")
     out.print(f"  inside MPI      replayed {s['replayed_mpi_s']:.6g} s    traced {s['traced_mpi_s']:.6g} s   (mean per rank)")
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")

@@ -237,6 +237,22 @@ pub enum MpiLibrary {
     Mpich,
 }
 
+impl MpiLibrary {
+    /// The library named by `MPI_Get_library_version`'s string, if it is one of ours
+    /// ("Open MPI v4.1.4, …", "MPICH Version: 4.1 …"); others (Intel MPI,
+    /// MVAPICH, Cray MPICH's own tuning) have rules of their own: None.
+    pub fn from_version(version: &str) -> Option<Self> {
+        let v = version.to_ascii_lowercase();
+        if v.starts_with("open mpi") {
+            Some(MpiLibrary::OpenMpi)
+        } else if v.starts_with("mpich") {
+            Some(MpiLibrary::Mpich)
+        } else {
+            None
+        }
+    }
+}
+
 impl CollectiveKind {
     /// What `algorithm = "auto"` runs on `ranks` ranks for a message of
     /// `bytes` under `library`'s rules (allreduce), else

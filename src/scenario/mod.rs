@@ -167,9 +167,10 @@ impl WorkloadSpec {
 
     /// `algorithm = "auto"` decided by `library`'s rules: once, here, for a
     /// collective loop; per call for a trace replay.
-    pub fn with_library(mut self, library: crate::collectives::MpiLibrary) -> Self {
+    pub fn with_library(mut self, library: Option<crate::collectives::MpiLibrary>) -> Self {
         match &mut self {
             WorkloadSpec::Collective(w) if w.algorithm.is_none() => {
+                let library = library.unwrap_or_default();
                 w.algorithm = Some(w.collective.auto_algorithm(library, w.comm.size(w.ranks), w.message_bytes));
             }
             WorkloadSpec::Trace(t) => t.library = library,

@@ -298,8 +298,9 @@ pub struct NetworkSpec {
     pub mapping: MappingSpec,
     pub memory: Option<Memory>,
     pub regimes: Vec<RegimeSpec>,
-    /// The MPI library whose collective rules `algorithm = "auto"` follows.
-    pub mpi_library: crate::collectives::MpiLibrary,
+    /// The MPI library whose collective rules `algorithm = "auto"` follows
+    /// (none: a trace's own library, else Open MPI).
+    pub mpi_library: Option<crate::collectives::MpiLibrary>,
 }
 
 impl Default for NetworkSpec {
@@ -320,7 +321,7 @@ impl Default for NetworkSpec {
             mapping: MappingSpec::Block,
             memory: None,
             regimes: Vec::new(),
-            mpi_library: Default::default(),
+            mpi_library: None,
         }
     }
 }

@@ -71,7 +71,12 @@ impl Grid {
     }
 
     pub fn describe(&self) -> String {
-        let p = if self.periodic.iter().all(|&p| !p) { "non-periodic".to_string() } else { format!("periodic {:?}", self.periodic) };
+        let along: Vec<String> = (0..self.dims.len()).filter(|&d| self.periodic[d]).map(|d| d.to_string()).collect();
+        let p = match along.len() {
+            0 => "non-periodic".to_string(),
+            n if n == self.dims.len() => "periodic".to_string(),
+            _ => format!("periodic along dimension {}", along.join(", ")),
+        };
         format!("{} ({p})", describe_dims(&self.dims))
     }
 }

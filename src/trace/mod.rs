@@ -50,10 +50,11 @@ pub struct TraceSpec {
     /// computation ∝ volume (default: weak scaling, both as traced).
     #[serde(default)]
     pub strong: bool,
-    /// Whose rules decide collectives without a choice (from the platform's `mpi_library`).
+    /// Whose rules decide collectives without a choice: the platform's
+    /// `mpi_library`; if it names none, the trace's own library.
     #[serde(skip)]
     #[schemars(skip)]
-    pub library: crate::collectives::MpiLibrary,
+    pub library: Option<crate::collectives::MpiLibrary>,
 }
 
 fn one() -> f64 {
@@ -87,6 +88,12 @@ fn algorithms(spec: &TraceSpec) -> Result<HashMap<CollectiveKind, Algorithm>, St
         out.insert(kind, alg);
     }
     Ok(out)
+}
+
+/// Whose collective rules the replay follows: the platform's choice, else
+/// the library that ran the trace (its footer), else Open MPI's.
+fn library(spec: &TraceSpec, t: &Opened) -> crate::collectives::MpiLibrary {
+    spec.library.or_else(|| t.footers.first().and_then(|f| crate::collectives::MpiLibrary::from_version(&f.library))).unwrap_or_default()
 }
 
 /// File buffer per rank: the budget shared out, at least 16 records.
@@ -230,7 +237,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
         }
         check_template(e, &templates, spec)?;
     }
-    let mut shared = Shared::new(traced, ranks, algorithms(spec)?, spec.library, scale);
+    let mut shared = Shared::new(traced, ranks, algorithms(spec)?, library(spec, t), scale);
     shared.extrapolation = plan.describe(traced, ranks);
     let chunk = chunk_bytes(ranks);
     let memory = |src: u32| Source::Memory { records: templates[src as usize].clone(), next: 0 };
@@ -261,7 +268,7 @@ fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<format::Loaded>],
             OpRef { slot: 0, seq: self.0 }
         }
     }
-    let mut sh = Shared::new(templates.len() as u32, e.target.size(), algorithms(spec)?, spec.library, 1.0);
+    let mut sh = Shared::new(templates.len() as u32, e.target.size(), algorithms(spec)?, Default::default(), 1.0);
     for (tr, l) in templates.iter().enumerate() {
         let Some(q) = e.representative(tr as u32) else { continue };
         let mut c = RankConv::new(
@@ -367,6 +374,8 @@ pub struct Report {
     pub library: String,
     /// How the trace was extrapolated ("" when replayed as traced).
     pub extrapolation: String,
+    /// Whose rules chose the collective algorithms not given explicitly.
+    pub collective_rules: crate::collectives::MpiLibrary,
     pub traced_ranks: u32,
     pub ranks: u32,
     pub records: u64,
@@ -405,6 +414,7 @@ pub fn report(t: &Opened, shared: &Shared, convs: &[RankConv]) -> Report {
         traced_ranks: traced as u32,
         ranks: convs.len() as u32,
         extrapolation: shared.extrapolation.clone().unwrap_or_default(),
+        collective_rules: shared.library,
         ..Default::default()
     };
     // Traced quantities from one converter of each trace rank.
@@ -535,6 +545,66 @@ pub fn write_synthetic(dir: &Path, ranks: u32, iterations: u64) -> std::io::Resu
         rec(&mut w, op::FINALIZE, -1, 0, 0, 0, 0.0)?;
         let names = vec![("MPI_Irecv".into(), iterations, 0.0), ("MPI_Isend".into(), iterations, 0.0)];
         w.finish(&Footer { library: "synthetic".into(), functions: names })?;
+    }
+    Ok(())
+}
+
+/// Writes a synthetic trace of a 5-point halo exchange on a 3×3
+/// non-periodic MPI_Cart_create grid: `iterations` of 100 µs of computation, then
+/// Irecv/Isend of 8 KiB with each neighbour and a Waitall, then an
+/// allreduce of 8 B along each row (MPI_Cart_sub). The template of the
+/// grid-extrapolation benchmark.
+pub fn write_synthetic_grid(dir: &Path, iterations: u64) -> std::io::Result<()> {
+    use format::{op, Footer, Record, Writer};
+    std::fs::create_dir_all(dir)?;
+    let g = grid::Grid::new(vec![3, 3], vec![false, false]).expect("a valid grid");
+    for r in 0..9u32 {
+        let mut w = Writer::create(&dir.join(format!("rank-{r}.iwt")), r as i32, 9)?;
+        let mut t = 0.0f64;
+        let mut rec = |w: &mut Writer, op: u16, comm: u32, peer: i32, tag: i32, bytes: u64, req: u64, gap: f64, payload: &[u64]| {
+            t += gap;
+            let x = Record { op, flags: 0, comm, peer, tag, bytes, req, t0: t, t1: t + 1e-7 };
+            t += 1e-7;
+            w.record(&x, payload)
+        };
+        rec(&mut w, op::INIT, 0, -1, 0, 0, 0, 0.0, &[])?;
+        rec(&mut w, op::COMM_NEW, 0, 1, 7, 0, 0, 1e-6, &[2, 3, 3, 0, 0])?;
+        for m in 0..9 {
+            rec(&mut w, op::COMM_MEMBER, 1, m, m, 0, 0, 0.0, &[])?;
+        }
+        let c = g.coords(r);
+        let row: Vec<u32> = (0..3).map(|x| g.rank(&[c[0], x, 0])).collect();
+        rec(&mut w, op::COMM_NEW, 1, 2, 8, 0, 0, 1e-6, &[])?;
+        for (i, &m) in row.iter().enumerate() {
+            rec(&mut w, op::COMM_MEMBER, 2, m as i32, i as i32, 0, 0, 0.0, &[])?;
+        }
+        let neighbours: Vec<u32> = [(0usize, -1i64), (0, 1), (1, -1), (1, 1)]
+            .iter()
+            .filter_map(|&(d, s)| {
+                let x = c[d] as i64 + s;
+                (0..3).contains(&x).then(|| {
+                    let mut n = c;
+                    n[d] = x as u32;
+                    g.rank(&n)
+                })
+            })
+            .collect();
+        for _ in 0..iterations {
+            let mut req = 0;
+            for (i, &n) in neighbours.iter().enumerate() {
+                req += 1;
+                let gap = if i == 0 { 100e-6 } else { 1e-7 }; // the computation before the exchange
+                rec(&mut w, op::IRECV, 1, n as i32, 0, 8192, req, gap, &[])?;
+                req += 1;
+                rec(&mut w, op::ISEND, 1, n as i32, 0, 8192, req, 1e-7, &[])?;
+            }
+            for q in 1..=req {
+                rec(&mut w, op::WAIT, 1, -1, 0, 0, q, 0.0, &[])?;
+            }
+        }
+        rec(&mut w, op::COLL_BASE + format::Coll::Allreduce as u16, 2, -1, 0, 8, 0, 1e-6, &[])?;
+        rec(&mut w, op::FINALIZE, 0, -1, 0, 0, 0, 1e-6, &[])?;
+        w.finish(&Footer { library: "synthetic".into(), functions: vec![] })?;
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ fn spec(dir: &Path) -> TraceSpec {
         scale_to: None,
         grid: None,
         strong: false,
-        library: Default::default(),
+        library: None,
     }
 }
 
@@ -77,9 +77,12 @@ impl Rank {
     fn coll(&mut self, c: Coll, comm: u32, bytes: u64, payload: &[u64]) -> &mut Self {
         self.rec(Record { op: op::COLL_BASE + c as u16, comm, peer: -1, bytes, ..Default::default() }, payload)
     }
-    fn finish(mut self) {
+    fn finish(self) {
+        self.finish_as("test");
+    }
+    fn finish_as(mut self, library: &str) {
         self.rec(Record { op: op::FINALIZE, peer: -1, ..Default::default() }, &[]);
-        self.w.finish(&Footer { library: "test".into(), functions: self.functions }).unwrap();
+        self.w.finish(&Footer { library: library.into(), functions: self.functions }).unwrap();
     }
 }
 
@@ -271,4 +274,23 @@ fn a_replay_too_large_for_memory_is_refused_before_allocating() {
     let e = crate::sim::run(&cfg, None).err().unwrap();
     assert!(matches!(e, crate::engine::SimError::MemoryLimit(ref m) if m.contains("GiB")), "{e}");
     assert!(crate::alloc::peak_bytes() < 64 << 20);
+}
+
+#[test]
+fn auto_follows_the_traced_library_unless_the_platform_names_one() {
+    use crate::collectives::MpiLibrary::{Mpich, OpenMpi};
+    // 1 KiB on 16 ranks: MPICH's rule runs Rabenseifner, Open MPI's recursive doubling
+    let d = tmp("mpich");
+    for r in 0..16 {
+        let mut k = Rank::new(&d, r, 16);
+        k.coll(Coll::Allreduce, 0, 1024, &[]);
+        k.finish_as("MPICH Version:      4.1.2\nMPICH Release date: Wed Jun  7 15:22:45 CDT 2023");
+    }
+    let run = |library| replay(&TraceSpec { library, ..spec(&d) }).unwrap();
+    let (traced, explicit_mpich, explicit_ompi) = (run(None), run(Some(Mpich)), run(Some(OpenMpi)));
+    assert_eq!(traced.2.collective_rules, Mpich);
+    assert_eq!((traced.0.clone(), traced.1), (explicit_mpich.0, explicit_mpich.1));
+    assert_ne!(traced.1, explicit_ompi.1);
+    assert_eq!(crate::collectives::MpiLibrary::from_version("Open MPI v4.1.4, package: Debian OpenMPI"), Some(OpenMpi));
+    assert_eq!(crate::collectives::MpiLibrary::from_version("Intel(R) MPI Library 2021.6"), None);
 }

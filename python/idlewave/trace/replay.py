@@ -54,6 +54,7 @@ def summarise(report: dict, finish_times_s) -> dict:
     out = {
         "traced_ranks": traced,
         "extrapolation": report["extrapolation"],
+        "collective_rules": report["collective_rules"],
         "mpi_library": report["library"],
         "records": report["records"],
         "traced_makespan_s": max(report["traced_span_s"], default=0.0),
