@@ -112,6 +112,19 @@ pub enum Algorithm {
     TwoRingModified,
     /// Step k: send to r+k, receive from r−k (alltoall).
     Pairwise,
+    /// k-nomial tree of radix 4, MPICH's and Open MPI's `knomial` layout:
+    /// v's parent is v − v mod 4^(j+1) for the lowest nonzero base-4 digit j;
+    /// children are served largest subtree first, nonblocking (bcast).
+    Knomial,
+    /// van de Geijn: binomial scatter of ⌈n/p⌉-byte blocks, then a
+    /// recursive-doubling allgather, non-powers of two patched up by
+    /// recursive halving as Open MPI's `scatter_allgather` does (bcast).
+    ScatterAllgather,
+    /// Binomial scatter, then a ring allgather of the blocks (bcast).
+    ScatterRingAllgather,
+    /// Bruck: ⌈log2 p⌉ rounds, round k sending min(2^k, p − 2^k) blocks to
+    /// r − 2^k and receiving from r + 2^k (allgather).
+    Bruck,
 }
 
 /// The communicator a collective runs on: the whole world, or one of a
@@ -261,6 +274,9 @@ impl CollectiveKind {
         match (self, library) {
             (CollectiveKind::Allreduce, MpiLibrary::OpenMpi) => open_mpi_allreduce(ranks, bytes),
             (CollectiveKind::Allreduce, MpiLibrary::Mpich) => mpich_allreduce(ranks, bytes),
+            (CollectiveKind::Bcast, MpiLibrary::OpenMpi) => open_mpi_bcast(ranks, bytes),
+            (CollectiveKind::Bcast, MpiLibrary::Mpich) => mpich_bcast(ranks, bytes),
+            (CollectiveKind::Allgather, MpiLibrary::Mpich) => mpich_allgather(ranks, bytes),
             _ => self.default_algorithm(),
         }
     }
@@ -279,9 +295,21 @@ impl CollectiveKind {
         use Algorithm::*;
         match self {
             CollectiveKind::Allreduce => &[Dissemination, RecursiveDoubling, Ring, ReduceBcast, Rabenseifner],
-            CollectiveKind::Bcast => &[Binomial, BinaryTree, Linear, PipelinedRing, Ring, ModifiedRing, TwoRing, TwoRingModified],
+            CollectiveKind::Bcast => &[
+                Binomial,
+                BinaryTree,
+                Linear,
+                PipelinedRing,
+                Ring,
+                ModifiedRing,
+                TwoRing,
+                TwoRingModified,
+                Knomial,
+                ScatterAllgather,
+                ScatterRingAllgather,
+            ],
             CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
-            CollectiveKind::Allgather => &[Ring, RecursiveDoubling],
+            CollectiveKind::Allgather => &[Ring, RecursiveDoubling, Bruck],
             CollectiveKind::Alltoall => &[Pairwise],
             CollectiveKind::Barrier => &[Dissemination],
         }
@@ -477,5 +505,131 @@ pub fn mpich_allreduce(ranks: u32, bytes: u64) -> Algorithm {
         Algorithm::RecursiveDoubling
     } else {
         Algorithm::Rabenseifner
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Bcast (`ompi_coll_tuned_bcast_intra_dec_fixed`,
+/// ompi/mca/coll/tuned/coll_tuned_decision_fixed.c, Open MPI main 8efebee,
+/// as in v5.0), with its segment size 0 (no segmentation) and k-nomial radix
+/// 4. Its algorithms: 1 linear, 2 chain and 3 pipeline (a single chain
+/// when unsegmented: our 1-ring), 4 split binary tree (run here as the
+/// binary tree: it differs only in splitting the message over the two
+/// subtrees, used for 256–1023 ranks and 16–32 KiB), 5 binary tree, 6
+/// binomial, 7 k-nomial, 8 scatter + allgather, 9 scatter + ring allgather.
+pub fn open_mpi_bcast(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let alg: u8 = match ranks {
+        0..4 => match bytes {
+            0..32 => 3,
+            32..256 => 5,
+            256..512 => 3,
+            512..1024 => 7,
+            1024..32768 => 1,
+            32768..131072 => 5,
+            131072..262144 => 2,
+            262144..524288 => 1,
+            524288..1048576 => 6,
+            _ => 5,
+        },
+        4..8 => match bytes {
+            0..64 => 5,
+            64..128 => 6,
+            128..2048 => 5,
+            2048..8192 => 6,
+            8192..1048576 => 1,
+            _ => 2,
+        },
+        8..16 => match bytes {
+            0..8 => 7,
+            8..64 => 5,
+            64..4096 => 7,
+            4096..16384 => 5,
+            16384..32768 => 6,
+            _ => 1,
+        },
+        16..32 => match bytes {
+            0..4096 => 7,
+            4096..1048576 => 6,
+            _ => 8,
+        },
+        32..64 => {
+            if bytes < 2048 {
+                6
+            } else {
+                7
+            }
+        }
+        64..128 => 7,
+        128..256 => match bytes {
+            0..2 => 6,
+            2..16384 => 5,
+            16384..32768 => 1,
+            32768..65536 => 5,
+            _ => 7,
+        },
+        256..1024 => match bytes {
+            0..16384 => 7,
+            16384..32768 => 4,
+            _ => 7,
+        },
+        1024..2048 => {
+            if bytes < 524288 {
+                7
+            } else {
+                8
+            }
+        }
+        2048..4096 => {
+            if bytes < 262144 {
+                7
+            } else {
+                8
+            }
+        }
+        _ => match bytes {
+            0..8192 => 7,
+            8192..16384 => 5,
+            16384..262144 => 7,
+            _ => 8,
+        },
+    };
+    match alg {
+        1 => Linear,
+        2 | 3 => Ring,
+        4 | 5 => BinaryTree,
+        6 => Binomial,
+        7 => Knomial,
+        // (it falls back to linear below one element per rank: bytes taken as the count)
+        8 if bytes < ranks as u64 => Linear,
+        8 => ScatterAllgather,
+        _ => ScatterRingAllgather,
+    }
+}
+
+/// MPICH's default MPI_Bcast selection (maint/tuning/coll/mpir/generic.json,
+/// MPICH 5.1.0a1): binomial below 8 ranks or up to 12 KiB; then, on a power
+/// of two up to 512 KiB, scatter + recursive-doubling allgather; else
+/// scatter + ring allgather.
+pub fn mpich_bcast(ranks: u32, bytes: u64) -> Algorithm {
+    if ranks < 8 || bytes <= 12288 {
+        Algorithm::Binomial
+    } else if ranks.is_power_of_two() && bytes <= 524288 {
+        Algorithm::ScatterAllgather
+    } else {
+        Algorithm::ScatterRingAllgather
+    }
+}
+
+/// MPICH's default MPI_Allgather selection (generic.json as above), by the
+/// total gathered size: a power of two below 512 KiB runs recursive
+/// doubling, others below 80 KiB Bruck, the rest the ring.
+pub fn mpich_allgather(ranks: u32, bytes: u64) -> Algorithm {
+    let total = bytes.saturating_mul(ranks as u64);
+    if ranks.is_power_of_two() && total < 524288 {
+        Algorithm::RecursiveDoubling
+    } else if !ranks.is_power_of_two() && total < 81920 {
+        Algorithm::Bruck
+    } else {
+        Algorithm::Ring
     }
 }

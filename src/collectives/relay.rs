@@ -36,6 +36,10 @@ pub fn parent(alg: Algorithm, v: u32, p: u32) -> Option<u32> {
                 v + 1
             }
         }
+        Knomial => {
+            let m = knomial_mask(v, p);
+            (v as u64 - v as u64 % (KNOMIAL_RADIX as u64 * m as u64)) as u32
+        }
         ModifiedRing if v <= 2 => 0,
         TwoRingModified if v == 1 => 0,
         TwoRingModified => {
@@ -62,6 +66,19 @@ pub fn child(alg: Algorithm, v: u32, p: u32, j: u32) -> Option<u32> {
                 return None;
             }
             v as u64 + (1u64 << k)
+        }
+        Knomial => {
+            // masks below v's receiving one, largest first; digits 1..radix within each
+            let (mut m, mut j) = (knomial_mask(v, p) as u64 / KNOMIAL_RADIX as u64, j as u64);
+            while m > 0 {
+                let here = (1..KNOMIAL_RADIX as u64).filter(|d| v as u64 + d * m < p as u64).count() as u64;
+                if j < here {
+                    return Some(v + (j as u32 + 1) * m as u32);
+                }
+                j -= here;
+                m /= KNOMIAL_RADIX as u64;
+            }
+            return None;
         }
         BinaryTree if j < 2 => 2 * v as u64 + 1 + j as u64,
         BinaryTree => return None,
@@ -98,6 +115,23 @@ pub fn child(alg: Algorithm, v: u32, p: u32, j: u32) -> Option<u32> {
         _ => return None,
     };
     (c < p as u64).then_some(c as u32)
+}
+
+/// The radix of the k-nomial tree (Open MPI's `coll_tuned_bcast_knomial_radix` default).
+pub const KNOMIAL_RADIX: u32 = 4;
+
+/// The power of the radix at which v receives (its lowest nonzero digit);
+/// for the root, the first power ≥ p.
+fn knomial_mask(v: u32, p: u32) -> u32 {
+    let k = KNOMIAL_RADIX as u64;
+    let mut m = 1u64;
+    while m < p as u64 {
+        if v as u64 % (k * m) != 0 {
+            break;
+        }
+        m *= k;
+    }
+    m.min(u32::MAX as u64) as u32
 }
 
 /// Number of children of relative rank v.

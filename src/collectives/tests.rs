@@ -33,12 +33,12 @@ fn receives(c: &Collective) -> usize {
 }
 
 /// Expected message count of each algorithm.
-fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> usize {
+fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> Option<usize> {
     let (p, lg) = (p as usize, ceil_log2(p) as usize);
     let pof2 = floor_pow2(p as u32) as usize;
     use Algorithm::*;
     use CollectiveKind::*;
-    match (kind, alg) {
+    Some(match (kind, alg) {
         (Allreduce | Barrier, Dissemination) => p * lg,
         (Allreduce, RecursiveDoubling) => pof2 * pof2.trailing_zeros() as usize + 2 * (p - pof2),
         (Allreduce, Ring) => 2 * p * (p - 1),
@@ -46,9 +46,17 @@ fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> usize 
         (Allreduce, Rabenseifner) => 2 * pof2 * pof2.trailing_zeros() as usize + 4 * (p - pof2),
         (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => (p - 1) * chunks as usize,
         (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
-        (Allgather, RecursiveDoubling) => p * lg,
+        (Allgather, RecursiveDoubling | Bruck) => p * lg,
+        // empty blocks are not scattered: counted from the steps, checked by their own test
+        (Bcast, ScatterAllgather | ScatterRingAllgather) => return None,
         _ => p - 1, // trees: bcast, reduce, gather, scatter
-    }
+    })
+}
+
+/// Messages of one call as the workloads below run it: the formula, or the steps' own count.
+fn expected(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64, bytes: u64) -> u64 {
+    messages(kind, alg, p, chunks).unwrap_or_else(|| sends(&Collective { chunk_bytes: 30_000, ..call(kind, alg, p, p / 2, bytes) }).len())
+        as u64
 }
 
 /// The broadcasts that cut messages into chunks.
@@ -75,7 +83,9 @@ fn message_counts_match_each_algorithm() {
             let c = call(kind, alg, p, p / 3, 2500);
             c.validate().unwrap();
             let s = sends(&c);
-            assert_eq!(s.len(), messages(kind, alg, p, 3), "{kind:?}/{alg:?} p={p}");
+            if let Some(n) = messages(kind, alg, p, 3) {
+                assert_eq!(s.len(), n, "{kind:?}/{alg:?} p={p}");
+            }
             assert_eq!(receives(&c), s.len(), "{kind:?}/{alg:?} p={p}: every send has a receive");
             assert!(s.iter().all(|&(a, b, _)| a != b && b < p), "{kind:?}/{alg:?} p={p}: peers in range");
         }
@@ -87,8 +97,8 @@ fn dissemination_makes_n_log_n_dependencies_and_binomial_n_minus_1() {
     // Widener et al. §4.3: 15× more direct dependencies at 32Ki ranks.
     let p = 32 * 1024;
     let diss = p as usize * ceil_log2(p) as usize;
-    assert_eq!(messages(CollectiveKind::Allreduce, Algorithm::Dissemination, p, 1), diss);
-    assert_eq!(messages(CollectiveKind::Bcast, Algorithm::Binomial, p, 1), p as usize - 1);
+    assert_eq!(messages(CollectiveKind::Allreduce, Algorithm::Dissemination, p, 1), Some(diss));
+    assert_eq!(messages(CollectiveKind::Bcast, Algorithm::Binomial, p, 1), Some(p as usize - 1));
     assert!(diss / (p as usize - 1) >= 15);
     let small = call(CollectiveKind::Bcast, Algorithm::Binomial, 64, 0, 8);
     assert_eq!(sends(&small).len(), 63);
@@ -161,7 +171,7 @@ fn every_algorithm_runs_to_completion_eager_and_rendezvous() {
                 let w = coll(p, kind, alg, bytes, CollectiveMode::Blocking);
                 let chunks = if is_relay(kind, alg) { bytes.div_ceil(30_000) } else { 1 };
                 let e = run(w);
-                let msgs = messages(kind, alg, p, chunks) as u64;
+                let msgs = expected(kind, alg, p, chunks, bytes);
                 // per iteration: one computation per rank, each message sent and received once
                 assert_eq!(e.events, 2 * (p as u64 + 2 * msgs), "{kind:?}/{alg:?} p={p} bytes={bytes}");
             }
@@ -250,7 +260,7 @@ fn nonblocking_mode_completes_every_algorithm() {
             let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
             e.run().unwrap_or_else(|err| panic!("{kind:?}/{alg:?} async={async_progress}: {err}"));
             let chunks = if is_relay(kind, alg) { 3 } else { 1 };
-            assert_eq!(e.events, 2 * (3 * p as u64 + 2 * messages(kind, alg, p, chunks) as u64), "{kind:?}/{alg:?}");
+            assert_eq!(e.events, 2 * (3 * p as u64 + 2 * expected(kind, alg, p, chunks, 70_000)), "{kind:?}/{alg:?}");
         }
     }
 }
@@ -392,7 +402,8 @@ fn auto_allreduce_follows_open_mpis_rule_by_size_and_ranks() {
     for (ranks, bytes, want) in table {
         assert_eq!(CollectiveKind::Allreduce.auto_algorithm(MpiLibrary::OpenMpi, ranks, bytes), want, "{ranks} ranks, {bytes} B");
     }
-    assert_eq!(CollectiveKind::Bcast.auto_algorithm(MpiLibrary::OpenMpi, 64, 1 << 20), Algorithm::Binomial);
+    assert_eq!(CollectiveKind::Bcast.auto_algorithm(MpiLibrary::OpenMpi, 64, 1 << 20), Algorithm::Knomial);
+    // 64–127 ranks: 7
 }
 
 #[test]
@@ -434,4 +445,100 @@ fn auto_allreduce_follows_mpichs_rule() {
     ] {
         assert_eq!(CollectiveKind::Allreduce.auto_algorithm(MpiLibrary::Mpich, ranks, bytes), want, "{ranks} ranks, {bytes} B");
     }
+}
+
+#[test]
+fn scatter_allgather_delivers_every_block_once() {
+    // Each rank receives its binomial subtree's blocks in the scatter and,
+    // in the allgather, every block but its own: n − own + subtree bytes.
+    for alg in [Algorithm::ScatterAllgather, Algorithm::ScatterRingAllgather] {
+        for p in 1..=40u32 {
+            for n in [2500u64, 40, 7] {
+                let root = p / 3;
+                let c = call(CollectiveKind::Bcast, alg, p, root, n);
+                let s = n.div_ceil(p as u64);
+                let from_block = |b: u64| n.saturating_sub(b * s);
+                for r in 0..p {
+                    let v = ((r + p - root) % p) as u64;
+                    let subtree = if v == 0 { 0 } else { from_block(v).min((v & v.wrapping_neg()) * s) };
+                    let got: u64 = c
+                        .steps(r)
+                        .into_iter()
+                        .map(|st| match st {
+                            Step::Recv { bytes, .. } => bytes,
+                            Step::Exchange { recv_bytes, .. } => recv_bytes,
+                            _ => 0,
+                        })
+                        .sum();
+                    assert_eq!(got, n - from_block(v).min(s) + subtree, "{alg:?} p={p} n={n} rank {r}");
+                }
+                let sent: u64 = sends(&c).iter().map(|x| x.2).sum();
+                let received: u64 = (0..p)
+                    .flat_map(|r| c.steps(r))
+                    .map(|st| match st {
+                        Step::Recv { bytes, .. } => bytes,
+                        Step::Exchange { recv_bytes, .. } => recv_bytes,
+                        _ => 0,
+                    })
+                    .sum();
+                assert_eq!(sent, received, "{alg:?} p={p} n={n}");
+            }
+        }
+    }
+}
+
+#[test]
+fn knomial_tree_has_radix_4_and_log4_depth() {
+    use super::relay::{children, parent};
+    // root's children in a 64-rank radix-4 tree: 16, 32, 48, then 4, 8, 12, then 1, 2, 3
+    let c = call(CollectiveKind::Bcast, Algorithm::Knomial, 64, 0, 8);
+    let to: Vec<u32> = c.steps(0).into_iter().filter_map(|s| if let Step::FanOut { to, .. } = s { Some(to) } else { None }).collect();
+    assert_eq!(to, vec![16, 32, 48, 4, 8, 12, 1, 2, 3]);
+    assert_eq!(parent(Algorithm::Knomial, 37, 64), Some(36));
+    assert_eq!(parent(Algorithm::Knomial, 36, 64), Some(32));
+    assert_eq!(children(Algorithm::Knomial, 36, 64), 3);
+    let depth = |mut v: u32| {
+        let mut d = 0;
+        while let Some(u) = parent(Algorithm::Knomial, v, 1 << 12) {
+            v = u;
+            d += 1;
+        }
+        d
+    };
+    assert_eq!((0..1 << 12).map(depth).max(), Some(6)); // log4(4096) digits
+}
+
+#[test]
+fn auto_follows_open_mpi_and_mpich_bcast_and_allgather_tables() {
+    use super::{mpich_allgather, mpich_bcast, open_mpi_bcast};
+    use Algorithm::*;
+    // (ranks, bytes, Open MPI's algorithm number in coll_tuned_decision_fixed.c → ours)
+    for (p, n, want) in [
+        (2, 16, Ring),                     // <4 ranks, <32 B: 3 pipeline (unsegmented: one chain)
+        (2, 2048, Linear),                 // 1 basic linear
+        (6, 100, Binomial),                // 6
+        (12, 1000, Knomial),               // 7
+        (20, 100_000, Binomial),           // 6
+        (20, 2 << 20, ScatterAllgather),   // 8
+        (100, 8, Knomial),                 // 7
+        (200, 1000, BinaryTree),           // 5
+        (500, 20_000, BinaryTree),         // 4 split binary tree, run as the binary tree
+        (1500, 1 << 20, ScatterAllgather), // 8
+        (8192, 10_000, BinaryTree),        // 5
+    ] {
+        assert_eq!(open_mpi_bcast(p, n), want, "open mpi bcast p={p} n={n}");
+    }
+    for (p, n, want) in [
+        (4, 1 << 20, Binomial),
+        (64, 12288, Binomial),
+        (64, 12289, ScatterAllgather),
+        (64, 524289, ScatterRingAllgather),
+        (100, 100_000, ScatterRingAllgather),
+    ] {
+        assert_eq!(mpich_bcast(p, n), want, "mpich bcast p={p} n={n}");
+    }
+    assert_eq!(mpich_allgather(64, 8000), RecursiveDoubling); // 512,000 B < 512 KiB
+    assert_eq!(mpich_allgather(64, 8200), Ring);
+    assert_eq!(mpich_allgather(100, 800), Bruck); // 80,000 B < 80 KiB
+    assert_eq!(mpich_allgather(100, 900), Ring);
 }

@@ -2,7 +2,7 @@
 //! determinism, error reports, and LogGOPSim equivalence on GOAL schedules.
 
 use super::*;
-use crate::collectives::CollectiveKind;
+use crate::collectives::{Algorithm, CollectiveKind};
 use crate::network::LogGOPS;
 use crate::noise::NoiseSpec;
 use crate::program::goal::{parse_goal, write_goal};
@@ -351,7 +351,7 @@ fn builtin_bcast_matches_the_loggopsim_binary_tree_schedule() {
     }
     let p = LogGOPS::loggopsim_defaults();
     let g = run_goal_text(&text, p);
-    let w = coll(16, 1, CollectiveKind::Bcast, 1, 0, 0);
+    let w = CollectiveLoop { algorithm: Some(Algorithm::Binomial), ..coll(16, 1, CollectiveKind::Bcast, 1, 0, 0) };
     let mut s = Engine::new(StreamProgram::new(w, Recorder::disabled()), Network::uniform(p), Noise::none()).unwrap();
     s.run().unwrap();
     for r in 0..16 {

@@ -1,5 +1,5 @@
-//! Extrapolation of a code on a Cartesian process grid (docs/trace-format.md,
-//! "Extrapolation"). A trace on a grid of at least 3 ranks per dimension is
+//! Extrapolation of a code on a Cartesian process grid (README, "Your code
+//! at scale"; docs/engine-semantics.md). A trace on a grid of at least 3 ranks per dimension is
 //! a template of rank classes: per dimension a rank sits on the low edge, in
 //! the interior or on the high edge (periodic dimensions keep the same
 //! rule, so rank 0's extra duties stay on rank 0). Each rank of the larger

@@ -20,7 +20,7 @@ MPI_EXCESS_RATIO = 2.0
 def workload(trace_dir: str | Path, algorithms: list[str] | None = None, scale_to: int | None = None,
              compute_scale: float = 1.0, grid: str | None = None, strong: bool = False) -> dict:
     """The scenario's `[workload]` table of a trace replay (`grid`, `strong`:
-    Cartesian extrapolation, see docs/trace-format.md)."""
+    Cartesian extrapolation: README, "Your code at scale")."""
     w = {"kind": "trace", "dir": str(Path(trace_dir).resolve()), "algorithms": list(algorithms or []),
          "compute_scale": compute_scale, "scale_to": scale_to or 0}
     if grid:
