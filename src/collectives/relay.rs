@@ -126,7 +126,7 @@ fn knomial_mask(v: u32, p: u32) -> u32 {
     let k = KNOMIAL_RADIX as u64;
     let mut m = 1u64;
     while m < p as u64 {
-        if v as u64 % (k * m) != 0 {
+        if !(v as u64).is_multiple_of(k * m) {
             break;
         }
         m *= k;
