@@ -40,17 +40,65 @@ def _partners(comm) -> dict[str, int]:
     return out
 
 
-def _pingpong(comm, me: int, peer: int, buf, iterations: int) -> float:
-    """One-way time of `iterations` round trips between me (the initiator) and peer."""
-    t0 = MPI.Wtime()
-    for _ in range(iterations):
-        if me == 0:
-            comm.Send([buf, MPI.BYTE], peer, 7)
-            comm.Recv([buf, MPI.BYTE], peer, 7)
-        else:
-            comm.Recv([buf, MPI.BYTE], peer, 7)
-            comm.Send([buf, MPI.BYTE], peer, 7)
-    return (MPI.Wtime() - t0) / (2 * iterations)
+def _compiled_loop(comm):
+    """The C ping-pong loop (pingpong.c) built with the mpicc of this MPI, or
+    None if it cannot be built; rank 0 builds it once into a cache keyed by
+    the source and compiler, the other ranks load it."""
+    import ctypes
+    import hashlib
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).with_name("pingpong.c")
+    here = Path(sys.executable).parent / "mpicc"
+    mpicc = str(here) if here.exists() else shutil.which("mpicc")
+    path = None
+    if mpicc:
+        key = hashlib.sha256(src.read_bytes() + mpicc.encode()).hexdigest()[:16]
+        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "idlewave"
+        path = cache / f"pingpong-{key}.so"
+    ok = True
+    if comm.Get_rank() == 0 and path is not None and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        p = subprocess.run([str(mpicc), "-O2", "-shared", "-fPIC", "-o", str(tmp), str(src)], capture_output=True, text=True)
+        ok = p.returncode == 0
+        if ok:
+            os.replace(tmp, path)
+    ok = comm.bcast(ok and path is not None, root=0)
+    if not ok:
+        return None
+    fn = ctypes.CDLL(str(path)).iw_pingpong
+    fn.restype = ctypes.c_double
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    return fn
+
+
+def _python_loop(comm):
+    """The ping-pong loop in mpi4py: one-way seconds of `iterations` round trips."""
+    def loop(me: int, peer: int, buf, iterations: int) -> float:
+        t0 = MPI.Wtime()
+        for _ in range(iterations):
+            if me == 0:
+                comm.Send([buf, MPI.BYTE], peer, 7)
+                comm.Recv([buf, MPI.BYTE], peer, 7)
+            else:
+                comm.Recv([buf, MPI.BYTE], peer, 7)
+                comm.Send([buf, MPI.BYTE], peer, 7)
+        return (MPI.Wtime() - t0) / (2 * iterations)
+
+    return loop
+
+
+def _timer(comm):
+    """(name, loop(me, peer, buf, iterations) → one-way seconds): the C loop where it builds, else mpi4py's."""
+    c = _compiled_loop(comm) if comm.Get_size() > 1 else None
+    if c is not None:
+        return "C", lambda me, peer, buf, iterations: c(me, peer, buf.ctypes.data, buf.nbytes, iterations)
+    return "mpi4py (includes the interpreter's per-call overhead)", _python_loop(comm)
 
 
 def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 20, delay_s: float = 1e-3) -> dict:
@@ -61,23 +109,24 @@ def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 2
     if comm.Get_size() < 2:
         raise SystemExit("pingpong needs at least 2 ranks")
     rows: dict[str, list] = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
+    timer, loop = _timer(comm)
     for link, peer in _partners(comm).items():
         for size in _sizes(max_bytes):
             buf = np.zeros(size, dtype=np.uint8)
             role = 0 if rank == 0 else 1 if rank == peer else None
             if role is not None:
-                _pingpong(comm, role, peer if role == 0 else 0, buf, 2)  # warm-up
+                loop(role, peer if role == 0 else 0, buf, 2)  # warm-up
             for rep in range(reps):
                 comm.Barrier()
                 busy(delay_s)
                 if role is not None:
-                    t = _pingpong(comm, role, peer if role == 0 else 0, buf, iterations)
+                    t = loop(role, peer if role == 0 else 0, buf, iterations)
                     if role == 0:
                         rows["link"].append(link)
                         rows["size_bytes"].append(size)
                         rows["rep"].append(rep)
                         rows["time_s"].append(t)
-    return {"pingpong": rows}
+    return {"pingpong": rows, "timer": timer}
 
 
 def multipair(comm, max_bytes: int = 1 << 20, min_bytes: int = 1 << 14, reps: int = 5, iterations: int = 10,
@@ -89,6 +138,7 @@ def multipair(comm, max_bytes: int = 1 << 20, min_bytes: int = 1 << 14, reps: in
     if half < 1:
         raise SystemExit("multipair needs at least 2 ranks")
     rows: dict[str, list] = {"pairs": [], "size_bytes": [], "rep": [], "time_s": []}
+    timer, loop = _timer(comm)
     for pairs in range(1, half + 1):
         for size in [s for s in _sizes(max_bytes) if s >= min_bytes]:
             buf = np.zeros(size, dtype=np.uint8)
@@ -98,14 +148,14 @@ def multipair(comm, max_bytes: int = 1 << 20, min_bytes: int = 1 << 14, reps: in
                 i = rank if rank < half else rank - half
                 t = 0.0
                 if i < pairs:
-                    t = _pingpong(comm, 0 if rank < half else 1, rank + half if rank < half else rank - half, buf, iterations)
+                    t = loop(0 if rank < half else 1, rank + half if rank < half else rank - half, buf, iterations)
                 worst = comm.reduce(t, op=MPI.MAX, root=0)
                 if rank == 0:
                     rows["pairs"].append(pairs)
                     rows["size_bytes"].append(size)
                     rows["rep"].append(rep)
                     rows["time_s"].append(worst)
-    return {"multipair": rows}
+    return {"multipair": rows, "timer": timer}
 
 
 def _halo_setup(comm, n: int):
