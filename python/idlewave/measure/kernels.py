@@ -62,12 +62,15 @@ def _compiled_loop(comm):
         path = cache / f"pingpong-{key}.so"
     ok = True
     if comm.Get_rank() == 0 and path is not None and not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        p = subprocess.run([str(mpicc), "-O2", "-shared", "-fPIC", "-o", str(tmp), str(src)], capture_output=True, text=True)
-        ok = p.returncode == 0
-        if ok:
-            os.replace(tmp, path)
+        try:  # (an unwritable cache or a failing compiler leaves the mpi4py loop, named in machine.json)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            p = subprocess.run([str(mpicc), "-O2", "-shared", "-fPIC", "-o", str(tmp), str(src)], capture_output=True, text=True)
+            ok = p.returncode == 0
+            if ok:
+                os.replace(tmp, path)
+        except OSError:
+            ok = False
     ok = comm.bcast(ok and path is not None, root=0)
     if not ok:
         return None
