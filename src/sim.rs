@@ -250,8 +250,18 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
     check_memory(ranks as u128 * engine_bytes_per_rank(cfg) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
     let (shared, convs) = crate::trace::converters(spec, &t)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, convs.len() as u32)?;
+    let extrapolated = shared.extrapolation.is_some();
     let program = crate::trace::window::TraceProgram::new(shared, convs)?;
-    let (mut r, program) = run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0))?;
+    let (mut r, program) = run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map_err(|e| match e {
+        // what the up-front check cannot see: partners that pair up on the template but not at scale
+        SimError::Deadlock(s) | SimError::Unmatched(s) if extrapolated => SimError::Invalid(format!(
+            "cannot extrapolate: the extrapolated program does not pair up ({s}). Only nearest-neighbour exchanges \
+             extrapolate; along a periodic dimension of 3 traced ranks an exchange 2 ranks away looks like one with \
+             the neighbour on the other side. Trace with 5 or more ranks along periodic dimensions to have such a \
+             code refused up front"
+        )),
+        e => e,
+    })?;
     r.trace_report = Some(crate::trace::report(&t, &program.shared, &program.convs));
     Ok(r)
 }

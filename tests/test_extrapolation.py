@@ -62,6 +62,8 @@ def test_extrapolated_grid_has_the_messages_and_makespan_of_a_real_trace(lib, st
     assert a.summary["makespan_s"] == pytest.approx(b.summary["makespan_s"], rel=0.05)
     kind = "(periodic)" if periodic else "(non-periodic)"
     assert a.summary["extrapolation"].startswith("Cartesian grid 3×3") and kind in a.summary["extrapolation"]
+    # the smallest periodic template cannot see exchanges 2 ranks away, and says so
+    assert ("an exchange 2 ranks away" in a.summary["extrapolation"]) == bool(periodic)
 
 
 def test_strong_scaling_shrinks_halos_with_the_surface_and_compute_with_the_volume(lib, stencil, tmp_path):

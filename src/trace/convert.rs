@@ -168,6 +168,9 @@ pub struct RankStats {
     /// receives whose match the trace does not have (left out).
     pub cancelled: u64,
     pub unresolved: u64,
+    /// Extrapolation: v-collective calls whose per-member counts differed,
+    /// replayed with their mean for every member of the larger communicator.
+    pub resized: u64,
 }
 
 /// Which trace rank a simulated rank replays, and how its peers move.
@@ -624,7 +627,9 @@ impl RankConv {
                     .map(|k| sh.algorithms.get(&k).copied().unwrap_or_else(|| k.auto_algorithm(sh.library, n, r.bytes)));
                 let resized;
                 let payload = if matches!(self.placement, Placement::Grid { .. }) && !payload.is_empty() {
-                    resized = resize_uniform(coll, payload, n)?;
+                    let exact;
+                    (resized, exact) = resize(coll, payload, n);
+                    self.stats.resized += u64::from(!exact);
                     &resized[..]
                 } else {
                     payload
@@ -809,23 +814,21 @@ fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload
 }
 
 /// A per-member payload of a v-collective on a communicator that grew:
-/// equal counts extend to the new members; unequal ones cannot be placed.
-fn resize_uniform(coll: Coll, payload: &[u64], n: u32) -> Result<Vec<u64>, String> {
+/// every new member gets the traced members' mean count (weak scaling: a
+/// member keeps its share). Exact when the traced counts were equal; the
+/// bool says so, and inexact calls are counted for the report.
+fn resize(coll: Coll, payload: &[u64], n: u32) -> (Vec<u64>, bool) {
     let parts = if matches!(coll, Coll::Alltoallv | Coll::Alltoallw) { 2 } else { 1 };
     let old = payload.len() / parts;
-    if old == n as usize {
-        return Ok(payload.to_vec());
+    if old == n as usize || old == 0 {
+        return (payload.to_vec(), true);
     }
     let mut out = Vec::with_capacity(parts * n as usize);
-    for part in payload.chunks(old.max(1)) {
-        if part.iter().any(|&v| v != part[0]) {
-            return Err(format!(
-                "{} with per-member counts that differ ({:?}…) cannot be resized from {old} to {n} members",
-                coll.name(),
-                &part[..part.len().min(6)]
-            ));
-        }
-        out.extend(std::iter::repeat_n(part[0], n as usize));
+    let mut exact = true;
+    for part in payload.chunks(old) {
+        exact &= part.iter().all(|&v| v == part[0]);
+        let mean = (part.iter().map(|&v| v as u128).sum::<u128>() as f64 / old as f64).round() as u64;
+        out.extend(std::iter::repeat_n(mean, n as usize));
     }
-    Ok(out)
+    (out, exact)
 }

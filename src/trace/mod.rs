@@ -143,12 +143,21 @@ impl Plan {
         match self {
             Plan::Traced => None,
             Plan::Periodic => Some(format!("periodic: {traced} traced ranks repeated {} times", ranks / traced)),
-            Plan::Grid(e) => Some(format!(
-                "Cartesian grid {} → {}, {} scaling",
-                e.template.describe(),
-                grid::describe_dims(&e.target.dims),
-                if e.strong { "strong" } else { "weak" }
-            )),
+            Plan::Grid(e) => {
+                let g = &e.template;
+                let short = (0..g.dims.len()).any(|d| g.periodic[d] && g.dims[d] == 3);
+                Some(format!(
+                    "Cartesian grid {} → {}, {} scaling{}",
+                    g.describe(),
+                    grid::describe_dims(&e.target.dims),
+                    if e.strong { "strong" } else { "weak" },
+                    if short {
+                        " (3 traced ranks along a periodic dimension: an exchange 2 ranks away reads as one with the neighbour on the other side; trace 5 to rule it out)"
+                    } else {
+                        ""
+                    }
+                ))
+            }
         }
     }
 }
@@ -390,6 +399,9 @@ pub struct Report {
     pub cancelled: u64,
     /// Receives with a wildcard tag whose match the trace does not have: left out.
     pub unresolved_wildcards: u64,
+    /// Extrapolated v-collective calls (over all simulated ranks) whose traced
+    /// per-member counts differed and were replaced by their mean.
+    pub resized_v_collectives: u64,
     /// Per traced rank: seconds inside the calls replayed as messages.
     pub traced_mpi_s: Vec<f64>,
     /// Per traced rank: first to last call, seconds.
@@ -401,7 +413,7 @@ pub struct Report {
 impl Report {
     /// True when anything was not modelled: the result is then approximate.
     pub fn approximate(&self) -> bool {
-        !self.unmodelled.is_empty() || self.unresolved_wildcards > 0
+        !self.unmodelled.is_empty() || self.unresolved_wildcards > 0 || self.resized_v_collectives > 0
     }
 }
 
@@ -448,6 +460,7 @@ pub fn report(t: &Opened, shared: &Shared, convs: &[RankConv]) -> Report {
         r.traced_span_s.push((s.t_last - s.t_first).max(0.0));
     }
     r.calc_s = convs.iter().map(|c| c.stats.calc_ns as f64 * 1e-9).collect();
+    r.resized_v_collectives = convs.iter().map(|c| c.stats.resized).sum();
     let share = |secs: f64| if r.traced_s > 0.0 { secs / r.traced_s } else { 0.0 };
     let table = |m: BTreeMap<String, (u64, f64)>| {
         let mut v: Vec<(String, u64, f64, f64)> = m.into_iter().map(|(k, (n, s))| (k, n, s, share(s))).collect();

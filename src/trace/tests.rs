@@ -294,3 +294,24 @@ fn auto_follows_the_traced_library_unless_the_platform_names_one() {
     assert_eq!(crate::collectives::MpiLibrary::from_version("Open MPI v4.1.4, package: Debian OpenMPI"), Some(OpenMpi));
     assert_eq!(crate::collectives::MpiLibrary::from_version("Intel(R) MPI Library 2021.6"), None);
 }
+
+#[test]
+fn unequal_v_collective_counts_take_their_mean_and_are_reported() {
+    // a 3×3 grid (MPI_Cart_create, non-periodic) whose Allgatherv counts differ per member
+    let d = tmp("vgrid");
+    for r in 0..9 {
+        let mut k = Rank::new(&d, r, 9);
+        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, 0, 0]);
+        for m in 0..9 {
+            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
+        }
+        let counts: Vec<u64> = (1..=9).map(|m| 8 * m).collect();
+        k.coll(Coll::Allgatherv, 1, 8 * (r as u64 + 1), &counts);
+        k.finish();
+    }
+    let (_, _, rep) = replay(&TraceSpec { scale_to: Some(36), ..spec(&d) }).unwrap();
+    assert_eq!(rep.resized_v_collectives, 36);
+    assert!(rep.approximate());
+    let (_, _, exact) = replay(&spec(&d)).unwrap();
+    assert_eq!(exact.resized_v_collectives, 0);
+}

@@ -60,12 +60,13 @@ def summarise(report: dict, finish_times_s) -> dict:
         "traced_makespan_s": max(report["traced_span_s"], default=0.0),
         "traced_mpi_s": mean(traced_mpi),
         "replayed_mpi_s": mean(replayed_mpi),
-        "approximate": bool(report["unmodelled"]) or report["unresolved_wildcards"] > 0,
+        "approximate": bool(report["unmodelled"]) or report["unresolved_wildcards"] > 0 or report["resized_v_collectives"] > 0,
         "unmodelled_calls": sum(n for _, n, _, _ in report["unmodelled"]),
         "unmodelled_share": sum(share for *_, share in report["unmodelled"]),
         "failed_polls": report["polls"],
         "cancelled_requests": report["cancelled"],
         "unresolved_wildcards": report["unresolved_wildcards"],
+        "resized_v_collectives": report["resized_v_collectives"],
         "warnings": honesty(report, mean(traced_mpi), mean(replayed_mpi) if not report["extrapolation"] else float("inf")),
     }
     return out
@@ -78,6 +79,9 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
         names = ", ".join(n for n, *_ in report["unmodelled"][:4])
         warn.append(f"approximate: {sum(n for _, n, _, _ in report['unmodelled'])} calls the replay does not model "
                     f"({names}{', …' if len(report['unmodelled']) > 4 else ''}) were charged as computation of their traced length")
+    if report["resized_v_collectives"]:
+        warn.append(f"approximate: {report['resized_v_collectives']} v-collective calls had per-member counts that differ; "
+                    "at the new size every member got their mean")
     if report["unresolved_wildcards"]:
         warn.append(f"approximate: {report['unresolved_wildcards']} receives with MPI_ANY_TAG never completed in the trace "
                     "and were left out (their match is unknown)")
