@@ -117,15 +117,35 @@ pub fn simulated_ranks(spec: &TraceSpec, t: &Opened) -> Result<u32, String> {
     }
 }
 
-/// Bytes a replay of `ranks` ranks holds before any op is open: per rank
-/// its converter and window, with a file buffer (and the path it rereads)
-/// when it streams its own file; the templates once when it extrapolates.
+/// A simulated rank's window of converted, unfinished operations and its
+/// open requests, as allowed for in the memory estimate (the 1 Mi-rank
+/// grid benchmark measures about 2 KB).
+const WINDOW_ALLOWANCE: u128 = 2048;
+
+/// Bytes per communicator a rank keeps (its table entry, rounded up).
+const COMM_BYTES: u128 = 128;
+
+/// Bytes a replay of `ranks` ranks holds: per rank its converter and
+/// window, with a file buffer (and the path it rereads) when it streams its
+/// own file; when it extrapolates, the templates once, and per rank its
+/// communicators (counted from the footers' creation calls) and a window
+/// allowance, since every simulated rank converts at once.
 pub fn bytes_needed(spec: &TraceSpec, t: &Opened, ranks: u32) -> u128 {
     let conv = (std::mem::size_of::<RankConv>() + std::mem::size_of::<window::Window>() + 64) as u128;
     if extrapolates(spec, t) {
         // records in memory are their file's size, give or take the 4-byte payload index
         let files: u128 = t.files.iter().map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()) as u128 * 13 / 12).sum();
-        return ranks as u128 * conv + files;
+        let creates = |f: &Footer| -> u64 {
+            let made =
+                |name: &str| name.starts_with("MPI_Comm_") && !name.contains("free") && !name.contains("rank") && !name.contains("size");
+            f.functions
+                .iter()
+                .filter(|(name, ..)| made(name) || name.starts_with("MPI_Cart_") || name.contains("graph_create"))
+                .map(|x| x.1)
+                .sum()
+        };
+        let comms = 1 + t.footers.iter().map(creates).max().unwrap_or(0).min(256) as u128;
+        return ranks as u128 * (conv + comms * COMM_BYTES + WINDOW_ALLOWANCE) + files;
     }
     let path = t.files.first().map_or(0, |(p, _)| p.as_os_str().len());
     ranks as u128 * (conv + (chunk_bytes(ranks) + path) as u128)
