@@ -252,6 +252,7 @@ fn collective_steps(
             Step::Recv { from, bytes } => ("recv", -1, 0, from as i64, bytes),
             Step::Exchange { to, send_bytes, from, recv_bytes } => ("exchange", to as i64, send_bytes, from as i64, recv_bytes),
             Step::FanOut { to, bytes, .. } => ("fanout", to as i64, bytes, -1, 0),
+            Step::FanIn { from, bytes, .. } => ("fanin", -1, 0, from as i64, bytes),
             Step::WaitFanOut { n } => ("waitfanout", -1, n as u64, -1, 0),
         })
         .collect())

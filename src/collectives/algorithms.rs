@@ -53,6 +53,14 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
             Step::Exchange { to: (rank + p - d) % p, send_bytes: bytes, from: (rank + d) % p, recv_bytes: bytes }
         }),
         (Allgather, _) => ring(rank, p, c.bytes, p - 1, i),
+        (Alltoall, Linear) => linear_alltoall(rank, p, c.bytes, i),
+        (Alltoall, Bruck) => (i < ceil_log2(p)).then(|| {
+            let d = 1u32 << i;
+            // blocks j in 0..p with bit i set: whole periods of 2d hold d each, plus the tail's
+            let (full, tail) = (p / (2 * d), p % (2 * d));
+            let bytes = c.bytes * (full * d + tail.saturating_sub(d)) as u64;
+            Step::Exchange { to: (rank + d) % p, send_bytes: bytes, from: (rank + p - d) % p, recv_bytes: bytes }
+        }),
         (Alltoall, _) => (i + 1 < p).then(|| {
             let k = i + 1;
             Step::Exchange { to: (rank + k) % p, send_bytes: c.bytes, from: (rank + p - k) % p, recv_bytes: c.bytes }
@@ -293,6 +301,29 @@ fn scatter_allgather(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         mask <<= 1;
     }
     None
+}
+
+/// Batches of up to [`super::LINEAR_BATCH`] peers j: receive from r − j
+/// and send to r + j, all at once, then wait for the batch.
+fn linear_alltoall(rank: u32, p: u32, bytes: u64, i: u32) -> Option<Step> {
+    let b = super::LINEAR_BATCH;
+    let per_batch = 2 * b + 1;
+    let (batch, k) = (i / per_batch, i % per_batch);
+    let first = 1 + batch * b;
+    if first >= p {
+        return None;
+    }
+    let n = b.min(p - first);
+    Some(if k < n {
+        Step::FanIn { from: (rank + p - (first + k)) % p, bytes, k: k as u8 }
+    } else if k < 2 * n {
+        Step::FanOut { to: (rank + first + k - n) % p, bytes, k: k as u8 }
+    } else if k == 2 * n {
+        Step::WaitFanOut { n: (2 * n) as u8 }
+    } else {
+        // (a short last batch ends early: move on to the next batch, which does not exist)
+        return linear_alltoall(rank, p, bytes, (batch + 1) * per_batch);
+    })
 }
 
 /// LogGOPSim's schedgen binomial tree: relative rank v receives from v with

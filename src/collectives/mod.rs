@@ -60,6 +60,13 @@ pub enum Step {
         bytes: u64,
         k: u8,
     },
+    /// The k-th of a run of nonblocking operations that is a receive
+    /// (numbered with the run's sends), closed by `WaitFanOut`.
+    FanIn {
+        from: u32,
+        bytes: u64,
+        k: u8,
+    },
     WaitFanOut {
         n: u8,
     },
@@ -99,7 +106,9 @@ pub enum Algorithm {
     Binomial,
     /// Binary tree: children 2v+1, 2v+2 (bcast).
     BinaryTree,
-    /// The root sends to every rank in turn (bcast).
+    /// The root sends to every rank in turn (bcast); every rank posts all
+    /// its receives and sends at once and waits for them (alltoall, in
+    /// batches of [`LINEAR_BATCH`] peers).
     Linear,
     /// A chain from the root, the message cut into chunks (bcast).
     PipelinedRing,
@@ -122,8 +131,9 @@ pub enum Algorithm {
     ScatterAllgather,
     /// Binomial scatter, then a ring allgather of the blocks (bcast).
     ScatterRingAllgather,
-    /// Bruck: ⌈log2 p⌉ rounds, round k sending min(2^k, p − 2^k) blocks to
-    /// r − 2^k and receiving from r + 2^k (allgather).
+    /// Bruck: ⌈log2 p⌉ rounds; allgather: round k sends min(2^k, p − 2^k)
+    /// blocks to r − 2^k and receives from r + 2^k; alltoall: round k sends
+    /// the blocks whose index has bit k set to r + 2^k, receives from r − 2^k.
     Bruck,
 }
 
@@ -277,6 +287,8 @@ impl CollectiveKind {
             (CollectiveKind::Bcast, MpiLibrary::OpenMpi) => open_mpi_bcast(ranks, bytes),
             (CollectiveKind::Bcast, MpiLibrary::Mpich) => mpich_bcast(ranks, bytes),
             (CollectiveKind::Allgather, MpiLibrary::Mpich) => mpich_allgather(ranks, bytes),
+            (CollectiveKind::Alltoall, MpiLibrary::OpenMpi) => open_mpi_alltoall(ranks, bytes),
+            (CollectiveKind::Alltoall, MpiLibrary::Mpich) => mpich_alltoall(ranks, bytes),
             _ => self.default_algorithm(),
         }
     }
@@ -310,7 +322,7 @@ impl CollectiveKind {
             ],
             CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
             CollectiveKind::Allgather => &[Ring, RecursiveDoubling, Bruck],
-            CollectiveKind::Alltoall => &[Pairwise],
+            CollectiveKind::Alltoall => &[Pairwise, Linear, Bruck],
             CollectiveKind::Barrier => &[Dissemination],
         }
     }
@@ -389,6 +401,7 @@ impl Collective {
             Step::Send { to, bytes } => Step::Send { to: g(to), bytes },
             Step::Exchange { to, send_bytes, from, recv_bytes } => Step::Exchange { to: g(to), send_bytes, from: g(from), recv_bytes },
             Step::FanOut { to, bytes, k } => Step::FanOut { to: g(to), bytes, k },
+            Step::FanIn { from, bytes, k } => Step::FanIn { from: g(from), bytes, k },
             w @ Step::WaitFanOut { .. } => w,
         })
     }
@@ -631,5 +644,131 @@ pub fn mpich_allgather(ranks: u32, bytes: u64) -> Algorithm {
         Algorithm::Bruck
     } else {
         Algorithm::Ring
+    }
+}
+
+/// Peers per batch of the linear alltoall: a rank's nonblocking operations
+/// in flight are numbered in 63 wait slots, so at most 31 receives and 31
+/// sends go at once (MPICH's `scattered` batches 32; Open MPI's `linear`
+/// posts all p − 1: beyond 32 ranks both are run in batches of 31).
+pub const LINEAR_BATCH: u32 = 31;
+
+/// Open MPI's fixed rule for MPI_Alltoall (`ompi_coll_tuned_alltoall_intra_dec_fixed`,
+/// coll_tuned_decision_fixed.c, Open MPI main 8efebee, as in v5.0), by the
+/// bytes sent to each peer. Its algorithms: 1 linear, 2 pairwise, 3
+/// modified Bruck, 4 linear_sync (with the default of no request limit, the
+/// same as linear), 5 two_proc (2 ranks: one exchange, as pairwise).
+pub fn open_mpi_alltoall(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let alg: u8 = match ranks {
+        0..=2 => match bytes {
+            0..2 => 2,
+            2..4 => 5,
+            4..16 => 2,
+            16..64 => 5,
+            64..256 => 2,
+            256..4096 => 5,
+            4096..32768 => 2,
+            32768..262144 => 4,
+            262144..1048576 => 5,
+            _ => 2,
+        },
+        3..8 => match bytes {
+            0..8192 => 4,
+            8192..16384 => 1,
+            16384..65536 => 4,
+            65536..524288 => 1,
+            524288..1048576 => 2,
+            _ => 1,
+        },
+        8..16 => {
+            if bytes < 262144 {
+                4
+            } else {
+                1
+            }
+        }
+        16..32 => match bytes {
+            0..4 => 4,
+            4..512 => 3,
+            512..8192 => 4,
+            8192..32768 => 1,
+            32768..262144 => 4,
+            262144..524288 => 1,
+            _ => 4,
+        },
+        32..64 => match bytes {
+            0..512 => 3,
+            512..524288 => 1,
+            _ => 4,
+        },
+        64..128 => match bytes {
+            0..1024 => 3,
+            1024..2048 => 1,
+            2048..4096 => 4,
+            4096..262144 => 1,
+            _ => 2,
+        },
+        128..256 => match bytes {
+            0..1024 => 3,
+            1024..2048 => 4,
+            2048..262144 => 1,
+            _ => 2,
+        },
+        256..512 => match bytes {
+            0..1024 => 3,
+            1024..8192 => 4,
+            8192..32768 => 1,
+            _ => 2,
+        },
+        512..1024 => match bytes {
+            0..512 => 3,
+            512..8192 => 4,
+            8192..16384 => 1,
+            16384..131072 => 4,
+            131072..262144 => 1,
+            _ => 2,
+        },
+        1024..2048 => match bytes {
+            0..512 => 3,
+            512..1024 => 4,
+            1024..2048 => 1,
+            2048..16384 => 4,
+            16384..262144 => 1,
+            _ => 4,
+        },
+        2048..4096 => match bytes {
+            0..1024 => 3,
+            1024..4096 => 4,
+            4096..8192 => 1,
+            8192..131072 => 4,
+            _ => 1,
+        },
+        _ => match bytes {
+            0..2048 => 3,
+            2048..8192 => 4,
+            8192..16384 => 1,
+            16384..32768 => 4,
+            32768..65536 => 1,
+            _ => 4,
+        },
+    };
+    match alg {
+        1 | 4 => Linear,
+        3 => Bruck,
+        _ => Pairwise,
+    }
+}
+
+/// MPICH's default MPI_Alltoall selection (generic.json, MPICH 5.1.0a1; not
+/// in place), by the bytes sent to each peer: below 8 ranks `scattered`
+/// (our batched linear) up to 32 KiB, else pairwise; from 8 ranks Bruck up
+/// to 256 B, scattered up to 32 KiB, pairwise above.
+pub fn mpich_alltoall(ranks: u32, bytes: u64) -> Algorithm {
+    match (ranks < 8, bytes) {
+        (true, 0..=32768) => Algorithm::Linear,
+        (false, 0..=256) => Algorithm::Bruck,
+        (false, 257..=32768) => Algorithm::Linear,
+        _ => Algorithm::Pairwise,
     }
 }

@@ -29,7 +29,7 @@ fn sends(c: &Collective) -> Vec<(u32, u32, u64)> {
 }
 
 fn receives(c: &Collective) -> usize {
-    (0..c.ranks).flat_map(|r| c.steps(r)).filter(|s| matches!(s, Step::Recv { .. } | Step::Exchange { .. })).count()
+    (0..c.ranks).flat_map(|r| c.steps(r)).filter(|s| matches!(s, Step::Recv { .. } | Step::Exchange { .. } | Step::FanIn { .. })).count()
 }
 
 /// Expected message count of each algorithm.
@@ -45,6 +45,7 @@ fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> Option
         (Allreduce, ReduceBcast) => 2 * (p - 1),
         (Allreduce, Rabenseifner) => 2 * pof2 * pof2.trailing_zeros() as usize + 4 * (p - pof2),
         (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => (p - 1) * chunks as usize,
+        (Alltoall, Bruck) => p * lg,
         (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
         (Allgather, RecursiveDoubling | Bruck) => p * lg,
         // empty blocks are not scattered: counted from the steps, checked by their own test
@@ -541,4 +542,56 @@ fn auto_follows_open_mpi_and_mpich_bcast_and_allgather_tables() {
     assert_eq!(mpich_allgather(64, 8200), Ring);
     assert_eq!(mpich_allgather(100, 800), Bruck); // 80,000 B < 80 KiB
     assert_eq!(mpich_allgather(100, 900), Ring);
+}
+
+#[test]
+fn alltoall_algorithms_deliver_every_block_once() {
+    // each rank receives the p − 1 blocks meant for it: linear in batches, pairwise in p − 1
+    // steps; Bruck in ⌈log2 p⌉ rounds, a block relayed once per set bit of its offset
+    for alg in [Algorithm::Bruck, Algorithm::Linear, Algorithm::Pairwise] {
+        for p in [2u32, 3, 5, 8, 13, 31, 32, 33, 64, 70] {
+            let c = call(CollectiveKind::Alltoall, alg, p, 0, 100);
+            for r in 0..p {
+                let got: u64 = c
+                    .steps(r)
+                    .into_iter()
+                    .map(|st| match st {
+                        Step::Recv { bytes, .. } | Step::FanIn { bytes, .. } => bytes,
+                        Step::Exchange { recv_bytes, .. } => recv_bytes,
+                        _ => 0,
+                    })
+                    .sum();
+                // Bruck forwards block j once per set bit of j
+                let hops: u64 = if alg == Algorithm::Bruck { (1..p).map(|j| j.count_ones() as u64).sum() } else { p as u64 - 1 };
+                assert_eq!(got, 100 * hops, "{alg:?} p={p} rank {r}");
+            }
+        }
+    }
+    // a batch of the linear alltoall never holds more than 62 operations (63 wait slots)
+    let c = call(CollectiveKind::Alltoall, Algorithm::Linear, 100, 0, 8);
+    assert!(c.steps(5).iter().all(|s| !matches!(s, Step::WaitFanOut { n } if *n > 62)));
+}
+
+#[test]
+fn auto_follows_open_mpi_and_mpich_alltoall_tables() {
+    use super::{mpich_alltoall, open_mpi_alltoall};
+    use Algorithm::*;
+    // (ranks, bytes per peer, Open MPI's number in coll_tuned_decision_fixed.c → ours)
+    for (p, n, want) in [
+        (2, 8, Pairwise),         // 2
+        (2, 100, Pairwise),       // 2
+        (2, 1000, Pairwise),      // 5 two_proc
+        (4, 100, Linear),         // 4 linear_sync, no request limit
+        (20, 100, Bruck),         // 3 modified Bruck
+        (40, 100_000, Linear),    // 1
+        (100, 1 << 20, Pairwise), // 2
+        (5000, 1000, Bruck),      // 3
+    ] {
+        assert_eq!(open_mpi_alltoall(p, n), want, "open mpi alltoall p={p} n={n}");
+    }
+    assert_eq!(mpich_alltoall(4, 32768), Linear);
+    assert_eq!(mpich_alltoall(4, 32769), Pairwise);
+    assert_eq!(mpich_alltoall(64, 256), Bruck);
+    assert_eq!(mpich_alltoall(64, 257), Linear);
+    assert_eq!(mpich_alltoall(64, 40_000), Pairwise);
 }

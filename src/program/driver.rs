@@ -5,7 +5,7 @@ use crate::collectives::{Collective, Step};
 use crate::program::stream::StreamOp;
 
 /// Walks a rank through a collective's steps, one stream op at a time.
-/// Slots: 0 for receives, 1 for exchange sends, 1..=n for fan-out sends.
+/// Slots: 0 for receives, 1 for exchange sends, 1..=n for a fan's sends and receives.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Driver {
     index: u32,
@@ -45,6 +45,10 @@ impl Driver {
             (Step::FanOut { to, bytes, k }, _) => {
                 self.index += 1;
                 StreamOp::ISend { peer: to, tag, bytes, slot: 1 + k }
+            }
+            (Step::FanIn { from, bytes, k }, _) => {
+                self.index += 1;
+                StreamOp::IRecv { peer: from, tag, bytes, slot: 1 + k }
             }
             (Step::WaitFanOut { n }, _) => {
                 self.index += 1;

@@ -81,6 +81,7 @@ pub fn engine_rounds(
                 Round::Together(vec![Msg { send: false, peer: from, bytes: recv_bytes }, Msg { send: true, peer: to, bytes: send_bytes }])
             }
             Step::FanOut { to, bytes, .. } => Round::Fan(Msg { send: true, peer: to, bytes }),
+            Step::FanIn { from, bytes, .. } => Round::Fan(Msg { send: false, peer: from, bytes }),
             Step::WaitFanOut { .. } => Round::CloseFan,
         })
         .collect())
