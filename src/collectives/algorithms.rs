@@ -9,6 +9,18 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
     use CollectiveKind::*;
     let p = c.ranks;
     match (c.kind, c.algorithm) {
+        (Barrier, Linear) => linear_barrier(rank, p, i),
+        (Barrier, RecursiveDoubling) => recursive_doubling_barrier(rank, p, i),
+        (Barrier, Binomial) => {
+            // fan-in to rank 0, then fan-out: the binomial tree with empty messages
+            let tree = Tree { p, root: 0 };
+            let fan_in = tree.children(rank) + u32::from(rank != 0);
+            if i < fan_in {
+                tree.reduce(rank, i, |_| 0, 0)
+            } else {
+                tree.bcast(rank, i - fan_in, |_| 0, 0)
+            }
+        }
         (Barrier, _) => dissemination(rank, p, 0, i),
         (Allreduce, Dissemination) => dissemination(rank, p, c.bytes, i),
         (Allreduce, RecursiveDoubling) => recursive_doubling_allreduce(rank, p, c.bytes, i),
@@ -301,6 +313,73 @@ fn scatter_allgather(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         mask <<= 1;
     }
     None
+}
+
+/// Open MPI's `barrier_intra_basic_linear`: every rank sends to rank 0 and
+/// waits for its answer; rank 0 receives from all, then answers all, each
+/// in nonblocking runs of at most 62.
+fn linear_barrier(rank: u32, p: u32, i: u32) -> Option<Step> {
+    if rank != 0 {
+        return match i {
+            0 => Some(Step::Send { to: 0, bytes: 0 }),
+            1 => Some(Step::Recv { from: 0, bytes: 0 }),
+            _ => None,
+        };
+    }
+    let others = p - 1;
+    let batches = others.div_ceil(62);
+    let per_phase = others + batches; // each batch's operations and its wait
+    let (phase, mut k) = (i / per_phase.max(1), i % per_phase.max(1));
+    if phase >= 2 || others == 0 {
+        return None;
+    }
+    let mut first = 1;
+    loop {
+        let n = 62.min(p - first);
+        if k < n {
+            let peer = first + k;
+            return Some(if phase == 0 {
+                Step::FanIn { from: peer, bytes: 0, k: k as u8 }
+            } else {
+                Step::FanOut { to: peer, bytes: 0, k: k as u8 }
+            });
+        }
+        if k == n {
+            return Some(Step::WaitFanOut { n: n as u8 });
+        }
+        k -= n + 1;
+        first += n;
+    }
+}
+
+/// Open MPI's `barrier_intra_recursivedoubling`: with 2^⌊log2 p⌋ = a, ranks
+/// from a up first exchange with rank − a (and wait there to the end);
+/// ranks below p − a receive from rank + a, the first a ranks exchange with
+/// rank XOR 2^k, then release rank + a.
+fn recursive_doubling_barrier(rank: u32, p: u32, i: u32) -> Option<Step> {
+    let a = floor_pow2(p);
+    let rounds = a.trailing_zeros();
+    if rank >= a {
+        return match i {
+            0 => Some(Step::Send { to: rank - a, bytes: 0 }),
+            1 => Some(Step::Recv { from: rank - a, bytes: 0 }),
+            _ => None,
+        };
+    }
+    let extra = rank + a < p;
+    let i = if extra {
+        if i == 0 {
+            return Some(Step::Recv { from: rank + a, bytes: 0 });
+        }
+        i - 1
+    } else {
+        i
+    };
+    if i < rounds {
+        let partner = rank ^ (1 << i);
+        return Some(Step::Exchange { to: partner, send_bytes: 0, from: partner, recv_bytes: 0 });
+    }
+    (extra && i == rounds).then(|| Step::Send { to: rank + a, bytes: 0 })
 }
 
 /// Batches of up to [`super::LINEAR_BATCH`] peers j: receive from r − j

@@ -289,6 +289,8 @@ impl CollectiveKind {
             (CollectiveKind::Allgather, MpiLibrary::Mpich) => mpich_allgather(ranks, bytes),
             (CollectiveKind::Alltoall, MpiLibrary::OpenMpi) => open_mpi_alltoall(ranks, bytes),
             (CollectiveKind::Alltoall, MpiLibrary::Mpich) => mpich_alltoall(ranks, bytes),
+            (CollectiveKind::Barrier, MpiLibrary::OpenMpi) => open_mpi_barrier(ranks),
+            // MPICH: k-dissemination with k = 2 (generic.json), our default
             _ => self.default_algorithm(),
         }
     }
@@ -323,7 +325,7 @@ impl CollectiveKind {
             CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
             CollectiveKind::Allgather => &[Ring, RecursiveDoubling, Bruck],
             CollectiveKind::Alltoall => &[Pairwise, Linear, Bruck],
-            CollectiveKind::Barrier => &[Dissemination],
+            CollectiveKind::Barrier => &[Dissemination, Linear, RecursiveDoubling, Binomial],
         }
     }
 
@@ -770,5 +772,23 @@ pub fn mpich_alltoall(ranks: u32, bytes: u64) -> Algorithm {
         (false, 0..=256) => Algorithm::Bruck,
         (false, 257..=32768) => Algorithm::Linear,
         _ => Algorithm::Pairwise,
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Barrier (`ompi_coll_tuned_barrier_intra_dec_fixed`,
+/// coll_tuned_decision_fixed.c, Open MPI main 8efebee, as in v5.0): 1
+/// linear, 3 recursive doubling, 4 Bruck (our dissemination), 6 tree (our
+/// binomial fan-in and fan-out).
+pub fn open_mpi_barrier(ranks: u32) -> Algorithm {
+    use Algorithm::*;
+    match ranks {
+        0..4 => RecursiveDoubling,
+        4..8 => Linear,
+        8..64 => RecursiveDoubling,
+        64..256 => Dissemination,
+        256..512 => Binomial,
+        512..1024 => Dissemination,
+        1024..4096 => Binomial,
+        _ => Dissemination,
     }
 }

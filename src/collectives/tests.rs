@@ -46,6 +46,8 @@ fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> Option
         (Allreduce, Rabenseifner) => 2 * pof2 * pof2.trailing_zeros() as usize + 4 * (p - pof2),
         (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => (p - 1) * chunks as usize,
         (Alltoall, Bruck) => p * lg,
+        (Barrier, Linear | Binomial) => 2 * (p - 1),
+        (Barrier, RecursiveDoubling) => pof2 * pof2.trailing_zeros() as usize + 2 * (p - pof2),
         (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
         (Allgather, RecursiveDoubling | Bruck) => p * lg,
         // empty blocks are not scattered: counted from the steps, checked by their own test
@@ -594,4 +596,26 @@ fn auto_follows_open_mpi_and_mpich_alltoall_tables() {
     assert_eq!(mpich_alltoall(64, 256), Bruck);
     assert_eq!(mpich_alltoall(64, 257), Linear);
     assert_eq!(mpich_alltoall(64, 40_000), Pairwise);
+}
+
+#[test]
+fn open_mpi_barrier_table() {
+    use super::open_mpi_barrier;
+    use Algorithm::*;
+    for (p, want) in [
+        (2, RecursiveDoubling),
+        (5, Linear),
+        (40, RecursiveDoubling),
+        (100, Dissemination),
+        (300, Binomial),
+        (2000, Binomial),
+        (5000, Dissemination),
+    ] {
+        assert_eq!(open_mpi_barrier(p), want, "p={p}");
+    }
+    assert_eq!(CollectiveKind::Barrier.auto_algorithm(MpiLibrary::Mpich, 300, 0), Dissemination);
+    // the linear barrier's root works through 129 peers in runs of at most 62
+    let c = call(CollectiveKind::Barrier, Linear, 130, 0, 0);
+    assert_eq!((sends(&c).len(), receives(&c)), (2 * 129, 2 * 129));
+    assert!(c.steps(0).iter().all(|s| !matches!(s, Step::WaitFanOut { n } if *n > 62)));
 }
