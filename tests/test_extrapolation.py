@@ -105,3 +105,16 @@ def test_codes_that_fit_no_grid_are_refused_naming_rank_and_call(lib, tmp_path, 
     msg = " ".join(p.stderr.split())
     assert "rank-3.iwt record" in msg and "(send)" in msg and "2 ranks away along dimension 1" in msg, msg
     assert "Traceback" not in p.stderr
+
+
+def test_grid_options_on_the_command_line(lib, stencil, tmp_path, cli):
+    template = traced(lib, tmp_path / "t", 9, stencil, 2, 0, 0)
+    p = cli("trace", "replay", template, "--grid", "4x8", "--out", tmp_path / "o")
+    assert "replayed 32 ranks" in p.stdout and "3×3 (non-periodic) → 4×8, weak scaling" in p.stdout
+    for args, says in [(["--grid", "6y6"], "expected 1 to 3 positive sizes"),
+                       (["--grid", "6x6", "--scale-to", "30"], "disagrees with grid 6x6 (36 ranks)"),
+                       (["--grid", "6x6x6"], "the traced grid is 2-dimensional"),
+                       (["--scale-to", "37"], "at least 3 ranks per dimension")]:
+        p = cli("trace", "replay", template, *args, "--out", tmp_path / "x", check=False)
+        assert p.returncode != 0 and says in " ".join(p.stderr.split()), (args, p.stderr)
+        assert "Traceback" not in p.stderr
