@@ -190,6 +190,16 @@ fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, String>
         for i in 0..l.records.len() {
             let (r, payload) = l.get(i).expect("in range");
             if let Some(g) = grid::from_cart_create(r, payload, world) {
+                // the grid's rank order must be the world's (MPI_Cart_create with reorder = false, or an identity reorder)
+                let members = l.records[i + 1..].iter().take_while(|m| m.op == format::op::COMM_MEMBER && m.comm == r.peer as u32);
+                if let Some(m) = members.into_iter().find(|m| m.peer != m.tag) {
+                    return Err(format!(
+                        "{} record {i}: MPI_Cart_create placed world rank {} at grid rank {}: a reordered grid does not extrapolate",
+                        l.path.display(),
+                        m.peer,
+                        m.tag
+                    ));
+                }
                 return g.map_err(|e| format!("{} record {i}: {e}", l.path.display()));
             }
         }

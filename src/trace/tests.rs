@@ -315,3 +315,20 @@ fn unequal_v_collective_counts_take_their_mean_and_are_reported() {
     let (_, _, exact) = replay(&spec(&d)).unwrap();
     assert_eq!(exact.resized_v_collectives, 0);
 }
+
+#[test]
+fn a_reordered_cartesian_grid_is_refused() {
+    let d = tmp("reordered");
+    for r in 0..9 {
+        let mut k = Rank::new(&d, r, 9);
+        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, 0, 0]);
+        for m in 0..9 {
+            // grid rank m is world rank 8 − m
+            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: 8 - m, tag: m, ..Default::default() }, &[]);
+        }
+        k.coll(Coll::Barrier, 1, 0, &[]);
+        k.finish();
+    }
+    let e = replay(&TraceSpec { scale_to: Some(36), ..spec(&d) }).unwrap_err();
+    assert!(e.contains("a reordered grid does not extrapolate") && e.contains("rank-0.iwt record 1"), "{e}");
+}
