@@ -42,6 +42,7 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         (Bcast, ScatterAllgather | ScatterRingAllgather) => scatter_allgather(c, rank, i),
         (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => super::relay::relay_bcast(c, rank, i),
         (Bcast, _) => Tree::of(c).bcast(rank, i, |_| c.bytes, c.bytes),
+        (Reduce, Rabenseifner) => rabenseifner_reduce(c, rank, i),
         (Reduce, _) => Tree::of(c).reduce(rank, i, |_| c.bytes, c.bytes),
         (Gather, _) => {
             let t = Tree::of(c);
@@ -165,6 +166,55 @@ fn rabenseifner(rank: u32, p: u32, bytes: u64, i: u32) -> Option<Step> {
         return Some(exchange(2 * rounds - 1 - i)); // allgather, back in reverse
     }
     (paired && i == 2 * rounds).then(|| Step::Send { to: rank + 1, bytes })
+}
+
+/// Reduce-scatter + gather (MPICH's `reduce_scatter_gather`, Open MPI's
+/// `redscat_gather`) on ranks relative to the root: pairs below 2·rem fold
+/// in as in [`rabenseifner`], the 2^⌊log2 p⌋ others reduce-scatter by
+/// recursive halving, then gather the pieces back to relative rank 0 in
+/// reverse order, the piece doubling at each step.
+fn rabenseifner_reduce(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    let (p, bytes) = (c.ranks, c.bytes);
+    let rel = (rank + p - c.root) % p;
+    let abs = |r: u32| ((r as u64 + c.root as u64) % p as u64) as u32;
+    let pof2 = floor_pow2(p);
+    let (rem, rounds) = (p - pof2, pof2.trailing_zeros());
+    let (lhalf, rhalf) = (bytes / 2, bytes - bytes / 2);
+    let paired = rel < 2 * rem;
+    if paired && rel % 2 == 1 {
+        return match i {
+            0 => Some(Step::Exchange { to: abs(rel - 1), send_bytes: lhalf, from: abs(rel - 1), recv_bytes: rhalf }),
+            1 => Some(Step::Send { to: abs(rel - 1), bytes: rhalf }),
+            _ => None,
+        };
+    }
+    let (vrank, i) = match (paired, i) {
+        (true, 0) => return Some(Step::Exchange { to: abs(rel + 1), send_bytes: rhalf, from: abs(rel + 1), recv_bytes: lhalf }),
+        (true, 1) => return Some(Step::Recv { from: abs(rel + 1), bytes: rhalf }),
+        (true, _) => (rel / 2, i - 2),
+        (false, _) => (rel - rem, i),
+    };
+    let real = |v: u32| abs(if v < rem { 2 * v } else { v + rem });
+    if i < rounds {
+        let partner = real(vrank ^ (1 << i));
+        let size = bytes.div_ceil(2u64 << i);
+        return Some(Step::Exchange { to: partner, send_bytes: size, from: partner, recv_bytes: size });
+    }
+    // gather: step j merges on bit k = rounds − 1 − j; the rank with bit k set sends and is done
+    let mut j = i - rounds;
+    for k in (0..rounds).rev() {
+        let piece = bytes.div_ceil(1u64 << (k + 1)); // what a rank holds after halving on bits 0..=k
+        if vrank & (1 << k) != 0 {
+            return (j == 0).then(|| Step::Send { to: real(vrank ^ (1 << k)), bytes: piece });
+        }
+        if vrank ^ (1 << k) < pof2 {
+            if j == 0 {
+                return Some(Step::Recv { from: real(vrank ^ (1 << k)), bytes: piece });
+            }
+            j -= 1;
+        }
+    }
+    None
 }
 
 fn binary_tree_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {

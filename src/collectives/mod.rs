@@ -290,6 +290,7 @@ impl CollectiveKind {
             (CollectiveKind::Alltoall, MpiLibrary::OpenMpi) => open_mpi_alltoall(ranks, bytes),
             (CollectiveKind::Alltoall, MpiLibrary::Mpich) => mpich_alltoall(ranks, bytes),
             (CollectiveKind::Barrier, MpiLibrary::OpenMpi) => open_mpi_barrier(ranks),
+            (CollectiveKind::Reduce, MpiLibrary::Mpich) => mpich_reduce(ranks, bytes),
             // MPICH: k-dissemination with k = 2 (generic.json), our default
             _ => self.default_algorithm(),
         }
@@ -322,7 +323,8 @@ impl CollectiveKind {
                 ScatterAllgather,
                 ScatterRingAllgather,
             ],
-            CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
+            CollectiveKind::Reduce => &[Binomial, Rabenseifner],
+            CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
             CollectiveKind::Allgather => &[Ring, RecursiveDoubling, Bruck],
             CollectiveKind::Alltoall => &[Pairwise, Linear, Bruck],
             CollectiveKind::Barrier => &[Dissemination, Linear, RecursiveDoubling, Binomial],
@@ -790,5 +792,16 @@ pub fn open_mpi_barrier(ranks: u32) -> Algorithm {
         512..1024 => Dissemination,
         1024..4096 => Binomial,
         _ => Dissemination,
+    }
+}
+
+/// MPICH's default MPI_Reduce selection (generic.json, MPICH 5.1.0a1; a
+/// built-in operation): binomial up to 2 KiB, or below one double per rank
+/// of the largest power of two; else reduce-scatter + gather.
+pub fn mpich_reduce(ranks: u32, bytes: u64) -> Algorithm {
+    if bytes <= 2048 || bytes / 8 < floor_pow2(ranks.max(1)) as u64 {
+        Algorithm::Binomial
+    } else {
+        Algorithm::Rabenseifner
     }
 }

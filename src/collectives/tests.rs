@@ -46,6 +46,7 @@ fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> Option
         (Allreduce, Rabenseifner) => 2 * pof2 * pof2.trailing_zeros() as usize + 4 * (p - pof2),
         (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => (p - 1) * chunks as usize,
         (Alltoall, Bruck) => p * lg,
+        (Reduce, Rabenseifner) => 3 * (p - pof2) + pof2 * pof2.trailing_zeros() as usize + pof2 - 1,
         (Barrier, Linear | Binomial) => 2 * (p - 1),
         (Barrier, RecursiveDoubling) => pof2 * pof2.trailing_zeros() as usize + 2 * (p - pof2),
         (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
@@ -618,4 +619,30 @@ fn open_mpi_barrier_table() {
     let c = call(CollectiveKind::Barrier, Linear, 130, 0, 0);
     assert_eq!((sends(&c).len(), receives(&c)), (2 * 129, 2 * 129));
     assert!(c.steps(0).iter().all(|s| !matches!(s, Step::WaitFanOut { n } if *n > 62)));
+}
+
+#[test]
+fn rabenseifner_reduce_gathers_the_whole_vector_at_the_root() {
+    use super::mpich_reduce;
+    for p in [2u32, 3, 4, 6, 8, 13, 16, 33] {
+        for root in [0, p / 2, p - 1] {
+            let n = 1u64 << 20;
+            let c = call(CollectiveKind::Reduce, Algorithm::Rabenseifner, p, root, n);
+            let rounds = floor_pow2(p).trailing_zeros();
+            // the root is relative rank 0: even, so with folded pairs it first takes two fold steps
+            let fold = if p > floor_pow2(p) { 2 } else { 0 };
+            // the root ends the gather having received all pieces but its own
+            let gathered: u64 = c
+                .steps(root)
+                .into_iter()
+                .skip(fold + rounds as usize)
+                .map(|s| if let Step::Recv { bytes, .. } = s { bytes } else { 0 })
+                .sum();
+            assert_eq!(gathered, n - (n >> rounds), "p={p} root={root}");
+            assert_eq!(c.steps(root).last().map(|s| matches!(s, Step::Send { .. })), Some(false), "the root sends nothing last");
+        }
+    }
+    assert_eq!(mpich_reduce(64, 2048), Algorithm::Binomial);
+    assert_eq!(mpich_reduce(64, 4096), Algorithm::Rabenseifner);
+    assert_eq!(mpich_reduce(1024, 4096), Algorithm::Binomial); // 512 doubles < 1024
 }
