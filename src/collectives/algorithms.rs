@@ -135,84 +135,90 @@ fn recursive_doubling_allreduce(rank: u32, p: u32, bytes: u64, i: u32) -> Option
 /// bytes/2^(k+1) with vrank XOR 2^k), allgather back in reverse order, and
 /// the even ranks hand the result to their odd partners.
 fn rabenseifner(rank: u32, p: u32, bytes: u64, i: u32) -> Option<Step> {
-    let pof2 = floor_pow2(p);
-    let (rem, rounds) = (p - pof2, pof2.trailing_zeros());
-    let (lhalf, rhalf) = (bytes / 2, bytes - bytes / 2);
-    let paired = rank < 2 * rem;
-    if paired && rank % 2 == 1 {
-        return match i {
-            0 => Some(Step::Exchange { to: rank - 1, send_bytes: lhalf, from: rank - 1, recv_bytes: rhalf }),
-            1 => Some(Step::Send { to: rank - 1, bytes: rhalf }),
-            2 => Some(Step::Recv { from: rank - 1, bytes }),
-            _ => None,
-        };
+    let rounds = floor_pow2(p).trailing_zeros();
+    match halving(rank, p, bytes, i, |r| r) {
+        Halving::Step(s) => Some(s),
+        Halving::Folded(2) => Some(Step::Recv { from: rank - 1, bytes }), // the result, handed back
+        Halving::Folded(_) => None,
+        Halving::Then { vrank, j, real } if j < rounds => {
+            let k = rounds - 1 - j; // allgather, back in reverse
+            let (partner, size) = (real(vrank ^ (1 << k)), bytes.div_ceil(2u64 << k));
+            Some(Step::Exchange { to: partner, send_bytes: size, from: partner, recv_bytes: size })
+        }
+        Halving::Then { j, .. } => (rank < 2 * (p - floor_pow2(p)) && j == rounds).then(|| Step::Send { to: rank + 1, bytes }),
     }
-    let (vrank, i) = match (paired, i) {
-        (true, 0) => return Some(Step::Exchange { to: rank + 1, send_bytes: rhalf, from: rank + 1, recv_bytes: lhalf }),
-        (true, 1) => return Some(Step::Recv { from: rank + 1, bytes: rhalf }),
-        (true, _) => (rank / 2, i - 2),
-        (false, _) => (rank - rem, i),
-    };
-    let real = |v: u32| if v < rem { 2 * v } else { v + rem };
-    let exchange = |k: u32| {
-        let partner = real(vrank ^ (1 << k));
-        let size = bytes.div_ceil(2u64 << k);
-        Step::Exchange { to: partner, send_bytes: size, from: partner, recv_bytes: size }
-    };
-    if i < rounds {
-        return Some(exchange(i)); // reduce-scatter
-    }
-    if i < 2 * rounds {
-        return Some(exchange(2 * rounds - 1 - i)); // allgather, back in reverse
-    }
-    (paired && i == 2 * rounds).then(|| Step::Send { to: rank + 1, bytes })
 }
 
-/// Reduce-scatter + gather (MPICH's `reduce_scatter_gather`, Open MPI's
-/// `redscat_gather`) on ranks relative to the root: pairs below 2·rem fold
-/// in as in [`rabenseifner`], the 2^⌊log2 p⌋ others reduce-scatter by
-/// recursive halving, then gather the pieces back to relative rank 0 in
-/// reverse order, the piece doubling at each step.
-fn rabenseifner_reduce(c: &Collective, rank: u32, i: u32) -> Option<Step> {
-    let (p, bytes) = (c.ranks, c.bytes);
-    let rel = (rank + p - c.root) % p;
-    let abs = |r: u32| ((r as u64 + c.root as u64) % p as u64) as u32;
+/// Where a rank is in the phase that Rabenseifner's allreduce and reduce share.
+enum Halving<R: Fn(u32) -> u32> {
+    Step(Step),
+    /// A folded-out odd rank past its two fold steps (at its step `n`).
+    Folded(u32),
+    /// Past the reduce-scatter: the rank's index among the 2^⌊log2 p⌋, its
+    /// step counted from there, and the rank of an index.
+    Then {
+        vrank: u32,
+        j: u32,
+        real: R,
+    },
+}
+
+/// The shared phase on rank `rel` (relative to the root; `abs` maps back):
+/// with rem = p − 2^⌊log2 p⌋, ranks below 2·rem pair up (even r with r+1):
+/// they swap halves, the odd one sends its reduced half to the even one and
+/// is out. The 2^⌊log2 p⌋ remaining ranks reduce-scatter by recursive
+/// halving: round k exchanges bytes/2^(k+1) with vrank XOR 2^k.
+fn halving(rel: u32, p: u32, bytes: u64, i: u32, abs: impl Fn(u32) -> u32 + Copy) -> Halving<impl Fn(u32) -> u32> {
     let pof2 = floor_pow2(p);
     let (rem, rounds) = (p - pof2, pof2.trailing_zeros());
     let (lhalf, rhalf) = (bytes / 2, bytes - bytes / 2);
     let paired = rel < 2 * rem;
+    let real = move |v: u32| abs(if v < rem { 2 * v } else { v + rem });
     if paired && rel % 2 == 1 {
         return match i {
-            0 => Some(Step::Exchange { to: abs(rel - 1), send_bytes: lhalf, from: abs(rel - 1), recv_bytes: rhalf }),
-            1 => Some(Step::Send { to: abs(rel - 1), bytes: rhalf }),
-            _ => None,
+            0 => Halving::Step(Step::Exchange { to: abs(rel - 1), send_bytes: lhalf, from: abs(rel - 1), recv_bytes: rhalf }),
+            1 => Halving::Step(Step::Send { to: abs(rel - 1), bytes: rhalf }),
+            n => Halving::Folded(n),
         };
     }
     let (vrank, i) = match (paired, i) {
-        (true, 0) => return Some(Step::Exchange { to: abs(rel + 1), send_bytes: rhalf, from: abs(rel + 1), recv_bytes: lhalf }),
-        (true, 1) => return Some(Step::Recv { from: abs(rel + 1), bytes: rhalf }),
+        (true, 0) => return Halving::Step(Step::Exchange { to: abs(rel + 1), send_bytes: rhalf, from: abs(rel + 1), recv_bytes: lhalf }),
+        (true, 1) => return Halving::Step(Step::Recv { from: abs(rel + 1), bytes: rhalf }),
         (true, _) => (rel / 2, i - 2),
         (false, _) => (rel - rem, i),
     };
-    let real = |v: u32| abs(if v < rem { 2 * v } else { v + rem });
     if i < rounds {
-        let partner = real(vrank ^ (1 << i));
-        let size = bytes.div_ceil(2u64 << i);
-        return Some(Step::Exchange { to: partner, send_bytes: size, from: partner, recv_bytes: size });
+        let (partner, size) = (real(vrank ^ (1 << i)), bytes.div_ceil(2u64 << i));
+        return Halving::Step(Step::Exchange { to: partner, send_bytes: size, from: partner, recv_bytes: size });
     }
-    // gather: step j merges on bit k = rounds − 1 − j; the rank with bit k set sends and is done
-    let mut j = i - rounds;
+    Halving::Then { vrank, j: i - rounds, real }
+}
+
+/// Reduce-scatter + gather (MPICH's `reduce_scatter_gather`, Open MPI's
+/// `redscat_gather`) on ranks relative to the root: the phase of
+/// [`halving`], then the pieces gathered back to relative rank 0 in reverse
+/// order, the piece doubling at each step.
+fn rabenseifner_reduce(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    let (p, bytes) = (c.ranks, c.bytes);
+    let rel = (rank + p - c.root) % p;
+    let root = c.root as u64;
+    let abs = move |r: u32| ((r as u64 + root) % p as u64) as u32;
+    let rounds = floor_pow2(p).trailing_zeros();
+    let (vrank, mut j, real) = match halving(rel, p, bytes, i, abs) {
+        Halving::Step(s) => return Some(s),
+        Halving::Folded(_) => return None,
+        Halving::Then { vrank, j, real } => (vrank, j, real),
+    };
+    // gather: merge on bit k = rounds − 1 down to 0; the rank with bit k set sends and is done
     for k in (0..rounds).rev() {
         let piece = bytes.div_ceil(1u64 << (k + 1)); // what a rank holds after halving on bits 0..=k
         if vrank & (1 << k) != 0 {
             return (j == 0).then(|| Step::Send { to: real(vrank ^ (1 << k)), bytes: piece });
         }
-        if vrank ^ (1 << k) < pof2 {
-            if j == 0 {
-                return Some(Step::Recv { from: real(vrank ^ (1 << k)), bytes: piece });
-            }
-            j -= 1;
+        if j == 0 {
+            return Some(Step::Recv { from: real(vrank ^ (1 << k)), bytes: piece });
         }
+        j -= 1;
     }
     None
 }

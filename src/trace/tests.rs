@@ -295,16 +295,22 @@ fn auto_follows_the_traced_library_unless_the_platform_names_one() {
     assert_eq!(crate::collectives::MpiLibrary::from_version("Intel(R) MPI Library 2021.6"), None);
 }
 
+/// A rank's MPI_Cart_create of a non-periodic 3×3 grid (communicator 1)
+/// whose grid rank m is world rank `world_of(m)`.
+fn cart_3x3(k: &mut Rank, world_of: impl Fn(i32) -> i32) {
+    k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, 0, 0]);
+    for m in 0..9 {
+        k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: world_of(m), tag: m, ..Default::default() }, &[]);
+    }
+}
+
 #[test]
 fn unequal_v_collective_counts_take_their_mean_and_are_reported() {
-    // a 3×3 grid (MPI_Cart_create, non-periodic) whose Allgatherv counts differ per member
+    // a 3×3 grid whose Allgatherv counts differ per member
     let d = tmp("vgrid");
     for r in 0..9 {
         let mut k = Rank::new(&d, r, 9);
-        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, 0, 0]);
-        for m in 0..9 {
-            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
-        }
+        cart_3x3(&mut k, |m| m);
         let counts: Vec<u64> = (1..=9).map(|m| 8 * m).collect();
         k.coll(Coll::Allgatherv, 1, 8 * (r as u64 + 1), &counts);
         k.finish();
@@ -321,11 +327,7 @@ fn a_reordered_cartesian_grid_is_refused() {
     let d = tmp("reordered");
     for r in 0..9 {
         let mut k = Rank::new(&d, r, 9);
-        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, 0, 0]);
-        for m in 0..9 {
-            // grid rank m is world rank 8 − m
-            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: 8 - m, tag: m, ..Default::default() }, &[]);
-        }
+        cart_3x3(&mut k, |m| 8 - m);
         k.coll(Coll::Barrier, 1, 0, &[]);
         k.finish();
     }
