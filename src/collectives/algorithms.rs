@@ -36,6 +36,7 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
                 tree.bcast(rank, i - reduce_steps, |_| c.bytes, c.bytes)
             }
         }
+        (Bcast, Binomial | BinaryTree | Knomial) if c.chunk_bytes > 0 => super::relay::relay_bcast(c, rank, i),
         (Bcast, BinaryTree) => binary_tree_bcast(c, rank, i),
         (Bcast, Linear) => linear_bcast(c, rank, i),
         (Bcast, Knomial) => knomial_bcast(c, rank, i),
@@ -43,6 +44,8 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => super::relay::relay_bcast(c, rank, i),
         (Bcast, _) => Tree::of(c).bcast(rank, i, |_| c.bytes, c.bytes),
         (Reduce, Rabenseifner) => rabenseifner_reduce(c, rank, i),
+        (Reduce, InOrderBinary) => in_order_binary_reduce(c, rank, i),
+        (Reduce, Linear | Ring | TwoRing | BinaryTree | Knomial) => tree_reduce(c, rank, i),
         (Reduce, _) => Tree::of(c).reduce(rank, i, |_| c.bytes, c.bytes),
         (Gather, _) => {
             let t = Tree::of(c);
@@ -65,7 +68,42 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
             let bytes = c.bytes * d.min(p - d) as u64;
             Step::Exchange { to: (rank + p - d) % p, send_bytes: bytes, from: (rank + d) % p, recv_bytes: bytes }
         }),
+        (Allgather, NeighborExchange) => (i < p / 2).then(|| {
+            // even ranks meet r+1 first, odd ranks r−1; then they alternate
+            let up = rank.is_multiple_of(2) == i.is_multiple_of(2);
+            let peer = if up { (rank + 1) % p } else { (rank + p - 1) % p };
+            let bytes = if i == 0 { c.bytes } else { 2 * c.bytes };
+            Step::Exchange { to: peer, send_bytes: bytes, from: peer, recv_bytes: bytes }
+        }),
         (Allgather, _) => ring(rank, p, c.bytes, p - 1, i),
+        (ReduceScatter | ReduceScatterBlock, RecursiveHalving) => recursive_halving(rank, p, c.bytes, i),
+        (ReduceScatter | ReduceScatterBlock, Butterfly) => butterfly(rank, p, c.bytes, i),
+        (ReduceScatter | ReduceScatterBlock, Pairwise) => pairwise(rank, p, c.bytes, i),
+        (ReduceScatter | ReduceScatterBlock, Nonoverlapping) => {
+            let tree = Tree { p, root: 0 };
+            let reduce_steps = tree.children(rank) + u32::from(rank != 0);
+            let total = c.bytes * p as u64;
+            match (rank, i.checked_sub(reduce_steps)) {
+                (_, None) => tree.reduce(rank, i, |_| total, total),
+                (0, Some(j)) => (j + 1 < p).then(|| Step::Send { to: j + 1, bytes: c.bytes }),
+                (_, Some(0)) => Some(Step::Recv { from: 0, bytes: c.bytes }),
+                _ => None,
+            }
+        }
+        (ReduceScatter | ReduceScatterBlock, _) => ring(rank, p, c.bytes, p - 1, i),
+        (Scan | Exscan, RecursiveDoubling) => {
+            // the i-th k with a partner r XOR 2^k inside the communicator
+            let q = (0..ceil_log2(p)).map(|k| rank ^ (1 << k)).filter(|&q| q < p).nth(i as usize)?;
+            Some(Step::Exchange { to: q, send_bytes: c.bytes, from: q, recv_bytes: c.bytes })
+        }
+        (Scan | Exscan, _) => {
+            let recv = u32::from(rank > 0);
+            match i.checked_sub(recv) {
+                None => Some(Step::Recv { from: rank - 1, bytes: c.bytes }),
+                Some(0) if rank + 1 < p => Some(Step::Send { to: rank + 1, bytes: c.bytes }),
+                _ => None,
+            }
+        }
         (Alltoall, Linear) => linear_alltoall(rank, p, c.bytes, i),
         (Alltoall, Bruck) => (i < ceil_log2(p)).then(|| {
             let d = 1u32 << i;
@@ -74,11 +112,188 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
             let bytes = c.bytes * (full * d + tail.saturating_sub(d)) as u64;
             Step::Exchange { to: (rank + d) % p, send_bytes: bytes, from: (rank + p - d) % p, recv_bytes: bytes }
         }),
-        (Alltoall, _) => (i + 1 < p).then(|| {
-            let k = i + 1;
-            Step::Exchange { to: (rank + k) % p, send_bytes: c.bytes, from: (rank + p - k) % p, recv_bytes: c.bytes }
-        }),
+        (Alltoall, _) => pairwise(rank, p, c.bytes, i),
     }
+}
+
+/// Step k = i + 1: send `bytes` to r+k, receive them from r−k.
+fn pairwise(rank: u32, p: u32, bytes: u64, i: u32) -> Option<Step> {
+    (i + 1 < p).then(|| {
+        let k = i + 1;
+        Step::Exchange { to: (rank + k) % p, send_bytes: bytes, from: (rank + p - k) % p, recv_bytes: bytes }
+    })
+}
+
+/// A reduce up the tree of the broadcast `c.algorithm` names: receive from
+/// the children, the last served first, then send to the parent.
+fn tree_reduce(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    use super::relay::{child, children, parent};
+    let p = c.ranks;
+    let v = (rank + p - c.root) % p;
+    let abs = |x: u32| ((x as u64 + c.root as u64) % p as u64) as u32;
+    let n = children(c.algorithm, v, p);
+    if i < n {
+        return Some(Step::Recv { from: abs(child(c.algorithm, v, p, n - 1 - i)?), bytes: c.bytes });
+    }
+    let to = parent(c.algorithm, v, p).filter(|_| i == n)?;
+    Some(Step::Send { to: abs(to), bytes: c.bytes })
+}
+
+/// [`Algorithm::InOrderBinary`]: the binary-tree reduce rooted at p − 1,
+/// then p − 1 hands the result to the root.
+fn in_order_binary_reduce(c: &Collective, rank: u32, i: u32) -> Option<Step> {
+    let top = c.ranks - 1;
+    let tree = Collective { algorithm: Algorithm::BinaryTree, root: top, ..*c };
+    let v = (rank + c.ranks - top) % c.ranks;
+    let tree_steps = super::relay::children(Algorithm::BinaryTree, v, c.ranks) + u32::from(rank != top);
+    if i < tree_steps {
+        return tree_reduce(&tree, rank, i);
+    }
+    match (i == tree_steps && c.root != top, rank) {
+        (true, r) if r == top => Some(Step::Send { to: c.root, bytes: c.bytes }),
+        (true, r) if r == c.root => Some(Step::Recv { from: top, bytes: c.bytes }),
+        _ => None,
+    }
+}
+
+/// The shape both reduce-scatter folds share: with rem = p − 2^⌊log2 p⌋,
+/// index v among the 2^⌊log2 p⌋ stands for ranks 2v and 2v + 1 (v < rem:
+/// two blocks) or rank v + rem (one block).
+struct Folded {
+    rem: u32,
+    rounds: u32,
+    block: u64,
+}
+
+impl Folded {
+    fn new(p: u32, block: u64) -> Self {
+        let pof2 = floor_pow2(p);
+        Folded { rem: p - pof2, rounds: pof2.trailing_zeros(), block }
+    }
+
+    /// The rank that index v runs on (the odd one of a pair).
+    fn real(&self, v: u32) -> u32 {
+        if v < self.rem {
+            2 * v + 1
+        } else {
+            v + self.rem
+        }
+    }
+
+    /// Bytes of the blocks of indices lo..hi.
+    fn bytes(&self, lo: u32, hi: u32) -> u64 {
+        let doubled = hi.min(self.rem).saturating_sub(lo.min(self.rem));
+        self.block * (hi - lo + doubled) as u64
+    }
+
+    /// Where `rank` is: folded out (an even rank of a pair: None), or its
+    /// index and the step at which its halving starts (after receiving its
+    /// partner's whole vector of `p` blocks).
+    fn enter(&self, rank: u32) -> Option<(u32, u32)> {
+        match rank < 2 * self.rem {
+            true if rank.is_multiple_of(2) => None,
+            true => Some((rank / 2, 1)),
+            false => Some((rank - self.rem, 0)),
+        }
+    }
+}
+
+/// [`Algorithm::RecursiveHalving`] on p blocks of `block` bytes.
+fn recursive_halving(rank: u32, p: u32, block: u64, i: u32) -> Option<Step> {
+    let f = Folded::new(p, block);
+    let total = block * p as u64;
+    let Some((v, start)) = f.enter(rank) else {
+        return match i {
+            0 => Some(Step::Send { to: rank + 1, bytes: total }),
+            1 => Some(Step::Recv { from: rank + 1, bytes: block }),
+            _ => None,
+        };
+    };
+    if i < start {
+        return Some(Step::Recv { from: rank - 1, bytes: total });
+    }
+    let j = i - start;
+    if j == f.rounds {
+        return (start == 1).then(|| Step::Send { to: rank - 1, bytes: block });
+    }
+    if j > f.rounds {
+        return None;
+    }
+    // MPICH's index walk: keep the half holding v's block, largest distance first
+    let (mut send_idx, mut recv_idx, mut last) = (0, 0, 1u32 << f.rounds);
+    for k in 0..=j {
+        let mask = 1u32 << (f.rounds - 1 - k);
+        let peer = v ^ mask;
+        let (sent, got) = if v < peer {
+            send_idx = recv_idx + mask;
+            ((send_idx, last), (recv_idx, send_idx))
+        } else {
+            recv_idx = send_idx + mask;
+            ((send_idx, recv_idx), (recv_idx, last))
+        };
+        if k == j {
+            let to = f.real(peer);
+            return Some(Step::Exchange { to, send_bytes: f.bytes(sent.0, sent.1), from: to, recv_bytes: f.bytes(got.0, got.1) });
+        }
+        send_idx = recv_idx;
+        last = recv_idx + mask;
+    }
+    None
+}
+
+/// Reverses the low `bits` bits of v.
+fn mirror(v: u32, bits: u32) -> u32 {
+    if bits == 0 {
+        v
+    } else {
+        v.reverse_bits() >> (32 - bits)
+    }
+}
+
+/// [`Algorithm::Butterfly`] on p blocks of `block` bytes (Open MPI's
+/// `reduce_scatter_intra_butterfly`).
+fn butterfly(rank: u32, p: u32, block: u64, i: u32) -> Option<Step> {
+    let f = Folded::new(p, block);
+    let total = block * p as u64;
+    let Some((v, start)) = f.enter(rank) else {
+        return match i {
+            0 => Some(Step::Send { to: rank + 1, bytes: total }),
+            1 => Some(Step::Recv { from: f.real(mirror(rank / 2, f.rounds)), bytes: block }),
+            _ => None,
+        };
+    };
+    if i < start {
+        return Some(Step::Recv { from: rank - 1, bytes: total });
+    }
+    let j = i - start;
+    if j < f.rounds {
+        let (mut send_idx, mut recv_idx, mut nblocks) = (0u32, 0u32, 1u32 << f.rounds);
+        for k in 0..=j {
+            nblocks /= 2;
+            if v & (1 << k) == 0 {
+                send_idx += nblocks;
+            } else {
+                recv_idx += nblocks;
+            }
+            if k == j {
+                let to = f.real(v ^ (1 << k));
+                let (send_bytes, recv_bytes) = (f.bytes(send_idx, send_idx + nblocks), f.bytes(recv_idx, recv_idx + nblocks));
+                return Some(Step::Exchange { to, send_bytes, from: to, recv_bytes });
+            }
+            send_idx = recv_idx;
+        }
+    }
+    // the blocks go to their owners: the mirror image's rank, and its folded-out partner first
+    let w = mirror(v, f.rounds);
+    let mut k = j - f.rounds;
+    if w < f.rem {
+        if k == 0 {
+            return Some(Step::Send { to: 2 * w, bytes: block });
+        }
+        k -= 1;
+    }
+    let to = f.real(w);
+    (k == 0 && w != v).then_some(Step::Exchange { to, send_bytes: block, from: to, recv_bytes: block })
 }
 
 #[inline]

@@ -83,6 +83,14 @@ pub enum CollectiveKind {
     Allgather,
     Alltoall,
     Barrier,
+    /// MPI_Reduce_scatter with equal counts: `bytes` is each rank's block.
+    ReduceScatter,
+    /// MPI_Reduce_scatter_block: the same exchange, chosen by its own rules.
+    ReduceScatterBlock,
+    /// Inclusive prefix reduction of a `bytes` vector.
+    Scan,
+    /// Exclusive prefix reduction.
+    Exscan,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -91,10 +99,14 @@ pub enum Algorithm {
     /// Round k: send to r+2^k, receive from r−2^k (allreduce, barrier).
     Dissemination,
     /// Pairwise exchanges with r XOR 2^k; non-powers of two fold the extra
-    /// ranks in first and hand the result back last (allreduce, allgather).
+    /// ranks in first and hand the result back last (allreduce, allgather);
+    /// scan and exscan exchange the whole vector with every r XOR 2^k < p
+    /// (MPICH's `recursive_doubling`).
     RecursiveDoubling,
     /// p−1 neighbour exchanges around a ring, twice for allreduce
-    /// (reduce-scatter, then allgather).
+    /// (reduce-scatter, then allgather); one block each for reduce_scatter.
+    /// For reduce: a single chain to the root (Open MPI's unsegmented
+    /// `pipeline`).
     Ring,
     /// Binomial reduce to rank 0, then binomial broadcast (allreduce).
     ReduceBcast,
@@ -104,11 +116,12 @@ pub enum Algorithm {
     Rabenseifner,
     /// Binomial tree, LogGOPSim's schedgen layout (bcast, reduce, gather, scatter).
     Binomial,
-    /// Binary tree: children 2v+1, 2v+2 (bcast).
+    /// Binary tree: children 2v+1, 2v+2 (bcast; reduce receives from them).
     BinaryTree,
     /// The root sends to every rank in turn (bcast); every rank posts all
     /// its receives and sends at once and waits for them (alltoall, in
-    /// batches of [`LINEAR_BATCH`] peers).
+    /// batches of [`LINEAR_BATCH`] peers). Reduce: the root receives from
+    /// every rank in turn. Scan, exscan: a chain, r−1 to r.
     Linear,
     /// A chain from the root, the message cut into chunks (bcast).
     PipelinedRing,
@@ -116,14 +129,18 @@ pub enum Algorithm {
     /// starts the chain (bcast; chunks optional).
     ModifiedRing,
     /// Two chains from the root, one up and one down (bcast; chunks optional).
+    /// For reduce: Open MPI's `chain` with fan-out 2 (its chains are
+    /// consecutive blocks of ranks, ours run up and down: same lengths).
     TwoRing,
     /// rank+1 fed directly, then a 2-ring over the rest (bcast; chunks optional).
     TwoRingModified,
-    /// Step k: send to r+k, receive from r−k (alltoall).
+    /// Step k: send to r+k, receive from r−k (alltoall; reduce_scatter
+    /// sends r+k its block).
     Pairwise,
     /// k-nomial tree of radix 4, MPICH's and Open MPI's `knomial` layout:
     /// v's parent is v − v mod 4^(j+1) for the lowest nonzero base-4 digit j;
-    /// children are served largest subtree first, nonblocking (bcast).
+    /// children are served largest subtree first, nonblocking (bcast;
+    /// reduce receives from them).
     Knomial,
     /// van de Geijn: binomial scatter of ⌈n/p⌉-byte blocks, then a
     /// recursive-doubling allgather, non-powers of two patched up by
@@ -135,6 +152,26 @@ pub enum Algorithm {
     /// blocks to r − 2^k and receives from r + 2^k; alltoall: round k sends
     /// the blocks whose index has bit k set to r + 2^k, receives from r − 2^k.
     Bruck,
+    /// Open MPI's neighbour exchange: p/2 steps with the two ring
+    /// neighbours in turn, one block first, then two (allgather; even p).
+    NeighborExchange,
+    /// Recursive halving (MPICH's and Open MPI's): with rem = p − 2^⌊log2 p⌋,
+    /// the even ranks below 2·rem hand their whole vector to the next odd
+    /// rank; the rest halve the vector log2 times (largest distance first);
+    /// the odd ranks hand the folded-out ranks their blocks (reduce_scatter).
+    RecursiveHalving,
+    /// Open MPI's butterfly (Träff 2005): the fold of recursive halving,
+    /// halving exchanges at distance 1, 2, 4, …, then the blocks moved to
+    /// their owners by the mirror permutation (reduce_scatter).
+    Butterfly,
+    /// Open MPI's non-overlapping reduce_scatter: a binomial reduce of the
+    /// whole vector to rank 0, which then sends every rank its block.
+    Nonoverlapping,
+    /// Open MPI's in-order binary tree (reduce): a binary tree rooted at
+    /// rank p − 1, which hands the result to the root if that is another
+    /// rank. Open MPI numbers the tree in order (so that non-commutative
+    /// operations reduce in rank order); the depth and fan-in are the same.
+    InOrderBinary,
 }
 
 /// The communicator a collective runs on: the whole world, or one of a
@@ -232,15 +269,25 @@ impl JsonSchema for AutoAlgorithm {
 }
 
 impl Algorithm {
-    /// The broadcasts that relay a message cut into chunk_bytes pieces.
-    pub const CHUNKED: [Algorithm; 5] =
-        [Algorithm::PipelinedRing, Algorithm::Ring, Algorithm::ModifiedRing, Algorithm::TwoRing, Algorithm::TwoRingModified];
+    /// The broadcasts that relay a message cut into chunk_bytes pieces: the
+    /// rings, and the segmented trees (each segment received from the
+    /// parent, then sent to the children in turn).
+    pub const CHUNKED: [Algorithm; 8] = [
+        Algorithm::PipelinedRing,
+        Algorithm::Ring,
+        Algorithm::ModifiedRing,
+        Algorithm::TwoRing,
+        Algorithm::TwoRingModified,
+        Algorithm::Binomial,
+        Algorithm::BinaryTree,
+        Algorithm::Knomial,
+    ];
 
     /// Whether `chunk_bytes` suits this (broadcast) algorithm.
     pub fn check_chunks(self, chunk_bytes: u64) -> Result<(), String> {
         use crate::units::names;
         if chunk_bytes > 0 && !Self::CHUNKED.contains(&self) {
-            return Err(format!("workload.chunk_bytes: only the ring broadcasts ({}) cut messages into chunks", names(&Self::CHUNKED)));
+            return Err(format!("workload.chunk_bytes: only these broadcasts cut messages into chunks: {}", names(&Self::CHUNKED)));
         }
         if self == Algorithm::PipelinedRing && chunk_bytes == 0 {
             return Err("workload.chunk_bytes: pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)".into());
@@ -278,8 +325,8 @@ impl MpiLibrary {
 
 impl CollectiveKind {
     /// What `algorithm = "auto"` runs on `ranks` ranks for a message of
-    /// `bytes` under `library`'s rules (allreduce), else
-    /// [`Self::default_algorithm`].
+    /// `bytes` under `library`'s rules, else (gather, scatter, Open MPI's
+    /// scans) [`Self::default_algorithm`].
     pub fn auto_algorithm(self, library: MpiLibrary, ranks: u32, bytes: u64) -> Algorithm {
         match (self, library) {
             (CollectiveKind::Allreduce, MpiLibrary::OpenMpi) => open_mpi_allreduce(ranks, bytes),
@@ -291,6 +338,15 @@ impl CollectiveKind {
             (CollectiveKind::Alltoall, MpiLibrary::Mpich) => mpich_alltoall(ranks, bytes),
             (CollectiveKind::Barrier, MpiLibrary::OpenMpi) => open_mpi_barrier(ranks),
             (CollectiveKind::Reduce, MpiLibrary::Mpich) => mpich_reduce(ranks, bytes),
+            (CollectiveKind::Reduce, MpiLibrary::OpenMpi) => open_mpi_reduce(ranks, bytes),
+            (CollectiveKind::Allgather, MpiLibrary::OpenMpi) => open_mpi_allgather(ranks, bytes),
+            (CollectiveKind::ReduceScatter, MpiLibrary::OpenMpi) => open_mpi_reduce_scatter(ranks, bytes),
+            (CollectiveKind::ReduceScatterBlock, MpiLibrary::OpenMpi) => open_mpi_reduce_scatter_block(ranks, bytes),
+            (CollectiveKind::ReduceScatter | CollectiveKind::ReduceScatterBlock, MpiLibrary::Mpich) => mpich_reduce_scatter(ranks, bytes),
+            // Open MPI's tuned component has no fixed rule for the scans: its
+            // basic component's linear chain runs; MPICH: recursive doubling
+            // (its `smp` variant, for ranks placed node by node, is not modelled)
+            (CollectiveKind::Scan | CollectiveKind::Exscan, MpiLibrary::Mpich) => Algorithm::RecursiveDoubling,
             // MPICH: k-dissemination with k = 2 (generic.json), our default
             _ => self.default_algorithm(),
         }
@@ -302,6 +358,8 @@ impl CollectiveKind {
             CollectiveKind::Bcast | CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => Algorithm::Binomial,
             CollectiveKind::Allgather => Algorithm::Ring,
             CollectiveKind::Alltoall => Algorithm::Pairwise,
+            CollectiveKind::ReduceScatter | CollectiveKind::ReduceScatterBlock => Algorithm::Ring,
+            CollectiveKind::Scan | CollectiveKind::Exscan => Algorithm::Linear,
         }
     }
 
@@ -323,11 +381,15 @@ impl CollectiveKind {
                 ScatterAllgather,
                 ScatterRingAllgather,
             ],
-            CollectiveKind::Reduce => &[Binomial, Rabenseifner],
+            CollectiveKind::Reduce => &[Binomial, Rabenseifner, Linear, Ring, TwoRing, BinaryTree, InOrderBinary, Knomial],
             CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
-            CollectiveKind::Allgather => &[Ring, RecursiveDoubling, Bruck],
+            CollectiveKind::Allgather => &[Ring, RecursiveDoubling, Bruck, NeighborExchange],
             CollectiveKind::Alltoall => &[Pairwise, Linear, Bruck],
             CollectiveKind::Barrier => &[Dissemination, Linear, RecursiveDoubling, Binomial],
+            CollectiveKind::ReduceScatter | CollectiveKind::ReduceScatterBlock => {
+                &[Ring, RecursiveHalving, Butterfly, Pairwise, Nonoverlapping]
+            }
+            CollectiveKind::Scan | CollectiveKind::Exscan => &[Linear, RecursiveDoubling],
         }
     }
 
@@ -378,6 +440,9 @@ impl Collective {
                 "workload.algorithm: recursive_doubling allgather needs a power-of-two rank count, got {}; use ring",
                 self.ranks
             ));
+        }
+        if self.algorithm == Algorithm::NeighborExchange && !self.ranks.is_multiple_of(2) {
+            return Err(format!("workload.algorithm: neighbor_exchange needs an even rank count, got {}; use ring", self.ranks));
         }
         if self.chunk_bytes == 0 {
             self.algorithm.check_chunks(0)?;
@@ -803,5 +868,269 @@ pub fn mpich_reduce(ranks: u32, bytes: u64) -> Algorithm {
         Algorithm::Binomial
     } else {
         Algorithm::Rabenseifner
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Reduce with a commutative operation
+/// (`ompi_coll_tuned_reduce_intra_dec_fixed`, coll_tuned_decision_fixed.c,
+/// Open MPI main 8efebee, as in v5.0), fan-in 2 and no segmentation. Its
+/// algorithms: 1 linear, 2 chain (fan-in 2: our two chains), 3 pipeline
+/// (unsegmented: one chain, our ring), 4 binary, 5 binomial, 6 in-order
+/// binary, 7 Rabenseifner.
+pub fn open_mpi_reduce(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let alg: u8 = match ranks {
+        0..4 => match bytes {
+            0..8 => 7,
+            8..16 => 4,
+            16..32 => 3,
+            32..262144 => 1,
+            262144..524288 => 3,
+            524288..1048576 => 2,
+            _ => 3,
+        },
+        4..8 => match bytes {
+            0..4096 => 4,
+            4096..65536 => 2,
+            65536..262144 => 5,
+            262144..524288 => 1,
+            524288..1048576 => 5,
+            _ => 1,
+        },
+        8..16 => {
+            if bytes < 8192 {
+                4
+            } else {
+                5
+            }
+        }
+        16..32 => {
+            if bytes < 4096 {
+                4
+            } else {
+                5
+            }
+        }
+        32..256 => 5,
+        256..512 => match bytes {
+            8192..16384 => 6,
+            _ => 5,
+        },
+        512..2048 => 5,
+        2048..4096 => match bytes {
+            512..1024 | 8192..16384 => 6,
+            _ => 5,
+        },
+        _ => match bytes {
+            16..32 | 1024..2048 | 8192..16384 => 6,
+            _ => 5,
+        },
+    };
+    match alg {
+        1 => Linear,
+        2 => TwoRing,
+        3 => Ring,
+        4 => BinaryTree,
+        6 => InOrderBinary,
+        7 => Rabenseifner,
+        _ => Binomial,
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Allgather (`ompi_coll_tuned_allgather_intra_dec_fixed`,
+/// as above), by the bytes each rank contributes. Its algorithms: 2 Bruck
+/// (radix 2), 3 recursive doubling (Bruck on non-powers of two), 4 ring, 5
+/// neighbour exchange (the ring on odd counts), 6 two_proc (2 ranks: one
+/// exchange, as recursive doubling).
+pub fn open_mpi_allgather(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let alg: u8 = match ranks {
+        0..=2 => 6,
+        3..32 => 3,
+        32..64 => match bytes {
+            0..1024 => 3,
+            1024..65536 => 5,
+            _ => 4,
+        },
+        64..128 => match bytes {
+            0..512 => 3,
+            512..65536 => 5,
+            _ => 4,
+        },
+        128..256 => match bytes {
+            0..512 => 3,
+            512..131072 | 524288..1048576 => 5,
+            _ => 4,
+        },
+        256..512 => match bytes {
+            0..32 | 128..1024 => 3,
+            32..128 => 2,
+            1024..131072 | 524288..1048576 => 5,
+            _ => 4,
+        },
+        512..1024 => match bytes {
+            0..64 | 256..2048 => 3,
+            64..256 => 2,
+            _ => 5,
+        },
+        1024..2048 => match bytes {
+            4..8 | 16..32 | 256..512 => 2,
+            0..4096 => 3,
+            _ => 5,
+        },
+        2048..4096 => match bytes {
+            0..32 | 128..512 => 2,
+            0..4096 => 3,
+            _ => 5,
+        },
+        _ => match bytes {
+            0..2 | 8..16 | 512..4096 => 3,
+            0..512 => 2,
+            _ => 5,
+        },
+    };
+    match alg {
+        2 => Bruck,
+        3 | 6 if ranks.is_power_of_two() => RecursiveDoubling,
+        3 | 6 => Bruck,
+        4 => Ring,
+        _ if ranks.is_multiple_of(2) => NeighborExchange,
+        _ => Ring,
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Reduce_scatter with a commutative
+/// operation (`ompi_coll_tuned_reduce_scatter_intra_dec_fixed`, as above),
+/// by the total vector, p blocks of `bytes`. Its algorithms: 1
+/// non-overlapping, 2 recursive halving, 3 ring, 4 butterfly.
+pub fn open_mpi_reduce_scatter(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let total = bytes.saturating_mul(ranks as u64);
+    let alg: u8 = match ranks {
+        0..4 => match total {
+            65536..131072 => 4,
+            _ => 3,
+        },
+        4..8 => match total {
+            0..8 => 1,
+            8..262144 => 2,
+            _ => 3,
+        },
+        8..32 => {
+            if total < 262144 {
+                2
+            } else {
+                3
+            }
+        }
+        32..64 => match total {
+            0..64 => 1,
+            64..2048 => 2,
+            2048..524288 => 4,
+            _ => 3,
+        },
+        64..128 => match total {
+            0..256 => 1,
+            256..512 | 2048..4096 => 2,
+            _ => 4,
+        },
+        128..256 => match total {
+            0..256 => 1,
+            256..512 => 2,
+            _ => 4,
+        },
+        256..512 => match total {
+            0..256 => 1,
+            256..1024 => 2,
+            _ => 4,
+        },
+        512..1024 => match total {
+            0..512 => 1,
+            512..2048 | 8192..16384 => 2,
+            _ => 4,
+        },
+        1024..2048 => match total {
+            0..512 => 1,
+            512..4096 | 16384..32768 => 2,
+            _ => 4,
+        },
+        2048..4096 => match total {
+            0..512 => 1,
+            512..4096 => 2,
+            _ => 4,
+        },
+        _ => match total {
+            0..1024 => 1,
+            1024..8192 => 2,
+            _ => 4,
+        },
+    };
+    match alg {
+        1 => Nonoverlapping,
+        2 => RecursiveHalving,
+        3 => Ring,
+        _ => Butterfly,
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Reduce_scatter_block with a commutative
+/// operation (`ompi_coll_tuned_reduce_scatter_block_intra_dec_fixed`, as
+/// above), by one rank's block. Its algorithms: 1 basic linear (reduce,
+/// then scatter: our non-overlapping), 2 recursive doubling, 3 recursive
+/// halving, 4 butterfly. Recursive doubling, picked only for blocks under
+/// 32 B on fewer than 8 ranks, is run as recursive halving (same rounds).
+pub fn open_mpi_reduce_scatter_block(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let alg: u8 = match ranks {
+        0..4 => match bytes {
+            0..4 => 2,
+            4..8 | 16..128 | 256..4096 | 8192..131072 => 4,
+            8..16 | 128..256 | 4096..8192 => 3,
+            _ => 1,
+        },
+        4..8 => match bytes {
+            0..8 | 256..8192 | 16384..1048576 => 3,
+            8..32 => 2,
+            32..256 | 8192..16384 => 4,
+            _ => 1,
+        },
+        8..16 => match bytes {
+            0..4 => 1,
+            4..32 => 3,
+            32..128 => 4,
+            128..524288 => 3,
+            524288..4194304 => 1,
+            _ => 4,
+        },
+        16..32 => match bytes {
+            0..32 => 1,
+            32..524288 => 3,
+            524288..2097152 => 1,
+            2097152..4194304 => 3,
+            _ => 4,
+        },
+        _ => match bytes {
+            0..4 => 3,
+            4..16 => 1,
+            16..65536 => 4,
+            65536..262144 => 1,
+            _ => 4,
+        },
+    };
+    match alg {
+        1 => Nonoverlapping,
+        2 | 3 => RecursiveHalving,
+        _ => Butterfly,
+    }
+}
+
+/// MPICH's default MPI_Reduce_scatter(_block) selection (generic.json,
+/// MPICH 5.1.0a1; a commutative operation), by the total vector of p blocks:
+/// recursive halving below 512 KiB, pairwise above.
+pub fn mpich_reduce_scatter(ranks: u32, bytes: u64) -> Algorithm {
+    if bytes.saturating_mul(ranks as u64) < 524288 {
+        Algorithm::RecursiveHalving
+    } else {
+        Algorithm::Pairwise
     }
 }

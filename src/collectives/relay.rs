@@ -136,6 +136,9 @@ fn knomial_mask(v: u32, p: u32) -> u32 {
 
 /// Number of children of relative rank v.
 pub fn children(alg: Algorithm, v: u32, p: u32) -> u32 {
+    if alg == Algorithm::Linear {
+        return if v == 0 { p.saturating_sub(1) } else { 0 }; // (not counted one by one: p can be large)
+    }
     (0..).take_while(|&j| child(alg, v, p, j).is_some()).count() as u32
 }
 

@@ -44,13 +44,27 @@ fn messages(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64) -> Option
         (Allreduce, Ring) => 2 * p * (p - 1),
         (Allreduce, ReduceBcast) => 2 * (p - 1),
         (Allreduce, Rabenseifner) => 2 * pof2 * pof2.trailing_zeros() as usize + 4 * (p - pof2),
-        (Bcast, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified) => (p - 1) * chunks as usize,
+        (Bcast, a) if Algorithm::CHUNKED.contains(&a) => (p - 1) * chunks as usize,
         (Alltoall, Bruck) => p * lg,
         (Reduce, Rabenseifner) => 3 * (p - pof2) + pof2 * pof2.trailing_zeros() as usize + pof2 - 1,
         (Barrier, Linear | Binomial) => 2 * (p - 1),
         (Barrier, RecursiveDoubling) => pof2 * pof2.trailing_zeros() as usize + 2 * (p - pof2),
         (Allgather, Ring) | (Alltoall, _) => p * (p - 1),
         (Allgather, RecursiveDoubling | Bruck) => p * lg,
+        (Allgather, NeighborExchange) => p * (p / 2),
+        (ReduceScatter | ReduceScatterBlock, Ring | Pairwise) => p * (p - 1),
+        (ReduceScatter | ReduceScatterBlock, Nonoverlapping) => 2 * (p - 1),
+        // the fold and the hand-back, then log2 rounds of exchanges
+        (ReduceScatter | ReduceScatterBlock, RecursiveHalving) => 2 * (p - pof2) + pof2 * pof2.trailing_zeros() as usize,
+        // …and the mirror permutation, which leaves the 2^⌈lg/2⌉ bit palindromes in place
+        (ReduceScatter | ReduceScatterBlock, Butterfly) => {
+            let lg2 = pof2.trailing_zeros() as usize;
+            2 * (p - pof2) + pof2 * lg2 + pof2 - (1 << lg2.div_ceil(2))
+        }
+        (Scan | Exscan, Linear) => p - 1,
+        (Scan | Exscan, RecursiveDoubling) => (0..lg).map(|k| (0..p).filter(|r| r ^ (1 << k) < p).count()).sum(),
+        // one more message than the tree when the root is not rank p − 1: counted from the steps
+        (Reduce, InOrderBinary) => return None,
         // empty blocks are not scattered: counted from the steps, checked by their own test
         (Bcast, ScatterAllgather | ScatterRingAllgather) => return None,
         _ => p - 1, // trees: bcast, reduce, gather, scatter
@@ -65,13 +79,18 @@ fn expected(kind: CollectiveKind, alg: Algorithm, p: u32, chunks: u64, bytes: u6
 
 /// The broadcasts that cut messages into chunks.
 fn is_relay(kind: CollectiveKind, alg: Algorithm) -> bool {
-    use Algorithm::*;
-    kind == CollectiveKind::Bcast && matches!(alg, PipelinedRing | Ring | ModifiedRing | TwoRing | TwoRingModified)
+    kind == CollectiveKind::Bcast && Algorithm::CHUNKED.contains(&alg)
+}
+
+/// Whether the algorithm runs on p ranks (recursive doubling allgather
+/// needs a power of two, neighbour exchange an even count).
+fn fits(kind: CollectiveKind, alg: Algorithm, p: u32) -> bool {
+    call(kind, alg, p, 0, 8).validate().is_ok()
 }
 
 fn all_calls() -> Vec<(CollectiveKind, Algorithm)> {
     use CollectiveKind::*;
-    [Allreduce, Bcast, Reduce, Gather, Scatter, Allgather, Alltoall, Barrier]
+    [Allreduce, Bcast, Reduce, Gather, Scatter, Allgather, Alltoall, Barrier, ReduceScatter, ReduceScatterBlock, Scan, Exscan]
         .into_iter()
         .flat_map(|k| k.algorithms().iter().map(move |&a| (k, a)))
         .collect()
@@ -81,7 +100,7 @@ fn all_calls() -> Vec<(CollectiveKind, Algorithm)> {
 fn message_counts_match_each_algorithm() {
     for (kind, alg) in all_calls() {
         for p in 1..=40u32 {
-            if kind == CollectiveKind::Allgather && alg == Algorithm::RecursiveDoubling && !p.is_power_of_two() {
+            if !fits(kind, alg, p) {
                 continue;
             }
             let c = call(kind, alg, p, p / 3, 2500);
@@ -168,7 +187,7 @@ fn coll(ranks: u32, collective: CollectiveKind, algorithm: Algorithm, bytes: u64
 fn every_algorithm_runs_to_completion_eager_and_rendezvous() {
     for (kind, alg) in all_calls() {
         for p in [1u32, 2, 3, 5, 8, 13, 16, 33] {
-            if kind == CollectiveKind::Allgather && alg == Algorithm::RecursiveDoubling && !p.is_power_of_two() {
+            if !fits(kind, alg, p) {
                 continue;
             }
             for bytes in [8u64, 100_000] {
@@ -185,7 +204,7 @@ fn every_algorithm_runs_to_completion_eager_and_rendezvous() {
 
 #[test]
 fn ideal_mode_removes_the_collective_time_exactly() {
-    for (kind, alg) in all_calls().into_iter().filter(|c| c.1 != Algorithm::RecursiveDoubling || c.0 != CollectiveKind::Allgather) {
+    for (kind, alg) in all_calls().into_iter().filter(|&(k, a)| fits(k, a, 12)) {
         let e = run(coll(12, kind, alg, 64, CollectiveMode::Ideal));
         assert!((0..12).all(|r| e.finish_time(r) == 2 * 1_000_000), "{kind:?}/{alg:?}");
         assert_eq!(e.events, 24);
@@ -214,6 +233,14 @@ fn pipelining_beats_a_single_message_for_large_broadcasts() {
     let whole = run(chain);
     let makespan = |e: &Engine<StreamProgram<CollectiveLoop>>| (0..16).map(|r| e.finish_time(r)).max().unwrap();
     assert!(makespan(&piped) * 3 < makespan(&whole), "{} vs {}", makespan(&piped), makespan(&whole));
+    // a segmented binary tree: the levels forward segments while the root still
+    // sends, instead of each of the 4 levels sending the whole message to two children
+    let mut tree = coll(16, CollectiveKind::Bcast, Algorithm::BinaryTree, 1 << 20, CollectiveMode::Blocking);
+    (tree.iterations, tree.compute_ps, tree.root, tree.chunk_bytes) = (1, 0, 0, 1 << 16);
+    let segmented = makespan(&run(tree.clone()));
+    tree.chunk_bytes = 0;
+    let unsegmented = makespan(&run(tree));
+    assert!(segmented * 2 < unsegmented, "{segmented} vs {unsegmented}");
 }
 
 fn run_with(w: CollectiveLoop, async_progress: bool) -> Time {
@@ -256,7 +283,7 @@ fn nonblocking_mode_completes_every_algorithm() {
     for (kind, alg) in all_calls() {
         for async_progress in [false, true] {
             let p = 11;
-            if kind == CollectiveKind::Allgather && alg == Algorithm::RecursiveDoubling {
+            if !fits(kind, alg, p) {
                 continue;
             }
             let w = CollectiveLoop { test_chunks: 3, ..coll(p, kind, alg, 70_000, CollectiveMode::Nonblocking) };
@@ -495,7 +522,7 @@ fn scatter_allgather_delivers_every_block_once() {
 fn knomial_tree_has_radix_4_and_log4_depth() {
     use super::relay::{children, parent};
     // root's children in a 64-rank radix-4 tree: 16, 32, 48, then 4, 8, 12, then 1, 2, 3
-    let c = call(CollectiveKind::Bcast, Algorithm::Knomial, 64, 0, 8);
+    let c = Collective { chunk_bytes: 0, ..call(CollectiveKind::Bcast, Algorithm::Knomial, 64, 0, 8) };
     let to: Vec<u32> = c.steps(0).into_iter().filter_map(|s| if let Step::FanOut { to, .. } = s { Some(to) } else { None }).collect();
     assert_eq!(to, vec![16, 32, 48, 4, 8, 12, 1, 2, 3]);
     assert_eq!(parent(Algorithm::Knomial, 37, 64), Some(36));
@@ -645,4 +672,136 @@ fn rabenseifner_reduce_gathers_the_whole_vector_at_the_root() {
     assert_eq!(mpich_reduce(64, 2048), Algorithm::Binomial);
     assert_eq!(mpich_reduce(64, 4096), Algorithm::Rabenseifner);
     assert_eq!(mpich_reduce(1024, 4096), Algorithm::Binomial); // 512 doubles < 1024
+}
+
+/// Bytes a call's ranks send in all.
+fn bytes_sent(c: &Collective) -> u64 {
+    sends(c).iter().map(|s| s.2).sum()
+}
+
+#[test]
+fn reduce_scatter_moves_the_closed_form_volume_and_every_rank_gets_its_block() {
+    use Algorithm::*;
+    let b = 1000u64;
+    for p in [2u32, 3, 5, 6, 8, 12, 16, 27, 32, 40] {
+        let (pof2, rem) = (floor_pow2(p) as u64, (p - floor_pow2(p)) as u64);
+        let pb = p as u64 * b;
+        let lg2 = pof2.trailing_zeros();
+        // the halvings move half the vector per pair and round: p·b·(2^⌊lg p⌋ − 1) in all
+        let halving = pb * (pof2 - 1);
+        let palindromes = 1u64 << lg2.div_ceil(2);
+        for (alg, want) in [
+            (Ring, pb * (p as u64 - 1)),
+            (Pairwise, pb * (p as u64 - 1)),
+            (Nonoverlapping, pb * (p as u64 - 1) + b * (p as u64 - 1)),
+            (RecursiveHalving, rem * pb + halving + rem * b),
+            (Butterfly, rem * pb + halving + rem * b + (pof2 - palindromes) * b),
+        ] {
+            let c = call(CollectiveKind::ReduceScatter, alg, p, 0, b);
+            assert_eq!(bytes_sent(&c), want, "{alg:?} p={p}");
+            // a folded-out rank's last step receives its own block
+            for r in (0..2 * rem as u32).step_by(2).filter(|_| matches!(alg, RecursiveHalving | Butterfly)) {
+                assert_eq!(c.steps(r).last().copied().map(|s| matches!(s, Step::Recv { bytes, .. } if bytes == b)), Some(true));
+            }
+        }
+    }
+    // neighbour exchange: every rank receives the p − 1 other blocks
+    for p in [2u32, 4, 6, 10, 32] {
+        let c = call(CollectiveKind::Allgather, NeighborExchange, p, 0, 100);
+        for r in 0..p {
+            let got: u64 = c.steps(r).iter().map(|s| if let Step::Exchange { recv_bytes, .. } = s { *recv_bytes } else { 0 }).sum();
+            assert_eq!(got, 100 * (p as u64 - 1), "p={p} r={r}");
+        }
+    }
+    // in-order binary: the tree rooted at p − 1, one more message to another root
+    for (p, root, msgs) in [(7u32, 6u32, 6usize), (7, 0, 7), (10, 3, 10)] {
+        let c = call(CollectiveKind::Reduce, InOrderBinary, p, root, 8);
+        assert_eq!(sends(&c).len(), msgs, "p={p} root={root}");
+        if root == p - 1 {
+            assert!(c.steps(root).iter().all(|s| matches!(s, Step::Recv { .. })), "the tree's own root only receives");
+        } else {
+            assert_eq!(c.steps(root).last().copied(), Some(Step::Recv { from: p - 1, bytes: 8 }), "p − 1 hands the result on");
+        }
+    }
+}
+
+#[test]
+fn reduce_scatter_algorithms_trade_latency_for_bandwidth() {
+    let makespan = |alg: Algorithm, bytes: u64| {
+        let mut w = coll(64, CollectiveKind::ReduceScatter, alg, bytes, CollectiveMode::Blocking);
+        (w.iterations, w.compute_ps) = (1, 0);
+        let e = run(w);
+        (0..64).map(|r| e.finish_time(r)).max().unwrap()
+    };
+    use Algorithm::*;
+    // 8-byte blocks: log2(64) = 6 rounds beat the ring's 63 steps and the root's 63 sends
+    let small: Vec<Time> = [RecursiveHalving, Butterfly, Ring, Nonoverlapping].iter().map(|&a| makespan(a, 8)).collect();
+    assert!(small[0] * 3 < small[2] && small[1] * 3 < small[2] && small[0] < small[3], "{small:?}");
+    // 64 KiB blocks (4 MiB vector): reducing the whole vector to one rank loses to the
+    // bandwidth-optimal algorithms, which each move (p − 1)·b per rank
+    let large: Vec<Time> = [RecursiveHalving, Butterfly, Ring, Nonoverlapping].iter().map(|&a| makespan(a, 65536)).collect();
+    assert!(large[..3].iter().all(|&t| t * 2 < large[3]), "{large:?}");
+}
+
+#[test]
+fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
+    use super::{mpich_reduce_scatter, open_mpi_allgather, open_mpi_reduce, open_mpi_reduce_scatter, open_mpi_reduce_scatter_block};
+    use Algorithm::*;
+    // (ranks, bytes, Open MPI's algorithm number in coll_tuned_decision_fixed.c → ours)
+    for (p, n, want) in [
+        (2, 4, Rabenseifner),         // 7
+        (3, 20, Ring),                // 3 pipeline, unsegmented: one chain
+        (3, 1000, Linear),            // 1
+        (3, 600_000, TwoRing),        // 2 chain, fan-in 2
+        (6, 1000, BinaryTree),        // 4
+        (6, 100_000, Binomial),       // 5
+        (300, 10_000, InOrderBinary), // 6
+        (3000, 600, InOrderBinary),   // 6
+        (3000, 5000, Binomial),       // 5
+        (10_000, 20, InOrderBinary),  // 6
+    ] {
+        assert_eq!(open_mpi_reduce(p, n), want, "open mpi reduce p={p} n={n}");
+    }
+    for (p, n, want) in [
+        (2, 1 << 20, RecursiveDoubling), // 6 two_proc: one exchange
+        (16, 100, RecursiveDoubling),    // 3
+        (12, 100, Bruck),                // 3, which runs Bruck on a non-power of two
+        (40, 2000, NeighborExchange),    // 5
+        (41, 2000, Ring),                // 5, which runs the ring on an odd count
+        (40, 100_000, Ring),             // 4
+        (300, 64, Bruck),                // 2
+        (4096, 8, RecursiveDoubling),    // 3
+        (4096, 100, Bruck),              // 2
+        (4096, 5000, NeighborExchange),  // 5
+    ] {
+        assert_eq!(open_mpi_allgather(p, n), want, "open mpi allgather p={p} n={n}");
+    }
+    // reduce_scatter by the total vector (p blocks), reduce_scatter_block by one block
+    for (p, block, want) in [
+        (2, 20_000, Ring),           // 3: 40,000 B
+        (2, 40_000, Butterfly),      // 4: 80,000 B
+        (6, 1, Nonoverlapping),      // 1: 6 B
+        (6, 1000, RecursiveHalving), // 2
+        (6, 100_000, Ring),          // 3
+        (40, 1000, Butterfly),       // 4
+        (100, 2, Nonoverlapping),    // 1: 200 B
+        (100, 3, RecursiveHalving),  // 2: 300 B
+        (5000, 1, RecursiveHalving), // 2: 5,000 B
+    ] {
+        assert_eq!(open_mpi_reduce_scatter(p, block), want, "open mpi reduce_scatter p={p} block={block}");
+    }
+    for (p, block, want) in [
+        (3, 2, RecursiveHalving),     // 2 recursive doubling, run as recursive halving
+        (3, 200, RecursiveHalving),   // 3
+        (3, 200_000, Nonoverlapping), // 1 basic linear
+        (12, 64, Butterfly),          // 4
+        (100, 10, Nonoverlapping),    // 1
+        (100, 1000, Butterfly),       // 4
+    ] {
+        assert_eq!(open_mpi_reduce_scatter_block(p, block), want, "open mpi reduce_scatter_block p={p} block={block}");
+    }
+    assert_eq!(mpich_reduce_scatter(64, 8191), RecursiveHalving); // 524,224 B < 512 KiB
+    assert_eq!(mpich_reduce_scatter(64, 8192), Pairwise);
+    assert_eq!(CollectiveKind::Scan.auto_algorithm(MpiLibrary::OpenMpi, 64, 8), Linear);
+    assert_eq!(CollectiveKind::Exscan.auto_algorithm(MpiLibrary::Mpich, 64, 8), RecursiveDoubling);
 }

@@ -1,7 +1,8 @@
 //! A traced collective as rounds of point-to-point messages on its
 //! communicator's members. The collectives the engine has algorithms for
-//! use them (the user's choice or the default); the others (v-variants,
-//! reduce-scatter, scans, neighbourhood collectives) use the linear or ring
+//! use them (the user's choice or the library's rule), MPI_Reduce_scatter
+//! too when its counts are equal; the others (v-variants, unequal
+//! reduce-scatters, neighbourhood collectives) use the linear or ring
 //! schedules of Open MPI's basic component, with the traced per-peer sizes.
 
 use super::format::Coll;
@@ -37,8 +38,17 @@ pub struct Call<'a> {
     pub payload: &'a [u64],
 }
 
-/// The engine's collective for a traced one, where it has algorithms for it.
-pub fn kind_of(c: Coll) -> Option<CollectiveKind> {
+/// The engine's collective for a traced call, where it has algorithms for
+/// it, and the size its algorithms take (a reduce-scatter's block).
+pub fn engine_call(call: &Call) -> Option<(CollectiveKind, u64)> {
+    if call.coll == Coll::ReduceScatter {
+        let counts = call.payload.get(..call.n as usize)?;
+        return counts.iter().all(|&c| c == counts[0]).then(|| (CollectiveKind::ReduceScatter, counts[0]));
+    }
+    Some((kind_of(call.coll)?, call.bytes))
+}
+
+fn kind_of(c: Coll) -> Option<CollectiveKind> {
     Some(match c {
         Coll::Barrier => CollectiveKind::Barrier,
         Coll::Bcast => CollectiveKind::Bcast,
@@ -48,6 +58,9 @@ pub fn kind_of(c: Coll) -> Option<CollectiveKind> {
         Coll::Scatter => CollectiveKind::Scatter,
         Coll::Allgather => CollectiveKind::Allgather,
         Coll::Alltoall => CollectiveKind::Alltoall,
+        Coll::ReduceScatterBlock => CollectiveKind::ReduceScatterBlock,
+        Coll::Scan => CollectiveKind::Scan,
+        Coll::Exscan => CollectiveKind::Exscan,
         _ => return None,
     })
 }
@@ -135,8 +148,8 @@ fn linear_scatter(call: &Call, sizes: Option<&[u64]>, mine: u64) -> Vec<Round> {
 /// the engine has algorithms for.
 pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, String> {
     let (n, me) = (call.n, call.me);
-    if let Some(kind) = kind_of(call.coll) {
-        return engine_rounds(kind, algorithm, n, me, call.root, call.bytes);
+    if let Some((kind, bytes)) = engine_call(call) {
+        return engine_rounds(kind, algorithm, n, me, call.root, bytes);
     }
     let next = |k: u32| (me + k) % n;
     let prev = |k: u32| (me + n - k % n) % n;
@@ -174,31 +187,30 @@ pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, S
                 })
                 .collect()
         }
-        Coll::ReduceScatter | Coll::ReduceScatterBlock => {
-            // Reduce the whole vector to member 0, then scatter the blocks.
-            let sizes: Vec<u64> =
-                if call.coll == Coll::ReduceScatterBlock { vec![call.bytes; n as usize] } else { payload(call, n as usize)?.to_vec() };
+        Coll::ReduceScatter => {
+            // Unequal counts: reduce the whole vector to member 0 (Open MPI's
+            // non-overlapping algorithm), then scatter the blocks.
+            let sizes = payload(call, n as usize)?;
             let total: u64 = sizes.iter().sum();
             let mut out = engine_rounds(CollectiveKind::Reduce, None, n, me, 0, total)?;
             let scatter = Call { root: 0, ..*call };
-            out.extend(linear_scatter(&scatter, Some(&sizes), sizes[me as usize]));
-            out
-        }
-        Coll::Scan | Coll::Exscan => {
-            // Linear: receive the prefix from me−1, pass it on to me+1.
-            let mut out = Vec::new();
-            if me > 0 {
-                out.extend(together([Msg { send: false, peer: me - 1, bytes: call.bytes }]));
-            }
-            if me + 1 < n {
-                out.extend(together([Msg { send: true, peer: me + 1, bytes: call.bytes }]));
-            }
+            out.extend(linear_scatter(&scatter, Some(sizes), sizes[me as usize]));
             out
         }
         Coll::NeighborAllgather | Coll::NeighborAllgatherv | Coll::NeighborAlltoall | Coll::NeighborAlltoallv | Coll::NeighborAlltoallw => {
             return Err("neighbourhood collectives are expanded by the caller".into());
         }
-        Coll::Barrier | Coll::Bcast | Coll::Reduce | Coll::Allreduce | Coll::Gather | Coll::Scatter | Coll::Allgather | Coll::Alltoall => {
+        Coll::Barrier
+        | Coll::Bcast
+        | Coll::Reduce
+        | Coll::Allreduce
+        | Coll::Gather
+        | Coll::Scatter
+        | Coll::Allgather
+        | Coll::Alltoall
+        | Coll::ReduceScatterBlock
+        | Coll::Scan
+        | Coll::Exscan => {
             unreachable!("handled by the engine's algorithms above")
         }
     })

@@ -623,8 +623,6 @@ impl RankConv {
                 return self.emit(sink, vec![Round::Together(msgs)], |w| w, tag, blocking, r.req, ranks);
             }
             _ => {
-                let alg = collective::kind_of(coll)
-                    .map(|k| sh.algorithms.get(&k).copied().unwrap_or_else(|| k.auto_algorithm(sh.library, n, r.bytes)));
                 let resized;
                 let payload = if matches!(self.placement, Placement::Grid { .. }) && !payload.is_empty() {
                     let exact;
@@ -635,6 +633,8 @@ impl RankConv {
                     payload
                 };
                 let call = Call { coll, n, me, root, bytes: r.bytes, payload };
+                let alg = collective::engine_call(&call)
+                    .map(|(k, bytes)| sh.algorithms.get(&k).copied().unwrap_or_else(|| k.auto_algorithm(sh.library, n, bytes)));
                 collective::rounds(&call, alg)?
             }
         };

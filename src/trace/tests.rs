@@ -334,3 +334,37 @@ fn a_reordered_cartesian_grid_is_refused() {
     let e = replay(&TraceSpec { scale_to: Some(36), ..spec(&d) }).unwrap_err();
     assert!(e.contains("a reordered grid does not extrapolate") && e.contains("rank-0.iwt record 1"), "{e}");
 }
+
+#[test]
+fn reduce_scatters_and_scans_replay_with_the_librarys_algorithms() {
+    // 6 ranks: MPI_Reduce_scatter_block of 100 KiB blocks, MPI_Reduce_scatter
+    // with equal and with unequal counts, MPI_Scan and MPI_Exscan
+    let d = tmp("reduce-scatter");
+    let p = 6u32;
+    for r in 0..p {
+        let mut k = Rank::new(&d, r as i32, p as i32);
+        k.coll(Coll::ReduceScatterBlock, 0, 102_400, &[]);
+        k.coll(Coll::ReduceScatter, 0, 800, &[800; 6]);
+        k.coll(Coll::ReduceScatter, 0, 8 * (r as u64 + 1), &[8, 16, 24, 32, 40, 48]);
+        k.coll(Coll::Scan, 0, 40, &[]);
+        k.coll(Coll::Exscan, 0, 40, &[]);
+        k.finish_as("Open MPI v5.0.11");
+    }
+    let events = |algorithms: &[&str], library: Option<crate::collectives::MpiLibrary>| {
+        let s = TraceSpec { algorithms: algorithms.iter().map(|a| a.to_string()).collect(), library, ..spec(&d) };
+        replay(&s).unwrap().1
+    };
+    // Open MPI's rules on 6 ranks: recursive halving for both reduce-scatters
+    // (2·2 fold messages + 4·2 exchanges = 12 each), the linear chains of its
+    // basic scans (5 each); the unequal one reduces to rank 0 and scatters (5 + 5)
+    let open_mpi = events(&[], None);
+    let msgs = |rs_block: u64, rs: u64, scans: u64| 2 * (rs_block + rs + 10 + scans);
+    let ring = events(&["reduce_scatter_block=ring"], None);
+    assert_eq!(ring - open_mpi, msgs(30, 12, 10) - msgs(12, 12, 10));
+    let rings = events(&["reduce_scatter_block=ring", "reduce_scatter=ring"], None);
+    assert_eq!(rings - open_mpi, msgs(30, 30, 10) - msgs(12, 12, 10));
+    // MPICH: recursive halving again (600 KiB > 512 KiB total for the block one: pairwise,
+    // 30 messages), and recursive-doubling scans: partners r XOR 1, 2, 4 inside 6 ranks (6 + 4 + 4 = 14 each)
+    let mpich = events(&[], Some(crate::collectives::MpiLibrary::Mpich));
+    assert_eq!(mpich - open_mpi, msgs(30, 12, 28) - msgs(12, 12, 10));
+}

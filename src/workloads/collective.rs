@@ -186,6 +186,9 @@ impl CollectiveLoop {
             return Err(format!("workload.root: must be < {what}, got {}", self.root));
         }
         let call = self.call();
+        if self.chunk_bytes > 0 && self.collective != CollectiveKind::Bcast {
+            return Err("workload.chunk_bytes: only broadcasts cut messages into chunks".into());
+        }
         call.algorithm.check_chunks(self.chunk_bytes)?;
         call.validate()
     }
