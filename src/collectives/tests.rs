@@ -805,3 +805,26 @@ fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
     assert_eq!(CollectiveKind::Scan.auto_algorithm(MpiLibrary::OpenMpi, 64, 8), Linear);
     assert_eq!(CollectiveKind::Exscan.auto_algorithm(MpiLibrary::Mpich, 64, 8), RecursiveDoubling);
 }
+
+#[test]
+fn every_algorithm_completes_with_a_handshake_rendezvous_and_a_dma_nic() {
+    use crate::network::{NicModel, Rendezvous};
+    let protocols =
+        [(Rendezvous::Handshake, NicModel::Loggopsim), (Rendezvous::Loggopsim, NicModel::Dma), (Rendezvous::Handshake, NicModel::Dma)];
+    for (kind, alg) in all_calls() {
+        for (p, (rendezvous, nic_model)) in [5u32, 8].into_iter().flat_map(|p| protocols.map(|x| (p, x))) {
+            if !fits(kind, alg, p) {
+                continue;
+            }
+            for mode in [CollectiveMode::Blocking, CollectiveMode::Nonblocking] {
+                let w = CollectiveLoop { test_chunks: 3, ..coll(p, kind, alg, 100_000, mode) };
+                let net = Network { rendezvous, nic_model, ..Network::uniform(LogGOPS::loggopsim_defaults()) };
+                let mut e = Engine::new(StreamProgram::new(w, Recorder::disabled()), net, Noise::none()).unwrap();
+                e.run().unwrap_or_else(|err| panic!("{kind:?}/{alg:?} p={p} {mode:?}: {err}"));
+                let chunks = if is_relay(kind, alg) { 100_000u64.div_ceil(30_000) } else { 1 };
+                let calcs = if mode == CollectiveMode::Blocking { p } else { 3 * p } as u64;
+                assert_eq!(e.events, 2 * (calcs + 2 * expected(kind, alg, p, chunks, 100_000)), "{kind:?}/{alg:?} p={p} {mode:?}");
+            }
+        }
+    }
+}

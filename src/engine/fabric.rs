@@ -249,8 +249,8 @@ mod tests {
 
     fn run(ops: Vec<Vec<StreamOp>>, pl: Platform) -> Vec<Time> {
         let p = ops.len() as u32;
-        let net =
-            Network { inter_node: pl.inter_node.eager, intra_node: None, ranks_per_node: pl.ranks_per_node, platform: Some(Box::new(pl)) };
+        let net = Network { ranks_per_node: pl.ranks_per_node, ..Network::uniform(pl.inter_node.eager) };
+        let net = Network { platform: Some(Box::new(pl)), ..net };
         let mut e = Engine::new(StreamProgram::new(Ops(ops), Recorder::disabled()), net, Noise::none()).unwrap();
         e.run().unwrap();
         (0..p).map(|r| e.finish_time(r)).collect()

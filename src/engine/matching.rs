@@ -18,9 +18,12 @@ pub struct Entry {
     pub id: u32,
     pub cpu: u8,
     pub nic: u8,
+    /// Unexpected: a handshake rendezvous's request-to-send, not the data.
+    pub rts: bool,
 }
 
-/// 24 bytes: cpu and nic ride in the top 16 bits of the size.
+/// 24 bytes: cpu and nic ride in the top 16 bits of the size, the
+/// request-to-send mark in the bit below them.
 #[derive(Clone, Copy)]
 struct Node {
     src: u32,
@@ -30,12 +33,13 @@ struct Node {
     size_cpu_nic: u64,
 }
 
-const SIZE_BITS: u32 = 48;
+const SIZE_BITS: u32 = 47;
 
 impl Node {
     fn new(e: Entry) -> Self {
         debug_assert!(e.size < 1 << SIZE_BITS);
-        let packed = e.size | (e.cpu as u64) << 56 | (e.nic as u64) << SIZE_BITS;
+        debug_assert!(e.size < 1 << SIZE_BITS);
+        let packed = e.size | (e.rts as u64) << SIZE_BITS | (e.cpu as u64) << 56 | (e.nic as u64) << 48;
         Node { src: e.src, tag: e.tag, id: e.id, next: NIL, size_cpu_nic: packed }
     }
 
@@ -46,7 +50,8 @@ impl Node {
             size: self.size_cpu_nic & ((1 << SIZE_BITS) - 1),
             id: self.id,
             cpu: (self.size_cpu_nic >> 56) as u8,
-            nic: (self.size_cpu_nic >> SIZE_BITS) as u8,
+            nic: (self.size_cpu_nic >> 48) as u8,
+            rts: self.size_cpu_nic >> SIZE_BITS & 1 == 1,
         }
     }
 }
@@ -173,13 +178,13 @@ mod tests {
     use super::*;
 
     fn e(src: u32, tag: u32, id: u32) -> Entry {
-        Entry { src, tag, size: 8, id, cpu: 0, nic: 0 }
+        Entry { src, tag, size: 8, id, cpu: 0, nic: 0, rts: false }
     }
 
     #[test]
     fn nodes_are_small_and_round_trip_their_entry() {
         assert_eq!(std::mem::size_of::<Node>(), 24);
-        let x = Entry { src: 3, tag: ANY, size: (1 << 40) + 5, id: 77, cpu: 255, nic: 9 };
+        let x = Entry { src: 3, tag: ANY, size: (1 << 46) + 5, id: 77, cpu: 255, nic: 255, rts: true };
         assert_eq!(Node::new(x).entry(), x);
     }
 

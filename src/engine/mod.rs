@@ -19,7 +19,7 @@ pub use fabric::Fabric;
 pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
 
-use crate::network::Network;
+use crate::network::{LogGOPS, Network, NicModel, Rendezvous};
 use crate::noise::Noise;
 use crate::program::{OpKind, Program, ReadyOp, ANY};
 use crate::time::Time;
@@ -59,8 +59,8 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
-/// Largest message size the match queues can hold (256 TiB).
-pub const MAX_MESSAGE_BYTES: u64 = 1 << 48;
+/// Largest message size the match queues can hold (128 TiB).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 47;
 
 /// How many stuck ranks or leftover messages an error names.
 const REPORT_LIMIT: usize = 10;
@@ -222,6 +222,10 @@ impl<P: Program> Engine<P> {
             EvKind::Probe => self.on_probe(ev),
             EvKind::Mem => self.on_mem(ev),
             EvKind::MemDone => self.on_mem_done(ev),
+            EvKind::Rts => self.on_rts(ev),
+            EvKind::Cts => self.on_cts(ev),
+            EvKind::Data => self.on_data(ev),
+            EvKind::Landed | EvKind::DataLanded => self.on_landed(ev),
         }
     }
 
@@ -298,7 +302,7 @@ impl<P: Program> Engine<P> {
 
     fn on_send(&mut self, ev: Event) {
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gs(ev.rank, ev.nic()));
-        let free = self.clocks[c].max(self.clocks[n]);
+        let free = self.send_ready(ev.rank, ev.cpu(), ev.nic());
         if free > ev.time {
             self.defer(ev, free);
             return;
@@ -306,13 +310,17 @@ impl<P: Program> Engine<P> {
         let p = *self.net.params(ev.rank, ev.peer, ev.size);
         self.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
+        if self.net.rendezvous == Rendezvous::Handshake && p.is_rendezvous(ev.size) {
+            return self.send_control(ev.with_kind(EvKind::Rts), ev.peer, &p);
+        }
+        let depart = if self.net.nic_model == NicModel::Dma { ev.time.max(self.clocks[n]) } else { ev.time };
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
-        self.clocks[n] = ev.time + p.send_nic(ev.size);
+        self.clocks[n] = depart + p.send_nic(ev.size);
         let mut msg = ev.with_kind(EvKind::Msg);
         let arrive = if self.net.platform.is_none() {
-            ev.time + p.o_ps + p.l_ps
+            depart + p.o_ps + p.l_ps
         } else {
-            self.arrival(ev.rank, ev.peer, ev.size, ev.time + p.o_ps, p.l_ps)
+            self.arrival(ev.rank, ev.peer, ev.size, depart + p.o_ps, p.l_ps)
         };
         (msg.time, msg.rank, msg.peer) = (arrive, ev.peer, ev.rank);
         if self.timeline.is_some() {
@@ -331,19 +339,30 @@ impl<P: Program> Engine<P> {
         self.touched.push(ev.rank);
         let l = self.list(ev.rank, Queue::Unexpected);
         match self.matcher.take(&mut self.clocks[l], Queue::Unexpected, ev.peer, ev.tag) {
+            Some(msg) if msg.rts => {
+                // the request-to-send was handled when it arrived; answer it
+                let mut cts = Event::new(ev.time, EvKind::Cts, msg.cpu, msg.nic, msg.size, ev.rank, msg.src, ev.id, msg.id);
+                let p = *self.net.params(msg.src, ev.rank, msg.size);
+                cts.time = self.clocks[self.o(ev.rank, msg.cpu)].max(ev.time);
+                self.send_control(cts, msg.src, &p);
+            }
             Some(msg) => {
                 // Its CPU cost was charged when it arrived.
                 self.complete_rendezvous(msg.src, ev.rank, msg.size, msg.id, msg.cpu, msg.nic, ev.time);
                 self.program.done(ev.rank, ev.id);
                 self.events += 1;
             }
-            None => self
-                .matcher
-                .push(&mut self.clocks[l - 1], Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() }),
+            None => self.matcher.push(
+                &mut self.clocks[l - 1],
+                Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: false },
+            ),
         }
     }
 
     fn on_msg(&mut self, ev: Event) {
+        if self.net.nic_model == NicModel::Dma {
+            return self.land(ev);
+        }
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
         let free = self.clocks[c].max(self.clocks[n]);
         if free > ev.time {
@@ -357,6 +376,13 @@ impl<P: Program> Engine<P> {
         if self.timeline.is_some() {
             self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
         }
+        self.deliver(ev);
+    }
+
+    /// A received message meets the posted receives, or waits as unexpected.
+    #[inline(always)]
+    fn deliver(&mut self, ev: Event) {
+        let (src, dst) = (ev.peer, ev.rank);
         let l = self.list(dst, Queue::Posted);
         match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
@@ -365,10 +391,178 @@ impl<P: Program> Engine<P> {
                 self.touched.push(dst);
                 self.events += 1;
             }
-            None => self
-                .matcher
-                .push(&mut self.clocks[l + 1], Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic() }),
+            None => self.matcher.push(
+                &mut self.clocks[l + 1],
+                Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: false },
+            ),
         }
+    }
+
+    /// A DMA NIC ([`NicModel::Dma`]) takes a message's data as soon as it
+    /// is free, whatever the CPU does; the CPU handles the message once the
+    /// last byte has landed (`on_landed`).
+    #[cold]
+    fn land(&mut self, ev: Event) {
+        let n = self.gr(ev.rank, ev.nic());
+        if self.clocks[n] > ev.time {
+            self.defer(ev, self.clocks[n]);
+            return;
+        }
+        let p = *self.net.params(ev.peer, ev.rank, ev.size);
+        self.clocks[n] = ev.time + p.recv_nic(ev.size);
+        let mut landed = ev.with_kind(if ev.kind() == EvKind::Data { EvKind::DataLanded } else { EvKind::Landed });
+        landed.time = self.clocks[n] - p.g_ps;
+        self.queue.push_again(landed);
+    }
+
+    /// The CPU's part of a DMA receive: o + (s−1)·O once it is free.
+    #[cold]
+    fn on_landed(&mut self, ev: Event) {
+        let c = self.o(ev.rank, ev.cpu());
+        if self.clocks[c] > ev.time {
+            self.defer(ev, self.clocks[c]);
+            return;
+        }
+        let (src, dst) = (ev.peer, ev.rank);
+        let p = *self.net.params(src, dst, ev.size);
+        self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
+        if self.timeline.is_some() {
+            self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
+        }
+        if ev.kind() == EvKind::DataLanded {
+            self.finish_data(ev);
+        } else {
+            self.deliver(ev);
+        }
+    }
+
+    /// When `rank` can next post a send: its CPU is free, and with
+    /// LogGOPSim's NIC its NIC too (a DMA NIC queues the message).
+    #[inline(always)]
+    fn send_ready(&self, rank: u32, cpu: u8, nic: u8) -> Time {
+        let c = self.clocks[self.o(rank, cpu)];
+        match self.net.nic_model {
+            NicModel::Loggopsim => c.max(self.clocks[self.gs(rank, nic)]),
+            NicModel::Dma => c,
+        }
+    }
+
+    /// Charges a send of `size` bytes posted at `t` (see `send_ready`): the
+    /// CPU o + (s−1)·O, the NIC g + (s−1)·G from when it takes the message,
+    /// which it returns.
+    fn charge_send(&mut self, rank: u32, cpu: u8, nic: u8, t: Time, size: u64, p: &LogGOPS) -> Time {
+        let (c, n) = (self.o(rank, cpu), self.gs(rank, nic));
+        let depart = t.max(self.clocks[n]);
+        self.clocks[c] = self.noise.cpu_end(rank, t, p.send_cpu(size));
+        self.clocks[n] = depart + p.send_nic(size);
+        depart
+    }
+
+    /// Sends a handshake's control message `ev` (a request-to-send or a
+    /// clear-to-send, kind and ids set) from `ev.rank` to `to` at `ev.time`,
+    /// its CPU free by then. Control messages cost o at each end and L in
+    /// flight; they take no NIC time and do not queue behind data on the NICs
+    /// (their few bytes interleave with the data's packets).
+    #[cold]
+    fn send_control(&mut self, mut ev: Event, to: u32, p: &LogGOPS) {
+        let (from, t) = (ev.rank, ev.time);
+        let c = self.o(from, ev.cpu());
+        self.clocks[c] = self.noise.cpu_end(from, t, p.o_ps);
+        ev.time = self.arrival(from, to, 0, t + p.o_ps, p.l_ps);
+        (ev.rank, ev.peer) = (to, from);
+        if self.timeline.is_some() {
+            self.record(from, to, t, ev.time, timeline::Activity::Message);
+        }
+        self.queue.push_new(ev);
+    }
+
+    /// Handles a control message's arrival on `ev.rank` (o, once the CPU is
+    /// free); false if it was deferred because the CPU is busy.
+    fn receive_control(&mut self, ev: Event, p: &LogGOPS) -> bool {
+        let c = self.o(ev.rank, ev.cpu());
+        if self.clocks[c] > ev.time {
+            self.defer(ev, self.clocks[c]);
+            return false;
+        }
+        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
+        true
+    }
+
+    /// A request-to-send reaches the receiver: matched against the posted
+    /// receives (answered at once) or kept as unexpected until one is posted.
+    #[cold]
+    fn on_rts(&mut self, ev: Event) {
+        let (src, dst) = (ev.peer, ev.rank);
+        let p = *self.net.params(src, dst, ev.size);
+        if !self.receive_control(ev, &p) {
+            return;
+        }
+        let l = self.list(dst, Queue::Posted);
+        match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
+            Some(recv) => {
+                let mut cts = Event::new(0, EvKind::Cts, ev.cpu(), ev.nic(), ev.size, dst, src, recv.id, ev.id);
+                cts.time = self.clocks[self.o(dst, ev.cpu())];
+                self.send_control(cts, src, &p);
+            }
+            None => {
+                let e = Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: true };
+                self.matcher.push(&mut self.clocks[l + 1], e);
+            }
+        }
+    }
+
+    /// The clear-to-send reaches the sender: once its CPU has handled it,
+    /// the data leaves (costed as an eager message) and the send is done.
+    #[cold]
+    fn on_cts(&mut self, ev: Event) {
+        let (src, dst) = (ev.rank, ev.peer);
+        let p = *self.net.params(src, dst, ev.size);
+        if !self.receive_control(ev, &p) {
+            return;
+        }
+        let t = self.send_ready(src, ev.cpu(), ev.nic());
+        let depart = self.charge_send(src, ev.cpu(), ev.nic(), t, ev.size, &p);
+        let arrive = self.arrival(src, dst, ev.size, depart + p.o_ps, p.l_ps);
+        if self.timeline.is_some() {
+            let c = self.o(src, ev.cpu());
+            self.record(src, dst, t, self.clocks[c], timeline::Activity::Send);
+            self.record(src, dst, depart, arrive, timeline::Activity::Message);
+        }
+        let mut data = ev.with_kind(EvKind::Data);
+        (data.time, data.rank, data.peer) = (arrive, dst, src);
+        self.queue.push_new(data);
+        self.program.done(src, ev.id);
+        self.touched.push(src);
+        self.events += 1;
+    }
+
+    /// A handshake rendezvous's data reaches the receiver: its receive
+    /// (matched at the request-to-send) completes once the CPU has taken it.
+    #[cold]
+    fn on_data(&mut self, ev: Event) {
+        if self.net.nic_model == NicModel::Dma {
+            return self.land(ev);
+        }
+        let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
+        let free = self.clocks[c].max(self.clocks[n]);
+        if free > ev.time {
+            self.defer(ev, free);
+            return;
+        }
+        let (src, dst) = (ev.peer, ev.rank);
+        let p = *self.net.params(src, dst, ev.size);
+        self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
+        self.clocks[n] = ev.time + p.recv_nic(ev.size);
+        if self.timeline.is_some() {
+            self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
+        }
+        self.finish_data(ev);
+    }
+
+    fn finish_data(&mut self, ev: Event) {
+        self.program.done(ev.rank, ev.tag);
+        self.touched.push(ev.rank);
+        self.events += 1;
     }
 
     /// A rendezvous send completes when matched; the sender's CPU and NIC are
@@ -424,11 +618,11 @@ impl<P: Program> Engine<P> {
             )));
         }
         if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
-            return Err(SimError::Invalid(format!("rank {r}: message of {} bytes exceeds the supported 2^48 bytes", op.size)));
+            return Err(SimError::Invalid(format!("rank {r}: message of {} bytes exceeds the supported 2^47 bytes", op.size)));
         }
-        let (c, n) = (self.o(r, op.cpu), self.gs(r, op.nic));
+        let c = self.o(r, op.cpu);
         let (kind, time) = match op.kind {
-            OpKind::Send => (EvKind::Send, self.clocks[c].max(self.clocks[n])),
+            OpKind::Send => (EvKind::Send, self.send_ready(r, op.cpu, op.nic)),
             OpKind::Recv => (EvKind::Recv, self.clocks[c]),
             OpKind::Calc => (EvKind::Calc, self.clocks[c]),
             OpKind::Probe => (EvKind::Probe, self.clocks[c]),

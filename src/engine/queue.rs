@@ -29,10 +29,23 @@ pub enum EvKind {
     Mem = 6,
     /// Its end as last scheduled (`peer` and `tag` hold the version).
     MemDone = 7,
+    /// A handshake rendezvous (`network.rendezvous = "handshake"`): the
+    /// request-to-send reaching the receiver (`id`: the send op).
+    Rts = 8,
+    /// The clear-to-send reaching the sender (`tag`: the matched receive op).
+    Cts = 9,
+    /// The data reaching the receiver (`tag`: its receive op).
+    Data = 10,
+    /// With a DMA NIC: a message (`Msg`) whose last byte has landed, waiting for the CPU.
+    Landed = 11,
+    /// The same for a handshake's `Data`.
+    DataLanded = 12,
 }
 
-const KINDS: [EvKind; 8] =
-    [EvKind::Calc, EvKind::Send, EvKind::Recv, EvKind::Calc, EvKind::Msg, EvKind::Probe, EvKind::Mem, EvKind::MemDone];
+const KINDS: [EvKind; 16] = {
+    use EvKind::*;
+    [Calc, Send, Recv, Calc, Msg, Probe, Mem, MemDone, Rts, Cts, Data, Landed, DataLanded, Calc, Calc, Calc]
+};
 
 /// 40 bytes: the stamp, kind, cpu and nic share one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +68,7 @@ const REUSE_LIMIT: usize = 4096;
 
 /// Stamps fit in 40 bits: 10^12 events per run.
 const STAMP_SHIFT: u32 = 24;
-/// A bit of `meta` beside the kind (kinds take three bits).
+/// A bit of `meta` beside the kind (kinds take four bits).
 const LINE_HEAD: u64 = 1 << 23;
 
 impl Event {
@@ -66,7 +79,7 @@ impl Event {
     }
     #[inline]
     pub fn kind(&self) -> EvKind {
-        KINDS[(self.meta >> 16 & 0x7) as usize]
+        KINDS[(self.meta >> 16 & 0xf) as usize]
     }
     /// Marks the event as heading a waiting line (engine/waiting.rs); a
     /// kind change clears the mark.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::collectives::{Algorithm, CollectiveKind};
-use crate::network::LogGOPS;
+use crate::network::{LogGOPS, NicModel, Rendezvous};
 use crate::noise::NoiseSpec;
 use crate::program::goal::{parse_goal, write_goal};
 use crate::program::goal_program::GoalProgram;
@@ -360,4 +360,84 @@ fn builtin_bcast_matches_the_loggopsim_binary_tree_schedule() {
     // Closed form for the deepest leaf (rank 15 = 0→1→3→7→15): four hops, each o + L + o.
     let hop = 2 * p.o_ps + p.l_ps;
     assert_eq!(s.finish_time(15), 4 * hop);
+}
+
+fn run_with(ranks: Vec<Vec<StreamOp>>, p: LogGOPS, rendezvous: Rendezvous, nic_model: NicModel) -> Engine<StreamProgram<Script>> {
+    let prog = StreamProgram::new(Script { ranks, ..Default::default() }, Recorder::disabled());
+    let net = Network { rendezvous, nic_model, ..Network::uniform(p) };
+    let mut e = Engine::new(prog, net, Noise::none()).unwrap();
+    e.run().unwrap();
+    e
+}
+
+#[test]
+fn handshake_rendezvous_costs_a_request_and_a_clear_to_send_before_the_data() {
+    let (size, p) = (4096u64, params(512));
+    let (o, l) = (p.o_ps, p.l_ps);
+    // The receive is posted at once: the request-to-send arrives at o + L and
+    // costs the receiver o; the clear-to-send leaves then (o) and arrives L
+    // later, costing the sender o; the data leaves, arrives after o + L and
+    // costs the receiver r.
+    let e = run_with(vec![send(1, size, 0).to_vec(), recv(0, size, 0).to_vec()], p, Rendezvous::Handshake, NicModel::Loggopsim);
+    assert_eq!(e.finish_time(1), 5 * o + 3 * l + r_cost(&p, size));
+    assert_eq!(e.finish_time(0), 4 * o + 2 * l + p.send_cpu(size));
+    assert_eq!(e.events, 2);
+    // LogGOPSim's rendezvous: one way, o + L + r
+    let plain = run_with(vec![send(1, size, 0).to_vec(), recv(0, size, 0).to_vec()], p, Rendezvous::Loggopsim, NicModel::Loggopsim);
+    assert_eq!(plain.finish_time(1), o + l + r_cost(&p, size));
+    // Eager messages do not change.
+    let eager = |rdv| run_with(vec![send(1, 100, 0).to_vec(), recv(0, 100, 0).to_vec()], p, rdv, NicModel::Loggopsim).finish_time(1);
+    assert_eq!(eager(Rendezvous::Handshake), eager(Rendezvous::Loggopsim));
+}
+
+#[test]
+fn handshake_data_waits_for_the_senders_cpu_and_the_receivers_post() {
+    let (size, p) = (4096u64, params(512));
+    let (o, l, c) = (p.o_ps, p.l_ps, 200 * US);
+    // The sender computes right after its isend: the clear-to-send waits for
+    // its CPU, so no data moves during the computation (LogGOPSim moves it at once).
+    let prog = vec![vec![ISend { peer: 1, tag: 0, bytes: size, slot: 0 }, Calc(c), Wait(1)], recv(0, size, 0).to_vec()];
+    let hs = run_with(prog.clone(), p, Rendezvous::Handshake, NicModel::Loggopsim);
+    assert_eq!(hs.finish_time(1), o + c + o + o + l + r_cost(&p, size));
+    let plain = run_with(prog, p, Rendezvous::Loggopsim, NicModel::Loggopsim);
+    assert_eq!(plain.finish_time(1), o + l + r_cost(&p, size));
+    // A receiver computing when the request-to-send arrives handles it (o) when
+    // its CPU frees at c, posts its receive and answers (o); the sender takes
+    // the answer (o) and sends the data (o + L).
+    let late = vec![send(1, size, 0).to_vec(), cat([Calc(c)], recv(0, size, 0))];
+    let hs = run_with(late, p, Rendezvous::Handshake, NicModel::Loggopsim);
+    assert_eq!(hs.finish_time(1), c + o + o + l + o + o + l + r_cost(&p, size));
+}
+
+#[test]
+fn a_dma_nic_sends_and_receives_while_the_cpu_computes() {
+    let (size, p, c) = (4096u64, params(1 << 20), 200 * US);
+    let (o, l) = (p.o_ps, p.l_ps);
+    let stream = |s: u64, x: f64| (s - 1) as f64 * x;
+    // idle receiver: the NIC takes the data ((s−1)·G), then the CPU pays o + (s−1)·O
+    let idle = vec![send(1, size, 0).to_vec(), recv(0, size, 0).to_vec()];
+    let dma = run_with(idle, p, Rendezvous::Loggopsim, NicModel::Dma);
+    assert_eq!(dma.finish_time(1), o + l + (stream(size, p.big_g_ps) + 0.5) as Time + o + (stream(size, p.big_o_ps) + 0.5) as Time);
+    // a receiver computing when the message arrives: LogGOPSim takes the whole
+    // message after the computation; the DMA NIC has it by then
+    let busy = vec![send(1, size, 0).to_vec(), vec![IRecv { peer: 0, tag: 0, bytes: size, slot: 0 }, Calc(c), Wait(1)]];
+    let cpu = run_with(busy.clone(), p, Rendezvous::Loggopsim, NicModel::Loggopsim);
+    assert_eq!(cpu.finish_time(1), c + r_cost(&p, size));
+    let dma = run_with(busy, p, Rendezvous::Loggopsim, NicModel::Dma);
+    assert_eq!(dma.finish_time(1), c + o + (stream(size, p.big_o_ps) + 0.5) as Time);
+    // two sends then a computation: LogGOPSim's second send waits for the NIC
+    // (g + (s−1)·G), and the computation for it; a DMA NIC queues both
+    let two = vec![
+        vec![ISend { peer: 1, tag: 0, bytes: size, slot: 0 }, ISend { peer: 1, tag: 1, bytes: size, slot: 1 }, Calc(c), Wait(3)],
+        vec![IRecv { peer: 0, tag: 0, bytes: size, slot: 0 }, IRecv { peer: 0, tag: 1, bytes: size, slot: 1 }, Wait(3)],
+    ];
+    let send_cpu = p.send_cpu(size);
+    let cpu = run_with(two.clone(), p, Rendezvous::Loggopsim, NicModel::Loggopsim);
+    assert_eq!(cpu.finish_time(0), p.send_nic(size) + send_cpu + c);
+    let dma = run_with(two, p, Rendezvous::Loggopsim, NicModel::Dma);
+    assert_eq!(dma.finish_time(0), 2 * send_cpu + c);
+    // …and the second message leaves when the NIC is free, lands (s−1)·G after
+    // arriving, then costs the receiver's CPU o + (s−1)·O
+    let landed = p.send_nic(size) + o + l + (p.recv_nic(size) - p.g_ps);
+    assert_eq!(dma.finish_time(1), landed + o + (stream(size, p.big_o_ps) + 0.5) as Time);
 }

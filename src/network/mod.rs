@@ -16,7 +16,38 @@ pub use regimes::{Regime, RegimeCursor};
 pub use topology::Topology;
 
 use crate::time::Time;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How a message above the eager limit travels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Rendezvous {
+    /// LogGOPSim's: the data leaves at once; the send completes when the
+    /// receiver matches it, at no acknowledgement cost.
+    #[default]
+    Loggopsim,
+    /// A request-to-send and a clear-to-send (0-byte messages, each costing
+    /// o + L + o) precede the data. The receiver answers once the receive is
+    /// posted, the sender sends the data once its CPU handles the answer, so
+    /// computation between them delays the transfer.
+    Handshake,
+}
+
+/// How a NIC shares work with its CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NicModel {
+    /// LogGOPSim's: a send starts when both the CPU and the NIC are free; a
+    /// message is received when both are, the CPU paying o + max((s−1)·O, (s−1)·G).
+    #[default]
+    Loggopsim,
+    /// A DMA NIC: a send is posted when the CPU is free (o + (s−1)·O) and
+    /// leaves when the NIC is; the NIC takes arriving data whenever it is
+    /// free, while the CPU computes, and the CPU then pays o + (s−1)·O once
+    /// the last byte has landed.
+    Dma,
+}
 
 /// One link class's LogGOPS parameters, in picoseconds (per byte for G and O).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -68,6 +99,11 @@ impl LogGOPS {
     #[inline]
     pub fn recv_cpu(&self, size: u64) -> Time {
         self.o_ps + Self::per_byte(size, self.big_o_ps).max(Self::per_byte(size, self.big_g_ps))
+    }
+    /// The receiver's CPU cost with a DMA NIC ([`NicModel::Dma`]).
+    #[inline]
+    pub fn recv_cpu_per_byte_o(&self, size: u64) -> Time {
+        self.o_ps + Self::per_byte(size, self.big_o_ps)
     }
     #[inline]
     pub fn recv_nic(&self, size: u64) -> Time {
@@ -142,6 +178,8 @@ pub struct Network {
     /// The platform beyond plain LogGOPS (None: LogGOPSim's model exactly).
     #[serde(default)]
     pub platform: Option<Box<Platform>>,
+    pub rendezvous: Rendezvous,
+    pub nic_model: NicModel,
 }
 
 impl From<Platform> for Network {
@@ -152,15 +190,30 @@ impl From<Platform> for Network {
                 intra_node: p.intra_node.map(|c| c.eager),
                 ranks_per_node: p.ranks_per_node,
                 platform: None,
+                rendezvous: Rendezvous::default(),
+                nic_model: NicModel::default(),
             };
         }
-        Network { inter_node: p.inter_node.eager, intra_node: None, ranks_per_node: p.ranks_per_node, platform: Some(Box::new(p)) }
+        Network {
+            inter_node: p.inter_node.eager,
+            intra_node: None,
+            ranks_per_node: p.ranks_per_node,
+            platform: Some(Box::new(p)),
+            ..Network::uniform(LogGOPS::LOGGOPSIM)
+        }
     }
 }
 
 impl Network {
     pub fn uniform(p: LogGOPS) -> Self {
-        Network { inter_node: p, intra_node: None, ranks_per_node: 1, platform: None }
+        Network {
+            inter_node: p,
+            intra_node: None,
+            ranks_per_node: 1,
+            platform: None,
+            rendezvous: Rendezvous::default(),
+            nic_model: NicModel::default(),
+        }
     }
 
     #[inline(always)]
@@ -235,7 +288,7 @@ mod tests {
     fn intra_node_class_applies_within_a_node_only() {
         let inter = LogGOPS::loggopsim_defaults();
         let intra = LogGOPS { l_ps: 1, ..inter };
-        let n = Network { inter_node: inter, intra_node: Some(intra), ranks_per_node: 4, platform: None };
+        let n = Network { intra_node: Some(intra), ranks_per_node: 4, ..Network::uniform(inter) };
         assert_eq!(n.params(0, 3, 8).l_ps, 1);
         assert_eq!(n.params(3, 4, 8).l_ps, inter.l_ps);
     }

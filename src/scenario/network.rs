@@ -270,6 +270,14 @@ pub struct NetworkSpec {
     pub ranks_per_node: u32,
     /// Nonblocking collectives advance without MPI calls (a progress thread).
     pub async_progress: bool,
+    /// Messages above the eager limit: "loggopsim" (the data leaves at once,
+    /// the send completes at the match) or "handshake" (request-to-send and
+    /// clear-to-send first; the data leaves when the sender's CPU handles the answer).
+    pub rendezvous_model: crate::network::Rendezvous,
+    /// "loggopsim" (a send waits for the NIC; receiving occupies the CPU for
+    /// o + max((s−1)·O, (s−1)·G)) or "dma" (sends are queued to the NIC; it
+    /// takes arriving data while the CPU computes, which then pays o + (s−1)·O).
+    pub nic_model: crate::network::NicModel,
     /// A preset name or a platform TOML file whose [network] keys this table's own keys override.
     pub platform: String,
     /// 0: a node is one socket (one memory domain).
@@ -309,6 +317,8 @@ impl Default for NetworkSpec {
             link: Link::default(),
             ranks_per_node: 1,
             async_progress: false,
+            rendezvous_model: Default::default(),
+            nic_model: Default::default(),
             platform: String::new(),
             ranks_per_socket: 0,
             node_bandwidth_bytes_per_s: 0.0,

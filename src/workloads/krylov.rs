@@ -74,6 +74,11 @@ pub struct Krylov {
     /// Share of the product computed while the halo is in flight.
     #[schemars(range(min = 0, max = 1))]
     pub diagonal_fraction: f64,
+    /// The preconditioner cut into this many pieces with an MPI_Test on the
+    /// running nonblocking allreduce (or halo) between them, as the paper's
+    /// kernels do to let MPI progress (§4).
+    #[schemars(range(min = 1, max = 128))]
+    pub test_chunks: u32,
 }
 
 impl Default for Krylov {
@@ -89,6 +94,7 @@ impl Default for Krylov {
             precond_ps: from_seconds(1e-4),
             vector_ps: from_seconds(2e-5),
             diagonal_fraction: 0.7,
+            test_chunks: 1,
         }
     }
 }
@@ -131,6 +137,9 @@ pub struct KrylovKernel {
     #[serde(with = "auto_algorithm")]
     #[schemars(with = "AutoAlgorithm")]
     pub algorithm: Option<Algorithm>,
+    /// The overlapped busy-wait cut into this many pieces with an MPI_Test between them.
+    #[schemars(range(min = 1, max = 128))]
+    pub test_chunks: u32,
 }
 
 impl Default for KrylovKernel {
@@ -145,6 +154,7 @@ impl Default for KrylovKernel {
             local: [32, 32, 32],
             stencil: 7,
             algorithm: None,
+            test_chunks: 1,
         }
     }
 }
@@ -171,6 +181,7 @@ impl KrylovKernel {
             precond_ps: self.overlap_ps,
             vector_ps: self.trailing_ps,
             diagonal_fraction: 0.0,
+            test_chunks: self.test_chunks,
         }
     }
 }
@@ -257,6 +268,9 @@ impl Krylov {
         }
         if !(0.0..=1.0).contains(&self.diagonal_fraction) {
             return Err("workload.diagonal_fraction: must be between 0 and 1".into());
+        }
+        if !(1..=128).contains(&self.test_chunks) {
+            return Err(format!("workload.test_chunks: must be between 1 and 128, got {}", self.test_chunks));
         }
         self.allreduce(1).validate()
     }
@@ -359,9 +373,24 @@ impl Workload for Krylov {
             }
             let done = |s: &mut KrylovState| (s.stage, s.sub, s.idx) = (s.stage + 1, u8::from(s.stage + 1 == 0), 0);
             match (stages[s.stage as usize], s.sub) {
-                (Precond, _) => {
+                (Precond, _) if self.test_chunks <= 1 => {
                     done(s);
                     return StreamOp::Calc(self.precond_ps);
+                }
+                (Precond, _) => {
+                    // steps 0, 2, 4…: the pieces; 1, 3, …: the tests between them
+                    let (step, n) = (s.idx as u32, self.test_chunks);
+                    if step == 2 * n - 1 {
+                        done(s);
+                        continue;
+                    }
+                    s.idx += 1;
+                    if step % 2 == 0 {
+                        let piece = self.precond_ps / n as Time;
+                        let last = self.precond_ps - piece * (n as Time - 1);
+                        return StreamOp::Calc(if step / 2 + 1 == n { last } else { piece });
+                    }
+                    return if self.uses_background() { StreamOp::CollTest } else { StreamOp::Test((1u64 << (2 * self.slots())) - 1) };
                 }
                 (Vector, _) => {
                     done(s);
@@ -447,7 +476,7 @@ impl Workload for Krylov {
 mod tests {
     use super::*;
     use crate::engine::Engine;
-    use crate::network::{LogGOPS, Network};
+    use crate::network::{LogGOPS, Network, NicModel, Rendezvous};
     use crate::noise::Noise;
     use crate::program::stream::StreamProgram;
     use crate::record::Recorder;
@@ -464,6 +493,7 @@ mod tests {
             precond_ps: 30_000_000,
             vector_ps: 5_000_000,
             diagonal_fraction: 0.7,
+            test_chunks: 1,
         }
     }
 
@@ -562,5 +592,61 @@ mod tests {
             // 6 iterations of 210 µs busy-waiting is the floor
             assert!(tn < tb && tn >= 6 * 210_000_000, "{nonblocking:?}: {tn} vs {tb}");
         }
+    }
+
+    /// Mean iteration time (ps) of the §3.1 halo kernel on a 4×4×4 grid with
+    /// n×n faces of doubles, a 1 ms overlapped busy-wait (10 pieces with tests
+    /// in nonblocking mode) and 0.1 ms after it.
+    fn halo_kernel(n: u32, mode: KernelMode, eager_limit: u64, rendezvous: Rendezvous, nic_model: NicModel) -> Time {
+        let k = KrylovKernel {
+            iterations: 4,
+            kernel: KernelOp::Halo,
+            mode,
+            overlap_ps: 1_000_000_000,
+            trailing_ps: 100_000_000,
+            grid: [4, 4, 4],
+            local: [n, n, n],
+            test_chunks: if mode == KernelMode::Nonblocking { 10 } else { 1 },
+            ..Default::default()
+        };
+        let net = Network { rendezvous, nic_model, ..Network::uniform(LogGOPS { s_bytes: eager_limit, ..LogGOPS::loggopsim_defaults() }) };
+        let mut e = Engine::new(StreamProgram::new(k.solver(), Recorder::disabled()), net, Noise::none()).unwrap();
+        e.run().unwrap();
+        (0..64).map(|r| e.finish_time(r)).max().unwrap() / 4
+    }
+
+    /// The Krylov paper's Fig. 3: the nonblocking halo hides its messages
+    /// behind the busy-wait once they are large. LogGOPSim's NIC cannot: the
+    /// receiver's CPU takes each message, so the transfer waits for the
+    /// computation to end.
+    #[test]
+    fn a_dma_nic_lets_the_nonblocking_halo_overlap_as_in_fig_3() {
+        use KernelMode::*;
+        let eager = u64::MAX >> 20;
+        let (r, l, d) = (Rendezvous::Loggopsim, NicModel::Loggopsim, NicModel::Dma);
+        // 64×64 faces (32 KiB): 6 faces at 6 ns/byte, about 1.2 ms per rank
+        let (blocking, nonblocking) = (halo_kernel(64, Blocking, eager, r, d), halo_kernel(64, Nonblocking, eager, r, d));
+        assert!(nonblocking * 10 < blocking * 6, "dma: {nonblocking} vs {blocking}");
+        let (blocking, nonblocking) = (halo_kernel(64, Blocking, eager, r, l), halo_kernel(64, Nonblocking, eager, r, l));
+        assert!(nonblocking * 10 > blocking * 9, "loggopsim: {nonblocking} vs {blocking}");
+        // small faces (16×16, 2 KiB): both hide them behind 1 ms, and both NICs agree blocking costs more
+        assert!(halo_kernel(16, Nonblocking, eager, r, d) < halo_kernel(16, Blocking, eager, r, d));
+    }
+
+    /// The paper's Fig. 13: with the eager limit at 8 KiB, blocking halos of
+    /// 32 KiB and more are faster sent eagerly than by rendezvous, whose
+    /// handshake synchronises the pairs; at 8 KiB (eager either way) they agree.
+    #[test]
+    fn a_rendezvous_handshake_makes_eager_halos_faster_as_in_fig_13() {
+        use KernelMode::*;
+        let (eager, rdv, h, d) = (u64::MAX >> 20, 8192, Rendezvous::Handshake, NicModel::Dma);
+        for n in [64u32, 128] {
+            let (e, r) = (halo_kernel(n, Blocking, eager, h, d), halo_kernel(n, Blocking, rdv, h, d));
+            assert!(e * 105 < r * 100, "{n}×{n} faces: eager {e} vs rendezvous {r}");
+        }
+        assert_eq!(halo_kernel(32, Blocking, eager, h, d), halo_kernel(32, Blocking, rdv, h, d));
+        // LogGOPSim's rendezvous has no handshake: it does not slow the halo
+        let lr = Rendezvous::Loggopsim;
+        assert!(halo_kernel(64, Blocking, rdv, lr, d) <= halo_kernel(64, Blocking, eager, lr, d));
     }
 }
