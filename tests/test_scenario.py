@@ -50,6 +50,8 @@ def test_empty_scenario_is_fully_defaulted():
         "S_bytes": 65535,
         "ranks_per_node": 1,
         "async_progress": False,
+        "rendezvous_model": "loggopsim",
+        "nic_model": "loggopsim",
         "platform": "",
         "ranks_per_socket": 0,
         "node_bandwidth_bytes_per_s": 0.0,
@@ -388,7 +390,8 @@ def test_collective_sub_communicators_and_chunking_are_checked():
         ('communicator = "rows"\ngrid_columns = 5', "workload.grid_columns"),
         ('communicator = "rows"\ngrid_columns = 4\nroot = 4', "workload.root"),
         ('grid_columns = 4', "workload.grid_columns"),
-        ('collective = "bcast"\nalgorithm = "binomial"\nchunk_bytes = 10', "workload.chunk_bytes"),
+        ('collective = "bcast"\nalgorithm = "linear"\nchunk_bytes = 10', "workload.chunk_bytes"),
+        ('collective = "reduce"\nalgorithm = "ring"\nchunk_bytes = 10', "workload.chunk_bytes"),
         ('collective = "bcast"\nalgorithm = "pipelined_ring"', "workload.chunk_bytes"),
     ]
     for extra, where in bad:
