@@ -68,6 +68,18 @@ fn rank_nodes(doc_json: &str) -> PyResult<Vec<u32>> {
     }
 }
 
+/// Links between nodes a and b (0 for the same node) in a scenario's node
+/// topology, for each pair: what the postal models' hop penalty counts.
+#[pyfunction]
+fn node_hops(doc_json: &str, pairs: Vec<(u32, u32)>) -> PyResult<Vec<u32>> {
+    let scn = crate::scenario::parse(doc_json).map_err(scenario_err)?;
+    let net = scn.config().map_err(scenario_err)?.network;
+    let topology = net.platform.map(|p| p.topology).unwrap_or(crate::network::Topology::FullyConnected);
+    let nodes = pairs.iter().map(|&(a, b)| a.max(b) as u64 + 1).max().unwrap_or(1);
+    topology.validate(nodes).map_err(err)?;
+    Ok(pairs.into_iter().map(|(a, b)| if a == b { 0 } else { topology.hops(a, b) }).collect())
+}
+
 /// LogGOPS costs of one message of `size` bytes, in ps, as the engine
 /// charges them: (send CPU, send NIC, receive CPU, receive NIC).
 #[pyfunction]
@@ -392,6 +404,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loggops_costs, m)?)?;
     m.add_function(wrap_pyfunction!(alpha_update, m)?)?;
     m.add_function(wrap_pyfunction!(rank_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(node_hops, m)?)?;
     m.add_function(wrap_pyfunction!(cartesian_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(spmv_partners_text, m)?)?;
     m.add_function(wrap_pyfunction!(measure_selfish, m)?)?;

@@ -162,3 +162,27 @@ def test_idle_wave_speed_model_matches_the_engine():
     measured = analyze.idle_wave(r)
     t_comm = float(np.median(r.timers["comm"]))
     assert postal.idle_wave_speed(2, 1e-4, t_comm) == pytest.approx(measured["speed_ranks_per_s"], rel=0.03)
+
+
+def test_hops_are_estimated_from_the_topology_not_typed(cli):
+    """8 nodes in a row of Blue Waters' 24×24×24 torus (block mapping): recursive
+    doubling meets partners 1, 2 and 4 links away, 8 messages each round."""
+    pairs = postal.allreduce_node_pairs(8)
+    assert len(pairs) == 24 and (3, 7) in pairs and (5, 4) in pairs
+    hops = postal.topology_hops("blue_waters", pairs)
+    assert sorted(set(hops)) == [1, 2, 4]
+    assert [postal.estimate_hops(hops, h) for h in postal.HOP_ESTIMATES] == [1.0, pytest.approx(7 / 3), 4.0]
+    # a wrap-around: nodes 0 and 23 are neighbours on the torus
+    assert postal.topology_hops("blue_waters", [(0, 23), (0, 0), (0, 24 * 24)]) == [1, 0, 1]
+    pl = postal.PostalPlatform.preset("blue_waters")
+    by = {h: json.loads(cli("model", "allreduce", "--nodes", "8", "--penalties", "hops", "--hops", h, "--json").stdout)
+          for h in ("best", "average", "max", "2")}
+    assert by["average"]["hops"] == pytest.approx(7 / 3)
+    # the hop penalty is T_hop per hop on each of the 2·log2(8) off-node messages
+    assert by["max"]["time_s"] - by["best"]["time_s"] == pytest.approx(2 * 3 * pl.hop_latency * (4 - 1))
+    assert by["2"]["hops"] == 2.0
+    assert cli("model", "allreduce", "--nodes", "8", "--penalties", "hops", "--hops", "far", check=False).returncode == 2
+    # halo: each off-node message its own hop count, between the single counts' extremes
+    halo = {h: json.loads(cli("model", "halo", "--grid", "16,16,16", "--local", "128,128,128", "--penalties", "hops",
+                              "--hops", h, "--json").stdout)["mean_s"] for h in ("best", "each", "max")}
+    assert halo["best"] < halo["each"] < halo["max"]

@@ -46,6 +46,9 @@ def check_scenario(doc_json: str) -> None:
 def rank_nodes(doc_json: str) -> list[int]:
     """The node each rank runs on under the scenario's mapping."""
 
+def node_hops(doc_json: str, pairs: list[tuple[int, int]]) -> list[int]:
+    """Links between the nodes of each pair (0: the same node) in the scenario's topology."""
+
 def loggops_costs(l_ps: int, o_ps: int, g_ps: int, big_g_ps: float, big_o_ps: float, s_bytes: int, size: int) -> tuple[int, int, int, int]:
     """(send CPU, send NIC, receive CPU, receive NIC) of one message, in ps."""
 

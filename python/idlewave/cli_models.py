@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,32 @@ def _platform(name: str) -> postal.PostalPlatform:
         return postal.PostalPlatform.preset(name)
     except Exception as e:  # ScenarioError and friends carry a user-facing message
         fail(str(e))
+
+
+HOPS = typer.Option("average", "--hops", help="Hops per off-node message for the hop and congestion penalties: "
+                    "best, average or max over the pattern's messages in the platform's topology, or a number.")
+
+
+def _penalties(text: str) -> tuple[str, ...]:
+    pens = tuple(p for p in text.split(",") if p)
+    bad = [p for p in pens if p not in ("maxrate", "hops", "congestion")]
+    if bad:
+        fail(f"--penalties: unknown {', '.join(bad)} (choose from maxrate, hops, congestion)")
+    return pens
+
+
+def _hops(text: str, hops_of_pattern) -> float:
+    """A hop count typed as a number, or estimated from the pattern's hops."""
+    try:
+        v = float(text)
+    except ValueError:
+        try:
+            return postal.estimate_hops(hops_of_pattern(), text)
+        except ValueError as e:
+            fail(f"--hops: {e}")
+    if not (math.isfinite(v) and v >= 0):
+        fail(f"--hops: must be a finite number ≥ 0, got {text}")
+    return v
 
 
 def _ints(text: str, what: str, n: int | None = None) -> list[int]:
@@ -121,7 +148,7 @@ def allreduce_model(
     nodes: int = typer.Option(..., "--nodes", min=1),
     platform: str = PLATFORM,
     flop_s: float = typer.Option(0.0, "--flop-s", help="Seconds per flop of the local reduction."),
-    hops: int = typer.Option(0, "--hops", min=0),
+    hops: str = HOPS,
     penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
     as_json: bool = JSON,
 ):
@@ -130,11 +157,10 @@ def allreduce_model(
     from dataclasses import replace
 
     pl_ = replace(pl_, flop_time=flop_s)
-    pens = tuple(p for p in penalties.split(",") if p)
-    bad = [p for p in pens if p not in ("maxrate", "hops", "congestion")]
-    if bad:
-        fail(f"--penalties: unknown {', '.join(bad)} (choose from maxrate, hops, congestion)")
-    _show(postal.allreduce(pl_, nbytes, nodes, hops=hops, penalties=pens), as_json)
+    pens = _penalties(penalties)
+    n_hops = _hops(hops, lambda: postal.topology_hops(platform, postal.allreduce_node_pairs(nodes))) if {"hops", "congestion"} & set(pens) else 0.0
+    out = postal.allreduce(pl_, nbytes, nodes, hops=n_hops, penalties=pens)
+    _show({**out, "hops": n_hops}, as_json)
 
 
 @model_app.command("halo")
@@ -146,7 +172,9 @@ def halo_model(
     platform: str = PLATFORM,
     nonblocking: bool = typer.Option(False, "--nonblocking"),
     overlap_s: float = typer.Option(0.0, "--overlap-s", help="Computation between start and wait (nonblocking)."),
-    penalties: str = typer.Option("", "--penalties"),
+    penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
+    hops: str = typer.Option("each", "--hops", help="Hops per off-node message: 'each' (from the topology, message by "
+                             "message), best, average, max (one count for all), or a number."),
     as_json: bool = JSON,
 ):
     """3-D halo exchange from the on/off-node message counts of a mapping; average and slowest rank."""
@@ -158,10 +186,14 @@ def halo_model(
         fail("--stencil must be 7 or 27")
     if mapping not in ("block", "cartesian"):
         fail("--mapping must be block or cartesian")
-    pens = tuple(p for p in penalties.split(",") if p)
+    pens = _penalties(penalties)
     per_rank = halo_messages(g, loc, stencil, pl_.ppn, mapping)
-    times = [postal.halo(pl_, m, blocking=not nonblocking, overlap_compute=overlap_s, penalties=pens)["time_s"] for m in per_rank]
-    offs = [sum(1 for _, on in m if not on) for m in per_rank]
+    pairs = sorted({(a, b) for m in per_rank for _, a, b in m if a != b})
+    links = dict(zip(pairs, postal.topology_hops(platform, pairs))) if pairs and {"hops", "congestion"} & set(pens) else {}
+    one = None if hops == "each" else _hops(hops, lambda: list(links.values()))
+    messages = [[(n, a == b, one if one is not None else links.get((a, b), 0)) for n, a, b in m] for m in per_rank]
+    times = [postal.halo(pl_, m, blocking=not nonblocking, overlap_compute=overlap_s, penalties=pens)["time_s"] for m in messages]
+    offs = [sum(1 for _, on, _ in m if not on) for m in messages]
     _show({"ranks": len(per_rank), "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
            "off_node_messages_mean": float(np.mean(offs)), "off_node_messages_max": int(np.max(offs))}, as_json)
 

@@ -39,6 +39,7 @@ __all__ = [
     "schema",
     "default",
     "rank_nodes",
+    "node_hops",
     "engine_errors",
     "describe_workloads",
     "describe_noise",
@@ -225,6 +226,12 @@ def rank_nodes(scn: dict) -> list[int]:
     """The node each rank runs on under the scenario's mapping (as the engine computes it)."""
     with engine_errors():
         return _engine.rank_nodes(json.dumps(scn))
+
+
+def node_hops(scn: dict, pairs: list[tuple[int, int]]) -> list[int]:
+    """Links between the nodes of each pair in the scenario's topology (0: the same node)."""
+    with engine_errors():
+        return _engine.node_hops(json.dumps(scn), [(int(a), int(b)) for a, b in pairs])
 
 
 _LINE_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")

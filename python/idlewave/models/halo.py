@@ -1,5 +1,5 @@
 """Message lists of a 3-D halo exchange per rank under a mapping, for the
-postal halo model: (bytes, on_node) for each neighbour."""
+postal halo model: (bytes, node, peer's node) for each neighbour."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from idlewave.mapping import cartesian, node_blocks
 
 
-def halo_messages(grid: list[int], local: list[int], stencil: int, ppn: int, mapping: str = "block") -> list[list[tuple[int, bool]]]:
+def halo_messages(grid: list[int], local: list[int], stencil: int, ppn: int, mapping: str = "block") -> list[list[tuple[int, int, int]]]:
     px, py, pz = grid
     ranks = px * py * pz
     if mapping == "cartesian":
@@ -28,6 +28,6 @@ def halo_messages(grid: list[int], local: list[int], stencil: int, ppn: int, map
                 continue
             peer = q[0] + px * (q[1] + py * q[2])
             points = int(np.prod([local[i] if d[i] == 0 else 1 for i in range(3)]))
-            msgs.append((8 * points, bool(nodes[peer] == nodes[r])))
+            msgs.append((8 * points, int(nodes[r]), int(nodes[peer])))
         out.append(msgs)
     return out

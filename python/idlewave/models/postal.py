@@ -94,7 +94,7 @@ class PostalPlatform:
 
         return cls.from_network(parse_scenario(f'[network]\nplatform = "{name}"\n')["network"])
 
-    def message(self, n: float, *, on_node: bool = False, hops: int = 0, maxrate: bool = False,
+    def message(self, n: float, *, on_node: bool = False, hops: float = 0, maxrate: bool = False,
                 congestion: bool = False, active: int | None = None) -> dict:
         """One message of n bytes: the postal time and each penalty (s)."""
         link = self.on_node if on_node else self.off_node
@@ -137,7 +137,7 @@ def sync_penalty(compute: np.ndarray, nonblocking: bool = False) -> float:
     return float(np.median(c.max(axis=0)) - typical)
 
 
-def allreduce(pl: PostalPlatform, nbytes: int, nodes: int, *, values: int | None = None, hops: int = 0,
+def allreduce(pl: PostalPlatform, nbytes: int, nodes: int, *, values: int | None = None, hops: float = 0,
               penalties: tuple[str, ...] = ()) -> dict:
     """Recursive doubling on the node, then between nodes (§5.3):
     T = 2·n_on·T_on + 2·n_off·T_off + n·T_flop·(n_on + n_off)."""
@@ -153,15 +153,42 @@ def allreduce(pl: PostalPlatform, nbytes: int, nodes: int, *, values: int | None
             "comm_s": comm, "comp_s": comp, "time_s": comm + comp}
 
 
-def halo(pl: PostalPlatform, messages: list[tuple[int, bool]], *, blocking: bool = True, overlap_compute: float = 0.0,
-         hops: int = 0, penalties: tuple[str, ...] = ()) -> dict:
-    """A halo exchange of (bytes, on_node) messages from one process:
+def halo(pl: PostalPlatform, messages: list[tuple[int, bool, float]], *, blocking: bool = True, overlap_compute: float = 0.0,
+         penalties: tuple[str, ...] = ()) -> dict:
+    """A halo exchange of (bytes, on_node, hops) messages from one process:
     Σ T_on + Σ T_off, penalties pipelined (blocking) or overlapped."""
-    msgs = [pl.message(n, on_node=on, hops=hops if "hops" in penalties else 0, maxrate="maxrate" in penalties,
-                       congestion="congestion" in penalties) for n, on in messages]
+    msgs = [pl.message(n, on_node=on, hops=h if "hops" in penalties else 0, maxrate="maxrate" in penalties,
+                       congestion="congestion" in penalties) for n, on, h in messages]
     plain = sum(m["postal"] for m in msgs)
-    return {"messages": len(msgs), "on_node": sum(1 for _, on in messages if on),
+    return {"messages": len(msgs), "on_node": sum(1 for _, on, _ in messages if on),
             "postal_s": plain, "time_s": series(msgs, blocking=blocking, overlap_compute=overlap_compute)}
+
+
+HOP_ESTIMATES = ("best", "average", "max")
+
+
+def topology_hops(platform: str, pairs: list[tuple[int, int]]) -> list[int]:
+    """Links between the nodes of each pair in the platform's topology (0: the same node)."""
+    from idlewave.scenario import node_hops, parse_scenario
+
+    return node_hops(parse_scenario(f'[network]\nplatform = "{platform}"\n'), pairs)
+
+
+def estimate_hops(hops: list[int], how: str) -> float:
+    """One hop count for the hop and congestion penalties: the least, mean
+    or largest over a pattern's off-node messages (0 if none leaves the node)."""
+    if how not in HOP_ESTIMATES:
+        raise ValueError(f"hops must be a number or one of {', '.join(HOP_ESTIMATES)}, got {how!r}")
+    off = [h for h in hops if h > 0]
+    if not off:
+        return 0.0
+    return float(min(off) if how == "best" else max(off) if how == "max" else sum(off) / len(off))
+
+
+def allreduce_node_pairs(nodes: int) -> list[tuple[int, int]]:
+    """The node pairs of recursive doubling between nodes 0..nodes−1 (block mapping)."""
+    rounds = max(0, (nodes - 1).bit_length())
+    return [(n, n ^ (1 << k)) for k in range(rounds) for n in range(nodes) if n ^ (1 << k) < nodes]
 
 
 # Per method: blocking allreduces per iteration, and nonblocking ones with
