@@ -186,3 +186,21 @@ def test_hops_are_estimated_from_the_topology_not_typed(cli):
     halo = {h: json.loads(cli("model", "halo", "--grid", "16,16,16", "--local", "128,128,128", "--penalties", "hops",
                               "--hops", h, "--json").stdout)["mean_s"] for h in ("best", "each", "max")}
     assert halo["best"] < halo["each"] < halo["max"]
+
+
+def test_nonblocking_allreduce_model_overlaps_the_penalties_only(cli):
+    """Krylov paper §6 / Fig. 11: the penalty terms of a nonblocking allreduce
+    overlap the computation between start and wait; the postal terms do not."""
+    pl = postal.PostalPlatform.preset("blue_waters")
+    pens = ("maxrate", "hops", "congestion")
+    blocking = postal.allreduce(pl, 65536, 1024, hops=4, penalties=pens)
+    assert blocking["penalty_s"] > 0 and blocking["comm_s"] == pytest.approx(blocking["postal_s"] + blocking["penalty_s"])
+    assert postal.allreduce(pl, 65536, 1024, hops=4, penalties=pens, overlap=0.0)["comm_s"] == pytest.approx(blocking["comm_s"])
+    half = postal.allreduce(pl, 65536, 1024, hops=4, penalties=pens, overlap=blocking["penalty_s"] / 2)
+    assert half["comm_s"] == pytest.approx(blocking["postal_s"] + blocking["penalty_s"] / 2)
+    hidden = postal.allreduce(pl, 65536, 1024, hops=4, penalties=pens, overlap=1e-3)
+    assert hidden["comm_s"] == pytest.approx(blocking["postal_s"])
+    r = json.loads(cli("model", "allreduce", "--nodes", "1024", "--bytes", "65536", "--penalties", "maxrate,hops,congestion",
+                       "--hops", "4", "--nonblocking", "--overlap-s", "1e-3", "--json").stdout)
+    assert r["comm_s"] == pytest.approx(hidden["comm_s"])
+    assert cli("model", "allreduce", "--nodes", "8", "--overlap-s", "1e-3", check=False).returncode == 2

@@ -150,16 +150,20 @@ def allreduce_model(
     flop_s: float = typer.Option(0.0, "--flop-s", help="Seconds per flop of the local reduction."),
     hops: str = HOPS,
     penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
+    nonblocking: bool = typer.Option(False, "--nonblocking", help="The penalties overlap --overlap-s of computation (§6)."),
+    overlap_s: float = typer.Option(0.0, "--overlap-s", min=0.0, help="Computation between start and wait (nonblocking)."),
     as_json: bool = JSON,
 ):
-    """Recursive doubling on the node, then between nodes (Krylov paper §5.3)."""
+    """Recursive doubling on the node, then between nodes (Krylov paper §5.3); blocking or nonblocking with overlap."""
     pl_ = _platform(platform)
     from dataclasses import replace
 
     pl_ = replace(pl_, flop_time=flop_s)
     pens = _penalties(penalties)
     n_hops = _hops(hops, lambda: postal.topology_hops(platform, postal.allreduce_node_pairs(nodes))) if {"hops", "congestion"} & set(pens) else 0.0
-    out = postal.allreduce(pl_, nbytes, nodes, hops=n_hops, penalties=pens)
+    if overlap_s and not nonblocking:
+        fail("--overlap-s: only a nonblocking allreduce overlaps computation (add --nonblocking)")
+    out = postal.allreduce(pl_, nbytes, nodes, hops=n_hops, penalties=pens, overlap=overlap_s if nonblocking else None)
     _show({**out, "hops": n_hops}, as_json)
 
 

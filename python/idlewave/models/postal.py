@@ -138,19 +138,23 @@ def sync_penalty(compute: np.ndarray, nonblocking: bool = False) -> float:
 
 
 def allreduce(pl: PostalPlatform, nbytes: int, nodes: int, *, values: int | None = None, hops: float = 0,
-              penalties: tuple[str, ...] = ()) -> dict:
+              penalties: tuple[str, ...] = (), overlap: float | None = None) -> dict:
     """Recursive doubling on the node, then between nodes (§5.3):
-    T = 2·n_on·T_on + 2·n_off·T_off + n·T_flop·(n_on + n_off)."""
+    T = 2·n_on·T_on + 2·n_off·T_off + n·T_flop·(n_on + n_off). Nonblocking
+    (`overlap` = the computation between start and wait, §6): the penalty
+    terms overlap that computation, the postal terms do not."""
     n_on = math.log2(pl.ppn) if pl.ppn > 1 else 0.0
     n_off = math.log2(nodes) if nodes > 1 else 0.0
     on = pl.message(nbytes, on_node=True)
     off = pl.message(nbytes, hops=hops if "hops" in penalties else 0, maxrate="maxrate" in penalties,
                      congestion="congestion" in penalties, active=1)
-    comm = 2 * n_on * on["total"] + 2 * n_off * off["total"]
+    postal_s = 2 * n_on * on["postal"] + 2 * n_off * off["postal"]
+    penalty_s = 2 * n_on * (on["total"] - on["postal"]) + 2 * n_off * (off["total"] - off["postal"])
+    comm = postal_s + (penalty_s if overlap is None else max(0.0, penalty_s - overlap))
     values = nbytes // 8 if values is None else values
     comp = values * pl.flop_time * (n_on + n_off)
     return {"on_node_rounds": n_on, "off_node_rounds": n_off, "t_on_s": on["total"], "t_off_s": off["total"],
-            "comm_s": comm, "comp_s": comp, "time_s": comm + comp}
+            "postal_s": postal_s, "penalty_s": penalty_s, "comm_s": comm, "comp_s": comp, "time_s": comm + comp}
 
 
 def halo(pl: PostalPlatform, messages: list[tuple[int, bool, float]], *, blocking: bool = True, overlap_compute: float = 0.0,
