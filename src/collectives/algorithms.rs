@@ -186,14 +186,20 @@ impl Folded {
         self.block * (hi - lo + doubled) as u64
     }
 
-    /// Where `rank` is: folded out (an even rank of a pair: None), or its
-    /// index and the step at which its halving starts (after receiving its
-    /// partner's whole vector of `p` blocks).
-    fn enter(&self, rank: u32) -> Option<(u32, u32)> {
-        match rank < 2 * self.rem {
-            true if rank.is_multiple_of(2) => None,
-            true => Some((rank / 2, 1)),
-            false => Some((rank - self.rem, 0)),
+    /// Step `i` of the fold on `rank` of `p`: an even rank of a pair sends
+    /// its whole vector to rank + 1, then receives its block from
+    /// `block_from` (Err: that step, or None past it); an odd one first
+    /// receives the vector. Ok: the rank's index and whether it stands for
+    /// a pair, with `i` counted from the start of the halving.
+    fn fold(&self, rank: u32, p: u32, i: u32, block_from: impl Fn() -> u32) -> Result<(u32, bool, u32), Option<Step>> {
+        let total = self.block * p as u64;
+        match (rank < 2 * self.rem, rank.is_multiple_of(2), i) {
+            (true, true, 0) => Err(Some(Step::Send { to: rank + 1, bytes: total })),
+            (true, true, 1) => Err(Some(Step::Recv { from: block_from(), bytes: self.block })),
+            (true, true, _) => Err(None),
+            (true, false, 0) => Err(Some(Step::Recv { from: rank - 1, bytes: total })),
+            (true, false, i) => Ok((rank / 2, true, i - 1)),
+            (false, _, i) => Ok((rank - self.rem, false, i)),
         }
     }
 }
@@ -201,20 +207,12 @@ impl Folded {
 /// [`Algorithm::RecursiveHalving`] on p blocks of `block` bytes.
 fn recursive_halving(rank: u32, p: u32, block: u64, i: u32) -> Option<Step> {
     let f = Folded::new(p, block);
-    let total = block * p as u64;
-    let Some((v, start)) = f.enter(rank) else {
-        return match i {
-            0 => Some(Step::Send { to: rank + 1, bytes: total }),
-            1 => Some(Step::Recv { from: rank + 1, bytes: block }),
-            _ => None,
-        };
+    let (v, paired, j) = match f.fold(rank, p, i, || rank + 1) {
+        Ok(at) => at,
+        Err(step) => return step,
     };
-    if i < start {
-        return Some(Step::Recv { from: rank - 1, bytes: total });
-    }
-    let j = i - start;
     if j == f.rounds {
-        return (start == 1).then(|| Step::Send { to: rank - 1, bytes: block });
+        return paired.then(|| Step::Send { to: rank - 1, bytes: block });
     }
     if j > f.rounds {
         return None;
@@ -254,18 +252,10 @@ fn mirror(v: u32, bits: u32) -> u32 {
 /// `reduce_scatter_intra_butterfly`).
 fn butterfly(rank: u32, p: u32, block: u64, i: u32) -> Option<Step> {
     let f = Folded::new(p, block);
-    let total = block * p as u64;
-    let Some((v, start)) = f.enter(rank) else {
-        return match i {
-            0 => Some(Step::Send { to: rank + 1, bytes: total }),
-            1 => Some(Step::Recv { from: f.real(mirror(rank / 2, f.rounds)), bytes: block }),
-            _ => None,
-        };
+    let (v, _, j) = match f.fold(rank, p, i, || f.real(mirror(rank / 2, f.rounds))) {
+        Ok(at) => at,
+        Err(step) => return step,
     };
-    if i < start {
-        return Some(Step::Recv { from: rank - 1, bytes: total });
-    }
-    let j = i - start;
     if j < f.rounds {
         let (mut send_idx, mut recv_idx, mut nblocks) = (0u32, 0u32, 1u32 << f.rounds);
         for k in 0..=j {

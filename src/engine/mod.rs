@@ -218,13 +218,12 @@ impl<P: Program> Engine<P> {
             EvKind::Calc => self.on_calc(ev),
             EvKind::Send => self.on_send(ev),
             EvKind::Recv => self.on_recv(ev),
-            EvKind::Msg => self.on_msg(ev),
+            EvKind::Msg | EvKind::Data => self.on_msg(ev),
             EvKind::Probe => self.on_probe(ev),
             EvKind::Mem => self.on_mem(ev),
             EvKind::MemDone => self.on_mem_done(ev),
             EvKind::Rts => self.on_rts(ev),
             EvKind::Cts => self.on_cts(ev),
-            EvKind::Data => self.on_data(ev),
             EvKind::Landed | EvKind::DataLanded => self.on_landed(ev),
         }
     }
@@ -359,6 +358,7 @@ impl<P: Program> Engine<P> {
         }
     }
 
+    /// A message (or a handshake's data) reaches its receiver.
     fn on_msg(&mut self, ev: Event) {
         if self.net.nic_model == NicModel::Dma {
             return self.land(ev);
@@ -376,7 +376,16 @@ impl<P: Program> Engine<P> {
         if self.timeline.is_some() {
             self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
         }
-        self.deliver(ev);
+        self.received(ev);
+    }
+
+    #[inline(always)]
+    fn received(&mut self, ev: Event) {
+        if matches!(ev.kind(), EvKind::Data | EvKind::DataLanded) {
+            self.finish_data(ev);
+        } else {
+            self.deliver(ev);
+        }
     }
 
     /// A received message meets the posted receives, or waits as unexpected.
@@ -404,8 +413,7 @@ impl<P: Program> Engine<P> {
     #[cold]
     fn land(&mut self, ev: Event) {
         let n = self.gr(ev.rank, ev.nic());
-        if self.clocks[n] > ev.time {
-            self.defer(ev, self.clocks[n]);
+        if !self.free_or_defer(ev, n) {
             return;
         }
         let p = *self.net.params(ev.peer, ev.rank, ev.size);
@@ -419,8 +427,7 @@ impl<P: Program> Engine<P> {
     #[cold]
     fn on_landed(&mut self, ev: Event) {
         let c = self.o(ev.rank, ev.cpu());
-        if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c]);
+        if !self.free_or_defer(ev, c) {
             return;
         }
         let (src, dst) = (ev.peer, ev.rank);
@@ -429,11 +436,7 @@ impl<P: Program> Engine<P> {
         if self.timeline.is_some() {
             self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
         }
-        if ev.kind() == EvKind::DataLanded {
-            self.finish_data(ev);
-        } else {
-            self.deliver(ev);
-        }
+        self.received(ev);
     }
 
     /// When `rank` can next post a send: its CPU is free, and with
@@ -480,11 +483,20 @@ impl<P: Program> Engine<P> {
     /// free); false if it was deferred because the CPU is busy.
     fn receive_control(&mut self, ev: Event, p: &LogGOPS) -> bool {
         let c = self.o(ev.rank, ev.cpu());
-        if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c]);
+        if !self.free_or_defer(ev, c) {
             return false;
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
+        true
+    }
+
+    /// Whether clock `i` (a CPU's or NIC's) is free at `ev.time`; if not,
+    /// `ev` waits until it is.
+    fn free_or_defer(&mut self, ev: Event, i: usize) -> bool {
+        if self.clocks[i] > ev.time {
+            self.defer(ev, self.clocks[i]);
+            return false;
+        }
         true
     }
 
@@ -536,29 +548,8 @@ impl<P: Program> Engine<P> {
         self.events += 1;
     }
 
-    /// A handshake rendezvous's data reaches the receiver: its receive
-    /// (matched at the request-to-send) completes once the CPU has taken it.
-    #[cold]
-    fn on_data(&mut self, ev: Event) {
-        if self.net.nic_model == NicModel::Dma {
-            return self.land(ev);
-        }
-        let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
-        let free = self.clocks[c].max(self.clocks[n]);
-        if free > ev.time {
-            self.defer(ev, free);
-            return;
-        }
-        let (src, dst) = (ev.peer, ev.rank);
-        let p = *self.net.params(src, dst, ev.size);
-        self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
-        self.clocks[n] = ev.time + p.recv_nic(ev.size);
-        if self.timeline.is_some() {
-            self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
-        }
-        self.finish_data(ev);
-    }
-
+    /// A handshake rendezvous's data has been received: its receive was
+    /// matched at the request-to-send.
     fn finish_data(&mut self, ev: Event) {
         self.program.done(ev.rank, ev.tag);
         self.touched.push(ev.rank);
