@@ -101,6 +101,7 @@ def test_collective_defaults_and_ints_become_floats():
         "root": 0,
         "communicator": "world",
         "grid_columns": 0,
+        "counts": [],
     }
     assert isinstance(s["workload"]["compute_s"], float)
 

@@ -47,6 +47,8 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         (Reduce, InOrderBinary) => in_order_binary_reduce(c, rank, i),
         (Reduce, Linear | Ring | TwoRing | BinaryTree | Knomial) => tree_reduce(c, rank, i),
         (Reduce, _) => Tree::of(c).reduce(rank, i, |_| c.bytes, c.bytes),
+        (Gather, Linear) => linear_gather(c, rank, i, |_| c.bytes),
+        (Scatter, Linear) => linear_scatter(c, rank, i, |_| c.bytes),
         (Gather, _) => {
             let t = Tree::of(c);
             t.reduce(rank, i, |child| t.subtree(child) as u64 * c.bytes, t.subtree(t.v(rank)) as u64 * c.bytes)
@@ -114,6 +116,49 @@ pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
         }),
         (Alltoall, _) => pairwise(rank, p, c.bytes, i),
     }
+}
+
+/// The v-variants on group-local ranks, `counts[j]` the block of rank j:
+/// gatherv and scatterv linear, allgatherv by the ring, alltoallv pairwise
+/// (rank j receives counts[j] bytes from every rank); the schedules of Open
+/// MPI's basic component and MPICH's defaults for large or unequal counts.
+pub fn v_step(c: &Collective, counts: &[u64], rank: u32, i: u32) -> Option<Step> {
+    use CollectiveKind::*;
+    let p = c.ranks;
+    let size = |j: u32| counts.get(j as usize).copied().unwrap_or(0);
+    match c.kind {
+        Gather => linear_gather(c, rank, i, size),
+        Scatter => linear_scatter(c, rank, i, size),
+        Allgather => (i + 1 < p).then(|| {
+            // step i passes on block rank − i and receives block rank − i − 1
+            let (to, from) = ((rank + 1) % p, (rank + p - 1) % p);
+            Step::Exchange { to, send_bytes: size((rank + p - i) % p), from, recv_bytes: size((rank + p - i - 1) % p) }
+        }),
+        Alltoall => (i + 1 < p).then(|| {
+            let (to, from) = ((rank + i + 1) % p, (rank + p - i - 1) % p);
+            Step::Exchange { to, send_bytes: size(to), from, recv_bytes: size(rank) }
+        }),
+        _ => step(c, rank, i),
+    }
+}
+
+/// Open MPI's basic linear gather: every rank sends its block to the root,
+/// which receives them in rank order (an empty block is an empty message).
+fn linear_gather(c: &Collective, rank: u32, i: u32, size: impl Fn(u32) -> u64) -> Option<Step> {
+    if rank != c.root {
+        return (i == 0).then(|| Step::Send { to: c.root, bytes: size(rank) });
+    }
+    let j = if i < c.root { i } else { i + 1 };
+    (j < c.ranks).then(|| Step::Recv { from: j, bytes: size(j) })
+}
+
+/// Open MPI's basic linear scatter: the root sends each rank its block in turn.
+fn linear_scatter(c: &Collective, rank: u32, i: u32, size: impl Fn(u32) -> u64) -> Option<Step> {
+    if rank != c.root {
+        return (i == 0).then(|| Step::Recv { from: c.root, bytes: size(rank) });
+    }
+    let j = if i < c.root { i } else { i + 1 };
+    (j < c.ranks).then(|| Step::Send { to: j, bytes: size(j) })
 }
 
 /// Step k = i + 1: send `bytes` to r+k, receive them from r−k.

@@ -382,7 +382,7 @@ impl CollectiveKind {
                 ScatterRingAllgather,
             ],
             CollectiveKind::Reduce => &[Binomial, Rabenseifner, Linear, Ring, TwoRing, BinaryTree, InOrderBinary, Knomial],
-            CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial],
+            CollectiveKind::Gather | CollectiveKind::Scatter => &[Binomial, Linear],
             CollectiveKind::Allgather => &[Ring, RecursiveDoubling, Bruck, NeighborExchange],
             CollectiveKind::Alltoall => &[Pairwise, Linear, Bruck],
             CollectiveKind::Barrier => &[Dissemination, Linear, RecursiveDoubling, Binomial],
@@ -464,15 +464,29 @@ impl Collective {
     /// stays small enough to inline).
     #[inline(never)]
     fn step_in_group(&self, rank: u32, i: u32) -> Option<Step> {
+        Some(self.world_step(rank, algorithms::step(self, self.comm.local(rank), i)?))
+    }
+
+    /// Step `i` of (world) `rank` in the v-variant with per-rank blocks
+    /// `counts` (group-local ranks); see [`algorithms::v_step`].
+    pub fn v_step(&self, counts: &[u64], rank: u32, i: u32) -> Option<Step> {
+        Some(self.world_step(rank, algorithms::v_step(self, counts, self.comm.local(rank), i)?))
+    }
+
+    /// A group-local step of `rank` with world-rank peers.
+    fn world_step(&self, rank: u32, step: Step) -> Step {
+        if self.comm == Comm::World {
+            return step;
+        }
         let g = |l: u32| self.comm.global(rank, l);
-        Some(match algorithms::step(self, self.comm.local(rank), i)? {
+        match step {
             Step::Recv { from, bytes } => Step::Recv { from: g(from), bytes },
             Step::Send { to, bytes } => Step::Send { to: g(to), bytes },
             Step::Exchange { to, send_bytes, from, recv_bytes } => Step::Exchange { to: g(to), send_bytes, from: g(from), recv_bytes },
             Step::FanOut { to, bytes, k } => Step::FanOut { to: g(to), bytes, k },
             Step::FanIn { from, bytes, k } => Step::FanIn { from: g(from), bytes, k },
             w @ Step::WaitFanOut { .. } => w,
-        })
+        }
     }
 
     /// Every step of `rank`, in order (for tests and inspection).

@@ -828,3 +828,66 @@ fn every_algorithm_completes_with_a_handshake_rendezvous_and_a_dma_nic() {
         }
     }
 }
+
+#[test]
+fn v_variants_deliver_each_ranks_block_and_equal_counts_match_the_plain_collectives() {
+    use CollectiveKind::*;
+    for p in [2u32, 3, 7, 12] {
+        let counts: Vec<u64> = (0..p as u64).map(|j| 100 * (j + 1)).collect();
+        let total: u64 = counts.iter().sum();
+        for kind in [Gather, Scatter, Allgather, Alltoall] {
+            let root = p / 2;
+            let c = call(kind, Algorithm::Linear, p, root, 0);
+            let got = |r: u32| -> u64 {
+                (0..)
+                    .map_while(|i| c.v_step(&counts, r, i))
+                    .map(|s| match s {
+                        Step::Recv { bytes, .. } => bytes,
+                        Step::Exchange { recv_bytes, .. } => recv_bytes,
+                        _ => 0,
+                    })
+                    .sum()
+            };
+            for r in 0..p {
+                let want = match kind {
+                    Gather if r == root => total - counts[r as usize],
+                    Gather => 0,
+                    Scatter if r == root => 0,
+                    Scatter => counts[r as usize],
+                    Allgather => total - counts[r as usize],
+                    _ => (p as u64 - 1) * counts[r as usize],
+                };
+                assert_eq!(got(r), want, "{kind:?} p={p} rank {r}");
+            }
+        }
+    }
+    // equal counts: the same times as the plain collective (linear gather and
+    // scatter, ring allgather, pairwise alltoall), blocking and nonblocking
+    for (kind, alg) in
+        [(Gather, Algorithm::Linear), (Scatter, Algorithm::Linear), (Allgather, Algorithm::Ring), (Alltoall, Algorithm::Pairwise)]
+    {
+        for mode in [CollectiveMode::Blocking, CollectiveMode::Nonblocking] {
+            let plain = coll(9, kind, alg, 3000, mode);
+            let v = CollectiveLoop { counts: vec![3000; 9], message_bytes: 1, ..plain.clone() };
+            let (a, b) = (run(CollectiveLoop { chunk_bytes: 0, ..plain }), run(CollectiveLoop { chunk_bytes: 0, ..v }));
+            assert_eq!(
+                (0..9).map(|r| a.finish_time(r)).collect::<Vec<_>>(),
+                (0..9).map(|r| b.finish_time(r)).collect::<Vec<_>>(),
+                "{kind:?} {mode:?}"
+            );
+            assert_eq!(a.events, b.events);
+        }
+    }
+}
+
+#[test]
+fn v_variant_counts_are_checked() {
+    let base = CollectiveLoop { ranks: 4, collective: CollectiveKind::Gather, counts: vec![8, 16, 24, 32], ..Default::default() };
+    assert!(base.validate().is_ok());
+    let short = CollectiveLoop { counts: vec![8, 16], ..base.clone() };
+    assert!(short.validate().unwrap_err().contains("one count per rank of the communicator (4), got 2"));
+    let tree = CollectiveLoop { algorithm: Some(Algorithm::Binomial), ..base.clone() };
+    assert!(tree.validate().unwrap_err().contains("gather runs linear"));
+    let allreduce = CollectiveLoop { collective: CollectiveKind::Allreduce, ..base };
+    assert!(allreduce.validate().unwrap_err().starts_with("workload.counts"));
+}

@@ -18,13 +18,19 @@ pub struct Driver {
 impl Driver {
     #[inline(always)]
     pub fn next(&mut self, c: &Collective, rank: u32) -> Option<StreamOp> {
+        self.next_with(c.tag, |i| c.step(rank, i))
+    }
+
+    /// `next` for steps given by `step(i)` (a workload's own, such as the
+    /// v-variants with per-rank counts).
+    #[inline(always)]
+    pub fn next_with(&mut self, tag: u32, step: impl Fn(u32) -> Option<Step>) -> Option<StreamOp> {
         if self.sub > 0 && (self.wait == 1 || self.sub == 2) {
             let mask = self.wait as u64;
             (self.index, self.sub, self.wait) = (self.index + 1, 0, 0);
             return Some(StreamOp::Wait(mask));
         }
-        let step = c.step(rank, self.index)?;
-        let tag = c.tag;
+        let step = step(self.index)?;
         Some(match (step, self.sub) {
             (Step::Recv { from, bytes }, _) => {
                 (self.sub, self.wait) = (1, 1);

@@ -98,6 +98,11 @@ pub trait Workload {
     fn collective(&self, _id: u8) -> Option<Collective> {
         None
     }
+    /// Step `i` of `rank` in collective `c` (the workload's own schedule, if it has one).
+    #[inline(always)]
+    fn collective_step(&self, c: &Collective, rank: u32, i: u32) -> Option<crate::collectives::Step> {
+        c.step(rank, i)
+    }
     /// Whether the program starts nonblocking collectives (their state is
     /// then kept per rank).
     fn uses_background(&self) -> bool {
@@ -509,7 +514,8 @@ impl<W: Workload> Rank<'_, W> {
                 .workload
                 .collective(bg.id)
                 .ok_or_else(|| format!("rank {rank}: nonblocking collective {} is not defined (workload error)", bg.id))?;
-            let op = match bg.driver.next(&coll, rank) {
+            let workload = &self.workload;
+            let op = match bg.driver.next_with(coll.tag, |i| workload.collective_step(&coll, rank, i)) {
                 None => {
                     st.flags.remove(Flags::BG_ACTIVE);
                     continue;

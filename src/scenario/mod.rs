@@ -171,7 +171,7 @@ impl WorkloadSpec {
         match &mut self {
             WorkloadSpec::Collective(w) if w.algorithm.is_none() => {
                 let library = library.unwrap_or_default();
-                w.algorithm = Some(w.collective.auto_algorithm(library, w.comm.size(w.ranks), w.message_bytes));
+                w.algorithm = Some(w.auto_algorithm(library));
             }
             WorkloadSpec::Trace(t) => t.library = library,
             _ => {}

@@ -69,6 +69,10 @@ pub struct CollectiveLoop {
     pub communicator: Communicator,
     /// Columns of the row-major grid for communicator "rows" or "columns".
     pub grid_columns: u32,
+    /// Per-rank blocks in bytes (group-local ranks), in place of
+    /// message_bytes: gatherv, scatterv (linear), allgatherv (ring) and
+    /// alltoallv (pairwise; rank j receives counts[j] from every rank).
+    pub counts: Vec<u64>,
     /// The communicator resolved (set by [`CollectiveLoop::on_nodes`] for "nodes").
     #[serde(skip)]
     pub comm: Comm,
@@ -89,6 +93,7 @@ impl Default for CollectiveLoop {
             root: 0,
             communicator: Communicator::World,
             grid_columns: 0,
+            counts: Vec::new(),
             comm: Comm::World,
         }
     }
@@ -129,9 +134,7 @@ impl CollectiveLoop {
         Collective {
             kind: self.collective,
             // a scenario decides "auto" by its mpi_library (WorkloadSpec::with_library); else Open MPI's rule
-            algorithm: self
-                .algorithm
-                .unwrap_or_else(|| self.collective.auto_algorithm(MpiLibrary::default(), self.comm.size(self.ranks), self.message_bytes)),
+            algorithm: self.algorithm.unwrap_or_else(|| self.auto_algorithm(MpiLibrary::default())),
             ranks: self.comm.size(self.ranks),
             root: self.root,
             bytes: self.message_bytes,
@@ -139,6 +142,24 @@ impl CollectiveLoop {
             tag: TAG_COLLECTIVE,
             comm: self.comm,
         }
+    }
+
+    /// What "auto" runs: the v-variant's schedule with per-rank counts, else `library`'s rule.
+    pub fn auto_algorithm(&self, library: MpiLibrary) -> Algorithm {
+        match (self.counts.is_empty(), v_algorithm(self.collective)) {
+            (false, Some(a)) => a,
+            _ => self.collective.auto_algorithm(library, self.comm.size(self.ranks), self.message_bytes),
+        }
+    }
+
+    /// The next op of the running blocking collective.
+    #[inline(always)]
+    fn drive(&self, driver: &mut Driver, rank: u32) -> Option<StreamOp> {
+        if self.counts.is_empty() {
+            return driver.next(&self.call(), rank);
+        }
+        let c = self.call();
+        driver.next_with(c.tag, |i| c.v_step(&self.counts, rank, i))
     }
 
     /// The workload with its communicator resolved on a network of
@@ -186,6 +207,21 @@ impl CollectiveLoop {
             return Err(format!("workload.root: must be < {what}, got {}", self.root));
         }
         let call = self.call();
+        if !self.counts.is_empty() {
+            let Some(v) = v_algorithm(self.collective) else {
+                return Err("workload.counts: per-rank counts apply to gather, scatter, allgather and alltoall".into());
+            };
+            if call.algorithm != v {
+                return Err(format!(
+                    "workload.algorithm: with per-rank counts, {} runs {} (use auto)",
+                    crate::units::name(&self.collective),
+                    crate::units::name(&v)
+                ));
+            }
+            if self.counts.len() != size as usize {
+                return Err(format!("workload.counts: needs one count per rank of the communicator ({size}), got {}", self.counts.len()));
+            }
+        }
         if self.chunk_bytes > 0 && self.collective != CollectiveKind::Bcast {
             return Err("workload.chunk_bytes: only broadcasts cut messages into chunks".into());
         }
@@ -226,6 +262,15 @@ impl Workload for CollectiveLoop {
         Some(self.call())
     }
 
+    #[inline(always)]
+    fn collective_step(&self, c: &Collective, rank: u32, i: u32) -> Option<crate::collectives::Step> {
+        if self.counts.is_empty() {
+            c.step(rank, i)
+        } else {
+            c.v_step(&self.counts, rank, i)
+        }
+    }
+
     fn uses_background(&self) -> bool {
         self.mode == CollectiveMode::Nonblocking
     }
@@ -233,7 +278,7 @@ impl Workload for CollectiveLoop {
     fn next(&self, rank: u32, s: &mut CollState, _ctx: &Ctx) -> StreamOp {
         // The hot path: inside a blocking collective.
         if s.phase == Phase::Collective && self.mode == CollectiveMode::Blocking {
-            if let Some(op) = s.driver.next(&self.call(), rank) {
+            if let Some(op) = self.drive(&mut s.driver, rank) {
                 return op;
             }
             s.phase = Phase::Stop;
@@ -257,7 +302,7 @@ impl Workload for CollectiveLoop {
                         return StreamOp::Calc(self.compute_ps);
                     }
                 }
-                (CollectiveMode::Blocking, Phase::Collective) => match s.driver.next(&self.call(), rank) {
+                (CollectiveMode::Blocking, Phase::Collective) => match self.drive(&mut s.driver, rank) {
                     Some(op) => return op,
                     None => s.phase = Phase::Stop,
                 },
@@ -294,4 +339,14 @@ impl Workload for CollectiveLoop {
             }
         }
     }
+}
+
+/// The schedule of a collective's v-variant (Open MPI's basic component).
+fn v_algorithm(kind: CollectiveKind) -> Option<Algorithm> {
+    Some(match kind {
+        CollectiveKind::Gather | CollectiveKind::Scatter => Algorithm::Linear,
+        CollectiveKind::Allgather => Algorithm::Ring,
+        CollectiveKind::Alltoall => Algorithm::Pairwise,
+        _ => return None,
+    })
 }

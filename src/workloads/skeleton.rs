@@ -106,6 +106,7 @@ impl Skeleton {
             test_chunks: self.test_chunks,
             communicator: Default::default(),
             grid_columns: 0,
+            counts: Vec::new(),
             comm: Default::default(),
         }
     }
