@@ -100,6 +100,12 @@ impl Matcher {
         Matcher { slab: Vec::new(), free: NIL, live: 0 }
     }
 
+    /// Hints that the head of `list` will be needed soon.
+    #[inline(always)]
+    pub fn prefetch(&self, list: ListHead) {
+        super::prefetch(&self.slab, unpack(list).0 as usize);
+    }
+
     /// Appends `e` to the list `list`.
     pub fn push(&mut self, list: &mut ListHead, e: Entry) {
         let idx = if self.free != NIL {

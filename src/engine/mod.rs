@@ -59,6 +59,24 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// How many events ahead the engine prefetches the state of the rank an
+/// event belongs to: far enough for the access to land before the event
+/// runs, near enough that the line is still in cache.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Asks the CPU to bring `v[i]` into cache (a hint: no effect elsewhere
+/// than x86-64, and none if `i` is out of range).
+#[inline(always)]
+pub fn prefetch<T>(v: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = v.get(i) {
+        // SAFETY: prefetching is a hint; it never faults, even on bad addresses
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const T as *const i8) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, i);
+}
+
 /// Largest message size the match queues can hold (128 TiB).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 47;
 
@@ -173,6 +191,18 @@ impl<P: Program> Engine<P> {
                 return Err(self.past_limit(ev.time));
             }
             self.now = ev.time;
+            if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD) {
+                let r = soon.rank;
+                prefetch(&self.clocks, r as usize * self.stride);
+                self.program.prefetch(r);
+                self.noise.prefetch(r);
+            }
+            if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
+                // its clocks line arrived by now: fetch the heads of its match lists
+                let l = self.list(soon.rank, Queue::Posted);
+                self.matcher.prefetch(self.clocks[l]);
+                self.matcher.prefetch(self.clocks[l + 1]);
+            }
             self.process(ev);
             if let Some(next) = self.waiting.next_after(&ev, self.now) {
                 self.queue.push_again(next);

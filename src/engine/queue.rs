@@ -322,6 +322,13 @@ impl EventQueue {
         Some(ev)
     }
 
+    /// The event `k` places after the next one, if the current window's
+    /// sorted run holds it (a hint for prefetching, not an order guarantee).
+    #[inline(always)]
+    pub fn upcoming(&self, k: usize) -> Option<&Event> {
+        self.run.len().checked_sub(k + 1).map(|i| &self.run[i])
+    }
+
     /// The window of the first occupied ring slot after the current window.
     fn next_in_ring(&self) -> Option<Time> {
         let words = self.occupied.len();

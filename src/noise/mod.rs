@@ -249,6 +249,12 @@ impl Noise {
         Ok(Noise { sources, seed, cache, too_dense: false })
     }
 
+    /// Hints that `rank`'s cached detour will be needed soon.
+    #[inline(always)]
+    pub fn prefetch(&self, rank: u32) {
+        crate::engine::prefetch(&self.cache, rank as usize);
+    }
+
     /// The first detour of `rank` (over all sources) that ends after `t`.
     #[inline]
     fn next_detour(&mut self, rank: u32, t: i64) -> Option<Detour> {

@@ -84,6 +84,10 @@ pub trait Program {
     fn many_ready_ops(&self) -> bool {
         false
     }
+    /// Hints that `rank`'s state will be needed soon (the engine calls it
+    /// a few events ahead, so the memory access overlaps other work).
+    #[inline(always)]
+    fn prefetch(&self, _rank: u32) {}
     /// Op `id` of `rank` has started (its `irequires` dependents may go).
     fn started(&mut self, rank: u32, id: u32);
     /// Op `id` of `rank` is done (its `requires` dependents may go).

@@ -273,6 +273,11 @@ impl<W: Workload> Program for StreamProgram<W> {
         1 + u8::from(self.async_progress)
     }
 
+    #[inline(always)]
+    fn prefetch(&self, rank: u32) {
+        crate::engine::prefetch(&self.ranks, rank as usize);
+    }
+
     #[inline]
     fn started(&mut self, rank: u32, id: u32) {
         let st = &mut self.ranks[rank as usize];
