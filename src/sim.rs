@@ -11,7 +11,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
-use crate::workloads::{Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, Krylov, KrylovKernel, Skeleton, Spmv, StreamTriad};
+use crate::workloads::{App, Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, Krylov, KrylovKernel, Skeleton, Spmv, StreamTriad};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -26,6 +26,8 @@ pub enum WorkloadSpec {
     Collective(CollectiveLoop),
     /// Allreduce-dominated BSP application skeleton: compute beta x (allreduce time), then the allreduce.
     Skeleton(Skeleton),
+    /// A noise-paper application (AMG2006, CTH, HPCCG, LAMMPS, LULESH, miniFE): halos, allreduces (blocking or ideal), compute from Table 1's beta.
+    App(App),
     /// Back-to-back sparse matrix-vector products on a banded matrix, split_wait or non_split (idle-waves paper §3.2).
     Spmv(Spmv),
     /// Finite-element MatVec hiding communication with fixed alpha, dynamic alpha or MPI test (HMM paper §2.4).
@@ -186,6 +188,14 @@ impl WorkloadSpec {
                 ];
                 (v.visit(w), derived)
             }
+            WorkloadSpec::App(a) => {
+                let (w, compute, communication) = a.program(net)?;
+                let derived = vec![
+                    ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
+                    ("communication_per_iteration_s".into(), crate::time::to_seconds(communication)),
+                ];
+                (v.visit(w), derived)
+            }
             WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => return Ok(None),
         }))
     }
@@ -197,6 +207,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bsp(w) => w.validate(),
             WorkloadSpec::Collective(w) => w.on_nodes(ranks_per_node).validate(),
             WorkloadSpec::Skeleton(w) => w.validate(),
+            WorkloadSpec::App(w) => w.validate(),
             WorkloadSpec::Spmv(w) => w.validate(),
             WorkloadSpec::FemMatvec(w) => w.validate(),
             WorkloadSpec::StreamTriad(w) => w.bsp(false).validate(),

@@ -203,6 +203,55 @@ def demo(
         fail(str(e))
 
 
+@app.command()
+def reproduce(
+    names: list[str] = typer.Argument(None, help="Studies to run (default: all); `--list` names them."),
+    out_dir: Path = typer.Option(Path("reproduce-out"), "--out", help="Where to write each study's JSON and figure."),
+    ranks: str = typer.Option("1024", "--ranks", help="Comma-separated scales, e.g. 1024,4096."),
+    iterations: int = typer.Option(40, "--iterations", min=1),
+    seed: int = typer.Option(1, "--seed"),
+    list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+):
+    """Run a paper's study as the paper ran it and print, per figure, what the paper says, what we get and the verdict."""
+    from idlewave import reproduce as rp
+
+    if list_:
+        for name, what in rp.STUDIES.items():
+            out.print(f"{name}: {what}", highlight=False)
+        return
+    unknown = [n for n in names or [] if n not in rp.STUDIES]
+    if unknown:
+        fail(f"unknown study {unknown[0]!r} (known: {', '.join(rp.STUDIES)})")
+    try:
+        scales = tuple(int(x) for x in ranks.split(","))
+    except ValueError:
+        fail(f"--ranks: comma-separated integers, got {ranks!r}")
+    results = {}
+    for name in names or list(rp.STUDIES):
+        done = lambda row: err.print(f"  {row['ranks']:,} ranks {row['app']:8} {row['noise']:10} speedup {row['speedup']:.3f}",
+                                     highlight=False) if not as_json else None
+        try:
+            results[name] = rp.run_study(name, out_dir / name, scales, iterations, seed, on_row=done)
+        except (ScenarioError, _engine.SimulationError) as e:
+            fail(str(e))
+    if as_json:
+        print(json.dumps(finite(results)))
+        return
+    for name, result in results.items():
+        apps = list(result["verdicts"][0]["values"]) if result["verdicts"] else []
+        t = Table(title=escape(f"{name}: makespan ratios per application (Fig. 5, 7: blocking / idealized allreduce "
+                               f"under noise; Fig. 11: idealized under noise / no noise)"))
+        for c in ("figure", "noise", "ranks", *apps, "verdict"):
+            t.add_column(c, justify="right" if c in apps or c == "ranks" else "left")
+        for v in result["verdicts"]:
+            t.add_row(v["figure"], v["noise"], f"{v['ranks']:,}", *(f"{v['values'][a]:.2f}" for a in apps), v["verdict"])
+        out.print(t)
+        for fig, (says, _) in rp.PAPER.items():
+            out.print(f"  {fig}, the paper: {says}", highlight=False)
+        out.print(f"figure: {result['figure']}", highlight=False)
+
+
 analyze_app = typer.Typer(no_args_is_help=True, help="Measurements on results: idle-wave speed and decay, desynchronization P_D.")
 app.add_typer(analyze_app, name="analyze")
 

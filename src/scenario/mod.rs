@@ -152,6 +152,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bsp(w) => (Some(w.ranks), None),
             WorkloadSpec::Collective(w) => (Some(w.ranks), None),
             WorkloadSpec::Skeleton(w) => (Some(w.ranks), None),
+            WorkloadSpec::App(w) => (Some(w.ranks), None),
             WorkloadSpec::Spmv(w) => (Some(w.ranks), None),
             WorkloadSpec::FemMatvec(w) => (Some(w.ranks), None),
             WorkloadSpec::StreamTriad(w) => (Some(w.ranks), None),

@@ -232,7 +232,7 @@ pub struct KrylovState {
 }
 
 /// The 26 neighbour offsets; the first 6 are the faces.
-const OFFSETS: [[i8; 3]; 26] = {
+pub(super) const OFFSETS: [[i8; 3]; 26] = {
     let mut out = [[0i8; 3]; 26];
     let (mut faces, mut others) = (0, 6);
     let mut i = 0;

@@ -1,5 +1,6 @@
 //! Built-in programs, generated lazily per rank.
 
+mod app;
 mod bsp;
 mod chebfd;
 mod collective;
@@ -11,6 +12,7 @@ mod script;
 mod skeleton;
 mod spmv;
 
+pub use app::{App, AppLoop, Profile as AppProfile, CALIBRATION_RANKS, PROFILES as APP_PROFILES};
 pub use bsp::{Bsp, StreamTriad};
 pub use chebfd::{table7 as chebfd_table7, ChebFd, ChebMode};
 pub use collective::{CollectiveLoop, CollectiveMode, Communicator};
