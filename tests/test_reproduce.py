@@ -67,3 +67,21 @@ def test_cli_lists_studies_and_refuses_unknown_ones():
     assert r.exit_code == 0 and "noise-apps" in r.output
     r = CliRunner().invoke(app, ["reproduce", "fig99"])
     assert r.exit_code == 2 and "unknown study 'fig99'" in r.output
+
+
+def test_fig9_checkpoints_speed_dissemination_collectives_up_and_binomial_ones_barely():
+    """Fig. 9: under checkpoint noise the dissemination collectives gain a
+    large factor from the idealized version; binomial ones under 10%, as
+    their dependencies reach only a rank's ancestors (Fig. 10)."""
+    from idlewave.reproduce import noise_collectives
+
+    rows = noise_collectives(ranks=(1024,), iterations=100)["rows"]
+    s = {r["collective"]: r["speedup"] for r in rows if r["noise"] == "checkpoint"}
+    assert min(s["allreduce"], s["allgather"]) > 10 * max(s["gather"], s["scatter"]), s
+    assert max(s["gather"], s["scatter"]) < 1.1, s
+    # Fig. 6's growth of the binomial collectives' speedup with scale (low noise)
+    big = noise_collectives(ranks=(4096,), iterations=100)["rows"]
+    for coll in ("gather", "scatter"):
+        small = next(r["speedup"] for r in rows if r["collective"] == coll and r["noise"] == "system")
+        large = next(r["speedup"] for r in big if r["collective"] == coll and r["noise"] == "system")
+        assert large > small > 1.0, (coll, small, large)

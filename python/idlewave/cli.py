@@ -207,8 +207,8 @@ def demo(
 def reproduce(
     names: list[str] = typer.Argument(None, help="Studies to run (default: all); `--list` names them."),
     out_dir: Path = typer.Option(Path("reproduce-out"), "--out", help="Where to write each study's JSON and figure."),
-    ranks: str = typer.Option("1024", "--ranks", help="Comma-separated scales, e.g. 1024,4096."),
-    iterations: int = typer.Option(40, "--iterations", min=1),
+    ranks: str = typer.Option(None, "--ranks", help="Comma-separated scales, e.g. 1024,4096 (default: the study's)."),
+    iterations: int = typer.Option(None, "--iterations", min=1, help="Iterations per run (default: the study's)."),
     seed: int = typer.Option(1, "--seed"),
     list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
@@ -224,21 +224,26 @@ def reproduce(
     if unknown:
         fail(f"unknown study {unknown[0]!r} (known: {', '.join(rp.STUDIES)})")
     try:
-        scales = tuple(int(x) for x in ranks.split(","))
+        scales = tuple(int(x) for x in ranks.split(",")) if ranks else None
     except ValueError:
         fail(f"--ranks: comma-separated integers, got {ranks!r}")
     results = {}
     for name in names or list(rp.STUDIES):
-        done = lambda row: err.print(f"  {row['ranks']:,} ranks {row['app']:8} {row['noise']:10} speedup {row['speedup']:.3f}",
-                                     highlight=False) if not as_json else None
+        default_ranks, default_iterations = rp.DEFAULTS[name]
+        done = lambda row: err.print(f"  {row['ranks']:,} ranks {row.get('app') or row['collective']:9} {row['noise']:10} "
+                                     f"speedup {row['speedup']:.3f}", highlight=False) if not as_json else None
         try:
-            results[name] = rp.run_study(name, out_dir / name, scales, iterations, seed, on_row=done)
+            results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
+                                         seed, on_row=done)
         except (ScenarioError, _engine.SimulationError) as e:
             fail(str(e))
     if as_json:
         print(json.dumps(finite(results)))
         return
     for name, result in results.items():
+        if name == "noise-collectives":
+            _print_micro(result)
+            continue
         apps = list(result["verdicts"][0]["values"]) if result["verdicts"] else []
         t = Table(title=escape(f"{name}: makespan ratios per application (Fig. 5, 7: blocking / idealized allreduce "
                                f"under noise; Fig. 11: idealized under noise / no noise)"))
@@ -250,6 +255,26 @@ def reproduce(
         for fig, (says, _) in rp.PAPER.items():
             out.print(f"  {fig}, the paper: {says}", highlight=False)
         out.print(f"figure: {result['figure']}", highlight=False)
+
+
+def _print_micro(result: dict) -> None:
+    from idlewave import reproduce as rp
+
+    rows = result["rows"]
+    scales = sorted({r["ranks"] for r in rows})
+    t = Table(title="noise-collectives: blocking / idealized makespan of a loop of one collective (8 B, "
+                    f"{result['compute_s'] * 1e3:g} ms of computation between calls)")
+    for c in ("noise", "collective", *(f"{p:,}" for p in scales)):
+        t.add_column(c, justify="right")
+    for noise in rp.NOISE_ENVIRONMENTS:
+        for coll, algorithm in rp.COLLECTIVES.items():
+            values = [next(r["speedup"] for r in rows if r["collective"] == coll and r["noise"] == noise and r["ranks"] == p)
+                      for p in scales]
+            t.add_row(noise, f"{coll} ({algorithm})", *(f"{v:.2f}" for v in values))
+    out.print(t)
+    for v in result["verdicts"]:
+        out.print(f"  {v['figure']} ({v['noise']}): {v['verdict']}. The paper: {v['paper']}", highlight=False)
+    out.print(f"figure: {result['figure']}", highlight=False)
 
 
 analyze_app = typer.Typer(no_args_is_help=True, help="Measurements on results: idle-wave speed and decay, desynchronization P_D.")

@@ -131,15 +131,119 @@ def figure(result: dict, path: Path) -> Path:
     return path
 
 
-STUDIES = {"noise-apps": "noise paper Fig. 5a, 5b, 7, 11: six applications, blocking vs idealized nonblocking allreduce under system, daemon and checkpoint noise"}
+# Fig. 6 and 9: the microbenchmark is a loop of one collective of 8-byte
+# messages; the paper does not give the computation between calls, we take 1 ms.
+COLLECTIVES = {"allreduce": "dissemination", "allgather": "bruck", "gather": "binomial", "scatter": "binomial"}
+MICRO_COMPUTE_S = 1e-3
+DISSEMINATION = ("allreduce", "allgather")
+BINOMIAL = ("gather", "scatter")
+MICRO_PAPER: dict[str, str] = {
+    "Fig. 6": "low noise: the dissemination collectives speed up only slightly at every scale; the binomial ones "
+              "strongly and increasingly past 16Ki processes",
+    "Fig. 9": "checkpoint noise: the dissemination collectives speed up noticeably; the binomial ones barely, "
+              "below 128Ki processes",
+}
+
+
+def noise_collectives(ranks: tuple[int, ...] = (1024, 4096, 16384), iterations: int = 200, seed: int = 1,
+                      on_row: Callable[[dict], None] | None = None) -> dict:
+    """Fig. 6 (system and daemon noise) and Fig. 9 (checkpoints): blocking vs
+    idealized nonblocking collective in a loop, speedup per collective and scale."""
+    rows = []
+    for p in ranks:
+        for coll, algorithm in COLLECTIVES.items():
+            for noise in NOISE_ENVIRONMENTS:
+                t = {}
+                for mode in ("blocking", "ideal"):
+                    t[mode] = simulate({"seed": seed, "noise": NOISE_ENVIRONMENTS[noise], "record": {"timers": False},
+                                        "workload": {"kind": "collective", "collective": coll, "algorithm": algorithm,
+                                                     "ranks": p, "iterations": iterations, "mode": mode,
+                                                     "message_bytes": 8, "compute_s": MICRO_COMPUTE_S}}).summary["makespan_s"]
+                row = {"ranks": p, "collective": coll, "algorithm": algorithm, "noise": noise,
+                       "blocking_s": t["blocking"], "ideal_s": t["ideal"], "speedup": t["blocking"] / t["ideal"]}
+                rows.append(row)
+                if on_row:
+                    on_row(row)
+    return {"rows": rows, "verdicts": micro_verdicts(rows), "iterations": iterations, "seed": seed,
+            "compute_s": MICRO_COMPUTE_S}
+
+
+def micro_verdicts(rows: list[dict]) -> list[dict]:
+    """Fig. 6: dissemination speedups below 1.1 at every scale under system and
+    daemon noise, binomial ones growing with scale and above 1.1 from 16Ki on.
+    Fig. 9: under checkpoints every dissemination speedup above every binomial
+    one, binomial below 1.1 under 128Ki."""
+    def s(coll: str, noise: str, p: int) -> float:
+        return next(r["speedup"] for r in rows if r["collective"] == coll and r["noise"] == noise and r["ranks"] == p)
+
+    scales = sorted({r["ranks"] for r in rows})
+    out = []
+    for fig, noises in (("Fig. 6", ("system", "daemon")), ("Fig. 9", ("checkpoint",))):
+        for noise in noises:
+            values = {f"{c} {p}": s(c, noise, p) for c in COLLECTIVES for p in scales}
+            if fig == "Fig. 6":
+                big = [p for p in scales if p >= 16384]
+                ok = (all(s(c, noise, p) < 1.1 for c in DISSEMINATION for p in scales)
+                      and all(s(c, noise, a) <= s(c, noise, b) for c in BINOMIAL for a, b in zip(scales, scales[1:]))
+                      and bool(big) and all(s(c, noise, p) > 1.1 for c in BINOMIAL for p in big))
+            else:
+                ok = all(min(s(c, noise, p) for c in DISSEMINATION) > max(s(c, noise, p) for c in BINOMIAL)
+                         for p in scales) and all(s(c, noise, p) < 1.1 for c in BINOMIAL for p in scales if p < 131072)
+            out.append({"figure": fig, "noise": noise, "paper": MICRO_PAPER[fig], "values": values,
+                        "verdict": "reproduced" if ok else "differs"})
+    return out
+
+
+STUDIES = {
+    "noise-apps": "noise paper Fig. 5a, 5b, 7, 11: six applications, blocking vs idealized nonblocking allreduce "
+                  "under system, daemon and checkpoint noise",
+    "noise-collectives": "noise paper Fig. 6, 9: a loop of one collective (dissemination allreduce and allgather, "
+                         "binomial gather and scatter), blocking vs idealized, under the three noises",
+}
+
+
+# Per study: the scales and iterations run by default.
+DEFAULTS: dict[str, tuple[tuple[int, ...], int]] = {"noise-apps": ((1024,), 40),
+                                                    "noise-collectives": ((1024, 4096, 16384), 200)}
 
 
 def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, seed: int,
               on_row: Callable[[dict], None] | None = None) -> dict:
-    if name != "noise-apps":
+    if name not in STUDIES:
         raise ValueError(f"unknown study {name!r} (known: {', '.join(STUDIES)})")
-    result = noise_apps(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
     out.mkdir(parents=True, exist_ok=True)
-    result["figure"] = str(figure(result, out / "noise-apps.png"))
-    write_json(out / "noise-apps.json", result)
+    if name == "noise-apps":
+        result = noise_apps(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
+        result["figure"] = str(figure(result, out / f"{name}.png"))
+    else:
+        result = noise_collectives(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
+        result["figure"] = str(micro_figure(result, out / f"{name}.png"))
+    write_json(out / f"{name}.json", result)
     return result
+
+
+def micro_figure(result: dict, path: Path) -> Path:
+    """Speedup against ranks per collective, one panel per noise environment."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    fig, axes = plt.subplots(1, len(NOISE_ENVIRONMENTS), figsize=(4.2 * len(NOISE_ENVIRONMENTS), 3.4))
+    for ax, noise in zip(axes, NOISE_ENVIRONMENTS):
+        for coll in COLLECTIVES:
+            pts = sorted((r["ranks"], r["speedup"]) for r in rows if r["collective"] == coll and r["noise"] == noise)
+            ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=f"{coll} ({COLLECTIVES[coll]})")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("ranks")
+        ax.set_title(f"{noise} noise ({'Fig. 9' if noise == 'checkpoint' else 'Fig. 6'})")
+    axes[0].set_ylabel("speedup, blocking / idealized")
+    axes[0].legend(frameon=False, fontsize="small")
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=150)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
