@@ -5,9 +5,11 @@ import json
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import idlewave
 from conftest import EXAMPLES
+from idlewave.cli import app as cli_app
 from idlewave.models import fit, hyperbolic, loggops, nbc, postal
 
 
@@ -143,6 +145,36 @@ def test_pcg_family_and_allreduce_models():
     a = postal.allreduce(pl, 8, nodes=64)
     assert (a["on_node_rounds"], a["off_node_rounds"]) == (4, 6)
     assert a["time_s"] == pytest.approx(2 * 4 * (1.1284e-6 + 0.8154e-9 * 8) + 2 * 6 * (2.2467e-6 + 0.3451e-9 * 8))
+
+
+def test_pcg_with_penalties_charges_blocking_allreduces_fully_and_overlaps_only_nonblocking_penalties():
+    """Krylov paper §5.3 + §6: T_iter = T_comp + T_halo + allreduces; a
+    nonblocking allreduce hides its penalty terms behind the computation
+    between start and wait, never its postal terms."""
+    pl = postal.PostalPlatform.preset("blue_waters")
+    pens = ("maxrate", "hops", "congestion")
+    base = dict(nodes=1024, spmv_s=1e-3, precond_s=1e-3, vector_s=1e-4, halo_s=2e-4, iterations=3, sync_s=1e-5, hops=4.0,
+                penalties=pens)
+    one = postal.allreduce(pl, 8, 1024, hops=4.0, penalties=pens)
+    pcg = postal.pcg_with_penalties(pl, "pcg", **base)
+    assert pcg["iteration_s"] == pytest.approx(2.1e-3 + 2e-4 + 2 * (one["time_s"] + 1e-5), rel=1e-12)
+    assert pcg["time_s"] == pytest.approx(3 * pcg["iteration_s"])
+    # PIPECG's 3-value allreduce overlaps 2 ms: far more than its penalties, so only postal + sync remain
+    three = postal.allreduce(pl, 24, 1024, hops=4.0, penalties=pens)
+    assert three["penalty_s"] < 2e-3
+    pipe = postal.pcg_with_penalties(pl, "pipecg", **base)
+    assert pipe["reduce_s"] == pytest.approx(three["postal_s"] + three["comp_s"] + 1e-5, rel=1e-12)
+    # with no computation to overlap, the nonblocking allreduce costs as much as the blocking one
+    bare = postal.pcg_with_penalties(pl, "nbpcg", **{**base, "spmv_s": 0.0, "precond_s": 0.0})
+    assert bare["reduce_s"] == pytest.approx(2 * (one["time_s"] + 1e-5), rel=1e-12)
+    # the CLI prints the same numbers
+    r = CliRunner().invoke(cli_app, ["model", "pcg", "--method", "pcg", "--spmv-s", "1e-3", "--precond-s", "1e-3",
+                                     "--vector-s", "1e-4", "--halo-s", "2e-4", "--iterations", "3", "--sync-s", "1e-5",
+                                     "--nodes", "1024", "--penalties", "maxrate,hops,congestion", "--hops", "4", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["iteration_s"] == pytest.approx(pcg["iteration_s"], rel=1e-12)
+    r = CliRunner().invoke(cli_app, ["model", "pcg", "--spmv-s", "1e-3", "--allreduce-s", "1e-4", "--nodes", "8"])
+    assert r.exit_code == 2 and "not both" in r.output
 
 
 def test_allreduce_model_beside_the_simulator():

@@ -182,24 +182,30 @@ def halo_model(
     as_json: bool = JSON,
 ):
     """3-D halo exchange from the on/off-node message counts of a mapping; average and slowest rank."""
-    from idlewave.models.halo import halo_messages
-
     pl_ = _platform(platform)
     g, loc = _ints(grid, "--grid", 3), _ints(local, "--local", 3)
+    times, offs = _halo_times(pl_, platform, g, loc, stencil, mapping, _penalties(penalties), hops,
+                              blocking=not nonblocking, overlap_s=overlap_s)
+    _show({"ranks": len(times), "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
+           "off_node_messages_mean": float(np.mean(offs)), "off_node_messages_max": int(np.max(offs))}, as_json)
+
+
+def _halo_times(pl_: postal.PostalPlatform, platform: str, g: list[int], loc: list[int], stencil: int, mapping: str,
+                pens: tuple[str, ...], hops: str, *, blocking: bool = True, overlap_s: float = 0.0) -> tuple[list[float], list[int]]:
+    """Per rank: the halo model's time and its off-node message count."""
+    from idlewave.models.halo import halo_messages
+
     if stencil not in (7, 27):
         fail("--stencil must be 7 or 27")
     if mapping not in ("block", "cartesian"):
         fail("--mapping must be block or cartesian")
-    pens = _penalties(penalties)
     per_rank = halo_messages(g, loc, stencil, pl_.ppn, mapping)
     pairs = sorted({(a, b) for m in per_rank for _, a, b in m if a != b})
     links = dict(zip(pairs, postal.topology_hops(platform, pairs))) if pairs and {"hops", "congestion"} & set(pens) else {}
     one = None if hops == "each" else _hops(hops, lambda: list(links.values()))
     messages = [[(n, a == b, one if one is not None else links.get((a, b), 0)) for n, a, b in m] for m in per_rank]
-    times = [postal.halo(pl_, m, blocking=not nonblocking, overlap_compute=overlap_s, penalties=pens)["time_s"] for m in messages]
-    offs = [sum(1 for _, on, _ in m if not on) for m in messages]
-    _show({"ranks": len(per_rank), "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
-           "off_node_messages_mean": float(np.mean(offs)), "off_node_messages_max": int(np.max(offs))}, as_json)
+    times = [postal.halo(pl_, m, blocking=blocking, overlap_compute=overlap_s, penalties=pens)["time_s"] for m in messages]
+    return times, [sum(1 for _, on, _ in m if not on) for m in messages]
 
 
 @model_app.command("pcg")
@@ -208,16 +214,47 @@ def pcg_model(
     spmv_s: float = typer.Option(..., "--spmv-s"),
     precond_s: float = typer.Option(0.0, "--precond-s"),
     vector_s: float = typer.Option(0.0, "--vector-s"),
-    allreduce_s: float = typer.Option(..., "--allreduce-s"),
-    halo_s: float = typer.Option(0.0, "--halo-s"),
+    allreduce_s: float | None = typer.Option(None, "--allreduce-s", help="A measured allreduce time (or give --nodes)."),
+    halo_s: float | None = typer.Option(None, "--halo-s", help="A measured halo time (or give --grid; default 0)."),
     sync_s: float = typer.Option(0.0, "--sync-s", help="Synchronization penalty per allreduce."),
     iterations: int = typer.Option(1, "--iterations", min=1),
+    nodes: int | None = typer.Option(None, "--nodes", min=1, help="Model the allreduces on this many nodes of --platform "
+                                     "(with --penalties; a nonblocking one overlaps only its penalty terms, §6)."),
+    platform: str = PLATFORM,
+    penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
+    hops: str = HOPS,
+    grid: str | None = typer.Option(None, "--grid", help="Model the halo: process grid px,py,pz (slowest rank)."),
+    local: str = typer.Option("32,32,32", "--local", help="Points per rank nx,ny,nz (with --grid)."),
+    stencil: int = typer.Option(27, "--stencil", help="7 or 27 (with --grid)."),
+    mapping: str = typer.Option("block", "--mapping", help="block or cartesian (with --grid)."),
     as_json: bool = JSON,
 ):
-    """The PCG family (PCG, SAPCG, NBPCG, PIPECG, PIPE2CG) per iteration."""
+    """The PCG family (PCG, SAPCG, NBPCG, PIPECG, PIPE2CG) per iteration, from measured or modelled allreduce and halo times."""
+    if (allreduce_s is None) == (nodes is None):
+        fail("give either --allreduce-s (a measured time) or --nodes (the allreduce model), not both")
+    if halo_s is not None and grid is not None:
+        fail("give either --halo-s (a measured time) or --grid (the halo model), not both")
+    pens = _penalties(penalties)
+    if nodes is None and (pens or grid is not None):
+        fail("--penalties and --grid model the communication: add --nodes")
     try:
-        _show(postal.pcg(method, spmv_s=spmv_s, precond_s=precond_s, vector_s=vector_s, allreduce_s=allreduce_s,
-                         halo_s=halo_s, iterations=iterations, sync_s=sync_s), as_json)
+        if nodes is None:
+            assert allreduce_s is not None
+            _show(postal.pcg(method, spmv_s=spmv_s, precond_s=precond_s, vector_s=vector_s, allreduce_s=allreduce_s,
+                             halo_s=halo_s or 0.0, iterations=iterations, sync_s=sync_s), as_json)
+            return
+        pl_ = _platform(platform)
+        halo = halo_s or 0.0
+        if grid is not None:
+            # by default (average) each halo message gets its own hops, as in `model halo`
+            times, _ = _halo_times(pl_, platform, _ints(grid, "--grid", 3), _ints(local, "--local", 3), stencil, mapping,
+                                   pens, "each" if hops == "average" else hops)
+            halo = float(np.max(times))
+        n_hops = _hops(hops, lambda: postal.topology_hops(platform, postal.allreduce_node_pairs(nodes))) \
+            if {"hops", "congestion"} & set(pens) else 0.0
+        out_ = postal.pcg_with_penalties(pl_, method, nodes=nodes, spmv_s=spmv_s, precond_s=precond_s, vector_s=vector_s,
+                                         halo_s=halo, iterations=iterations, sync_s=sync_s, hops=n_hops, penalties=pens)
+        _show({**out_, "hops": n_hops}, as_json)
     except ValueError as e:
         fail(str(e))
 

@@ -225,6 +225,38 @@ def pcg(method: str, *, spmv_s: float, precond_s: float, vector_s: float, allred
     return {"method": method, "iteration_s": per_iter, "reduce_s": reduce, "time_s": iterations * per_iter}
 
 
+# Values (8 bytes each) per allreduce of each method: PCG's two dot
+# products apart, SAPCG's fused, PIPECG's three, PIPE2CG's five per two
+# iterations (§3; the krylov workload sends the same).
+PCG_VALUES = {"pcg": 1, "sapcg": 2, "nbpcg": 1, "pipecg": 3, "pipe2cg": 5}
+
+
+def pcg_with_penalties(pl: PostalPlatform, method: str, *, nodes: int, spmv_s: float, precond_s: float,
+                       vector_s: float, halo_s: float, iterations: int, sync_s: float = 0.0, hops: float = 0.0,
+                       penalties: tuple[str, ...] = ()) -> dict:
+    """The PCG family with the allreduces modelled (§5.3, penalties §5.5–5.7,
+    synchronization §5.8, overlap §6): T_iter = T_comp + T_halo + the
+    allreduces. A blocking allreduce costs the allreduce model with its
+    penalties plus the synchronization penalty; a nonblocking one its
+    postal terms plus the synchronization penalty, its penalty terms
+    overlapping the computation between start and wait."""
+    if method not in PCG_METHODS:
+        raise ValueError(f"method must be one of {', '.join(PCG_METHODS)}, got {method!r}")
+    stage = {"spmv": spmv_s, "precond": precond_s}
+    spec = PCG_METHODS[method]
+    nbytes = 8 * PCG_VALUES[method]
+
+    def one(overlap: float | None) -> float:
+        return allreduce(pl, nbytes, nodes, hops=hops, penalties=penalties, overlap=overlap)["time_s"] + sync_s
+
+    reduce = spec.get("blocking", 0) * one(None)
+    reduce += sum(one(sum(stage[s] for s in group)) for group in spec.get("overlapped", []))
+    reduce += sum(0.5 * one(sum(stage[s] for s in group)) for group in spec.get("overlapped_half", []))
+    per_iter = spmv_s + precond_s + vector_s + halo_s + reduce
+    return {"method": method, "allreduce_bytes": nbytes, "iteration_s": per_iter, "reduce_s": reduce,
+            "halo_s": halo_s, "time_s": iterations * per_iter}
+
+
 def idle_wave_speed(d: int, t_exec: float, t_comm: float, sigma: float = 1.0) -> float:
     """Idle-wave speed in ranks/s: σ·d / (T_exec + T_comm) — the wave moves
     d ranks (the longest communication distance) per iteration. σ = 1 for
