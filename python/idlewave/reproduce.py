@@ -103,6 +103,7 @@ def figure(result: dict, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     rows = result["rows"]
     scales = sorted({r["ranks"] for r in rows})
@@ -119,7 +120,9 @@ def figure(result: dict, path: Path) -> Path:
             ax.axhline(1.1, color="grey", lw=0.8, ls="--")
         ax.set_xticks([i + width * (len(scales) - 1) / 2 for i in range(len(apps))], apps, rotation=30, ha="right")
         ax.set_title(f"{noise} noise ({fig_name})")
-        ax.set_yscale("log" if noise == "checkpoint" else "linear")
+        if noise == "checkpoint":
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axes[0].set_ylabel("speedup, blocking / idealized")
     axes[-1].legend(frameon=False, fontsize="small")
     fig.tight_layout()
@@ -228,6 +231,7 @@ def micro_figure(result: dict, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     rows = result["rows"]
     fig, axes = plt.subplots(1, len(NOISE_ENVIRONMENTS), figsize=(4.2 * len(NOISE_ENVIRONMENTS), 3.4))
@@ -236,7 +240,14 @@ def micro_figure(result: dict, path: Path) -> Path:
             pts = sorted((r["ranks"], r["speedup"]) for r in rows if r["collective"] == coll and r["noise"] == noise)
             ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=f"{coll} ({COLLECTIVES[coll]})")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        if noise != "system":  # a decade or more apart
+            ax.set_yscale("log")
+        ax.axhline(1.1, color="grey", lw=0.8, ls="--")
+        scales = sorted({r["ranks"] for r in rows})
+        ax.set_xticks(scales, [f"{p // 1024}Ki" if p % 1024 == 0 else str(p) for p in scales])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("ranks")
         ax.set_title(f"{noise} noise ({'Fig. 9' if noise == 'checkpoint' else 'Fig. 6'})")
     axes[0].set_ylabel("speedup, blocking / idealized")
