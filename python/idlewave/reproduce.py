@@ -197,17 +197,129 @@ def micro_verdicts(rows: list[dict]) -> list[dict]:
     return out
 
 
+# The Krylov paper's §3.1 kernels (Fig. 2, 3, 13): LogGOPSim's default
+# parameters, the eager limit at the paper's 8 KiB (§5.1), 1 ms of
+# overlappable computation in 10 pieces with an MPI_Test between them, 0.1 ms
+# after it; the halo on 8×8×8 ranks with n×n faces of doubles, the allreduce
+# on 64 ranks.
+KRYLOV_FACES = (16, 32, 64, 128, 256)  # 2 KiB … 512 KiB faces
+KRYLOV_ALLREDUCE_BYTES = (8, 1024, 8192, 65536, 1 << 20)
+EAGER_ALWAYS = 1 << 40
+KRYLOV_PAPER: dict[str, str] = {
+    "Fig. 2": "the nonblocking allreduce is faster for small messages and slower than the blocking one for large "
+              "ones (from the rendezvous size up)",
+    "Fig. 3": "the nonblocking halo hides large messages that slow the blocking one, until communication outlasts "
+              "the overlap",
+    "Fig. 13 blocking": "blocking halos: eager faster than rendezvous from 1 KiB messages up",
+    "Fig. 13 nonblocking": "nonblocking halos: little difference between eager and rendezvous",
+}
+
+
+def _kernel_time(workload: dict, network: dict, ranks: int) -> float:
+    r = simulate({"seed": 1, "network": network, "record": {"timers": False}, "workload": workload})
+    return r.summary["makespan_s"] / workload["iterations"]
+
+
+def krylov(iterations: int = 4, on_row: Callable[[dict], None] | None = None) -> dict:
+    """Fig. 2, 3 and 13: iteration times of the §3.1 kernels, blocking and
+    nonblocking, with each protocol option."""
+    rows = []
+
+    def add(fig: str, variant: str, size: int, mode: str, seconds: float) -> None:
+        row = {"figure": fig, "variant": variant, "bytes": size, "mode": mode, "iteration_s": seconds}
+        rows.append(row)
+        if on_row:
+            on_row(row)
+
+    halo = {"kind": "krylov_kernel", "kernel": "halo", "grid": [8, 8, 8], "overlap_s": 1e-3, "trailing_s": 1e-4,
+            "iterations": iterations}
+    variants = {
+        "Fig. 3": {"loggopsim NIC": {"S_bytes": 8192}, "dma NIC": {"S_bytes": 8192, "nic_model": "dma"}},
+        "Fig. 13": {"eager": {"S_bytes": EAGER_ALWAYS, "nic_model": "dma", "rendezvous_model": "handshake"},
+                    "rendezvous": {"S_bytes": 8192, "nic_model": "dma", "rendezvous_model": "handshake"}},
+    }
+    for fig, nets in variants.items():
+        for variant, net in nets.items():
+            for n in KRYLOV_FACES:
+                for mode in ("blocking", "nonblocking"):
+                    w = {**halo, "local": [n, n, n], "mode": mode, "test_chunks": 10 if mode == "nonblocking" else 1}
+                    add(fig, variant, 8 * n * n, mode, _kernel_time(w, net, 512))
+    net = {"S_bytes": 8192, "nic_model": "dma", "rendezvous_model": "handshake"}
+    for size in KRYLOV_ALLREDUCE_BYTES:
+        for mode in ("blocking", "nonblocking"):
+            w = {"kind": "collective", "collective": "allreduce", "ranks": 64, "iterations": iterations,
+                 "message_bytes": size, "mode": mode, "compute_s": 1e-3, "test_chunks": 10 if mode == "nonblocking" else 1}
+            add("Fig. 2", "handshake, dma", size, mode, _kernel_time(w, net, 64))
+    return {"rows": rows, "verdicts": krylov_verdicts(rows), "iterations": iterations}
+
+
+def krylov_verdicts(rows: list[dict]) -> list[dict]:
+    def t(fig: str, variant: str, size: int, mode: str) -> float:
+        return next(r["iteration_s"] for r in rows
+                    if (r["figure"], r["variant"], r["bytes"], r["mode"]) == (fig, variant, size, mode))
+
+    faces = sorted({r["bytes"] for r in rows if r["figure"] == "Fig. 3"})
+    large = [b for b in faces if b >= 32768]
+    sizes = sorted({r["bytes"] for r in rows if r["figure"] == "Fig. 2"})
+    checks = {
+        "Fig. 2": all(t("Fig. 2", "handshake, dma", b, "nonblocking") < t("Fig. 2", "handshake, dma", b, "blocking")
+                      for b in sizes if b < 8192)
+        and all(t("Fig. 2", "handshake, dma", b, "nonblocking") > t("Fig. 2", "handshake, dma", b, "blocking")
+                for b in sizes if b > 8192),
+        "Fig. 3": all(t("Fig. 3", "dma NIC", b, "nonblocking") < 0.95 * t("Fig. 3", "dma NIC", b, "blocking") for b in large),
+        "Fig. 13 blocking": all(t("Fig. 13", "eager", b, "blocking") < 0.95 * t("Fig. 13", "rendezvous", b, "blocking")
+                                for b in large),
+        "Fig. 13 nonblocking": all(abs(t("Fig. 13", "eager", b, "nonblocking") / t("Fig. 13", "rendezvous", b, "nonblocking")
+                                       - 1) < 0.05 for b in large),
+    }
+    return [{"figure": fig, "paper": KRYLOV_PAPER[fig], "verdict": "reproduced" if ok else "differs"}
+            for fig, ok in checks.items()]
+
+
+def krylov_figure(result: dict, path: Path) -> Path:
+    """Iteration time against message size, one panel per figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    figs = ("Fig. 2", "Fig. 3", "Fig. 13")
+    fig, axes = plt.subplots(1, len(figs), figsize=(4.4 * len(figs), 3.6))
+    for ax, name in zip(axes, figs):
+        for variant in dict.fromkeys(r["variant"] for r in rows if r["figure"] == name):
+            for mode, style in (("blocking", "-"), ("nonblocking", "--")):
+                pts = sorted((r["bytes"], r["iteration_s"]) for r in rows
+                             if (r["figure"], r["variant"], r["mode"]) == (name, variant, mode))
+                ax.plot([b for b, _ in pts], [v * 1e3 for _, v in pts], style, marker="o", label=f"{variant}, {mode}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message bytes" if name == "Fig. 2" else "face message bytes")
+        ax.set_title(name)
+        ax.legend(frameon=False, fontsize="x-small")
+    axes[0].set_ylabel("time per iteration (ms)")
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=150)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
 STUDIES = {
     "noise-apps": "noise paper Fig. 5a, 5b, 7, 11: six applications, blocking vs idealized nonblocking allreduce "
                   "under system, daemon and checkpoint noise",
     "noise-collectives": "noise paper Fig. 6, 9: a loop of one collective (dissemination allreduce and allgather, "
                          "binomial gather and scatter), blocking vs idealized, under the three noises",
+    "krylov-kernels": "Krylov paper Fig. 2, 3, 13: blocking vs nonblocking allreduce and halo kernels with 1 ms of "
+                      "overlap, LogGOPSim or DMA NIC, eager or handshake rendezvous",
 }
 
 
 # Per study: the scales and iterations run by default.
 DEFAULTS: dict[str, tuple[tuple[int, ...], int]] = {"noise-apps": ((1024,), 40),
-                                                    "noise-collectives": ((1024, 4096, 16384), 200)}
+                                                    "noise-collectives": ((1024, 4096, 16384), 200),
+                                                    "krylov-kernels": ((512,), 4)}
 
 
 def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, seed: int,
@@ -218,6 +330,9 @@ def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, see
     if name == "noise-apps":
         result = noise_apps(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
         result["figure"] = str(figure(result, out / f"{name}.png"))
+    elif name == "krylov-kernels":  # the paper's fixed scales; ranks and seed do not apply (no noise)
+        result = krylov(iterations=iterations, on_row=on_row)
+        result["figure"] = str(krylov_figure(result, out / f"{name}.png"))
     else:
         result = noise_collectives(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
         result["figure"] = str(micro_figure(result, out / f"{name}.png"))
