@@ -233,7 +233,7 @@ def krylov(iterations: int = 4, on_row: Callable[[dict], None] | None = None) ->
 
     halo = {"kind": "krylov_kernel", "kernel": "halo", "grid": [8, 8, 8], "overlap_s": 1e-3, "trailing_s": 1e-4,
             "iterations": iterations}
-    variants = {
+    variants: dict[str, dict[str, dict]] = {
         "Fig. 3": {"loggopsim NIC": {"S_bytes": 8192}, "dma NIC": {"S_bytes": 8192, "nic_model": "dma"}},
         "Fig. 13": {"eager": {"S_bytes": EAGER_ALWAYS, "nic_model": "dma", "rendezvous_model": "handshake"},
                     "rendezvous": {"S_bytes": 8192, "nic_model": "dma", "rendezvous_model": "handshake"}},
