@@ -215,7 +215,7 @@ KRYLOV_PAPER: dict[str, str] = {
 }
 
 
-def _kernel_time(workload: dict, network: dict, ranks: int) -> float:
+def _kernel_time(workload: dict, network: dict) -> float:
     r = simulate({"seed": 1, "network": network, "record": {"timers": False}, "workload": workload})
     return r.summary["makespan_s"] / workload["iterations"]
 
@@ -243,13 +243,13 @@ def krylov(iterations: int = 4, on_row: Callable[[dict], None] | None = None) ->
             for n in KRYLOV_FACES:
                 for mode in ("blocking", "nonblocking"):
                     w = {**halo, "local": [n, n, n], "mode": mode, "test_chunks": 10 if mode == "nonblocking" else 1}
-                    add(fig, variant, 8 * n * n, mode, _kernel_time(w, net, 512))
+                    add(fig, variant, 8 * n * n, mode, _kernel_time(w, net))
     net = {"S_bytes": 8192, "nic_model": "dma", "rendezvous_model": "handshake"}
     for size in KRYLOV_ALLREDUCE_BYTES:
         for mode in ("blocking", "nonblocking"):
             w = {"kind": "collective", "collective": "allreduce", "ranks": 64, "iterations": iterations,
                  "message_bytes": size, "mode": mode, "compute_s": 1e-3, "test_chunks": 10 if mode == "nonblocking" else 1}
-            add("Fig. 2", "handshake, dma", size, mode, _kernel_time(w, net, 64))
+            add("Fig. 2", "handshake, dma", size, mode, _kernel_time(w, net))
     return {"rows": rows, "verdicts": krylov_verdicts(rows), "iterations": iterations}
 
 
