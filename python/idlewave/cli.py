@@ -361,6 +361,7 @@ def regimes(
     names: list[str] | None = typer.Option(None, "--name", help="A label per input (default: file names)."),
     seed: int = typer.Option(0, "--seed"),
     restarts: int = typer.Option(5, "--restarts", min=1),
+    space: str = typer.Option("log", "--space", help="Fit log times (default: skewed, heavy-tailed timings) or linear times."),
     no_figures: bool = typer.Option(False, "--no-figures"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ):
@@ -383,7 +384,7 @@ def regimes(
                 except DataError:
                     pass
         summary = analyze(sets, out_dir, n_regimes=n_regimes, seed=seed, restarts=restarts, use_max=use_max,
-                          figures_on=not no_figures, extra={k: v for k, v in extra.items() if v[0].size})
+                          figures_on=not no_figures, extra={k: v for k, v in extra.items() if v[0].size}, space=space)
     except DataError as e:
         fail(str(e))
     if as_json:

@@ -1,11 +1,15 @@
-"""Regime extraction (HMM paper §2.2, Algorithm 1, §3.1): pick ~20 ranks
-equidistant in the ranking by median time, take up to `max_iterations`
-iterations, fit a Gaussian HMM (hmmlearn) from data-driven starts with
-several restarts keeping the best likelihood, and decode every rank's
-sequence with Viterbi. Regimes are sorted fast → slow, so labels agree
-across methods fitted separately. The number of regimes is chosen by BIC
-(AIC also reported) over 1..6 unless given. A Gaussian mixture
-(scikit-learn) is the non-temporal alternative.
+"""Regime extraction (HMM paper §2.2, Algorithm 1, §3.1): pick ~20 ranks,
+half equidistant in the ranking by median time and half by 95th
+percentile, take up to `max_iterations` iterations, fit a Gaussian HMM
+(hmmlearn) to the log times (or the times, `space="linear"`, as the paper)
+from data-driven starts (k-means, quantiles, jittered quantiles) keeping
+the best likelihood, and decode every rank's sequence with Viterbi.
+Regimes are sorted fast → slow, so labels agree across methods fitted
+separately. The number of regimes is chosen by BIC (AIC also reported)
+over 1..6 unless given, among the models whose every state lasts (expected
+dwell of at least 3 iterations): a state the chain leaves at once holds
+outliers or a heavy tail, not a regime. A Gaussian mixture (scikit-learn)
+is the non-temporal alternative.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from hmmlearn.hmm import GaussianHMM
+from sklearn.cluster import KMeans
 from sklearn.mixture import GaussianMixture
 
 from idlewave.stats.data import DataError
@@ -36,8 +41,9 @@ class Fit:
     criteria: dict = field(default_factory=dict)  # n -> {"bic":, "aic":}
     model: Any = None
     order: Any = None  # model state -> sorted regime
-    loc: float = 0.0  # the model sees (T - loc) / scale
+    loc: float = 0.0  # the model sees (T' - loc) / scale, T' = log T or T (space)
     scale: float = 1.0
+    space: str = "linear"
 
     def summary(self, labels: np.ndarray) -> dict:
         share = np.bincount(labels.ravel(), minlength=self.n_regimes) / labels.size
@@ -52,11 +58,19 @@ class Fit:
 
 
 def representative_ranks(T: np.ndarray, count: int = 20) -> np.ndarray:
-    """`count` ranks equidistant in the ranking by median time."""
-    order = np.argsort(np.median(T, axis=1), kind="stable")
-    if len(order) <= count:
-        return order
-    return order[np.round(np.linspace(0, len(order) - 1, count)).astype(int)]
+    """`count` ranks: half equidistant in the ranking by median time, half
+    by 95th percentile, so that ranks with a rare slow regime (their median
+    unchanged) are among them."""
+    if T.shape[0] <= count:
+        return np.arange(T.shape[0])
+
+    def spread(order: np.ndarray, k: int) -> list[int]:
+        return [int(r) for r in order[np.round(np.linspace(0, len(order) - 1, k)).astype(int)]]
+
+    picked = spread(np.argsort(np.median(T, axis=1), kind="stable"), count - count // 2)
+    by_tail = np.argsort(np.quantile(T, 0.95, axis=1), kind="stable")
+    rest = by_tail[~np.isin(by_tail, picked)]
+    return np.array(sorted(picked + spread(rest, count - len(picked))))
 
 
 def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int, jittered: bool = False) -> GaussianHMM:
@@ -70,9 +84,13 @@ def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int, ji
     spread = np.diff(edges)
     var0 = np.array([np.var(x[(x >= edges[i]) & (x <= edges[i + 1])]) for i in range(n)])
     floor = max(np.var(x) * 1e-6, 1e-30)
-    best, best_ll = None, -np.inf
-    for r in range(restarts):
-        means = qs if r == 0 else np.sort(qs + rng.normal(0, 0.25, n) * np.maximum(spread, np.sqrt(floor)))
+    # data-driven starts: k-means centres (clusters of any share), then the
+    # quantiles (equal shares), then jittered quantiles
+    starts = [np.sort(KMeans(n, n_init=4, random_state=seed).fit(X).cluster_centers_[:, 0])] if n > 1 else []
+    starts.append(qs)
+    best, best_key = None, (False, -np.inf)
+    for r in range(max(restarts, len(starts))):
+        means = starts[r] if r < len(starts) else np.sort(qs + rng.normal(0, 0.25, n) * np.maximum(spread, np.sqrt(floor)))
         # tol: the EM stops once the log-likelihood gains less than 1e-5 per sample
         m = GaussianHMM(n_components=n, covariance_type="diag", n_iter=100, tol=1e-5 * len(X), init_params="",
                         params="stmc", random_state=int(rng.integers(2**31)), min_covar=floor, covars_prior=1e-12)
@@ -98,8 +116,10 @@ def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int, ji
                 ll = m.score(X, lengths)
             except ValueError:
                 continue
-        if np.isfinite(ll) and ll > best_ll:
-            best, best_ll = m, ll
+        # the best likelihood among fits whose states all last, else among all
+        key = (_persistent(m), ll)
+        if np.isfinite(ll) and (best is None or key > best_key):
+            best, best_key = m, key
     if best is None and not jittered:
         # Simulated timings often repeat exactly (a regime of identical
         # times has no variance for EM to work with): retry on the data with
@@ -111,11 +131,35 @@ def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int, ji
     return best
 
 
+def _space(T: np.ndarray, space: str) -> np.ndarray:
+    """The values the HMM sees: log times (timings are positive and skewed
+    right, a regime's spread grows with its mean) or the times themselves."""
+    if space == "log":
+        if (T <= 0).any():
+            raise DataError("log-space regimes need positive times (use space='linear' for data with zeros)")
+        return np.log(T)
+    if space != "linear":
+        raise DataError(f"space must be 'log' or 'linear', got {space!r}")
+    return T
+
+
+# A regime lasts: the chain stays in it for at least 3 iterations on average
+# (a state split off a regime, alternating with it, stays about 2).
+MIN_DWELL = 3.0
+
+
+def _persistent(m: GaussianHMM) -> bool:
+    """Whether every state's expected dwell 1/(1 − a_ii) reaches MIN_DWELL."""
+    return bool((np.diag(m.transmat_) >= 1 - 1 / MIN_DWELL).all())
+
+
 def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ranks: int = 20,
-        max_iterations: int = 8192, restarts: int = 5, seed: int = 0, criterion: str = "bic") -> Fit:
+        max_iterations: int = 8192, restarts: int = 5, seed: int = 0, criterion: str = "bic",
+        space: str = "log") -> Fit:
     """Algorithm 1's fitting steps on T[p, k] (a single series for T^max)."""
     T = np.asarray(T, dtype=float)
     sub = T[representative_ranks(T, ranks)][:, :max_iterations] if T.shape[0] > 1 else T[:, :max_iterations]
+    sub = _space(sub, space)
     loc, scale = float(sub.mean()), float(sub.std()) or 1.0
     X = (sub.reshape(-1, 1) - loc) / scale
     lengths = [sub.shape[1]] * sub.shape[0]
@@ -132,15 +176,20 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
     for n in candidates:
         m = _hmm(n, X, lengths, seed + n, sweep)
         models[n] = m
-        crit[n] = {"bic": float(m.bic(X, lengths)), "aic": float(m.aic(X, lengths))}
-    chosen = n_regimes or min(crit, key=lambda n: crit[n][criterion])
+        crit[n] = {"bic": float(m.bic(X, lengths)), "aic": float(m.aic(X, lengths)), "persistent": _persistent(m)}
+    # a state the chain leaves at once is not a regime but isolated values
+    # (outliers, a heavy tail): counts with such a state are not chosen
+    admissible = [n for n in crit if crit[n]["persistent"]] or [1]
+    chosen = n_regimes or min(admissible, key=lambda n: crit[n][criterion])
     m = models[chosen] if sweep == restarts else _hmm(chosen, X, lengths, seed + chosen, restarts)
     order = np.argsort(m.means_[:, 0])
     rank_of = np.empty_like(order)
     rank_of[order] = np.arange(chosen)
-    return Fit(chosen, loc + scale * m.means_[order, 0], scale * np.sqrt(m.covars_[order, 0, 0]),
-               m.transmat_[np.ix_(order, order)], m.startprob_[order], float(m.score(X, lengths)), crit, m, rank_of,
-               loc, scale)
+    mean, sd = loc + scale * m.means_[order, 0], scale * np.sqrt(m.covars_[order, 0, 0])
+    if space == "log":  # each regime's log-normal mean and standard deviation, in time units
+        mean, sd = np.exp(mean + sd**2 / 2), np.exp(mean + sd**2 / 2) * np.sqrt(np.expm1(sd**2))
+    return Fit(chosen, mean, sd, m.transmat_[np.ix_(order, order)], m.startprob_[order], float(m.score(X, lengths)),
+               crit, m, rank_of, loc, scale, space)
 
 
 def decode(f: Fit, T: np.ndarray) -> np.ndarray:
@@ -148,7 +197,7 @@ def decode(f: Fit, T: np.ndarray) -> np.ndarray:
     T = np.asarray(T, dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        states = f.model.predict((T.reshape(-1, 1) - f.loc) / f.scale, [T.shape[1]] * T.shape[0])
+        states = f.model.predict((_space(T, f.space).reshape(-1, 1) - f.loc) / f.scale, [T.shape[1]] * T.shape[0])
     return f.order[states].reshape(T.shape)
 
 

@@ -14,7 +14,8 @@ from idlewave.stats.regimes import decode, fit, gmm
 
 
 def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int | None = None, seed: int = 0,
-            restarts: int = 5, use_max: bool = False, figures_on: bool = True, extra: dict | None = None) -> dict:
+            restarts: int = 5, use_max: bool = False, figures_on: bool = True, extra: dict | None = None,
+            space: str = "log") -> dict:
     """Per dataset: Algorithm 1 (or the T^max series, Remark 1), regimes of
     every sample, regime table, GMM alternative; across datasets: KS tests,
     cumulative sums and percentage differences, fast-regime means."""
@@ -26,7 +27,7 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
         d = out / name if len(datasets) > 1 else out
         d.mkdir(parents=True, exist_ok=True)
         series = T.max(axis=0, keepdims=True) if use_max else T
-        f = fit(series, n_regimes, seed=seed, restarts=restarts)
+        f = fit(series, n_regimes, seed=seed, restarts=restarts, space=space)
         labels = decode(f, series)
         mu, sigma, glabels = gmm(series, f.n_regimes, seed)
         ranks, iters = series.shape
@@ -38,6 +39,7 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
         s["gmm"] = [{"regime": i, "mu": float(mu[i]), "sigma": float(sigma[i]),
                      "share": float(np.mean(glabels == i))} for i in range(f.n_regimes)]
         s["ranks"], s["iterations"], s["series"] = ranks, iters, "max over ranks" if use_max else "per rank"
+        s["space"] = space
         tm = T.max(axis=0)
         tmax[name] = tm
         s["fast_regime_mean"] = compare.fast_mean(series, labels)
