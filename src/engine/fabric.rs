@@ -12,7 +12,7 @@
 //! the socket and released when the computation ends.
 
 use super::{Engine, EvKind, Event, SimError};
-use crate::network::{MemoryDomains, RegimeCursor, OTHER_NODE};
+use crate::network::{MemoryDomains, RankCursor, RegimeCursor, OTHER_NODE};
 use crate::program::Program;
 use crate::time::Time;
 
@@ -24,6 +24,8 @@ pub struct Fabric {
     /// When each node's injection link is next free (max-rate model).
     inject_free: Vec<Time>,
     cursors: Vec<RegimeCursor>,
+    /// Per regime with a chain per rank: each rank's cursor (else empty).
+    rank_cursors: Vec<Vec<RankCursor>>,
     memory: Option<Memory>,
 }
 
@@ -61,6 +63,11 @@ impl Fabric {
         Fabric {
             inject_free: if pl.node_ps_per_byte > 0.0 { vec![0; nodes] } else { Vec::new() },
             cursors: vec![RegimeCursor::default(); pl.regimes.len()],
+            rank_cursors: pl
+                .regimes
+                .iter()
+                .map(|r| if r.per_rank { vec![RankCursor::default(); ranks as usize] } else { Vec::new() })
+                .collect(),
             memory: pl.memory.map(|bw| Memory { bw, domains: (0..pl.sockets(ranks)).map(|_| Domain::default()).collect() }),
         }
     }
@@ -70,14 +77,20 @@ impl Fabric {
     pub fn bytes_per_rank_bound(net: &crate::network::Network) -> u128 {
         net.platform.as_ref().map_or(0, |pl| {
             let inject = if pl.node_ps_per_byte > 0.0 { 8 } else { 0 };
-            inject + if pl.memory.is_some() { std::mem::size_of::<Domain>() as u128 } else { 0 }
+            let chains = pl.regimes.iter().filter(|r| r.per_rank).count() * std::mem::size_of::<RankCursor>();
+            inject + chains as u128 + if pl.memory.is_some() { std::mem::size_of::<Domain>() as u128 } else { 0 }
         })
     }
 
     pub fn bytes(&self) -> usize {
-        self.inject_free.capacity() * 8 + self.memory.as_ref().map_or(0, |m| m.domains.capacity() * std::mem::size_of::<Domain>())
+        self.inject_free.capacity() * 8
+            + self.rank_cursors.iter().map(|c| c.capacity() * std::mem::size_of::<RankCursor>()).sum::<usize>()
+            + self.memory.as_ref().map_or(0, |m| m.domains.capacity() * std::mem::size_of::<Domain>())
     }
 }
+
+/// Random stream of the per-rank regime chains' seeds.
+const REGIME_RANK: u64 = 0x5EC3_0000;
 
 impl<P: Program> Engine<P> {
     /// When a message leaving `src` at `depart` (its send overhead done)
@@ -89,7 +102,11 @@ impl<P: Program> Engine<P> {
         for (i, r) in pl.regimes.iter().enumerate() {
             if r.classes >> class & 1 == 1 {
                 let seed = crate::rng::mix64(pl.seed ^ i as u64);
-                let state = self.fabric.cursors[i].state_at(r, seed, depart);
+                let state = match self.fabric.rank_cursors[i].get_mut(src as usize) {
+                    // the sender's own chain, seeded apart from every other rank's
+                    Some(c) => c.state_at(r, crate::rng::hash(seed, REGIME_RANK, src as u64, 0), depart),
+                    None => self.fabric.cursors[i].state_at(r, seed, depart),
+                };
                 let key = crate::rng::hash(src as u64, dst as u64, depart, size);
                 latency = r.apply(state, latency, seed, key);
             }
@@ -369,6 +386,7 @@ mod tests {
             add_mean_ps: vec![0.0, 0.0],
             add_sd_ps: vec![0.0, 0.0],
             initial: 1,
+            per_rank: false,
         };
         let mut pl = platform(1);
         pl.regimes = vec![r];
@@ -381,5 +399,44 @@ mod tests {
         );
         assert_eq!(t[1], 3_000_000);
         let _ = (LinkClass::uniform(LogGOPS::loggopsim_defaults()), Mapping::Block);
+    }
+
+    #[test]
+    fn per_rank_chains_give_each_sender_its_own_trajectory() {
+        // Two senders on separate nodes, each sending 400 messages 1 µs apart
+        // under a chain stepping every µs (latency ×3 in state 1, half the time).
+        let r = Regime {
+            classes: 0b100,
+            step_ps: 1_000_000,
+            transition: vec![vec![0.9, 0.1], vec![0.1, 0.9]],
+            multiplier: vec![1.0, 3.0],
+            add_mean_ps: vec![0.0, 0.0],
+            add_sd_ps: vec![0.0, 0.0],
+            initial: 0,
+            per_rank: true,
+        };
+        let mut pl = platform(1);
+        pl.regimes = vec![r.clone()];
+        let states = |pl: &Platform| {
+            let net = Network { platform: Some(Box::new(pl.clone())), ..Network::uniform(LogGOPS::loggopsim_defaults()) };
+            let mut e = Engine::new(StreamProgram::new(Ops(vec![vec![]; 4]), Recorder::disabled()), net, Noise::none()).unwrap();
+            // latency 1 µs (×3 in state 1): read the state back from the arrival
+            (0..400u64)
+                .map(|k| [0u32, 1].map(|src| u8::from(e.arrival(src, src + 2, 0, k * 1_000_000, 1_000_000) - k * 1_000_000 > 1_000_000)))
+                .collect::<Vec<_>>()
+        };
+        let a = states(&pl);
+        let (r0, r1): (Vec<u8>, Vec<u8>) = a.iter().map(|s| (s[0], s[1])).unzip();
+        assert_ne!(r0, r1, "the ranks' chains are independent");
+        for seq in [&r0, &r1] {
+            let share = seq.iter().map(|&x| x as f64).sum::<f64>() / seq.len() as f64;
+            let switches = seq.windows(2).filter(|w| w[0] != w[1]).count();
+            // stationary share 1/2; about 400·0.1 = 40 switches
+            assert!((0.25..0.75).contains(&share) && (20..70).contains(&switches), "{share} {switches}");
+        }
+        assert_eq!(a, states(&pl), "seeded: the same run gives the same trajectories");
+        // one network-wide chain: every sender sees the same state
+        pl.regimes[0].per_rank = false;
+        assert!(states(&pl).iter().all(|s| s[0] == s[1]));
     }
 }

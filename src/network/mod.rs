@@ -12,7 +12,7 @@ mod regimes;
 mod topology;
 
 pub use platform::{Mapping, MemoryDomains, Platform, OTHER_NODE};
-pub use regimes::{Regime, RegimeCursor};
+pub use regimes::{RankCursor, Regime, RegimeCursor};
 pub use topology::Topology;
 
 use crate::time::Time;

@@ -31,6 +31,9 @@ pub struct Regime {
     pub add_sd_ps: Vec<f64>,
     #[serde(default)]
     pub initial: usize,
+    /// A chain per sending rank instead of one for the network.
+    #[serde(default)]
+    pub per_rank: bool,
 }
 
 impl Regime {
@@ -62,6 +65,39 @@ pub struct RegimeCursor {
     horizon: u64,
 }
 
+/// The end (step) of change `k` of a chain, entered at step `start` in
+/// `state`: a geometric holding time of at least one step.
+fn holding_end(r: &Regime, seed: u64, k: u64, start: u64, state: u8) -> u64 {
+    let stay = r.transition[state as usize][state as usize];
+    let hold = if stay >= 1.0 {
+        u64::MAX / 2
+    } else if stay <= 0.0 {
+        1
+    } else {
+        let u = unit(hash(seed, REGIME_CHAIN, k, 3)).max(1e-300);
+        ((u.ln() / stay.ln()).floor() as u64).saturating_add(1)
+    };
+    start.saturating_add(hold)
+}
+
+/// The state after change `k` leaves `state`: by its row without the diagonal.
+fn jump(r: &Regime, seed: u64, k: u64, state: u8) -> u8 {
+    let row = &r.transition[state as usize];
+    let mut u = unit(hash(seed, REGIME_CHAIN, k, 4)) * (1.0 - row[state as usize]);
+    let mut next = state as usize;
+    for (j, &p) in row.iter().enumerate() {
+        if j == state as usize {
+            continue;
+        }
+        next = j;
+        if u < p {
+            break;
+        }
+        u -= p;
+    }
+    next as u8
+}
+
 impl RegimeCursor {
     pub fn state_at(&mut self, r: &Regime, seed: u64, t: Time) -> usize {
         let step = t / r.step_ps;
@@ -72,39 +108,44 @@ impl RegimeCursor {
         while self.horizon <= step {
             let k = self.changes.len() as u64;
             let (start, state) = *self.changes.last().unwrap();
-            let stay = r.transition[state as usize][state as usize];
-            // Geometric holding time in steps (at least one).
-            let hold = if stay >= 1.0 {
-                u64::MAX / 2
-            } else if stay <= 0.0 {
-                1
-            } else {
-                let u = unit(hash(seed, REGIME_CHAIN, k, 3)).max(1e-300);
-                ((u.ln() / stay.ln()).floor() as u64).saturating_add(1)
-            };
-            let end = start.saturating_add(hold);
+            let end = holding_end(r, seed, k, start, state);
             self.horizon = end;
             if end > step {
                 break;
             }
-            // Jump by the row without its diagonal.
-            let row = &r.transition[state as usize];
-            let mut u = unit(hash(seed, REGIME_CHAIN, k, 4)) * (1.0 - stay);
-            let mut next = state as usize;
-            for (j, &p) in row.iter().enumerate() {
-                if j == state as usize {
-                    continue;
-                }
-                next = j;
-                if u < p {
-                    break;
-                }
-                u -= p;
-            }
-            self.changes.push((end, next as u8));
+            self.changes.push((end, jump(r, seed, k, state)));
         }
         let i = self.changes.partition_point(|c| c.0 <= step);
         self.changes[i - 1].1 as usize
+    }
+}
+
+/// One rank's chain (`per_rank`), kept as its current stretch only (24
+/// bytes): a rank sends at non-decreasing times, so it only moves forward;
+/// a query before its stretch replays the chain from the start, which gives
+/// the same trajectory (a pure function of the seed and change index).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RankCursor {
+    /// Change index of the current stretch, plus one (0: not started).
+    k: u64,
+    start: u64,
+    end: u64,
+    state: u8,
+}
+
+impl RankCursor {
+    pub fn state_at(&mut self, r: &Regime, seed: u64, t: Time) -> usize {
+        let step = t / r.step_ps;
+        if self.k == 0 || step < self.start {
+            let state = r.initial as u8;
+            *self = RankCursor { k: 1, start: 0, end: holding_end(r, seed, 1, 0, state), state };
+        }
+        while self.end <= step {
+            let state = jump(r, seed, self.k, self.state);
+            let k = self.k + 1;
+            *self = RankCursor { k, start: self.end, end: holding_end(r, seed, k, self.end, state), state };
+        }
+        self.state as usize
     }
 }
 
@@ -121,6 +162,7 @@ mod tests {
             add_mean_ps: vec![0.0, 500.0],
             add_sd_ps: vec![0.0, 0.0],
             initial: 0,
+            per_rank: false,
         }
     }
 
@@ -139,6 +181,11 @@ mod tests {
         let mut d = RegimeCursor::default();
         assert!((0..2000).all(|s| d.state_at(&r, 7, s * 97_000) == c.state_at(&r, 7, s * 97_000)));
         assert_eq!(r.apply(1, 1000, 7, 1), 3500);
+        // a rank's cursor keeps only its current stretch but walks the same
+        // trajectory, forward, and backward by replaying
+        let mut k = RankCursor::default();
+        assert!((0..5000).all(|s| k.state_at(&r, 7, s * 1000) == c.state_at(&r, 7, s * 1000)));
+        assert_eq!(k.state_at(&r, 7, 1_234_000), c.state_at(&r, 7, 1_234_000));
         assert_eq!(r.apply(0, 1000, 7, 1), 1000);
     }
 }

@@ -206,6 +206,20 @@ pub struct RegimeSpec {
     #[serde(default)]
     #[schemars(range(max = 63))]
     pub initial: u8,
+    /// "network": one chain for every message; "rank": each rank's messages
+    /// follow a chain of its own (same matrix, independent trajectories).
+    #[serde(default)]
+    pub scope: RegimeScope,
+}
+
+/// Whose latency one chain governs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RegimeScope {
+    #[default]
+    Network,
+    /// The sending rank's: a chain per rank.
+    Rank,
 }
 
 fn inter_node_only() -> Vec<LinkClassName> {
@@ -253,6 +267,7 @@ impl RegimeSpec {
             add_mean_ps: or_zeros(&self.add_mean_ps),
             add_sd_ps: or_zeros(&self.add_sd_ps),
             initial: self.initial as usize,
+            per_rank: self.scope == RegimeScope::Rank,
         }
     }
 }
