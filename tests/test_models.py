@@ -112,6 +112,30 @@ def test_hyperbolic_fit_and_quick_approximation():
     assert hyperbolic.compare(eta, g)["better"] == "hyperbolic"
     with pytest.raises(ValueError, match="positive"):
         hyperbolic.fit([1, 2, 0], [1, 2, 3])
+    assert f["degenerate"] is None
+
+
+def test_hyperbolic_fit_flags_what_the_data_do_not_pin_and_compares_fairly():
+    rng = np.random.default_rng(4)
+    # bandwidth over 1 kB … 1 GB saturating at 18.5 GB/s: recovered in the paper's units
+    eta = np.geomspace(1e3, 1e9, 25)
+    g = hyperbolic.hyperbolic(eta, 18.5e9, 2.6e5) * np.exp(0.05 * rng.standard_normal(eta.size))
+    f = hyperbolic.fit(eta, g)
+    assert f["a"] == pytest.approx(18.5e9, rel=0.05) and f["degenerate"] is None
+    # far below saturation the asymptote is not in the data: flagged, not a number to trust
+    eta = np.geomspace(1, 100, 20)
+    assert "do not approach saturation" in hyperbolic.fit(eta, 0.5 * eta)["degenerate"]
+    # a sharp knee: the weighted fit leaves the plateau, and says so
+    eta = np.geomspace(1, 1e4, 30)
+    assert "misses the largest" in hyperbolic.fit(eta, np.minimum(2 * eta, 100.0))["degenerate"]
+    # the same objective for both models: each wins on its own data, and neither cost is infinite
+    eta = np.geomspace(10, 1e4, 30)
+    asym = (100 - 500 / eta) * np.exp(0.01 * rng.standard_normal(eta.size))
+    c = hyperbolic.compare(eta, asym)
+    assert c["better"] == "asymptotic" and np.isfinite(c["asymptotic"]["cost"])
+    assert c["asymptotic"]["a"] == pytest.approx(100, rel=0.02) and c["asymptotic"]["c"] == pytest.approx(500, rel=0.1)
+    hyper = hyperbolic.hyperbolic(eta, 100, 300) * np.exp(0.01 * rng.standard_normal(eta.size))
+    assert hyperbolic.compare(eta, hyper)["better"] == "hyperbolic"
 
 
 def test_postal_penalties_and_overlap():

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from idlewave.cli_common import fail, lazy, out
+from idlewave.cli_common import err, fail, lazy, out
 from idlewave.scenario import default
 
 if TYPE_CHECKING:
@@ -279,9 +280,12 @@ def hyperbolic_model(
     """Fit y = aη/(η+d) (weighted log least squares and the quick approximation) and compare with y = a − c/η."""
     frame = _read_table(data, ["eta", "value"])
     try:
-        _show(hyperbolic.compare(frame["eta"].to_numpy(), frame["value"].to_numpy()), as_json)
+        result = hyperbolic.compare(frame["eta"].to_numpy(), frame["value"].to_numpy())
     except ValueError as e:
         fail(str(e))
+    _show(result, as_json)
+    if result["hyperbolic"]["degenerate"]:
+        err.print(f"[yellow]warning:[/] degenerate hyperbolic fit: {escape(result['hyperbolic']['degenerate'])}", highlight=False)
 
 
 @model_app.command("loggops")
