@@ -249,7 +249,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
             let visitor = RunStream { cfg, progress: progress.take() };
             let (result, derived) = generated.visit(&cfg.network, visitor)?.expect("a generated workload");
             let mut r = result?;
-            r.derived = derived;
+            r.derived.splice(0..0, derived);
             Ok(r)
         }
     }
@@ -335,6 +335,7 @@ fn run_program<P: Program>(
     let makespan = finish_times.iter().copied().max().unwrap_or(0);
     let (timer_names, timers, iterations) = extract(&engine.program);
     let timeline = engine.timeline.take().map(|t| (t.spans, t.truncated));
+    let derived = node_traffic(engine.node_traffic());
     let result = RunResult {
         finish_times,
         timer_names,
@@ -345,11 +346,28 @@ fn run_program<P: Program>(
         events: engine.events,
         wall_s,
         peak_bytes: alloc::peak_bytes(),
-        derived: Vec::new(),
+        derived,
         timeline,
         trace_report: None,
     };
     Ok((result, engine.program))
+}
+
+/// What the nodes' NICs carried to and from other nodes: the total, and
+/// the busiest and mean node each way (the 2-D grid paper's per-NIC cost).
+fn node_traffic((out, inn): (&[u64], &[u64])) -> Vec<(String, f64)> {
+    if out.is_empty() {
+        return Vec::new();
+    }
+    let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
+    vec![
+        ("off_node_bytes".into(), out.iter().sum::<u64>() as f64),
+        ("node_bytes_out_max".into(), max(out)),
+        ("node_bytes_out_mean".into(), mean(out)),
+        ("node_bytes_in_max".into(), max(inn)),
+        ("node_bytes_in_mean".into(), mean(inn)),
+    ]
 }
 
 /// A GOAL file's size, which bounds what loading it takes (a device or

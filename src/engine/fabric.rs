@@ -26,6 +26,10 @@ pub struct Fabric {
     cursors: Vec<RegimeCursor>,
     /// Per regime with a chain per rank: each rank's cursor (else empty).
     rank_cursors: Vec<Vec<RankCursor>>,
+    /// Per node: bytes sent to and received from other nodes (what its
+    /// NICs carry), with a platform.
+    pub node_bytes_out: Vec<u64>,
+    pub node_bytes_in: Vec<u64>,
     memory: Option<Memory>,
 }
 
@@ -58,7 +62,11 @@ struct Active {
 
 impl Fabric {
     pub fn new(net: &crate::network::Network, ranks: u32) -> Fabric {
-        let Some(pl) = &net.platform else { return Fabric::default() };
+        let Some(pl) = &net.platform else {
+            // plain LogGOPS with nodes: only the traffic counters
+            let nodes = if net.ranks_per_node > 1 { ranks.div_ceil(net.ranks_per_node) as usize } else { 0 };
+            return Fabric { node_bytes_out: vec![0; nodes], node_bytes_in: vec![0; nodes], ..Fabric::default() };
+        };
         let nodes = (0..ranks).map(|r| pl.node(r) + 1).max().unwrap_or(0) as usize;
         Fabric {
             inject_free: if pl.node_ps_per_byte > 0.0 { vec![0; nodes] } else { Vec::new() },
@@ -68,6 +76,8 @@ impl Fabric {
                 .iter()
                 .map(|r| if r.per_rank { vec![RankCursor::default(); ranks as usize] } else { Vec::new() })
                 .collect(),
+            node_bytes_out: vec![0; nodes],
+            node_bytes_in: vec![0; nodes],
             memory: pl.memory.map(|bw| Memory { bw, domains: (0..pl.sockets(ranks)).map(|_| Domain::default()).collect() }),
         }
     }
@@ -75,17 +85,32 @@ impl Fabric {
     /// At most this many bytes per rank (a node or a socket has at least
     /// one rank), for the memory estimate made before anything is allocated.
     pub fn bytes_per_rank_bound(net: &crate::network::Network) -> u128 {
-        net.platform.as_ref().map_or(0, |pl| {
-            let inject = if pl.node_ps_per_byte > 0.0 { 8 } else { 0 };
-            let chains = pl.regimes.iter().filter(|r| r.per_rank).count() * std::mem::size_of::<RankCursor>();
-            inject + chains as u128 + if pl.memory.is_some() { std::mem::size_of::<Domain>() as u128 } else { 0 }
-        })
+        // the per-node traffic counters (a node has at least one rank)
+        let counters = if net.platform.is_some() || net.ranks_per_node > 1 { 16 } else { 0 };
+        counters
+            + net.platform.as_ref().map_or(0, |pl| {
+                let inject = if pl.node_ps_per_byte > 0.0 { 8 } else { 0 };
+                let chains = pl.regimes.iter().filter(|r| r.per_rank).count() * std::mem::size_of::<RankCursor>();
+                inject + chains as u128 + if pl.memory.is_some() { std::mem::size_of::<Domain>() as u128 } else { 0 }
+            })
     }
 
     pub fn bytes(&self) -> usize {
-        self.inject_free.capacity() * 8
+        (self.inject_free.capacity() + self.node_bytes_out.capacity() + self.node_bytes_in.capacity()) * 8
             + self.rank_cursors.iter().map(|c| c.capacity() * std::mem::size_of::<RankCursor>()).sum::<usize>()
             + self.memory.as_ref().map_or(0, |m| m.domains.capacity() * std::mem::size_of::<Domain>())
+    }
+}
+
+impl<P: Program> Engine<P> {
+    /// Counts a message between nodes of plain LogGOPS (block mapping).
+    #[inline]
+    pub(super) fn count_plain(&mut self, src: u32, dst: u32, size: u64) {
+        let rpn = self.net.ranks_per_node.max(1);
+        if !self.fabric.node_bytes_out.is_empty() && src / rpn != dst / rpn {
+            self.fabric.node_bytes_out[(src / rpn) as usize] += size;
+            self.fabric.node_bytes_in[(dst / rpn) as usize] += size;
+        }
     }
 }
 
@@ -96,7 +121,10 @@ impl<P: Program> Engine<P> {
     /// When a message leaving `src` at `depart` (its send overhead done)
     /// reaches `dst`, given the link class's latency `l`.
     pub(super) fn arrival(&mut self, src: u32, dst: u32, size: u64, depart: Time, l: Time) -> Time {
-        let Some(pl) = self.net.platform.as_deref() else { return depart + l };
+        let Some(pl) = self.net.platform.as_deref() else {
+            self.count_plain(src, dst, size);
+            return depart + l;
+        };
         let class = pl.class(src, dst);
         let mut latency = l;
         for (i, r) in pl.regimes.iter().enumerate() {
@@ -115,6 +143,8 @@ impl<P: Program> Engine<P> {
             return depart + latency;
         }
         let (ns, nd) = (pl.node(src), pl.node(dst));
+        self.fabric.node_bytes_out[ns as usize] += size;
+        self.fabric.node_bytes_in[nd as usize] += size;
         latency += pl.path_latency(pl.topology.hops(ns, nd), size);
         let mut start = depart;
         if let Some(free) = self.fabric.inject_free.get_mut(ns as usize) {

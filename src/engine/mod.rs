@@ -155,6 +155,12 @@ impl<P: Program> Engine<P> {
         self.clocks[base..base + self.ncpu].iter().copied().max().unwrap_or(0)
     }
 
+    /// Per node, bytes sent to and received from other nodes (empty
+    /// without a platform).
+    pub fn node_traffic(&self) -> (&[u64], &[u64]) {
+        (&self.fabric.node_bytes_out, &self.fabric.node_bytes_in)
+    }
+
     /// Bytes held by the engine's own buffers (not the program's).
     pub fn capacity_bytes(&self) -> usize {
         self.clocks.capacity() * 8
@@ -347,6 +353,7 @@ impl<P: Program> Engine<P> {
         self.clocks[n] = depart + p.send_nic(ev.size);
         let mut msg = ev.with_kind(EvKind::Msg);
         let arrive = if self.net.platform.is_none() {
+            self.count_plain(ev.rank, ev.peer, ev.size);
             depart + p.o_ps + p.l_ps
         } else {
             self.arrival(ev.rank, ev.peer, ev.size, depart + p.o_ps, p.l_ps)
