@@ -14,6 +14,7 @@ is the non-temporal alternative.
 
 from __future__ import annotations
 
+import copy
 import logging
 import warnings
 from dataclasses import dataclass, field
@@ -92,7 +93,8 @@ def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int, ji
     for r in range(max(restarts, len(starts))):
         means = starts[r] if r < len(starts) else np.sort(qs + rng.normal(0, 0.25, n) * np.maximum(spread, np.sqrt(floor)))
         # tol: the EM stops once the log-likelihood gains less than 1e-5 per sample
-        m = GaussianHMM(n_components=n, covariance_type="diag", n_iter=100, tol=1e-5 * len(X), init_params="",
+        # short runs from every start, then the best one run to convergence
+        m = GaussianHMM(n_components=n, covariance_type="diag", n_iter=SHORT_RUN, tol=1e-5 * len(X), init_params="",
                         params="stmc", random_state=int(rng.integers(2**31)), min_covar=floor, covars_prior=1e-12)
         m.startprob_ = np.full(n, 1.0 / n)
         m.transmat_ = np.full((n, n), 0.1 / max(n - 1, 1)) + np.eye(n) * (0.9 - 0.1 / max(n - 1, 1)) if n > 1 else np.ones((1, 1))
@@ -128,6 +130,18 @@ def _hmm(n: int, X: np.ndarray, lengths: list[int], seed: int, restarts: int, ji
         return _hmm(n, X + noise, lengths, seed, restarts, jittered=True)
     if best is None:
         raise DataError(f"the HMM with {n} regimes could not be fitted (degenerate data?)")
+    if not best.monitor_.converged:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            longer = copy.deepcopy(best)
+            longer.n_iter = FULL_RUN - SHORT_RUN
+            try:
+                longer.fit(X, lengths)
+                if all(np.isfinite(a).all() for a in (longer.transmat_, longer.means_, longer.covars_)) and \
+                        _persistent(longer) >= _persistent(best) and longer.score(X, lengths) >= best.score(X, lengths):
+                    best = longer
+            except ValueError:
+                pass
     return best
 
 
@@ -142,6 +156,10 @@ def _space(T: np.ndarray, space: str) -> np.ndarray:
         raise DataError(f"space must be 'log' or 'linear', got {space!r}")
     return T
 
+
+# EM iterations of each start, and of the best start's run to convergence.
+SHORT_RUN = 20
+FULL_RUN = 100
 
 # A regime lasts: the chain stays in it for at least 3 iterations on average
 # (a state split off a regime, alternating with it, stays about 2).
