@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from idlewave.results import write_json
+from idlewave.results import write_file, write_json
 from idlewave.simulation import simulate
 
 APPS = ("AMG2006", "CTH", "HPCCG", "LAMMPS", "LULESH", "miniFE")
@@ -47,6 +47,15 @@ PAPER: dict[str, tuple[str, Callable[[dict[str, float]], bool]]] = {
                 lambda s: all(v < 1.1 for a, v in s.items() if a != "AMG2006") and s["AMG2006"] >= 1.1),
 }
 FIGURE_NOISE = {"Fig. 5a": "system", "Fig. 5b": "daemon", "Fig. 7": "checkpoint"}
+
+
+def _save_png(fig, path: Path) -> Path:
+    """Writes the figure under an unpredictable temporary name, then renames it."""
+    import matplotlib.pyplot as plt
+
+    write_file(path, lambda tmp: fig.savefig(tmp, dpi=150, format="png"))
+    plt.close(fig)
+    return path
 
 
 def noise_apps(ranks: tuple[int, ...] = (1024,), iterations: int = 40, seed: int = 1,
@@ -126,12 +135,7 @@ def figure(result: dict, path: Path) -> Path:
     axes[0].set_ylabel("speedup, blocking / idealized")
     axes[-1].legend(frameon=False, fontsize="small")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=150)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return _save_png(fig, path)
 
 
 # Fig. 6 and 9: the microbenchmark is a loop of one collective of 8-byte
@@ -299,11 +303,7 @@ def krylov_figure(result: dict, path: Path) -> Path:
         ax.legend(frameon=False, fontsize="x-small")
     axes[0].set_ylabel("time per iteration (ms)")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=150)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return _save_png(fig, path)
 
 
 STUDIES = {
@@ -368,8 +368,4 @@ def micro_figure(result: dict, path: Path) -> Path:
     axes[0].set_ylabel("speedup, blocking / idealized")
     axes[0].legend(frameon=False, fontsize="small")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=150)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return _save_png(fig, path)
