@@ -123,3 +123,12 @@ def test_the_engine_stub_names_every_function_of_the_engine():
     declared |= {n.target.id for n in stub.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
     public = {n for n in dir(_engine) if not n.startswith("_")} | {"__version__"}
     assert declared == public
+
+
+def test_version_and_help_texts_keep_their_brackets(cli):
+    """`--version` answers; help texts that name TOML tables keep them (no markup eats [grid])."""
+    from idlewave import __version__
+
+    assert cli("--version").stdout.startswith(f"idlewave {__version__} (engine ")
+    assert "[grid]" in cli("sweep", "--help").stdout and "[[points]]" in cli("sweep", "--help").stdout
+    assert "[network], [[noise]]" in cli("trace", "replay", "--help").stdout

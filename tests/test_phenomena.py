@@ -30,6 +30,14 @@ def test_idle_wave_speed_grows_with_distance_and_falls_with_the_period():
     assert one["ranks_reached"] == 63 and abs(one["decay_per_rank"]) < 1e-3
 
 
+def test_no_wave_is_reported_without_a_one_off_delay():
+    """Noise alone launches no idle wave: refused with the reason, never a speed."""
+    scn = {"seed": 1, "network": NET, "noise": [{"kind": "poisson", "rate_hz": 2000.0, "duration_s": 2e-5}],
+           "workload": {"kind": "bsp", "ranks": 32, "iterations": 50, "compute_s": 1e-4, "periodic": False}}
+    with pytest.raises(analyze.AnalysisError, match="no one-off delay"):
+        analyze.idle_wave(idlewave.simulate(scn))
+
+
 def test_noise_damps_the_idle_wave():
     noisy = wave([1], 1e-4, [{"kind": "poisson", "rate_hz": 2000.0, "duration_s": 2e-5}])
     assert noisy["decay_per_rank"] > 3e-3

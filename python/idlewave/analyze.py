@@ -54,6 +54,11 @@ def _waiting(res: Loaded) -> np.ndarray:
     raise AnalysisError("the result has no per-iteration timers (was [record] timers = false?)")
 
 
+# Without a scenario's single detour, the delay taken as the wave's source
+# must exceed every other rank's extra computation this many times.
+KICK_FACTOR = 3.0
+
+
 def idle_wave(source, threshold_fraction: float = 0.1) -> dict:
     """Speed (ranks/s) and decay of an idle wave launched by a one-off delay.
 
@@ -80,6 +85,13 @@ def idle_wave(source, threshold_fraction: float = 0.1) -> dict:
         excess = compute - np.nanmedian(compute, axis=1, keepdims=True)
         src = int(np.nanargmax(np.nanmax(excess, axis=1)))
         delay = float(np.nanmax(excess))
+        others = np.delete(excess, src, axis=0)
+        # a one-off kick stands out of the run's own fluctuations
+        if others.size and delay > 0 and delay < KICK_FACTOR * float(np.nanmax(others)):
+            raise AnalysisError(
+                f"no one-off delay launches an idle wave here: the largest extra computation ({delay:.3g} s, rank "
+                f"{src}) is within {KICK_FACTOR:g}x of other ranks' ({float(np.nanmax(others)):.3g} s); inject one "
+                "with a [[noise]] of kind \"single\"")
     if not delay > 0:
         raise AnalysisError("no delay found to launch an idle wave")
     threshold = threshold_fraction * delay
@@ -100,6 +112,9 @@ def idle_wave(source, threshold_fraction: float = 0.1) -> dict:
             speeds[name] = float(slope)
     if not speeds:
         raise AnalysisError(f"the wave from rank {src} reached fewer than two ranks on either side")
+    if any(v <= 0 for v in speeds.values()):
+        raise AnalysisError(f"no idle wave travels away from rank {src}: ranks further away were reached earlier "
+                            f"(speed by direction {', '.join(f'{k} {v:.3g}' for k, v in speeds.items())} ranks/s)")
     dist = np.asarray([abs(r - src) for r in amplitude], dtype=float)
     amp = np.asarray(list(amplitude.values()))
     decay = float(-np.polyfit(dist, np.log(amp), 1)[0]) if len(amp) >= 2 else 0.0

@@ -21,10 +21,25 @@ from idlewave.scenario import ScenarioError, default, describe_noise, describe_w
 
 app = typer.Typer(
     add_completion=False,
+    rich_markup_mode="markdown",  # help texts name TOML tables like [grid]: never read them as markup
     no_args_is_help=True,
     help="Simulate MPI programs at scale under noise (LogGOPS, LogGOPSim-compatible).",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from idlewave import __version__
+
+        print(f"idlewave {__version__} (engine {_engine.__version__})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Simulate MPI programs at scale under noise (LogGOPS, LogGOPSim-compatible)."""
 
 
 def run_with_progress(run, quiet: bool):
@@ -296,7 +311,7 @@ def _print_micro(result: dict) -> None:
     out.print(f"figure: {result['figure']}", highlight=False)
 
 
-analyze_app = typer.Typer(no_args_is_help=True, help="Measurements on results: idle-wave speed and decay, desynchronization P_D.")
+analyze_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Measurements on results: idle-wave speed and decay, desynchronization P_D.")
 app.add_typer(analyze_app, name="analyze")
 
 

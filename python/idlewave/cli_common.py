@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 out = Console()
 err = Console(stderr=True)
@@ -16,7 +17,7 @@ err = Console(stderr=True)
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a user-facing error and exit (2: bad input)."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # messages name [tables]
     raise typer.Exit(code)
 
 

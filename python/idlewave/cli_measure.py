@@ -12,7 +12,7 @@ from rich.table import Table
 
 from idlewave.cli_common import fail, out
 
-measure_app = typer.Typer(no_args_is_help=True, help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
+measure_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
 
 HELP = {
     "pingpong": "ping-pong 1 B … max_bytes for the on-node and off-node pair of rank 0 (max_bytes, reps, iterations, delay_s)",

@@ -29,8 +29,8 @@ else:  # loaded on first use: `idlewave --help` stays fast
     nbc = lazy("idlewave.models.nbc")
     postal = lazy("idlewave.models.postal")
 
-model_app = typer.Typer(no_args_is_help=True, help="Analytic models: postal, allreduce, halo, pcg, nbc-bound, hyperbolic, idle-wave, loggops.")
-fit_app = typer.Typer(no_args_is_help=True, help="Calibrate models from measurements; writes a platform TOML.")
+model_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Analytic models: postal, allreduce, halo, pcg, nbc-bound, hyperbolic, idle-wave, loggops.")
+fit_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Calibrate models from measurements; writes a platform TOML.")
 
 
 def _show(result: dict, as_json: bool) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from idlewave.cli_common import fail, out
 
-trace_app = typer.Typer(no_args_is_help=True, help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
+trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
 
 
 @trace_app.command("build")
