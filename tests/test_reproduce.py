@@ -67,6 +67,8 @@ def test_cli_lists_studies_and_refuses_unknown_ones():
     assert r.exit_code == 0 and "noise-apps" in r.output
     r = CliRunner().invoke(app, ["reproduce", "fig99"])
     assert r.exit_code == 2 and "unknown study 'fig99'" in r.output
+    r = CliRunner().invoke(app, ["reproduce", "noise-apps", "--ranks", "1024,1"])
+    assert r.exit_code == 2 and "at least 2 ranks" in r.output
 
 
 def test_fig9_checkpoints_speed_dissemination_collectives_up_and_binomial_ones_barely():

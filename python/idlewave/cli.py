@@ -242,6 +242,8 @@ def reproduce(
         scales = tuple(int(x) for x in ranks.split(",")) if ranks else None
     except ValueError:
         fail(f"--ranks: comma-separated integers, got {ranks!r}")
+    if scales and min(scales) < 2:
+        fail(f"--ranks: every scale needs at least 2 ranks, got {ranks!r}")
     results = {}
     for name in names or list(rp.STUDIES):
         default_ranks, default_iterations = rp.DEFAULTS[name]
