@@ -93,6 +93,7 @@ pub fn config(case: &str) -> Option<Config> {
         async_progress: false,
         max_memory_bytes: None,
         timeline_spans: 0,
+        explain: false,
     })
 }
 

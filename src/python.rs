@@ -132,11 +132,19 @@ fn sim_err(e: SimError) -> PyErr {
 /// Runs one scenario (the checked document from idlewave.scenario, as JSON),
 /// capturing a timeline of up to `timeline_spans` spans. `progress(sim_time_s,
 /// events) -> bool` is called between chunks of events; returning False stops the run.
+/// `explain` keeps the critical path (as `[record] explain` does).
 #[pyfunction]
-#[pyo3(signature = (doc_json, progress=None, timeline_spans=0))]
-fn simulate<'py>(py: Python<'py>, doc_json: &str, progress: Option<PyObject>, timeline_spans: u64) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (doc_json, progress=None, timeline_spans=0, explain=false))]
+fn simulate<'py>(
+    py: Python<'py>,
+    doc_json: &str,
+    progress: Option<PyObject>,
+    timeline_spans: u64,
+    explain: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let mut cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
     cfg.timeline_spans = timeline_spans;
+    cfg.explain |= explain;
     let mut py_err: Option<PyErr> = None;
     let mut cb = |now: Time, events: u64| -> bool {
         if let Err(e) = py.check_signals() {
@@ -186,6 +194,9 @@ fn simulate<'py>(py: Python<'py>, doc_json: &str, progress: Option<PyObject>, ti
     if let Some(rep) = &r.trace_report {
         out.set_item("trace_report", serde_json::to_string(rep).map_err(|e| err(e.to_string()))?)?;
     }
+    if let Some(x) = &r.explained {
+        out.set_item("explain", explained(py, x)?)?;
+    }
     if let Some((spans, truncated)) = r.timeline {
         let tl = PyDict::new(py);
         tl.set_item("rank", PyArray1::from_vec(py, spans.iter().map(|s| s.rank).collect::<Vec<_>>()))?;
@@ -197,6 +208,31 @@ fn simulate<'py>(py: Python<'py>, doc_json: &str, progress: Option<PyObject>, ti
         out.set_item("timeline", tl)?;
     }
     Ok(out)
+}
+
+/// The critical path for Python: the makespan by cause (ps), the counts of
+/// each parameter by link class (the derivatives), the last rank.
+fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bound<'py, PyDict>> {
+    use crate::engine::{CAUSES, CLASSES, PARAMS};
+    let d = PyDict::new(py);
+    d.set_item("makespan_ps", x.makespan)?;
+    d.set_item("last_rank", x.last_rank)?;
+    d.set_item("peak_bytes", x.peak_bytes)?;
+    let causes = PyDict::new(py);
+    for (name, ps) in CAUSES.iter().zip(x.path.ps) {
+        causes.set_item(name, ps)?;
+    }
+    d.set_item("causes_ps", causes)?;
+    let counts = PyDict::new(py);
+    for (class, c) in CLASSES.iter().zip(x.path.counts) {
+        let per = PyDict::new(py);
+        for (param, n) in PARAMS.iter().zip(c) {
+            per.set_item(param, n)?;
+        }
+        counts.set_item(class, per)?;
+    }
+    d.set_item("counts", counts)?;
+    Ok(d)
 }
 
 /// LogGOPSim mode: returns (host finishing times in ps, events).

@@ -72,6 +72,8 @@ pub struct Config {
     pub max_memory_bytes: Option<u64>,
     /// Capture a timeline of up to this many spans (0: none).
     pub timeline_spans: u64,
+    /// Keep the critical path (see `engine::explain`).
+    pub explain: bool,
 }
 
 /// Timelines are for looking at: beyond this many ranks no picture helps.
@@ -96,6 +98,8 @@ pub struct RunResult {
     pub timeline: Option<(Vec<crate::engine::timeline::Span>, bool)>,
     /// For trace replays: what was not modelled, and the traced time in MPI.
     pub trace_report: Option<crate::trace::Report>,
+    /// The makespan's critical path, if asked for.
+    pub explained: Option<crate::engine::Explained>,
 }
 
 /// Called between chunks of events with (simulated time, events so far);
@@ -317,6 +321,10 @@ fn run_program<P: Program>(
         check_memory(cfg.timeline_spans as u128 * 32, cfg.max_memory_bytes)?;
         engine.timeline = Some(crate::engine::timeline::Timeline::new(cfg.timeline_spans as usize));
     }
+    if cfg.explain {
+        check_memory(engine.num_ranks() as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes)?;
+        engine.explain();
+    }
     loop {
         let finished = engine.step(CHUNK)?;
         if finished {
@@ -336,6 +344,7 @@ fn run_program<P: Program>(
     let (timer_names, timers, iterations) = extract(&engine.program);
     let timeline = engine.timeline.take().map(|t| (t.spans, t.truncated));
     let derived = node_traffic(engine.node_traffic());
+    let explained = engine.explanation();
     let result = RunResult {
         finish_times,
         timer_names,
@@ -349,6 +358,7 @@ fn run_program<P: Program>(
         derived,
         timeline,
         trace_report: None,
+        explained,
     };
     Ok((result, engine.program))
 }

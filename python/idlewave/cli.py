@@ -13,6 +13,7 @@ from rich.table import Table
 
 from idlewave import _engine
 from idlewave.cli_common import err, fail, out
+from idlewave.cli_explain import explain, show_explanation
 from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
 from idlewave.cli_trace import trace_app
@@ -69,6 +70,8 @@ def simulate(
     list_: bool = typer.Option(False, "--list", help="List workloads and noise sources with their parameters."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
     timeline: bool = typer.Option(False, "--timeline", help="Also write timeline.json (Perfetto) and timeline.png into --out."),
+    explain_run: bool = typer.Option(False, "--explain",
+                                     help="Keep the critical path: the makespan by cause and its derivatives (explain.json)."),
 ):
     """Run one scenario."""
     from idlewave.simulation import simulate as run_scenario
@@ -101,7 +104,8 @@ def simulate(
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: exists and is not a directory")
     try:
-        result = run_with_progress(lambda cb: run_scenario(scenario, seed=seed, progress=cb, timeline=timeline), quiet or as_json)
+        result = run_with_progress(
+            lambda cb: run_scenario(scenario, seed=seed, progress=cb, timeline=timeline, explain=explain_run), quiet or as_json)
     except FileNotFoundError as e:
         fail(f"{e.filename}: no such file")
     except (ScenarioError, _engine.SimulationError) as e:
@@ -114,9 +118,12 @@ def simulate(
         except ResultsError as e:
             fail(str(e))
     if as_json:
-        print(json.dumps(finite(result.summary), indent=2, allow_nan=False))
+        summary = {**result.summary, **({"explain": result.explain.to_json()} if result.explain else {})}
+        print(json.dumps(finite(summary), indent=2, allow_nan=False))
     else:
         show_summary(result.summary, out_dir)
+        if result.explain is not None:
+            show_explanation(result.explain)
 
 
 def show_summary(s: dict, out_dir: Path | None) -> None:
@@ -190,6 +197,9 @@ def _ns(ps: int) -> str:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
+
+
+app.command()(explain)
 
 
 @app.command()

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from idlewave import _engine
+from idlewave.explain import Explanation
 from idlewave.results import write_dir, write_json, write_parquet
 from idlewave.scenario import engine_errors, load_scenario, validate
 
@@ -33,6 +34,8 @@ class Result:
     timeline: dict | None = field(repr=False, default=None)
     #: Trace replays: what the replay did not model, traced time in MPI (engine's report).
     trace_report: dict | None = field(repr=False, default=None)
+    #: The critical path, if asked for (see idlewave.explain).
+    explain: Explanation | None = field(repr=False, default=None)
 
     def ranks_frame(self) -> pl.DataFrame:
         return pl.DataFrame(
@@ -74,6 +77,8 @@ class Result:
             write_timeline(self.timeline, len(self.finish_times_s), out, self.scenario.get("name", ""))
         if self.trace_report is not None:
             write_json(out / "trace_report.json", self.trace_report)
+        if self.explain is not None:
+            write_json(out / "explain.json", self.explain.to_json())
         write_json(out / "summary.json", self.summary)
 
 
@@ -81,8 +86,10 @@ Progress = Callable[[float, int], bool]
 
 
 def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: Progress | None = None,
-             timeline: bool = False) -> Result:
+             timeline: bool = False, explain: bool = False) -> Result:
     """Runs a scenario: a TOML path, or a dict in the scenario file's layout.
+
+    ``explain`` (or ``[record] explain``) keeps the critical path: ``Result.explain``.
 
     ``progress(sim_time_s, events)`` is called every ~1M events; return False to stop.
     Raises ScenarioError for bad input and SimulationError for runs that cannot
@@ -102,7 +109,7 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
 
         spans = DEFAULT_SPANS
     with engine_errors():
-        raw = _engine.simulate(json.dumps(scn), progress, spans)
+        raw = _engine.simulate(json.dumps(scn), progress, spans, explain)
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)
     result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
@@ -111,6 +118,9 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
 
         result.trace_report = json.loads(raw["trace_report"])
         summary.update(summarise(result.trace_report, result.finish_times_s))
+    if "explain" in raw:
+        result.explain = Explanation(raw["explain"])
+        summary["bound_by"] = result.explain.bound()
     if "timeline" in raw:
         result.timeline = {k: (np.asarray(v) if k != "truncated" else v) for k, v in raw["timeline"].items()}
         summary["timeline_truncated"] = bool(raw["timeline"]["truncated"])

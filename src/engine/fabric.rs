@@ -123,6 +123,9 @@ impl<P: Program> Engine<P> {
     pub(super) fn arrival(&mut self, src: u32, dst: u32, size: u64, depart: Time, l: Time) -> Time {
         let Some(pl) = self.net.platform.as_deref() else {
             self.count_plain(src, dst, size);
+            if self.explained.is_some() {
+                self.x_flight(src, dst, l, 0, 0);
+            }
             return depart + l;
         };
         let class = pl.class(src, dst);
@@ -140,28 +143,38 @@ impl<P: Program> Engine<P> {
             }
         }
         if class != OTHER_NODE {
+            if self.explained.is_some() {
+                self.x_flight(src, dst, latency, 0, 0);
+            }
             return depart + latency;
         }
         let (ns, nd) = (pl.node(src), pl.node(dst));
         self.fabric.node_bytes_out[ns as usize] += size;
         self.fabric.node_bytes_in[nd as usize] += size;
-        latency += pl.path_latency(pl.topology.hops(ns, nd), size);
+        let hops = pl.topology.hops(ns, nd);
+        let on_path = pl.path_latency(hops, size);
+        let hop_latency = (pl.hop_latency_ps * hops as Time).min(on_path);
         let mut start = depart;
         if let Some(free) = self.fabric.inject_free.get_mut(ns as usize) {
             // The node's off-node bytes share one link of 1/node_ps_per_byte.
             start = start.max(*free);
             *free = start + (size as f64 * pl.node_ps_per_byte).round() as Time;
         }
-        start + latency
+        if self.explained.is_some() {
+            // stalls and the wait for the node's link are the platform's penalties
+            self.x_flight(src, dst, latency, hop_latency, on_path - hop_latency + (start - depart));
+        }
+        start + latency + on_path
     }
 
     /// Starts a memory-bound computation of `ev.size` bytes on its rank's socket.
     pub(super) fn on_mem(&mut self, ev: Event) {
         let c = self.o(ev.rank, ev.cpu());
         if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c]);
+            self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
+        self.x_mem_start(ev.rank, ev.cpu(), ev.size);
         let d = self.net.platform.as_deref().expect("checked when issued").socket(ev.rank) as usize;
         let mem = self.fabric.memory.as_mut().expect("checked when issued");
         self.clocks[c] = MEM_BUSY;
@@ -197,6 +210,10 @@ impl<P: Program> Engine<P> {
         });
         let c = self.o(a.rank, a.cpu);
         self.clocks[c] = self.noise.cpu_end(a.rank, a.start, ev.time - a.start);
+        if self.explained.is_some() {
+            let core = self.fabric.memory.as_ref().expect("memory").bw.core_bytes_per_ps;
+            self.x_mem_end((a.rank, a.cpu, c), a.start, ev.time, core);
+        }
         if let Some(tl) = self.timeline.as_mut() {
             tl.push(a.rank, 0, a.start, self.clocks[c], super::timeline::Activity::Compute);
         }
@@ -205,6 +222,9 @@ impl<P: Program> Engine<P> {
         self.events += 1;
         for mut e in released {
             e.time = self.clocks[c].max(self.now);
+            if self.explained.is_some() {
+                self.x_queued(e.stamp(), self.x_latest(&[c], true));
+            }
             self.queue.push_again(e);
         }
         self.reschedule(d);
@@ -228,7 +248,11 @@ impl<P: Program> Engine<P> {
     /// Re-queues an event for when its CPU (or NIC) is free, or parks it
     /// while the CPU is in a memory-bound computation of unknown end.
     #[inline]
-    pub(super) fn defer(&mut self, mut ev: Event, free: Time) {
+    /// `idx`: the clocks it waits for (the latest of them is free at `free`).
+    pub(super) fn defer(&mut self, mut ev: Event, free: Time, idx: [usize; 2]) {
+        if self.explained.is_some() && free != MEM_BUSY {
+            self.x_defer(&ev, idx);
+        }
         if free == MEM_BUSY {
             let pl = self.net.platform.as_deref().expect("MEM_BUSY implies a platform");
             let d = pl.socket(ev.rank) as usize;

@@ -7,6 +7,7 @@
 //! as the receiver's CPU is free, and a rendezvous send completes when the
 //! receiver matches it, whether or not either side is inside an MPI call.
 
+mod explain;
 mod fabric;
 mod matching;
 mod queue;
@@ -15,6 +16,7 @@ mod tests;
 pub mod timeline;
 mod waiting;
 
+pub use explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, CAUSES, CLASSES, PARAMS};
 pub use fabric::Fabric;
 pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
@@ -108,6 +110,8 @@ pub struct Engine<P: Program> {
     waiting: waiting::Waiting,
     /// What each rank did, when asked for (timelines).
     pub timeline: Option<timeline::Timeline>,
+    /// The critical path, when asked for (`explain`).
+    explained: Option<Box<explain::Explain>>,
 }
 
 impl<P: Program> Engine<P> {
@@ -135,6 +139,7 @@ impl<P: Program> Engine<P> {
             fabric,
             waiting: waiting::Waiting::new(program.many_ready_ops()),
             timeline: None,
+            explained: None,
             program,
         })
     }
@@ -197,6 +202,9 @@ impl<P: Program> Engine<P> {
                 return Err(self.past_limit(ev.time));
             }
             self.now = ev.time;
+            if self.explained.is_some() {
+                self.x_begin(&ev);
+            }
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD) {
                 let r = soon.rank;
                 prefetch(&self.clocks, r as usize * self.stride);
@@ -211,6 +219,8 @@ impl<P: Program> Engine<P> {
             }
             self.process(ev);
             if let Some(next) = self.waiting.next_after(&ev, self.now) {
+                // it waited for what the head waited for: the head's path
+                self.x_queued(next.stamp(), self.x_cur());
                 self.queue.push_again(next);
             }
             if !self.touched.is_empty() {
@@ -228,6 +238,7 @@ impl<P: Program> Engine<P> {
         let per_rank = self.program.max_initial_ops().max(1) as u64;
         let p = self.num_ranks();
         self.queue.reserve_stamps(p as u64 * per_rank);
+        self.x_start();
         let mut initial = Vec::new();
         for r in 0..p {
             self.program.collect(r, 0, 0, &mut initial).map_err(SimError::Invalid)?;
@@ -294,10 +305,13 @@ impl<P: Program> Engine<P> {
     fn on_calc(&mut self, ev: Event) {
         let c = self.o(ev.rank, ev.cpu());
         if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c]);
+            self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
+        if self.explained.is_some() {
+            self.x_compute(c, ev.time, ev.size);
+        }
         if self.timeline.is_some() {
             self.record(ev.rank, 0, ev.time, self.clocks[c], timeline::Activity::Compute);
         }
@@ -321,15 +335,19 @@ impl<P: Program> Engine<P> {
     fn on_probe(&mut self, mut ev: Event) {
         if ev.tag == 0 {
             ev.tag = 1;
-            self.queue.push_new(ev);
+            let stamp = self.queue.push_new(ev);
+            self.x_queued(stamp, self.x_cur());
             return;
         }
         let c = self.o(ev.rank, ev.cpu());
         if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c]);
+            self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
+        if self.explained.is_some() {
+            self.x_compute(c, ev.time, 0);
+        }
         self.program.started(ev.rank, ev.id);
         self.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
@@ -339,7 +357,7 @@ impl<P: Program> Engine<P> {
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gs(ev.rank, ev.nic()));
         let free = self.send_ready(ev.rank, ev.cpu(), ev.nic());
         if free > ev.time {
-            self.defer(ev, free);
+            self.defer(ev, free, self.send_clocks(c, n));
             return;
         }
         let p = *self.net.params(ev.rank, ev.peer, ev.size);
@@ -351,9 +369,15 @@ impl<P: Program> Engine<P> {
         let depart = if self.net.nic_model == NicModel::Dma { ev.time.max(self.clocks[n]) } else { ev.time };
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
         self.clocks[n] = depart + p.send_nic(ev.size);
+        if self.explained.is_some() {
+            self.x_send(self.x_cur(), (c, n), ev.time, depart, &p, (ev.rank, ev.peer, ev.size));
+        }
         let mut msg = ev.with_kind(EvKind::Msg);
         let arrive = if self.net.platform.is_none() {
             self.count_plain(ev.rank, ev.peer, ev.size);
+            if self.explained.is_some() {
+                self.x_flight(ev.rank, ev.peer, p.l_ps, 0, 0);
+            }
             depart + p.o_ps + p.l_ps
         } else {
             self.arrival(ev.rank, ev.peer, ev.size, depart + p.o_ps, p.l_ps)
@@ -363,7 +387,10 @@ impl<P: Program> Engine<P> {
             self.record(ev.rank, ev.peer, ev.time, self.clocks[c], timeline::Activity::Send);
             self.record(ev.rank, ev.peer, ev.time, arrive, timeline::Activity::Message);
         }
-        self.queue.push_new(msg);
+        let stamp = self.queue.push_new(msg);
+        if self.explained.is_some() {
+            self.x_queue_msg(stamp);
+        }
         if !p.is_rendezvous(ev.size) {
             self.program.done(ev.rank, ev.id);
         }
@@ -378,6 +405,7 @@ impl<P: Program> Engine<P> {
             Some(msg) if msg.rts => {
                 // the request-to-send was handled when it arrived; answer it
                 let mut cts = Event::new(ev.time, EvKind::Cts, msg.cpu, msg.nic, msg.size, ev.rank, msg.src, ev.id, msg.id);
+                // (send_control takes its path: the later of the CPU and now)
                 let p = *self.net.params(msg.src, ev.rank, msg.size);
                 cts.time = self.clocks[self.o(ev.rank, msg.cpu)].max(ev.time);
                 self.send_control(cts, msg.src, &p);
@@ -403,13 +431,16 @@ impl<P: Program> Engine<P> {
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
         let free = self.clocks[c].max(self.clocks[n]);
         if free > ev.time {
-            self.defer(ev, free);
+            self.defer(ev, free, [c, n]);
             return;
         }
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
+        if self.explained.is_some() {
+            self.x_receive((c, n), &p, (src, dst, ev.size));
+        }
         if self.timeline.is_some() {
             self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
         }
@@ -457,6 +488,10 @@ impl<P: Program> Engine<P> {
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
         let mut landed = ev.with_kind(if ev.kind() == EvKind::Data { EvKind::DataLanded } else { EvKind::Landed });
         landed.time = self.clocks[n] - p.g_ps;
+        if self.explained.is_some() {
+            let path = self.x_land(n, &p, (ev.peer, ev.rank, ev.size));
+            self.x_queued(landed.stamp(), path);
+        }
         self.queue.push_again(landed);
     }
 
@@ -470,6 +505,9 @@ impl<P: Program> Engine<P> {
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
+        if self.explained.is_some() {
+            self.x_landed(c, &p, (src, dst, ev.size));
+        }
         if self.timeline.is_some() {
             self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
         }
@@ -487,14 +525,28 @@ impl<P: Program> Engine<P> {
         }
     }
 
+    /// The clocks a send waits for (see `send_ready`), given its CPU's and NIC's.
+    #[inline(always)]
+    fn send_clocks(&self, c: usize, n: usize) -> [usize; 2] {
+        match self.net.nic_model {
+            NicModel::Loggopsim => [c, n],
+            NicModel::Dma => [c, c],
+        }
+    }
+
     /// Charges a send of `size` bytes posted at `t` (see `send_ready`): the
     /// CPU o + (s−1)·O, the NIC g + (s−1)·G from when it takes the message,
     /// which it returns.
-    fn charge_send(&mut self, rank: u32, cpu: u8, nic: u8, t: Time, size: u64, p: &LogGOPS) -> Time {
+    #[allow(clippy::too_many_arguments)]
+    fn charge_send(&mut self, (rank, dst): (u32, u32), cpu: u8, nic: u8, t: Time, size: u64, p: &LogGOPS) -> Time {
         let (c, n) = (self.o(rank, cpu), self.gs(rank, nic));
+        let base = self.explained.is_some().then(|| self.x_latest(&self.send_clocks(c, n), false));
         let depart = t.max(self.clocks[n]);
         self.clocks[c] = self.noise.cpu_end(rank, t, p.send_cpu(size));
         self.clocks[n] = depart + p.send_nic(size);
+        if let Some(base) = base {
+            self.x_send(base, (c, n), t, depart, p, (rank, dst, size));
+        }
         depart
     }
 
@@ -507,13 +559,21 @@ impl<P: Program> Engine<P> {
     fn send_control(&mut self, mut ev: Event, to: u32, p: &LogGOPS) {
         let (from, t) = (ev.rank, ev.time);
         let c = self.o(from, ev.cpu());
+        // t is the later of the CPU's clock and now
+        let base = self.explained.is_some().then(|| self.x_latest(&[c], true));
         self.clocks[c] = self.noise.cpu_end(from, t, p.o_ps);
+        if let Some(base) = base {
+            self.x_control(base, c, t, p, (from, to));
+        }
         ev.time = self.arrival(from, to, 0, t + p.o_ps, p.l_ps);
         (ev.rank, ev.peer) = (to, from);
         if self.timeline.is_some() {
             self.record(from, to, t, ev.time, timeline::Activity::Message);
         }
-        self.queue.push_new(ev);
+        let stamp = self.queue.push_new(ev);
+        if self.explained.is_some() {
+            self.x_queue_msg(stamp);
+        }
     }
 
     /// Handles a control message's arrival on `ev.rank` (o, once the CPU is
@@ -524,6 +584,9 @@ impl<P: Program> Engine<P> {
             return false;
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
+        if self.explained.is_some() {
+            self.x_control_in(c, p, (ev.peer, ev.rank));
+        }
         true
     }
 
@@ -531,7 +594,7 @@ impl<P: Program> Engine<P> {
     /// `ev` waits until it is.
     fn free_or_defer(&mut self, ev: Event, i: usize) -> bool {
         if self.clocks[i] > ev.time {
-            self.defer(ev, self.clocks[i]);
+            self.defer(ev, self.clocks[i], [i, i]);
             return false;
         }
         true
@@ -570,7 +633,7 @@ impl<P: Program> Engine<P> {
             return;
         }
         let t = self.send_ready(src, ev.cpu(), ev.nic());
-        let depart = self.charge_send(src, ev.cpu(), ev.nic(), t, ev.size, &p);
+        let depart = self.charge_send((src, dst), ev.cpu(), ev.nic(), t, ev.size, &p);
         let arrive = self.arrival(src, dst, ev.size, depart + p.o_ps, p.l_ps);
         if self.timeline.is_some() {
             let c = self.o(src, ev.cpu());
@@ -579,7 +642,10 @@ impl<P: Program> Engine<P> {
         }
         let mut data = ev.with_kind(EvKind::Data);
         (data.time, data.rank, data.peer) = (arrive, dst, src);
-        self.queue.push_new(data);
+        let stamp = self.queue.push_new(data);
+        if self.explained.is_some() {
+            self.x_queue_msg(stamp);
+        }
         self.program.done(src, ev.id);
         self.touched.push(src);
         self.events += 1;
@@ -604,8 +670,13 @@ impl<P: Program> Engine<P> {
         self.program.done(src, send_id);
         self.touched.push(src);
         let (c, n) = (self.o(src, cpu), self.gs(src, nic));
+        let paths = self.explained.is_some().then(|| [self.x_latest(&[c], true), self.x_latest(&[n], true)]);
         self.clocks[c] = self.clocks[c].max(now);
         self.clocks[n] = self.clocks[n].max(now);
+        if let Some([pc, pn]) = paths {
+            self.x_set(c, pc);
+            self.x_set(n, pn);
+        }
     }
 
     /// Queues the ops freed on every touched rank: ranks in ascending order;
@@ -625,13 +696,26 @@ impl<P: Program> Engine<P> {
             let mut ready = std::mem::take(&mut self.ready);
             for op in ready.drain(..) {
                 let ev = self.event_for(r, op)?;
-                self.queue.push_new(ev);
+                let stamp = self.queue.push_new(ev);
+                if self.explained.is_some() {
+                    let path = self.x_latest(&self.op_clocks(r, &op), true);
+                    self.x_queued(stamp, path);
+                }
             }
             self.ready = ready;
         }
         touched.clear();
         self.touched = touched;
         Ok(())
+    }
+
+    /// The clocks the event for `op` of rank `r` waits for (see `event_for`).
+    fn op_clocks(&self, r: u32, op: &ReadyOp) -> [usize; 2] {
+        let c = self.o(r, op.cpu);
+        match op.kind {
+            OpKind::Send => self.send_clocks(c, self.gs(r, op.nic)),
+            _ => [c, c],
+        }
     }
 
     /// The queue event that executes `op` of rank `r`, at the time its CPU

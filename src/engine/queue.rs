@@ -227,12 +227,14 @@ impl EventQueue {
         self.next_stamp = self.next_stamp.max(n);
     }
 
-    /// Queues a new event, giving it the next stamp.
+    /// Queues a new event, giving it the next stamp, which it returns.
     #[inline]
-    pub fn push_new(&mut self, mut ev: Event) {
-        ev.set_stamp(self.next_stamp);
+    pub fn push_new(&mut self, mut ev: Event) -> u64 {
+        let stamp = self.next_stamp;
+        ev.set_stamp(stamp);
         self.next_stamp += 1;
         self.insert(ev);
+        stamp
     }
 
     /// Re-queues an event at a later time, keeping its stamp.

@@ -227,6 +227,16 @@ impl Network {
         }
     }
 
+    /// The link class of a message from `a` to `b`: the platform's, else
+    /// same node where `intra_node` applies and other node otherwise.
+    pub fn class(&self, a: u32, b: u32) -> usize {
+        match &self.platform {
+            Some(pl) => pl.class(a, b),
+            None if self.intra_node.is_some() && a / self.ranks_per_node == b / self.ranks_per_node => platform::SAME_NODE,
+            None => OTHER_NODE,
+        }
+    }
+
     /// Kept out of line so that plain LogGOPS runs pay one test for it.
     #[inline(never)]
     fn platform_params(&self, a: u32, b: u32, size: u64) -> &LogGOPS {

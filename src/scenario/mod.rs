@@ -53,11 +53,13 @@ impl Default for Scenario {
 pub struct Record {
     /// The per-(rank, iteration) timers.
     pub timers: bool,
+    /// The critical path: the makespan split by cause and its derivatives in L, o, g, G and O (`idlewave explain`).
+    pub explain: bool,
 }
 
 impl Default for Record {
     fn default() -> Self {
-        Record { timers: true }
+        Record { timers: true, explain: false }
     }
 }
 
@@ -140,6 +142,7 @@ impl Scenario {
             async_progress: self.network.async_progress,
             max_memory_bytes: limit,
             timeline_spans: 0,
+            explain: self.record.explain,
         })
     }
 }

@@ -1,0 +1,113 @@
+"""`idlewave explain`: what bounds a run, and how much more latency it tolerates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from idlewave import _engine
+from idlewave.cli_common import fail, out
+from idlewave.results import ResultsError, finite
+
+
+def show_explanation(x, tolerances: dict | None = None) -> None:
+    """The makespan by cause, the derivatives and (if given) the tolerances."""
+    from idlewave.explain import CAUSES, PARAMS
+
+    total = x.makespan_s
+    t = Table(title=escape(f"What bounds this run: {CAUSES[x.bound()]} (critical path ends on rank {x.raw['last_rank']})"),
+              title_justify="left")
+    t.add_column("cause")
+    t.add_column("time [s]", justify="right")
+    t.add_column("share", justify="right")
+    for k, v in x.causes_s().items():
+        if v > 0:
+            t.add_row(CAUSES[k], f"{v:.6g}", f"{v / total:.1%}" if total else "-")
+    t.add_row("makespan", f"{total:.9g}", "100%", style="bold")
+    out.print(t)
+    d = Table(title="Derivatives of the makespan: time added per unit of each parameter", title_justify="left")
+    d.add_column("parameter")
+    d.add_column("dT/dθ", justify="right")
+    d.add_column("meaning")
+    for p, n in x.derivatives().items():
+        unit = PARAMS[p][1]
+        d.add_row(p, f"{n:,}", f"+1 ps of {p} adds {n:,} ps" + (" (per byte)" if unit == "bytes" else ""))
+    out.print(d)
+    if tolerances:
+        tt = Table(title="Tolerance: the largest increase for which the makespan grows by at most", title_justify="left")
+        tt.add_column("parameter")
+        slowdowns = sorted({f for v in tolerances.values() for f in v})
+        for f in slowdowns:
+            tt.add_column(f"{f:.0%}", justify="right")
+        for p, v in tolerances.items():
+            unit, scale = ("µs", 1e6) if p in ("L", "o", "g") else ("ps/byte", 1e12)
+            tt.add_row(p, *(("not on the path" if v[f] is None else f"+{v[f] * scale:.4g} {unit}") for f in slowdowns))
+        out.print(tt)
+
+
+def explain(
+    target: Path = typer.Argument(..., help="A result directory (from `simulate --out`) or a scenario TOML file."),
+    params: str = typer.Option("L,G", "--params", help="Parameters to find tolerances for (comma-separated: L, o, g, G, O)."),
+    tolerance: bool = typer.Option(True, "--tolerance/--no-tolerance",
+                                   help="Re-simulate to find the tolerances and the makespan curve (several runs)."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Write explain.json and figures here (default: the result directory)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the explanation as JSON."),
+):
+    """Explain a run: the makespan split along the critical path by cause,
+    its derivatives in L, o, g, G and O, and how much more L (or G) it
+    tolerates before it slows by 1%, 5% or 10%."""
+    from idlewave import explain as ex
+    from idlewave.scenario import ScenarioError, load_scenario
+    from idlewave.simulation import simulate
+
+    wanted = [p.strip() for p in params.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in ex.PARAMS]
+    if unknown:
+        fail(f"--params: unknown parameter {unknown[0]!r} (known: {', '.join(ex.PARAMS)})")
+    try:
+        if target.is_dir():
+            if not (target / "scenario.json").exists():
+                fail(f"{target}: not a result directory (no scenario.json); give one written by `simulate --out`")
+            scenario, x = ex.read(target)
+            out_dir = out_dir or target
+        elif target.exists():
+            scenario, x = load_scenario(target), None
+        else:
+            fail(f"{target}: no such file or directory")
+        if x is None:
+            x = simulate(scenario, explain=True).explain
+        assert x is not None  # asked for
+        tolerances, curves = {}, {}
+        if tolerance:
+            for p in wanted:
+                tolerances[p] = ex.tolerance(scenario, x, p)
+                step = x.first_order_tolerance(p, 0.10)
+                if step:
+                    curves[p] = ex.curve(scenario, p, [step * k / 4 for k in range(9)])
+    except (ScenarioError, _engine.SimulationError, ex.ExplainError) as e:
+        fail(str(e))
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{target}: cannot read the result: {e}")
+    except KeyboardInterrupt:
+        fail("interrupted", code=130)
+    doc = {**x.to_json(), "tolerance": {p: {str(f): v for f, v in t.items()} for p, t in tolerances.items()},
+           "curves": {p: [{"value": v, "makespan_s": m} for v, m in c] for p, c in curves.items()}}
+    if out_dir is not None:
+        from idlewave.results import write_json
+
+        try:
+            write_json(out_dir / "explain.json", doc)
+            for p in wanted or ["L"]:
+                ex.figures(x, curves.get(p), p, out_dir)
+        except (OSError, ResultsError) as e:
+            fail(f"{out_dir}: cannot write: {e}")
+    if as_json:
+        print(json.dumps(finite(doc), indent=2, allow_nan=False))
+    else:
+        show_explanation(x, tolerances)
+        if out_dir is not None:
+            out.print(f"written: {out_dir / 'explain.json'}, breakdown.png" + "".join(f", t_of_{p}.png" for p in curves))

@@ -1,0 +1,561 @@
+//! Critical-path attribution (`[record] explain`, `--explain`).
+//!
+//! Every time the engine computes (when a CPU or NIC is next free, when a
+//! queued event runs) carries the path that produced it: the picoseconds it
+//! owes to each cause and how many times it crossed each LogGOPS parameter.
+//! The engine combines times only by adding a cost and by taking a maximum,
+//! so a path is extended by a cost's parts and, at a maximum, taken from the
+//! latest input. The makespan's path then splits it exactly (the causes sum
+//! to it in integer picoseconds), and its counts are the derivatives:
+//! T(L + δ) = T(L) + δ·count(L) until the next breakpoint, likewise for o
+//! and g, and per byte for G and O.
+//!
+//! Where inputs tie, the causes come from the first of them and each count
+//! is the largest among them: the one-sided derivative for an increase of
+//! that parameter (the runtime is the maximum of the tied paths, so it grows
+//! as fast as the fastest-growing of them).
+//!
+//! Counts do not follow a latency regime's multiplier or a platform's
+//! per-hop terms (those are not L, o, g, G or O): with regimes the
+//! breakdown still sums exactly but dT/dL is the count of messages, not
+//! their scaled sum.
+
+use super::{Engine, Event};
+use crate::network::LogGOPS;
+use crate::program::Program;
+use crate::time::Time;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// The causes the makespan is split into, in [`Path::ps`] order.
+pub const CAUSES: [&str; 7] = ["compute", "cpu_overhead", "nic_gap", "wire_latency", "penalty", "noise", "memory_contention"];
+pub const COMPUTE: usize = 0;
+pub const OVERHEAD: usize = 1;
+pub const NIC: usize = 2;
+pub const WIRE: usize = 3;
+pub const PENALTY: usize = 4;
+pub const NOISE: usize = 5;
+pub const MEMORY: usize = 6;
+
+/// The parameters counted, in [`Path::counts`] order: L, o and g in
+/// crossings, G and O in bytes.
+pub const PARAMS: [&str; 5] = ["L", "o", "g", "G", "O"];
+const L: usize = 0;
+const O_CPU: usize = 1;
+const GAP: usize = 2;
+const G_BYTE: usize = 3;
+const O_BYTE: usize = 4;
+
+/// The link classes counts are kept by (the platform's, see
+/// `network::platform`): same socket, same node, other nodes.
+pub const CLASSES: [&str; 3] = ["same_socket", "same_node", "other_node"];
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Path {
+    /// Picoseconds by cause ([`CAUSES`]); they sum to the path's time.
+    pub ps: [Time; 7],
+    /// Per link class ([`CLASSES`]), the parameters crossed ([`PARAMS`]).
+    pub counts: [[u64; 5]; 3],
+}
+
+impl Path {
+    pub fn total(&self) -> Time {
+        self.ps.iter().sum()
+    }
+
+    /// `ps` more of `cause`.
+    #[inline]
+    fn add(&mut self, cause: usize, ps: Time) {
+        self.ps[cause] += ps;
+    }
+
+    /// The per-byte share of a message of `size` bytes: (s−1) bytes.
+    fn bytes(size: u64) -> u64 {
+        size.saturating_sub(1)
+    }
+
+    /// A sender's CPU: o + (s−1)·O.
+    fn send_cpu(&mut self, class: usize, p: &LogGOPS, size: u64) {
+        self.add(OVERHEAD, p.send_cpu(size));
+        self.counts[class][O_CPU] += 1;
+        self.counts[class][O_BYTE] += Self::bytes(size);
+    }
+
+    /// A NIC, sending or receiving: g + (s−1)·G.
+    fn nic(&mut self, class: usize, p: &LogGOPS, size: u64) {
+        self.add(NIC, p.send_nic(size));
+        self.counts[class][GAP] += 1;
+        self.counts[class][G_BYTE] += Self::bytes(size);
+    }
+
+    /// A receiver's CPU: o + (s−1)·max(O, G) (both counted where they are
+    /// equal). The per-byte part is the parameter's cause: (s−1)·G is the
+    /// gap per byte even where the CPU pays it.
+    fn recv_cpu(&mut self, class: usize, p: &LogGOPS, size: u64) {
+        self.add(OVERHEAD, p.o_ps);
+        self.counts[class][O_CPU] += 1;
+        let per_byte = p.recv_cpu(size) - p.o_ps;
+        self.add(if p.big_o_ps >= p.big_g_ps { OVERHEAD } else { NIC }, per_byte);
+        if p.big_o_ps >= p.big_g_ps {
+            self.counts[class][O_BYTE] += Self::bytes(size);
+        }
+        if p.big_g_ps >= p.big_o_ps {
+            self.counts[class][G_BYTE] += Self::bytes(size);
+        }
+    }
+
+    /// A receiver's CPU behind a DMA NIC: o + (s−1)·O.
+    fn recv_cpu_dma(&mut self, class: usize, p: &LogGOPS, size: u64) {
+        self.add(OVERHEAD, p.recv_cpu_per_byte_o(size));
+        self.counts[class][O_CPU] += 1;
+        self.counts[class][O_BYTE] += Self::bytes(size);
+    }
+
+    /// Whatever of [start, end) a CPU charge of `work` lost to detours.
+    fn noise(&mut self, start: Time, work: Time, end: Time) {
+        self.add(NOISE, end.saturating_sub(start.saturating_add(work)));
+    }
+
+    /// Each count raised to `other`'s where that is larger (a tie).
+    fn max_counts(&mut self, other: &Path) {
+        for (a, b) in self.counts.iter_mut().flatten().zip(other.counts.iter().flatten()) {
+            *a = (*a).max(*b);
+        }
+    }
+}
+
+/// The path of the latest of `inputs` (time, path); see the module notes for ties.
+pub fn latest<'a>(inputs: impl IntoIterator<Item = (Time, &'a Path)>) -> Option<(Time, Path)> {
+    let mut best: Option<(Time, Path)> = None;
+    for (t, p) in inputs {
+        match &mut best {
+            Some((bt, bp)) if *bt == t => bp.max_counts(p),
+            Some((bt, _)) if *bt > t => {}
+            _ => best = Some((t, *p)),
+        }
+    }
+    best
+}
+
+/// Where the paths live while a run is explained.
+#[derive(Default)]
+pub struct Explain {
+    /// Per rank, one path per CPU and NIC clock (the engine's clock layout
+    /// without the two match-list heads).
+    clocks: Vec<Path>,
+    /// The paths of queued (or waiting) events, by stamp.
+    events: HashMap<u64, Path, BuildHasherDefault<super::waiting::Mix>>,
+    /// The path of the event being processed, at its time (None for a
+    /// memory computation's end, whose path is its start's).
+    cur: Option<Path>,
+    /// Scratch: the path of the message being sent.
+    msg: Path,
+    /// Memory-bound computations running: their start's path and bytes.
+    mem: HashMap<(u32, u8), (Path, u64), BuildHasherDefault<super::waiting::Mix>>,
+}
+
+/// The makespan's path: its split and the derivatives, with the rank that
+/// finished last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    pub makespan: Time,
+    pub last_rank: u32,
+    pub path: Path,
+    /// Bytes the paths took at most (kept beside the engine's own).
+    pub peak_bytes: usize,
+}
+
+/// Bytes per rank explaining adds (for the memory estimate made before the
+/// run): a path per CPU and NIC clock (three with one CPU and one NIC) and
+/// about one queued event's with its hash slot.
+pub fn explain_bytes_per_rank() -> u128 {
+    (4 * std::mem::size_of::<Path>() + 24) as u128
+}
+
+impl Explain {
+    fn bytes(&self) -> usize {
+        let path = std::mem::size_of::<Path>();
+        self.clocks.capacity() * path + self.events.capacity() * (path + 16) + self.mem.capacity() * (path + 24)
+    }
+}
+
+impl<P: Program> Engine<P> {
+    /// Keeps the critical path from now on (before the run starts).
+    pub fn explain(&mut self) {
+        let per_rank = self.stride - 2;
+        let ranks = self.num_ranks() as usize;
+        self.explained = Some(Box::new(Explain { clocks: vec![Path::default(); ranks * per_rank], ..Default::default() }));
+    }
+
+    /// The makespan's path, if the run was explained.
+    pub fn explanation(&self) -> Option<Explained> {
+        let x = self.explained.as_deref()?;
+        let p = self.num_ranks();
+        let makespan = (0..p).map(|r| self.finish_time(r)).max().unwrap_or(0);
+        let last_rank = (0..p).find(|&r| self.finish_time(r) == makespan).unwrap_or(0);
+        let inputs = (0..p)
+            .flat_map(|r| (0..self.ncpu).map(move |c| self.o(r, c as u8)))
+            .filter(|&i| self.clocks[i] == makespan)
+            .map(|i| (self.clocks[i], x.clock(i, self.stride)));
+        let (_, path) = latest(inputs).unwrap_or((0, Path::default()));
+        Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes() })
+    }
+
+    /// An event was popped: its path becomes the current one.
+    #[inline(never)]
+    pub(super) fn x_begin(&mut self, ev: &Event) {
+        let x = self.explained.as_deref_mut().expect("explaining");
+        x.cur = x.events.remove(&ev.stamp()).or((ev.time == 0).then(Path::default));
+        debug_assert!(x.cur.is_none_or(|p| p.total() == ev.time), "path {:?} for {ev:?}", x.cur);
+    }
+
+    /// Events run straight away at start-up take time 0's empty path.
+    pub(super) fn x_start(&mut self) {
+        if let Some(x) = self.explained.as_deref_mut() {
+            x.cur = Some(Path::default());
+        }
+    }
+
+    /// `ev` was queued (new or again) with `path`.
+    pub(super) fn x_queued(&mut self, stamp: u64, path: Path) {
+        if let Some(x) = self.explained.as_deref_mut() {
+            x.events.insert(stamp, path);
+        }
+    }
+
+    /// The current event's path (at its time).
+    pub(super) fn x_cur(&self) -> Path {
+        self.explained.as_deref().and_then(|x| x.cur).unwrap_or_default()
+    }
+
+    /// The path of the latest of clocks `idx` and, if given, the current event.
+    pub(super) fn x_latest(&self, idx: &[usize], with_now: bool) -> Path {
+        let x = self.explained.as_deref().expect("explaining");
+        let now = x.cur.as_ref().filter(|_| with_now).map(|p| (self.now, p));
+        let clocks = idx.iter().map(|&i| (self.clocks[i], x.clock(i, self.stride)));
+        latest(clocks.chain(now)).map(|(_, p)| p).unwrap_or_default()
+    }
+
+    /// `ev` waits until `free`, when the latest of clocks `idx` is free.
+    #[inline(never)]
+    pub(super) fn x_defer(&mut self, ev: &Event, idx: [usize; 2]) {
+        let path = self.x_latest(&idx, false);
+        self.x_queued(ev.stamp(), path);
+    }
+
+    /// Clock `i` is now `self.clocks[i]`, reached by `path`.
+    pub(super) fn x_set(&mut self, i: usize, path: Path) {
+        let stride = self.stride;
+        let x = self.explained.as_deref_mut().expect("explaining");
+        debug_assert_eq!(path.total(), self.clocks[i], "clock {i}");
+        *x.clock_mut(i, stride) = path;
+    }
+
+    /// A computation of `work` ps from the current event's time set CPU clock `c`.
+    #[inline(never)]
+    pub(super) fn x_compute(&mut self, c: usize, start: Time, work: Time) {
+        let mut path = self.x_cur();
+        path.add(COMPUTE, work);
+        path.noise(start, work, self.clocks[c]);
+        self.x_set(c, path);
+    }
+
+    /// A send of `size` bytes from `src` to `dst`, posted at `start` (path
+    /// `base`), set CPU clock `c` and NIC clock `n`; its data left at
+    /// `depart`. Returns the path of `depart` + o (what `arrival` extends).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(super) fn x_send(
+        &mut self,
+        base: Path,
+        (c, n): (usize, usize),
+        start: Time,
+        depart: Time,
+        p: &LogGOPS,
+        (src, dst, size): (u32, u32, u64),
+    ) {
+        let class = self.net.class(src, dst);
+        let mut cpu = base;
+        cpu.send_cpu(class, p, size);
+        cpu.noise(start, p.send_cpu(size), self.clocks[c]);
+        self.x_set(c, cpu);
+        // with a DMA NIC the data may leave after the NIC's previous message
+        let mut out = if depart > start { self.x_latest(&[n], false) } else { base };
+        let mut nic = out;
+        nic.nic(class, p, size);
+        self.x_set(n, nic);
+        out.add(OVERHEAD, p.o_ps);
+        out.counts[class][O_CPU] += 1;
+        self.explained.as_deref_mut().expect("explaining").msg = out;
+    }
+
+    /// The message just queued with `stamp` takes the path built for it.
+    pub(super) fn x_queue_msg(&mut self, stamp: u64) {
+        let x = self.explained.as_deref_mut().expect("explaining");
+        x.events.insert(stamp, x.msg);
+    }
+
+    /// A message's path so far (see `x_send`), to be extended by `x_flight`.
+    pub(super) fn x_msg(&mut self) -> &mut Path {
+        &mut self.explained.as_deref_mut().expect("explaining").msg
+    }
+
+    /// The message from `src` to `dst` flew `latency` (L, regime-scaled),
+    /// then `hops` ps of per-hop latency and `extra` ps of platform
+    /// penalties (stalls, waiting for the node's link).
+    pub(super) fn x_flight(&mut self, src: u32, dst: u32, latency: Time, hops: Time, extra: Time) {
+        let class = self.net.class(src, dst);
+        let m = self.x_msg();
+        m.add(WIRE, latency + hops);
+        m.counts[class][L] += 1;
+        m.add(PENALTY, extra);
+    }
+
+    /// A message of `size` bytes from `src` arrived (the current event) and
+    /// set CPU clock `c` and NIC clock `n` of its receiver.
+    #[inline(never)]
+    pub(super) fn x_receive(&mut self, (c, n): (usize, usize), p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
+        let class = self.net.class(src, dst);
+        let base = self.x_cur();
+        let mut cpu = base;
+        cpu.recv_cpu(class, p, size);
+        cpu.noise(self.now, p.recv_cpu(size), self.clocks[c]);
+        self.x_set(c, cpu);
+        let mut nic = base;
+        nic.nic(class, p, size);
+        self.x_set(n, nic);
+    }
+
+    /// With a DMA NIC: the NIC took the message (clock `n`); the CPU's part
+    /// is queued as `landed` for the NIC's end minus g.
+    #[inline(never)]
+    pub(super) fn x_land(&mut self, n: usize, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) -> Path {
+        let class = self.net.class(src, dst);
+        let mut nic = self.x_cur();
+        nic.nic(class, p, size);
+        self.x_set(n, nic);
+        let mut landed = nic;
+        landed.ps[NIC] -= p.g_ps;
+        landed.counts[class][GAP] -= 1;
+        landed
+    }
+
+    /// With a DMA NIC: the CPU handled a landed message (clock `c`).
+    #[inline(never)]
+    pub(super) fn x_landed(&mut self, c: usize, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
+        let class = self.net.class(src, dst);
+        let mut cpu = self.x_cur();
+        cpu.recv_cpu_dma(class, p, size);
+        cpu.noise(self.now, p.recv_cpu_per_byte_o(size), self.clocks[c]);
+        self.x_set(c, cpu);
+    }
+
+    /// A control message's o from `base` at `start` set CPU clock `c`; the
+    /// message's path (o, then `arrival`) is left in `msg`.
+    #[inline(never)]
+    pub(super) fn x_control(&mut self, base: Path, c: usize, start: Time, p: &LogGOPS, (from, to): (u32, u32)) {
+        let class = self.net.class(from, to);
+        let mut cpu = base;
+        cpu.add(OVERHEAD, p.o_ps);
+        cpu.counts[class][O_CPU] += 1;
+        cpu.noise(start, p.o_ps, self.clocks[c]);
+        self.x_set(c, cpu);
+        let mut out = base;
+        out.add(OVERHEAD, p.o_ps);
+        out.counts[class][O_CPU] += 1;
+        *self.x_msg() = out;
+    }
+
+    /// A control message's arrival (the current event) cost o on CPU clock `c`.
+    #[inline(never)]
+    pub(super) fn x_control_in(&mut self, c: usize, p: &LogGOPS, (from, to): (u32, u32)) {
+        let class = self.net.class(from, to);
+        let mut cpu = self.x_cur();
+        cpu.add(OVERHEAD, p.o_ps);
+        cpu.counts[class][O_CPU] += 1;
+        cpu.noise(self.now, p.o_ps, self.clocks[c]);
+        self.x_set(c, cpu);
+    }
+
+    /// A memory-bound computation of `bytes` started on (rank, cpu).
+    pub(super) fn x_mem_start(&mut self, rank: u32, cpu: u8, bytes: u64) {
+        if let Some(x) = self.explained.as_deref_mut() {
+            let start = x.cur.unwrap_or_default();
+            x.mem.insert((rank, cpu), (start, bytes));
+        }
+    }
+
+    /// It ended at `mem_end` on CPU clock `c` (which holds that end with
+    /// any detours after it). The time it would have taken alone at the
+    /// core's bandwidth is computation; the rest, up to `mem_end`, is
+    /// contention for the socket's bandwidth.
+    #[inline(never)]
+    pub(super) fn x_mem_end(&mut self, (rank, cpu, c): (u32, u8, usize), start: Time, mem_end: Time, core_bytes_per_ps: f64) {
+        let x = self.explained.as_deref_mut().expect("explaining");
+        let (mut path, bytes) = x.mem.remove(&(rank, cpu)).unwrap_or_default();
+        let alone = ((bytes as f64 / core_bytes_per_ps).ceil() as Time).min(mem_end - start);
+        path.add(COMPUTE, alone);
+        path.add(MEMORY, mem_end - start - alone);
+        path.add(NOISE, self.clocks[c] - mem_end);
+        x.cur = None;
+        self.x_set(c, path);
+    }
+}
+
+impl Explain {
+    #[inline]
+    fn clock(&self, i: usize, stride: usize) -> &Path {
+        &self.clocks[i - 2 * (i / stride)]
+    }
+    #[inline]
+    fn clock_mut(&mut self, i: usize, stride: usize) -> &mut Path {
+        &mut self.clocks[i - 2 * (i / stride)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::Network;
+    use crate::sim::{run, Config};
+
+    fn config(doc: serde_json::Value) -> Config {
+        crate::scenario::config_of(&doc.to_string()).expect("a valid scenario")
+    }
+
+    fn explained(cfg: &Config) -> Explained {
+        let r = run(&Config { explain: true, ..cfg.clone() }, None).expect("runs");
+        let x = r.explained.expect("explained");
+        assert_eq!(x.makespan, r.makespan);
+        assert_eq!(x.path.total(), r.makespan, "the causes sum to the makespan: {x:?}");
+        x
+    }
+
+    fn makespan(cfg: &Config) -> Time {
+        run(cfg, None).expect("runs").makespan
+    }
+
+    /// Adds `d` to parameter `k` ([`PARAMS`]) of every link class.
+    fn perturb(net: &mut Network, k: usize, d: f64) {
+        for p in std::iter::once(&mut net.inter_node).chain(net.intra_node.as_mut()) {
+            match k {
+                L => p.l_ps += d as u64,
+                O_CPU => p.o_ps += d as u64,
+                GAP => p.g_ps += d as u64,
+                G_BYTE => p.big_g_ps += d,
+                _ => p.big_o_ps += d,
+            }
+        }
+    }
+
+    fn count(path: &Path, k: usize) -> u64 {
+        path.counts.iter().map(|c| c[k]).sum()
+    }
+
+    /// T(θ + δ) − T(θ) = δ · dT/dθ for each parameter, and the causes
+    /// match the counts term by term (no noise, no platform here). Where
+    /// events tie at θ (`jumps`) the runtime jumps under any increase: then
+    /// the slope after the jump must be the derivative.
+    fn check_derivatives(label: &str, cfg: &Config, jumps: bool) {
+        let x = explained(cfg);
+        let net = &cfg.network.inter_node;
+        let p = &x.path;
+        assert_eq!(p.ps[WIRE], count(p, L) * net.l_ps, "{label}: wire = L · count");
+        let o_bytes = if net.big_o_ps > 0.0 { count(p, O_BYTE) as f64 * net.big_o_ps } else { 0.0 };
+        assert_eq!(p.ps[OVERHEAD], count(p, O_CPU) * net.o_ps + o_bytes.round() as Time, "{label}: overhead");
+        for (k, name) in PARAMS.iter().enumerate() {
+            // per byte: a step small enough for megabyte messages; each
+            // (s−1)·G is rounded to whole ps, so allow half a ps per term
+            let (d, slack) = if k >= G_BYTE { (1.0 / 64.0, count(p, O_CPU) + count(p, GAP)) } else { (3.0, 0) };
+            let at = |m: f64| {
+                let mut up = cfg.clone();
+                perturb(&mut up.network, k, m * d);
+                makespan(&up) as f64
+            };
+            let (t0, t1, t2) = (x.makespan as f64, at(1.0), at(2.0));
+            let want = d * count(p, k) as f64;
+            let what = format!("{label}: dT/d{name} = {}", count(p, k));
+            assert!((t2 - t1 - want).abs() <= slack as f64, "{what} but T moved by {} from δ to 2δ = {}", t2 - t1, 2.0 * d);
+            if !jumps {
+                assert!((t1 - t0 - want).abs() <= slack as f64, "{what} but T moved by {} for δ = {d}", t1 - t0);
+            }
+        }
+    }
+
+    fn net() -> serde_json::Value {
+        // G a whole number of ps per byte, so (s−1)·G is exact
+        serde_json::json!({"L_s": 2.5e-6, "o_s": 1.5e-6, "g_s": 1.0e-6, "G_s_per_byte": 6e-9, "S_bytes": 65535})
+    }
+
+    #[test]
+    fn a_ping_pong_splits_into_its_closed_form() {
+        let dir = std::env::temp_dir().join(format!("idlewave-explain-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let goal = dir.join("pingpong.goal");
+        let s = 1000u64;
+        std::fs::write(
+            &goal,
+            format!(
+                "num_ranks 2\nrank 0 {{\nl1: send {s}b to 1 tag 0\nl2: recv {s}b from 1 tag 0\nl2 requires l1\n}}\n\
+                 rank 1 {{\nl1: recv {s}b from 0 tag 0\nl2: send {s}b to 0 tag 0\nl2 requires l1\n}}\n"
+            ),
+        )
+        .unwrap();
+        let cfg = config(serde_json::json!({"network": net(), "workload": {"kind": "goal", "path": goal.display().to_string()}}));
+        let x = explained(&cfg);
+        let (o, l, g_bytes) = (1_500_000, 2_500_000, (s - 1) * 6_000);
+        // each way: the sender's o, L, the receiver's o + (s−1)·G
+        assert_eq!(x.path.ps[OVERHEAD], 4 * o);
+        assert_eq!(x.path.ps[WIRE], 2 * l);
+        assert_eq!(x.path.ps[NIC], 2 * g_bytes);
+        assert_eq!(x.makespan, 4 * o + 2 * l + 2 * g_bytes);
+        assert_eq!([count(&x.path, L), count(&x.path, O_CPU), count(&x.path, GAP), count(&x.path, G_BYTE)], [2, 4, 0, 2 * (s - 1)]);
+        check_derivatives("ping-pong", &cfg, false);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn derivatives_match_finite_differences_on_collectives() {
+        use crate::collectives::{Algorithm::*, CollectiveKind::*};
+        let cases = [
+            (Bcast, Binomial, 8u64),
+            (Bcast, BinaryTree, 100_000),
+            (Bcast, PipelinedRing, 100_000),
+            (Allreduce, Dissemination, 8),
+            (Allreduce, Ring, 4096),
+            (Allreduce, Rabenseifner, 1 << 20),
+            (Allreduce, RecursiveDoubling, 64),
+            (Allreduce, ReduceBcast, 64),
+            (Reduce, Binomial, 1024),
+            (Allgather, Ring, 512),
+            (Alltoall, Linear, 256),
+            (Barrier, Dissemination, 0),
+        ];
+        for (kind, alg, bytes) in cases {
+            for ranks in [6u32, 16] {
+                let kind_s = serde_json::to_value(kind).unwrap();
+                let alg_s = serde_json::to_value(alg).unwrap();
+                let cfg = config(serde_json::json!({"network": net(), "workload": {
+                    "kind": "collective", "collective": kind_s, "algorithm": alg_s, "ranks": ranks, "iterations": 3,
+                    "message_bytes": bytes, "chunk_bytes": if alg == PipelinedRing { 16384 } else { 0 }, "compute_s": 2e-5}}));
+                // all-to-all: arrivals tie with the CPU's next send
+                check_derivatives(&format!("{kind:?}/{alg:?} on {ranks}"), &cfg, kind == Alltoall);
+            }
+        }
+    }
+
+    #[test]
+    fn derivatives_match_finite_differences_on_applications() {
+        let workloads = [
+            serde_json::json!({"kind": "bsp", "ranks": 16, "iterations": 4, "compute_s": 1e-5, "distances": [1, 2], "message_bytes": 1024}),
+            serde_json::json!({"kind": "bsp", "ranks": 9, "iterations": 3, "compute_s": 1e-5, "distances": [1], "message_bytes": 200000}),
+            serde_json::json!({"kind": "krylov", "grid": [2, 2, 2], "iterations": 3}),
+            serde_json::json!({"kind": "krylov", "grid": [2, 2, 2], "iterations": 3, "method": "pipecg"}),
+            serde_json::json!({"kind": "dense2d", "grid": [2, 3], "blocks": 4}),
+        ];
+        for w in workloads {
+            let cfg = config(serde_json::json!({"network": net(), "workload": w}));
+            check_derivatives(&w.to_string(), &cfg, false);
+        }
+    }
+}

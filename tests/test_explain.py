@@ -1,0 +1,94 @@
+"""Critical-path attribution from Python and the command line: the causes
+sum to the makespan on every kind of run, explaining changes no result, and
+the tolerances found by re-simulation bracket the slowdown they name."""
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES
+from idlewave.explain import Explanation, perturbed, tolerance
+from idlewave.scenario import load_scenario
+from idlewave.simulation import simulate
+
+# the examples that run in well under a second: platforms, memory domains,
+# noise, nonblocking collectives, 2-D broadcasts, partner files
+QUICK = ["allreduce-blue-waters", "desync-barrier", "desync-free", "floyd_warshall", "grid_bcast", "hpl_mxp",
+         "idle-wave-noise", "krylov_kernels", "nonblocking_allreduce", "spmv_partners", "stream_triad"]
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_causes_sum_to_the_makespan_and_explaining_changes_nothing(name):
+    plain = simulate(EXAMPLES / f"{name}.toml")
+    r = simulate(EXAMPLES / f"{name}.toml", explain=True)
+    x = r.explain.raw
+    assert sum(x["causes_ps"].values()) == x["makespan_ps"] == plain.summary["makespan_ps"]
+    assert (r.finish_times_ps == plain.finish_times_ps).all()
+    assert plain.explain is None
+
+
+def test_a_latency_regime_and_noise_still_sum_exactly():
+    scn = load_scenario(EXAMPLES / "fem_matvec.toml")
+    scn["workload"]["iterations"] = 20
+    r = simulate(scn, explain=True)
+    assert sum(r.explain.raw["causes_ps"].values()) == r.summary["makespan_ps"]
+
+
+def bsp(ranks=8, iterations=20, compute_s=1e-5, message_bytes=4096):
+    return {"workload": {"kind": "bsp", "ranks": ranks, "iterations": iterations, "compute_s": compute_s,
+                         "distances": [1], "message_bytes": message_bytes, "barrier": False}}
+
+
+def test_the_derivative_predicts_a_small_change_of_l_exactly():
+    r = simulate(bsp(), explain=True)
+    d = r.explain.derivatives()
+    # per iteration two latencies: a neighbour's second message is sent once
+    # the NIC has pushed the first (g + (s−1)·G > o), and its arrival ends the exchange
+    assert d["L"] == 2 * 20 and d["G"] == 2 * 20 * 4095
+    delta = 7e-12
+    up = simulate(perturbed(r.scenario, "L", delta))
+    assert up.summary["makespan_ps"] - r.summary["makespan_ps"] == round(delta * 1e12) * d["L"]
+
+
+def test_tolerances_bracket_the_slowdown():
+    r = simulate(bsp(), explain=True)
+    tol = tolerance(r.scenario, r.explain, "L", slowdowns=(0.01, 0.10), rel_tol=0.01)
+    t0 = r.summary["makespan_s"]
+    for f, dl in tol.items():
+        assert dl is not None and dl <= r.explain.first_order_tolerance("L", f) * (1 + 1e-9)
+        assert simulate(perturbed(r.scenario, "L", dl)).summary["makespan_s"] <= t0 * (1 + f)
+        assert simulate(perturbed(r.scenario, "L", dl * 1.03 + 1e-12)).summary["makespan_s"] > t0 * (1 + f)
+    assert tol[0.01] < tol[0.10]
+
+
+def test_explain_on_the_command_line(cli, tmp_path):
+    scn = tmp_path / "bsp.toml"
+    scn.write_text('[workload]\nkind = "bsp"\nranks = 8\niterations = 10\ncompute_s = 1e-5\ndistances = [1]\nbarrier = false\n')
+    run = tmp_path / "run"
+    p = cli("simulate", scn, "--explain", "--out", run, "--quiet")
+    assert "What bounds this run" in p.stdout and (run / "explain.json").exists()
+    p = cli("explain", run, "--json", "--params", "L")
+    doc = json.loads(p.stdout)
+    assert sum(doc["causes_ps"].values()) == doc["makespan_ps"]
+    # the default small messages: one latency per iteration
+    assert doc["derivatives"]["L"] == 10 and set(doc["tolerance"]["L"]) == {"0.01", "0.05", "0.1"}
+    assert (run / "breakdown.png").stat().st_size > 0 and (run / "t_of_L.png").stat().st_size > 0
+    # a scenario file explains straight away
+    p = cli("explain", scn, "--no-tolerance")
+    assert "Derivatives of the makespan" in p.stdout
+
+
+def test_explain_refuses_what_it_cannot_read(cli, tmp_path):
+    p = cli("explain", tmp_path, check=False)
+    assert p.returncode == 2 and "not a result directory" in p.stderr and "Traceback" not in p.stderr
+    p = cli("explain", tmp_path / "nothing", check=False)
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = cli("explain", EXAMPLES / "idle-wave.toml", "--params", "Q", check=False)
+    assert p.returncode == 2 and "unknown parameter 'Q'" in p.stderr
+
+
+def test_tolerances_need_one_logGOPS_network():
+    r = simulate(EXAMPLES / "allreduce-blue-waters.toml", explain=True)
+    with pytest.raises(ValueError, match="platform"):
+        tolerance(r.scenario, r.explain, "L")
+    assert isinstance(r.explain, Explanation)
