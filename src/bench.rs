@@ -33,8 +33,20 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 7] =
-    ["bcast_1m", "allreduce_64k_x10", "bsp_64k_x100_poisson", "allreduce_1m", "trace_replay_10m", "goal_bcast_1m", "grid_trace_1m"];
+pub const CASES: [&str; 9] = [
+    "bcast_1m",
+    "allreduce_64k_x10",
+    "bsp_64k_x100_poisson",
+    "allreduce_1m",
+    "trace_replay_10m",
+    "goal_bcast_1m",
+    "grid_trace_1m",
+    "allreduce_64k_x10+explain",
+    "bsp_64k_x100_poisson+explain",
+];
+
+/// A case name with this suffix runs the case with the critical path kept.
+const EXPLAIN: &str = "+explain";
 
 /// The cases' algorithms are fixed (binomial broadcast, dissemination
 /// allreduce), so the figures do not move when `auto` changes.
@@ -113,7 +125,12 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
     if case == "goal_bcast_64k" {
         return goal_case(case, 1 << 16); // small enough to profile under callgrind
     }
-    let cfg = config(case).ok_or_else(|| format!("unknown bench case '{case}' (known: {})", CASES.join(", ")))?;
+    let (name, explain) = match case.strip_suffix(EXPLAIN) {
+        Some(name) => (name, true),
+        None => (case, false),
+    };
+    let mut cfg = config(name).ok_or_else(|| format!("unknown bench case '{case}' (known: {})", CASES.join(", ")))?;
+    cfg.explain = explain;
     let cpu = thread_cpu_s();
     let r = run(&cfg, None).map_err(|e| e.to_string())?;
     let cpu_s = thread_cpu_s() - cpu;

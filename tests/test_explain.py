@@ -92,3 +92,35 @@ def test_tolerances_need_one_logGOPS_network():
     with pytest.raises(ValueError, match="platform"):
         tolerance(r.scenario, r.explain, "L")
     assert isinstance(r.explain, Explanation)
+
+
+def test_waits_name_the_late_rank():
+    # rank 3 is held up 1 ms at the start: its neighbours wait for its messages
+    scn = {**bsp(ranks=8, iterations=3), "noise": [{"kind": "single", "rank": 3, "start_s": 0.0, "duration_s": 1e-3}]}
+    r = simulate(scn, explain=True)
+    w = r.explain.waits_frame()
+    by_rank = {row["rank"]: row for row in w.iter_rows(named=True)}
+    for n in (2, 4):
+        assert by_rank[n]["longest_wait_on"] == 3 and by_rank[n]["late_sender_s"] > 0.9e-3
+    assert by_rank[3]["late_sender_s"] < 1e-4
+    assert r.explain.bound() == "noise"
+
+
+def test_a_late_receiver_holds_up_a_rendezvous_send(tmp_path):
+    # rank 1 computes 1 ms before it posts the receive of a 1 MB (rendezvous) message
+    goal = tmp_path / "late.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nl1: send 1048576b to 1 tag 0\n}\n"
+                    "rank 1 {\nl1: calc 1000000\nl2: recv 1048576b from 0 tag 0\nl2 requires l1\n}\n")
+    r = simulate({"workload": {"kind": "goal", "path": str(goal)}}, explain=True)
+    w = r.explain.waits_frame().row(0, named=True)
+    assert w["late_receiver_s"] > 0.99e-3 and w["longest_wait_on"] == 1
+    assert sum(r.explain.raw["causes_ps"].values()) == r.summary["makespan_ps"]
+
+
+def test_waits_are_written_beside_the_result(tmp_path):
+    r = simulate(bsp(), explain=True)
+    r.write(tmp_path / "run")
+    import polars as pl
+
+    w = pl.read_parquet(tmp_path / "run" / "waits.parquet")
+    assert w.height == 8 and set(w.columns) >= {"late_sender_s", "longest_wait_on"}

@@ -37,6 +37,11 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
         unit = PARAMS[p][1]
         d.add_row(p, f"{n:,}", f"+1 ps of {p} adds {n:,} ps" + (" (per byte)" if unit == "bytes" else ""))
     out.print(d)
+    waits = x.raw.get("waits_total_s") or x.wait_totals_s()
+    if waits:
+        out.print("Time ranks sat idle, summed over ranks: "
+                  f"{waits['late_sender']:.6g} s waiting for late senders, {waits['late_receiver']:.6g} s for late receivers "
+                  f"(rendezvous), {waits['other']:.6g} s for anything else (waits.parquet: per rank, and on whom)")
     if tolerances:
         tt = Table(title="Tolerance: the largest increase for which the makespan grows by at most", title_justify="left")
         tt.add_column("parameter")

@@ -14,6 +14,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import polars as pl
+
 #: The engine's causes, as a reader names them.
 CAUSES = {
     "compute": "computation",
@@ -44,9 +47,40 @@ class ExplainError(ValueError):
 
 @dataclass
 class Explanation:
-    """The engine's answer (``Result.explain``) in seconds, with helpers."""
+    """The engine's answer (``Result.explain``) in seconds, with helpers.
+    ``waits`` (if the run was explained here, not read back) holds per-rank
+    arrays of what each rank waited for."""
 
     raw: dict
+    waits: dict | None = None
+
+    @classmethod
+    def of_engine(cls, raw: dict) -> Explanation:
+        raw = dict(raw)
+        waits = raw.pop("waits", None)
+        return cls(raw, {k: np.asarray(v) for k, v in waits.items()} if waits is not None else None)
+
+    def waits_frame(self) -> pl.DataFrame | None:
+        """One row per rank: seconds its CPU sat idle until a message arrived
+        (late sender), until a receiver matched its rendezvous send (late
+        receiver) or for anything else, and its longest wait and on whom."""
+        if self.waits is None:
+            return None
+        w = self.waits
+        return pl.DataFrame({
+            "rank": np.arange(len(w["late_sender_ps"]), dtype=np.uint32),
+            "late_sender_s": w["late_sender_ps"] * 1e-12,
+            "late_receiver_s": w["late_receiver_ps"] * 1e-12,
+            "other_s": w["other_ps"] * 1e-12,
+            "longest_wait_s": w["longest_ps"] * 1e-12,
+            "longest_wait_on": w["longest_on"].astype(np.uint32),
+        })
+
+    def wait_totals_s(self) -> dict[str, float]:
+        """The waits summed over ranks, by kind."""
+        if self.waits is None:
+            return {}
+        return {k.removesuffix("_ps"): float(self.waits[k].sum()) * 1e-12 for k in ("late_sender_ps", "late_receiver_ps", "other_ps")}
 
     @property
     def makespan_s(self) -> float:
@@ -78,8 +112,10 @@ class Explanation:
         return slowdown * self.makespan_s / n if n else None
 
     def to_json(self) -> dict:
+        waits = {"waits_total_s": self.wait_totals_s()} if self.waits is not None else {}
         return {
             **self.raw,
+            **waits,
             "makespan_s": self.makespan_s,
             "causes_s": self.causes_s(),
             "derivatives": self.derivatives(),
@@ -179,6 +215,9 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
     plt.close(fig)
     written.append(path)
+    frame = explanation.waits_frame()
+    if frame is not None and frame.height > 1:
+        written.append(_waits_figure(frame, out))
     if t_of_param:
         xs, ts = zip(*t_of_param)
         fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
@@ -193,6 +232,36 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
+    """Per rank (or per block of ranks beyond 256), the idle time by what ended it."""
+    import matplotlib.pyplot as plt
+
+    from idlewave.results import write_file
+
+    kinds = {"late_sender_s": "late sender", "late_receiver_s": "late receiver (rendezvous)", "other_s": "other"}
+    n = frame.height
+    per = max(1, -(-n // 256))
+    blocks = frame.with_columns((pl.col("rank") // per).alias("block")).group_by("block").agg(
+        [pl.col(k).mean() for k in kinds]).sort("block")
+    total = max(float(frame.select(pl.sum_horizontal(list(kinds))).max().item()), 1e-300)
+    scale, unit = _time_unit(total)
+    fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
+    bottom = np.zeros(blocks.height)
+    x = blocks["block"].to_numpy() * per
+    for i, (k, label) in enumerate(kinds.items()):
+        v = blocks[k].to_numpy() * scale
+        ax.bar(x, v, width=per, bottom=bottom, color=f"C{i}", label=label, align="edge")
+        bottom += v
+    ax.set_xlabel("rank" if per == 1 else f"rank (mean over blocks of {per})")
+    ax.set_ylabel(f"idle [{unit}]")
+    ax.set_title("What each rank waited for")
+    ax.legend(frameon=False, fontsize="small")
+    path = out / "waits.png"
+    write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
+    plt.close(fig)
+    return path
 
 
 def _time_unit(seconds: float) -> tuple[float, str]:

@@ -79,6 +79,9 @@ class Result:
             write_json(out / "trace_report.json", self.trace_report)
         if self.explain is not None:
             write_json(out / "explain.json", self.explain.to_json())
+            waits = self.explain.waits_frame()
+            if waits is not None:
+                write_parquet(out / "waits.parquet", waits)
         write_json(out / "summary.json", self.summary)
 
 
@@ -119,7 +122,7 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         result.trace_report = json.loads(raw["trace_report"])
         summary.update(summarise(result.trace_report, result.finish_times_s))
     if "explain" in raw:
-        result.explain = Explanation(raw["explain"])
+        result.explain = Explanation.of_engine(raw["explain"])
         summary["bound_by"] = result.explain.bound()
     if "timeline" in raw:
         result.timeline = {k: (np.asarray(v) if k != "truncated" else v) for k, v in raw["timeline"].items()}

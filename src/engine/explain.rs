@@ -152,6 +152,8 @@ pub struct Explain {
     msg: Path,
     /// Memory-bound computations running: their start's path and bytes.
     mem: HashMap<(u32, u8), (Path, u64), BuildHasherDefault<super::waiting::Mix>>,
+    /// Per rank, what it waited for.
+    pub waits: Vec<Waits>,
 }
 
 /// The makespan's path: its split and the derivatives, with the rank that
@@ -163,19 +165,43 @@ pub struct Explained {
     pub path: Path,
     /// Bytes the paths took at most (kept beside the engine's own).
     pub peak_bytes: usize,
+    /// Per rank, what it waited for.
+    pub waits: Vec<Waits>,
 }
 
 /// Bytes per rank explaining adds (for the memory estimate made before the
-/// run): a path per CPU and NIC clock (three with one CPU and one NIC) and
-/// about one queued event's with its hash slot.
+/// run): a path per CPU and NIC clock (three with one CPU and one NIC), the
+/// wait counters, and the paths of queued events in their hash table (up to
+/// about 1.7 KB per rank measured on the bench cases: allow 5 paths' worth).
 pub fn explain_bytes_per_rank() -> u128 {
-    (4 * std::mem::size_of::<Path>() + 24) as u128
+    (4 * std::mem::size_of::<Path>() + std::mem::size_of::<Waits>() + 5 * (std::mem::size_of::<Path>() + 16)) as u128
 }
+
+/// What one rank waited for: CPU idle time ended by a message's arrival
+/// (a late sender), by a receiver matching its rendezvous send (a late
+/// receiver), or by anything else (its NIC, another CPU's work), with the
+/// longest single wait and the rank it waited on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waits {
+    pub late_sender: Time,
+    pub late_receiver: Time,
+    pub other: Time,
+    pub longest: Time,
+    /// The rank the longest wait was on (the rank itself for "other").
+    pub longest_on: u32,
+}
+
+pub const LATE_SENDER: usize = 0;
+pub const LATE_RECEIVER: usize = 1;
+pub const OTHER: usize = 2;
 
 impl Explain {
     fn bytes(&self) -> usize {
         let path = std::mem::size_of::<Path>();
-        self.clocks.capacity() * path + self.events.capacity() * (path + 16) + self.mem.capacity() * (path + 24)
+        self.clocks.capacity() * path
+            + self.events.capacity() * (path + 16)
+            + self.mem.capacity() * (path + 24)
+            + self.waits.capacity() * std::mem::size_of::<Waits>()
     }
 }
 
@@ -184,7 +210,11 @@ impl<P: Program> Engine<P> {
     pub fn explain(&mut self) {
         let per_rank = self.stride - 2;
         let ranks = self.num_ranks() as usize;
-        self.explained = Some(Box::new(Explain { clocks: vec![Path::default(); ranks * per_rank], ..Default::default() }));
+        self.explained = Some(Box::new(Explain {
+            clocks: vec![Path::default(); ranks * per_rank],
+            waits: vec![Waits::default(); ranks],
+            ..Default::default()
+        }));
     }
 
     /// The makespan's path, if the run was explained.
@@ -198,7 +228,7 @@ impl<P: Program> Engine<P> {
             .filter(|&i| self.clocks[i] == makespan)
             .map(|i| (self.clocks[i], x.clock(i, self.stride)));
         let (_, path) = latest(inputs).unwrap_or((0, Path::default()));
-        Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes() })
+        Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes(), waits: x.waits.clone() })
     }
 
     /// An event was popped: its path becomes the current one.
@@ -207,6 +237,30 @@ impl<P: Program> Engine<P> {
         let x = self.explained.as_deref_mut().expect("explaining");
         x.cur = x.events.remove(&ev.stamp()).or((ev.time == 0).then(Path::default));
         debug_assert!(x.cur.is_none_or(|p| p.total() == ev.time), "path {:?} for {ev:?}", x.cur);
+    }
+
+    /// Rank `rank`'s CPU clock `c` was idle until `t`, when something ended
+    /// the wait (`why`: LATE_SENDER, LATE_RECEIVER or OTHER) from rank `on`.
+    pub(super) fn x_wait(&mut self, rank: u32, c: usize, t: Time, why: usize, on: u32) {
+        let idle = t.saturating_sub(self.clocks[c]);
+        if idle == 0 || self.clocks[c] == super::fabric::MEM_BUSY {
+            return;
+        }
+        let x = self.explained.as_deref_mut().expect("explaining");
+        let w = &mut x.waits[rank as usize];
+        match why {
+            LATE_SENDER => w.late_sender += idle,
+            LATE_RECEIVER => w.late_receiver += idle,
+            _ => w.other += idle,
+        }
+        if idle > w.longest {
+            (w.longest, w.longest_on) = (idle, on);
+        }
+    }
+
+    /// Each rank's waits, if the run was explained.
+    pub fn waits(&self) -> Option<&[Waits]> {
+        self.explained.as_deref().map(|x| x.waits.as_slice())
     }
 
     /// Events run straight away at start-up take time 0's empty path.

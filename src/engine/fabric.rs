@@ -174,6 +174,9 @@ impl<P: Program> Engine<P> {
             self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
+        if self.explained.is_some() {
+            self.x_wait(ev.rank, c, ev.time, super::explain::OTHER, ev.rank);
+        }
         self.x_mem_start(ev.rank, ev.cpu(), ev.size);
         let d = self.net.platform.as_deref().expect("checked when issued").socket(ev.rank) as usize;
         let mem = self.fabric.memory.as_mut().expect("checked when issued");

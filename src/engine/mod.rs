@@ -16,7 +16,7 @@ mod tests;
 pub mod timeline;
 mod waiting;
 
-pub use explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, CAUSES, CLASSES, PARAMS};
+pub use explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, Waits, CAUSES, CLASSES, PARAMS};
 pub use fabric::Fabric;
 pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
@@ -25,6 +25,7 @@ use crate::network::{LogGOPS, Network, NicModel, Rendezvous};
 use crate::noise::Noise;
 use crate::program::{OpKind, Program, ReadyOp, ANY};
 use crate::time::Time;
+use explain::{LATE_RECEIVER, LATE_SENDER, OTHER};
 
 /// Why a run could not complete.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,6 +309,9 @@ impl<P: Program> Engine<P> {
             self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
+        if self.explained.is_some() {
+            self.x_wait(ev.rank, c, ev.time, OTHER, ev.rank);
+        }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
         if self.explained.is_some() {
             self.x_compute(c, ev.time, ev.size);
@@ -344,6 +348,9 @@ impl<P: Program> Engine<P> {
             self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
+        if self.explained.is_some() {
+            self.x_wait(ev.rank, c, ev.time, OTHER, ev.rank);
+        }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
         if self.explained.is_some() {
             self.x_compute(c, ev.time, 0);
@@ -367,6 +374,9 @@ impl<P: Program> Engine<P> {
             return self.send_control(ev.with_kind(EvKind::Rts), ev.peer, &p);
         }
         let depart = if self.net.nic_model == NicModel::Dma { ev.time.max(self.clocks[n]) } else { ev.time };
+        if self.explained.is_some() {
+            self.x_wait(ev.rank, c, ev.time, OTHER, ev.rank);
+        }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
         self.clocks[n] = depart + p.send_nic(ev.size);
         if self.explained.is_some() {
@@ -436,6 +446,9 @@ impl<P: Program> Engine<P> {
         }
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
+        if self.explained.is_some() {
+            self.x_wait(dst, c, ev.time, LATE_SENDER, src);
+        }
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
         if self.explained.is_some() {
@@ -504,6 +517,9 @@ impl<P: Program> Engine<P> {
         }
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
+        if self.explained.is_some() {
+            self.x_wait(dst, c, ev.time, LATE_SENDER, src);
+        }
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
         if self.explained.is_some() {
             self.x_landed(c, &p, (src, dst, ev.size));
@@ -542,6 +558,9 @@ impl<P: Program> Engine<P> {
         let (c, n) = (self.o(rank, cpu), self.gs(rank, nic));
         let base = self.explained.is_some().then(|| self.x_latest(&self.send_clocks(c, n), false));
         let depart = t.max(self.clocks[n]);
+        if base.is_some() {
+            self.x_wait(rank, c, t, OTHER, rank);
+        }
         self.clocks[c] = self.noise.cpu_end(rank, t, p.send_cpu(size));
         self.clocks[n] = depart + p.send_nic(size);
         if let Some(base) = base {
@@ -561,6 +580,9 @@ impl<P: Program> Engine<P> {
         let c = self.o(from, ev.cpu());
         // t is the later of the CPU's clock and now
         let base = self.explained.is_some().then(|| self.x_latest(&[c], true));
+        if self.explained.is_some() {
+            self.x_wait(from, c, t, OTHER, from);
+        }
         self.clocks[c] = self.noise.cpu_end(from, t, p.o_ps);
         if let Some(base) = base {
             self.x_control(base, c, t, p, (from, to));
@@ -582,6 +604,11 @@ impl<P: Program> Engine<P> {
         let c = self.o(ev.rank, ev.cpu());
         if !self.free_or_defer(ev, c) {
             return false;
+        }
+        if self.explained.is_some() {
+            // a request to send means a late sender; a clear to send, a late receiver
+            let why = if ev.kind() == EvKind::Rts { LATE_SENDER } else { LATE_RECEIVER };
+            self.x_wait(ev.rank, c, ev.time, why, ev.peer);
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
         if self.explained.is_some() {
@@ -671,6 +698,9 @@ impl<P: Program> Engine<P> {
         self.touched.push(src);
         let (c, n) = (self.o(src, cpu), self.gs(src, nic));
         let paths = self.explained.is_some().then(|| [self.x_latest(&[c], true), self.x_latest(&[n], true)]);
+        if self.explained.is_some() {
+            self.x_wait(src, c, now, LATE_RECEIVER, dst);
+        }
         self.clocks[c] = self.clocks[c].max(now);
         self.clocks[n] = self.clocks[n].max(now);
         if let Some([pc, pn]) = paths {
