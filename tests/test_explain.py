@@ -124,3 +124,30 @@ def test_waits_are_written_beside_the_result(tmp_path):
 
     w = pl.read_parquet(tmp_path / "run" / "waits.parquet")
     assert w.height == 8 and set(w.columns) >= {"late_sender_s", "longest_wait_on"}
+
+
+def test_goal_files_and_traces_are_explained(cli, tmp_path):
+    p = cli("loggopsim", EXAMPLES / "dissemination_16.goal", "--explain")
+    host_max = max(int(line.split(": ")[1]) for line in p.stdout.splitlines() if line.startswith("Host "))
+    assert "What bounds this run" in p.stdout
+    r = simulate({"workload": {"kind": "goal", "path": str(EXAMPLES / "dissemination_16.goal")}}, explain=True)
+    assert r.explain.raw["makespan_ps"] == host_max * 1000
+    # a trace replay
+    from idlewave import _engine
+
+    trace = tmp_path / "trace"
+    _engine.write_synthetic_trace(str(trace), 8, 20)
+    p = cli("trace", "replay", trace, "--explain", "--out", tmp_path / "replay", "--json")
+    doc = json.loads(p.stdout)
+    assert sum(doc["explain"]["causes_ps"].values()) == doc["explain"]["makespan_ps"] == doc["makespan_ps"]
+    assert (tmp_path / "replay" / "waits.parquet").exists()
+
+
+def test_the_report_says_what_bounds_each_explained_run(cli, tmp_path):
+    run = tmp_path / "runs" / "bsp"
+    simulate(bsp(), explain=True).write(run)
+    cli("explain", run, "--params", "L")
+    page = cli("report", tmp_path / "runs").stdout
+    html = (tmp_path / "runs" / "report.html").read_text()
+    assert "What bounds this run" in html and "bound by" in html and "slows by 1%" in html
+    assert html.count("<img") >= 4 and page is not None  # runs' plot, breakdown, waits, T(L)

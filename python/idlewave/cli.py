@@ -161,6 +161,8 @@ def loggopsim(
     batchmode: bool = typer.Option(False, "-b", "--batchmode", help="Never print per-host times."),
     save_mem: bool = typer.Option(False, "--save-mem", help="Accepted for compatibility; no effect (text is read directly)."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Accepted for compatibility."),
+    explain_run: bool = typer.Option(False, "--explain", help="Then explain the run: the makespan by cause and its "
+                                     "derivatives (the schedule is simulated a second time, with the path kept)."),
 ):
     """LogGOPSim-compatible run of a GOAL schedule: same flags, same 'Host i: t' output."""
     path = goal or filename
@@ -189,6 +191,19 @@ def loggopsim(
     else:
         host = max(range(p), key=lambda i: (times_ps[i], -i))
         print(f"Maximum finishing time at host {host}: {_ns(times_ps[host])} ({times_ps[host] / 1e12:g} s)")
+    if explain_run:
+        from idlewave.simulation import simulate as run_scenario
+
+        net = {"L_s": L * 1e-9, "o_s": o * 1e-9, "g_s": g * 1e-9, "G_s_per_byte": G * 1e-9, "O_s_per_byte": O * 1e-9,
+               "S_bytes": S}
+        noise = [{"kind": "trace", "path": str(noise_trace), "cosched": noise_cosched}] if noise_trace else []
+        try:
+            r = run_scenario({"seed": seed, "network": net, "noise": noise, "record": {"timers": False},
+                              "workload": {"kind": "goal", "path": str(path)}}, explain=True)
+        except (ScenarioError, _engine.SimulationError) as e:
+            fail(str(e), code=1)
+        assert r.explain is not None
+        show_explanation(r.explain)
 
 
 def _ns(ps: int) -> str:

@@ -72,6 +72,8 @@ def replay_cmd(
     seed: int | None = typer.Option(None, "--seed"),
     out_dir: Path = typer.Option(Path("replay-out"), "--out"),
     as_json: bool = typer.Option(False, "--json"),
+    explain: bool = typer.Option(False, "--explain", help="Keep the critical path: what bounds the replayed run "
+                                 "(explain.json, waits.parquet; see `idlewave explain`)."),
 ):
     """Replay a trace in the simulator (optionally on another platform, with other algorithms, at another scale).
 
@@ -92,15 +94,20 @@ def replay_cmd(
         base["network"] = {**base.get("network", {}), "platform": platform}
     try:
         r = replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to, compute_scale=compute_scale,
-                   base=base, seed=seed, grid=grid, strong=strong)
+                   base=base, seed=seed, grid=grid, strong=strong, explain=explain)
     except (SimulationError, ScenarioError) as e:
         fail(str(e))
     r.write(out_dir)
     s, rep = r.summary, r.trace_report
     if as_json:
-        print(json.dumps({**s, "unmodelled": rep["unmodelled"], "zero_cost": rep["zero_cost"]}, indent=2))
+        x = {"explain": r.explain.to_json()} if r.explain is not None else {}
+        print(json.dumps({**s, "unmodelled": rep["unmodelled"], "zero_cost": rep["zero_cost"], **x}, indent=2))
         return
     _print_replay(s, rep)
+    if r.explain is not None:
+        from idlewave.cli_explain import show_explanation
+
+        show_explanation(r.explain)
 
 
 def _print_replay(s: dict, rep: dict) -> None:

@@ -186,7 +186,16 @@ def read(result_dir: Path) -> tuple[dict, Explanation | None]:
     """A result directory's scenario and, if the run was explained, its explanation."""
     scenario = json.loads((result_dir / "scenario.json").read_text())
     path = result_dir / "explain.json"
-    return scenario, (Explanation(json.loads(path.read_text())) if path.exists() else None)
+    if not path.exists():
+        return scenario, None
+    x = Explanation(json.loads(path.read_text()))
+    if (result_dir / "waits.parquet").exists():
+        w = pl.read_parquet(result_dir / "waits.parquet")
+        x.waits = {f"{k}_ps": np.rint(w[f"{k}_s"].to_numpy() * 1e12).astype(np.uint64)
+                   for k in ("late_sender", "late_receiver", "other")}
+        x.waits["longest_ps"] = np.rint(w["longest_wait_s"].to_numpy() * 1e12).astype(np.uint64)
+        x.waits["longest_on"] = w["longest_wait_on"].to_numpy()
+    return scenario, x
 
 
 def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | None, param: str, out: Path) -> list[Path]:
@@ -201,7 +210,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
 
     written = []
     causes = {k: v for k, v in explanation.causes_s().items() if v > 0}
-    fig, ax = plt.subplots(figsize=(7, 1.8 + 0.1 * len(causes)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 1.9 + 0.3 * -(-len(causes) // 2)), layout="constrained")
     left = 0.0
     scale, unit = _time_unit(explanation.makespan_s)
     for i, (k, v) in enumerate(causes.items()):
@@ -210,7 +219,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     ax.set_yticks([])
     ax.set_xlabel(f"makespan [{unit}]")
     ax.set_title("What bounds this run: the critical path by cause")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False, fontsize="small")
+    fig.legend(loc="outside lower center", ncol=2, frameon=False, fontsize="small")
     path = out / "breakdown.png"
     write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
     plt.close(fig)
@@ -247,7 +256,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
         [pl.col(k).mean() for k in kinds]).sort("block")
     total = max(float(frame.select(pl.sum_horizontal(list(kinds))).max().item()), 1e-300)
     scale, unit = _time_unit(total)
-    fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
     bottom = np.zeros(blocks.height)
     x = blocks["block"].to_numpy() * per
     for i, (k, label) in enumerate(kinds.items()):
@@ -257,7 +266,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     ax.set_xlabel("rank" if per == 1 else f"rank (mean over blocks of {per})")
     ax.set_ylabel(f"idle [{unit}]")
     ax.set_title("What each rank waited for")
-    ax.legend(frameon=False, fontsize="small")
+    fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize="small")
     path = out / "waits.png"
     write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
     plt.close(fig)

@@ -168,6 +168,30 @@ def _regimes(d: Path, root: Path) -> str:
     return "\n".join(parts)
 
 
+def _explained(dirs: list[Path], root: Path) -> str:
+    """Per explained run: the makespan by cause, the derivatives, the
+    tolerances (if `idlewave explain` found them) and the figures."""
+    from idlewave.explain import CAUSES, Explanation
+
+    parts = []
+    for d in dirs:
+        doc = json.loads((d / "explain.json").read_text())
+        x = Explanation(doc)
+        total = x.makespan_s
+        parts.append(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}: bound by {html.escape(CAUSES[x.bound()])}</h3>")
+        parts.append(_table([{"cause": CAUSES[k], "seconds": v, "share": f"{v / total:.1%}" if total else "-"}
+                             for k, v in x.causes_s().items() if v > 0]))
+        parts.append(_table([{"parameter": p, "dT/dθ (ps per ps, or per ps/byte)": n} for p, n in x.derivatives().items()]))
+        tol = doc.get("tolerance") or {}
+        if tol:
+            parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": ("not on the path" if v is None else v)
+                                                     for f, v in t.items()}} for p, t in tol.items()]))
+        for f in sorted(d.glob("*.png")):
+            if f.name == "breakdown.png" or f.name == "waits.png" or f.name.startswith("t_of_"):
+                parts.append(_img(f.read_bytes(), f.name))
+    return "\n".join(parts)
+
+
 def _compare(d: Path) -> str:
     frame = pl.read_parquet(d / "compare.parquet")
     out = _table(frame.to_dicts())
@@ -194,11 +218,14 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
     regimes = sorted({p.parent for p in root.rglob("regimes.parquet")})
     regime_roots = sorted({d.parent if (d.parent / "summary.json").exists() and "datasets" in json.loads((d.parent / "summary.json").read_text()) else d for d in regimes})
     compares = sorted(p.parent for p in root.rglob("compare.parquet"))
+    explained = sorted(p.parent for p in root.rglob("explain.json") if (p.parent / "scenario.json").exists())
     sections = []
     if sweeps:
         sections.append("<h2>Sweeps</h2>" + "".join(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}</h3>" + _sweep(d) for d in sweeps))
     if runs:
         sections.append("<h2>Runs</h2>" + _runs(runs, root))
+    if explained:
+        sections.append("<h2>What bounds this run</h2>" + _explained(explained, root))
     if regime_roots:
         sections.append("<h2>Regimes</h2>" + "".join(_regimes(d, root) for d in regime_roots))
     if compares:

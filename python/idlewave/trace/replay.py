@@ -32,7 +32,7 @@ def workload(trace_dir: str | Path, algorithms: list[str] | None = None, scale_t
 
 def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_to: int | None = None,
            compute_scale: float = 1.0, base: dict | None = None, seed: int | None = None,
-           grid: str | None = None, strong: bool = False):
+           grid: str | None = None, strong: bool = False, explain: bool = False):
     """Runs the replay; `base` gives the scenario's network, noise and seed.
     Returns the Result, with `.trace_report` (what was not modelled) and
     summary keys comparing the traced and replayed time inside MPI (`summarise`)."""
@@ -40,7 +40,7 @@ def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_
 
     scn = {k: v for k, v in (base or {}).items() if k in ("seed", "network", "noise", "limits")}
     scn["workload"] = workload(trace_dir, algorithms, scale_to, compute_scale, grid, strong)
-    return simulate(scn, seed=seed)
+    return simulate(scn, seed=seed, explain=explain)
 
 
 def summarise(report: dict, finish_times_s) -> dict:
