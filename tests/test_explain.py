@@ -151,3 +151,18 @@ def test_the_report_says_what_bounds_each_explained_run(cli, tmp_path):
     html = (tmp_path / "runs" / "report.html").read_text()
     assert "What bounds this run" in html and "bound by" in html and "slows by 1%" in html
     assert html.count("<img") >= 4 and page is not None  # runs' plot, breakdown, waits, T(L)
+
+
+@pytest.mark.parametrize("param,key", [("L", "L_s"), ("o", "o_s")])
+def test_a_traced_program_moves_by_its_derivative(tmp_path, param, key):
+    from idlewave import _engine
+    from idlewave.scenario import default
+    from idlewave.trace.replay import replay
+
+    trace = tmp_path / "trace"
+    _engine.write_synthetic_trace(str(trace), 8, 30)
+    r = replay(trace, explain=True)
+    n = r.explain.derivatives()[param]
+    assert n > 0
+    up = replay(trace, base={"network": {key: default(f"network.{key}") + 3e-12}})
+    assert up.summary["makespan_ps"] - r.summary["makespan_ps"] == 3 * n

@@ -569,6 +569,24 @@ mod tests {
     }
 
     #[test]
+    fn a_binomial_broadcast_splits_into_its_closed_form() {
+        // Largest subtree first, o > g: the path runs down the first
+        // children, each level costing o (send) + L + o + (s−1)·G (receive).
+        for (ranks, levels) in [(8u32, 3u64), (64, 6)] {
+            let s = 1000u64;
+            let cfg = config(serde_json::json!({"network": net(), "workload": {
+                "kind": "collective", "collective": "bcast", "algorithm": "binomial", "ranks": ranks, "iterations": 1,
+                "message_bytes": s, "compute_s": 0.0}}));
+            let x = explained(&cfg);
+            let (o, l, g_bytes) = (1_500_000, 2_500_000, (s - 1) * 6_000);
+            assert_eq!(x.path.ps[OVERHEAD], levels * 2 * o, "{ranks} ranks");
+            assert_eq!(x.path.ps[WIRE], levels * l);
+            assert_eq!(x.path.ps[NIC], levels * g_bytes);
+            assert_eq!(x.makespan, levels * (2 * o + l + g_bytes));
+        }
+    }
+
+    #[test]
     fn derivatives_match_finite_differences_on_collectives() {
         use crate::collectives::{Algorithm::*, CollectiveKind::*};
         let cases = [
