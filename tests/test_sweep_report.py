@@ -26,19 +26,20 @@ workload.ranks = 0
 def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
     study = tmp_path / "study.toml"
     study.write_text(STUDY)
-    cli("sweep", study, "--out", tmp_path / "out", "--workers", "2", "--quiet")
+    p = cli("sweep", study, "--out", tmp_path / "out", "--workers", "2", "--quiet", check=False)
+    assert p.returncode == 1 and "1 of 5 points failed" in p.stderr  # a failed point is not a success
     t = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
     assert t.height == 5 and t.filter(pl.col("status") == "done").height == 4
     bad = t.filter(pl.col("status") == "failed").to_dicts()[0]
     assert "workload.ranks" in bad["error"]
     done = sorted((tmp_path / "out" / "points").glob("*/summary.json"))
     stamps = [p.stat().st_mtime_ns for p in done]
-    said = cli("sweep", study, "--out", tmp_path / "out", "--quiet").stdout
+    said = cli("sweep", study, "--out", tmp_path / "out", "--quiet", check=False).stdout
     assert [p.stat().st_mtime_ns for p in done] == stamps  # finished points are not run again
     assert "4 reused" in said
     # a changed base is a different scenario: nothing is reused
     study.write_text(STUDY.replace("[base.workload]", "[base.network]\nL_s = 1e-6\n[base.workload]"))
-    said = cli("sweep", study, "--out", tmp_path / "out", "--quiet").stdout
+    said = cli("sweep", study, "--out", tmp_path / "out", "--quiet", check=False).stdout
     assert "0 reused" in said and len(list((tmp_path / "out" / "points").glob("*/summary.json"))) == 8
     # the barrier costs more than it saves under noise, in every pair
     m = {(r["workload.barrier"], r["noise"] != "[]"): r["makespan_s"] for r in t.filter(pl.col("status") == "done").to_dicts()}
@@ -48,7 +49,7 @@ def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
 def test_report_is_self_contained_and_renders(cli, tmp_path):
     study = tmp_path / "study.toml"
     study.write_text(STUDY)
-    cli("sweep", study, "--out", tmp_path / "r" / "sweep", "--quiet")
+    cli("sweep", study, "--out", tmp_path / "r" / "sweep", "--quiet", check=False)
     cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "r" / "iw", "--quiet")
     cli("report", tmp_path / "r")
     page = (tmp_path / "r" / "report.html").read_text()
@@ -70,3 +71,62 @@ def test_report_is_self_contained_and_renders(cli, tmp_path):
 def test_report_of_an_empty_directory_is_an_error(cli, tmp_path):
     p = cli("report", tmp_path, check=False)
     assert p.returncode == 2 and "no results found" in p.stderr
+
+
+RANKING = """
+name = "broadcast algorithms under noise"
+strategy = "workload.algorithm"
+replications = 4
+[base.workload]
+kind = "collective"
+collective = "bcast"
+ranks = 32
+iterations = 10
+message_bytes = 1024
+compute_s = 1e-4
+[grid]
+"workload.algorithm" = ["binomial", "linear"]
+"noise" = [[], [{kind = "poisson", rate_hz = 2000.0, duration_s = 2e-5}]]
+"""
+
+
+def test_a_study_ranks_its_strategies_with_intervals(cli, tmp_path):
+    import json
+
+    study = tmp_path / "study.toml"
+    study.write_text(RANKING)
+    p = cli("sweep", study, "--out", tmp_path / "out", "--quiet", "--json")
+    doc = json.loads(p.stdout)
+    assert doc["points"] == 2 * 2 * 4 and doc["failed"] == 0
+    r = doc["ranking"]
+    assert r["strategy"] == "workload.algorithm" and len(r["conditions"]) == 2
+    t = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
+    assert sorted(t["replica"].unique().to_list()) == [0, 1, 2, 3] and sorted(t["seed"].unique().to_list()) == [1, 2, 3, 4]
+    for c in r["conditions"]:
+        best, other = c["ranking"]
+        # a binomial tree beats the root sending 31 messages in turn, in every condition
+        assert best["strategy"] == "binomial" and best["makespan_mean_s"] < other["makespan_mean_s"]
+        # the interval is Student's t over the four seeds' makespans
+        runs = t.filter((pl.col("workload.algorithm") == "binomial") & (pl.col("noise") == list(c["condition"].values())[0]))
+        from scipy import stats
+
+        v = runs["makespan_s"].to_numpy()
+        assert best["makespan_mean_s"] == pytest.approx(v.mean())
+        assert best["makespan_ci_s"] == pytest.approx(stats.t.ppf(0.975, 3) * v.std(ddof=1) / 2)
+        assert other["slower_than_best"] > 1 and "faster than linear" in other["verdict"]
+    quiet, noisy = r["conditions"]
+    assert quiet["ranking"][0]["makespan_ci_s"] == 0.0 and noisy["ranking"][0]["makespan_ci_s"] > 0
+    assert (tmp_path / "out" / "ranking.png").stat().st_size > 0
+    cli("report", tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "Which workload.algorithm wins" in page and "faster than linear" in page
+
+
+def test_a_study_refuses_a_strategy_it_does_not_sweep(cli, tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text(RANKING.replace('strategy = "workload.algorithm"', 'strategy = "workload.ranks"'))
+    p = cli("sweep", study, "--out", tmp_path / "out", "--quiet", check=False)
+    assert p.returncode == 2 and "strategy must name a key that every point sets" in p.stderr
+    study.write_text(RANKING.replace("replications = 4", "replications = 0"))
+    p = cli("sweep", study, "--out", tmp_path / "out", "--quiet", check=False)
+    assert p.returncode == 2 and "replications must be a whole number" in p.stderr

@@ -452,8 +452,12 @@ def sweep(
     scheduler: str | None = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (default: a local cluster)."),
     workers: int | None = typer.Option(None, "--workers", help="Local cluster workers (default 2)."),
     quiet: bool = typer.Option(False, "--quiet"),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome (and the strategy ranking) as JSON."),
 ):
-    """Run many scenarios on Dask; each point is written as it finishes, finished points are skipped."""
+    """Run many scenarios on Dask; each point is written as it finishes, finished points are skipped.
+
+    With `strategy = "key"` and `replications = N` in the study, rank the
+    strategies per condition with confidence intervals (ranking.json, ranking.png)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from idlewave.sweep import run_sweep
@@ -471,8 +475,38 @@ def sweep(
         fail(f"sweep: {e}")
     failed = frame.filter(frame["status"] == "failed").height if "status" in frame.columns else 0
     reused = json.loads((out_dir / "study.json").read_text()).get("reused", 0)
-    out.print(f"{frame.height} points ({failed} failed, {reused} reused from an earlier run of the same scenario) in {out_dir}; "
-              f"table: {out_dir / 'sweep.parquet'}")
+    ranking = json.loads((out_dir / "ranking.json").read_text()) if (out_dir / "ranking.json").exists() else None
+    if as_json:
+        print(json.dumps(finite({"points": frame.height, "failed": failed, "reused": reused, "out": str(out_dir),
+                                 "ranking": ranking}), indent=2, allow_nan=False))
+    else:
+        if ranking:
+            show_ranking(ranking)
+        out.print(f"{frame.height} points ({failed} failed, {reused} reused from an earlier run of the same scenario) in "
+                  f"{out_dir}; table: {out_dir / 'sweep.parquet'}")
+    if failed:
+        err.print(f"{failed} of {frame.height} points failed (their error.json says why)")
+        raise typer.Exit(1)
+
+
+def show_ranking(ranking: dict) -> None:
+    """Per condition, the strategies ranked, with intervals and the verdicts in words."""
+    def pm(mean, half, scale=1e3):
+        return "-" if mean is None else f"{mean * scale:.4g}" + ("" if half is None else f" ± {half * scale:.2g}")
+
+    for c in ranking["conditions"]:
+        cond = ", ".join(f"{k} = {v}" for k, v in c["condition"].items()) or "all points"
+        t = Table(title=escape(f"{ranking['strategy']} ranked: {cond} ({ranking['level']:.0%} CI)"), title_justify="left")
+        for col in ("rank", "strategy", "makespan [ms]", "slowest rank's iteration [ms]", "slower than the best"):
+            t.add_column(escape(col), justify="left" if col == "strategy" else "right")
+        for r in c["ranking"]:
+            t.add_row(str(r["rank"]), escape(r["strategy"]), pm(r["makespan_mean_s"], r["makespan_ci_s"]),
+                      pm(r["slowest_iteration_mean_s"], r["slowest_iteration_ci_s"]),
+                      pm(r.get("slower_than_best"), r.get("slower_than_best_ci"), 1) + ("×" if "slower_than_best" in r else ""))
+        out.print(t)
+        for r in c["ranking"][1:]:
+            if "verdict" in r:
+                out.print("  " + escape(r["verdict"]))
 
 
 @app.command()

@@ -124,17 +124,40 @@ def _heat(d: Path, title: str) -> str:
     return _png(fig)
 
 
+def _ranking(d: Path) -> str:
+    """A study's strategy ranking: per condition, the table and the verdicts, and the grouped bars."""
+    ranking = json.loads((d / "ranking.json").read_text())
+    parts = [f"<h3>Which {html.escape(ranking['strategy'])} wins ({ranking['level']:.0%} CI over "
+             f"{ranking['replications']} seeds)</h3>"]
+    for c in ranking["conditions"]:
+        cond = ", ".join(f"{k} = {v}" for k, v in c["condition"].items()) or "all points"
+        parts.append(f"<p><b>{html.escape(cond)}</b></p>")
+        parts.append(_table([{"rank": r["rank"], "strategy": r["strategy"], "makespan mean s": r["makespan_mean_s"],
+                              "± s": r["makespan_ci_s"] if r["makespan_ci_s"] is not None else "-",
+                              "slowest rank's iteration s": r["slowest_iteration_mean_s"] or "-",
+                              "slower than the best": r.get("slower_than_best", "-")} for r in c["ranking"]]))
+        parts += [f"<p>{html.escape(r['verdict'])}</p>" for r in c["ranking"] if "verdict" in r]
+    if (d / "ranking.png").exists():
+        parts.append(_img((d / "ranking.png").read_bytes(), "ranking"))
+    return "\n".join(parts)
+
+
 def _sweep(d: Path) -> str:
     frame = pl.read_parquet(d / "sweep.parquet")
-    parts = [_table(frame.to_dicts())]
-    keys = [c for c in frame.columns if c not in ("id", "status", "makespan_s", "events", "iteration_mean_s", "error")]
+    parts = [_ranking(d)] if (d / "ranking.json").exists() else []
+    parts.append(_table(frame.to_dicts()))
+    measured = ("id", "status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error", "replica")
+    keys = [c for c in frame.columns if c not in measured]
+    if "replica" in frame.columns and frame["replica"].n_unique() > 1:
+        keys = [c for c in keys if c != "seed"]  # set by the replications (ranked above with intervals)
     done = frame.filter(pl.col("status") == "done") if "status" in frame.columns else frame
     keys = [c for c in keys if done[c].null_count() < done.height]  # keys only failed points set
     for k in keys:
         values = done[k].unique(maintain_order=True).to_list()
         if len(values) < 2 or "makespan_s" not in done.columns:
             continue
-        others = [c for c in keys if c != k]
+        # replicas pair with their own (the same seed) in every comparison
+        others = [c for c in keys if c != k] + (["replica"] if "replica" in done.columns else [])
         base = done.filter(pl.col(k) == values[0]).select([*others, pl.col("makespan_s").alias("base")])
         rows = []
         for v in values[1:]:

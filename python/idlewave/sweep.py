@@ -7,6 +7,12 @@ local cluster (default) or an existing scheduler, and writes its result into
 `OUT/points/<id>/` as it finishes (summary.json last, atomically); a failed
 point writes `error.json` and the others go on. Re-running skips finished
 points. `OUT/sweep.parquet` tabulates every point at the end.
+
+`replications = N` runs every point N times with seeds seed, seed + 1, …
+(a `replica` column), and `strategy = "key"` names the swept key whose
+values are the strategies to rank: `OUT/ranking.json` and `ranking.png`
+then say, per condition, which strategy wins and by how much (see
+idlewave.ranking).
 """
 
 from __future__ import annotations
@@ -21,17 +27,20 @@ import polars as pl
 
 from idlewave import _engine
 from idlewave.overrides import apply
+from idlewave.ranking import LEVEL, figure, rank, slowest_iteration_mean
 from idlewave.results import write_dir, write_json, write_parquet
 from idlewave.scenario import ScenarioError, read_toml, validate
 
+STUDY_KEYS = ("name", "base", "grid", "points", "replications", "strategy")
+
 
 def load_study(path: str | Path) -> tuple[dict, list[dict], str]:
-    """(base scenario, list of override dicts, name)."""
+    """(base scenario, list of override dicts, name); see `study_options`."""
     p = Path(path)
     raw = read_toml(p, "study")
-    unknown = set(raw) - {"name", "base", "grid", "points"}
+    unknown = set(raw) - set(STUDY_KEYS)
     if unknown:
-        raise ScenarioError(f"{p}: unknown key(s) {', '.join(sorted(unknown))} (allowed: name, base, grid, points)")
+        raise ScenarioError(f"{p}: unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(STUDY_KEYS)})")
     base = raw.get("base", {})
     if isinstance(base, str):
         base = read_toml(p.parent / base)
@@ -48,6 +57,22 @@ def load_study(path: str | Path) -> tuple[dict, list[dict], str]:
     if not points:
         points = [{}]
     return base, points, raw.get("name", p.stem)
+
+
+def study_options(path: str | Path, points: list[dict]) -> tuple[int, str | None]:
+    """The study's replications (≥ 1) and strategy key (a swept key), checked."""
+    p = Path(path)
+    raw = read_toml(p, "study")
+    reps = raw.get("replications", 1)
+    if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= 10_000:
+        raise ScenarioError(f"{p}: replications must be a whole number from 1 to 10000, got {reps!r}")
+    strategy = raw.get("strategy")
+    if strategy is not None:
+        if not isinstance(strategy, str) or not all(strategy in pt for pt in points):
+            raise ScenarioError(f"{p}: strategy must name a key that every point sets (a [grid] key), got {strategy!r}")
+    if reps > 1 and any("seed" in pt for pt in points):
+        raise ScenarioError(f"{p}: replications set each point's seed; drop 'seed' from [grid] and [[points]]")
+    return reps, strategy
 
 
 def _flatten(d: dict, prefix: str = ""):
@@ -101,12 +126,16 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
 
     study = Path(study)
     base, points, name = load_study(study)
+    replications, strategy = study_options(study, points)
+    if replications > 1:
+        first = base.get("seed", 1)
+        points = [{**pt, "seed": first + r, "replica": r} for pt in points for r in range(replications)]
     out = Path(out)
     todo, table, reused = [], [], 0
     ids = []
     for ov in points:
         try:
-            scn = scenario_of(base, ov, study.parent)
+            scn = scenario_of(base, {k: v for k, v in ov.items() if k != "replica"}, study.parent)
         except ScenarioError as e:  # an invalid point is a failed point; the others still run
             pid = "invalid-" + hashlib.sha1(json.dumps(ov, sort_keys=True, default=str).encode()).hexdigest()[:12]
             ids.append(pid)
@@ -142,13 +171,21 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
         if (d / "summary.json").exists():
             s = json.loads((d / "summary.json").read_text())
             row |= {"status": "done", "makespan_s": s["makespan_s"], "events": s["events"],
-                    "iteration_mean_s": (s.get("iteration_s") or {}).get("mean")}
+                    "iteration_mean_s": (s.get("iteration_s") or {}).get("mean"),
+                    "slowest_iteration_mean_s": slowest_iteration_mean(d)}
         else:
             err = json.loads((d / "error.json").read_text())["error"] if (d / "error.json").exists() else "not run"
             row |= {"status": "failed", "error": err}
         table.append(row)
     frame = pl.DataFrame(table, infer_schema_length=None)
+    if "replica" not in frame.columns:
+        frame = frame.with_columns(pl.lit(0).alias("replica"))
     write_parquet(out / "sweep.parquet", frame)
+    if strategy is not None and "makespan_s" in frame.columns and frame.filter(pl.col("status") == "done").height:
+        result = rank(frame, strategy)
+        write_json(out / "ranking.json", {"strategy": strategy, "replications": replications, "level": LEVEL,
+                                          "conditions": result})
+        figure(result, strategy, out)
     write_json(out / "study.json", {"name": name, "points": len(points), "reused": reused, "study": str(study.resolve())})
     return frame
 
