@@ -130,3 +130,56 @@ def test_a_study_refuses_a_strategy_it_does_not_sweep(cli, tmp_path):
     study.write_text(RANKING.replace("replications = 4", "replications = 0"))
     p = cli("sweep", study, "--out", tmp_path / "out", "--quiet", check=False)
     assert p.returncode == 2 and "replications must be a whole number" in p.stderr
+
+
+def test_a_sweep_on_a_running_scheduler_with_a_relative_out(cli, tmp_path):
+    """A real `dask scheduler` and `dask worker` (its own working directory):
+    a relative --out still lands where the client asked."""
+    import os
+    import sys
+    import time
+    from pathlib import Path
+
+    dask = str(Path(sys.executable).parent / "dask")
+    info = tmp_path / "scheduler.json"
+    (tmp_path / "worker-wd").mkdir()
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    sched = subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    worker = None
+    try:
+        for _ in range(300):
+            if info.exists() and info.stat().st_size:
+                break
+            time.sleep(0.1)
+        import json
+
+        address = json.loads(info.read_text())["address"]
+        worker = subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
+                                  cwd=tmp_path / "worker-wd", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        study = tmp_path / "study.toml"
+        study.write_text(RANKING.replace("replications = 4", "replications = 2"))
+        client_wd = tmp_path / "client-wd"
+        client_wd.mkdir()
+        exe = Path(sys.executable).parent / "idlewave"
+        p = subprocess.run([str(exe), "sweep", str(study), "--out", "rel-out", "--scheduler", address, "--quiet"],
+                           cwd=client_wd, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert len(list((client_wd / "rel-out" / "points").glob("*/summary.json"))) == 8
+        assert not (tmp_path / "worker-wd" / "rel-out").exists()
+        p = subprocess.run([str(exe), "sweep", str(study), "--out", "rel-out", "--scheduler", address, "--quiet"],
+                           cwd=client_wd, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and "8 reused" in p.stdout
+    finally:
+        for proc in (worker, sched):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+
+def test_an_unreachable_scheduler_is_one_line(cli, tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text(RANKING)
+    p = cli("sweep", study, "--out", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9", "--quiet", check=False)
+    assert p.returncode == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) <= 3

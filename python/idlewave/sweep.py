@@ -34,6 +34,10 @@ from idlewave.scenario import ScenarioError, read_toml, validate
 STUDY_KEYS = ("name", "base", "grid", "points", "replications", "strategy")
 
 
+class SchedulerError(OSError):
+    """A scheduler that cannot be reached; the message says which and why."""
+
+
 def load_study(path: str | Path) -> tuple[dict, list[dict], str]:
     """(base scenario, list of override dicts, name); see `study_options`."""
     p = Path(path)
@@ -130,7 +134,9 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
     if replications > 1:
         first = base.get("seed", 1)
         points = [{**pt, "seed": first + r, "replica": r} for pt in points for r in range(replications)]
-    out = Path(out)
+    # workers write the points: an absolute path means the same place for
+    # them as for us (on a cluster, `out` must be on a file system they share)
+    out = Path(out).resolve()
     todo, table, reused = [], [], 0
     ids = []
     for ov in points:
@@ -151,7 +157,10 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
     if todo:
         cluster = None
         if scheduler:
-            client = Client(scheduler)
+            try:
+                client = Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as e:
+                raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
         else:
             cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None)
             client = Client(cluster)
