@@ -59,7 +59,12 @@ def test_the_c_loop_removes_the_interpreters_overhead_from_latency():
 
 
 def test_fit_and_compare_close_the_loop(pingpong_dir, tmp_path, cli):
-    cli("fit", "postal", pingpong_dir / "pingpong.parquet", "-o", tmp_path / "plat.toml")
+    # one node: the fit is refused for messages between nodes unless the assumption is stated
+    p = cli("fit", "postal", pingpong_dir / "pingpong.parquet", "-o", tmp_path / "plat.toml", check=False)
+    assert p.returncode == 2 and "only on-node measurements" in p.stderr and not (tmp_path / "plat.toml").exists()
+    cli("fit", "postal", pingpong_dir / "pingpong.parquet", "-o", tmp_path / "plat.toml", "--off-node-from-on-node",
+        "--max-error", "10")  # an oversubscribed 2-core machine is noisy
+    assert "ASSUMED: off-node = on-node" in (tmp_path / "plat.toml").read_text()
     kernels = launch("kernels", 2, {"sizes": [8, 65536], "halo_n": [4, 32], "iterations": 5, "reps": 2,
                                     "overlap_s": 5e-5, "trailing_s": 5e-5}, tmp_path / "k")
     k = pl.read_parquet(kernels / "kernels.parquet")

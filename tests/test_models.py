@@ -96,6 +96,12 @@ def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
                                           "message_bytes": 4000}})
     a, b = truth["eager"]
     assert sim.summary["makespan_s"] == pytest.approx(a + b * 3999, rel=1e-6)
+    # a poor fit is refused with its error: times that do not grow with the size
+    noisy = tmp_path / "noisy.csv"
+    rng = np.random.default_rng(5)
+    noisy.write_text("size_bytes,time_s\n" + "".join(f"{n},{t!r}\n" for n, t in zip(sizes, rng.uniform(1e-6, 1e-3, len(sizes)).tolist())))
+    p = cli("fit", "postal", noisy, "-o", tmp_path / "n.toml", check=False)
+    assert p.returncode == 2 and "fit is poor: RMS relative error" in p.stderr
     bad = tmp_path / "bad.csv"
     bad.write_text("size,time\n1,2\n")
     p = cli("fit", "postal", bad, "-o", tmp_path / "x.toml", check=False)

@@ -325,6 +325,11 @@ def fit_postal(
     eager_max: int | None = typer.Option(None, "--eager-max", help="Largest eager message (else found from the data)."),
     multipair: Path | None = typer.Option(None, "--multipair", help="Multi-pair CSV/Parquet: pairs, size_bytes, time_s."),
     ranks_per_node: int = typer.Option(1, "--ranks-per-node", min=1),
+    off_node_from_on_node: bool = typer.Option(False, "--off-node-from-on-node",
+                                               help="Data from one node only: use its fit for messages between nodes "
+                                                    "too (an assumption, written into the platform file)."),
+    max_error: float = typer.Option(0.5, "--max-error", min=0.0,
+                                    help="Refuse a fit whose RMS relative error exceeds this (0.5 = 50%)."),
     as_json: bool = JSON,
 ):
     """α, β per protocol (limits found as breakpoints or given) → a platform file the simulator reads."""
@@ -341,14 +346,24 @@ def fit_postal(
             links[name] = fitting.fit_protocols(part["size_bytes"].to_numpy(), part["time_s"].to_numpy(), short_max, eager_max)
         except ValueError as e:
             fail(f"{data} ({name}): {e}")
+    note = ""
     if "off_node" not in links:
+        if not off_node_from_on_node:
+            fail(f"{data}: holds only on-node measurements (one node), which cannot give off-node parameters; "
+                 "measure between two nodes, or pass --off-node-from-on-node to use the on-node fit for both")
         links = {"off_node": links["on_node"], **links}
+        note = "ASSUMED: off-node = on-node (the data came from one node; --off-node-from-on-node)"
+    for name, f in links.items():
+        if f.rms_relative_error > max_error:
+            fail(f"{data} ({name}): the three-protocol fit is poor: RMS relative error {f.rms_relative_error:.0%} "
+                 f"(above --max-error {max_error:.0%}); the data may be too noisy (more repetitions) or not "
+                 "piecewise linear in the size")
     bw = 0.0
     if multipair is not None:
         mp = _read_table(multipair, ["pairs", "size_bytes", "time_s"])
         bw = fitting.node_bandwidth(mp["pairs"].to_numpy(), mp["size_bytes"].to_numpy(), mp["time_s"].to_numpy())
     text = fitting.platform_toml(links["off_node"].link, links["on_node"].link if "on_node" in links else None,
-                                 ranks_per_node=ranks_per_node, node_bw=bw, source=str(data))
+                                 ranks_per_node=ranks_per_node, node_bw=bw, source=str(data), note=note)
     write_text(output, text)
     summary: dict[str, object] = {name: {"short_max": f.link.short_max, "eager_max": f.link.eager_max,
                       **{p: {"alpha_s": getattr(f.link, p).alpha, "beta_s_per_byte": getattr(f.link, p).beta} for p in fitting.PROTOCOLS},
@@ -356,12 +371,15 @@ def fit_postal(
     if bw:
         summary["node_bandwidth_bytes_per_s"] = bw
     summary["platform"] = str(output)
+    if note:
+        summary["assumption"] = note
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
-        out.print(f"wrote {output}")
+        out.print(f"wrote {output}" + (f" ({note})" if note else ""))
         for name, f in links.items():
-            t = Table(title=f"{name} (limits {f.link.short_max} / {f.link.eager_max} B)", title_justify="left")
+            t = Table(title=f"{name} (limits {f.link.short_max} / {f.link.eager_max} B; RMS relative error "
+                            f"{f.rms_relative_error:.1%})", title_justify="left")
             t.add_column("protocol")
             t.add_column("α (µs)")
             t.add_column("β (ns/B)")

@@ -79,7 +79,7 @@ def node_bandwidth(pairs, sizes, times) -> float:
 
 
 def platform_toml(off: LinkModel, on: LinkModel | None = None, *, ranks_per_node: int = 1,
-                  node_bw: float = 0.0, source: str = "") -> str:
+                  node_bw: float = 0.0, source: str = "", note: str = "") -> str:
     """A platform file: postal α, β as L, G with o = g = 0."""
 
     def link(lk: LinkModel, prefix: str) -> list[str]:
@@ -91,7 +91,7 @@ def platform_toml(off: LinkModel, on: LinkModel | None = None, *, ranks_per_node
         return lines
 
     head = ["# Postal parameters fitted by idlewave fit" + (f" from {source}" if source else ""),
-            "# T = alpha + beta*n per protocol: L = alpha, G = beta, o = g = 0."]
+            "# T = alpha + beta*n per protocol: L = alpha, G = beta, o = g = 0."] + ([f"# {note}"] if note else [])
     body = link(off, "network")
     body.insert(7, f"ranks_per_node = {ranks_per_node}")
     if node_bw > 0:
