@@ -160,3 +160,28 @@ def test_the_core_runs_without_any_extra(cli, tmp_path):
     cli("report", tmp_path / "run", env=env)
     p = cli("sweep", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "sw", check=False, env=env)
     assert p.returncode == 2 and "'sweep' extra" in p.stderr
+
+
+def test_init_writes_a_template_that_runs(cli, tmp_path):
+    listing = json.loads(cli("init", "--list", "--json").stdout)
+    assert "bsp_noise" in listing and "study-broadcast_ranking" in listing
+    cli("init", "bsp", "-o", tmp_path / "mine.toml")  # by workload kind
+    assert (tmp_path / "mine.toml").read_text().startswith("#")
+    p = cli("init", "bsp", "-o", tmp_path / "mine.toml", check=False)
+    assert p.returncode == 2 and "exists (--force to overwrite)" in p.stderr
+    cli("init", "spmv_partners", "-o", tmp_path / "sp.toml")  # with the partner file it names
+    assert (tmp_path / "spmv_partners.txt").exists()
+    cli("simulate", tmp_path / "sp.toml", "--quiet")
+    cli("init", "study-broadcast_ranking", "-o", tmp_path / "study.toml")
+    from idlewave.sweep import load_study
+
+    base, points, _ = load_study(tmp_path / "study.toml")
+    assert len(points) == 6 and base["workload"]["kind"] == "collective"
+    p = cli("init", "nothing-like-this", check=False)
+    assert p.returncode == 2 and "no template 'nothing-like-this'" in p.stderr
+
+
+def test_shell_completion_completes_commands(cli):
+    assert "_idlewave_completion" in cli("--show-completion", "bash").stdout
+    p = cli(env={"_IDLEWAVE_COMPLETE": "complete_bash", "COMP_WORDS": "idlewave sim", "COMP_CWORD": "1"}, check=False)
+    assert p.stdout.split() == ["simulate"]

@@ -21,7 +21,7 @@ from idlewave.results import ResultsError, finite
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     rich_markup_mode="markdown",  # help texts name TOML tables like [grid]: never read them as markup
     no_args_is_help=True,
     help="Simulate MPI programs at scale under noise (LogGOPS, LogGOPSim-compatible).",
@@ -215,6 +215,43 @@ def _num(x: float) -> str:
 
 
 app.command()(explain)
+
+
+@app.command()
+def init(
+    name: str | None = typer.Argument(None, help="A template (`--list`), or a workload kind such as bsp or krylov."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="File to write (default NAME.toml here)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+    list_: bool = typer.Option(False, "--list", help="List the templates."),
+    as_json: bool = typer.Option(False, "--json", help="Print the list (or what was written) as JSON."),
+):
+    """Start a scenario or a study from a commented template (the shipped examples)."""
+    from idlewave.templates import TemplateError, templates, write
+
+    if list_ or name is None:
+        known = templates()
+        if as_json:
+            print(json.dumps({k: {"file": str(p), "what": w} for k, (p, w) in known.items()}, indent=2))
+            return
+        t = Table(title="Templates: idlewave init NAME", title_justify="left")
+        t.add_column("name", style="cyan", no_wrap=True)
+        t.add_column("what it is")
+        for k, (_, w) in known.items():
+            t.add_row(k, escape(w))
+        out.print(t)
+        return
+    target = output or Path(f"{name}.toml")
+    try:
+        written = write(name, target, force)
+    except TemplateError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"{target}: cannot write: {e.strerror or e}")
+    if as_json:
+        print(json.dumps({"written": [str(p) for p in written]}))
+    else:
+        out.print("wrote " + ", ".join(str(p) for p in written) + f"; run it with idlewave "
+                  f"{'sweep' if name.startswith('study-') else 'simulate'} {target}")
 
 
 @app.command()
