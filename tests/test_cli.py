@@ -185,3 +185,10 @@ def test_shell_completion_completes_commands(cli):
     assert "_idlewave_completion" in cli("--show-completion", "bash").stdout
     p = cli(env={"_IDLEWAVE_COMPLETE": "complete_bash", "COMP_WORDS": "idlewave sim", "COMP_CWORD": "1"}, check=False)
     assert p.stdout.split() == ["simulate"]
+
+
+def test_commands_that_produce_results_speak_json(cli, tmp_path):
+    doc = json.loads(cli("loggopsim", EXAMPLES / "dissemination_16.goal", "--json", "--explain").stdout)
+    assert doc["max_ps"] == 22_000_000 and len(doc["hosts_ps"]) == 16 and doc["explain"]["makespan_ps"] == 22_000_000
+    cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "run", "--quiet")
+    assert json.loads(cli("report", tmp_path / "run", "--json").stdout)["report"].endswith("report.html")

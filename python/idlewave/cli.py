@@ -163,6 +163,8 @@ def loggopsim(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Accepted for compatibility."),
     explain_run: bool = typer.Option(False, "--explain", help="Then explain the run: the makespan by cause and its "
                                      "derivatives (the schedule is simulated a second time, with the path kept)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the hosts' finishing times (ps) and the run's figures as JSON "
+                                 "instead of LogGOPSim's lines."),
 ):
     """LogGOPSim-compatible run of a GOAL schedule: same flags, same 'Host i: t' output."""
     path = goal or filename
@@ -182,6 +184,14 @@ def loggopsim(
         fail("interrupted", code=130)
     wall = time.perf_counter() - start
     p = len(times_ps)
+    explanation = _explain_goal(path, (L, o, g, G, O, S), noise_trace, noise_cosched, seed) if explain_run else None
+    host = max(range(p), key=lambda i: (times_ps[i], -i))
+    if as_json:
+        doc = {"hosts_ps": list(times_ps), "max_host": host, "max_ps": times_ps[host], "events": events, "wall_s": wall}
+        if explanation is not None:
+            doc["explain"] = explanation.to_json()
+        print(json.dumps(finite(doc)))
+        return
     print(f"size: {p}; L={L}, o={o} g={g}, G={_num(G)}, O={_num(O)}, P={p}, S={S}")
     print(f"PERFORMANCE: Processes: {p} \t Events: {events} \t Time: {wall:.3f} s \t Speed: {events / max(wall, 1e-9):.2f} ev/s")
     if p <= 16 and not batchmode:
@@ -189,21 +199,24 @@ def loggopsim(
         for i, t in enumerate(times_ps):
             print(f"Host {i}: {_ns(t)}")
     else:
-        host = max(range(p), key=lambda i: (times_ps[i], -i))
         print(f"Maximum finishing time at host {host}: {_ns(times_ps[host])} ({times_ps[host] / 1e12:g} s)")
-    if explain_run:
-        from idlewave.simulation import simulate as run_scenario
+    if explanation is not None:
+        show_explanation(explanation)
 
-        net = {"L_s": L * 1e-9, "o_s": o * 1e-9, "g_s": g * 1e-9, "G_s_per_byte": G * 1e-9, "O_s_per_byte": O * 1e-9,
-               "S_bytes": S}
-        noise = [{"kind": "trace", "path": str(noise_trace), "cosched": noise_cosched}] if noise_trace else []
-        try:
-            r = run_scenario({"seed": seed, "network": net, "noise": noise, "record": {"timers": False},
-                              "workload": {"kind": "goal", "path": str(path)}}, explain=True)
-        except (ScenarioError, _engine.SimulationError) as e:
-            fail(str(e), code=1)
-        assert r.explain is not None
-        show_explanation(r.explain)
+
+def _explain_goal(path: Path, params: tuple, noise_trace: Path | None, noise_cosched: bool, seed: int):
+    """The GOAL schedule run again as a scenario with its critical path kept."""
+    from idlewave.simulation import simulate as run_scenario
+
+    L, o, g, G, O, S = params
+    net = {"L_s": L * 1e-9, "o_s": o * 1e-9, "g_s": g * 1e-9, "G_s_per_byte": G * 1e-9, "O_s_per_byte": O * 1e-9, "S_bytes": S}
+    noise = [{"kind": "trace", "path": str(noise_trace), "cosched": noise_cosched}] if noise_trace else []
+    try:
+        r = run_scenario({"seed": seed, "network": net, "noise": noise, "record": {"timers": False},
+                          "workload": {"kind": "goal", "path": str(path)}}, explain=True)
+    except (ScenarioError, _engine.SimulationError) as e:
+        fail(str(e), code=1)
+    return r.explain
 
 
 def _ns(ps: int) -> str:
@@ -550,6 +563,7 @@ def show_ranking(ranking: dict) -> None:
 def report(
     directory: Path = typer.Argument(..., help="A directory of results (simulate --out, sweep, regimes, measure compare)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the page's path as JSON."),
 ):
     """One self-contained HTML page from results."""
     from idlewave.report import build
@@ -558,6 +572,9 @@ def report(
         path = build(directory, output)
     except FileNotFoundError as e:
         fail(str(e))
+    if as_json:
+        print(json.dumps({"report": str(path)}))
+        return
     out.print(f"report: {path}")
 
 

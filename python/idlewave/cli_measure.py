@@ -37,7 +37,7 @@ def _params(sets: list[str]) -> dict:
     return params
 
 
-def _run(kind: str, ranks: int, out_dir: Path, sets: list[str]) -> None:
+def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False) -> None:
     import os
 
     from idlewave.measure import MeasureError, launch, under_mpi
@@ -53,6 +53,9 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str]) -> None:
     if under_mpi() and rank != "0":
         return  # started by the user's launcher: rank 0 reports
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
+    if as_json:
+        print(json.dumps({"kind": kind, "out": str(out_dir), "files": files}))
+        return
     out.print(f"{kind}: wrote {', '.join(files)} in {out_dir}")
 
 
@@ -61,8 +64,9 @@ def _command(kind: str):
         out_dir: Path = typer.Option(Path(f"measure-{kind}"), "--out", help="Output directory."),
         ranks: int = typer.Option(2, "--ranks", "-n", help="MPI processes (oversubscribed if more than cores)."),
         sets: list[str] | None = typer.Option(None, "--set", help="A parameter, key=value (repeatable)."),
+        as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
     ):
-        _run(kind, ranks, out_dir, sets or [])
+        _run(kind, ranks, out_dir, sets or [], as_json)
 
     cmd.__doc__ = HELP[kind]
     return cmd

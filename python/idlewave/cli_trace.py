@@ -16,6 +16,7 @@ trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help=
 def build_cmd(
     out_dir: Path = typer.Option(Path("."), "-o", "--out", help="Where to put libidlewave-trace.so."),
     mpicc: str | None = typer.Option(None, "--mpicc", help="The MPI compiler wrapper of your application's MPI."),
+    as_json: bool = typer.Option(False, "--json", help="Print the library's path as JSON."),
 ):
     """Compile the PMPI tracer with your mpicc."""
     from idlewave.trace import TraceError, build
@@ -24,6 +25,9 @@ def build_cmd(
         lib = build(out_dir, mpicc)
     except TraceError as e:
         fail(str(e))
+    if as_json:
+        print(json.dumps({"library": str(lib.resolve())}))
+        return
     out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app")
 
 
@@ -42,6 +46,7 @@ def export_cmd(
     scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks."),
     grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64."),
     strong: bool = typer.Option(False, "--strong", help="Strong scaling: halo sizes ∝ surface, compute ∝ volume."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ):
     """Write the replay's schedule as a GOAL file (LogGOPSim's format), streamed."""
     from idlewave._engine import SimulationError
@@ -53,6 +58,9 @@ def export_cmd(
                                  grid=grid, strong=strong)
     except (SimulationError, ScenarioError, OSError) as e:
         fail(str(e))
+    if as_json:
+        print(json.dumps({"goal": str(output), "ranks": ranks, "ops": ops}))
+        return
     out.print(f"wrote {output} ({ranks} ranks, {ops} ops)")
 
 
@@ -142,6 +150,7 @@ def _print_replay(s: dict, rep: dict) -> None:
 def import_cmd(
     source: Path = typer.Argument(..., help="An OTF2 archive: its directory or traces.otf2 (Score-P)."),
     out_dir: Path = typer.Option(Path("imported-trace"), "--out", help="Where to write rank-*.iwt."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ):
     """Import an OTF2 trace (Score-P) into idlewave's trace format, for replay and export."""
     from idlewave.trace import TraceError
@@ -152,4 +161,7 @@ def import_cmd(
     except TraceError as e:
         fail(str(e))
     write_iwt(traces, out_dir)
+    if as_json:
+        print(json.dumps({"ranks": len(traces), "out": str(out_dir)}))
+        return
     out.print(f"imported {len(traces)} ranks into {out_dir}")
