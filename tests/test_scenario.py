@@ -80,7 +80,7 @@ def test_empty_scenario_is_fully_defaulted():
         "barrier": False,
         "compute_bytes": 0,
     }
-    assert s["record"] == {"timers": True}
+    assert s["record"] == {"timers": True, "explain": False}
     assert s["limits"] == {"max_memory_bytes": 0}
     json.dumps(s)  # JSON-serialisable
 
@@ -175,7 +175,7 @@ def test_unknown_keys_name_full_path_and_allowed_keys():
     assert "scn.toml: bogus: unknown key" in err("bogus = 1\n")
     assert "network.latency: unknown key" in err("[network]\nlatency = 1\n")
     assert "network.intra_node.ranks_per_node: unknown key" in err("[network.intra_node]\nranks_per_node = 2\n")
-    assert "record.timer: unknown key (allowed: timers)" in err("[record]\ntimer = true\n")
+    assert "record.timer: unknown key (allowed: timers, explain)" in err("[record]\ntimer = true\n")
     assert "noise[1].period: unknown key" in err('[[noise]]\nkind = "single"\nrank = 0\n[[noise]]\nkind = "periodic"\nperiod = 1\n')
 
 

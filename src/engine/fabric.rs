@@ -251,11 +251,10 @@ impl<P: Program> Engine<P> {
     /// Re-queues an event for when its CPU (or NIC) is free, or parks it
     /// while the CPU is in a memory-bound computation of unknown end.
     #[inline]
-    /// `idx`: the clocks it waits for (the latest of them is free at `free`).
+    /// `idx`: the clocks it waits for (the latest of them is free at `free`;
+    /// when explaining, the event takes their path when it runs).
     pub(super) fn defer(&mut self, mut ev: Event, free: Time, idx: [usize; 2]) {
-        if self.explained.is_some() && free != MEM_BUSY {
-            self.x_defer(&ev, idx);
-        }
+        debug_assert!(free == MEM_BUSY || idx.iter().any(|&i| self.clocks[i] == free));
         if free == MEM_BUSY {
             let pl = self.net.platform.as_deref().expect("MEM_BUSY implies a platform");
             let d = pl.socket(ev.rank) as usize;

@@ -221,7 +221,7 @@ impl<P: Program> Engine<P> {
             self.process(ev);
             if let Some(next) = self.waiting.next_after(&ev, self.now) {
                 // it waited for what the head waited for: the head's path
-                self.x_queued(next.stamp(), self.x_cur());
+                self.x_queued_now(next.stamp());
                 self.queue.push_again(next);
             }
             if !self.touched.is_empty() {
@@ -340,7 +340,7 @@ impl<P: Program> Engine<P> {
         if ev.tag == 0 {
             ev.tag = 1;
             let stamp = self.queue.push_new(ev);
-            self.x_queued(stamp, self.x_cur());
+            self.x_queued_now(stamp);
             return;
         }
         let c = self.o(ev.rank, ev.cpu());
@@ -728,8 +728,7 @@ impl<P: Program> Engine<P> {
                 let ev = self.event_for(r, op)?;
                 let stamp = self.queue.push_new(ev);
                 if self.explained.is_some() {
-                    let path = self.x_latest(&self.op_clocks(r, &op), true);
-                    self.x_queued(stamp, path);
+                    self.x_issued(stamp, self.op_clocks(r, &op), op.kind == OpKind::Recv);
                 }
             }
             self.ready = ready;
