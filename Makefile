@@ -31,6 +31,12 @@ system-deps:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gfortran libopenmpi-dev openmpi-bin >/dev/null; } \
 		|| echo "system-deps: could not install gfortran and Open MPI: the Fortran tracer tests will be skipped"; \
 	else echo "system-deps: gfortran or /usr/bin/mpifort missing (not root or no apt-get): the Fortran tracer tests will be skipped"; fi
+	@# the report is checked in headless Chromium (skipped where it cannot be installed)
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "system-deps: could not install chromium: the report's browser check will be skipped"; \
+	else echo "system-deps: chromium missing (not root or no apt-get): the report's browser check will be skipped"; fi
 
 # The house habits: formatting, clippy without warnings, ruff and mypy clean.
 lint: install

@@ -66,6 +66,15 @@ def test_report_is_self_contained_and_renders(cli, tmp_path):
     figs, rendered = map(int, re.search(r'data-figures="(\d+)" data-rendered="(\d+)"', p.stdout).groups())
     assert figs >= 2 and rendered == figs
     assert "Uncaught" not in p.stderr
+    # the page as a reader sees it: drawn, neither blank nor a solid block
+    shot = tmp_path / "shot.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1150,3000",
+                    f"--screenshot={shot}", (tmp_path / "r" / "report.html").as_uri()], capture_output=True, timeout=120)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    inked = (pixels.mean(axis=2) < 0.9).mean()
+    assert 0.02 < inked < 0.6, inked
 
 
 def test_report_of_an_empty_directory_is_an_error(cli, tmp_path):
