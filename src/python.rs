@@ -204,6 +204,8 @@ fn simulate<'py>(
         tl.set_item("start_ps", PyArray1::from_vec(py, spans.iter().map(|s| s.start).collect::<Vec<_>>()))?;
         tl.set_item("end_ps", PyArray1::from_vec(py, spans.iter().map(|s| s.end).collect::<Vec<_>>()))?;
         tl.set_item("activity", PyArray1::from_vec(py, spans.iter().map(|s| s.activity as u8).collect::<Vec<_>>()))?;
+        tl.set_item("tag", PyArray1::from_vec(py, spans.iter().map(|s| s.tag).collect::<Vec<_>>()))?;
+        tl.set_item("bytes", PyArray1::from_vec(py, spans.iter().map(|s| s.bytes).collect::<Vec<_>>()))?;
         tl.set_item("truncated", truncated)?;
         out.set_item("timeline", tl)?;
     }

@@ -318,7 +318,7 @@ fn run_program<P: Program>(
                 engine.num_ranks()
             )));
         }
-        check_memory(cfg.timeline_spans as u128 * 32, cfg.max_memory_bytes)?;
+        check_memory(cfg.timeline_spans as u128 * crate::engine::timeline::Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
         engine.timeline = Some(crate::engine::timeline::Timeline::new(cfg.timeline_spans as usize));
     }
     if cfg.explain {

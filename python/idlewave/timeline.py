@@ -1,6 +1,7 @@
 """Timelines of a run: Perfetto/Chrome trace JSON (open it in
 ui.perfetto.dev) and a PNG like the papers' traces — computation white,
-MPI (waiting and overheads) red, messages as black lines."""
+MPI (waiting and overheads) red, noise detours purple, messages as black
+lines."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ import numpy as np
 
 from idlewave.results import _atomic, write_text
 
-COMPUTE, SEND, RECV, MESSAGE = 0, 1, 2, 3
+COMPUTE, SEND, RECV, MESSAGE, NOISE = 0, 1, 2, 3, 4
+NOISE_COLOUR, MPI_COLOUR = "#7b3294", "#d62728"
 DEFAULT_SPANS = 2_000_000
 MAX_LINES = 20_000
 
 
 def _waits(tl: dict, ranks: int):
     """Per rank, the gaps between its CPU activity: time spent waiting in MPI."""
-    cpu = tl["activity"] != MESSAGE
+    cpu = (tl["activity"] != MESSAGE) & (tl["activity"] != NOISE)
     out = []
     for r in range(ranks):
         sel = cpu & (tl["rank"] == r)
@@ -33,19 +35,25 @@ def _waits(tl: dict, ranks: int):
 
 
 def chrome_json(tl: dict, ranks: int) -> str:
-    names = {COMPUTE: "compute", SEND: "MPI send overhead", RECV: "MPI receive overhead"}
+    names = {COMPUTE: "compute", SEND: "MPI send overhead", RECV: "MPI receive overhead", NOISE: "noise detour"}
+    cats = {COMPUTE: "compute", SEND: "mpi", RECV: "mpi", NOISE: "noise"}
+    tags, sizes = tl.get("tag"), tl.get("bytes")
     events = [{"ph": "M", "name": "thread_name", "pid": 0, "tid": r, "args": {"name": f"rank {r}"}} for r in range(ranks)]
     us = 1e-6
     for i in range(tl["rank"].size):
         a = int(tl["activity"][i])
         r, s, e = int(tl["rank"][i]), int(tl["start_ps"][i]), int(tl["end_ps"][i])
+        msg = {} if tags is None else {"tag": int(tags[i]), "bytes": int(sizes[i])}
         if a == MESSAGE:
             peer = int(tl["peer"][i])
-            events.append({"ph": "s", "id": i, "pid": 0, "tid": r, "ts": s * us, "name": "message", "cat": "msg"})
-            events.append({"ph": "f", "bp": "e", "id": i, "pid": 0, "tid": peer, "ts": e * us, "name": "message", "cat": "msg"})
+            args = {"from": r, "to": peer, **msg}
+            events.append({"ph": "s", "id": i, "pid": 0, "tid": r, "ts": s * us, "name": "message", "cat": "msg", "args": args})
+            events.append({"ph": "f", "bp": "e", "id": i, "pid": 0, "tid": peer, "ts": e * us, "name": "message", "cat": "msg",
+                           "args": args})
         else:
-            events.append({"ph": "X", "pid": 0, "tid": r, "ts": s * us, "dur": (e - s) * us, "name": names[a],
-                           "cat": "compute" if a == COMPUTE else "mpi"})
+            args = {"peer": int(tl["peer"][i]), **msg} if a in (SEND, RECV) else {}
+            events.append({"ph": "X", "pid": 0, "tid": r, "ts": s * us, "dur": (e - s) * us, "name": names[a], "cat": cats[a],
+                           "args": args})
     for r, s, e in _waits(tl, ranks):
         events.append({"ph": "X", "pid": 0, "tid": r, "ts": s * us, "dur": (e - s) * us, "name": "MPI wait", "cat": "mpi"})
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"source": "idlewave"}})
@@ -57,19 +65,24 @@ def png(tl: dict, ranks: int, path: Path, title: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     s_all, e_all = tl["start_ps"] / 1e6, tl["end_ps"] / 1e6  # µs
     fig, ax = plt.subplots(figsize=(10, min(2 + ranks * 0.12, 12)), constrained_layout=True)
-    cpu = tl["activity"] != MESSAGE
+    cpu = (tl["activity"] != MESSAGE) & (tl["activity"] != NOISE)
     for r in range(ranks):
         sel = cpu & (tl["rank"] == r)
         if not sel.any():
             continue
         lo, hi = s_all[sel].min(), e_all[sel].max()
-        ax.broken_barh([(lo, hi - lo)], (r - 0.4, 0.8), facecolors="#d62728")  # MPI: everything not computing
+        ax.broken_barh([(lo, hi - lo)], (r - 0.4, 0.8), facecolors=MPI_COLOUR)  # MPI: everything not computing
         comp = sel & (tl["activity"] == COMPUTE)
         ax.broken_barh(list(zip(s_all[comp], e_all[comp] - s_all[comp])), (r - 0.4, 0.8), facecolors="white")
-    msg = np.flatnonzero(tl["activity"] == MESSAGE)[:MAX_LINES]
+        noise = (tl["activity"] == NOISE) & (tl["rank"] == r)
+        ax.broken_barh(list(zip(s_all[noise], e_all[noise] - s_all[noise])), (r - 0.4, 0.8), facecolors=NOISE_COLOUR)
+    all_msg = np.flatnonzero(tl["activity"] == MESSAGE)
+    msg = all_msg[:MAX_LINES]
     lines = [[(s_all[i], tl["rank"][i]), (e_all[i], tl["peer"][i])] for i in msg]
     ax.add_collection(LineCollection(lines, colors="black", linewidths=0.4))
     ax.set_ylim(-1, ranks)
@@ -77,8 +90,16 @@ def png(tl: dict, ranks: int, path: Path, title: str = "") -> None:
     ax.set_xlabel("time (µs)")
     ax.set_ylabel("rank")
     ax.set_facecolor("#f0f0f0")
-    if title:
-        ax.set_title(title)
+    notes = []
+    if all_msg.size > MAX_LINES:
+        notes.append(f"first {MAX_LINES:,} of {all_msg.size:,} messages drawn")
+    if tl.get("truncated"):
+        notes.append(f"capture stopped at {tl['rank'].size:,} spans")
+    if title or notes:
+        ax.set_title("; ".join([title] * bool(title) + notes), fontsize="medium")
+    handles = [Patch(facecolor="white", edgecolor="grey", label="computation"), Patch(facecolor=MPI_COLOUR, label="MPI"),
+               Patch(facecolor=NOISE_COLOUR, label="noise detour"), Line2D([], [], color="black", lw=0.8, label="message")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False, fontsize="small")
     _atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
 

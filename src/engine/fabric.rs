@@ -217,8 +217,8 @@ impl<P: Program> Engine<P> {
             let core = self.fabric.memory.as_ref().expect("memory").bw.core_bytes_per_ps;
             self.x_mem_end((a.rank, a.cpu, c), a.start, ev.time, core);
         }
-        if let Some(tl) = self.timeline.as_mut() {
-            tl.push(a.rank, 0, a.start, self.clocks[c], super::timeline::Activity::Compute);
+        if self.timeline.is_some() {
+            self.record(a.rank, 0, (a.start, self.clocks[c]), super::timeline::Activity::Compute, (0, 0));
         }
         self.program.done(a.rank, a.id);
         self.touched.push(a.rank);

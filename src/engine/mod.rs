@@ -317,7 +317,7 @@ impl<P: Program> Engine<P> {
             self.x_compute(c, ev.time, ev.size);
         }
         if self.timeline.is_some() {
-            self.record(ev.rank, 0, ev.time, self.clocks[c], timeline::Activity::Compute);
+            self.record(ev.rank, 0, (ev.time, self.clocks[c]), timeline::Activity::Compute, (0, 0));
         }
         self.program.started(ev.rank, ev.id);
         self.program.done(ev.rank, ev.id);
@@ -328,9 +328,12 @@ impl<P: Program> Engine<P> {
     /// Adds a span to the timeline (kept out of the hot path's way).
     #[cold]
     #[inline(never)]
-    fn record(&mut self, rank: u32, peer: u32, start: Time, end: Time, what: timeline::Activity) {
-        if let Some(tl) = self.timeline.as_mut() {
-            tl.push(rank, peer, start, end, what);
+    fn record(&mut self, rank: u32, peer: u32, (start, end): (Time, Time), what: timeline::Activity, msg: (u32, u64)) {
+        let Some(tl) = self.timeline.as_mut() else { return };
+        tl.push(rank, peer, (start, end), what, msg);
+        if what != timeline::Activity::Message {
+            // the detours that took this CPU interval, drawn as noise
+            self.noise.detours_in(rank, start, end, |s, e| tl.push(rank, rank, (s, e), timeline::Activity::Noise, (0, 0)));
         }
     }
 
@@ -394,8 +397,8 @@ impl<P: Program> Engine<P> {
         };
         (msg.time, msg.rank, msg.peer) = (arrive, ev.peer, ev.rank);
         if self.timeline.is_some() {
-            self.record(ev.rank, ev.peer, ev.time, self.clocks[c], timeline::Activity::Send);
-            self.record(ev.rank, ev.peer, ev.time, arrive, timeline::Activity::Message);
+            self.record(ev.rank, ev.peer, (ev.time, self.clocks[c]), timeline::Activity::Send, (ev.tag, ev.size));
+            self.record(ev.rank, ev.peer, (ev.time, arrive), timeline::Activity::Message, (ev.tag, ev.size));
         }
         let stamp = self.queue.push_new(msg);
         if self.explained.is_some() {
@@ -455,7 +458,7 @@ impl<P: Program> Engine<P> {
             self.x_receive((c, n), &p, (src, dst, ev.size));
         }
         if self.timeline.is_some() {
-            self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
+            self.record(dst, src, (ev.time, self.clocks[c]), timeline::Activity::Recv, (ev.tag, ev.size));
         }
         self.received(ev);
     }
@@ -525,7 +528,7 @@ impl<P: Program> Engine<P> {
             self.x_landed(c, &p, (src, dst, ev.size));
         }
         if self.timeline.is_some() {
-            self.record(dst, src, ev.time, self.clocks[c], timeline::Activity::Recv);
+            self.record(dst, src, (ev.time, self.clocks[c]), timeline::Activity::Recv, (ev.tag, ev.size));
         }
         self.received(ev);
     }
@@ -590,7 +593,7 @@ impl<P: Program> Engine<P> {
         ev.time = self.arrival(from, to, 0, t + p.o_ps, p.l_ps);
         (ev.rank, ev.peer) = (to, from);
         if self.timeline.is_some() {
-            self.record(from, to, t, ev.time, timeline::Activity::Message);
+            self.record(from, to, (t, ev.time), timeline::Activity::Message, (ev.tag, 0));
         }
         let stamp = self.queue.push_new(ev);
         if self.explained.is_some() {
@@ -664,8 +667,8 @@ impl<P: Program> Engine<P> {
         let arrive = self.arrival(src, dst, ev.size, depart + p.o_ps, p.l_ps);
         if self.timeline.is_some() {
             let c = self.o(src, ev.cpu());
-            self.record(src, dst, t, self.clocks[c], timeline::Activity::Send);
-            self.record(src, dst, depart, arrive, timeline::Activity::Message);
+            self.record(src, dst, (t, self.clocks[c]), timeline::Activity::Send, (ev.tag, ev.size));
+            self.record(src, dst, (depart, arrive), timeline::Activity::Message, (ev.tag, ev.size));
         }
         let mut data = ev.with_kind(EvKind::Data);
         (data.time, data.rank, data.peer) = (arrive, dst, src);

@@ -1,6 +1,7 @@
 //! Optional capture of what every rank did, for timelines (Perfetto/Chrome
 //! JSON and PNG): CPU intervals of computation and of MPI overheads, and
-//! messages from send to arrival. Off unless asked for; bounded in size.
+//! messages from send to arrival, and the noise detours inside CPU
+//! intervals. Off unless asked for; bounded in size.
 
 use crate::time::Time;
 
@@ -14,6 +15,8 @@ pub enum Activity {
     Recv = 2,
     /// A message in flight: `rank` sent it to `peer`, [start, end) from send to arrival.
     Message = 3,
+    /// A noise detour that took the CPU inside one of the intervals above.
+    Noise = 4,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +26,9 @@ pub struct Span {
     pub start: Time,
     pub end: Time,
     pub activity: Activity,
+    /// For sends, receives and messages: the message's tag and bytes.
+    pub tag: u32,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -37,10 +43,13 @@ impl Timeline {
         Timeline { spans: Vec::new(), limit, truncated: false }
     }
 
+    /// Bytes one span takes (the memory estimate made before the run).
+    pub const SPAN_BYTES: u128 = std::mem::size_of::<Span>() as u128;
+
     #[inline]
-    pub fn push(&mut self, rank: u32, peer: u32, start: Time, end: Time, activity: Activity) {
+    pub fn push(&mut self, rank: u32, peer: u32, (start, end): (Time, Time), activity: Activity, (tag, bytes): (u32, u64)) {
         if self.spans.len() < self.limit {
-            self.spans.push(Span { rank, peer, start, end, activity });
+            self.spans.push(Span { rank, peer, start, end, activity, tag, bytes });
         } else {
             self.truncated = true;
         }

@@ -307,6 +307,21 @@ impl Noise {
         self.too_dense
     }
 
+    /// Calls `f(start, end)` for each detour of `rank` inside [start, end)
+    /// (clipped to it) — for timelines.
+    pub fn detours_in(&self, rank: u32, start: Time, end: Time, mut f: impl FnMut(Time, Time)) {
+        let mut t = start as i64;
+        while t < end as i64 {
+            match self.first_detour_uncached(rank, t) {
+                Some(d) if d.start < end as i64 => {
+                    f(d.start.max(t) as Time, d.end.min(end as i64) as Time);
+                    t = d.end;
+                }
+                _ => break,
+            }
+        }
+    }
+
     /// Total detour time a rank suffers in [0, horizon) — for reporting.
     pub fn stolen_in(&self, rank: u32, horizon: Time) -> Time {
         let mut t: i64 = 0;
