@@ -43,7 +43,7 @@ def chrome_json(tl: dict, ranks: int) -> str:
     for i in range(tl["rank"].size):
         a = int(tl["activity"][i])
         r, s, e = int(tl["rank"][i]), int(tl["start_ps"][i]), int(tl["end_ps"][i])
-        msg = {} if tags is None else {"tag": int(tags[i]), "bytes": int(sizes[i])}
+        msg = {} if tags is None or sizes is None else {"tag": int(tags[i]), "bytes": int(sizes[i])}
         if a == MESSAGE:
             peer = int(tl["peer"][i])
             args = {"from": r, "to": peer, **msg}
