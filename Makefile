@@ -48,6 +48,7 @@ lint: install
 test: install system-deps lint
 	cargo test --quiet
 	$(BIN)/python -m pytest -q
+	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
 
 # The property tests (src/fuzz.rs, tests/test_fuzz.py) at length; `make test` runs a few cases of each.
 fuzz: install
