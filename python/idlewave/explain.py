@@ -206,7 +206,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from idlewave.results import write_file
+    from idlewave.results import save_figure
 
     written = []
     causes = {k: v for k, v in explanation.causes_s().items() if v > 0}
@@ -220,10 +220,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     ax.set_xlabel(f"makespan [{unit}]")
     ax.set_title("What bounds this run: the critical path by cause")
     fig.legend(loc="outside lower center", ncol=2, frameon=False, fontsize="small")
-    path = out / "breakdown.png"
-    write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
-    plt.close(fig)
-    written.append(path)
+    written.append(save_figure(fig, out / "breakdown.png"))
     frame = explanation.waits_frame()
     if frame is not None and frame.height > 1:
         written.append(_waits_figure(frame, out))
@@ -236,10 +233,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
         ax.set_ylabel(f"makespan [{unit}]")
         ax.set_title(f"Makespan against {param} (re-simulated)")
         ax.grid(alpha=0.3)
-        path = out / f"t_of_{param}.png"
-        write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, out / f"t_of_{param}.png"))
     return written
 
 
@@ -247,7 +241,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     """Per rank (or per block of ranks beyond 256), the idle time by what ended it."""
     import matplotlib.pyplot as plt
 
-    from idlewave.results import write_file
+    from idlewave.results import save_figure
 
     kinds = {"late_sender_s": "late sender", "late_receiver_s": "late receiver (rendezvous)", "other_s": "other"}
     n = frame.height
@@ -267,10 +261,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     ax.set_ylabel(f"idle [{unit}]")
     ax.set_title("What each rank waited for")
     fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize="small")
-    path = out / "waits.png"
-    write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
-    plt.close(fig)
-    return path
+    return save_figure(fig, out / "waits.png")
 
 
 def _time_unit(seconds: float) -> tuple[float, str]:

@@ -132,7 +132,7 @@ def figure(result: list[dict], strategy: str, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from idlewave.results import write_file
+    from idlewave.results import save_figure
 
     strategies = sorted({r["strategy"] for c in result for r in c["ranking"]})
     labels = [condition_label(c["condition"]) for c in result]
@@ -156,7 +156,4 @@ def figure(result: list[dict], strategy: str, out: Path) -> Path:
     n = max(r["replications"] for c in result for r in c["ranking"])
     ax.set_title(f"Mean makespan ± {LEVEL:.0%} CI ({n} seeds)", fontsize="medium")
     fig.legend(loc="outside right upper", frameon=False, fontsize="small", title=strategy.split(".")[-1])
-    path = out / "ranking.png"
-    write_file(path, lambda tmp: fig.savefig(tmp, format="png", dpi=150))
-    plt.close(fig)
-    return path
+    return save_figure(fig, out / "ranking.png")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from idlewave.results import write_file, write_json
+from idlewave.results import save_figure, write_json
 from idlewave.simulation import simulate
 
 APPS = ("AMG2006", "CTH", "HPCCG", "LAMMPS", "LULESH", "miniFE")
@@ -48,14 +48,6 @@ PAPER: dict[str, tuple[str, Callable[[dict[str, float]], bool]]] = {
 }
 FIGURE_NOISE = {"Fig. 5a": "system", "Fig. 5b": "daemon", "Fig. 7": "checkpoint"}
 
-
-def _save_png(fig, path: Path) -> Path:
-    """Writes the figure under an unpredictable temporary name, then renames it."""
-    import matplotlib.pyplot as plt
-
-    write_file(path, lambda tmp: fig.savefig(tmp, dpi=150, format="png"))
-    plt.close(fig)
-    return path
 
 
 def noise_apps(ranks: tuple[int, ...] = (1024,), iterations: int = 40, seed: int = 1,
@@ -135,7 +127,7 @@ def figure(result: dict, path: Path) -> Path:
     axes[0].set_ylabel("speedup, blocking / idealized")
     axes[-1].legend(frameon=False, fontsize="small")
     fig.tight_layout()
-    return _save_png(fig, path)
+    return save_figure(fig, path)
 
 
 # Fig. 6 and 9: the microbenchmark is a loop of one collective of 8-byte
@@ -303,7 +295,7 @@ def krylov_figure(result: dict, path: Path) -> Path:
         ax.legend(frameon=False, fontsize="x-small")
     axes[0].set_ylabel("time per iteration (ms)")
     fig.tight_layout()
-    return _save_png(fig, path)
+    return save_figure(fig, path)
 
 
 STUDIES = {
@@ -368,4 +360,4 @@ def micro_figure(result: dict, path: Path) -> Path:
     axes[0].set_ylabel("speedup, blocking / idealized")
     axes[0].legend(frameon=False, fontsize="small")
     fig.tight_layout()
-    return _save_png(fig, path)
+    return save_figure(fig, path)

@@ -44,6 +44,16 @@ def write_file(path: Path, write: Callable[[Path], None]) -> None:
     _atomic(path, write)
 
 
+def save_figure(fig, path: Path, dpi: int = 150) -> Path:
+    """Writes a matplotlib figure as PNG under an unpredictable temporary
+    name, renames it into place and closes the figure."""
+    import matplotlib.pyplot as plt
+
+    write_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
+    plt.close(fig)
+    return path
+
+
 def finite(data):
     """`data` with every NaN or infinity replaced by None (JSON has no such numbers)."""
     if isinstance(data, float):
