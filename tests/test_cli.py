@@ -108,8 +108,12 @@ def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path):
     assert s["idle_waves"]["idle_wave"]["speed_ranks_per_iteration"] == pytest.approx(1.0, rel=0.03)
     assert s["idle_waves"]["pd"]["pd"] > 0.1
     assert {r["hiding"] for r in s["matvec"]["runs"]} == {"fixed_alpha", "dynamic_alpha", "mpi_test"}
+    # the kept HPCCG run under the daemon is explained: noise and computation bound it, summing exactly
+    b = s["what_bounds_hpccg_daemon"]
+    assert sum(b["causes_ps"].values()) == b["makespan_ps"] and b["bound_by"] == "compute"
+    assert b["causes_s"]["noise"] > 0.05 * b["makespan_s"]
     page = (tmp_path / "d" / "report.html").read_text()
-    assert "Desynchronization" in page and "Idle waves" in page and "Regimes" in page
+    assert "Desynchronization" in page and "Idle waves" in page and "Regimes" in page and "What bounds this run" in page
 
 
 def test_the_engine_stub_names_every_function_of_the_engine():
