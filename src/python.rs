@@ -226,14 +226,21 @@ fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bou
     }
     d.set_item("causes_ps", causes)?;
     let counts = PyDict::new(py);
-    for (class, c) in CLASSES.iter().zip(x.path.counts) {
+    for (c, class) in CLASSES.iter().enumerate() {
         let per = PyDict::new(py);
-        for (param, n) in PARAMS.iter().zip(c) {
-            per.set_item(param, n)?;
+        for (k, param) in PARAMS.iter().enumerate() {
+            if let Some(n) = x.path.by_class(c, k) {
+                per.set_item(param, n)?;
+            }
         }
         counts.set_item(class, per)?;
     }
     d.set_item("counts", counts)?;
+    let totals = PyDict::new(py);
+    for (k, param) in PARAMS.iter().enumerate() {
+        totals.set_item(param, x.path.count(k))?;
+    }
+    d.set_item("derivatives", totals)?;
     let waits = PyDict::new(py);
     let col = |f: fn(&crate::engine::Waits) -> u64| x.waits.iter().map(f).collect::<Vec<u64>>();
     waits.set_item("late_sender_ps", PyArray1::from_vec(py, col(|w| w.late_sender)))?;

@@ -90,12 +90,13 @@ class Explanation:
         return {k: v * 1e-12 for k, v in self.raw["causes_ps"].items()}
 
     def derivatives(self) -> dict[str, int]:
-        """dT/dθ for each parameter, summed over link classes (a count of
+        """dT/dθ for each parameter, over all link classes (a count of
         messages, overheads or gaps, or bytes for G and O)."""
-        return {p: sum(c[p] for c in self.raw["counts"].values()) for p in PARAMS}
+        return dict(self.raw["derivatives"])
 
     def by_class(self) -> dict[str, dict[str, int]]:
-        """The derivatives per link class, classes with none left out."""
+        """The derivatives per link class (L, o, g, G; O is kept for all
+        classes together), classes with none left out."""
         return {k: v for k, v in self.raw["counts"].items() if any(v.values())}
 
     def bound(self) -> str:

@@ -37,8 +37,8 @@ pub const PENALTY: usize = 4;
 pub const NOISE: usize = 5;
 pub const MEMORY: usize = 6;
 
-/// The parameters counted, in [`Path::counts`] order: L, o and g in
-/// crossings, G and O in bytes.
+/// The parameters counted (see [`Path::count`]): L, o and g in crossings,
+/// G and O in bytes.
 pub const PARAMS: [&str; 5] = ["L", "o", "g", "G", "O"];
 const L: usize = 0;
 const O_CPU: usize = 1;
@@ -50,15 +50,49 @@ const O_BYTE: usize = 4;
 /// `network::platform`): same socket, same node, other nodes.
 pub const CLASSES: [&str; 3] = ["same_socket", "same_node", "other_node"];
 
+/// 128 bytes, so that copying one is inlined rather than a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Path {
     /// Picoseconds by cause ([`CAUSES`]); they sum to the path's time.
     pub ps: [Time; 7],
-    /// Per link class ([`CLASSES`]), the parameters crossed ([`PARAMS`]).
-    pub counts: [[u64; 5]; 3],
+    /// Per link class ([`CLASSES`]): L, o and g crossed.
+    crossings: [[u32; 3]; 3],
+    /// Per link class: bytes paid G for.
+    g_bytes: [u64; 3],
+    /// Bytes paid O for, all classes together (kept per class, the path
+    /// would not fit in 128 bytes).
+    o_bytes: u64,
 }
 
 impl Path {
+    /// `n` more of parameter `k` ([`PARAMS`]) in link class `class`.
+    #[inline]
+    fn add_count(&mut self, class: usize, k: usize, n: u64) {
+        match k {
+            G_BYTE => self.g_bytes[class] += n,
+            O_BYTE => self.o_bytes += n,
+            _ => self.crossings[class][k] = self.crossings[class][k].saturating_add(n as u32),
+        }
+    }
+
+    /// How many of parameter `k` the path crossed in `class` (None for O,
+    /// which is kept for all classes together).
+    pub fn by_class(&self, class: usize, k: usize) -> Option<u64> {
+        match k {
+            G_BYTE => Some(self.g_bytes[class]),
+            O_BYTE => None,
+            _ => Some(self.crossings[class][k] as u64),
+        }
+    }
+
+    /// How many of parameter `k` the path crossed, all classes together: dT/dθ.
+    pub fn count(&self, k: usize) -> u64 {
+        if k == O_BYTE {
+            return self.o_bytes;
+        }
+        (0..CLASSES.len()).filter_map(|c| self.by_class(c, k)).sum()
+    }
+
     pub fn total(&self) -> Time {
         self.ps.iter().sum()
     }
@@ -77,15 +111,15 @@ impl Path {
     /// A sender's CPU: o + (s−1)·O.
     fn send_cpu(&mut self, class: usize, p: &LogGOPS, size: u64) {
         self.add(OVERHEAD, p.send_cpu(size));
-        self.counts[class][O_CPU] += 1;
-        self.counts[class][O_BYTE] += Self::bytes(size);
+        self.add_count(class, O_CPU, 1);
+        self.add_count(class, O_BYTE, Self::bytes(size));
     }
 
     /// A NIC, sending or receiving: g + (s−1)·G.
     fn nic(&mut self, class: usize, p: &LogGOPS, size: u64) {
         self.add(NIC, p.send_nic(size));
-        self.counts[class][GAP] += 1;
-        self.counts[class][G_BYTE] += Self::bytes(size);
+        self.add_count(class, GAP, 1);
+        self.add_count(class, G_BYTE, Self::bytes(size));
     }
 
     /// A receiver's CPU: o + (s−1)·max(O, G) (both counted where they are
@@ -93,22 +127,22 @@ impl Path {
     /// gap per byte even where the CPU pays it.
     fn recv_cpu(&mut self, class: usize, p: &LogGOPS, size: u64) {
         self.add(OVERHEAD, p.o_ps);
-        self.counts[class][O_CPU] += 1;
+        self.add_count(class, O_CPU, 1);
         let per_byte = p.recv_cpu(size) - p.o_ps;
         self.add(if p.big_o_ps >= p.big_g_ps { OVERHEAD } else { NIC }, per_byte);
         if p.big_o_ps >= p.big_g_ps {
-            self.counts[class][O_BYTE] += Self::bytes(size);
+            self.add_count(class, O_BYTE, Self::bytes(size));
         }
         if p.big_g_ps >= p.big_o_ps {
-            self.counts[class][G_BYTE] += Self::bytes(size);
+            self.add_count(class, G_BYTE, Self::bytes(size));
         }
     }
 
     /// A receiver's CPU behind a DMA NIC: o + (s−1)·O.
     fn recv_cpu_dma(&mut self, class: usize, p: &LogGOPS, size: u64) {
         self.add(OVERHEAD, p.recv_cpu_per_byte_o(size));
-        self.counts[class][O_CPU] += 1;
-        self.counts[class][O_BYTE] += Self::bytes(size);
+        self.add_count(class, O_CPU, 1);
+        self.add_count(class, O_BYTE, Self::bytes(size));
     }
 
     /// Whatever of [start, end) a CPU charge of `work` lost to detours.
@@ -118,9 +152,13 @@ impl Path {
 
     /// Each count raised to `other`'s where that is larger (a tie).
     fn max_counts(&mut self, other: &Path) {
-        for (a, b) in self.counts.iter_mut().flatten().zip(other.counts.iter().flatten()) {
+        for (a, b) in self.crossings.iter_mut().flatten().zip(other.crossings.iter().flatten()) {
             *a = (*a).max(*b);
         }
+        for (a, b) in self.g_bytes.iter_mut().zip(other.g_bytes) {
+            *a = (*a).max(b);
+        }
+        self.o_bytes = self.o_bytes.max(other.o_bytes);
     }
 }
 
@@ -172,7 +210,7 @@ pub struct Explained {
 /// Bytes per rank explaining adds (for the memory estimate made before the
 /// run): a path per CPU and NIC clock (three with one CPU and one NIC), the
 /// wait counters, and the paths of queued events in their hash table (about
-/// 1.1 KB per rank in all measured on the bench cases: allow 5 paths' worth).
+/// 0.8 KB per rank in all measured on the bench cases: allow 5 paths' worth).
 pub fn explain_bytes_per_rank() -> u128 {
     (4 * std::mem::size_of::<Path>() + std::mem::size_of::<Waits>() + 5 * (std::mem::size_of::<Path>() + 16)) as u128
 }
@@ -378,7 +416,7 @@ impl<P: Program> Engine<P> {
         nic.nic(class, p, size);
         self.x_set(n, nic);
         out.add(OVERHEAD, p.o_ps);
-        out.counts[class][O_CPU] += 1;
+        out.add_count(class, O_CPU, 1);
         self.explained.as_deref_mut().expect("explaining").msg = out;
     }
 
@@ -400,7 +438,7 @@ impl<P: Program> Engine<P> {
         let class = self.net.class(src, dst);
         let m = self.x_msg();
         m.add(WIRE, latency + hops);
-        m.counts[class][L] += 1;
+        m.add_count(class, L, 1);
         m.add(PENALTY, extra);
     }
 
@@ -429,7 +467,7 @@ impl<P: Program> Engine<P> {
         self.x_set(n, nic);
         let mut landed = nic;
         landed.ps[NIC] -= p.g_ps;
-        landed.counts[class][GAP] -= 1;
+        landed.crossings[class][GAP] -= 1;
         landed
     }
 
@@ -450,12 +488,12 @@ impl<P: Program> Engine<P> {
         let class = self.net.class(from, to);
         let mut cpu = base;
         cpu.add(OVERHEAD, p.o_ps);
-        cpu.counts[class][O_CPU] += 1;
+        cpu.add_count(class, O_CPU, 1);
         cpu.noise(start, p.o_ps, self.clocks[c]);
         self.x_set(c, cpu);
         let mut out = base;
         out.add(OVERHEAD, p.o_ps);
-        out.counts[class][O_CPU] += 1;
+        out.add_count(class, O_CPU, 1);
         *self.x_msg() = out;
     }
 
@@ -465,7 +503,7 @@ impl<P: Program> Engine<P> {
         let class = self.net.class(from, to);
         let mut cpu = self.x_cur();
         cpu.add(OVERHEAD, p.o_ps);
-        cpu.counts[class][O_CPU] += 1;
+        cpu.add_count(class, O_CPU, 1);
         cpu.noise(self.now, p.o_ps, self.clocks[c]);
         self.x_set(c, cpu);
     }
@@ -542,7 +580,7 @@ mod tests {
     }
 
     fn count(path: &Path, k: usize) -> u64 {
-        path.counts.iter().map(|c| c[k]).sum()
+        path.count(k)
     }
 
     /// T(θ + δ) − T(θ) = δ · dT/dθ for each parameter, and the causes
@@ -578,6 +616,11 @@ mod tests {
     fn net() -> serde_json::Value {
         // G a whole number of ps per byte, so (s−1)·G is exact
         serde_json::json!({"L_s": 2.5e-6, "o_s": 1.5e-6, "g_s": 1.0e-6, "G_s_per_byte": 6e-9, "S_bytes": 65535})
+    }
+
+    #[test]
+    fn a_path_is_copied_inline() {
+        assert_eq!(std::mem::size_of::<Path>(), 128);
     }
 
     #[test]
