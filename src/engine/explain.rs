@@ -315,9 +315,10 @@ impl<P: Program> Engine<P> {
 
     /// Rank `rank`'s CPU clock `c` was idle until `t`, when something ended
     /// the wait (`why`: LATE_SENDER, LATE_RECEIVER or OTHER) from rank `on`.
-    pub(super) fn x_wait(&mut self, rank: u32, c: usize, t: Time, why: usize, on: u32) {
-        let idle = t.saturating_sub(self.clocks[c]);
-        if idle == 0 || self.clocks[c] == super::fabric::MEM_BUSY {
+    /// `before`: the clock's value until then.
+    pub(super) fn x_wait(&mut self, rank: u32, before: Time, t: Time, why: usize, on: u32) {
+        let idle = t.saturating_sub(before);
+        if idle == 0 || before == super::fabric::MEM_BUSY {
             return;
         }
         let x = self.explained.as_deref_mut().expect("explaining");

@@ -175,7 +175,7 @@ impl<P: Program> Engine<P> {
             return;
         }
         if self.explained.is_some() {
-            self.x_wait(ev.rank, c, ev.time, super::explain::OTHER, ev.rank);
+            self.x_wait(ev.rank, self.clocks[c], ev.time, super::explain::OTHER, ev.rank);
         }
         self.x_mem_start(ev.rank, ev.cpu(), ev.size);
         let d = self.net.platform.as_deref().expect("checked when issued").socket(ev.rank) as usize;

@@ -309,11 +309,10 @@ impl<P: Program> Engine<P> {
             self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
-        if self.explained.is_some() {
-            self.x_wait(ev.rank, c, ev.time, OTHER, ev.rank);
-        }
+        let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
         if self.explained.is_some() {
+            self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
             self.x_compute(c, ev.time, ev.size);
         }
         if self.timeline.is_some() {
@@ -351,11 +350,10 @@ impl<P: Program> Engine<P> {
             self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
-        if self.explained.is_some() {
-            self.x_wait(ev.rank, c, ev.time, OTHER, ev.rank);
-        }
+        let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
         if self.explained.is_some() {
+            self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
             self.x_compute(c, ev.time, 0);
         }
         self.program.started(ev.rank, ev.id);
@@ -377,12 +375,11 @@ impl<P: Program> Engine<P> {
             return self.send_control(ev.with_kind(EvKind::Rts), ev.peer, &p);
         }
         let depart = if self.net.nic_model == NicModel::Dma { ev.time.max(self.clocks[n]) } else { ev.time };
-        if self.explained.is_some() {
-            self.x_wait(ev.rank, c, ev.time, OTHER, ev.rank);
-        }
+        let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
         self.clocks[n] = depart + p.send_nic(ev.size);
         if self.explained.is_some() {
+            self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
             self.x_send(self.x_cur(), (c, n), ev.time, depart, &p, (ev.rank, ev.peer, ev.size));
         }
         let mut msg = ev.with_kind(EvKind::Msg);
@@ -449,12 +446,11 @@ impl<P: Program> Engine<P> {
         }
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
-        if self.explained.is_some() {
-            self.x_wait(dst, c, ev.time, LATE_SENDER, src);
-        }
+        let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
         if self.explained.is_some() {
+            self.x_wait(dst, before, ev.time, LATE_SENDER, src);
             self.x_receive((c, n), &p, (src, dst, ev.size));
         }
         if self.timeline.is_some() {
@@ -521,7 +517,7 @@ impl<P: Program> Engine<P> {
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
         if self.explained.is_some() {
-            self.x_wait(dst, c, ev.time, LATE_SENDER, src);
+            self.x_wait(dst, self.clocks[c], ev.time, LATE_SENDER, src);
         }
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
         if self.explained.is_some() {
@@ -562,7 +558,7 @@ impl<P: Program> Engine<P> {
         let base = self.explained.is_some().then(|| self.x_latest(&self.send_clocks(c, n), false));
         let depart = t.max(self.clocks[n]);
         if base.is_some() {
-            self.x_wait(rank, c, t, OTHER, rank);
+            self.x_wait(rank, self.clocks[c], t, OTHER, rank);
         }
         self.clocks[c] = self.noise.cpu_end(rank, t, p.send_cpu(size));
         self.clocks[n] = depart + p.send_nic(size);
@@ -584,7 +580,7 @@ impl<P: Program> Engine<P> {
         // t is the later of the CPU's clock and now
         let base = self.explained.is_some().then(|| self.x_latest(&[c], true));
         if self.explained.is_some() {
-            self.x_wait(from, c, t, OTHER, from);
+            self.x_wait(from, self.clocks[c], t, OTHER, from);
         }
         self.clocks[c] = self.noise.cpu_end(from, t, p.o_ps);
         if let Some(base) = base {
@@ -611,7 +607,7 @@ impl<P: Program> Engine<P> {
         if self.explained.is_some() {
             // a request to send means a late sender; a clear to send, a late receiver
             let why = if ev.kind() == EvKind::Rts { LATE_SENDER } else { LATE_RECEIVER };
-            self.x_wait(ev.rank, c, ev.time, why, ev.peer);
+            self.x_wait(ev.rank, self.clocks[c], ev.time, why, ev.peer);
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
         if self.explained.is_some() {
@@ -702,7 +698,7 @@ impl<P: Program> Engine<P> {
         let (c, n) = (self.o(src, cpu), self.gs(src, nic));
         let paths = self.explained.is_some().then(|| [self.x_latest(&[c], true), self.x_latest(&[n], true)]);
         if self.explained.is_some() {
-            self.x_wait(src, c, now, LATE_RECEIVER, dst);
+            self.x_wait(src, self.clocks[c], now, LATE_RECEIVER, dst);
         }
         self.clocks[c] = self.clocks[c].max(now);
         self.clocks[n] = self.clocks[n].max(now);
