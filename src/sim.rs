@@ -302,7 +302,7 @@ fn run_program<P: Program>(
     program: P,
     cfg: &Config,
     noise: Noise,
-    mut progress: Option<Progress>,
+    progress: Option<Progress>,
     extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
 ) -> Result<(RunResult, P), SimError> {
     let wall = Instant::now();
@@ -310,7 +310,22 @@ fn run_program<P: Program>(
     if let Some(pl) = net.platform.as_mut() {
         pl.seed = cfg.seed;
     }
-    let mut engine = Engine::new(program, net, noise)?;
+    if cfg.explain {
+        check_memory(program.num_ranks() as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes)?;
+        drive(Engine::new_explained(program, net, noise)?, cfg, progress, extract, wall)
+    } else {
+        drive(Engine::new(program, net, noise)?, cfg, progress, extract, wall)
+    }
+}
+
+/// Runs an engine (keeping the critical path or not: `X`) to the end.
+fn drive<P: Program, const X: bool>(
+    mut engine: Engine<P, X>,
+    cfg: &Config,
+    mut progress: Option<Progress>,
+    extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
+    wall: Instant,
+) -> Result<(RunResult, P), SimError> {
     if cfg.timeline_spans > 0 {
         if engine.num_ranks() > TIMELINE_MAX_RANKS {
             return Err(SimError::Invalid(format!(
@@ -320,10 +335,6 @@ fn run_program<P: Program>(
         }
         check_memory(cfg.timeline_spans as u128 * crate::engine::timeline::Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
         engine.timeline = Some(crate::engine::timeline::Timeline::new(cfg.timeline_spans as usize));
-    }
-    if cfg.explain {
-        check_memory(engine.num_ranks() as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes)?;
-        engine.explain();
     }
     loop {
         let finished = engine.step(CHUNK)?;

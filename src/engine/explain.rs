@@ -243,9 +243,9 @@ impl Explain {
     }
 }
 
-impl<P: Program> Engine<P> {
+impl<P: Program, const X: bool> Engine<P, X> {
     /// Keeps the critical path from now on (before the run starts).
-    pub fn explain(&mut self) {
+    pub(super) fn explain(&mut self) {
         let per_rank = self.stride - 2;
         let ranks = self.num_ranks() as usize;
         self.explained = Some(Box::new(Explain {
@@ -340,14 +340,14 @@ impl<P: Program> Engine<P> {
 
     /// Events run straight away at start-up take time 0's empty path.
     pub(super) fn x_start(&mut self) {
-        if let Some(x) = self.explained.as_deref_mut() {
+        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
             x.cur = Some(Path::default());
         }
     }
 
     /// `ev` was queued (new or again) with `path`.
     pub(super) fn x_queued(&mut self, stamp: u64, path: Path) {
-        if let Some(x) = self.explained.as_deref_mut() {
+        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
             x.events.insert(stamp, path);
         }
     }
@@ -355,7 +355,7 @@ impl<P: Program> Engine<P> {
     /// An event queued for now takes the current event's path (if it has
     /// one; else its clocks' when it runs).
     pub(super) fn x_queued_now(&mut self, stamp: u64) {
-        if let Some(x) = self.explained.as_deref_mut() {
+        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
             if let Some(p) = x.cur {
                 x.events.insert(stamp, p);
             }
@@ -511,7 +511,7 @@ impl<P: Program> Engine<P> {
 
     /// A memory-bound computation of `bytes` started on (rank, cpu).
     pub(super) fn x_mem_start(&mut self, rank: u32, cpu: u8, bytes: u64) {
-        if let Some(x) = self.explained.as_deref_mut() {
+        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
             let start = x.cur.unwrap_or_default();
             x.mem.insert((rank, cpu), (start, bytes));
         }

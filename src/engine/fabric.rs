@@ -102,7 +102,7 @@ impl Fabric {
     }
 }
 
-impl<P: Program> Engine<P> {
+impl<P: Program, const X: bool> Engine<P, X> {
     /// Counts a message between nodes of plain LogGOPS (block mapping).
     #[inline]
     pub(super) fn count_plain(&mut self, src: u32, dst: u32, size: u64) {
@@ -117,13 +117,13 @@ impl<P: Program> Engine<P> {
 /// Random stream of the per-rank regime chains' seeds.
 const REGIME_RANK: u64 = 0x5EC3_0000;
 
-impl<P: Program> Engine<P> {
+impl<P: Program, const X: bool> Engine<P, X> {
     /// When a message leaving `src` at `depart` (its send overhead done)
     /// reaches `dst`, given the link class's latency `l`.
     pub(super) fn arrival(&mut self, src: u32, dst: u32, size: u64, depart: Time, l: Time) -> Time {
         let Some(pl) = self.net.platform.as_deref() else {
             self.count_plain(src, dst, size);
-            if self.explained.is_some() {
+            if self.explaining() {
                 self.x_flight(src, dst, l, 0, 0);
             }
             return depart + l;
@@ -143,7 +143,7 @@ impl<P: Program> Engine<P> {
             }
         }
         if class != OTHER_NODE {
-            if self.explained.is_some() {
+            if self.explaining() {
                 self.x_flight(src, dst, latency, 0, 0);
             }
             return depart + latency;
@@ -160,7 +160,7 @@ impl<P: Program> Engine<P> {
             start = start.max(*free);
             *free = start + (size as f64 * pl.node_ps_per_byte).round() as Time;
         }
-        if self.explained.is_some() {
+        if self.explaining() {
             // stalls and the wait for the node's link are the platform's penalties
             self.x_flight(src, dst, latency, hop_latency, on_path - hop_latency + (start - depart));
         }
@@ -174,7 +174,7 @@ impl<P: Program> Engine<P> {
             self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_wait(ev.rank, self.clocks[c], ev.time, super::explain::OTHER, ev.rank);
         }
         self.x_mem_start(ev.rank, ev.cpu(), ev.size);
@@ -213,7 +213,7 @@ impl<P: Program> Engine<P> {
         });
         let c = self.o(a.rank, a.cpu);
         self.clocks[c] = self.noise.cpu_end(a.rank, a.start, ev.time - a.start);
-        if self.explained.is_some() {
+        if self.explaining() {
             let core = self.fabric.memory.as_ref().expect("memory").bw.core_bytes_per_ps;
             self.x_mem_end((a.rank, a.cpu, c), a.start, ev.time, core);
         }
@@ -225,7 +225,7 @@ impl<P: Program> Engine<P> {
         self.events += 1;
         for mut e in released {
             e.time = self.clocks[c].max(self.now);
-            if self.explained.is_some() {
+            if self.explaining() {
                 self.x_queued(e.stamp(), self.x_latest(&[c], true));
             }
             self.queue.push_again(e);

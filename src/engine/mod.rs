@@ -86,7 +86,9 @@ pub const MAX_MESSAGE_BYTES: u64 = 1 << 47;
 /// How many stuck ranks or leftover messages an error names.
 const REPORT_LIMIT: usize = 10;
 
-pub struct Engine<P: Program> {
+/// `X`: whether the run keeps its critical path (explain.rs); an engine
+/// without it has every explaining branch compiled out.
+pub struct Engine<P: Program, const X: bool = false> {
     pub program: P,
     net: Network,
     noise: Noise,
@@ -116,7 +118,28 @@ pub struct Engine<P: Program> {
 }
 
 impl<P: Program> Engine<P> {
-    pub fn new(program: P, mut net: Network, noise: Noise) -> Result<Self, SimError> {
+    pub fn new(program: P, net: Network, noise: Noise) -> Result<Self, SimError> {
+        Self::build(program, net, noise)
+    }
+}
+
+impl<P: Program> Engine<P, true> {
+    /// An engine that keeps the critical path (see explain.rs).
+    pub fn new_explained(program: P, net: Network, noise: Noise) -> Result<Self, SimError> {
+        let mut e = Self::build(program, net, noise)?;
+        e.explain();
+        Ok(e)
+    }
+}
+
+impl<P: Program, const X: bool> Engine<P, X> {
+    /// Whether this run keeps its critical path (false at compile time for `X = false`).
+    #[inline(always)]
+    fn explaining(&self) -> bool {
+        X && self.explained.is_some()
+    }
+
+    fn build(program: P, mut net: Network, noise: Noise) -> Result<Self, SimError> {
         net.validate().map_err(SimError::Invalid)?;
         net.prepare(program.num_ranks()).map_err(SimError::Invalid)?;
         let fabric = fabric::Fabric::new(&net, program.num_ranks());
@@ -203,7 +226,7 @@ impl<P: Program> Engine<P> {
                 return Err(self.past_limit(ev.time));
             }
             self.now = ev.time;
-            if self.explained.is_some() {
+            if self.explaining() {
                 self.x_begin(&ev);
             }
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD) {
@@ -311,7 +334,7 @@ impl<P: Program> Engine<P> {
         }
         let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
             self.x_compute(c, ev.time, ev.size);
         }
@@ -352,7 +375,7 @@ impl<P: Program> Engine<P> {
         }
         let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
             self.x_compute(c, ev.time, 0);
         }
@@ -378,14 +401,14 @@ impl<P: Program> Engine<P> {
         let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
         self.clocks[n] = depart + p.send_nic(ev.size);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
             self.x_send(self.x_cur(), (c, n), ev.time, depart, &p, (ev.rank, ev.peer, ev.size));
         }
         let mut msg = ev.with_kind(EvKind::Msg);
         let arrive = if self.net.platform.is_none() {
             self.count_plain(ev.rank, ev.peer, ev.size);
-            if self.explained.is_some() {
+            if self.explaining() {
                 self.x_flight(ev.rank, ev.peer, p.l_ps, 0, 0);
             }
             depart + p.o_ps + p.l_ps
@@ -398,7 +421,7 @@ impl<P: Program> Engine<P> {
             self.record(ev.rank, ev.peer, (ev.time, arrive), timeline::Activity::Message, (ev.tag, ev.size));
         }
         let stamp = self.queue.push_new(msg);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_queue_msg(stamp);
         }
         if !p.is_rendezvous(ev.size) {
@@ -449,7 +472,7 @@ impl<P: Program> Engine<P> {
         let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_wait(dst, before, ev.time, LATE_SENDER, src);
             self.x_receive((c, n), &p, (src, dst, ev.size));
         }
@@ -500,7 +523,7 @@ impl<P: Program> Engine<P> {
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
         let mut landed = ev.with_kind(if ev.kind() == EvKind::Data { EvKind::DataLanded } else { EvKind::Landed });
         landed.time = self.clocks[n] - p.g_ps;
-        if self.explained.is_some() {
+        if self.explaining() {
             let path = self.x_land(n, &p, (ev.peer, ev.rank, ev.size));
             self.x_queued(landed.stamp(), path);
         }
@@ -516,11 +539,11 @@ impl<P: Program> Engine<P> {
         }
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_wait(dst, self.clocks[c], ev.time, LATE_SENDER, src);
         }
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_landed(c, &p, (src, dst, ev.size));
         }
         if self.timeline.is_some() {
@@ -555,7 +578,7 @@ impl<P: Program> Engine<P> {
     #[allow(clippy::too_many_arguments)]
     fn charge_send(&mut self, (rank, dst): (u32, u32), cpu: u8, nic: u8, t: Time, size: u64, p: &LogGOPS) -> Time {
         let (c, n) = (self.o(rank, cpu), self.gs(rank, nic));
-        let base = self.explained.is_some().then(|| self.x_latest(&self.send_clocks(c, n), false));
+        let base = self.explaining().then(|| self.x_latest(&self.send_clocks(c, n), false));
         let depart = t.max(self.clocks[n]);
         if base.is_some() {
             self.x_wait(rank, self.clocks[c], t, OTHER, rank);
@@ -578,8 +601,8 @@ impl<P: Program> Engine<P> {
         let (from, t) = (ev.rank, ev.time);
         let c = self.o(from, ev.cpu());
         // t is the later of the CPU's clock and now
-        let base = self.explained.is_some().then(|| self.x_latest(&[c], true));
-        if self.explained.is_some() {
+        let base = self.explaining().then(|| self.x_latest(&[c], true));
+        if self.explaining() {
             self.x_wait(from, self.clocks[c], t, OTHER, from);
         }
         self.clocks[c] = self.noise.cpu_end(from, t, p.o_ps);
@@ -592,7 +615,7 @@ impl<P: Program> Engine<P> {
             self.record(from, to, (t, ev.time), timeline::Activity::Message, (ev.tag, 0));
         }
         let stamp = self.queue.push_new(ev);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_queue_msg(stamp);
         }
     }
@@ -604,13 +627,13 @@ impl<P: Program> Engine<P> {
         if !self.free_or_defer(ev, c) {
             return false;
         }
-        if self.explained.is_some() {
+        if self.explaining() {
             // a request to send means a late sender; a clear to send, a late receiver
             let why = if ev.kind() == EvKind::Rts { LATE_SENDER } else { LATE_RECEIVER };
             self.x_wait(ev.rank, self.clocks[c], ev.time, why, ev.peer);
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_control_in(c, p, (ev.peer, ev.rank));
         }
         true
@@ -669,7 +692,7 @@ impl<P: Program> Engine<P> {
         let mut data = ev.with_kind(EvKind::Data);
         (data.time, data.rank, data.peer) = (arrive, dst, src);
         let stamp = self.queue.push_new(data);
-        if self.explained.is_some() {
+        if self.explaining() {
             self.x_queue_msg(stamp);
         }
         self.program.done(src, ev.id);
@@ -696,8 +719,8 @@ impl<P: Program> Engine<P> {
         self.program.done(src, send_id);
         self.touched.push(src);
         let (c, n) = (self.o(src, cpu), self.gs(src, nic));
-        let paths = self.explained.is_some().then(|| [self.x_latest(&[c], true), self.x_latest(&[n], true)]);
-        if self.explained.is_some() {
+        let paths = self.explaining().then(|| [self.x_latest(&[c], true), self.x_latest(&[n], true)]);
+        if self.explaining() {
             self.x_wait(src, self.clocks[c], now, LATE_RECEIVER, dst);
         }
         self.clocks[c] = self.clocks[c].max(now);
@@ -726,7 +749,7 @@ impl<P: Program> Engine<P> {
             for op in ready.drain(..) {
                 let ev = self.event_for(r, op)?;
                 let stamp = self.queue.push_new(ev);
-                if self.explained.is_some() {
+                if self.explaining() {
                     self.x_issued(stamp, self.op_clocks(r, &op), op.kind == OpKind::Recv);
                 }
             }
