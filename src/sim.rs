@@ -311,7 +311,13 @@ fn run_program<P: Program>(
         pl.seed = cfg.seed;
     }
     if cfg.explain {
-        check_memory(program.num_ranks() as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes)?;
+        check_memory(program.num_ranks() as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| match e {
+            SimError::MemoryLimit(m) => SimError::MemoryLimit(format!(
+                "{m} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
+                crate::engine::explain_bytes_per_rank()
+            )),
+            e => e,
+        })?;
         drive(Engine::new_explained(program, net, noise)?, cfg, progress, extract, wall)
     } else {
         drive(Engine::new(program, net, noise)?, cfg, progress, extract, wall)

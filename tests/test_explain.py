@@ -166,3 +166,10 @@ def test_a_traced_program_moves_by_its_derivative(tmp_path, param, key):
     assert n > 0
     up = replay(trace, base={"network": {key: default(f"network.{key}") + 3e-12}})
     assert up.summary["makespan_ps"] - r.summary["makespan_ps"] == 3 * n
+
+
+def test_explaining_a_run_too_large_is_refused_before_it_starts(cli, tmp_path):
+    scn = tmp_path / "huge.toml"
+    scn.write_text('[limits]\nmax_memory_bytes = 1000000000\n[workload]\nkind = "bsp"\nranks = 2000000\niterations = 2\n')
+    p = cli("simulate", scn, "--explain", "--quiet", check=False)
+    assert p.returncode == 2 and "for the critical path alone" in p.stderr and "Traceback" not in p.stderr
