@@ -173,3 +173,11 @@ def test_explaining_a_run_too_large_is_refused_before_it_starts(cli, tmp_path):
     scn.write_text('[limits]\nmax_memory_bytes = 1000000000\n[workload]\nkind = "bsp"\nranks = 2000000\niterations = 2\n')
     p = cli("simulate", scn, "--explain", "--quiet", check=False)
     assert p.returncode == 2 and "for the critical path alone" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_tolerance_without_limit_says_so(monkeypatch):
+    import idlewave.explain as ex
+
+    r = simulate(bsp(), explain=True)
+    monkeypatch.setattr(ex, "_makespan", lambda s: r.summary["makespan_s"])  # a run nothing slows
+    assert tolerance(r.scenario, r.explain, "L", slowdowns=(0.01,)) == {0.01: float("inf")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
@@ -50,7 +51,8 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
             tt.add_column(f"{f:.0%}", justify="right")
         for p, v in tolerances.items():
             unit, scale = ("µs", 1e6) if p in ("L", "o", "g") else ("ps/byte", 1e12)
-            tt.add_row(p, *(("not on the path" if v[f] is None else f"+{v[f] * scale:.4g} {unit}") for f in slowdowns))
+            tt.add_row(p, *(("not on the path" if v[f] is None else "no limit found" if math.isinf(v[f])
+                             else f"+{v[f] * scale:.4g} {unit}") for f in slowdowns))
         out.print(tt)
 
 
@@ -99,7 +101,10 @@ def explain(
         fail(f"{target}: cannot read the result: {e}")
     except KeyboardInterrupt:
         fail("interrupted", code=130)
-    doc = {**x.to_json(), "tolerance": {p: {str(f): v for f, v in t.items()} for p, t in tolerances.items()},
+    unbounded = "no limit found up to 1000x the makespan"
+    doc = {**x.to_json(),
+           "tolerance": {p: {str(f): (unbounded if v is not None and math.isinf(v) else v) for f, v in t.items()}
+                         for p, t in tolerances.items()},
            "curves": {p: [{"value": v, "makespan_s": m} for v, m in c] for p, c in curves.items()}}
     if out_dir is not None:
         from idlewave.results import write_json

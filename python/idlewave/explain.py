@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,8 +153,8 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
     """The largest increase of `param` for which the makespan grows by at
     most each slowdown, found by re-simulating: bracketed from the
     first-order estimate, then bisected to `rel_tol` of the answer. None
-    where the parameter is not on the critical path (no increase slows the
-    run while the path stays; the search stops at 1000× the makespan)."""
+    where the parameter is not on the critical path; infinity where no
+    increase up to 1000× the makespan slows the run that much."""
     base = explanation.makespan_s
     out: dict[float, float | None] = {}
     for f in slowdowns:
@@ -167,6 +168,9 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
             lo, hi = hi, hi * 2
             if hi > 1000 * base:
                 break
+        if hi > 1000 * base:
+            out[f] = math.inf
+            continue
         while hi - lo > rel_tol * max(lo, first):
             mid = (lo + hi) / 2
             if _makespan(perturbed(scenario, param, mid)) <= limit:
