@@ -94,7 +94,7 @@ pub static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn run_briefly(mut cfg: Config) {
     let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     cfg.max_memory_bytes = Some(cfg.max_memory_bytes.unwrap_or(64 << 20).min(64 << 20));
-    let mut stop = |_t, events: u64| events < 1_000_000;
+    let mut stop = |_t, events: u64, _done| events < 1_000_000;
     let _ = sim::run(&cfg, Some(&mut stop));
 }
 

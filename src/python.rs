@@ -131,35 +131,40 @@ fn sim_err(e: SimError) -> PyErr {
 
 /// Runs one scenario (the checked document from idlewave.scenario, as JSON),
 /// capturing a timeline of up to `timeline_spans` spans. `progress(sim_time_s,
-/// events) -> bool` is called between chunks of events; returning False stops the run.
+/// events) -> bool` (with `progress_done`: `progress(sim_time_s, events,
+/// done)`, done the share of the work done or None) is called between
+/// chunks of events; returning False stops the run.
 /// `explain` keeps the critical path (as `[record] explain` does).
 #[pyfunction]
-#[pyo3(signature = (doc_json, progress=None, timeline_spans=0, explain=false))]
+#[pyo3(signature = (doc_json, progress=None, timeline_spans=0, explain=false, progress_done=false))]
 fn simulate<'py>(
     py: Python<'py>,
     doc_json: &str,
     progress: Option<PyObject>,
     timeline_spans: u64,
     explain: bool,
+    progress_done: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
     cfg.timeline_spans = timeline_spans;
     cfg.explain |= explain;
     let mut py_err: Option<PyErr> = None;
-    let mut cb = |now: Time, events: u64| -> bool {
+    let mut cb = |now: Time, events: u64, done: Option<f64>| -> bool {
         if let Err(e) = py.check_signals() {
             py_err = Some(e);
             return false;
         }
         match &progress {
             None => true,
-            Some(f) => match f.call1(py, (to_seconds(now), events)) {
-                Ok(v) => v.extract::<bool>(py).unwrap_or(true),
-                Err(e) => {
-                    py_err = Some(e);
-                    false
+            Some(f) => {
+                match if progress_done { f.call1(py, (to_seconds(now), events, done)) } else { f.call1(py, (to_seconds(now), events)) } {
+                    Ok(v) => v.extract::<bool>(py).unwrap_or(true),
+                    Err(e) => {
+                        py_err = Some(e);
+                        false
+                    }
                 }
-            },
+            }
         }
     };
     let result = crate::interrupt::with_check(no_signal, || sim::run(&cfg, Some(&mut cb)));
@@ -249,6 +254,14 @@ fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bou
     waits.set_item("longest_ps", PyArray1::from_vec(py, col(|w| w.longest)))?;
     waits.set_item("longest_on", PyArray1::from_vec(py, x.waits.iter().map(|w| w.longest_on).collect::<Vec<u32>>()))?;
     d.set_item("waits", waits)?;
+    let route = PyDict::new(py);
+    route.set_item("rank", PyArray1::from_vec(py, x.route.iter().map(|s| s.rank).collect::<Vec<u32>>()))?;
+    route.set_item("start_ps", PyArray1::from_vec(py, x.route.iter().map(|s| s.start).collect::<Vec<u64>>()))?;
+    route.set_item("end_ps", PyArray1::from_vec(py, x.route.iter().map(|s| s.end).collect::<Vec<u64>>()))?;
+    for (c, name) in CAUSES.iter().enumerate() {
+        route.set_item(format!("{name}_ps"), PyArray1::from_vec(py, x.route.iter().map(|s| s.ps[c]).collect::<Vec<u64>>()))?;
+    }
+    d.set_item("route", route)?;
     Ok(d)
 }
 

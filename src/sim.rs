@@ -104,7 +104,9 @@ pub struct RunResult {
 
 /// Called between chunks of events with (simulated time, events so far);
 /// returning false stops the run.
-pub type Progress<'a> = &'a mut dyn FnMut(Time, u64) -> bool;
+/// Told (simulated time, events so far, the share of the work done if the
+/// program knows it) between chunks of events; false stops the run.
+pub type Progress<'a> = &'a mut dyn FnMut(Time, u64, Option<f64>) -> bool;
 
 const CHUNK: u64 = 1 << 20;
 
@@ -284,11 +286,15 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
 fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let (p, iters) = (w.num_ranks(), w.iterations());
     let names = w.timer_names();
-    let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 };
+    let waits = cfg.record_timers && cfg.explain;
+    let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 }
+        + if waits { Recorder::wait_bytes_needed(p, iters) } else { 0 };
     let per_rank = engine_bytes_per_rank(cfg) + StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
     check_memory(p as u128 * per_rank + timer_bytes, cfg.max_memory_bytes)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, p)?; // its cache is in engine_bytes_per_rank
     let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
+    // explained: each rank's idle time per iteration, as one more timer
+    let recorder = if waits { recorder.tracking_waits() } else { recorder };
     let program = StreamProgram::new(w, recorder).with_async_progress(cfg.async_progress);
     run_program(program, cfg, noise, progress, |prog: &StreamProgram<W>| {
         let rec = &prog.recorder;
@@ -348,7 +354,7 @@ fn drive<P: Program, const X: bool>(
             break;
         }
         if let Some(cb) = progress.as_mut() {
-            if !cb(engine.now(), engine.events) {
+            if !cb(engine.now(), engine.events, engine.program.progress()) {
                 return Err(SimError::Interrupted);
             }
         }

@@ -186,7 +186,9 @@ def test_init_writes_a_template_that_runs(cli, tmp_path):
 
 
 def test_shell_completion_completes_commands(cli):
-    assert "_idlewave_completion" in cli("--show-completion", "bash").stdout
+    # the shell named, not detected from the process tree (which depends on how the tests run)
+    named = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    assert "_idlewave_completion" in cli("--show-completion", "bash", env=named).stdout
     p = cli(env={"_IDLEWAVE_COMPLETE": "complete_bash", "COMP_WORDS": "idlewave sim", "COMP_CWORD": "1"}, check=False)
     assert p.stdout.split() == ["simulate"]
 

@@ -75,7 +75,8 @@ def test_explain_on_the_command_line(cli, tmp_path):
     assert (run / "breakdown.png").stat().st_size > 0 and (run / "t_of_L.png").stat().st_size > 0
     # a scenario file explains straight away
     p = cli("explain", scn, "--no-tolerance")
-    assert "Derivatives of the makespan" in p.stdout
+    assert "Derivatives of the makespan" in p.stdout and "The critical path runs through" in p.stdout
+    assert (run / "route.png").stat().st_size > 0
 
 
 def test_explain_refuses_what_it_cannot_read(cli, tmp_path):
@@ -104,6 +105,45 @@ def test_waits_name_the_late_rank():
         assert by_rank[n]["longest_wait_on"] == 3 and by_rank[n]["late_sender_s"] > 0.9e-3
     assert by_rank[3]["late_sender_s"] < 1e-4
     assert r.explain.bound() == "noise"
+
+
+def test_the_route_starts_on_the_delayed_rank_and_covers_the_run(tmp_path):
+    # rank 3 is held up 1 ms at the start: the critical path starts there,
+    # with the detour, then runs on through the others without a gap
+    scn = {**bsp(ranks=8, iterations=5), "noise": [{"kind": "single", "rank": 3, "start_s": 0.0, "duration_s": 1e-3}]}
+    r = simulate(scn, explain=True)
+    route = r.explain.route
+    first = route.row(0, named=True)
+    assert first["rank"] == 3 and first["start_s"] == 0.0 and first["noise_s"] == pytest.approx(1e-3)
+    assert route.height > 1 and (route["rank"].diff().drop_nulls() != 0).all()
+    assert (route["start_s"][1:].to_numpy() == route["end_s"][:-1].to_numpy()).all()
+    assert route["end_s"][-1] == pytest.approx(r.explain.makespan_s, rel=1e-12)
+    for cause, seconds in r.explain.causes_s().items():
+        assert route[f"{cause}_s"].sum() == pytest.approx(seconds, rel=1e-9, abs=1e-15)
+    r.write(tmp_path / "run")
+    import polars as pl
+
+    assert pl.read_parquet(tmp_path / "run" / "route.parquet").equals(route)
+    assert json.loads((tmp_path / "run" / "explain.json").read_text())["route"]["segments"] == route.height
+
+
+def test_waits_per_iteration_show_when_the_delay_struck(tmp_path):
+    # rank 3's 1 ms detour at the start: its neighbours wait for it in iteration 0
+    scn = {**bsp(ranks=8, iterations=6), "noise": [{"kind": "single", "rank": 3, "start_s": 0.0, "duration_s": 1e-3}]}
+    r = simulate(scn, explain=True)
+    m = r.explain.by_iteration
+    assert m.shape == (8, 6)
+    for n in (2, 4):
+        assert m[n, 0] > 0.9e-3 and m[n, 1:].sum() < 1e-4
+    w = r.explain.waits_frame()
+    total = (w["late_sender_s"] + w["late_receiver_s"] + w["other_s"]).to_numpy()
+    assert m.sum(axis=1) == pytest.approx(total, rel=1e-9, abs=1e-15)
+    r.write(tmp_path / "run")
+    from idlewave.explain import figures, read
+
+    _, back = read(tmp_path / "run")
+    assert (back.by_iteration == m).all()
+    assert (tmp_path / "run" / "waits_by_iteration.png") in figures(back, None, "L", tmp_path / "run")
 
 
 def test_a_late_receiver_holds_up_a_rendezvous_send(tmp_path):
@@ -150,7 +190,8 @@ def test_the_report_says_what_bounds_each_explained_run(cli, tmp_path):
     page = cli("report", tmp_path / "runs").stdout
     html = (tmp_path / "runs" / "report.html").read_text()
     assert "What bounds this run" in html and "bound by" in html and "slows by 1%" in html
-    assert html.count("<img") >= 4 and page is not None  # runs' plot, breakdown, waits, T(L)
+    assert html.count("<img") >= 5 and page is not None  # runs' plot, breakdown, waits, route, T(L)
+    assert "The critical path runs through" in html
 
 
 @pytest.mark.parametrize("param,key", [("L", "L_s"), ("o", "o_s")])
@@ -181,3 +222,17 @@ def test_a_tolerance_without_limit_says_so(monkeypatch):
     r = simulate(bsp(), explain=True)
     monkeypatch.setattr(ex, "_makespan", lambda s: r.summary["makespan_s"])  # a run nothing slows
     assert tolerance(r.scenario, r.explain, "L", slowdowns=(0.01,)) == {0.01: float("inf")}
+
+
+def test_a_route_too_long_to_keep_is_reported_partial(cli, tmp_path):
+    # a symmetric allreduce without noise ties at every step: every rank keeps
+    # its own chain, more than the hop budget (2 per rank), so the oldest go
+    scn = tmp_path / "allreduce.toml"
+    scn.write_text('[workload]\nkind = "collective"\ncollective = "allreduce"\nalgorithm = "recursive_doubling"\n'
+                   'ranks = 20000\niterations = 3\nmessage_bytes = 8\ncompute_s = 1e-6\n')
+    p = cli("explain", scn, "--no-tolerance", "--out", tmp_path / "x")
+    assert "The route is partial: it starts at" in p.stdout
+    doc = json.loads((tmp_path / "x" / "explain.json").read_text())
+    assert 0 < doc["route"]["from_s"] < doc["makespan_s"]
+    # the breakdown still covers the whole run
+    assert sum(doc["causes_ps"].values()) == doc["makespan_ps"]

@@ -346,3 +346,24 @@ def test_krylov_kernels_overlap_when_nonblocking():
             t[kernel, mode] = r.summary["makespan_s"]
     for kernel in ("allreduce", "halo"):
         assert 5 * 2.1e-4 - 1e-12 <= t[kernel, "nonblocking"] < t[kernel, "blocking"]
+
+
+def test_progress_reports_the_share_done_where_iterations_tell_it():
+    # 4,096 ranks × 200 iterations: several chunks of ~1M events
+    scn = {"workload": {"kind": "bsp", "ranks": 4096, "iterations": 200, "compute_s": 1e-5, "distances": [1],
+                        "message_bytes": 64}}
+    seen = []
+    r = idlewave.simulate(scn, progress=lambda sim_s, events, done: seen.append((events, done)) or True)
+    assert len(seen) >= 3 and all(d is not None and 0 <= d <= 1 for _, d in seen)
+    # it grows with the events, in step with them (BSP: each iteration costs the same)
+    for events, done in seen:
+        assert done == pytest.approx(events / r.summary["events"], abs=0.05)
+    assert [d for _, d in seen] == sorted(d for _, d in seen)
+    # a two-argument callback is still called as before
+    calls = []
+    idlewave.simulate(scn, progress=lambda sim_s, events: calls.append(events) or True)
+    assert calls == [e for e, _ in seen]
+    # without timers there are no iterations to count
+    quiet = []
+    idlewave.simulate({**scn, "record": {"timers": False}}, progress=lambda s, e, done: quiet.append(done) or True)
+    assert quiet and all(d is None for d in quiet)

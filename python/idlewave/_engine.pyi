@@ -16,8 +16,8 @@ class MemoryLimitError(SimulationError): ...
 class ScenarioRuleError(ValueError):
     """A scenario the engine refuses: args are (key path, message)."""
 
-def simulate(doc_json: str, progress: Callable[[float, int], bool] | None = None, timeline_spans: int = 0,
-             explain: bool = False) -> dict[str, Any]:
+def simulate(doc_json: str, progress: Callable[..., bool] | None = None, timeline_spans: int = 0,
+             explain: bool = False, progress_done: bool = False) -> dict[str, Any]:
     """Runs one checked scenario document (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
     ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, derived, and
     timeline / trace_report when produced."""

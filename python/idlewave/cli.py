@@ -44,18 +44,27 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 def run_with_progress(run, quiet: bool):
-    """Runs `run(progress_callback)` with a live line: simulated time and events/s."""
+    """Runs `run(progress_callback)` with a live line: simulated time,
+    events/s and, where the program knows how far it is (its ranks'
+    iterations), the percentage done and the time left."""
     if quiet or not sys.stderr.isatty():
         return run(None)
     start = time.perf_counter()
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True) as bar:
-        task = bar.add_task("simulating")
+    # what matters first: a line cut at the terminal's width loses only the details
+    columns = (SpinnerColumn(), TaskProgressColumn(), BarColumn(bar_width=10), TimeRemainingColumn(), TextColumn("left ·"),
+               TimeElapsedColumn(), TextColumn("elapsed · {task.description}"))
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("simulating", total=None)
 
-        def update(sim_s: float, events: int) -> bool:
+        def update(sim_s: float, events: int, done: float | None = None) -> bool:
             rate = events / max(time.perf_counter() - start, 1e-9)
-            bar.update(task, description=f"simulated {sim_s:.6g} s · {events:,} events · {rate / 1e6:.1f} M events/s")
+            text = f"simulated {sim_s:.6g} s · {events:,} events · {rate / 1e6:.1f} M events/s"
+            if done is None:
+                bar.update(task, description=text)
+            else:
+                bar.update(task, description=text, total=1.0, completed=done)
             return True
 
         return run(update)

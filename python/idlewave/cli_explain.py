@@ -43,6 +43,14 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
         out.print("Time ranks sat idle, summed over ranks: "
                   f"{waits['late_sender']:.6g} s waiting for late senders, {waits['late_receiver']:.6g} s for late receivers "
                   f"(rendezvous), {waits['other']:.6g} s for anything else (waits.parquet: per rank, and on whom)")
+    route = x.route_summary() if x.route is not None else x.raw.get("route")
+    if route:
+        longest = ", ".join(f"rank {r['rank']} {r['share']:.1%}" for r in route["longest_on"])
+        out.print(f"The critical path runs through {route['segments']:,} stretches on {route['ranks']:,} ranks; "
+                  f"longest on {longest} of the makespan (route.parquet: each stretch, its times and causes)")
+        if route.get("from_s", 0) > 0:
+            out.print(f"The route is partial: it starts at {route['from_s']:.6g} s (earlier stretches were dropped "
+                      "to bound memory; the breakdown above still covers the whole run)")
     if tolerances:
         tt = Table(title="Tolerance: the largest increase for which the makespan grows by at most", title_justify="left")
         tt.add_column("parameter")
@@ -111,8 +119,9 @@ def explain(
 
         try:
             write_json(out_dir / "explain.json", doc)
+            tables = ex.write_tables(x, out_dir)
             for p in wanted or ["L"]:
-                ex.figures(x, curves.get(p), p, out_dir)
+                figures = ex.figures(x, curves.get(p), p, out_dir)
         except (OSError, ResultsError) as e:
             fail(f"{out_dir}: cannot write: {e}")
     if as_json:
@@ -120,4 +129,5 @@ def explain(
     else:
         show_explanation(x, tolerances)
         if out_dir is not None:
-            out.print(f"written: {out_dir / 'explain.json'}, breakdown.png" + "".join(f", t_of_{p}.png" for p in curves))
+            names = [f.name for f in [*tables, *figures] if not f.name.startswith("t_of_")]
+            out.print(f"written: {out_dir / 'explain.json'}, " + ", ".join(names) + "".join(f", t_of_{p}.png" for p in curves))

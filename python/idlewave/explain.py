@@ -49,17 +49,40 @@ class ExplainError(ValueError):
 @dataclass
 class Explanation:
     """The engine's answer (``Result.explain``) in seconds, with helpers.
-    ``waits`` (if the run was explained here, not read back) holds per-rank
-    arrays of what each rank waited for."""
+    ``waits`` holds per-rank arrays of what each rank waited for, ``route``
+    the critical path's stretches on each rank (both as the engine gave
+    them, or read back from waits.parquet and route.parquet)."""
 
     raw: dict
     waits: dict | None = None
+    route: pl.DataFrame | None = None
+    #: Seconds each rank sat idle per iteration (ranks × iterations), where
+    #: the run recorded its timers (the ``waiting`` timer).
+    by_iteration: np.ndarray | None = None
 
     @classmethod
     def of_engine(cls, raw: dict) -> Explanation:
         raw = dict(raw)
         waits = raw.pop("waits", None)
-        return cls(raw, {k: np.asarray(v) for k, v in waits.items()} if waits is not None else None)
+        route = raw.pop("route", None)
+        return cls(raw, {k: np.asarray(v) for k, v in waits.items()} if waits is not None else None,
+                   _route_frame(route) if route is not None else None)
+
+    def route_summary(self, top: int = 5) -> dict:
+        """The route in brief: its segments, the ranks it crosses, and the
+        ranks it spends longest on with their share of the makespan."""
+        if self.route is None or self.route.height == 0:
+            return {}
+        per_rank = (self.route.group_by("rank").agg(pl.col("duration_s").sum())
+                    .sort(["duration_s", "rank"], descending=[True, False]))
+        return {
+            "segments": self.route.height,
+            "ranks": per_rank.height,
+            # above 0 where the engine dropped the route's start to bound memory
+            "from_s": float(self.route["start_s"][0]),
+            "longest_on": [{"rank": int(r), "s": float(t), "share": float(t) / self.makespan_s if self.makespan_s else 0.0}
+                           for r, t in per_rank.head(top).iter_rows()],
+        }
 
     def waits_frame(self) -> pl.DataFrame | None:
         """One row per rank: seconds its CPU sat idle until a message arrived
@@ -115,14 +138,43 @@ class Explanation:
 
     def to_json(self) -> dict:
         waits = {"waits_total_s": self.wait_totals_s()} if self.waits is not None else {}
+        route = {"route": self.route_summary()} if self.route is not None else {}
         return {
             **self.raw,
             **waits,
+            **route,
             "makespan_s": self.makespan_s,
             "causes_s": self.causes_s(),
             "derivatives": self.derivatives(),
             "bound_by": self.bound(),
         }
+
+
+def _route_frame(route: dict) -> pl.DataFrame:
+    """One row per stretch of the critical path on one rank, in time order:
+    when it arrived and left, and its seconds by cause there."""
+    start, end = np.asarray(route["start_ps"]), np.asarray(route["end_ps"])
+    return pl.DataFrame({
+        "segment": np.arange(len(start), dtype=np.uint32),
+        "rank": np.asarray(route["rank"], dtype=np.uint32),
+        "start_s": start * 1e-12,
+        "end_s": end * 1e-12,
+        "duration_s": (end - start) * 1e-12,
+        **{f"{c}_s": np.asarray(route[f"{c}_ps"]) * 1e-12 for c in CAUSES},
+    })
+
+
+def write_tables(x: Explanation, out: Path) -> list[Path]:
+    """waits.parquet and route.parquet, for what the explanation has."""
+    from idlewave.results import write_parquet
+
+    tables = {"waits.parquet": x.waits_frame(), "route.parquet": x.route}
+    written = []
+    for name, frame in tables.items():
+        if frame is not None:
+            write_parquet(out / name, frame)
+            written.append(out / name)
+    return written
 
 
 def perturbed(scenario: dict, param: str, delta: float) -> dict:
@@ -200,6 +252,13 @@ def read(result_dir: Path) -> tuple[dict, Explanation | None]:
                    for k in ("late_sender", "late_receiver", "other")}
         x.waits["longest_ps"] = np.rint(w["longest_wait_s"].to_numpy() * 1e12).astype(np.uint64)
         x.waits["longest_on"] = w["longest_wait_on"].to_numpy()
+    if (result_dir / "route.parquet").exists():
+        x.route = pl.read_parquet(result_dir / "route.parquet")
+    timers = result_dir / "timers.parquet"
+    if timers.exists() and "waiting_s" in pl.read_parquet_schema(timers):
+        t = pl.read_parquet(timers, columns=["rank", "iteration", "waiting_s"]).sort(["rank", "iteration"])
+        ranks, iters = t["rank"].n_unique(), t["iteration"].n_unique()
+        x.by_iteration = t["waiting_s"].to_numpy().reshape(ranks, iters)
     return scenario, x
 
 
@@ -218,8 +277,8 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     fig, ax = plt.subplots(figsize=(7, 1.9 + 0.3 * -(-len(causes) // 2)), layout="constrained")
     left = 0.0
     scale, unit = _time_unit(explanation.makespan_s)
-    for i, (k, v) in enumerate(causes.items()):
-        ax.barh([0], [v * scale], left=[left * scale], color=f"C{i}", label=f"{CAUSES[k]}: {v * scale:.3g} {unit}")
+    for k, v in causes.items():
+        ax.barh([0], [v * scale], left=[left * scale], color=_COLOUR[k], label=f"{CAUSES[k]}: {v * scale:.3g} {unit}")
         left += v
     ax.set_yticks([])
     ax.set_xlabel(f"makespan [{unit}]")
@@ -229,6 +288,11 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     frame = explanation.waits_frame()
     if frame is not None and frame.height > 1:
         written.append(_waits_figure(frame, out))
+    if explanation.route is not None and explanation.route.height > 0:
+        written.append(_route_figure(explanation.route, explanation.makespan_s, out))
+    m = explanation.by_iteration
+    if m is not None and m.ndim == 2 and min(m.shape) > 1:
+        written.append(_waits_by_iteration_figure(m, out))
     if t_of_param:
         xs, ts = zip(*t_of_param)
         fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
@@ -267,6 +331,82 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     ax.set_title("What each rank waited for")
     fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize="small")
     return save_figure(fig, out / "waits.png")
+
+
+#: One colour per cause, the same in every figure.
+_COLOUR = {k: f"C{i}" for i, k in enumerate(CAUSES)}
+
+
+#: Routes longer than this are drawn without their jumps between ranks
+#: (they would cover the stretches).
+_JOINED_UP_TO = 200
+
+
+def _route_figure(route: pl.DataFrame, makespan_s: float, out: Path) -> Path:
+    """The critical path through the ranks over time: each stretch on a
+    rank drawn in the colour of the cause it spent most on there."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    from idlewave.results import save_figure
+
+    scale, unit = _time_unit(makespan_s)
+    causes = route.select([f"{c}_s" for c in CAUSES]).to_numpy()
+    main = [list(CAUSES)[i] for i in causes.argmax(axis=1)]
+    rank = route["rank"].to_numpy()
+    start, end = route["start_s"].to_numpy() * scale, route["end_s"].to_numpy() * scale
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    joined = route.height <= _JOINED_UP_TO
+    if joined:
+        ax.vlines(start[1:], rank[:-1], rank[1:], color="0.6", lw=0.6)
+    ax.hlines(rank, start, end, colors=[_COLOUR[c] for c in main], lw=3 if joined else 5)
+    ax.set_xlabel(f"time [{unit}]")
+    ax.set_ylabel("rank")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    title = f"The critical path's route: {route.height:,} stretches on {len(set(rank.tolist())):,} ranks"
+    ax.set_title(title if joined else f"{title}\n(jumps between ranks not drawn above {_JOINED_UP_TO} stretches)",
+                 fontsize="medium")
+    shown = [c for c in CAUSES if c in set(main)]
+    handles = [Line2D([], [], color=_COLOUR[c], lw=3) for c in shown]
+    fig.legend(handles, [f"mostly {CAUSES[c]}" for c in shown], loc="outside lower center", ncol=min(3, len(shown)),
+               frameon=False, fontsize="small")
+    return save_figure(fig, out / "route.png")
+
+
+#: Heatmap cells at most along each axis (beyond, ranks or iterations are
+#: averaged in blocks, as the axis label says).
+_CELLS = 256
+
+
+def _waits_by_iteration_figure(m: np.ndarray, out: Path) -> Path:
+    """Idle time per rank and iteration: where and when ranks waited."""
+    import matplotlib.pyplot as plt
+
+    from idlewave.results import save_figure
+
+    def blocks(a: np.ndarray, axis: int) -> tuple[np.ndarray, int]:
+        per = -(-a.shape[axis] // _CELLS)
+        if per == 1:
+            return a, 1
+        pad = (-a.shape[axis]) % per
+        widths = [(0, 0), (0, 0)]
+        widths[axis] = (0, pad)
+        padded = np.pad(a, widths, constant_values=np.nan)
+        shape = (padded.shape[0] // per, per, padded.shape[1]) if axis == 0 else (padded.shape[0], padded.shape[1] // per, per)
+        return np.nanmean(padded.reshape(shape), axis=axis + 1), per
+
+    shown, per_rank = blocks(np.nan_to_num(m, nan=0.0), 0)
+    shown, per_iter = blocks(shown, 1)
+    scale, unit = _time_unit(max(float(shown.max()), 1e-300))
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    image = ax.imshow(shown * scale, aspect="auto", origin="lower", interpolation="nearest", cmap="magma", vmin=0,
+                      extent=(0, m.shape[1], 0, m.shape[0]))
+    fig.colorbar(image, ax=ax, label=f"idle [{unit}]" + (" (block mean)" if per_rank * per_iter > 1 else ""))
+    ax.set_xlabel("iteration" if per_iter == 1 else f"iteration (blocks of {per_iter})")
+    ax.set_ylabel("rank" if per_rank == 1 else f"rank (blocks of {per_rank})")
+    ax.set_title("When and where ranks waited: idle time per rank and iteration")
+    return save_figure(fig, out / "waits_by_iteration.png")
 
 
 def _time_unit(seconds: float) -> tuple[float, str]:

@@ -205,12 +205,19 @@ def _explained(dirs: list[Path], root: Path) -> str:
         parts.append(_table([{"cause": CAUSES[k], "seconds": v, "share": f"{v / total:.1%}" if total else "-"}
                              for k, v in x.causes_s().items() if v > 0]))
         parts.append(_table([{"parameter": p, "dT/dθ (ps per ps, or per ps/byte)": n} for p, n in x.derivatives().items()]))
+        route = doc.get("route") or {}
+        if route:
+            longest = ", ".join(f"rank {r['rank']} ({r['share']:.1%})" for r in route["longest_on"])
+            partial = (f" The route is partial: it starts at {route['from_s']:.6g} s (earlier stretches dropped to bound memory)."
+                       if route.get("from_s", 0) > 0 else "")
+            parts.append(f"<p>The critical path runs through {route['segments']:,} stretches on {route['ranks']:,} ranks; "
+                         f"longest on {html.escape(longest)} of the makespan.{partial}</p>")
         tol = doc.get("tolerance") or {}
         if tol:
             parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": ("not on the path" if v is None else v)
                                                      for f, v in t.items()}} for p, t in tol.items()]))
         for f in sorted(d.glob("*.png")):
-            if f.name == "breakdown.png" or f.name == "waits.png" or f.name.startswith("t_of_"):
+            if f.name in ("breakdown.png", "waits.png", "waits_by_iteration.png", "route.png") or f.name.startswith("t_of_"):
                 parts.append(_img(f.read_bytes(), f.name))
     return "\n".join(parts)
 

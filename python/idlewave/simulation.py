@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Callable
@@ -78,10 +79,10 @@ class Result:
         if self.trace_report is not None:
             write_json(out / "trace_report.json", self.trace_report)
         if self.explain is not None:
+            from idlewave.explain import write_tables
+
             write_json(out / "explain.json", self.explain.to_json())
-            waits = self.explain.waits_frame()
-            if waits is not None:
-                write_parquet(out / "waits.parquet", waits)
+            write_tables(self.explain, out)
         write_json(out / "summary.json", self.summary)
 
 
@@ -95,6 +96,8 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     ``explain`` (or ``[record] explain``) keeps the critical path: ``Result.explain``.
 
     ``progress(sim_time_s, events)`` is called every ~1M events; return False to stop.
+    A callback taking a third argument also gets the share of the work done
+    (0 to 1, from the ranks' iterations), or None where the program does not know it.
     Raises ScenarioError for bad input and SimulationError for runs that cannot
     complete (deadlock, unmatched messages, too large for memory).
     """
@@ -112,7 +115,7 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
 
         spans = DEFAULT_SPANS
     with engine_errors():
-        raw = _engine.simulate(json.dumps(scn), progress, spans, explain)
+        raw = _engine.simulate(json.dumps(scn), progress, spans, explain, _takes_done(progress))
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)
     result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
@@ -123,6 +126,7 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         summary.update(summarise(result.trace_report, result.finish_times_s))
     if "explain" in raw:
         result.explain = Explanation.of_engine(raw["explain"])
+        result.explain.by_iteration = timers.get("waiting")
         summary["bound_by"] = result.explain.bound()
     if "timeline" in raw:
         result.timeline = {k: (np.asarray(v) if k != "truncated" else v) for k, v in raw["timeline"].items()}
@@ -138,6 +142,18 @@ def spmv_partners(scenario: str | Path | dict) -> str:
     scn = load_scenario(scenario) if isinstance(scenario, (str, Path)) else validate(dict(scenario))
     with engine_errors():
         return _engine.spmv_partners_text(json.dumps(scn))
+
+
+def _takes_done(progress: Progress | None) -> bool:
+    """Whether a progress callback takes the share done as a third argument."""
+    if progress is None:
+        return False
+    try:
+        params = inspect.signature(progress).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
 def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:

@@ -62,6 +62,9 @@ pub struct Path {
     /// Bytes paid O for, all classes together (kept per class, the path
     /// would not fit in 128 bytes).
     o_bytes: u64,
+    /// The path's latest stretch on one rank (an index into
+    /// [`Explain::hops`]; 0 before it reached any rank).
+    hop: u32,
 }
 
 impl Path {
@@ -192,6 +195,64 @@ pub struct Explain {
     mem: HashMap<(u32, u8), (Path, u64), BuildHasherDefault<super::waiting::Mix>>,
     /// Per rank, what it waited for.
     pub waits: Vec<Waits>,
+    /// Where each path entered each rank it went through: a tree, each hop
+    /// naming the one it came from. Hops no path leads to any more are
+    /// dropped when the tree has doubled (`collect`).
+    hops: Vec<Hop>,
+    /// The tree's size at which to collect.
+    collect_at: usize,
+    /// Hops kept at most after a collection (beyond it the oldest go).
+    hop_budget: usize,
+    /// The current event's path came from another rank: its hop there is
+    /// made only when a clock takes the path (a message that waits for a
+    /// busy CPU does not become part of any route).
+    arriving: Option<Arrival>,
+}
+
+/// A path arriving on `rank` from hop `from` with causes `at`; `hop` once made.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    rank: u32,
+    from: u32,
+    at: [Time; 7],
+    hop: Option<u32>,
+}
+
+/// A path's arrival on a rank: the rank, the hop it came from, and its
+/// causes at that moment (they sum to the arrival time).
+#[derive(Debug, Clone, Copy)]
+struct Hop {
+    rank: u32,
+    from: u32,
+    at: [Time; 7],
+}
+
+/// The root hop: no rank yet.
+const NOWHERE: Hop = Hop { rank: u32::MAX, from: 0, at: [0; 7] };
+/// Hops kept at least (a collection costs a pass over them); beyond it two
+/// per rank. Collections run when the tree holds twice the budget (in tests,
+/// twice what the last one kept, to collect early and often).
+const MIN_HOP_BUDGET: usize = 1 << 15;
+const HOPS_PER_RANK: usize = 2;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: collections run so far on this thread, whether to skip them,
+    /// and a hop budget to use instead of the engine's (if not 0).
+    static COLLECTIONS: std::cell::Cell<(u32, bool, usize)> = const { std::cell::Cell::new((0, false, 0)) };
+}
+/// Room for the hops one event may add past the threshold (one per clock it
+/// sets), so that the tree never grows by doubling.
+const HOPS_PER_EVENT: usize = 1024;
+
+/// One stretch of the critical path on one rank: from `start` (ps) to
+/// `end`, with what it spent there by cause ([`CAUSES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub rank: u32,
+    pub start: Time,
+    pub end: Time,
+    pub ps: [Time; 7],
 }
 
 /// The makespan's path: its split and the derivatives, with the rank that
@@ -205,14 +266,18 @@ pub struct Explained {
     pub peak_bytes: usize,
     /// Per rank, what it waited for.
     pub waits: Vec<Waits>,
+    /// The path's route through the ranks, in time order.
+    pub route: Vec<Segment>,
 }
 
 /// Bytes per rank explaining adds (for the memory estimate made before the
 /// run): a path per CPU and NIC clock (three with one CPU and one NIC), the
-/// wait counters, and the paths of queued events in their hash table (about
-/// 0.8 KB per rank in all measured on the bench cases: allow 5 paths' worth).
+/// wait counters, the paths of queued events in their hash table (about
+/// 0.8 KB per rank in all measured on the bench cases: allow 5 paths' worth),
+/// and the route's hops (collected at twice their budget).
 pub fn explain_bytes_per_rank() -> u128 {
-    (4 * std::mem::size_of::<Path>() + std::mem::size_of::<Waits>() + 5 * (std::mem::size_of::<Path>() + 16)) as u128
+    let hops = 2 * HOPS_PER_RANK * std::mem::size_of::<Hop>();
+    (4 * std::mem::size_of::<Path>() + std::mem::size_of::<Waits>() + 5 * (std::mem::size_of::<Path>() + 16) + hops) as u128
 }
 
 /// What one rank waited for: CPU idle time ended by a message's arrival
@@ -236,7 +301,8 @@ pub const OTHER: usize = 2;
 impl Explain {
     fn bytes(&self) -> usize {
         let path = std::mem::size_of::<Path>();
-        self.clocks.capacity() * path
+        self.hops.capacity() * std::mem::size_of::<Hop>()
+            + self.clocks.capacity() * path
             + self.events.capacity() * (path + 16)
             + self.mem.capacity() * (path + 24)
             + self.waits.capacity() * std::mem::size_of::<Waits>()
@@ -248,11 +314,25 @@ impl<P: Program, const X: bool> Engine<P, X> {
     pub(super) fn explain(&mut self) {
         let per_rank = self.stride - 2;
         let ranks = self.num_ranks() as usize;
-        self.explained = Some(Box::new(Explain {
-            clocks: vec![Path::default(); ranks * per_rank],
+        // every clock starts on its rank, at hop 1 + rank
+        let clocks = (0..ranks * per_rank).map(|i| Path { hop: (1 + i / per_rank) as u32, ..Path::default() });
+        let hop_budget = MIN_HOP_BUDGET.max(HOPS_PER_RANK * ranks);
+        #[cfg(test)]
+        let hop_budget = match COLLECTIONS.get().2 {
+            0 => hop_budget,
+            b => b,
+        };
+        let mut x = Box::new(Explain {
+            clocks: clocks.collect(),
             waits: vec![Waits::default(); ranks],
+            hops: Vec::with_capacity(2 * hop_budget + HOPS_PER_EVENT),
+            collect_at: if cfg!(test) { 64 } else { 2 * hop_budget },
+            hop_budget,
             ..Default::default()
-        }));
+        });
+        x.hops.push(NOWHERE);
+        x.hops.extend((0..ranks as u32).map(|rank| Hop { rank, ..NOWHERE }));
+        self.explained = Some(x);
     }
 
     /// The makespan's path, if the run was explained.
@@ -266,7 +346,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             .filter(|&i| self.clocks[i] == makespan)
             .map(|i| (self.clocks[i], x.clock(i, self.stride)));
         let (_, path) = latest(inputs).unwrap_or((0, Path::default()));
-        Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes(), waits: x.waits.clone() })
+        let route = x.route(&path);
+        Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes(), waits: x.waits.clone(), route })
     }
 
     /// An event was popped: its path becomes the current one. Only events
@@ -275,7 +356,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// path of the clocks they waited for, which still hold their time.
     #[inline(never)]
     pub(super) fn x_begin(&mut self, ev: &Event) {
-        let stored = self.explained.as_deref_mut().expect("explaining").events.remove(&ev.stamp());
+        let x = self.explained.as_deref_mut().expect("explaining");
+        if x.hops.len() >= x.collect_at {
+            x.collect();
+        }
+        let stored = x.events.remove(&ev.stamp());
         let cur = stored.or_else(|| {
             let idx = self.resources(ev)?;
             let x = self.explained.as_deref().expect("explaining");
@@ -283,7 +368,10 @@ impl<P: Program, const X: bool> Engine<P, X> {
             latest(at).map(|(_, p)| p)
         });
         debug_assert!(cur.is_none_or(|p| p.total() == ev.time), "path {cur:?} for {ev:?}");
-        self.explained.as_deref_mut().expect("explaining").cur = cur;
+        let x = self.explained.as_deref_mut().expect("explaining");
+        x.arriving =
+            cur.filter(|p| x.hops[p.hop as usize].rank != ev.rank).map(|p| Arrival { rank: ev.rank, from: p.hop, at: p.ps, hop: None });
+        x.cur = cur;
     }
 
     /// The clocks an event waits for before it runs (as `defer` is told).
@@ -321,6 +409,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if idle == 0 || before == super::fabric::MEM_BUSY {
             return;
         }
+        self.program.waited(rank, idle);
         let x = self.explained.as_deref_mut().expect("explaining");
         let w = &mut x.waits[rank as usize];
         match why {
@@ -338,10 +427,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
         self.explained.as_deref().map(|x| x.waits.as_slice())
     }
 
-    /// Events run straight away at start-up take time 0's empty path.
-    pub(super) fn x_start(&mut self) {
+    /// Events run straight away at start-up on `rank` take time 0's empty
+    /// path, on that rank.
+    pub(super) fn x_start(&mut self, rank: u32) {
         if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            x.cur = Some(Path::default());
+            x.cur = Some(Path { hop: 1 + rank, ..Path::default() });
         }
     }
 
@@ -380,6 +470,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let stride = self.stride;
         let x = self.explained.as_deref_mut().expect("explaining");
         debug_assert_eq!(path.total(), self.clocks[i], "clock {i}");
+        let path = x.arrive(path, (i / stride) as u32);
         *x.clock_mut(i, stride) = path;
     }
 
@@ -535,6 +626,119 @@ impl<P: Program, const X: bool> Engine<P, X> {
 }
 
 impl Explain {
+    /// `path`, now on `rank`: if it came from elsewhere, a hop records
+    /// where and when (when the current event arrived, if that is how).
+    #[inline]
+    fn arrive(&mut self, mut path: Path, rank: u32) -> Path {
+        debug_assert_ne!(path.hop, 0, "a path starts on a rank");
+        if self.hops[path.hop as usize].rank == rank {
+            return path;
+        }
+        let mut hop = Hop { rank, from: path.hop, at: path.ps };
+        if let Some(a) = self.arriving.as_mut().filter(|a| a.rank == rank && a.from == path.hop) {
+            if let Some(h) = a.hop {
+                path.hop = h;
+                return path;
+            }
+            hop.at = a.at;
+            a.hop = Some(self.hops.len() as u32);
+        }
+        self.hops.push(hop);
+        path.hop = (self.hops.len() - 1) as u32;
+        path
+    }
+
+    /// Drops the hops no stored path leads back to and renumbers the rest
+    /// (between events: no path lives outside these stores then). A hop
+    /// comes after the one it came from, so one pass in order renumbers.
+    /// If more than the budget are still wanted, the oldest of those that
+    /// are not a path's latest are dropped too (the routes then start later:
+    /// along a route times only grow, so what goes is each route's start).
+    fn collect(&mut self) {
+        #[cfg(test)]
+        {
+            let (n, skip, budget) = COLLECTIONS.get();
+            if skip {
+                self.collect_at = usize::MAX;
+                return;
+            }
+            COLLECTIONS.set((n + 1, skip, budget));
+        }
+        const DROP: u32 = u32::MAX;
+        const LATEST: u32 = u32::MAX - 1;
+        const EARLIER: u32 = u32::MAX - 2;
+        let mut new = vec![DROP; self.hops.len()];
+        new[0] = 0;
+        let roots = || self.clocks.iter().chain(self.events.values()).chain(self.mem.values().map(|(p, _)| p));
+        for p in roots() {
+            new[p.hop as usize] = if p.hop == 0 { 0 } else { LATEST };
+        }
+        let mut earlier = 0;
+        for p in roots() {
+            let mut h = self.hops[p.hop as usize].from;
+            while new[h as usize] == DROP {
+                new[h as usize] = EARLIER;
+                earlier += 1;
+                h = self.hops[h as usize].from;
+            }
+        }
+        let latest = new.iter().filter(|&&m| m == LATEST).count();
+        if latest + earlier > self.hop_budget {
+            // keep the newest earlier hops, up to half the budget in all
+            let drop = (latest + earlier - self.hop_budget / 2).min(earlier);
+            let mut times: Vec<Time> = (1..self.hops.len()).filter(|&i| new[i] == EARLIER).map(|i| self.hops[i].at.iter().sum()).collect();
+            let cut = if drop == earlier { Time::MAX } else { *times.select_nth_unstable(drop).1 };
+            for (i, m) in new.iter_mut().enumerate() {
+                if *m == EARLIER && self.hops[i].at.iter().sum::<Time>() < cut {
+                    *m = DROP;
+                }
+            }
+        }
+        let mut n = 1;
+        for i in 1..self.hops.len() {
+            if new[i] == DROP {
+                continue;
+            }
+            let hop = self.hops[i];
+            let from = new[hop.from as usize];
+            self.hops[n] = Hop { from: if from == DROP { 0 } else { from }, ..hop };
+            new[i] = n as u32;
+            n += 1;
+        }
+        self.hops.truncate(n);
+        if cfg!(test) {
+            self.collect_at = 64.max(2 * n);
+            self.hops.reserve(self.collect_at + HOPS_PER_EVENT);
+        }
+        let renumber = |p: &mut Path| p.hop = new[p.hop as usize];
+        self.clocks.iter_mut().for_each(renumber);
+        self.events.values_mut().for_each(renumber);
+        self.mem.values_mut().for_each(|(p, _)| renumber(p));
+    }
+
+    /// `path`'s stretches on each rank, first to last: each from its
+    /// arrival to the next (the last to the path's end). The first starts
+    /// at 0 unless a collection dropped the route's start.
+    fn route(&self, path: &Path) -> Vec<Segment> {
+        let mut hops = Vec::new();
+        let mut h = path.hop;
+        while h != 0 {
+            hops.push(self.hops[h as usize]);
+            h = self.hops[h as usize].from;
+        }
+        hops.reverse();
+        let mut segments = Vec::with_capacity(hops.len());
+        for (k, hop) in hops.iter().enumerate() {
+            let from = hop.at;
+            let to = hops.get(k + 1).map_or(path.ps, |next| next.at);
+            // a path's causes only grow as it goes
+            let ps = std::array::from_fn(|c| to[c].saturating_sub(from[c]));
+            debug_assert!((0..7).all(|c| to[c] >= from[c]), "{from:?} to {to:?}");
+            segments.push(Segment { rank: hop.rank, start: from.iter().sum(), end: to.iter().sum(), ps });
+        }
+        segments
+    }
+
     #[inline]
     fn clock(&self, i: usize, stride: usize) -> &Path {
         &self.clocks[i - 2 * (i / stride)]
@@ -560,7 +764,32 @@ mod tests {
         let x = r.explained.expect("explained");
         assert_eq!(x.makespan, r.makespan);
         assert_eq!(x.path.total(), r.makespan, "the causes sum to the makespan: {x:?}");
+        check_route(&x);
         x
+    }
+
+    /// The route covers [0, makespan) without gaps, each segment's causes
+    /// sum to its length, a segment changes rank, and per cause the
+    /// segments add up to the path's split.
+    fn check_route(x: &Explained) {
+        let r = &x.route;
+        assert!(!r.is_empty() || x.makespan == 0);
+        if let (Some(first), Some(last)) = (r.first(), r.last()) {
+            // a budget set by a test may drop the start
+            let start = if COLLECTIONS.get().2 == 0 { 0 } else { first.start };
+            assert_eq!((first.start, last.end), (start, x.makespan), "{r:?}");
+        }
+        for w in r.windows(2) {
+            assert_eq!(w[0].end, w[1].start, "contiguous: {r:?}");
+            assert_ne!(w[0].rank, w[1].rank, "a segment changes rank: {r:?}");
+        }
+        for s in r {
+            assert_eq!(s.ps.iter().sum::<Time>(), s.end - s.start, "{s:?}");
+        }
+        let by_cause: [Time; 7] = std::array::from_fn(|c| r.iter().map(|s| s.ps[c]).sum());
+        if r.first().is_some_and(|s| s.start == 0) {
+            assert_eq!(by_cause, x.path.ps);
+        }
     }
 
     fn makespan(cfg: &Config) -> Time {
@@ -619,6 +848,51 @@ mod tests {
         serde_json::json!({"L_s": 2.5e-6, "o_s": 1.5e-6, "g_s": 1.0e-6, "G_s_per_byte": 6e-9, "S_bytes": 65535})
     }
 
+    /// Dropping the hops no path leads to changes no route (and happens).
+    #[test]
+    fn collecting_hops_keeps_the_route() {
+        let cfg = config(serde_json::json!({"network": net(), "noise": [{"kind": "poisson", "rate_hz": 20000.0, "duration_s": 5e-6}],
+            "workload": {"kind": "bsp", "ranks": 16, "iterations": 8, "compute_s": 1e-5, "distances": [1, 2], "message_bytes": 1024}}));
+        COLLECTIONS.set((0, false, 0));
+        let collected = explained(&cfg);
+        assert!(COLLECTIONS.get().0 > 3, "collections: {:?}", COLLECTIONS.get());
+        COLLECTIONS.set((0, true, 0));
+        let kept = explained(&cfg);
+        assert_eq!(collected.route, kept.route);
+        assert!(collected.route.len() > 8, "{:?}", collected.route);
+        // over its budget it drops the route's start, and only that
+        COLLECTIONS.set((0, false, 20));
+        let cut = explained(&cfg);
+        COLLECTIONS.set((0, false, 0));
+        assert!(cut.route[0].start > 0 && cut.route.len() < kept.route.len(), "{:?}", cut.route);
+        let tail = &kept.route[kept.route.len() - cut.route.len() + 1..];
+        assert_eq!(&cut.route[1..], tail);
+        assert_eq!(cut.route[0].rank, kept.route[kept.route.len() - cut.route.len()].rank);
+    }
+
+    /// Each rank's idle time, charged to its iterations (the `waiting`
+    /// timer), adds up to its waits.
+    #[test]
+    fn waits_per_iteration_add_up_to_the_waits() {
+        let cfg = config(serde_json::json!({"network": net(), "noise": [{"kind": "poisson", "rate_hz": 20000.0, "duration_s": 5e-6}],
+            "workload": {"kind": "bsp", "ranks": 12, "iterations": 6, "compute_s": 1e-5, "distances": [1, 2], "message_bytes": 100000}}));
+        let r = run(&Config { explain: true, ..cfg.clone() }, None).expect("runs");
+        let x = r.explained.as_ref().expect("explained");
+        let t = r.timer_names.iter().position(|n| n == crate::record::WAITING).expect("a waiting timer");
+        let iters = r.iterations as usize;
+        let mut waited = 0.0;
+        for (rank, w) in x.waits.iter().enumerate() {
+            let total = (w.late_sender + w.late_receiver + w.other) as f64 * 1e-12;
+            let per_iteration: f64 = r.timers[t][rank * iters..(rank + 1) * iters].iter().sum();
+            assert!((per_iteration - total).abs() <= 1e-15 * iters as f64 + 1e-9 * total, "rank {rank}: {per_iteration} vs {total}");
+            waited += total;
+        }
+        assert!(waited > 0.0);
+        // not explained: no such timer
+        let plain = run(&cfg, None).expect("runs");
+        assert!(!plain.timer_names.iter().any(|n| n == crate::record::WAITING));
+    }
+
     #[test]
     fn a_path_is_copied_inline() {
         assert_eq!(std::mem::size_of::<Path>(), 128);
@@ -666,6 +940,17 @@ mod tests {
             assert_eq!(x.path.ps[WIRE], levels * l);
             assert_eq!(x.path.ps[NIC], levels * g_bytes);
             assert_eq!(x.makespan, levels * (2 * o + l + g_bytes));
+            // down the first children (v sends first to v + the lowest
+            // power of two above v): 0, 1, 3, 7, ...; on the root o + L, on
+            // each next rank o + (s−1)·G, then o + L (the last: o + (s−1)·G)
+            let ranks_on: Vec<u32> = x.route.iter().map(|s| s.rank).collect();
+            let want: Vec<u32> = (0..=levels).map(|k| (1 << k) - 1).collect();
+            assert_eq!(ranks_on, want, "{ranks} ranks: {:?}", x.route);
+            let lengths: Vec<Time> = x.route.iter().map(|s| s.end - s.start).collect();
+            let mut expect = vec![o + l];
+            expect.extend(std::iter::repeat_n(o + g_bytes + o + l, levels as usize - 1));
+            expect.push(o + g_bytes);
+            assert_eq!(lengths, expect);
         }
     }
 

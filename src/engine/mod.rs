@@ -16,7 +16,7 @@ mod tests;
 pub mod timeline;
 mod waiting;
 
-pub use explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, Waits, CAUSES, CLASSES, PARAMS};
+pub use explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, Segment, Waits, CAUSES, CLASSES, PARAMS};
 pub use fabric::Fabric;
 pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
 pub use queue::{EvKind, Event, EventQueue};
@@ -262,9 +262,9 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let per_rank = self.program.max_initial_ops().max(1) as u64;
         let p = self.num_ranks();
         self.queue.reserve_stamps(p as u64 * per_rank);
-        self.x_start();
         let mut initial = Vec::new();
         for r in 0..p {
+            self.x_start(r);
             self.program.collect(r, 0, 0, &mut initial).map_err(SimError::Invalid)?;
             initial.sort_by_key(|op| op.kind);
             for (i, op) in initial.drain(..).enumerate() {

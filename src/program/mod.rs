@@ -100,4 +100,11 @@ pub trait Program {
     fn is_finished(&self, rank: u32) -> bool;
     /// What a stuck rank is blocked in, for deadlock reports.
     fn describe_stuck(&self, rank: u32) -> String;
+    /// `rank`'s CPU sat idle `idle` ps (told when the run is explained;
+    /// programs that record per-iteration timers add it to the iteration).
+    fn waited(&mut self, _rank: u32, _idle: Time) {}
+    /// The share of the program done so far (0 to 1), if it knows it.
+    fn progress(&self) -> Option<f64> {
+        None
+    }
 }

@@ -269,6 +269,14 @@ impl<W: Workload> Program for StreamProgram<W> {
         self.workload.num_ranks()
     }
 
+    fn waited(&mut self, rank: u32, idle: Time) {
+        self.recorder.waited(rank, idle);
+    }
+
+    fn progress(&self) -> Option<f64> {
+        self.recorder.progress()
+    }
+
     fn num_cpus(&self) -> u8 {
         1 + u8::from(self.async_progress)
     }

@@ -12,21 +12,66 @@ pub struct Recorder {
     /// [timer][rank][iteration]; holds the start time until the timer stops.
     data: Vec<Time>,
     enabled: bool,
+    /// Each rank's current iteration (the latest a timer started in): where
+    /// its idle time is added ([`Recorder::tracking_waits`]), and how far
+    /// the run is ([`Recorder::progress`]).
+    current: Vec<u32>,
 }
+
+/// The timer [`Recorder::tracking_waits`] adds.
+pub const WAITING: &str = "waiting";
 
 impl Recorder {
     pub fn disabled() -> Self {
-        Recorder { names: Vec::new(), ranks: 0, iterations: 0, data: Vec::new(), enabled: false }
+        Recorder { names: Vec::new(), ranks: 0, iterations: 0, data: Vec::new(), enabled: false, current: Vec::new() }
     }
 
     /// Bytes `new` would allocate.
     pub fn bytes_needed(timers: usize, ranks: u32, iterations: u32) -> u128 {
-        timers as u128 * ranks as u128 * iterations as u128 * std::mem::size_of::<Time>() as u128
+        timers as u128 * ranks as u128 * iterations as u128 * std::mem::size_of::<Time>() as u128 + ranks as u128 * 4
     }
 
     pub fn new(names: Vec<String>, ranks: u32, iterations: u32) -> Self {
         let n = names.len() * ranks as usize * iterations as usize;
-        Recorder { ranks: ranks as usize, iterations: iterations as usize, data: vec![UNSET; n], names, enabled: true }
+        let current = vec![0; ranks as usize];
+        Recorder { ranks: ranks as usize, iterations: iterations as usize, data: vec![UNSET; n], names, enabled: true, current }
+    }
+
+    /// Adds a timer [`WAITING`]: per (rank, iteration), the idle time the
+    /// engine reports (`waited`), charged to the iteration the rank is in.
+    pub fn tracking_waits(mut self) -> Self {
+        if self.enabled {
+            self.names.push(WAITING.into());
+            self.data.resize(self.data.len() + self.ranks * self.iterations, 0);
+        }
+        self
+    }
+
+    /// Bytes `tracking_waits` adds.
+    pub fn wait_bytes_needed(ranks: u32, iterations: u32) -> u128 {
+        Self::bytes_needed(1, ranks, iterations) - ranks as u128 * 4
+    }
+
+    /// The share of all ranks' iterations begun so far, from at most 4,096
+    /// ranks spread evenly (cheap at any scale; None without iterations).
+    pub fn progress(&self) -> Option<f64> {
+        if self.current.is_empty() || self.iterations == 0 {
+            return None;
+        }
+        let step = self.current.len().div_ceil(4096);
+        let sample = self.current.iter().step_by(step);
+        let (sum, n) = sample.fold((0u64, 0u64), |(s, n), &i| (s + i as u64, n + 1));
+        Some(sum as f64 / (n as f64 * self.iterations as f64))
+    }
+
+    /// `rank` sat idle `idle` ps in its current iteration.
+    #[inline]
+    pub fn waited(&mut self, rank: u32, idle: Time) {
+        if let Some(&i) = self.current.get(rank as usize) {
+            if let Some(k) = self.slot((self.names.len() - 1) as u8, rank, i) {
+                self.data[k] += idle;
+            }
+        }
     }
 
     #[inline]
@@ -37,6 +82,9 @@ impl Recorder {
 
     #[inline]
     pub fn start(&mut self, timer: u8, rank: u32, iteration: u32, at: Time) {
+        if let Some(c) = self.current.get_mut(rank as usize) {
+            *c = iteration.min(self.iterations.saturating_sub(1) as u32);
+        }
         if let Some(k) = self.slot(timer, rank, iteration) {
             self.data[k] = at;
         }
@@ -85,6 +133,6 @@ impl Recorder {
     }
 
     pub fn capacity_bytes(&self) -> usize {
-        self.data.capacity() * std::mem::size_of::<Time>()
+        self.data.capacity() * std::mem::size_of::<Time>() + self.current.capacity() * 4
     }
 }
