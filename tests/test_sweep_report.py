@@ -186,6 +186,63 @@ def test_a_sweep_on_a_running_scheduler_with_a_relative_out(cli, tmp_path):
                 proc.wait(timeout=30)
 
 
+def test_a_worker_lost_mid_sweep_costs_no_finished_point(tmp_path):
+    """Two real workers; one is killed once some points are written. The
+    sweep still finishes every point, and no point written before the loss
+    is run (or written) again."""
+    import json
+    import os
+    import signal
+    import sys
+    import time
+    from pathlib import Path
+
+    dask = str(Path(sys.executable).parent / "dask")
+    info = tmp_path / "scheduler.json"
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    sched = subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    workers, sweep = [], None
+    try:
+        for _ in range(300):
+            if info.exists() and info.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        for _ in range(2):
+            workers.append(subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                            start_new_session=True))
+        study = tmp_path / "study.toml"
+        # 8 points of about a second each
+        study.write_text('[base.workload]\nkind = "bsp"\nranks = 1024\ncompute_s = 1e-5\ndistances = [1]\n'
+                         "[grid]\n\"workload.iterations\" = [200, 201, 202, 203, 204, 205, 206, 207]\n")
+        out = tmp_path / "out"
+        exe = Path(sys.executable).parent / "idlewave"
+        sweep = subprocess.Popen([str(exe), "sweep", str(study), "--out", str(out), "--scheduler", address, "--quiet"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 240
+        while time.time() < deadline and len(list(out.glob("points/*/summary.json"))) < 2:
+            time.sleep(0.05)
+        before = {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("points/*/summary.json")}
+        assert 2 <= len(before) < 8, "the sweep went too fast to lose a worker in the middle"
+        os.killpg(workers[0].pid, signal.SIGKILL)  # the worker and its nanny
+        stdout, stderr = sweep.communicate(timeout=300)
+        assert sweep.returncode == 0, stderr
+        after = {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("points/*/summary.json")}
+        assert len(after) == 8
+        assert {k: after[k] for k in before} == before, "a point written before the loss was written again"
+    finally:
+        if sweep is not None and sweep.poll() is None:
+            sweep.kill()
+        for proc in workers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+        sched.terminate()
+        sched.wait(timeout=30)
+
+
 def test_an_unreachable_scheduler_is_one_line(cli, tmp_path):
     study = tmp_path / "study.toml"
     study.write_text(RANKING)

@@ -102,10 +102,14 @@ def scenario_of(base: dict, overrides: dict, base_dir: Path) -> dict:
 
 
 def run_point(scn: dict, out: str, point: dict | None = None) -> dict:
-    """One point (runs on a worker): its result, or its error, written as one directory."""
+    """One point (runs on a worker): its result, or its error, written as one
+    directory. A point already written is not run again: Dask re-runs the
+    tasks whose answers a lost worker held, and those had finished."""
     from idlewave.simulation import simulate
 
     d = Path(out)
+    if (d / "summary.json").exists():
+        return {"status": "done", "wall_s": 0.0, "written_before": True}
     start = time.perf_counter()
     try:
         r = simulate(scn)
@@ -168,6 +172,8 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
             futures = {client.submit(run_point, scn, d, point, key=f"idlewave-{pid}", pure=False): pid for pid, scn, d, point in todo}
             for i, fut in enumerate(as_completed(futures), 1):
                 fut.result()
+                # its answer is ours now: a worker lost later has nothing of it to redo
+                fut.release()
                 if progress:
                     progress(i, len(todo))
         finally:
