@@ -1,6 +1,8 @@
 """The command line: LogGOPSim compatibility, simulate, bench, errors."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -198,3 +200,14 @@ def test_commands_that_produce_results_speak_json(cli, tmp_path):
     assert doc["max_ps"] == 22_000_000 and len(doc["hosts_ps"]) == 16 and doc["explain"]["makespan_ps"] == 22_000_000
     cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "run", "--quiet")
     assert json.loads(cli("report", tmp_path / "run", "--json").stdout)["report"].endswith("report.html")
+
+
+def test_help_starts_without_the_heavy_libraries():
+    # `idlewave --help` starts in about 0.2 s of CPU because the command line
+    # imports no numerics, dataframes, plotting or Dask until a command runs
+    code = ("import sys, idlewave.cli; heavy = ('numpy', 'polars', 'scipy', 'matplotlib', 'distributed', 'sklearn', "
+            "'statsmodels', 'hmmlearn', 'mpi4py'); "
+            # a module imported lazily (cli_common.lazy) is registered but runs on first use
+            "print(','.join(m for m in heavy if m in sys.modules and type(sys.modules[m]).__name__ != '_LazyModule'))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == ""
