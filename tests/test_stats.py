@@ -110,3 +110,20 @@ def test_regimes_cli_on_a_simulated_matvec(cli, tmp_path):
     assert (tmp_path / "reg" / "in_out.png").exists()
     p = cli("regimes", tmp_path / "missing.csv", "--out", tmp_path / "x", check=False)
     assert p.returncode == 2 and "no such file" in p.stderr
+
+
+def test_figures_omit_a_regime_without_spread_and_say_why(tmp_path, monkeypatch):
+    from idlewave.stats import figures
+
+    drawn = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, out, name: drawn.setdefault(name, fig) and [name])
+    rng = np.random.default_rng(1)
+    T = np.where(rng.random((8, 50)) < 0.5, 1.052e-3, rng.lognormal(np.log(2e-3), 0.3, (8, 50)))
+    labels = (T != 1.052e-3).astype(np.uint8)
+    figures.regime_cdfs(T, labels, tmp_path)
+    fig = drawn["cdf_regimes"]
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    assert [ax.get_title() for ax in panels] == ["regime 1"]  # no empty panel for regime 0
+    assert "regime 0: every timing 1.052 ms (no spread)" in fig.get_supxlabel()
+    # times read in ms, not as seconds with six decimals
+    assert panels[0].get_xlabel() == "time [ms]" and len(panels[0].get_xticks()) <= 7

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from idlewave.results import time_unit
+
 #: The engine's causes, as a reader names them.
 CAUSES = {
     "compute": "computation",
@@ -276,7 +278,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     causes = {k: v for k, v in explanation.causes_s().items() if v > 0}
     fig, ax = plt.subplots(figsize=(7, 1.9 + 0.3 * -(-len(causes) // 2)), layout="constrained")
     left = 0.0
-    scale, unit = _time_unit(explanation.makespan_s)
+    scale, unit = time_unit(explanation.makespan_s)
     for k, v in causes.items():
         ax.barh([0], [v * scale], left=[left * scale], color=_COLOUR[k], label=f"{CAUSES[k]}: {v * scale:.3g} {unit}")
         left += v
@@ -318,7 +320,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     blocks = frame.with_columns((pl.col("rank") // per).alias("block")).group_by("block").agg(
         [pl.col(k).mean() for k in kinds]).sort("block")
     total = max(float(frame.select(pl.sum_horizontal(list(kinds))).max().item()), 1e-300)
-    scale, unit = _time_unit(total)
+    scale, unit = time_unit(total)
     fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
     bottom = np.zeros(blocks.height)
     x = blocks["block"].to_numpy() * per
@@ -351,7 +353,7 @@ def _route_figure(route: pl.DataFrame, makespan_s: float, out: Path) -> Path:
 
     from idlewave.results import save_figure
 
-    scale, unit = _time_unit(makespan_s)
+    scale, unit = time_unit(makespan_s)
     causes = route.select([f"{c}_s" for c in CAUSES]).to_numpy()
     main = [list(CAUSES)[i] for i in causes.argmax(axis=1)]
     rank = route["rank"].to_numpy()
@@ -398,7 +400,7 @@ def _waits_by_iteration_figure(m: np.ndarray, out: Path) -> Path:
 
     shown, per_rank = blocks(np.nan_to_num(m, nan=0.0), 0)
     shown, per_iter = blocks(shown, 1)
-    scale, unit = _time_unit(max(float(shown.max()), 1e-300))
+    scale, unit = time_unit(max(float(shown.max()), 1e-300))
     fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
     image = ax.imshow(shown * scale, aspect="auto", origin="lower", interpolation="nearest", cmap="magma", vmin=0,
                       extent=(0, m.shape[1], 0, m.shape[0]))
@@ -409,8 +411,3 @@ def _waits_by_iteration_figure(m: np.ndarray, out: Path) -> Path:
     return save_figure(fig, out / "waits_by_iteration.png")
 
 
-def _time_unit(seconds: float) -> tuple[float, str]:
-    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
-        if seconds * scale >= 1:
-            return scale, unit
-    return 1e9, "ns"

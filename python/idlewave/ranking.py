@@ -132,14 +132,14 @@ def figure(result: list[dict], strategy: str, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from idlewave.results import save_figure
+    from idlewave.results import save_figure, time_unit
 
     strategies = sorted({r["strategy"] for c in result for r in c["ranking"]})
     labels = [condition_label(c["condition"]) for c in result]
     if len(set(labels)) < len(labels):  # short labels collide: number them, the table has the full conditions
         labels = [f"{i + 1}: {x}" for i, x in enumerate(labels)]
     top = max(r["makespan_mean_s"] + (r["makespan_ci_s"] or 0) for c in result for r in c["ranking"])
-    scale, unit = (1.0, "s") if top >= 1 else (1e3, "ms") if top >= 1e-3 else (1e6, "µs")
+    scale, unit = time_unit(top)
     width = 0.8 / len(strategies)
     fig, ax = plt.subplots(figsize=(max(7.0, 0.6 * len(result) * len(strategies) + 3), 4), layout="constrained")
     for i, s in enumerate(strategies):

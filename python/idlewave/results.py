@@ -54,6 +54,15 @@ def save_figure(fig, path: Path, dpi: int = 150) -> Path:
     return path
 
 
+def time_unit(seconds: float) -> tuple[float, str]:
+    """The scale and unit (s, ms, µs or ns) in which `seconds`, the largest
+    value of an axis, reads with one to three digits before the point."""
+    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if seconds * scale >= 1:
+            return scale, unit
+    return 1e9, "ns"
+
+
 def finite(data):
     """`data` with every NaN or infinity replaced by None (JSON has no such numbers)."""
     if isinstance(data, float):
