@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from idlewave.results import write_text
@@ -44,15 +45,19 @@ def _table(rows: list[dict], cols: list[str] | None = None) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+#: Runs drawn at most in the report's overview plot (the table lists all).
+_RUNS_PLOTTED = 12
+
+
 def _runs(dirs: list[Path], root: Path) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows, parts = [], []
-    fig, ax = plt.subplots(figsize=(8, 3.5), constrained_layout=True)
-    plotted = 0
+    from idlewave.results import time_unit
+
+    rows, parts, series = [], [], []
     for d in dirs:
         s = json.loads((d / "summary.json").read_text())
         it = s.get("iteration_s") or {}
@@ -60,20 +65,28 @@ def _runs(dirs: list[Path], root: Path) -> str:
                      "iterations": s.get("iterations"), "makespan_s": s.get("makespan_s"),
                      "iteration mean s": it.get("mean"), "iteration p95 s": it.get("p95"), "events": s.get("events")})
         t = d / "timers.parquet"
-        if t.exists() and plotted < 12:
+        if t.exists():
             frame = pl.read_parquet(t)
             if "iteration_s" in frame.columns and frame.height:
                 per_it = frame.group_by("iteration").agg(pl.col("iteration_s").max()).sort("iteration")
-                ax.plot(per_it["iteration"], per_it["iteration_s"] * 1e6, label=str(d.relative_to(root)), lw=1)
-                plotted += 1
+                series.append((str(d.relative_to(root)), per_it["iteration"].to_numpy(), per_it["iteration_s"].to_numpy()))
     parts.append(_table(rows))
-    if plotted:
+    if series:
+        shown = series[:_RUNS_PLOTTED]
+        top = max(float(np.nanmax(y)) for _, _, y in shown)
+        scale, unit = time_unit(top)
+        fig, ax = plt.subplots(figsize=(8, 3.2 + 0.18 * -(-len(shown) // 2)), constrained_layout=True)
+        for label, x, y in shown:
+            ax.plot(x, y * scale, label=label, lw=1)
+        medians = [float(np.nanmedian(y)) for _, _, y in shown]
+        if min(medians) > 0 and max(medians) / min(medians) > 20:  # runs of very different scales
+            ax.set_yscale("log")
         ax.set_xlabel("iteration")
-        ax.set_ylabel("slowest rank's iteration (µs)")
-        ax.legend(fontsize=6)
+        ax.set_ylabel(f"slowest rank's iteration [{unit}]")
+        capped = f" (the first {len(shown)} of {len(series)} runs)" if len(series) > len(shown) else ""
+        ax.set_title(f"Slowest rank's time per iteration, by run{capped}", fontsize="medium")
+        fig.legend(loc="outside lower center", ncol=2, fontsize="x-small", frameon=False)
         parts.append(_png(fig))
-    else:
-        plt.close(fig)
     waves = []
     for d in dirs:
         scn = d / "scenario.json"
@@ -115,12 +128,15 @@ def _heat(d: Path, title: str) -> str:
     col = "comm_s" if "comm_s" in frame.columns else "iteration_s"
     ranks, iters = frame["rank"].n_unique(), frame["iteration"].n_unique()
     m = frame.sort(["rank", "iteration"])[col].to_numpy().reshape(ranks, iters)
+    from idlewave.results import time_unit
+
+    scale, unit = time_unit(float(np.nanmax(m)) if m.size else 1.0)
     fig, ax = plt.subplots(figsize=(8, 3), constrained_layout=True)
-    im = ax.imshow(m * 1e6, aspect="auto", interpolation="nearest", cmap="magma")
-    ax.set_title(f"{title}: {col[:-2]} time per rank and iteration (µs)")
+    im = ax.imshow(m * scale, aspect="auto", interpolation="nearest", cmap="magma")
+    ax.set_title(f"{title}: {col[:-2]} time per rank and iteration", fontsize="medium")
     ax.set_xlabel("iteration")
     ax.set_ylabel("rank")
-    fig.colorbar(im, ax=ax)
+    fig.colorbar(im, ax=ax, label=f"{col[:-2]} [{unit}]")
     return _png(fig)
 
 
