@@ -162,6 +162,11 @@ pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimErr
 /// What a visit gives: the visitor's answer and the figures the workload derived.
 pub type Visited<T> = Option<(T, Vec<(String, f64)>)>;
 
+/// Whether the network's platform has memory domains (memory-bound work contends there).
+fn memory_domains(net: &Network) -> bool {
+    net.platform.as_ref().is_some_and(|p| p.memory.is_some())
+}
+
 /// Generic code over the built-in workloads: running, exporting.
 pub trait WorkloadVisitor {
     type Out;
@@ -174,18 +179,18 @@ impl WorkloadSpec {
     /// from the network) and handed to `v`, with the figures it derived.
     /// None for GOAL files and traces, which are not generated workloads.
     pub fn visit<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, String> {
-        self.validate(net.ranks_per_node)?;
+        self.validate(net.ranks_per_node, memory_domains(net))?;
         let none = Vec::new();
         Ok(Some(match self {
             WorkloadSpec::Bsp(w) => (v.visit(w.clone()), none),
             WorkloadSpec::Collective(w) => (v.visit(w.on_nodes(net.ranks_per_node)), none),
             WorkloadSpec::Spmv(w) => (v.visit(w.loaded().and_then(|w| w.validate().map(|_| w))?), none),
             WorkloadSpec::FemMatvec(w) => (v.visit(w.clone()), none),
-            WorkloadSpec::StreamTriad(w) => (v.visit(w.bsp(net.platform.as_ref().is_some_and(|p| p.memory.is_some()))), none),
+            WorkloadSpec::StreamTriad(w) => (v.visit(w.bsp(memory_domains(net))), none),
             WorkloadSpec::Krylov(w) => (v.visit(w.clone()), none),
             WorkloadSpec::KrylovKernel(w) => (v.visit(w.solver()), none),
             WorkloadSpec::Dense2d(w) => (v.visit(w.clone()), none),
-            WorkloadSpec::Chebfd(w) => (v.visit(w.resolved()?), none),
+            WorkloadSpec::Chebfd(w) => (v.visit(w.resolved(memory_domains(net))?), none),
             WorkloadSpec::Skeleton(s) => {
                 let (w, compute, collective) = s.program(net)?;
                 let derived = vec![
@@ -207,8 +212,9 @@ impl WorkloadSpec {
     }
 
     /// The rules that tie the workload's keys together, on a network of
-    /// `ranks_per_node` ranks per node (files are read when it runs).
-    pub fn validate(&self, ranks_per_node: u32) -> Result<(), String> {
+    /// `ranks_per_node` ranks per node, with memory domains or not (files
+    /// are read when it runs).
+    pub fn validate(&self, ranks_per_node: u32, memory_domains: bool) -> Result<(), String> {
         match self {
             WorkloadSpec::Bsp(w) => w.validate(),
             WorkloadSpec::Collective(w) => w.on_nodes(ranks_per_node).validate(),
@@ -219,7 +225,7 @@ impl WorkloadSpec {
             WorkloadSpec::StreamTriad(w) => w.bsp(false).validate(),
             WorkloadSpec::Krylov(w) => w.validate(),
             WorkloadSpec::KrylovKernel(w) => w.solver().validate(),
-            WorkloadSpec::Chebfd(w) => w.resolved().map(|_| ()),
+            WorkloadSpec::Chebfd(w) => w.resolved(memory_domains).map(|_| ()),
             WorkloadSpec::Dense2d(w) => w.validate(),
             WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => Ok(()),
         }

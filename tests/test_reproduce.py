@@ -102,3 +102,26 @@ def test_krylov_kernels_fig3_and_fig13_blocking_as_the_paper():
     for b in (32768, 131072, 524288):
         saved = t["Fig. 3", "dma NIC", b, "blocking"] - t["Fig. 3", "dma NIC", b, "nonblocking"]
         assert 0 < saved <= 1e-3 + 1e-9, (b, saved)
+
+
+def test_chebfd_verdicts_follow_the_papers_order_both_ways():
+    from idlewave.reproduce import CHEB_BLOCKS, CHEB_GAP, CHEB_MODES, CHEB_ORDER, chebfd_verdicts
+
+    def rows(order):
+        out = []
+        for nb in CHEB_BLOCKS:
+            for mode in CHEB_MODES:
+                for i, m in enumerate(order):
+                    scheme = {"non_split": 1.0, "pipeline": 0.99, "split_wait": 1.2}[mode]
+                    free = scheme * (1 + 0.01 * i)
+                    # with barriers: M4 the paper's gap above M3, the others between
+                    barrier = scheme * 1.1 * (1 + {"M3": 0.0, "M4": CHEB_GAP[nb, mode]}.get(m, 0.01))
+                    out.append({"n_b": nb, "mode": mode, "preset": m, "free_s": free, "barrier_s": barrier,
+                                "p_d": barrier / free})
+        return out
+
+    v = {x["figure"]: x["verdict"] for x in chebfd_verdicts(rows(CHEB_ORDER))}
+    assert v == {"Fig. 6 barrier": "reproduced", "Fig. 6 order": "reproduced", "M4 vs M3": "reproduced",
+                 "split-wait": "reproduced", "pipeline": "reproduced"}
+    v = {x["figure"]: x["verdict"] for x in chebfd_verdicts(rows(CHEB_ORDER[::-1]))}
+    assert v["Fig. 6 order"] == "differs"

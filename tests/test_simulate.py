@@ -285,6 +285,37 @@ def test_chebfd_custom_partners_and_errors():
         idlewave.simulate({"workload": w | {"subspace": 3}})
 
 
+def test_chebfd_desynchronization_evades_the_memory_bottleneck():
+    """Idle-waves paper §3.3: with the kernel memory-bound (the paper's code
+    balance for TOPI-EHN, n_b = 2, on Meggie's sockets) removing the barrier
+    per polynomial step lets ranks desynchronize and share the socket's
+    bandwidth unevenly: the run is faster (P_D > 1). The same kernel made
+    core-bound, at the time it takes on a saturated socket, gains nothing."""
+    rows = 209_715
+    per_vector = int(rows * (260 / 2 + 80))  # bytes: (260/n_b + 80) per row
+    full_socket = 34.15e9 / 10  # each of 10 cores' share of a saturated socket
+    base = {"kind": "chebfd", "ranks": 200, "subspace": 16, "block": 2, "degree": 10, "mode": "non_split", "preset": "M3"}
+    p_d = {}
+    for kind, kernel in (("memory", {"kernel_bytes_per_vector": per_vector}),
+                         ("core", {"kernel_per_vector_s": per_vector / full_socket})):
+        t = {b: idlewave.simulate({"network": {"platform": "meggie"}, "workload": base | kernel | {"barrier": b}})
+             for b in (False, True)}
+        p_d[kind] = t[True].summary["makespan_s"] / t[False].summary["makespan_s"]
+    assert p_d["memory"] > 1.005 and p_d["core"] < 1.001, p_d
+    # §3.3: split-wait is slowest (its remote part re-reads the result), and
+    # with barriers the pipeline beats non-split
+    memory = {"network": {"platform": "meggie"}}
+    t = {(m, b): idlewave.simulate(memory | {"workload": base | {"kernel_bytes_per_vector": per_vector, "mode": m,
+                                                                 "barrier": b}}).summary["makespan_s"]
+         for m in ("non_split", "split_wait", "pipeline") for b in (False, True)}
+    for b in (False, True):
+        assert t["split_wait", b] > max(t["non_split", b], t["pipeline", b]), t
+    assert t["pipeline", True] < t["non_split", True], t
+    # a kernel given in bytes needs memory domains to run at
+    with pytest.raises(ScenarioError, match="kernel_bytes_per_vector"):
+        idlewave.simulate({"workload": base | {"kernel_bytes_per_vector": per_vector}})
+
+
 def test_spmv_from_a_partner_file_matches_the_banded_matrix(tmp_path):
     banded = {"workload": {"kind": "spmv", "ranks": 8, "iterations": 5, "rows": 8000, "bandwidth": 1500,
                            "mode": "split_wait", "time_per_nonzero_s": 1e-9}}

@@ -348,6 +348,11 @@ def reproduce(
         if name == "krylov-kernels":
             _print_krylov(result)
             continue
+        if name == "chebfd":
+            for v in result["verdicts"]:
+                out.print(f"  {v['figure']}: {v['verdict']}. Ours: {v['ours']}. The paper: {v['paper']}", highlight=False)
+            out.print(f"figure: {result['figure']}", highlight=False)
+            continue
         apps = list(result["verdicts"][0]["values"]) if result["verdicts"] else []
         t = Table(title=escape(f"{name}: makespan ratios per application (Fig. 5, 7: blocking / idealized allreduce "
                                f"under noise; Fig. 11: idealized under noise / no noise)"))

@@ -272,6 +272,37 @@ def krylov_verdicts(rows: list[dict]) -> list[dict]:
             for fig, ok in checks.items()]
 
 
+def chebfd_figure(result: dict, path: Path) -> Path:
+    """Fig. 6's bars: makespan per decomposition, barrier-free bars with the
+    barrier's makespan as a red mark, one panel per (n_b, mode)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from idlewave.results import time_unit
+
+    rows = result["rows"]
+    panels = list(dict.fromkeys((r["n_b"], r["mode"]) for r in rows))
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.4), layout="constrained", squeeze=False)
+    for ax, (nb, mode) in zip(axes.flat, panels):
+        sel = [r for r in rows if (r["n_b"], r["mode"]) == (nb, mode)]
+        scale, unit = time_unit(max(r["barrier_s"] for r in sel))
+        x = range(len(sel))
+        ax.bar(x, [r["free_s"] * scale for r in sel], color="C0", label="barrier-free")
+        ax.scatter(x, [r["barrier_s"] * scale for r in sel], color="C3", marker="_", s=200, label="with a barrier per step")
+        ax.set_xticks(list(x), [r["preset"] for r in sel])
+        low = min(r["free_s"] for r in sel) * scale
+        ax.set_ylim(low * 0.97, max(r["barrier_s"] for r in sel) * scale * 1.01)
+        ax.set_title(f"n_b = {nb}, {mode.replace('_', '-')}", fontsize="medium")
+        ax.set_ylabel(f"makespan [{unit}]")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
+    fig.suptitle(f"ChebFD (TOPI-EHN, memory-bound kernel) on {result['ranks']:,} ranks of Meggie: y axes start near "
+                 "the fastest bar", fontsize="medium")
+    return save_figure(fig, path)
+
+
 def krylov_figure(result: dict, path: Path) -> Path:
     """Iteration time against message size, one panel per figure."""
     import matplotlib
@@ -298,7 +329,87 @@ def krylov_figure(result: dict, path: Path) -> Path:
     return save_figure(fig, path)
 
 
+# Idle-waves paper §3.3, Fig. 6: ChebFD on TOPI-EHN in the nine
+# decompositions of Table 7 on Meggie (the `meggie` platform: 10 cores per
+# socket sharing 34.15 GB/s). The kernel is memory-bound at the paper's code
+# balance for complex data, (260/n_b + 80) B per matrix row and vector, over
+# the rows one process holds: 128² × 64 mesh points × 4 DOFs per node, 20
+# processes per node.
+CHEB_ROWS = 128 * 128 * 64 * 4 // 20
+CHEB_PRESETS = tuple(f"M{i}" for i in range(1, 10))
+CHEB_MODES = ("non_split", "split_wait", "pipeline")
+# n_b = 2 with 8 blocks (the paper: 64; fewer keep the study to a minute), n_b = 32 with the paper's 4
+CHEB_BLOCKS = {2: 16, 32: 128}
+CHEB_PAPER = {
+    "Fig. 6 barrier": "removing the barrier per polynomial step speeds up NON-SPLIT (desynchronization evades the "
+                      "memory bottleneck)",
+    "Fig. 6 order": "barrier-free NON-SPLIT, fastest first: M3, M2, M6, M5, M1, M9, M7, M8, M4 (n_b = 2)",
+    "M4 vs M3": "with barriers M4 is slower than M3 by 11.1% (NON-SPLIT), 9% (PIPELINE), 6.9% (SPLIT-WAIT) at "
+                "n_b = 2 and 6.1%, 5.1%, 2.8% at n_b = 32",
+    "split-wait": "SPLIT-WAIT is the slowest scheme in every decomposition (its extra memory traffic)",
+    "pipeline": "with barriers PIPELINE is always faster than NON-SPLIT",
+}
+CHEB_ORDER = ("M3", "M2", "M6", "M5", "M1", "M9", "M7", "M8", "M4")
+CHEB_GAP = {(2, "non_split"): 0.111, (2, "pipeline"): 0.09, (2, "split_wait"): 0.069,
+            (32, "non_split"): 0.061, (32, "pipeline"): 0.051, (32, "split_wait"): 0.028}
+
+
+def chebfd(ranks: int = 1280, degree: int = 10, on_row: Callable[[dict], None] | None = None) -> dict:
+    """Fig. 6: makespan per (n_b, mode, decomposition), with and without a
+    barrier per polynomial step, the kernel memory-bound."""
+    rows = []
+    for nb, subspace in CHEB_BLOCKS.items():
+        for mode in CHEB_MODES:
+            for preset in CHEB_PRESETS:
+                t = {}
+                for barrier in (False, True):
+                    w = {"kind": "chebfd", "ranks": ranks, "subspace": subspace, "block": nb, "degree": degree, "mode": mode,
+                         "preset": preset, "barrier": barrier, "kernel_bytes_per_vector": round(CHEB_ROWS * (260 / nb + 80))}
+                    r = simulate({"seed": 1, "network": {"platform": "meggie"}, "record": {"timers": False}, "workload": w})
+                    t[barrier] = r.summary["makespan_s"]
+                row = {"n_b": nb, "mode": mode, "preset": preset, "free_s": t[False], "barrier_s": t[True],
+                       "p_d": t[True] / t[False]}
+                rows.append(row)
+                if on_row:
+                    on_row(row)
+    return {"rows": rows, "verdicts": chebfd_verdicts(rows), "ranks": ranks, "degree": degree}
+
+
+def chebfd_verdicts(rows: list[dict]) -> list[dict]:
+    from scipy.stats import kendalltau
+
+    def pick(nb: int, mode: str) -> dict[str, dict]:
+        return {r["preset"]: r for r in rows if (r["n_b"], r["mode"]) == (nb, mode)}
+
+    free = pick(2, "non_split")
+    order = sorted(free, key=lambda m: (free[m]["free_s"], m))
+    tau = float(kendalltau([CHEB_ORDER.index(m) for m in order], range(len(order))).statistic)
+    p_d = [r["p_d"] for r in rows if r["mode"] == "non_split"]
+    gaps = {f"n_b = {nb}, {mode}": pick(nb, mode)["M4"]["barrier_s"] / pick(nb, mode)["M3"]["barrier_s"] - 1
+            for nb, mode in CHEB_GAP}
+    gap_ok = all(0.5 * CHEB_GAP[k] <= gaps[f"n_b = {k[0]}, {k[1]}"] <= 2 * CHEB_GAP[k] for k in CHEB_GAP)
+    cases = [(nb, m) for nb in CHEB_BLOCKS for m in CHEB_PRESETS]
+    by = {(r["n_b"], r["mode"], r["preset"]): r for r in rows}
+    split_slowest = all(by[nb, "split_wait", m][k] > max(by[nb, "non_split", m][k], by[nb, "pipeline", m][k])
+                        for nb, m in cases for k in ("free_s", "barrier_s"))
+    pipeline_first = [by[nb, "non_split", m]["barrier_s"] / by[nb, "pipeline", m]["barrier_s"] for nb, m in cases]
+    return [
+        {"figure": "Fig. 6 barrier", "paper": CHEB_PAPER["Fig. 6 barrier"], "verdict": "reproduced" if min(p_d) > 1 else "differs",
+         "ours": f"P_D (barrier / barrier-free) {min(p_d):.3f}–{max(p_d):.3f}"},
+        {"figure": "Fig. 6 order", "paper": CHEB_PAPER["Fig. 6 order"], "verdict": "reproduced" if tau >= 0.7 else "differs",
+         "ours": f"{', '.join(order)} (Kendall τ = {tau:.2f}; spread {free[order[-1]]['free_s'] / free[order[0]]['free_s'] - 1:.1%})"},
+        {"figure": "M4 vs M3", "paper": CHEB_PAPER["M4 vs M3"], "verdict": "reproduced" if gap_ok else "differs",
+         "ours": ", ".join(f"{k}: {v:+.1%}" for k, v in gaps.items())},
+        {"figure": "split-wait", "paper": CHEB_PAPER["split-wait"], "verdict": "reproduced" if split_slowest else "differs",
+         "ours": "slowest in every case" if split_slowest else "not the slowest in some cases"},
+        {"figure": "pipeline", "paper": CHEB_PAPER["pipeline"], "verdict": "reproduced" if min(pipeline_first) > 1 else "differs",
+         "ours": f"NON-SPLIT / PIPELINE with barriers {min(pipeline_first):.3f}–{max(pipeline_first):.3f}"},
+    ]
+
+
 STUDIES = {
+    "chebfd": "idle-waves paper Fig. 6: ChebFD in the nine decompositions of Table 7, three modes, n_b = 2 and 32, "
+              "with and without a barrier per step, the kernel memory-bound on Meggie's sockets",
     "noise-apps": "noise paper Fig. 5a, 5b, 7, 11: six applications, blocking vs idealized nonblocking allreduce "
                   "under system, daemon and checkpoint noise",
     "noise-collectives": "noise paper Fig. 6, 9: a loop of one collective (dissemination allreduce and allgather, "
@@ -309,7 +420,8 @@ STUDIES = {
 
 
 # Per study: the scales and iterations run by default.
-DEFAULTS: dict[str, tuple[tuple[int, ...], int]] = {"noise-apps": ((1024,), 40),
+DEFAULTS: dict[str, tuple[tuple[int, ...], int]] = {"chebfd": ((1280,), 10),
+                                                    "noise-apps": ((1024,), 40),
                                                     "noise-collectives": ((1024, 4096, 16384), 200),
                                                     "krylov-kernels": ((512,), 4)}
 
@@ -322,6 +434,9 @@ def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, see
     if name == "noise-apps":
         result = noise_apps(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
         result["figure"] = str(figure(result, out / f"{name}.png"))
+    elif name == "chebfd":  # iterations: the polynomial degree; no noise, so no seed
+        result = chebfd(ranks=ranks[0], degree=iterations, on_row=on_row)
+        result["figure"] = str(chebfd_figure(result, out / f"{name}.png"))
     elif name == "krylov-kernels":  # the paper's fixed scales; ranks and seed do not apply (no noise)
         result = krylov(iterations=iterations, on_row=on_row)
         result["figure"] = str(krylov_figure(result, out / f"{name}.png"))

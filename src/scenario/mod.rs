@@ -126,7 +126,7 @@ impl Scenario {
         for (i, n) in self.noise.iter().enumerate() {
             n.validate(ranks).map_err(|e| ScenarioError::from_rule(format!("noise[{i}].{e}")))?;
         }
-        self.workload.validate(self.network.ranks_per_node).map_err(ScenarioError::from_rule)
+        self.workload.validate(self.network.ranks_per_node, self.network.memory.is_some()).map_err(ScenarioError::from_rule)
     }
 
     /// The engine's configuration of the run.

@@ -55,6 +55,11 @@ pub struct ChebFd {
     #[serde(rename = "kernel_per_vector_s", with = "secs")]
     #[schemars(with = "Seconds")]
     pub kernel_per_vector_ps: Time,
+    /// Bytes the kernel moves per vector of a block and polynomial step (0:
+    /// core-bound, `kernel_per_vector_s`). Above 0 the kernel is memory-bound
+    /// and contends for its socket's bandwidth (needs `[network.memory]`):
+    /// the paper's code balance, rows × (260/n_b + 80) B for complex TOPI-EHN.
+    pub kernel_bytes_per_vector: u64,
     /// Share of the kernel that needs remote elements (split-wait's second part).
     #[schemars(range(min = 0, max = 1))]
     pub remote_fraction: f64,
@@ -79,6 +84,7 @@ impl Default for ChebFd {
             offsets: vec![],
             offset_bytes: vec![],
             kernel_per_vector_ps: from_seconds(1e-3),
+            kernel_bytes_per_vector: 0,
             remote_fraction: 0.2,
             split_overhead: 0.1,
             barrier: false,
@@ -97,6 +103,14 @@ impl JsonSchema for Table7Name {
         let names: Vec<String> = std::iter::once(String::new()).chain((1..=9).map(|i| format!("M{i}"))).collect();
         json_schema!({"type": "string", "enum": names})
     }
+}
+
+/// Which part of a kernel an op runs.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Whole,
+    Local,
+    Remote,
 }
 
 /// Most partner offsets: each takes a send and a receive slot, for two
@@ -150,8 +164,14 @@ pub struct ChebState {
 }
 
 impl ChebFd {
-    /// The workload with a preset's partners filled in.
-    pub fn resolved(&self) -> Result<ChebFd, String> {
+    /// The workload with a preset's partners filled in, on a platform with
+    /// memory domains or not (`memory_bound`: what a kernel given in bytes needs).
+    pub fn resolved(&self, memory_bound: bool) -> Result<ChebFd, String> {
+        if self.kernel_bytes_per_vector > 0 && !memory_bound {
+            return Err("workload.kernel_bytes_per_vector: a memory-bound kernel needs memory domains \
+                        ([network.memory] socket and core bandwidths); or give kernel_per_vector_s"
+                .into());
+        }
         let mut c = self.clone();
         if self.offsets.len() != self.offset_bytes.len() {
             return Err(format!(
@@ -207,10 +227,24 @@ impl ChebFd {
         self.kernel_per_vector_ps * self.block as Time
     }
 
-    fn kernel_part(&self, remote: bool) -> Time {
-        let k = self.kernel() as f64;
-        let part = if remote { k * self.remote_fraction + k * self.split_overhead } else { k * (1.0 - self.remote_fraction) };
-        part.round() as Time
+    /// A kernel's share: all of it, split-wait's local part or its remote
+    /// part (which re-reads the result: `split_overhead` more).
+    fn kernel_share(&self, part: Part) -> f64 {
+        match part {
+            Part::Whole => 1.0,
+            Part::Local => 1.0 - self.remote_fraction,
+            Part::Remote => self.remote_fraction + self.split_overhead,
+        }
+    }
+
+    /// The op running that share of the kernel: computation, or memory traffic.
+    fn kernel_op(&self, part: Part) -> StreamOp {
+        let share = self.kernel_share(part);
+        if self.kernel_bytes_per_vector > 0 {
+            StreamOp::Mem(((self.kernel_bytes_per_vector * self.block as u64) as f64 * share).round() as u64)
+        } else {
+            StreamOp::Calc((self.kernel() as f64 * share).round() as Time)
+        }
     }
 
     /// The (block, step) pair of sequence number `seq`, in the mode's loop order.
@@ -308,8 +342,7 @@ impl Workload for ChebFd {
                 }
                 Phase::Kernel => {
                     s.phase = Phase::KernelWait;
-                    let t = if self.mode == ChebMode::SplitWait { self.kernel_part(false) } else { self.kernel() };
-                    return StreamOp::Calc(t);
+                    return self.kernel_op(if self.mode == ChebMode::SplitWait { Part::Local } else { Part::Whole });
                 }
                 Phase::KernelWait => {
                     s.phase = Phase::KernelRemote;
@@ -326,7 +359,7 @@ impl Workload for ChebFd {
                 Phase::KernelRemote => {
                     s.phase = Phase::KernelStop;
                     if self.mode == ChebMode::SplitWait {
-                        return StreamOp::Calc(self.kernel_part(true));
+                        return self.kernel_op(Part::Remote);
                     }
                 }
                 Phase::KernelStop => {
@@ -396,6 +429,7 @@ mod tests {
             mode,
             partners: vec![(1, 2_000), (-1, 2_000), (-3, 400)],
             kernel_per_vector_ps: 50_000_000,
+            kernel_bytes_per_vector: 0,
             remote_fraction: 0.2,
             split_overhead: 0.1,
             barrier,
