@@ -122,6 +122,13 @@ def test_chebfd_verdicts_follow_the_papers_order_both_ways():
 
     v = {x["figure"]: x["verdict"] for x in chebfd_verdicts(rows(CHEB_ORDER))}
     assert v == {"Fig. 6 barrier": "reproduced", "Fig. 6 order": "reproduced", "M4 vs M3": "reproduced",
-                 "split-wait": "reproduced", "pipeline": "reproduced"}
+                 "M3 overlap": v["M3 overlap"], "split-wait": "reproduced", "pipeline": "reproduced"}
+    # M3's gain from dropping the barrier: the largest, or not
+    for p_d, verdict in ((2.0, "reproduced"), (1.0001, "differs")):
+        r = rows(CHEB_ORDER)
+        for x in r:
+            if x["preset"] == "M3":
+                x["p_d"] = p_d
+        assert {x["figure"]: x["verdict"] for x in chebfd_verdicts(r)}["M3 overlap"] == verdict
     v = {x["figure"]: x["verdict"] for x in chebfd_verdicts(rows(CHEB_ORDER[::-1]))}
     assert v["Fig. 6 order"] == "differs"
