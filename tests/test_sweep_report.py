@@ -1,8 +1,14 @@
 """Sweeps on a local Dask cluster, and the HTML report (rendered in headless
 Chromium when it is installed)."""
 
+import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -141,106 +147,98 @@ def test_a_study_refuses_a_strategy_it_does_not_sweep(cli, tmp_path):
     assert p.returncode == 2 and "replications must be a whole number" in p.stderr
 
 
-def test_a_sweep_on_a_running_scheduler_with_a_relative_out(cli, tmp_path):
-    """A real `dask scheduler` and `dask worker` (its own working directory):
-    a relative --out still lands where the client asked."""
-    import os
-    import sys
-    import time
-    from pathlib import Path
+DASK = str(Path(sys.executable).parent / "dask")
+DASK_ENV = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
 
-    dask = str(Path(sys.executable).parent / "dask")
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """A real `dask scheduler` process; yields its address."""
     info = tmp_path / "scheduler.json"
-    (tmp_path / "worker-wd").mkdir()
-    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
-    sched = subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    worker = None
+    sched = subprocess.Popen([DASK, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=DASK_ENV)
     try:
         for _ in range(300):
             if info.exists() and info.stat().st_size:
                 break
             time.sleep(0.1)
-        import json
+        yield json.loads(info.read_text())["address"]
+    finally:
+        sched.terminate()
+        sched.wait(timeout=30)
 
-        address = json.loads(info.read_text())["address"]
-        worker = subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
-                                  cwd=tmp_path / "worker-wd", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+def start_worker(address: str, cwd: Path | None = None) -> subprocess.Popen:
+    """A real `dask worker` process (with its nanny, in a process group of its own)."""
+    return subprocess.Popen([DASK, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
+                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=DASK_ENV,
+                            start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=30)
+
+
+def test_a_sweep_on_a_running_scheduler_with_a_relative_out(tmp_path, scheduler):
+    """A real `dask scheduler` and `dask worker` (its own working directory):
+    a relative --out still lands where the client asked."""
+    (tmp_path / "worker-wd").mkdir()
+    worker = start_worker(scheduler, cwd=tmp_path / "worker-wd")
+    try:
         study = tmp_path / "study.toml"
         study.write_text(RANKING.replace("replications = 4", "replications = 2"))
         client_wd = tmp_path / "client-wd"
         client_wd.mkdir()
         exe = Path(sys.executable).parent / "idlewave"
-        p = subprocess.run([str(exe), "sweep", str(study), "--out", "rel-out", "--scheduler", address, "--quiet"],
+        p = subprocess.run([str(exe), "sweep", str(study), "--out", "rel-out", "--scheduler", scheduler, "--quiet"],
                            cwd=client_wd, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         assert len(list((client_wd / "rel-out" / "points").glob("*/summary.json"))) == 8
         assert not (tmp_path / "worker-wd" / "rel-out").exists()
-        p = subprocess.run([str(exe), "sweep", str(study), "--out", "rel-out", "--scheduler", address, "--quiet"],
+        p = subprocess.run([str(exe), "sweep", str(study), "--out", "rel-out", "--scheduler", scheduler, "--quiet"],
                            cwd=client_wd, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0 and "8 reused" in p.stdout
     finally:
-        for proc in (worker, sched):
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
+        stop(worker)
 
 
-def test_a_worker_lost_mid_sweep_costs_no_finished_point(tmp_path):
+def test_a_worker_lost_mid_sweep_costs_no_finished_point(tmp_path, scheduler):
     """Two real workers; one is killed once some points are written. The
     sweep still finishes every point, and no point written before the loss
     is run (or written) again."""
-    import json
-    import os
-    import signal
-    import sys
-    import time
-    from pathlib import Path
-
-    dask = str(Path(sys.executable).parent / "dask")
-    info = tmp_path / "scheduler.json"
-    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
-    sched = subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    workers, sweep = [], None
+    workers = [start_worker(scheduler) for _ in range(2)]
+    sweep = None
     try:
-        for _ in range(300):
-            if info.exists() and info.stat().st_size:
-                break
-            time.sleep(0.1)
-        address = json.loads(info.read_text())["address"]
-        for _ in range(2):
-            workers.append(subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                            start_new_session=True))
         study = tmp_path / "study.toml"
         # 8 points of about a second each
         study.write_text('[base.workload]\nkind = "bsp"\nranks = 1024\ncompute_s = 1e-5\ndistances = [1]\n'
                          "[grid]\n\"workload.iterations\" = [200, 201, 202, 203, 204, 205, 206, 207]\n")
         out = tmp_path / "out"
         exe = Path(sys.executable).parent / "idlewave"
-        sweep = subprocess.Popen([str(exe), "sweep", str(study), "--out", str(out), "--scheduler", address, "--quiet"],
+        sweep = subprocess.Popen([str(exe), "sweep", str(study), "--out", str(out), "--scheduler", scheduler, "--quiet"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 240
         while time.time() < deadline and len(list(out.glob("points/*/summary.json"))) < 2:
             time.sleep(0.05)
-        before = {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("points/*/summary.json")}
+
+        def written() -> dict:
+            return {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("points/*/summary.json")}
+
+        before = written()
         assert 2 <= len(before) < 8, "the sweep went too fast to lose a worker in the middle"
-        os.killpg(workers[0].pid, signal.SIGKILL)  # the worker and its nanny
-        stdout, stderr = sweep.communicate(timeout=300)
+        stop(workers[0], signal.SIGKILL)  # the worker and its nanny
+        _, stderr = sweep.communicate(timeout=300)
         assert sweep.returncode == 0, stderr
-        after = {p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("points/*/summary.json")}
+        after = written()
         assert len(after) == 8
         assert {k: after[k] for k in before} == before, "a point written before the loss was written again"
     finally:
         if sweep is not None and sweep.poll() is None:
             sweep.kill()
-        for proc in workers:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=30)
-        sched.terminate()
-        sched.wait(timeout=30)
+        for w in workers:
+            stop(w)
 
 
 def test_an_unreachable_scheduler_is_one_line(cli, tmp_path):
