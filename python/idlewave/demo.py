@@ -116,6 +116,11 @@ def run_demo(out: Path, console: Console, quiet: bool = False) -> dict:
         split = ", ".join(f"{CAUSES[k]} {v / bound['makespan_s']:.0%}" for k, v in shares if v / bound["makespan_s"] >= 0.01)
         console.print(escape(f"What bounds HPCCG's blocking run under the daemon ({bound['makespan_s']:.3f} s): {split}; "
                              f"each µs more of L adds {bound['derivatives']['L']} µs."))
+        route = bound.get("route") or {}
+        if route:
+            top = route["longest_on"][0]
+            console.print(escape(f"Its critical path crosses {route['ranks']:,} ranks in {route['segments']:,} stretches; "
+                                 f"no rank holds it longer than rank {top['rank']} ({top['share']:.1%})."))
         w, d = waves["idle_wave"], waves["pd"]
         console.print(f"2. idle wave: {w['speed_ranks_per_s']:.0f} ranks/s ({w['speed_ranks_per_iteration']:.2f} ranks per "
                       f"iteration), decay {w['decay_per_rank']:.2g}/rank; STREAM desynchronization P_D = {d['pd']:.3f}")
