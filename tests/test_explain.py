@@ -86,6 +86,12 @@ def test_explain_refuses_what_it_cannot_read(cli, tmp_path):
     assert p.returncode == 2 and "no such file" in p.stderr
     p = cli("explain", EXAMPLES / "idle-wave.toml", "--params", "Q", check=False)
     assert p.returncode == 2 and "unknown parameter 'Q'" in p.stderr
+    # an explained run whose route table is damaged
+    run = tmp_path / "run"
+    simulate(bsp(iterations=3), explain=True).write(run)
+    (run / "route.parquet").write_text("not parquet")
+    p = cli("explain", run, "--no-tolerance", check=False)
+    assert p.returncode == 2 and "a table of the explained run cannot be read" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_tolerances_need_one_logGOPS_network():

@@ -314,6 +314,8 @@ def test_chebfd_desynchronization_evades_the_memory_bottleneck():
     # a kernel given in bytes needs memory domains to run at
     with pytest.raises(ScenarioError, match="kernel_bytes_per_vector"):
         idlewave.simulate({"workload": base | {"kernel_bytes_per_vector": per_vector}})
+    with pytest.raises(ScenarioError, match="kernel_bytes_per_vector: a block's kernel moves 2.47 bytes or more"):
+        idlewave.simulate(memory | {"workload": base | {"kernel_bytes_per_vector": 2**64 - 1}})
 
 
 def test_spmv_from_a_partner_file_matches_the_banded_matrix(tmp_path):

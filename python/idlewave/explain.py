@@ -242,12 +242,21 @@ def curve(scenario: dict, param: str, deltas: list[float]) -> list[tuple[float, 
 
 
 def read(result_dir: Path) -> tuple[dict, Explanation | None]:
-    """A result directory's scenario and, if the run was explained, its explanation."""
+    """A result directory's scenario and, if the run was explained, its
+    explanation. A table that cannot be read is an ExplainError naming it."""
     scenario = json.loads((result_dir / "scenario.json").read_text())
     path = result_dir / "explain.json"
     if not path.exists():
         return scenario, None
     x = Explanation(json.loads(path.read_text()))
+    try:
+        _read_tables(x, result_dir)
+    except (pl.exceptions.PolarsError, KeyError, ValueError) as e:
+        raise ExplainError(f"{result_dir}: a table of the explained run cannot be read: {e}") from None
+    return scenario, x
+
+
+def _read_tables(x: Explanation, result_dir: Path) -> None:
     if (result_dir / "waits.parquet").exists():
         w = pl.read_parquet(result_dir / "waits.parquet")
         x.waits = {f"{k}_ps": np.rint(w[f"{k}_s"].to_numpy() * 1e12).astype(np.uint64)
@@ -261,7 +270,6 @@ def read(result_dir: Path) -> tuple[dict, Explanation | None]:
         t = pl.read_parquet(timers, columns=["rank", "iteration", "waiting_s"]).sort(["rank", "iteration"])
         ranks, iters = t["rank"].n_unique(), t["iteration"].n_unique()
         x.by_iteration = t["waiting_s"].to_numpy().reshape(ranks, iters)
-    return scenario, x
 
 
 def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | None, param: str, out: Path) -> list[Path]:

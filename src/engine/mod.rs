@@ -781,7 +781,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             )));
         }
         if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
-            return Err(SimError::Invalid(format!("rank {r}: message of {} bytes exceeds the supported 2^47 bytes", op.size)));
+            let what = if op.kind == OpKind::Mem { "memory-bound computation" } else { "message" };
+            return Err(SimError::Invalid(format!("rank {r}: {what} of {} bytes exceeds the supported 2^47 bytes", op.size)));
         }
         let c = self.o(r, op.cpu);
         let (kind, time) = match op.kind {

@@ -205,6 +205,11 @@ impl ChebFd {
         if let Some((d, _)) = self.partners.iter().find(|(d, _)| *d == 0 || d.unsigned_abs() >= self.ranks as u64) {
             return Err(format!("workload.offsets: offset {d} must be non-zero and smaller than ranks"));
         }
+        // the remote part moves (remote_fraction + split_overhead) of a block's bytes
+        let kernel = self.kernel_bytes_per_vector as f64 * self.block as f64 * (1.0 + self.split_overhead);
+        if kernel >= crate::engine::MAX_MESSAGE_BYTES as f64 {
+            return Err("workload.kernel_bytes_per_vector: a block's kernel moves 2^47 bytes or more".into());
+        }
         if !(0.0..=1.0).contains(&self.remote_fraction) || self.split_overhead < 0.0 {
             return Err("workload.remote_fraction: must be in [0, 1] and split_overhead non-negative".into());
         }
