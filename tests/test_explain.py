@@ -187,6 +187,10 @@ def test_goal_files_and_traces_are_explained(cli, tmp_path):
     doc = json.loads(p.stdout)
     assert sum(doc["explain"]["causes_ps"].values()) == doc["explain"]["makespan_ps"] == doc["makespan_ps"]
     assert (tmp_path / "replay" / "waits.parquet").exists()
+    import polars as pl
+
+    route = pl.read_parquet(tmp_path / "replay" / "route.parquet")
+    assert route["end_s"][-1] == pytest.approx(doc["explain"]["makespan_ps"] * 1e-12) and route["start_s"][0] == 0
 
 
 def test_the_report_says_what_bounds_each_explained_run(cli, tmp_path):
