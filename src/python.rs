@@ -256,6 +256,8 @@ fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bou
     d.set_item("waits", waits)?;
     let route = PyDict::new(py);
     route.set_item("rank", PyArray1::from_vec(py, x.route.iter().map(|s| s.rank).collect::<Vec<u32>>()))?;
+    // u32::MAX where the program does not count iterations
+    route.set_item("iteration", PyArray1::from_vec(py, x.route.iter().map(|s| s.iteration.unwrap_or(u32::MAX)).collect::<Vec<u32>>()))?;
     route.set_item("start_ps", PyArray1::from_vec(py, x.route.iter().map(|s| s.start).collect::<Vec<u64>>()))?;
     route.set_item("end_ps", PyArray1::from_vec(py, x.route.iter().map(|s| s.end).collect::<Vec<u64>>()))?;
     for (c, name) in CAUSES.iter().enumerate() {

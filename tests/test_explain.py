@@ -122,6 +122,8 @@ def test_the_route_starts_on_the_delayed_rank_and_covers_the_run(tmp_path):
     first = route.row(0, named=True)
     assert first["rank"] == 3 and first["start_s"] == 0.0 and first["noise_s"] == pytest.approx(1e-3)
     assert route.height > 1 and (route["rank"].diff().drop_nulls() != 0).all()
+    # it follows the idle wave back to rank 0, one rank per iteration (d = 1)
+    assert list(zip(route["rank"][:4], route["iteration"][:4])) == [(3, 0), (2, 1), (1, 2), (0, 3)]
     assert (route["start_s"][1:].to_numpy() == route["end_s"][:-1].to_numpy()).all()
     assert route["end_s"][-1] == pytest.approx(r.explain.makespan_s, rel=1e-12)
     for cause, seconds in r.explain.causes_s().items():
@@ -191,6 +193,7 @@ def test_goal_files_and_traces_are_explained(cli, tmp_path):
 
     route = pl.read_parquet(tmp_path / "replay" / "route.parquet")
     assert route["end_s"][-1] == pytest.approx(doc["explain"]["makespan_ps"] * 1e-12) and route["start_s"][0] == 0
+    assert route["iteration"].null_count() == route.height  # a trace has no iterations
 
 
 def test_the_report_says_what_bounds_each_explained_run(cli, tmp_path):

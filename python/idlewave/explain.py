@@ -152,13 +152,19 @@ class Explanation:
         }
 
 
+#: The engine's "no iteration" (a GOAL file or a trace, or timers off).
+_NO_ITERATION = 2**32 - 1
+
+
 def _route_frame(route: dict) -> pl.DataFrame:
     """One row per stretch of the critical path on one rank, in time order:
-    when it arrived and left, and its seconds by cause there."""
+    the rank's iteration when the path arrived (null where unknown), when it
+    arrived and left, and its seconds by cause there."""
     start, end = np.asarray(route["start_ps"]), np.asarray(route["end_ps"])
     return pl.DataFrame({
         "segment": np.arange(len(start), dtype=np.uint32),
         "rank": np.asarray(route["rank"], dtype=np.uint32),
+        "iteration": pl.Series(np.asarray(route["iteration"], dtype=np.uint32)).replace(_NO_ITERATION, None),
         "start_s": start * 1e-12,
         "end_s": end * 1e-12,
         "duration_s": (end - start) * 1e-12,

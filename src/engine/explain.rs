@@ -225,10 +225,13 @@ struct Hop {
     rank: u32,
     from: u32,
     at: [Time; 7],
+    /// The iteration the rank was in (UNKNOWN where the program does not say).
+    iteration: u32,
 }
 
+const UNKNOWN: u32 = u32::MAX;
 /// The root hop: no rank yet.
-const NOWHERE: Hop = Hop { rank: u32::MAX, from: 0, at: [0; 7] };
+const NOWHERE: Hop = Hop { rank: u32::MAX, from: 0, at: [0; 7], iteration: UNKNOWN };
 /// Hops kept at least (a collection costs a pass over them); beyond it two
 /// per rank. Collections run when the tree holds twice the budget (in tests,
 /// twice what the last one kept, to collect early and often).
@@ -250,6 +253,8 @@ const HOPS_PER_EVENT: usize = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
     pub rank: u32,
+    /// The rank's iteration when the path arrived, if the program counts them.
+    pub iteration: Option<u32>,
     pub start: Time,
     pub end: Time,
     pub ps: [Time; 7],
@@ -331,7 +336,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             ..Default::default()
         });
         x.hops.push(NOWHERE);
-        x.hops.extend((0..ranks as u32).map(|rank| Hop { rank, ..NOWHERE }));
+        let iteration = |rank| self.program.iteration(rank).unwrap_or(UNKNOWN);
+        x.hops.extend((0..ranks as u32).map(|rank| Hop { rank, iteration: iteration(rank), ..NOWHERE }));
         self.explained = Some(x);
     }
 
@@ -468,10 +474,18 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// Clock `i` is now `self.clocks[i]`, reached by `path`.
     pub(super) fn x_set(&mut self, i: usize, path: Path) {
         let stride = self.stride;
+        let rank = (i / stride) as u32;
         let x = self.explained.as_deref_mut().expect("explaining");
         debug_assert_eq!(path.total(), self.clocks[i], "clock {i}");
-        let path = x.arrive(path, (i / stride) as u32);
+        let hops = x.hops.len();
+        let path = x.arrive(path, rank);
         *x.clock_mut(i, stride) = path;
+        if x.hops.len() > hops {
+            // a new hop: the iteration the rank is in
+            let iteration = self.program.iteration(rank).unwrap_or(UNKNOWN);
+            let x = self.explained.as_deref_mut().expect("explaining");
+            x.hops[path.hop as usize].iteration = iteration;
+        }
     }
 
     /// A computation of `work` ps from the current event's time set CPU clock `c`.
@@ -634,7 +648,7 @@ impl Explain {
         if self.hops[path.hop as usize].rank == rank {
             return path;
         }
-        let mut hop = Hop { rank, from: path.hop, at: path.ps };
+        let mut hop = Hop { rank, from: path.hop, at: path.ps, iteration: UNKNOWN };
         if let Some(a) = self.arriving.as_mut().filter(|a| a.rank == rank && a.from == path.hop) {
             if let Some(h) = a.hop {
                 path.hop = h;
@@ -734,7 +748,8 @@ impl Explain {
             // a path's causes only grow as it goes
             let ps = std::array::from_fn(|c| to[c].saturating_sub(from[c]));
             debug_assert!((0..7).all(|c| to[c] >= from[c]), "{from:?} to {to:?}");
-            segments.push(Segment { rank: hop.rank, start: from.iter().sum(), end: to.iter().sum(), ps });
+            let iteration = (hop.iteration != UNKNOWN).then_some(hop.iteration);
+            segments.push(Segment { rank: hop.rank, iteration, start: from.iter().sum(), end: to.iter().sum(), ps });
         }
         segments
     }

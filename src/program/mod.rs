@@ -103,6 +103,10 @@ pub trait Program {
     /// `rank`'s CPU sat idle `idle` ps (told when the run is explained;
     /// programs that record per-iteration timers add it to the iteration).
     fn waited(&mut self, _rank: u32, _idle: Time) {}
+    /// The iteration `rank` is in, if the program counts them.
+    fn iteration(&self, _rank: u32) -> Option<u32> {
+        None
+    }
     /// The share of the program done so far (0 to 1), if it knows it.
     fn progress(&self) -> Option<f64> {
         None

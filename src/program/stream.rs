@@ -277,6 +277,10 @@ impl<W: Workload> Program for StreamProgram<W> {
         self.recorder.progress()
     }
 
+    fn iteration(&self, rank: u32) -> Option<u32> {
+        self.recorder.iteration(rank)
+    }
+
     fn num_cpus(&self) -> u8 {
         1 + u8::from(self.async_progress)
     }

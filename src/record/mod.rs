@@ -52,6 +52,11 @@ impl Recorder {
         Self::bytes_needed(1, ranks, iterations) - ranks as u128 * 4
     }
 
+    /// The iteration `rank` is in (the latest a timer started in), if timers are recorded.
+    pub fn iteration(&self, rank: u32) -> Option<u32> {
+        self.current.get(rank as usize).copied()
+    }
+
     /// The share of all ranks' iterations begun so far, from at most 4,096
     /// ranks spread evenly (cheap at any scale; None without iterations).
     pub fn progress(&self) -> Option<f64> {
