@@ -245,7 +245,7 @@ thread_local! {
     static COLLECTIONS: std::cell::Cell<(u32, bool, usize)> = const { std::cell::Cell::new((0, false, 0)) };
 }
 /// Room for the hops one event may add past the threshold (one per clock it
-/// sets), so that the tree never grows by doubling.
+/// sets): the tree grows by doubling, but never past the threshold and this.
 const HOPS_PER_EVENT: usize = 1024;
 
 /// One stretch of the critical path on one rank: from `start` (ps) to
@@ -330,7 +330,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let mut x = Box::new(Explain {
             clocks: clocks.collect(),
             waits: vec![Waits::default(); ranks],
-            hops: Vec::with_capacity(2 * hop_budget + HOPS_PER_EVENT),
+            hops: Vec::with_capacity(1 + ranks + HOPS_PER_EVENT),
             collect_at: if cfg!(test) { 64 } else { 2 * hop_budget },
             hop_budget,
             ..Default::default()
@@ -657,6 +657,12 @@ impl Explain {
             hop.at = a.at;
             a.hop = Some(self.hops.len() as u32);
         }
+        if self.hops.len() == self.hops.capacity() {
+            // double, but not past what a collection lets the tree reach
+            let cap = self.hops.capacity();
+            let most = (self.collect_at.saturating_add(HOPS_PER_EVENT)).max(cap + 1);
+            self.hops.reserve_exact((2 * cap).min(most) - cap);
+        }
         self.hops.push(hop);
         path.hop = (self.hops.len() - 1) as u32;
         path
@@ -722,7 +728,6 @@ impl Explain {
         self.hops.truncate(n);
         if cfg!(test) {
             self.collect_at = 64.max(2 * n);
-            self.hops.reserve(self.collect_at + HOPS_PER_EVENT);
         }
         let renumber = |p: &mut Path| p.hop = new[p.hop as usize];
         self.clocks.iter_mut().for_each(renumber);
