@@ -16,6 +16,8 @@ pub struct Recorder {
     /// its idle time is added ([`Recorder::tracking_waits`]), and how far
     /// the run is ([`Recorder::progress`]).
     current: Vec<u32>,
+    /// Whether the last timer is [`WAITING`] (`tracking_waits`).
+    tracks_waits: bool,
 }
 
 /// The timer [`Recorder::tracking_waits`] adds.
@@ -23,7 +25,7 @@ pub const WAITING: &str = "waiting";
 
 impl Recorder {
     pub fn disabled() -> Self {
-        Recorder { names: Vec::new(), ranks: 0, iterations: 0, data: Vec::new(), enabled: false, current: Vec::new() }
+        Recorder { names: Vec::new(), ranks: 0, iterations: 0, data: Vec::new(), enabled: false, current: Vec::new(), tracks_waits: false }
     }
 
     /// Bytes `new` would allocate.
@@ -34,7 +36,15 @@ impl Recorder {
     pub fn new(names: Vec<String>, ranks: u32, iterations: u32) -> Self {
         let n = names.len() * ranks as usize * iterations as usize;
         let current = vec![0; ranks as usize];
-        Recorder { ranks: ranks as usize, iterations: iterations as usize, data: vec![UNSET; n], names, enabled: true, current }
+        Recorder {
+            ranks: ranks as usize,
+            iterations: iterations as usize,
+            data: vec![UNSET; n],
+            names,
+            enabled: true,
+            current,
+            tracks_waits: false,
+        }
     }
 
     /// Adds a timer [`WAITING`]: per (rank, iteration), the idle time the
@@ -43,13 +53,14 @@ impl Recorder {
         if self.enabled {
             self.names.push(WAITING.into());
             self.data.resize(self.data.len() + self.ranks * self.iterations, 0);
+            self.tracks_waits = true;
         }
         self
     }
 
     /// Bytes `tracking_waits` adds.
     pub fn wait_bytes_needed(ranks: u32, iterations: u32) -> u128 {
-        Self::bytes_needed(1, ranks, iterations) - ranks as u128 * 4
+        ranks as u128 * iterations as u128 * std::mem::size_of::<Time>() as u128
     }
 
     /// The iteration `rank` is in (the latest a timer started in), if timers are recorded.
@@ -72,7 +83,7 @@ impl Recorder {
     /// `rank` sat idle `idle` ps in its current iteration.
     #[inline]
     pub fn waited(&mut self, rank: u32, idle: Time) {
-        if let Some(&i) = self.current.get(rank as usize) {
+        if let Some(&i) = self.current.get(rank as usize).filter(|_| self.tracks_waits) {
             if let Some(k) = self.slot((self.names.len() - 1) as u8, rank, i) {
                 self.data[k] += idle;
             }
