@@ -144,7 +144,9 @@ const ENGINE_BYTES_PER_RANK: u128 = 40 + 40 + 24 + 8 + 24;
 
 /// The engine's bytes per rank with the platform's per-node and per-socket tables.
 fn engine_bytes_per_rank(cfg: &Config) -> u128 {
-    ENGINE_BYTES_PER_RANK + crate::engine::Fabric::bytes_per_rank_bound(&cfg.network)
+    // each NIC port beyond the first adds a send and a receive clock
+    let ports = 16 * (cfg.network.nic_ports.max(1) as u128 - 1);
+    ENGINE_BYTES_PER_RANK + ports + crate::engine::Fabric::bytes_per_rank_bound(&cfg.network)
 }
 
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {

@@ -330,6 +330,9 @@ def reproduce(
         fail(f"--ranks: every scale needs at least 2 ranks, got {ranks!r}")
     results = {}
     for name in names or list(rp.STUDIES):
+        if scales and (error := rp.scale_error(name, scales)):
+            fail(error)
+    for name in names or list(rp.STUDIES):
         default_ranks, default_iterations = rp.DEFAULTS[name]
         done = lambda row: err.print("  " + "  ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()),
                                      highlight=False) if not as_json else None
@@ -348,7 +351,7 @@ def reproduce(
         if name == "krylov-kernels":
             _print_krylov(result)
             continue
-        if name == "chebfd":
+        if name in ("chebfd", "grid-broadcasts"):
             for v in result["verdicts"]:
                 out.print(f"  {v['figure']}: {v['verdict']}. Ours: {v['ours']}. The paper: {v['paper']}", highlight=False)
             out.print(f"figure: {result['figure']}", highlight=False)

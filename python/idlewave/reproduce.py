@@ -11,9 +11,11 @@ noise vs no noise).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 
+from idlewave import reproduce_grid
 from idlewave.results import save_figure, write_json
 from idlewave.simulation import simulate
 
@@ -422,6 +424,8 @@ STUDIES = {
                          "binomial gather and scatter), blocking vs idealized, under the three noises",
     "krylov-kernels": "Krylov paper Fig. 2, 3, 13: blocking vs nonblocking allreduce and halo kernels with 1 ms of "
                       "overlap, LogGOPSim or DMA NIC, eager or handshake rendezvous",
+    "grid-broadcasts": "2-D grid paper Fig. 9, 10, 12, 13: the ring family and binomial broadcasts, chunked or not, "
+                       "for APSP and HPL-MxP, with one NIC port (LogGOPSim) and three",
 }
 
 
@@ -429,7 +433,15 @@ STUDIES = {
 DEFAULTS: dict[str, tuple[tuple[int, ...], int]] = {"chebfd": ((1280,), 10),
                                                     "noise-apps": ((1024,), 40),
                                                     "noise-collectives": ((1024, 4096, 16384), 200),
-                                                    "krylov-kernels": ((512,), 4)}
+                                                    "krylov-kernels": ((512,), 4),
+                                                    "grid-broadcasts": ((128 * 128,), 1)}
+
+
+def scale_error(name: str, ranks: tuple[int, ...]) -> str | None:
+    """Why `ranks` cannot run study `name`, or None."""
+    if name == "grid-broadcasts" and any(math.isqrt(p) ** 2 != p or p < 16 for p in ranks[:1]):
+        return f"--ranks: grid-broadcasts runs on a square grid of at least 4 x 4 ranks (e.g. 16384), got {ranks[0]}"
+    return None
 
 
 def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, seed: int,
@@ -446,6 +458,11 @@ def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, see
     elif name == "krylov-kernels":  # the paper's fixed scales; ranks and seed do not apply (no noise)
         result = krylov(iterations=iterations, on_row=on_row)
         result["figure"] = str(krylov_figure(result, out / f"{name}.png"))
+    elif name == "grid-broadcasts":  # ranks: the grid's, a square (the paper's 128 x 128); no noise
+        if error := scale_error(name, ranks):
+            raise ValueError(error)
+        result = reproduce_grid.grid_broadcasts(side=math.isqrt(ranks[0]), on_row=on_row)
+        result["figure"] = str(reproduce_grid.figure(result, out / f"{name}.png"))
     else:
         result = noise_collectives(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
         result["figure"] = str(micro_figure(result, out / f"{name}.png"))

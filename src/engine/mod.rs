@@ -145,7 +145,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let fabric = fabric::Fabric::new(&net, program.num_ranks());
         let p = program.num_ranks() as usize;
         let ncpu = program.num_cpus().max(1) as usize;
-        let nnic = program.num_nics().max(1) as usize;
+        let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;
         Ok(Engine {
             net,
             noise,
@@ -384,7 +384,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
         self.touched.push(ev.rank);
     }
 
-    fn on_send(&mut self, ev: Event) {
+    fn on_send(&mut self, mut ev: Event) {
+        if self.net.nic_ports > 1 {
+            // another send may have taken the port chosen when this one was issued
+            ev = ev.with_nic(self.port(ev.rank));
+        }
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gs(ev.rank, ev.nic()));
         let free = self.send_ready(ev.rank, ev.cpu(), ev.nic());
         if free > ev.time {
@@ -550,6 +554,25 @@ impl<P: Program, const X: bool> Engine<P, X> {
             self.record(dst, src, (ev.time, self.clocks[c]), timeline::Activity::Recv, (ev.tag, ev.size));
         }
         self.received(ev);
+    }
+
+    /// With `nic_ports` > 1, the port of `rank`'s NIC that is free first
+    /// (the lowest-numbered at a tie).
+    #[cold]
+    fn port(&self, rank: u32) -> u8 {
+        let first = self.gs(rank, 0);
+        let clocks = &self.clocks[first..first + self.nnic];
+        (0..self.nnic).min_by_key(|&i| clocks[i]).unwrap_or(0) as u8
+    }
+
+    /// The NIC a ready op uses: its own, or with ports the one free first.
+    #[inline(always)]
+    fn nic_for(&self, r: u32, op: &ReadyOp) -> u8 {
+        if self.net.nic_ports > 1 && op.kind == OpKind::Send {
+            self.port(r)
+        } else {
+            op.nic
+        }
     }
 
     /// When `rank` can next post a send: its CPU is free, and with
@@ -764,7 +787,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     fn op_clocks(&self, r: u32, op: &ReadyOp) -> [usize; 2] {
         let c = self.o(r, op.cpu);
         match op.kind {
-            OpKind::Send => self.send_clocks(c, self.gs(r, op.nic)),
+            OpKind::Send => self.send_clocks(c, self.gs(r, self.nic_for(r, op))),
             _ => [c, c],
         }
     }
@@ -786,7 +809,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         let c = self.o(r, op.cpu);
         let (kind, time) = match op.kind {
-            OpKind::Send => (EvKind::Send, self.send_ready(r, op.cpu, op.nic)),
+            OpKind::Send => (EvKind::Send, self.send_ready(r, op.cpu, self.nic_for(r, &op))),
             OpKind::Recv => (EvKind::Recv, self.clocks[c]),
             OpKind::Calc => (EvKind::Calc, self.clocks[c]),
             OpKind::Probe => (EvKind::Probe, self.clocks[c]),
@@ -798,7 +821,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         // issues nothing while its CPU is in memory-bound work.)
         debug_assert!(time != fabric::MEM_BUSY);
         let time = time.max(self.now);
-        Ok(Event::new(time, kind, op.cpu, op.nic, op.size, r, op.peer, op.tag, op.id))
+        Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id))
     }
 
     /// After the last event: every rank must be done and nothing left unmatched.

@@ -100,6 +100,11 @@ impl Event {
         self.meta as u8
     }
     #[inline]
+    pub fn with_nic(mut self, nic: u8) -> Self {
+        self.meta = self.meta & !0xff | nic as u64;
+        self
+    }
+    #[inline]
     pub fn with_kind(mut self, kind: EvKind) -> Self {
         self.meta = self.meta & !(0xff << 16) | (kind as u64) << 16;
         self

@@ -441,3 +441,35 @@ fn a_dma_nic_sends_and_receives_while_the_cpu_computes() {
     let landed = p.send_nic(size) + o + l + (p.recv_nic(size) - p.g_ps);
     assert_eq!(dma.finish_time(1), landed + o + (stream(size, p.big_o_ps) + 0.5) as Time);
 }
+
+#[test]
+fn nic_ports_let_a_rank_feed_several_messages_at_once() {
+    let (size, p) = (4096u64, params(1 << 20));
+    let (o, l) = (p.o_ps, p.l_ps);
+    // rank 0 posts three sends, one to each of ranks 1..=3, and waits for them
+    let fan_out = || {
+        let sends = (0..3u8).map(|i| ISend { peer: i as u32 + 1, tag: 0, bytes: size, slot: i });
+        let mut ranks = vec![sends.chain([Wait(7)]).collect::<Vec<_>>()];
+        ranks.extend((0..3).map(|_| recv(0, size, 0).to_vec()));
+        ranks
+    };
+    let run = |ports: u8| {
+        let prog = StreamProgram::new(Script { ranks: fan_out(), ..Default::default() }, Recorder::disabled());
+        let mut e = Engine::new(prog, Network { nic_ports: ports, ..Network::uniform(p) }, Noise::none()).unwrap();
+        e.run().unwrap();
+        (1..=3).map(|r| e.finish_time(r)).collect::<Vec<_>>()
+    };
+    // one port (LogGOPSim): each send waits for the NIC, g + (s−1)·G
+    let one = run(1);
+    for (k, t) in one.iter().enumerate() {
+        assert_eq!(*t, k as Time * p.send_nic(size) + o + l + r_cost(&p, size));
+    }
+    // three ports: the sends leave as fast as the CPU posts them (o + (s−1)·O each)
+    let three = run(3);
+    for (k, t) in three.iter().enumerate() {
+        assert_eq!(*t, k as Time * p.send_cpu(size) + o + l + r_cost(&p, size));
+    }
+    // two ports: the third send waits for the first port
+    assert_eq!(run(2)[2], p.send_nic(size) + o + l + r_cost(&p, size));
+    assert!(p.send_nic(size) > 2 * p.send_cpu(size), "the test needs a NIC slower than the CPU");
+}

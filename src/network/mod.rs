@@ -159,6 +159,9 @@ impl LinkClass {
     }
 }
 
+/// Most ports a NIC may have (`nic_ports`); each costs 16 bytes per rank.
+pub const MAX_NIC_PORTS: u8 = 16;
+
 /// Which parameters a message between two ranks uses, and what it meets on
 /// the way: link class (same socket, same node, other node), the node
 /// topology's hops, the node's injection bandwidth and latency regimes.
@@ -180,6 +183,9 @@ pub struct Network {
     pub platform: Option<Box<Platform>>,
     pub rendezvous: Rendezvous,
     pub nic_model: NicModel,
+    /// Ports per NIC: a send takes the port free first, so a rank can feed
+    /// this many messages at once, each at 1/G (1: LogGOPSim's one NIC).
+    pub nic_ports: u8,
 }
 
 impl From<Platform> for Network {
@@ -192,6 +198,7 @@ impl From<Platform> for Network {
                 platform: None,
                 rendezvous: Rendezvous::default(),
                 nic_model: NicModel::default(),
+                nic_ports: 1,
             };
         }
         Network {
@@ -213,6 +220,7 @@ impl Network {
             platform: None,
             rendezvous: Rendezvous::default(),
             nic_model: NicModel::default(),
+            nic_ports: 1,
         }
     }
 
@@ -246,6 +254,9 @@ impl Network {
     pub fn validate(&self) -> Result<(), String> {
         if self.ranks_per_node == 0 {
             return Err("network.ranks_per_node must be at least 1".into());
+        }
+        if !(1..=MAX_NIC_PORTS).contains(&self.nic_ports) {
+            return Err(format!("network.nic_ports: must be 1 to {MAX_NIC_PORTS}, got {}", self.nic_ports));
         }
         self.inter_node.validate("network")?;
         if let Some(p) = &self.intra_node {

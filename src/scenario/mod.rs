@@ -135,7 +135,12 @@ impl Scenario {
         let platform = self.network.platform(&self.workload.shape(), self.seed, limit).map_err(ScenarioError::from_rule)?;
         Ok(Config {
             seed: self.seed,
-            network: Network { rendezvous: self.network.rendezvous_model, nic_model: self.network.nic_model, ..Network::from(platform) },
+            network: Network {
+                rendezvous: self.network.rendezvous_model,
+                nic_model: self.network.nic_model,
+                nic_ports: self.network.nic_ports,
+                ..Network::from(platform)
+            },
             noise: self.noise.clone(),
             workload: self.workload.clone().with_library(self.network.mpi_library),
             record_timers: self.record.timers,

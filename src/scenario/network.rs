@@ -10,7 +10,7 @@
 //! sibling when it is given).
 
 use crate::network::mapping;
-use crate::network::{LinkClass, LogGOPS, Regime, Topology};
+use crate::network::{LinkClass, LogGOPS, Regime, Topology, MAX_NIC_PORTS};
 use crate::network::{Mapping, MemoryDomains, Platform};
 use crate::time::{from_seconds, Time, PS_PER_S};
 use crate::units::{secs, secs_f64, secs_f64_list, FilePath, PositiveSeconds, Ranks, Seconds, SecondsList};
@@ -293,6 +293,12 @@ pub struct NetworkSpec {
     /// o + max((s−1)·O, (s−1)·G)) or "dma" (sends are queued to the NIC; it
     /// takes arriving data while the CPU computes, which then pays o + (s−1)·O).
     pub nic_model: crate::network::NicModel,
+    /// Ports per NIC (multi-rail): a send leaves on the port that is free
+    /// first, so a rank serves up to this many messages at once, each at
+    /// 1/G; a message is received on the receiver's port of the same number.
+    /// 1 is LogGOPSim's NIC.
+    #[schemars(range(min = 1, max = MAX_NIC_PORTS))]
+    pub nic_ports: u8,
     /// A preset name or a platform TOML file whose [network] keys this table's own keys override.
     pub platform: String,
     /// 0: a node is one socket (one memory domain).
@@ -334,6 +340,7 @@ impl Default for NetworkSpec {
             async_progress: false,
             rendezvous_model: Default::default(),
             nic_model: Default::default(),
+            nic_ports: 1,
             platform: String::new(),
             ranks_per_socket: 0,
             node_bandwidth_bytes_per_s: 0.0,
@@ -369,6 +376,9 @@ impl NetworkSpec {
                 "network.ranks_per_socket: must be <= ranks_per_node ({}), got {}",
                 self.ranks_per_node, self.ranks_per_socket
             ));
+        }
+        if !(1..=MAX_NIC_PORTS).contains(&self.nic_ports) {
+            return Err(format!("network.nic_ports: must be 1 to {MAX_NIC_PORTS}, got {}", self.nic_ports));
         }
         self.link.validate("network.")?;
         for (name, l) in [("intra_node", &self.intra_node), ("intra_socket", &self.intra_socket)] {
