@@ -149,6 +149,11 @@ fn engine_bytes_per_rank(cfg: &Config) -> u128 {
     ENGINE_BYTES_PER_RANK + ports + crate::engine::Fabric::bytes_per_rank_bound(&cfg.network)
 }
 
+/// The engine's bytes for `ranks` ranks, with what does not grow with them.
+fn engine_bytes(cfg: &Config, ranks: u128) -> u128 {
+    ranks * engine_bytes_per_rank(cfg) + crate::engine::Fabric::fixed_bytes(&cfg.network)
+}
+
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     alloc::reset_peak();
     let baseline = alloc::live_bytes();
@@ -252,7 +257,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
         WorkloadSpec::Goal { path } => {
             let size = goal_file_size(path)?;
             // A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
-            check_memory(size as u128 * 4, cfg.max_memory_bytes)?;
+            check_memory(size as u128 * 4 + crate::engine::Fabric::fixed_bytes(&cfg.network), cfg.max_memory_bytes)?;
             let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
             let noise = Noise::new(&cfg.noise, cfg.seed, sched.num_ranks)?;
             let program = GoalProgram::from_schedule(sched);
@@ -272,7 +277,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
 fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
     let ranks = crate::trace::simulated_ranks(spec, &t)?;
-    check_memory(ranks as u128 * engine_bytes_per_rank(cfg) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
+    check_memory(engine_bytes(cfg, ranks as u128) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
     let (shared, convs) = crate::trace::converters(spec, &t)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, convs.len() as u32)?;
     let extrapolated = shared.extrapolation.is_some();
@@ -297,8 +302,8 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     let waits = cfg.record_timers && cfg.explain;
     let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 }
         + if waits { Recorder::wait_bytes_needed(p, iters) } else { 0 };
-    let per_rank = engine_bytes_per_rank(cfg) + StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
-    check_memory(p as u128 * per_rank + timer_bytes, cfg.max_memory_bytes)?;
+    let program_bytes = p as u128 * StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
+    check_memory(engine_bytes(cfg, p as u128) + program_bytes + timer_bytes, cfg.max_memory_bytes)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, p)?; // its cache is in engine_bytes_per_rank
     let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
     // explained: each rank's idle time per iteration, as one more timer
@@ -374,7 +379,8 @@ fn drive<P: Program, const X: bool>(
     let makespan = finish_times.iter().copied().max().unwrap_or(0);
     let (timer_names, timers, iterations) = extract(&engine.program);
     let timeline = engine.timeline.take().map(|t| (t.spans, t.truncated));
-    let derived = node_traffic(engine.node_traffic());
+    let mut derived = node_traffic(engine.node_traffic());
+    derived.extend(link_traffic(engine.link_traffic()));
     let explained = engine.explanation();
     let result = RunResult {
         finish_times,
@@ -408,6 +414,21 @@ fn node_traffic((out, inn): (&[u64], &[u64])) -> Vec<(String, f64)> {
         ("node_bytes_out_mean".into(), mean(out)),
         ("node_bytes_in_max".into(), max(inn)),
         ("node_bytes_in_mean".into(), mean(inn)),
+    ]
+}
+
+/// What the links between switches carried: the busiest link and the mean
+/// over all links of the topology (a bundle of parallel links counts as
+/// its share per link).
+fn link_traffic((bytes, links): (&[u64], &crate::network::Links)) -> Vec<(String, f64)> {
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    let per_link = |s: usize| bytes[s] as f64 / links.parallel(s) as f64;
+    let count: u64 = (0..bytes.len()).map(|s| links.parallel(s)).sum();
+    vec![
+        ("link_bytes_max".into(), (0..bytes.len()).map(per_link).fold(0.0, f64::max)),
+        ("link_bytes_mean".into(), bytes.iter().sum::<u64>() as f64 / count as f64),
     ]
 }
 

@@ -179,6 +179,27 @@ def test_node_traffic_counters_count_what_leaves_and_enters_each_node():
     assert "off_node_bytes" not in idlewave.simulate({"workload": {"kind": "bsp", "ranks": 8, "iterations": 2}}).summary
 
 
+def test_link_counters_follow_the_routes_of_each_topology():
+    """A periodic ring of 8 ranks, one per node, 10 iterations of 1,000 B
+    each way: on an 8-node torus ring every directed x link carries
+    10,000 B (a third of the torus's 6 links per node are used); on a fat
+    tree of 2-node leaves a leaf's 2 links up carry the 2 messages that
+    leave it, 10,000 B each; on a dragonfly of 4-node groups the one global
+    link out of a group carries both messages that leave it."""
+    def links(topology: dict) -> tuple[float, float]:
+        s = idlewave.simulate({"network": {"topology": topology}, "workload": {
+            "kind": "bsp", "ranks": 8, "iterations": 10, "message_bytes": 1000, "periodic": True}}).summary
+        return s["link_bytes_max"], s["link_bytes_mean"]
+
+    assert links({"kind": "torus", "dims": [8, 1, 1]}) == (10_000, pytest.approx(10_000 / 3))
+    assert links({"kind": "fat_tree", "radix": 4})[0] == 10_000
+    assert links({"kind": "dragonfly", "nodes_per_router": 2, "routers_per_group": 2}) == (20_000, 20_000)
+    # a torus far larger than memory is refused before its counters are allocated
+    with pytest.raises(idlewave.MemoryLimitError, match="memory"):
+        idlewave.simulate({"network": {"topology": {"kind": "torus", "dims": [4000, 4000, 4000]}},
+                           "workload": {"kind": "bsp", "ranks": 8, "iterations": 1}})
+
+
 def test_a_2d_node_grid_cuts_what_each_nic_carries_in_lu():
     """2-D grid paper §3.2.1: 6×6 ranks on 6 nodes; a node holding a 2×3
     block of the grid instead of a grid row sends less off the node (the

@@ -1,6 +1,7 @@
 //! The platform's mutable state during a run: each node's injection link
-//! (the max-rate model), the latency regimes' chains, and the memory
-//! bandwidth domains with their running memory-bound computations.
+//! (the max-rate model), the latency regimes' chains, the traffic counters
+//! (per node and per link between switches), and the memory bandwidth
+//! domains with their running memory-bound computations.
 //!
 //! Memory contention: a memory-bound computation moves `bytes` at
 //! min(core bandwidth, socket bandwidth / active ranks on its socket).
@@ -12,7 +13,7 @@
 //! the socket and released when the computation ends.
 
 use super::{Engine, EvKind, Event, SimError};
-use crate::network::{MemoryDomains, RankCursor, RegimeCursor, OTHER_NODE};
+use crate::network::{Links, MemoryDomains, RankCursor, RegimeCursor, Topology, OTHER_NODE};
 use crate::program::Program;
 use crate::time::Time;
 
@@ -30,6 +31,9 @@ pub struct Fabric {
     /// NICs carry), with a platform.
     pub node_bytes_out: Vec<u64>,
     pub node_bytes_in: Vec<u64>,
+    /// Bytes per slot of the links between switches (see [`Links`]).
+    pub links: Links,
+    pub link_bytes: Vec<u64>,
     memory: Option<Memory>,
 }
 
@@ -68,7 +72,10 @@ impl Fabric {
             return Fabric { node_bytes_out: vec![0; nodes], node_bytes_in: vec![0; nodes], ..Fabric::default() };
         };
         let nodes = (0..ranks).map(|r| pl.node(r) + 1).max().unwrap_or(0) as usize;
+        let links = Links::new(&pl.topology, nodes as u32);
         Fabric {
+            link_bytes: vec![0; links.slots()],
+            links,
             inject_free: if pl.node_ps_per_byte > 0.0 { vec![0; nodes] } else { Vec::new() },
             cursors: vec![RegimeCursor::default(); pl.regimes.len()],
             rank_cursors: pl
@@ -85,8 +92,14 @@ impl Fabric {
     /// At most this many bytes per rank (a node or a socket has at least
     /// one rank), for the memory estimate made before anything is allocated.
     pub fn bytes_per_rank_bound(net: &crate::network::Network) -> u128 {
-        // the per-node traffic counters (a node has at least one rank)
+        // the per-node traffic counters (a node has at least one rank), and a
+        // fat tree's or dragonfly's link bundles: at most 2 per node
         let counters = if net.platform.is_some() || net.ranks_per_node > 1 { 16 } else { 0 };
+        let counters = counters
+            + match net.platform.as_ref().map(|p| &p.topology) {
+                Some(Topology::FatTree { .. } | Topology::Dragonfly { .. }) => 16,
+                _ => 0,
+            };
         counters
             + net.platform.as_ref().map_or(0, |pl| {
                 let inject = if pl.node_ps_per_byte > 0.0 { 8 } else { 0 };
@@ -95,8 +108,16 @@ impl Fabric {
             })
     }
 
+    /// Bytes whatever the ranks: a torus's link counters, 6 per node of the torus.
+    pub fn fixed_bytes(net: &crate::network::Network) -> u128 {
+        match net.platform.as_ref().map(|p| &p.topology) {
+            Some(Topology::Torus { dims }) => 48 * dims.iter().map(|&d| d as u128).product::<u128>(),
+            _ => 0,
+        }
+    }
+
     pub fn bytes(&self) -> usize {
-        (self.inject_free.capacity() + self.node_bytes_out.capacity() + self.node_bytes_in.capacity()) * 8
+        (self.inject_free.capacity() + self.node_bytes_out.capacity() + self.node_bytes_in.capacity() + self.link_bytes.capacity()) * 8
             + self.rank_cursors.iter().map(|c| c.capacity() * std::mem::size_of::<RankCursor>()).sum::<usize>()
             + self.memory.as_ref().map_or(0, |m| m.domains.capacity() * std::mem::size_of::<Domain>())
     }
@@ -151,6 +172,10 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let (ns, nd) = (pl.node(src), pl.node(dst));
         self.fabric.node_bytes_out[ns as usize] += size;
         self.fabric.node_bytes_in[nd as usize] += size;
+        if !self.fabric.link_bytes.is_empty() {
+            let Fabric { links, link_bytes, .. } = &mut self.fabric;
+            links.route(ns, nd, |s| link_bytes[s] += size);
+        }
         let hops = pl.topology.hops(ns, nd);
         let on_path = pl.path_latency(hops, size);
         let hop_latency = (pl.hop_latency_ps * hops as Time).min(on_path);

@@ -190,6 +190,12 @@ impl<P: Program, const X: bool> Engine<P, X> {
         (&self.fabric.node_bytes_out, &self.fabric.node_bytes_in)
     }
 
+    /// Bytes per slot of the links between switches, and what the slots are
+    /// (none without a topology).
+    pub fn link_traffic(&self) -> (&[u64], &crate::network::Links) {
+        (&self.fabric.link_bytes, &self.fabric.links)
+    }
+
     /// Bytes held by the engine's own buffers (not the program's).
     pub fn capacity_bytes(&self) -> usize {
         self.clocks.capacity() * 8

@@ -13,7 +13,7 @@ mod topology;
 
 pub use platform::{Mapping, MemoryDomains, Platform, OTHER_NODE};
 pub use regimes::{RankCursor, Regime, RegimeCursor};
-pub use topology::Topology;
+pub use topology::{Links, Topology};
 
 use crate::time::Time;
 use schemars::JsonSchema;

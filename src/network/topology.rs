@@ -108,9 +108,159 @@ impl Topology {
     }
 }
 
+/// The links between switches (routers) that a run's messages cross, as
+/// counter slots: a torus's directed links; a fat tree's bundles of
+/// parallel links between levels, one up and one down per subtree; a
+/// dragonfly's global links, one bundle out of and one into each group.
+/// The nodes' own links are the NICs, counted per node. Routing is the
+/// minimal one `hops` counts: a torus goes x, then y, then z, the shorter
+/// way round (forward at a tie).
+#[derive(Debug, Clone, Default)]
+pub struct Links {
+    kind: LinkKind,
+    slots: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+enum LinkKind {
+    #[default]
+    None,
+    Torus([u32; 3]),
+    /// Switch ports down, and per level j ≥ 1 the first slot of its bundles.
+    FatTree {
+        down: u64,
+        offsets: Vec<usize>,
+    },
+    Dragonfly {
+        nodes_per_group: u32,
+        groups: u32,
+    },
+}
+
+impl Links {
+    /// The slots for a run on `nodes` nodes (none for a fully connected network).
+    pub fn new(t: &Topology, nodes: u32) -> Links {
+        match *t {
+            Topology::FullyConnected => Links::default(),
+            Topology::Torus { dims } => {
+                Links { kind: LinkKind::Torus(dims), slots: 6 * dims.iter().map(|&d| d as usize).product::<usize>() }
+            }
+            Topology::FatTree { radix } => {
+                let down = (radix / 2).max(2) as u64;
+                // bundles leave level-j subtrees for j = 1 … until one subtree holds every node
+                let (mut offsets, mut slots, mut span) = (vec![0], 0usize, down);
+                while span < nodes as u64 {
+                    offsets.push(slots);
+                    slots += 2 * (nodes as u64).div_ceil(span) as usize;
+                    span = span.saturating_mul(down);
+                }
+                Links { kind: LinkKind::FatTree { down, offsets }, slots }
+            }
+            Topology::Dragonfly { nodes_per_router, routers_per_group } => {
+                let per_group = nodes_per_router.saturating_mul(routers_per_group);
+                let groups = nodes.div_ceil(per_group);
+                Links { kind: LinkKind::Dragonfly { nodes_per_group: per_group, groups }, slots: 2 * groups as usize }
+            }
+        }
+    }
+
+    /// Counter slots (0: links are not counted).
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Bytes per slot to bytes per link: the parallel links a slot stands for.
+    pub fn parallel(&self, slot: usize) -> u64 {
+        match &self.kind {
+            // a level-j subtree has as many links up as nodes (full bisection)
+            LinkKind::FatTree { down, offsets } => down.pow(offsets.partition_point(|&o| o <= slot) as u32 - 1),
+            LinkKind::Dragonfly { groups, .. } => (*groups as u64 - 1).max(1),
+            _ => 1,
+        }
+    }
+
+    /// Calls `f` with the slot of each link between switches that a message
+    /// from node `a` to node `b` crosses.
+    #[inline]
+    pub fn route(&self, a: u32, b: u32, mut f: impl FnMut(usize)) {
+        match &self.kind {
+            LinkKind::None => {}
+            LinkKind::Torus(dims) => {
+                let mut coord = [a % dims[0], (a / dims[0]) % dims[1], a / (dims[0] * dims[1])];
+                let to = [b % dims[0], (b / dims[0]) % dims[1], b / (dims[0] * dims[1])];
+                for d in 0..3 {
+                    let n = dims[d];
+                    let ahead = (to[d] + n - coord[d]) % n;
+                    let (steps, back) = if ahead <= n - ahead { (ahead, false) } else { (n - ahead, true) };
+                    for _ in 0..steps {
+                        let node = coord[0] + dims[0] * (coord[1] + dims[1] * coord[2]);
+                        f(6 * node as usize + 2 * d + back as usize);
+                        coord[d] = if back { (coord[d] + n - 1) % n } else { (coord[d] + 1) % n };
+                    }
+                }
+            }
+            LinkKind::FatTree { down, offsets } => {
+                let (mut sa, mut sb) = (a as u64 / down, b as u64 / down);
+                for &o in &offsets[1..] {
+                    if sa == sb {
+                        break;
+                    }
+                    f(o + 2 * sa as usize);
+                    f(o + 2 * sb as usize + 1);
+                    (sa, sb) = (sa / down, sb / down);
+                }
+            }
+            LinkKind::Dragonfly { nodes_per_group, .. } => {
+                let (ga, gb) = (a / nodes_per_group, b / nodes_per_group);
+                if ga != gb {
+                    f(2 * ga as usize);
+                    f(2 * gb as usize + 1);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn crossed(l: &Links, a: u32, b: u32) -> Vec<usize> {
+        let mut v = Vec::new();
+        l.route(a, b, |s| v.push(s));
+        v
+    }
+
+    #[test]
+    fn routes_cross_as_many_links_as_hops_count() {
+        // torus: every hop is a link between nodes (routers)
+        let t = Topology::Torus { dims: [4, 3, 2] };
+        let l = Links::new(&t, 24);
+        for (a, b) in (0..24).flat_map(|a| (0..24).map(move |b| (a, b))).filter(|(a, b)| a != b) {
+            let v = crossed(&l, a, b);
+            assert_eq!(v.len() as u32, t.hops(a, b), "{a}→{b}");
+            assert!(v.iter().all(|&s| s < l.slots()));
+        }
+        // 0 → 3 on a ring of 4 is one step back along x: node 0's x− link
+        assert_eq!(crossed(&l, 0, 3), vec![1]);
+        // 0 → 2: two steps forward (a tie), then nothing
+        assert_eq!(crossed(&l, 0, 2), vec![0, 6]);
+        // fat tree: hops − 2 links between switches (the two node links are the NICs)
+        let ft = Topology::FatTree { radix: 4 }; // 2 nodes per leaf
+        let l = Links::new(&ft, 16);
+        for (a, b) in (0..16).flat_map(|a| (0..16).map(move |b| (a, b))).filter(|(a, b)| a != b) {
+            let v = crossed(&l, a, b);
+            assert_eq!(v.len() as u32, ft.hops(a, b) - 2, "{a}→{b}");
+            assert!(v.iter().all(|&s| s < l.slots()));
+        }
+        // bundles: a leaf's 2 links up, a pod's 4, the 8-node halves' 8
+        assert_eq!((l.parallel(0), l.parallel(2 * 8), l.parallel(l.slots() - 1), l.slots()), (2, 4, 8, 16 + 8 + 4));
+        // dragonfly: a global link between groups only
+        let d = Topology::Dragonfly { nodes_per_router: 2, routers_per_group: 2 };
+        let l = Links::new(&d, 12);
+        assert_eq!((crossed(&l, 0, 3), crossed(&l, 0, 4), l.slots(), l.parallel(0)), (vec![], vec![0, 3], 6, 2));
+        assert_eq!(Links::new(&Topology::FullyConnected, 8).slots(), 0);
+    }
 
     #[test]
     fn hop_counts_follow_each_shape() {
