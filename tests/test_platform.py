@@ -200,6 +200,21 @@ def test_link_counters_follow_the_routes_of_each_topology():
                            "workload": {"kind": "bsp", "ranks": 8, "iterations": 1}})
 
 
+def test_latency_chains_per_link_are_seeded_and_their_own():
+    """scope = "link": each torus link has a chain; the run is reproducible,
+    changes with the seed, and differs from one chain for the network."""
+    def makespan(scope: str, seed: int = 1) -> float:
+        regime = {"transition": [[0.95, 0.05], [0.05, 0.95]], "multiplier": [1.0, 20.0], "step_s": 1e-6, "scope": scope}
+        return idlewave.simulate({"seed": seed, "network": {"topology": {"kind": "torus", "dims": [16, 1, 1]},
+                                                            "regimes": [regime]},
+                                  "workload": {"kind": "bsp", "ranks": 16, "iterations": 50, "compute_s": 1e-6,
+                                               "periodic": True}}).summary["makespan_s"]
+
+    link = makespan("link")
+    assert link == makespan("link") != makespan("link", seed=2)
+    assert link != makespan("network")
+
+
 def test_a_2d_node_grid_cuts_what_each_nic_carries_in_lu():
     """2-D grid paper §3.2.1: 6×6 ranks on 6 nodes; a node holding a 2×3
     block of the grid instead of a grid row sends less off the node (the

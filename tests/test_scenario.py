@@ -242,6 +242,8 @@ def test_missing_file():
         ("[network]\nG_s_per_byte = -1e-9\n", "network.G_s_per_byte: must be >= 0"),
         ("[network]\nranks_per_node = 0\n", "network.ranks_per_node: must be between 1"),
         ("[network]\nnic_ports = 0\n", "network.nic_ports: must be between 1 and 16"),
+        ('[[network.regimes]]\ntransition = [[1.0]]\nmultiplier = [2.0]\nscope = "link"\n',
+         'network.regimes[0].scope: "link" needs a topology'),
         ("[network]\nnic_ports = 17\n", "network.nic_ports: must be between 1 and 16"),
         ("seed = -1\n", "seed: must be between 0"),
         ("[workload]\nranks = 0\n", "workload.ranks: must be between 1 and 2147483648"),

@@ -25,7 +25,8 @@ pub struct Fabric {
     /// When each node's injection link is next free (max-rate model).
     inject_free: Vec<Time>,
     cursors: Vec<RegimeCursor>,
-    /// Per regime with a chain per rank: each rank's cursor (else empty).
+    /// Per regime with a chain per rank (or per link): each rank's (link's)
+    /// cursor, else empty.
     rank_cursors: Vec<Vec<RankCursor>>,
     /// Per node: bytes sent to and received from other nodes (what its
     /// NICs carry), with a platform.
@@ -73,6 +74,7 @@ impl Fabric {
         };
         let nodes = (0..ranks).map(|r| pl.node(r) + 1).max().unwrap_or(0) as usize;
         let links = Links::new(&pl.topology, nodes as u32);
+        let slots = links.slots();
         Fabric {
             link_bytes: vec![0; links.slots()],
             links,
@@ -81,7 +83,11 @@ impl Fabric {
             rank_cursors: pl
                 .regimes
                 .iter()
-                .map(|r| if r.per_rank { vec![RankCursor::default(); ranks as usize] } else { Vec::new() })
+                .map(|r| match (r.per_rank, r.per_link) {
+                    (true, _) => vec![RankCursor::default(); ranks as usize],
+                    (_, true) => vec![RankCursor::default(); slots],
+                    _ => Vec::new(),
+                })
                 .collect(),
             node_bytes_out: vec![0; nodes],
             node_bytes_in: vec![0; nodes],
@@ -103,15 +109,36 @@ impl Fabric {
         counters
             + net.platform.as_ref().map_or(0, |pl| {
                 let inject = if pl.node_ps_per_byte > 0.0 { 8 } else { 0 };
-                let chains = pl.regimes.iter().filter(|r| r.per_rank).count() * std::mem::size_of::<RankCursor>();
+                // a chain per rank, or per link of a fat tree or dragonfly (at most
+                // 2 per node; a torus's are in fixed_bytes)
+                let bundles = if matches!(pl.topology, Topology::Torus { .. }) { 0 } else { 2 };
+                let chains: usize = pl
+                    .regimes
+                    .iter()
+                    .map(|r| {
+                        if r.per_rank {
+                            1
+                        } else if r.per_link {
+                            bundles
+                        } else {
+                            0
+                        }
+                    })
+                    .sum();
+                let chains = chains * std::mem::size_of::<RankCursor>();
                 inject + chains as u128 + if pl.memory.is_some() { std::mem::size_of::<Domain>() as u128 } else { 0 }
             })
     }
 
     /// Bytes whatever the ranks: a torus's link counters, 6 per node of the torus.
+    /// A torus's link chains too, for regimes with `per_link`.
     pub fn fixed_bytes(net: &crate::network::Network) -> u128 {
-        match net.platform.as_ref().map(|p| &p.topology) {
-            Some(Topology::Torus { dims }) => 48 * dims.iter().map(|&d| d as u128).product::<u128>(),
+        let Some(pl) = net.platform.as_ref() else { return 0 };
+        match pl.topology {
+            Topology::Torus { dims } => {
+                let chains = pl.regimes.iter().filter(|r| r.per_link).count() as u128;
+                (8 + chains * std::mem::size_of::<RankCursor>() as u128) * 6 * dims.iter().map(|&d| d as u128).product::<u128>()
+            }
             _ => 0,
         }
     }
@@ -137,6 +164,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
 
 /// Random stream of the per-rank regime chains' seeds.
 const REGIME_RANK: u64 = 0x5EC3_0000;
+/// Random stream of the per-link chains' seeds.
+const REGIME_LINK: u64 = 0x5EC4_0000;
 
 impl<P: Program, const X: bool> Engine<P, X> {
     /// When a message leaving `src` at `depart` (its send overhead done)
@@ -154,10 +183,27 @@ impl<P: Program, const X: bool> Engine<P, X> {
         for (i, r) in pl.regimes.iter().enumerate() {
             if r.classes >> class & 1 == 1 {
                 let seed = crate::rng::mix64(pl.seed ^ i as u64);
-                let state = match self.fabric.rank_cursors[i].get_mut(src as usize) {
-                    // the sender's own chain, seeded apart from every other rank's
-                    Some(c) => c.state_at(r, crate::rng::hash(seed, REGIME_RANK, src as u64, 0), depart),
-                    None => self.fabric.cursors[i].state_at(r, seed, depart),
+                let state = if r.per_link {
+                    if class != OTHER_NODE {
+                        r.initial
+                    } else {
+                        // the slowest of the crossed links' chains, each seeded apart
+                        let (mut slowest, Fabric { links, rank_cursors, .. }) = (None, &mut self.fabric);
+                        links.route(pl.node(src), pl.node(dst), |s| {
+                            let st = rank_cursors[i][s].state_at(r, crate::rng::hash(seed, REGIME_LINK, s as u64, 0), depart);
+                            slowest = Some(match slowest {
+                                Some(b) if !r.slower(st, b) => b,
+                                _ => st,
+                            });
+                        });
+                        slowest.unwrap_or(r.initial)
+                    }
+                } else {
+                    match self.fabric.rank_cursors[i].get_mut(src as usize) {
+                        // the sender's own chain, seeded apart from every other rank's
+                        Some(c) => c.state_at(r, crate::rng::hash(seed, REGIME_RANK, src as u64, 0), depart),
+                        None => self.fabric.cursors[i].state_at(r, seed, depart),
+                    }
                 };
                 let key = crate::rng::hash(src as u64, dst as u64, depart, size);
                 latency = r.apply(state, latency, seed, key);
@@ -468,6 +514,7 @@ mod tests {
             add_sd_ps: vec![0.0, 0.0],
             initial: 1,
             per_rank: false,
+            per_link: false,
         };
         let mut pl = platform(1);
         pl.regimes = vec![r];
@@ -495,6 +542,7 @@ mod tests {
             add_sd_ps: vec![0.0, 0.0],
             initial: 0,
             per_rank: true,
+            per_link: false,
         };
         let mut pl = platform(1);
         pl.regimes = vec![r.clone()];
@@ -519,5 +567,39 @@ mod tests {
         // one network-wide chain: every sender sees the same state
         pl.regimes[0].per_rank = false;
         assert!(states(&pl).iter().all(|s| s[0] == s[1]));
+    }
+
+    #[test]
+    fn per_link_chains_follow_the_links_a_message_crosses() {
+        // A ring of 8 nodes (torus 8×1×1), latency ×3 in state 1 of a chain
+        // stepping every µs: messages over the same link see the same state,
+        // over other links independent ones; a two-link route takes the slower.
+        let r = Regime {
+            classes: 0b100,
+            step_ps: 1_000_000,
+            transition: vec![vec![0.9, 0.1], vec![0.1, 0.9]],
+            multiplier: vec![1.0, 3.0],
+            add_mean_ps: vec![0.0, 0.0],
+            add_sd_ps: vec![0.0, 0.0],
+            initial: 0,
+            per_rank: false,
+            per_link: true,
+        };
+        let mut pl = platform(1);
+        pl.topology = Topology::Torus { dims: [8, 1, 1] };
+        pl.regimes = vec![r];
+        let net = Network { platform: Some(Box::new(pl)), ..Network::uniform(LogGOPS::loggopsim_defaults()) };
+        let mut e = Engine::new(StreamProgram::new(Ops(vec![vec![]; 8]), Recorder::disabled()), net, Noise::none()).unwrap();
+        let mut slow = |src: u32, dst: u32, k: u64| e.arrival(src, dst, 0, k * 1_000_000, 1_000_000) - k * 1_000_000 > 1_000_000;
+        let (mut same, mut other, mut slower) = (true, 0, true);
+        for k in 0..400 {
+            // 0→1 and 0→2 both cross node 0's x+ link; 4→5 crosses another
+            let (a, b, c, d) = (slow(0, 1, k), slow(0, 2, k), slow(4, 5, k), slow(1, 2, k));
+            same &= !a || b; // 0→2 is at least as slow as its first link
+            slower &= b == (a || d); // and exactly the slower of 0→1's and 1→2's links
+            other += (a != c) as u32;
+        }
+        assert!(same && slower);
+        assert!(other > 50, "independent links disagree often: {other} of 400");
     }
 }

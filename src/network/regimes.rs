@@ -34,6 +34,11 @@ pub struct Regime {
     /// A chain per sending rank instead of one for the network.
     #[serde(default)]
     pub per_rank: bool,
+    /// A chain per link between switches (the topology's, see `Links`): a
+    /// message between nodes takes the slowest state of the links it
+    /// crosses; one that crosses none keeps the initial state.
+    #[serde(default)]
+    pub per_link: bool,
 }
 
 impl Regime {
@@ -46,6 +51,12 @@ impl Regime {
             l += (mean + sd * z).max(0.0);
         }
         l.round().max(0.0) as Time
+    }
+
+    /// Whether `a` is a slower state than `b`: a larger multiplier, then a
+    /// larger mean added delay.
+    pub fn slower(&self, a: usize, b: usize) -> bool {
+        (self.multiplier[a], self.add_mean_ps[a]) > (self.multiplier[b], self.add_mean_ps[b])
     }
 }
 
@@ -163,6 +174,7 @@ mod tests {
             add_sd_ps: vec![0.0, 0.0],
             initial: 0,
             per_rank: false,
+            per_link: false,
         }
     }
 

@@ -207,7 +207,9 @@ pub struct RegimeSpec {
     #[schemars(range(max = 63))]
     pub initial: u8,
     /// "network": one chain for every message; "rank": each rank's messages
-    /// follow a chain of its own (same matrix, independent trajectories).
+    /// follow a chain of its own (same matrix, independent trajectories);
+    /// "link": each link between switches of the topology has its own, and a
+    /// message between nodes takes the slowest state of the links it crosses.
     #[serde(default)]
     pub scope: RegimeScope,
 }
@@ -220,6 +222,8 @@ pub enum RegimeScope {
     Network,
     /// The sending rank's: a chain per rank.
     Rank,
+    /// The links': a chain per link between switches.
+    Link,
 }
 
 fn inter_node_only() -> Vec<LinkClassName> {
@@ -268,6 +272,7 @@ impl RegimeSpec {
             add_sd_ps: or_zeros(&self.add_sd_ps),
             initial: self.initial as usize,
             per_rank: self.scope == RegimeScope::Rank,
+            per_link: self.scope == RegimeScope::Link,
         }
     }
 }
@@ -388,6 +393,16 @@ impl NetworkSpec {
         }
         for (i, r) in self.regimes.iter().enumerate() {
             r.validate(&format!("network.regimes[{i}]"))?;
+            if r.scope == RegimeScope::Link && self.topology == Topology::FullyConnected {
+                return Err(format!(
+                    "network.regimes[{i}].scope: \"link\" needs a topology with links between switches (torus, fat_tree or dragonfly)"
+                ));
+            }
+            if r.scope == RegimeScope::Link && !r.classes.contains(&LinkClassName::InterNode) {
+                return Err(format!(
+                    "network.regimes[{i}].scope: \"link\" governs messages between nodes: classes must include \"inter_node\""
+                ));
+            }
         }
         Ok(())
     }
