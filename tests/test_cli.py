@@ -98,7 +98,10 @@ def test_noise_trace_replay_from_file(cli, tmp_path):
 
 
 def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path):
-    cli("demo", "--out", tmp_path / "d", "--quiet")
+    # IDLEWAVE_CHECK_FIGURES: save_figure checks each figure (figure_check.py) and says so on stderr
+    p = cli("demo", "--out", tmp_path / "d", "--quiet", env={"IDLEWAVE_CHECK_FIGURES": "1"})
+    checked = [line for line in p.stderr.splitlines() if line.startswith("figure check: ")]
+    assert len(checked) >= 15 and all(line.endswith(": ok") for line in checked), checked
     s = json.loads((tmp_path / "d" / "summary.json").read_text())
     coll = {(r["app"], r["noise"]): r["speedup"] for r in s["collectives"]}
     # the claims the demo prints as the paper's: Fig. 5a, 5b (CTH, LAMMPS) and Fig. 7, with its thresholds

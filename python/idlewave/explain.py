@@ -281,10 +281,9 @@ def _read_tables(x: Explanation, result_dir: Path) -> None:
 def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | None, param: str, out: Path) -> list[Path]:
     """A stacked bar of the makespan by cause (breakdown.png) and, given
     re-simulated points, the makespan against the parameter (t_of_L.png)."""
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from idlewave.results import save_figure
 

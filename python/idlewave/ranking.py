@@ -127,10 +127,9 @@ def slowest_iteration_mean(point_dir: Path) -> float | None:
 
 def figure(result: list[dict], strategy: str, out: Path) -> Path:
     """A grouped bar chart: per condition, each strategy's mean makespan with its interval."""
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from idlewave.results import save_figure, time_unit
 

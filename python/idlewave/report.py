@@ -7,23 +7,17 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from idlewave.results import write_text
+from idlewave.results import figure_png, write_text
 
 
 def _png(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    return _img(buf.getvalue())
+    return _img(figure_png(fig))
 
 
 def _img(data: bytes, alt: str = "figure") -> str:
@@ -50,10 +44,9 @@ _RUNS_PLOTTED = 12
 
 
 def _runs(dirs: list[Path], root: Path) -> str:
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from idlewave.results import time_unit
 

@@ -102,10 +102,9 @@ def verdicts(rows: list[dict], apps: tuple[str, ...] = APPS) -> list[dict]:
 def figure(result: dict, path: Path) -> Path:
     """Grouped bars: speedup of the idealized allreduce per application, one
     panel per noise environment, one bar per scale."""
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.ticker import FuncFormatter
 
     rows = result["rows"]
@@ -277,10 +276,9 @@ def krylov_verdicts(rows: list[dict]) -> list[dict]:
 def chebfd_figure(result: dict, path: Path) -> Path:
     """Fig. 6's bars: makespan per decomposition, barrier-free bars with the
     barrier's makespan as a red mark, one panel per (n_b, mode)."""
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from idlewave.results import time_unit
 
@@ -307,10 +305,9 @@ def chebfd_figure(result: dict, path: Path) -> Path:
 
 def krylov_figure(result: dict, path: Path) -> Path:
     """Iteration time against message size, one panel per figure."""
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = result["rows"]
     figs = ("Fig. 2", "Fig. 3", "Fig. 13")
@@ -472,10 +469,9 @@ def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, see
 
 def micro_figure(result: dict, path: Path) -> Path:
     """Speedup against ranks per collective, one panel per noise environment."""
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     rows = result["rows"]

@@ -139,10 +139,9 @@ def grid_verdicts(rows: list[dict]) -> list[dict]:
 
 def figure(result: dict, path: Path) -> Path:
     """Fig. 9 and 10 as grouped bars (one bar per NIC setting), Fig. 12 as a line."""
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     from idlewave.results import save_figure
@@ -159,7 +158,7 @@ def figure(result: dict, path: Path) -> Path:
             ax.bar([k + i * width for k in range(len(keys))], [t[k] * unit for k in keys], width,
                    label=f"{ports} NIC port{'s' * (ports > 1)}")
         ax.set_xticks([k + width * (len(PORTS) - 1) / 2 for k in range(len(keys))],
-                      [LABEL[a] + (" C" if c and study == "apsp" else "") for a, c in keys], rotation=45, ha="right",
+                      [LABEL[a] + (" C" if c and study == "apsp" else "") for a, c in keys], rotation=90,
                       fontsize="small")
         ax.set_ylabel("ms per step (log)" if unit == 1e3 else "s, whole run")
         ax.set_title(title, fontsize="medium")

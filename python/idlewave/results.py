@@ -10,11 +10,13 @@ two runs; temporary names are cleaned up on failure.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -44,14 +46,67 @@ def write_file(path: Path, write: Callable[[Path], None]) -> None:
     _atomic(path, write)
 
 
-def save_figure(fig, path: Path, dpi: int = 150) -> Path:
-    """Writes a matplotlib figure as PNG under an unpredictable temporary
-    name, renames it into place and closes the figure."""
+# One look for every figure: set when the first figure module asks for pyplot.
+FIGURE_STYLE = {
+    "font.size": 9,
+    "axes.titlesize": "medium",
+    "axes.labelsize": "medium",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "legend.fontsize": "small",
+    "xtick.labelsize": "small",
+    "ytick.labelsize": "small",
+    "figure.constrained_layout.use": False,
+}
+
+
+def pyplot():
+    """matplotlib.pyplot on the file backend, with FIGURE_STYLE."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams.update(FIGURE_STYLE)
     import matplotlib.pyplot as plt
 
-    write_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
-    plt.close(fig)
+    return plt
+
+
+def save_figure(fig, path: Path, dpi: int = 150, also: tuple[str, ...] = ()) -> Path:
+    """Writes a matplotlib figure as PNG (and in the formats `also`, beside
+    it) under unpredictable temporary names, renames each into place and
+    closes the figure."""
+    for fmt in ("png", *also):
+        write_file(path.with_suffix(f".{fmt}"), functools.partial(_savefig, fig, fmt, dpi))
+    _close(fig, str(path))
     return path
+
+
+def _savefig(fig, fmt: str, dpi: int, path: Path) -> None:
+    fig.savefig(path, dpi=dpi, format=fmt)
+
+
+def figure_png(fig, dpi: int = 100) -> bytes:
+    """A figure as PNG bytes (for pages that embed it); closes the figure."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    _close(fig, "embedded figure " + repr(fig.axes[0].get_title() if fig.axes else ""))
+    return buf.getvalue()
+
+
+def _close(fig, name: str) -> None:
+    """Closes a written figure, first checking it when IDLEWAVE_CHECK_FIGURES
+    is set (see figure_check)."""
+    import matplotlib.pyplot as plt
+
+    if os.environ.get("IDLEWAVE_CHECK_FIGURES"):
+        from idlewave import figure_check
+
+        for line in figure_check.problems(fig) or ["ok"]:
+            print(f"figure check: {name}: {line}", file=sys.stderr)
+    plt.close(fig)
 
 
 def time_unit(seconds: float) -> tuple[float, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from idlewave.results import _atomic, write_text
+from idlewave.results import save_figure, write_text
 
 COMPUTE, SEND, RECV, MESSAGE, NOISE = 0, 1, 2, 3, 4
 NOISE_COLOUR, MPI_COLOUR = "#7b3294", "#d62728"
@@ -60,10 +60,9 @@ def chrome_json(tl: dict, ranks: int) -> str:
 
 
 def png(tl: dict, ranks: int, path: Path, title: str = "") -> None:
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -100,8 +99,7 @@ def png(tl: dict, ranks: int, path: Path, title: str = "") -> None:
     handles = [Patch(facecolor="white", edgecolor="grey", label="computation"), Patch(facecolor=MPI_COLOUR, label="MPI"),
                Patch(facecolor=NOISE_COLOUR, label="noise detour"), Line2D([], [], color="black", lw=0.8, label="message")]
     fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False, fontsize="small")
-    _atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def write(tl: dict, ranks: int, out: str | Path, title: str = "") -> list[Path]:

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 import idlewave
-from idlewave.results import write_parquet
+from idlewave.results import save_figure, write_parquet
 
 
 def dims_create(n: int, k: int = 3) -> list[int]:
@@ -62,10 +62,9 @@ def compare(kernels_dir: str | Path, platform: str, out: str | Path) -> pl.DataF
 
 
 def _figure(table: pl.DataFrame, path: Path) -> None:
-    import matplotlib
+    from idlewave.results import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
     for ax, kernel in zip(axes, ("allreduce", "halo")):
@@ -79,7 +78,4 @@ def _figure(table: pl.DataFrame, path: Path) -> None:
         ax.set_ylabel("µs per iteration")
         ax.set_title(kernel)
         ax.legend(fontsize=7)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
+    save_figure(fig, path, dpi=120)

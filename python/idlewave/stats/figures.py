@@ -4,34 +4,22 @@ functional boxplots of per-rank CDFs (Fig. 9/10), cumulative sums (Fig. 11)."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from idlewave.results import pyplot, save_figure, time_unit
+from idlewave.stats.compare import band_depth, cdf_curves, cumulative_sorted
 
-from idlewave.results import time_unit, write_file  # noqa: E402
-from idlewave.stats.compare import band_depth, cdf_curves, cumulative_sorted  # noqa: E402
+plt = pyplot()
 
 COLORS = ["#3b0f70", "#21a6b5", "#f5c20a", "#d1495b", "#66a182", "#8c564b"]
 
 
-def _savefig(fig, ext: str, path: Path) -> None:
-    fig.savefig(path, dpi=120, format=ext)
-
-
 def _save(fig, out: Path, name: str) -> list[str]:
-    paths = []
-    for ext in ("png", "svg"):
-        final = out / f"{name}.{ext}"
-        write_file(final, functools.partial(_savefig, fig, ext))  # under an unpredictable temporary name
-        paths.append(final.name)
-    plt.close(fig)
-    return paths
+    save_figure(fig, out / f"{name}.png", dpi=120, also=("svg",))
+    return [f"{name}.png", f"{name}.svg"]
 
 
 def _unit(values: np.ndarray) -> tuple[float, str]:
