@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -214,3 +215,11 @@ def test_help_starts_without_the_heavy_libraries():
             "print(','.join(m for m in heavy if m in sys.modules and type(sys.modules[m]).__name__ != '_LazyModule'))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == ""
+
+
+def test_trace_build_puts_the_tracer_in_out_and_still_takes_o(cli, tmp_path):
+    """--out names the directory as everywhere; the old -o still works, with a note."""
+    p = cli("trace", "build", "--out", tmp_path / "a", "--json")
+    assert Path(json.loads(p.stdout)["library"]) == (tmp_path / "a" / "libidlewave-trace.so").resolve()
+    p = cli("trace", "build", "-o", tmp_path / "b")
+    assert (tmp_path / "b" / "libidlewave-trace.so").exists() and "deprecated; use --out" in p.stderr

@@ -7,19 +7,25 @@ from pathlib import Path
 
 import typer
 
-from idlewave.cli_common import fail, out
+from idlewave.cli_common import err, fail, out
 
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
 
 
 @trace_app.command("build")
 def build_cmd(
-    out_dir: Path = typer.Option(Path("."), "-o", "--out", help="Where to put libidlewave-trace.so."),
+    out_dir: Path = typer.Option(Path("."), "--out", help="Directory to put libidlewave-trace.so in."),
     mpicc: str | None = typer.Option(None, "--mpicc", help="The MPI compiler wrapper of your application's MPI."),
     as_json: bool = typer.Option(False, "--json", help="Print the library's path as JSON."),
+    legacy_out: Path | None = typer.Option(None, "-o", hidden=True),
 ):
     """Compile the PMPI tracer with your mpicc."""
     from idlewave.trace import TraceError, build
+
+    if legacy_out is not None:
+        # -o names a file everywhere else (fit, init, report, trace export); kept here for old scripts
+        err.print("note: `trace build -o DIR` is deprecated; use --out DIR (-o names a file elsewhere)", highlight=False)
+        out_dir = legacy_out
 
     try:
         lib = build(out_dir, mpicc)
