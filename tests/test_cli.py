@@ -120,6 +120,9 @@ def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path):
     assert b["causes_s"]["noise"] > 0.05 * b["makespan_s"]
     page = (tmp_path / "d" / "report.html").read_text()
     assert "Desynchronization" in page and "Idle waves" in page and "Regimes" in page and "What bounds this run" in page
+    # the report carries the demo's headline tables, as the terminal shows them
+    assert "<h2>Headline</h2>" in page and "FEM MatVec under Markov latency regimes" in page
+    assert all(row[0] in page for table in s["headline"] for row in table["rows"])
 
 
 def test_the_engine_stub_names_every_function_of_the_engine():

@@ -89,6 +89,38 @@ def study_matvec(out: Path) -> dict:
     return {"runs": rows, "comparisons": s["comparisons"]}
 
 
+def headline(coll: list[dict], bound: dict, waves: dict, matvec: dict) -> list[dict]:
+    """The demo's answers as tables (title, columns, rows of text, notes
+    below), for the terminal and for the report alike."""
+    from idlewave.explain import CAUSES
+
+    shares = sorted(bound["causes_s"].items(), key=lambda kv: -kv[1])
+    split = ", ".join(f"{CAUSES[k]} {v / bound['makespan_s']:.0%}" for k, v in shares if v / bound["makespan_s"] >= 0.01)
+    notes = [PAPER_SAYS, f"What bounds HPCCG's blocking run under the daemon ({bound['makespan_s']:.3f} s): {split}; "
+                         f"each µs more of L adds {bound['derivatives']['L']} µs."]
+    route = bound.get("route") or {}
+    if route:
+        top = route["longest_on"][0]
+        notes.append(f"Its critical path crosses {route['ranks']:,} ranks in {route['segments']:,} stretches; "
+                     f"no rank holds it longer than rank {top['rank']} ({top['share']:.1%}).")
+    w, d = waves["idle_wave"], waves["pd"]
+    return [
+        {"title": f"1. The noise paper's applications at {RANKS:,} ranks: speedup of the idealized nonblocking "
+                  "allreduce (blocking / idealized makespan)",
+         "columns": ["app", "noise", "blocking [s]", "idealized [s]", "speedup"],
+         "rows": [[r["app"], r["noise"], f"{r['blocking_s']:.3f}", f"{r['ideal_s']:.3f}", f"{r['speedup']:.2f}×"] for r in coll],
+         "notes": notes},
+        {"title": "2. Idle waves and desynchronization", "columns": [], "rows": [],
+         "notes": [f"idle wave: {w['speed_ranks_per_s']:.0f} ranks/s ({w['speed_ranks_per_iteration']:.2f} ranks per "
+                   f"iteration), decay {w['decay_per_rank']:.2g}/rank; STREAM desynchronization P_D = {d['pd']:.3f}"]},
+        {"title": "3. FEM MatVec under Markov latency regimes",
+         "columns": ["hiding", "total time [ms]", "mean MatVec [µs]", "fast-regime mean [µs]"],
+         "rows": [[r["hiding"], f"{r['makespan_s'] * 1e3:.1f}", f"{r['matvec_mean_s'] * 1e6:.1f}",
+                   f"{r['fast_regime_mean_s'] * 1e6:.1f}"] for r in matvec["runs"]],
+         "notes": []},
+    ]
+
+
 def run_demo(out: Path, console: Console, quiet: bool = False) -> dict:
     from idlewave.report import build
 
@@ -96,40 +128,22 @@ def run_demo(out: Path, console: Console, quiet: bool = False) -> dict:
     coll, bound = study_collectives(out / "1-nonblocking-collectives")
     waves = study_idle_waves(out / "2-idle-waves")
     matvec = study_matvec(out / "3-matvec-regimes")
+    tables = headline(coll, bound, waves, matvec)
     summary = {"collectives": coll, "collectives_vs_paper": PAPER_SAYS, "what_bounds_hpccg_daemon": bound,
-               "idle_waves": waves, "matvec": matvec}
+               "idle_waves": waves, "matvec": matvec, "headline": tables}
     write_json(out / "summary.json", summary)
     report = build(out, out / "report.html", title="idlewave demo: noise, idle waves, communication hiding")
     summary["report"] = str(report)
     if not quiet:
-        t = Table(title=f"1. The noise paper's applications at {RANKS:,} ranks: speedup of the idealized nonblocking "
-                        "allreduce (blocking / idealized makespan)")
-        for c in ("app", "noise", "blocking [s]", "idealized [s]", "speedup"):
-            t.add_column(escape(c), justify="right")
-        for r in coll:
-            t.add_row(r["app"], r["noise"], f"{r['blocking_s']:.3f}", f"{r['ideal_s']:.3f}", f"{r['speedup']:.2f}×")
-        console.print(t)
-        console.print(PAPER_SAYS)
-        from idlewave.explain import CAUSES
-
-        shares = sorted(bound["causes_s"].items(), key=lambda kv: -kv[1])
-        split = ", ".join(f"{CAUSES[k]} {v / bound['makespan_s']:.0%}" for k, v in shares if v / bound["makespan_s"] >= 0.01)
-        console.print(escape(f"What bounds HPCCG's blocking run under the daemon ({bound['makespan_s']:.3f} s): {split}; "
-                             f"each µs more of L adds {bound['derivatives']['L']} µs."))
-        route = bound.get("route") or {}
-        if route:
-            top = route["longest_on"][0]
-            console.print(escape(f"Its critical path crosses {route['ranks']:,} ranks in {route['segments']:,} stretches; "
-                                 f"no rank holds it longer than rank {top['rank']} ({top['share']:.1%})."))
-        w, d = waves["idle_wave"], waves["pd"]
-        console.print(f"2. idle wave: {w['speed_ranks_per_s']:.0f} ranks/s ({w['speed_ranks_per_iteration']:.2f} ranks per "
-                      f"iteration), decay {w['decay_per_rank']:.2g}/rank; STREAM desynchronization P_D = {d['pd']:.3f}")
-        t = Table(title="3. FEM MatVec under Markov latency regimes")
-        for c in ("hiding", "total time [ms]", "mean MatVec [µs]", "fast-regime mean [µs]"):
-            t.add_column(escape(c), justify="right")
-        for r in matvec["runs"]:
-            t.add_row(r["hiding"], f"{r['makespan_s'] * 1e3:.1f}", f"{r['matvec_mean_s'] * 1e6:.1f}",
-                      f"{r['fast_regime_mean_s'] * 1e6:.1f}")
-        console.print(t)
+        for h in tables:
+            if h["columns"]:
+                t = Table(title=escape(h["title"]))
+                for c in h["columns"]:
+                    t.add_column(escape(c), justify="right")
+                for row in h["rows"]:
+                    t.add_row(*map(escape, row))
+                console.print(t)
+            for line in h["notes"]:
+                console.print(escape(line if h["columns"] else f"{h['title']}: {line}"), highlight=False)
         console.print(f"report: {report}")
     return summary

@@ -247,6 +247,24 @@ CHECK = """<script>window.addEventListener('load',()=>{const im=[...document.ima
 document.body.dataset.figures=im.length;document.body.dataset.rendered=im.filter(i=>i.complete&&i.naturalWidth>0).length;});</script>"""
 
 
+def _headline(root: Path) -> str:
+    """The tables the run's summary names as its headline (the demo's), as
+    the terminal showed them."""
+    try:
+        tables = json.loads((root / "summary.json").read_text()).get("headline") or []
+    except (OSError, ValueError, AttributeError):
+        return ""
+    parts = []
+    for h in tables:
+        parts.append(f"<h3>{html.escape(h['title'])}</h3>")
+        if h["columns"]:
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in h["columns"])
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in h["rows"])
+            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        parts.extend(f"<p>{html.escape(line)}</p>" for line in h["notes"])
+    return "".join(parts)
+
+
 def build(root: str | Path, out: str | Path | None = None, title: str = "idlewave report") -> Path:
     root = Path(root)
     if not root.is_dir():
@@ -259,6 +277,9 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
     compares = sorted(p.parent for p in root.rglob("compare.parquet"))
     explained = sorted(p.parent for p in root.rglob("explain.json") if (p.parent / "scenario.json").exists())
     sections = []
+    headline = _headline(root)
+    if headline:
+        sections.append("<h2>Headline</h2>" + headline)
     if sweeps:
         sections.append("<h2>Sweeps</h2>" + "".join(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}</h3>" + _sweep(d) for d in sweeps))
     if runs:
