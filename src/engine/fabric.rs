@@ -502,20 +502,26 @@ mod tests {
         assert_eq!(t[4], 1_000_000 + 200 + 40);
     }
 
-    #[test]
-    fn a_latency_regime_scales_messages_while_it_lasts() {
-        // Always in state 1 (latency ×3): the chain starts there and stays.
-        let r = Regime {
+    /// Two latency states, ×1 and ×3 on messages between nodes, the chain
+    /// staying with probability `stay` per step of `step_ps`.
+    fn two_states(step_ps: Time, stay: f64, initial: usize) -> Regime {
+        Regime {
             classes: 0b100,
-            step_ps: 1_000,
-            transition: vec![vec![1.0, 0.0], vec![0.0, 1.0]],
+            step_ps,
+            transition: vec![vec![stay, 1.0 - stay], vec![1.0 - stay, stay]],
             multiplier: vec![1.0, 3.0],
             add_mean_ps: vec![0.0, 0.0],
             add_sd_ps: vec![0.0, 0.0],
-            initial: 1,
+            initial,
             per_rank: false,
             per_link: false,
-        };
+        }
+    }
+
+    #[test]
+    fn a_latency_regime_scales_messages_while_it_lasts() {
+        // Always in state 1 (latency ×3): the chain starts there and stays.
+        let r = two_states(1_000, 1.0, 1);
         let mut pl = platform(1);
         pl.regimes = vec![r];
         let t = run(
@@ -533,17 +539,7 @@ mod tests {
     fn per_rank_chains_give_each_sender_its_own_trajectory() {
         // Two senders on separate nodes, each sending 400 messages 1 µs apart
         // under a chain stepping every µs (latency ×3 in state 1, half the time).
-        let r = Regime {
-            classes: 0b100,
-            step_ps: 1_000_000,
-            transition: vec![vec![0.9, 0.1], vec![0.1, 0.9]],
-            multiplier: vec![1.0, 3.0],
-            add_mean_ps: vec![0.0, 0.0],
-            add_sd_ps: vec![0.0, 0.0],
-            initial: 0,
-            per_rank: true,
-            per_link: false,
-        };
+        let r = Regime { per_rank: true, ..two_states(1_000_000, 0.9, 0) };
         let mut pl = platform(1);
         pl.regimes = vec![r.clone()];
         let states = |pl: &Platform| {
@@ -574,17 +570,7 @@ mod tests {
         // A ring of 8 nodes (torus 8×1×1), latency ×3 in state 1 of a chain
         // stepping every µs: messages over the same link see the same state,
         // over other links independent ones; a two-link route takes the slower.
-        let r = Regime {
-            classes: 0b100,
-            step_ps: 1_000_000,
-            transition: vec![vec![0.9, 0.1], vec![0.1, 0.9]],
-            multiplier: vec![1.0, 3.0],
-            add_mean_ps: vec![0.0, 0.0],
-            add_sd_ps: vec![0.0, 0.0],
-            initial: 0,
-            per_rank: false,
-            per_link: true,
-        };
+        let r = Regime { per_link: true, ..two_states(1_000_000, 0.9, 0) };
         let mut pl = platform(1);
         pl.topology = Topology::Torus { dims: [8, 1, 1] };
         pl.regimes = vec![r];
