@@ -21,8 +21,9 @@ def test_pingpong_structure_and_monotonic_cost(pingpong_dir):
     assert set(d.columns) == {"link", "size_bytes", "rep", "time_s"}
     assert d["link"].unique().to_list() == ["on_node"]  # one machine
     assert d["size_bytes"].unique().sort().to_list() == [1 << k for k in range(21)]
-    med = d.group_by("size_bytes").agg(pl.col("time_s").median()).sort("size_bytes")["time_s"].to_numpy()
-    assert (med > 0).all() and med[-1] > 5 * med[0]  # 1 MiB costs more than 1 B
+    # the fastest of the repetitions: load on this machine only ever adds time
+    best = d.group_by("size_bytes").agg(pl.col("time_s").min()).sort("size_bytes")["time_s"].to_numpy()
+    assert (best > 0).all() and best[-1] > 5 * best[0]  # 1 MiB costs more than 1 B
     m = json.loads((pingpong_dir / "machine.json").read_text())
     assert m["ranks"] == 2 and m["nodes"] == 1 and m["mpi_library"].startswith("Open MPI")
     assert m["timer"] == "C"  # the loop is timed in C, without mpi4py's per-call overhead
