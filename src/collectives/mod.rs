@@ -325,8 +325,9 @@ impl MpiLibrary {
 
 impl CollectiveKind {
     /// What `algorithm = "auto"` runs on `ranks` ranks for a message of
-    /// `bytes` under `library`'s rules, else (gather, scatter, Open MPI's
-    /// scans) [`Self::default_algorithm`].
+    /// `bytes` under `library`'s rules, else (MPICH's gather and scatter,
+    /// whose only intra-communicator algorithm is the binomial tree, and
+    /// Open MPI's scans) [`Self::default_algorithm`].
     pub fn auto_algorithm(self, library: MpiLibrary, ranks: u32, bytes: u64) -> Algorithm {
         match (self, library) {
             (CollectiveKind::Allreduce, MpiLibrary::OpenMpi) => open_mpi_allreduce(ranks, bytes),
@@ -337,6 +338,8 @@ impl CollectiveKind {
             (CollectiveKind::Alltoall, MpiLibrary::OpenMpi) => open_mpi_alltoall(ranks, bytes),
             (CollectiveKind::Alltoall, MpiLibrary::Mpich) => mpich_alltoall(ranks, bytes),
             (CollectiveKind::Barrier, MpiLibrary::OpenMpi) => open_mpi_barrier(ranks),
+            (CollectiveKind::Gather, MpiLibrary::OpenMpi) => open_mpi_gather(ranks, bytes),
+            (CollectiveKind::Scatter, MpiLibrary::OpenMpi) => open_mpi_scatter(ranks, bytes),
             (CollectiveKind::Reduce, MpiLibrary::Mpich) => mpich_reduce(ranks, bytes),
             (CollectiveKind::Reduce, MpiLibrary::OpenMpi) => open_mpi_reduce(ranks, bytes),
             (CollectiveKind::Allgather, MpiLibrary::OpenMpi) => open_mpi_allgather(ranks, bytes),
@@ -871,6 +874,91 @@ pub fn open_mpi_barrier(ranks: u32) -> Algorithm {
         512..1024 => Dissemination,
         1024..4096 => Binomial,
         _ => Dissemination,
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Gather (`ompi_coll_tuned_gather_intra_dec_fixed`,
+/// coll_tuned_decision_fixed.c, Open MPI main 8efebee, as in v5.0), by
+/// each rank's block: 1 basic linear, 2 binomial, 3 linear_sync (linear
+/// with a zero-byte go-ahead from the root to each sender; run here as
+/// linear).
+pub fn open_mpi_gather(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let alg: u8 = match ranks {
+        0..4 => match bytes {
+            0..2 => 3,
+            2..4 => 1,
+            4..32768 => 2,
+            32768..65536 => 1,
+            65536..131072 => 2,
+            _ => 3,
+        },
+        4..8 => match bytes {
+            0..1024 => 2,
+            1024..8192 => 1,
+            8192..32768 => 2,
+            32768..262144 => 1,
+            _ => 3,
+        },
+        256..512 => match bytes {
+            2048..8192 => 1,
+            _ => 2,
+        },
+        _ => 2,
+    };
+    if alg == 2 {
+        Binomial
+    } else {
+        Linear
+    }
+}
+
+/// Open MPI's fixed rule for MPI_Scatter (`ompi_coll_tuned_scatter_intra_dec_fixed`,
+/// coll_tuned_decision_fixed.c, Open MPI main 8efebee, as in v5.0), by
+/// each rank's block: 1 basic linear, 2 binomial, 3 linear_nb (the root's
+/// sends nonblocking; run here as linear).
+pub fn open_mpi_scatter(ranks: u32, bytes: u64) -> Algorithm {
+    use Algorithm::*;
+    let alg: u8 = match ranks {
+        0..4 => match bytes {
+            0..2 => 3,
+            2..131072 => 1,
+            131072..262144 => 3,
+            _ => 1,
+        },
+        4..8 => match bytes {
+            0..2048 => 2,
+            2048..4096 => 1,
+            4096..8192 => 2,
+            8192..32768 => 1,
+            32768..1048576 => 3,
+            _ => 1,
+        },
+        8..16 => match bytes {
+            0..16384 => 2,
+            16384..1048576 => 3,
+            _ => 1,
+        },
+        16..32 => match bytes {
+            0..16384 => 2,
+            16384..32768 => 1,
+            _ => 3,
+        },
+        32..64 => match bytes {
+            0..512 => 2,
+            512..8192 => 3,
+            8192..16384 => 2,
+            _ => 3,
+        },
+        _ => match bytes {
+            0..512 => 2,
+            _ => 3,
+        },
+    };
+    if alg == 2 {
+        Binomial
+    } else {
+        Linear
     }
 }
 

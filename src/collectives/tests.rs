@@ -744,6 +744,42 @@ fn reduce_scatter_algorithms_trade_latency_for_bandwidth() {
 }
 
 #[test]
+fn auto_follows_open_mpi_gather_and_scatter_tables() {
+    use super::{open_mpi_gather, open_mpi_scatter};
+    use Algorithm::*;
+    // (ranks, bytes per block, Open MPI's algorithm number in coll_tuned_decision_fixed.c → ours)
+    for (p, n, want) in [
+        (3, 1, Linear),           // 3 linear_sync
+        (3, 1000, Binomial),      // 2
+        (3, 40_000, Linear),      // 1
+        (6, 500, Binomial),       // 2
+        (6, 4000, Linear),        // 1
+        (100, 1 << 20, Binomial), // 2 at 8–255 ranks whatever the size
+        (300, 4096, Linear),      // 1
+        (300, 8192, Binomial),    // 2
+        (5000, 4096, Binomial),
+    ] {
+        assert_eq!(open_mpi_gather(p, n), want, "open mpi gather p={p} n={n}");
+    }
+    for (p, n, want) in [
+        (3, 1000, Linear),      // 1
+        (6, 1000, Binomial),    // 2
+        (6, 100_000, Linear),   // 3 linear_nb
+        (12, 8000, Binomial),   // 2
+        (20, 20_000, Linear),   // 1
+        (40, 10_000, Binomial), // 2
+        (1024, 256, Binomial),  // 2
+        (1024, 1024, Linear),   // 3 linear_nb
+    ] {
+        assert_eq!(open_mpi_scatter(p, n), want, "open mpi scatter p={p} n={n}");
+    }
+    // auto follows them under Open MPI, and MPICH's only tree under MPICH
+    assert_eq!(CollectiveKind::Scatter.auto_algorithm(MpiLibrary::OpenMpi, 1024, 1024), Linear);
+    assert_eq!(CollectiveKind::Scatter.auto_algorithm(MpiLibrary::Mpich, 1024, 1024), Binomial);
+    assert_eq!(CollectiveKind::Gather.auto_algorithm(MpiLibrary::OpenMpi, 300, 4096), Linear);
+}
+
+#[test]
 fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
     use super::{mpich_reduce_scatter, open_mpi_allgather, open_mpi_reduce, open_mpi_reduce_scatter, open_mpi_reduce_scatter_block};
     use Algorithm::*;
