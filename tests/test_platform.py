@@ -213,6 +213,11 @@ def test_latency_chains_per_link_are_seeded_and_their_own():
     link = makespan("link")
     assert link == makespan("link") != makespan("link", seed=2)
     assert link != makespan("network")
+    # a fat tree whose 16 nodes all hang off one leaf switch has no link to follow: refused, not ignored
+    with pytest.raises(idlewave.SimulationError, match="no link to follow"):
+        idlewave.simulate({"network": {"topology": {"kind": "fat_tree", "radix": 36},
+                                       "regimes": [{"transition": [[1.0]], "multiplier": [2.0], "scope": "link"}]},
+                           "workload": {"kind": "bsp", "ranks": 16, "iterations": 1}})
 
 
 def test_a_2d_node_grid_cuts_what_each_nic_carries_in_lu():

@@ -143,6 +143,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         net.validate().map_err(SimError::Invalid)?;
         net.prepare(program.num_ranks()).map_err(SimError::Invalid)?;
         let fabric = fabric::Fabric::new(&net, program.num_ranks());
+        fabric.check(&net).map_err(SimError::Invalid)?;
         let p = program.num_ranks() as usize;
         let ncpu = program.num_cpus().max(1) as usize;
         let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;

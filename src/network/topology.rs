@@ -169,6 +169,17 @@ impl Links {
         self.slots
     }
 
+    /// Whether some message between two of the run's nodes crosses a link
+    /// between switches (not when every node hangs off one switch or group).
+    pub fn crossable(&self) -> bool {
+        match &self.kind {
+            LinkKind::None => false,
+            LinkKind::Torus(dims) => dims.iter().product::<u32>() > 1,
+            LinkKind::FatTree { .. } => self.slots > 0,
+            LinkKind::Dragonfly { groups, .. } => *groups > 1,
+        }
+    }
+
     /// Bytes per slot to bytes per link: the parallel links a slot stands for.
     pub fn parallel(&self, slot: usize) -> u64 {
         match &self.kind {
