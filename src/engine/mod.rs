@@ -146,6 +146,13 @@ impl<P: Program, const X: bool> Engine<P, X> {
         fabric.check(&net).map_err(SimError::Invalid)?;
         let p = program.num_ranks() as usize;
         let ncpu = program.num_cpus().max(1) as usize;
+        if net.nic_ports > 1 && program.num_nics() > 1 {
+            return Err(SimError::Invalid(format!(
+                "network.nic_ports: this schedule names its own NICs ({} of them); nic_ports lets the engine choose \
+                 them, for programs that do not",
+                program.num_nics()
+            )));
+        }
         let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;
         Ok(Engine {
             net,

@@ -473,3 +473,12 @@ fn nic_ports_let_a_rank_feed_several_messages_at_once() {
     assert_eq!(run(2)[2], p.send_nic(size) + o + l + r_cost(&p, size));
     assert!(p.send_nic(size) > 2 * p.send_cpu(size), "the test needs a NIC slower than the CPU");
 }
+
+#[test]
+fn nic_ports_refuse_a_schedule_that_names_its_own_nics() {
+    let text = "num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0 nic 1\n}\nrank 1 {\nl1: recv 8b from 0 tag 0 nic 1\n}\n";
+    let sched = parse_goal(text, "t.goal").unwrap();
+    let net = Network { nic_ports: 2, ..Network::uniform(params(512)) };
+    let err = Engine::new(GoalProgram::new(&sched), net, Noise::none()).err().expect("refused");
+    assert!(err.to_string().contains("names its own NICs (2 of them)"), "{err}");
+}
