@@ -76,7 +76,8 @@ def save_figure(fig, path: Path, dpi: int = 150, also: tuple[str, ...] = ()) -> 
     """Writes a matplotlib figure as PNG (and in the formats `also`, beside
     it) under unpredictable temporary names, renames each into place and
     closes the figure."""
-    for fmt in ("png", *also):
+    write_file(path, functools.partial(_savefig, fig, "png", dpi))
+    for fmt in also:
         write_file(path.with_suffix(f".{fmt}"), functools.partial(_savefig, fig, fmt, dpi))
     _close(fig, str(path))
     return path
