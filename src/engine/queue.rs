@@ -159,6 +159,8 @@ pub struct EventQueue {
     current: Time,
     len: usize,
     next_stamp: u64,
+    /// Scratch for sorting a window (sort_by_keys).
+    keys: Vec<u64>,
 }
 
 /// Events are grouped by windows of 2^16 ps (65.5 ns): one refill serves
@@ -170,6 +172,8 @@ const RING_BITS: u32 = 12;
 const RING: Time = 1 << RING_BITS;
 /// Emptied buffers kept for reuse (more would hold memory idle).
 const SPARE_BUFFERS: usize = 8;
+/// Windows of up to 2^INDEX_BITS events are sorted by packed keys.
+const INDEX_BITS: u32 = 8;
 const SPARE_CAPACITY: usize = 32;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -200,6 +204,7 @@ impl Default for EventQueue {
             current: 0,
             len: 0,
             next_stamp: 0,
+            keys: Vec::new(),
         }
     }
 }
@@ -381,19 +386,46 @@ impl EventQueue {
                 self.put_in_ring(ev);
             }
         }
-        taken.sort_unstable_by_key(|e| Reverse(e.key()));
-        let emptied = std::mem::replace(&mut self.run, taken);
+        let emptied = if taken.len() <= 1 << INDEX_BITS {
+            // the run built from sorted keys: moving 8-byte keys, not 40-byte events
+            let mut run = std::mem::take(&mut self.run);
+            self.sort_by_keys(&taken, &mut run);
+            taken.clear();
+            self.run = run;
+            taken
+        } else {
+            taken.sort_unstable_by_key(|e| Reverse(e.key()));
+            std::mem::replace(&mut self.run, taken)
+        };
         if emptied.capacity() > 0 && emptied.capacity() <= SPARE_CAPACITY && self.spare.len() < SPARE_BUFFERS {
             self.spare.push(emptied);
         }
         Some(())
     }
 
+    /// Fills `run` with `events` (one window's, at most 2^INDEX_BITS) latest
+    /// first. Within a window the order is the time's offset in the window,
+    /// then the stamp, which one u64 holds with the event's index below them.
+    fn sort_by_keys(&mut self, events: &[Event], run: &mut Vec<Event>) {
+        const STAMP_BITS: u32 = 64 - STAMP_SHIFT;
+        const _: () = assert!(WINDOW_BITS + STAMP_BITS + INDEX_BITS == 64);
+        let keys = &mut self.keys;
+        keys.clear();
+        keys.extend(events.iter().enumerate().map(|(i, e)| {
+            let offset = e.time & ((1 << WINDOW_BITS) - 1);
+            offset << (STAMP_BITS + INDEX_BITS) | e.stamp() << INDEX_BITS | i as u64
+        }));
+        keys.sort_unstable();
+        run.clear();
+        run.reserve_exact(events.len());
+        run.extend(keys.iter().rev().map(|k| events[(k & ((1 << INDEX_BITS) - 1)) as usize]));
+    }
+
     /// Bytes held by the queue's buffers (for memory accounting).
     pub fn capacity_bytes(&self) -> usize {
         let events = self.run.capacity() + self.fifo.capacity() + self.heap.capacity() + self.far.capacity();
         let buffers = self.ring.iter().chain(&self.spare).map(|b| b.capacity()).sum::<usize>();
-        (events + buffers) * std::mem::size_of::<Event>() + self.ring.len() * std::mem::size_of::<Vec<Event>>()
+        (events + buffers) * std::mem::size_of::<Event>() + self.ring.len() * std::mem::size_of::<Vec<Event>>() + self.keys.capacity() * 8
     }
 }
 
@@ -435,6 +467,26 @@ mod tests {
         q.push_new(ev(10, 2)); // stamp 2
         let order: Vec<u32> = std::iter::from_fn(|| q.pop()).map(|e| e.id).collect();
         assert_eq!(order, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn windows_sorted_by_packed_keys_or_in_full_agree_on_ties() {
+        // one window of 40 events (packed keys) and one of 600 (full sort),
+        // times drawn from few values so stamps decide most ties
+        for n in [40u32, 600] {
+            let mut q = EventQueue::new();
+            let mut x = 7u64 + n as u64;
+            let mut reference = Vec::new();
+            for id in 0..n {
+                x = crate::rng::mix64(x);
+                let t = (1 << 20) + (x % 5) * 1000; // one window, ahead of now
+                q.push_new(ev(t, id));
+                reference.push((t, id));
+            }
+            reference.sort_unstable(); // ids are stamps: (time, stamp) order
+            let popped: Vec<(Time, u32)> = std::iter::from_fn(|| q.pop()).map(|e| (e.time, e.id)).collect();
+            assert_eq!(popped, reference, "window of {n}");
+        }
     }
 
     #[test]

@@ -171,16 +171,46 @@ struct Source {
     stream: u64,
 }
 
+/// A rank's last detour answer: the detour's start, its length, and how
+/// long before its end the query came (both lengths in u32 ps, 4.3 ms).
+/// Valid for queries in [end − back, end): a query further back is kept as
+/// a shorter interval (still true), and a detour longer than u32 is not
+/// kept at all.
+#[derive(Debug, Clone, Copy)]
+struct Cached {
+    start: i64,
+    len: u32,
+    back: u32,
+}
+
+impl Cached {
+    /// An empty interval: answers nothing.
+    const NONE: Cached = Cached { start: 0, len: 0, back: 0 };
+
+    fn new(query: i64, d: Detour) -> Cached {
+        match u32::try_from(d.end - d.start) {
+            Ok(len) => Cached { start: d.start, len, back: u32::try_from(d.end - query).unwrap_or(u32::MAX) },
+            Err(_) => Cached::NONE,
+        }
+    }
+
+    #[inline]
+    fn answer(&self, t: i64) -> Option<Detour> {
+        let end = self.start + self.len as i64;
+        (end - self.back as i64 <= t && t < end).then_some(Detour { start: self.start, end })
+    }
+}
+
 /// All detour sources of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Noise {
     sources: Vec<Source>,
     seed: u64,
-    /// With a single source: per rank, the last answer (query time, detour
-    /// start, detour end). It stays the answer for every query in
-    /// [query time, detour end), which covers most CPU charges between two
-    /// detours. Costs 24 bytes per rank; several sources go uncached.
-    cache: Vec<[i64; 3]>,
+    /// With a single source: per rank, the last answer. It stays the answer
+    /// for every query in [query time, detour end), which covers most CPU
+    /// charges between two detours. Costs 16 bytes per rank; several
+    /// sources go uncached.
+    cache: Vec<Cached>,
     too_dense: bool,
 }
 
@@ -245,7 +275,7 @@ impl Noise {
             };
             sources.push(Source { kind, ranks, stream: i as u64 + 1 });
         }
-        let cache = if sources.len() == 1 { vec![[i64::MAX, 0, 0]; num_ranks as usize] } else { Vec::new() };
+        let cache = if sources.len() == 1 { vec![Cached::NONE; num_ranks as usize] } else { Vec::new() };
         Ok(Noise { sources, seed, cache, too_dense: false })
     }
 
@@ -259,15 +289,12 @@ impl Noise {
     #[inline]
     fn next_detour(&mut self, rank: u32, t: i64) -> Option<Detour> {
         if let Some(c) = self.cache.get_mut(rank as usize) {
-            if c[0] <= t && t < c[2] {
-                return Some(Detour { start: c[1], end: c[2] });
+            if let Some(d) = c.answer(t) {
+                return Some(d);
             }
             let s = &self.sources[0];
             let d = if s.applies_to(rank) { s.first_ending_after(self.seed, rank, t) } else { None };
-            *c = match d {
-                Some(d) => [t, d.start, d.end],
-                None => [i64::MAX, 0, 0],
-            };
+            *c = d.map_or(Cached::NONE, |d| Cached::new(t, d));
             return d;
         }
         self.first_detour_uncached(rank, t)
@@ -522,16 +549,24 @@ mod tests {
 
     #[test]
     fn cached_and_uncached_answers_agree() {
-        let spec = NoiseSpec::Poisson { rate_per_s: 5000.0, duration_ps: 20 * US, ranks: None };
-        let mut cached = one(spec.clone());
-        // two sources disable the cache; the second never fires on rank 1
-        let mut plain = Noise::new(&[spec, NoiseSpec::Single { rank: 0, start_ps: 0, duration_ps: 1 }], 42, 8).unwrap();
-        let mut t = 0;
-        for i in 0..5000u64 {
-            let work = (i * 7919) % (300 * US);
-            let a = cached.cpu_end(1, t, work);
-            assert_eq!(a, plain.cpu_end(1, t, work), "query {i}");
-            t = a + (i % 3) * US;
+        // short detours; detours longer than the cache's u32 lengths (5 ms),
+        // and queries more than 4.3 ms before a detour's end (period 20 ms)
+        let specs = [
+            NoiseSpec::Poisson { rate_per_s: 5000.0, duration_ps: 20 * US, ranks: None },
+            NoiseSpec::Periodic { period_ps: 20_000 * US, duration_ps: 5_000 * US, cosched: false, ranks: None },
+            NoiseSpec::Periodic { period_ps: 20_000 * US, duration_ps: 1_000 * US, cosched: false, ranks: None },
+        ];
+        for spec in specs {
+            let mut cached = one(spec.clone());
+            // two sources disable the cache; the second never fires on rank 1
+            let mut plain = Noise::new(&[spec.clone(), NoiseSpec::Single { rank: 0, start_ps: 0, duration_ps: 1 }], 42, 8).unwrap();
+            let mut t = 0;
+            for i in 0..5000u64 {
+                let work = (i * 7919) % (300 * US) * if i % 7 == 0 { 30 } else { 1 };
+                let a = cached.cpu_end(1, t, work);
+                assert_eq!(a, plain.cpu_end(1, t, work), "{spec:?} query {i}");
+                t = a + (i % 3) * US;
+            }
         }
     }
 

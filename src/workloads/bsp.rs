@@ -2,7 +2,7 @@
 //! distances ±d → optional barrier, repeated.
 
 use super::TAG_HALO;
-use crate::program::driver::Driver;
+use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::time::{from_seconds, Time};
 use crate::units::{secs, Ranks, Seconds};
@@ -107,10 +107,10 @@ const T_COMPUTE: u8 = 1;
 const T_COMM: u8 = 2;
 const T_BARRIER: u8 = 3;
 
-/// Per-rank cursor (8 bytes).
+/// Per-rank cursor (14 bytes).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BspState {
-    iter: u32,
+    iter: Packed32,
     phase: Phase,
     /// Neighbour index within the receive or send phase.
     idx: u8,
@@ -157,7 +157,15 @@ impl Bsp {
         let d = *self.distances.get(idx as usize / 2)? as i64;
         let (r, p) = (rank as i64, self.ranks as i64);
         let q = if idx.is_multiple_of(2) { r - d } else { r + d };
-        Some(if self.periodic { Some(q.rem_euclid(p) as u32) } else { (0..p).contains(&q).then_some(q as u32) })
+        // d < p (validated), so one wrap suffices: no division on this hot path
+        let wrapped = if q < 0 {
+            q + p
+        } else if q >= p {
+            q - p
+        } else {
+            q
+        };
+        Some(if self.periodic { Some(wrapped as u32) } else { (0..p).contains(&q).then_some(q as u32) })
     }
 }
 
@@ -180,10 +188,10 @@ impl Workload for Bsp {
 
     fn next(&self, rank: u32, s: &mut BspState, _ctx: &Ctx) -> StreamOp {
         loop {
-            let iteration = s.iter;
+            let iteration = s.iter.get();
             match s.phase {
                 Phase::Start => {
-                    if s.iter == self.iterations {
+                    if iteration == self.iterations {
                         return StreamOp::Done;
                     }
                     s.phase = Phase::ComputeStart;
@@ -248,7 +256,7 @@ impl Workload for Bsp {
                 },
                 Phase::Stop => {
                     s.phase = Phase::Start;
-                    s.iter += 1;
+                    s.iter = s.iter.next();
                     return StreamOp::TimerStop { timer: T_ITER, iteration };
                 }
             }
