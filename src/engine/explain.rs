@@ -317,7 +317,7 @@ impl Explain {
 impl<P: Program, const X: bool> Engine<P, X> {
     /// Keeps the critical path from now on (before the run starts).
     pub(super) fn explain(&mut self) {
-        let per_rank = self.stride - 2;
+        let per_rank = self.stride - super::LISTS;
         let ranks = self.num_ranks() as usize;
         // every clock starts on its rank, at hop 1 + rank
         let clocks = (0..ranks * per_rank).map(|i| Path { hop: (1 + i / per_rank) as u32, ..Path::default() });
@@ -761,11 +761,11 @@ impl Explain {
 
     #[inline]
     fn clock(&self, i: usize, stride: usize) -> &Path {
-        &self.clocks[i - 2 * (i / stride)]
+        &self.clocks[i - super::LISTS * (i / stride)]
     }
     #[inline]
     fn clock_mut(&mut self, i: usize, stride: usize) -> &mut Path {
-        &mut self.clocks[i - 2 * (i / stride)]
+        &mut self.clocks[i - super::LISTS * (i / stride)]
     }
 }
 

@@ -1,8 +1,9 @@
 //! MPI message matching: per rank, a queue of posted receives and a queue of
 //! unexpected messages, searched first-posted-first (which gives MPI's
 //! non-overtaking order between a pair). Entries live in one shared slab with
-//! per-rank linked lists; a list is one u64 (head, tail) that the caller
-//! keeps next to the rank's clocks, so an empty list costs no cache miss.
+//! per-rank circular lists: a list is known by its tail, whose successor is
+//! the head, so a rank's two lists fit one u64 that the caller keeps next to
+//! the rank's clocks, and an empty list costs no cache miss.
 
 use crate::program::ANY;
 
@@ -56,19 +57,21 @@ impl Node {
     }
 }
 
-/// A list's (head, tail) slab indices packed as head << 32 | tail.
-pub type ListHead = u64;
+/// A rank's two lists: the tails' slab indices, the posted receives' in
+/// the low half, the unexpected messages' in the high half.
+pub type Lists = u64;
 
-pub const EMPTY_LIST: ListHead = u64::MAX;
+pub const EMPTY_LISTS: Lists = u64::MAX;
 
-#[inline]
-fn unpack(l: ListHead) -> (u32, u32) {
-    ((l >> 32) as u32, l as u32)
+#[inline(always)]
+fn tail(l: Lists, q: Queue) -> u32 {
+    (l >> (32 * q as u32)) as u32
 }
 
-#[inline]
-fn pack(head: u32, tail: u32) -> ListHead {
-    (head as u64) << 32 | tail as u64
+#[inline(always)]
+fn set_tail(l: &mut Lists, q: Queue, t: u32) {
+    let shift = 32 * q as u32;
+    *l = *l & !(0xffff_ffff << shift) | (t as u64) << shift;
 }
 
 /// Which of a rank's two queues.
@@ -100,14 +103,15 @@ impl Matcher {
         Matcher { slab: Vec::new(), free: NIL, live: 0 }
     }
 
-    /// Hints that the head of `list` will be needed soon.
+    /// Hints that the tails of `lists` (and so the heads' indices) will be needed soon.
     #[inline(always)]
-    pub fn prefetch(&self, list: ListHead) {
-        super::prefetch(&self.slab, unpack(list).0 as usize);
+    pub fn prefetch(&self, lists: Lists) {
+        super::prefetch(&self.slab, tail(lists, Queue::Posted) as usize);
+        super::prefetch(&self.slab, tail(lists, Queue::Unexpected) as usize);
     }
 
-    /// Appends `e` to the list `list`.
-    pub fn push(&mut self, list: &mut ListHead, e: Entry) {
+    /// Appends `e` to list `q` of `lists`.
+    pub fn push(&mut self, lists: &mut Lists, q: Queue, e: Entry) {
         let idx = if self.free != NIL {
             let i = self.free;
             self.free = self.slab[i as usize].next;
@@ -117,13 +121,14 @@ impl Matcher {
             super::queue::push_frugal(&mut self.slab, Node::new(e));
             (self.slab.len() - 1) as u32
         };
-        let (head, tail) = unpack(*list);
-        if tail == NIL {
-            *list = pack(idx, idx);
+        let t = tail(*lists, q);
+        if t == NIL {
+            self.slab[idx as usize].next = idx;
         } else {
-            self.slab[tail as usize].next = idx;
-            *list = pack(head, idx);
+            self.slab[idx as usize].next = self.slab[t as usize].next;
+            self.slab[t as usize].next = idx;
         }
+        set_tail(lists, q, idx);
         self.live += 1;
     }
 
@@ -131,43 +136,56 @@ impl Matcher {
     /// posted-receive list, (src, tag) is an arriving message and the entries
     /// carry wildcards; for an unexpected-message list, (src, tag) is a
     /// receive (possibly with wildcards) and entries are concrete messages.
-    pub fn take(&mut self, list: &mut ListHead, q: Queue, src: u32, tag: u32) -> Option<Entry> {
-        let (head, tail) = unpack(*list);
-        let mut prev = NIL;
-        let mut cur = head;
-        while cur != NIL {
+    pub fn take(&mut self, lists: &mut Lists, q: Queue, src: u32, tag: u32) -> Option<Entry> {
+        let t = tail(*lists, q);
+        if t == NIL {
+            return None;
+        }
+        let mut prev = t;
+        let mut cur = self.slab[t as usize].next;
+        loop {
             let node = self.slab[cur as usize];
             let hit = match q {
                 Queue::Posted => matches(node.src, node.tag, src, tag),
                 Queue::Unexpected => matches(src, tag, node.src, node.tag),
             };
             if hit {
-                let new_head = if prev == NIL { node.next } else { head };
-                if prev != NIL {
+                if cur == prev {
+                    set_tail(lists, q, NIL); // it was the only one
+                } else {
                     self.slab[prev as usize].next = node.next;
+                    if cur == t {
+                        set_tail(lists, q, prev);
+                    }
                 }
-                let new_tail = if tail == cur { prev } else { tail };
-                *list = if new_head == NIL { EMPTY_LIST } else { pack(new_head, new_tail) };
                 self.slab[cur as usize].next = self.free;
                 self.free = cur;
                 self.live -= 1;
                 return Some(node.entry());
             }
+            if cur == t {
+                return None;
+            }
             prev = cur;
             cur = node.next;
         }
-        None
     }
 
-    /// Entries still in `list`, in order.
-    pub fn entries(&self, list: ListHead) -> Vec<Entry> {
+    /// Entries still in list `q` of `lists`, in order.
+    pub fn entries(&self, lists: Lists, q: Queue) -> Vec<Entry> {
         let mut out = Vec::new();
-        let mut cur = unpack(list).0;
-        while cur != NIL {
+        let t = tail(lists, q);
+        if t == NIL {
+            return out;
+        }
+        let mut cur = self.slab[t as usize].next;
+        loop {
             out.push(self.slab[cur as usize].entry());
+            if cur == t {
+                return out;
+            }
             cur = self.slab[cur as usize].next;
         }
-        out
     }
 
     pub fn live(&self) -> usize {
@@ -197,33 +215,56 @@ mod tests {
     #[test]
     fn first_posted_matching_receive_wins() {
         let mut m = Matcher::new();
-        let mut l = EMPTY_LIST;
-        m.push(&mut l, e(0, 5, 10));
-        m.push(&mut l, e(ANY, ANY, 11));
-        m.push(&mut l, e(0, 5, 12));
+        let mut l = EMPTY_LISTS;
+        m.push(&mut l, Queue::Posted, e(0, 5, 10));
+        m.push(&mut l, Queue::Posted, e(ANY, ANY, 11));
+        m.push(&mut l, Queue::Posted, e(0, 5, 12));
         assert_eq!(m.take(&mut l, Queue::Posted, 0, 7).unwrap().id, 11); // only the wildcard fits tag 7
         assert_eq!(m.take(&mut l, Queue::Posted, 0, 5).unwrap().id, 10);
         assert_eq!(m.take(&mut l, Queue::Posted, 0, 5).unwrap().id, 12);
         assert!(m.take(&mut l, Queue::Posted, 0, 5).is_none());
-        assert_eq!((m.live(), l), (0, EMPTY_LIST));
+        assert_eq!((m.live(), l), (0, EMPTY_LISTS));
     }
 
     #[test]
     fn unexpected_messages_are_non_overtaking_and_slots_are_reused() {
         let mut m = Matcher::new();
-        let mut l = EMPTY_LIST;
+        let mut l = EMPTY_LISTS;
         for id in 0..3 {
-            m.push(&mut l, e(1, 0, id));
+            m.push(&mut l, Queue::Unexpected, e(1, 0, id));
         }
         assert_eq!(m.take(&mut l, Queue::Unexpected, ANY, 0).unwrap().id, 0);
         assert_eq!(m.take(&mut l, Queue::Unexpected, 1, ANY).unwrap().id, 1);
-        m.push(&mut l, e(0, 0, 9));
-        assert_eq!(m.entries(l).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 9]);
+        m.push(&mut l, Queue::Unexpected, e(0, 0, 9));
+        assert_eq!(m.entries(l, Queue::Unexpected).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 9]);
         assert_eq!(m.slab.len(), 3);
         assert!(m.take(&mut l, Queue::Unexpected, 1, 3).is_none());
         // removing the tail keeps appends in order
         assert_eq!(m.take(&mut l, Queue::Unexpected, 0, 0).unwrap().id, 9);
-        m.push(&mut l, e(4, 4, 5));
-        assert_eq!(m.entries(l).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 5]);
+        m.push(&mut l, Queue::Unexpected, e(4, 4, 5));
+        assert_eq!(m.entries(l, Queue::Unexpected).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 5]);
+    }
+
+    #[test]
+    fn a_ranks_two_lists_share_one_word_independently() {
+        let mut m = Matcher::new();
+        let mut l = EMPTY_LISTS;
+        for id in 0..3 {
+            m.push(&mut l, Queue::Posted, e(1, 0, id));
+            m.push(&mut l, Queue::Unexpected, e(2, 0, 10 + id));
+        }
+        // the head, then a new tail, of the posted list
+        assert_eq!(m.take(&mut l, Queue::Posted, 1, 0).map(|x| x.id), Some(0));
+        m.push(&mut l, Queue::Posted, e(3, 0, 3));
+        assert_eq!(m.take(&mut l, Queue::Posted, 3, 0).map(|x| x.id), Some(3));
+        m.push(&mut l, Queue::Posted, e(4, 0, 4));
+        assert_eq!(m.entries(l, Queue::Posted).iter().map(|x| x.id).collect::<Vec<_>>(), vec![1, 2, 4]);
+        assert_eq!(m.entries(l, Queue::Unexpected).iter().map(|x| x.id).collect::<Vec<_>>(), vec![10, 11, 12]);
+        for src in [4, 1, 1] {
+            assert!(m.take(&mut l, Queue::Posted, src, 0).is_some());
+        }
+        assert_eq!(tail(l, Queue::Posted), NIL);
+        assert_eq!(m.entries(l, Queue::Unexpected).len(), 3);
+        assert!(m.take(&mut l, Queue::Unexpected, 9, 0).is_none());
     }
 }

@@ -18,7 +18,7 @@ mod waiting;
 
 pub use explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, Segment, Waits, CAUSES, CLASSES, PARAMS};
 pub use fabric::Fabric;
-pub use matching::{Entry, ListHead, Matcher, Queue, EMPTY_LIST};
+pub use matching::{Entry, Lists, Matcher, Queue, EMPTY_LISTS};
 pub use queue::{EvKind, Event, EventQueue};
 
 use crate::network::{LogGOPS, Network, NicModel, Rendezvous};
@@ -83,6 +83,9 @@ pub fn prefetch<T>(v: &[T], i: usize) {
 /// Largest message size the match queues can hold (128 TiB).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 47;
 
+/// Words per rank after its clocks: its two match lists share one.
+const LISTS: usize = 1;
+
 /// How many stuck ranks or leftover messages an error names.
 const REPORT_LIMIT: usize = 10;
 
@@ -96,9 +99,9 @@ pub struct Engine<P: Program, const X: bool = false> {
     nnic: usize,
     /// Per rank, side by side so one cache line serves an event: when each
     /// CPU is next free ("next_o"), then when each NIC can next inject
-    /// ("next_gs"), then accept ("next_gr"), then the heads of its two match
-    /// lists (posted receives, unexpected messages). Index with `o`, `gs`,
-    /// `gr`, `list`.
+    /// ("next_gs"), then accept ("next_gr"), then its two match lists
+    /// (posted receives, unexpected messages) in one word. Index with `o`,
+    /// `gs`, `gr`, `lists`.
     clocks: Vec<Time>,
     stride: usize,
     matcher: Matcher,
@@ -159,8 +162,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             noise,
             ncpu,
             nnic,
-            clocks: (0..p).flat_map(|_| std::iter::repeat_n(0, ncpu + 2 * nnic).chain([EMPTY_LIST; 2])).collect(),
-            stride: ncpu + 2 * nnic + 2,
+            clocks: (0..p).flat_map(|_| std::iter::repeat_n(0, ncpu + 2 * nnic).chain([EMPTY_LISTS; LISTS])).collect(),
+            stride: ncpu + 2 * nnic + LISTS,
             matcher: Matcher::new(),
             queue: EventQueue::new(),
             now: 0,
@@ -250,10 +253,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
                 self.noise.prefetch(r);
             }
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
-                // its clocks line arrived by now: fetch the heads of its match lists
-                let l = self.list(soon.rank, Queue::Posted);
-                self.matcher.prefetch(self.clocks[l]);
-                self.matcher.prefetch(self.clocks[l + 1]);
+                // its clocks line arrived by now: fetch the tails of its match lists
+                self.matcher.prefetch(self.clocks[self.lists(soon.rank)]);
             }
             self.process(ev);
             if let Some(next) = self.waiting.next_after(&ev, self.now) {
@@ -330,14 +331,14 @@ impl<P: Program, const X: bool> Engine<P, X> {
         self.gs(rank, nic) + self.nnic
     }
 
-    /// Index of one of a rank's match lists.
+    /// Index of a rank's match lists.
     #[inline]
-    fn list(&self, rank: u32, q: Queue) -> usize {
-        (rank as usize + 1) * self.stride - 2 + q as usize
+    fn lists(&self, rank: u32) -> usize {
+        (rank as usize + 1) * self.stride - LISTS
     }
 
     fn entries(&self, rank: u32, q: Queue) -> Vec<Entry> {
-        self.matcher.entries(self.clocks[self.list(rank, q)])
+        self.matcher.entries(self.clocks[self.lists(rank)], q)
     }
 
     fn on_calc(&mut self, ev: Event) {
@@ -451,7 +452,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     fn on_recv(&mut self, ev: Event) {
         self.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
-        let l = self.list(ev.rank, Queue::Unexpected);
+        let l = self.lists(ev.rank);
         match self.matcher.take(&mut self.clocks[l], Queue::Unexpected, ev.peer, ev.tag) {
             Some(msg) if msg.rts => {
                 // the request-to-send was handled when it arrived; answer it
@@ -468,7 +469,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
                 self.events += 1;
             }
             None => self.matcher.push(
-                &mut self.clocks[l - 1],
+                &mut self.clocks[l],
+                Queue::Posted,
                 Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: false },
             ),
         }
@@ -513,7 +515,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     #[inline(always)]
     fn deliver(&mut self, ev: Event) {
         let (src, dst) = (ev.peer, ev.rank);
-        let l = self.list(dst, Queue::Posted);
+        let l = self.lists(dst);
         match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
                 self.complete_rendezvous(src, dst, ev.size, ev.id, ev.cpu(), ev.nic(), ev.time);
@@ -522,7 +524,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
                 self.events += 1;
             }
             None => self.matcher.push(
-                &mut self.clocks[l + 1],
+                &mut self.clocks[l],
+                Queue::Unexpected,
                 Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: false },
             ),
         }
@@ -695,7 +698,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if !self.receive_control(ev, &p) {
             return;
         }
-        let l = self.list(dst, Queue::Posted);
+        let l = self.lists(dst);
         match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
                 let mut cts = Event::new(0, EvKind::Cts, ev.cpu(), ev.nic(), ev.size, dst, src, recv.id, ev.id);
@@ -704,7 +707,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             }
             None => {
                 let e = Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: true };
-                self.matcher.push(&mut self.clocks[l + 1], e);
+                self.matcher.push(&mut self.clocks[l], Queue::Unexpected, e);
             }
         }
     }
