@@ -139,8 +139,8 @@ pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> 
 
 /// Engine bytes per rank besides the program: clocks and match lists (32),
 /// about one queued event (40) and one match entry (24) at peak, the
-/// finish time (8) and the noise cache (16).
-const ENGINE_BYTES_PER_RANK: u128 = 32 + 40 + 24 + 8 + 16;
+/// finish time (8) and the noise cache (12).
+const ENGINE_BYTES_PER_RANK: u128 = 32 + 40 + 24 + 8 + 12;
 
 /// The engine's bytes per rank with the platform's per-node and per-socket tables.
 fn engine_bytes_per_rank(cfg: &Config) -> u128 {

@@ -1,14 +1,18 @@
 //! MPI message matching: per rank, a queue of posted receives and a queue of
 //! unexpected messages, searched first-posted-first (which gives MPI's
-//! non-overtaking order between a pair). Entries live in one shared slab with
-//! per-rank circular lists: a list is known by its tail, whose successor is
-//! the head, so a rank's two lists fit one u64 that the caller keeps next to
-//! the rank's clocks, and an empty list costs no cache miss.
+//! non-overtaking order between a pair). Entries live in two shared slabs
+//! (posted receives keep only what matching needs: 16 bytes; unexpected
+//! messages 24) with per-rank circular lists: a list is known by its tail,
+//! whose successor is the head, so a rank's two lists fit one u64 that the
+//! caller keeps next to the rank's clocks, and an empty list costs no cache
+//! miss.
 
 use crate::program::ANY;
 
 const NIL: u32 = u32::MAX;
 
+/// A posted receive (its size, cpu, nic and mark are not kept: 0) or an
+/// unexpected message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
     /// Posted receive: the wanted source (may be ANY). Unexpected message: its sender.
@@ -23,10 +27,10 @@ pub struct Entry {
     pub rts: bool,
 }
 
-/// 24 bytes: cpu and nic ride in the top 16 bits of the size, the
-/// request-to-send mark in the bit below them.
+/// An unexpected message, 24 bytes: cpu and nic ride in the top 16 bits of
+/// the size, the request-to-send mark in the bit below them.
 #[derive(Clone, Copy)]
-struct Node {
+struct Message {
     src: u32,
     tag: u32,
     id: u32,
@@ -34,16 +38,31 @@ struct Node {
     size_cpu_nic: u64,
 }
 
+/// A posted receive, 16 bytes: what matching and completion need.
+#[derive(Clone, Copy)]
+struct Posted {
+    src: u32,
+    tag: u32,
+    id: u32,
+    next: u32,
+}
+
 const SIZE_BITS: u32 = 47;
 
-impl Node {
+/// A slab node on a circular list.
+trait Node: Copy {
+    fn new(e: Entry) -> Self;
+    fn entry(&self) -> Entry;
+    fn next(&self) -> u32;
+    fn set_next(&mut self, next: u32);
+}
+
+impl Node for Message {
     fn new(e: Entry) -> Self {
         debug_assert!(e.size < 1 << SIZE_BITS);
-        debug_assert!(e.size < 1 << SIZE_BITS);
         let packed = e.size | (e.rts as u64) << SIZE_BITS | (e.cpu as u64) << 56 | (e.nic as u64) << 48;
-        Node { src: e.src, tag: e.tag, id: e.id, next: NIL, size_cpu_nic: packed }
+        Message { src: e.src, tag: e.tag, id: e.id, next: NIL, size_cpu_nic: packed }
     }
-
     fn entry(&self) -> Entry {
         Entry {
             src: self.src,
@@ -54,6 +73,122 @@ impl Node {
             nic: (self.size_cpu_nic >> 48) as u8,
             rts: self.size_cpu_nic >> SIZE_BITS & 1 == 1,
         }
+    }
+    #[inline(always)]
+    fn next(&self) -> u32 {
+        self.next
+    }
+    #[inline(always)]
+    fn set_next(&mut self, next: u32) {
+        self.next = next;
+    }
+}
+
+impl Node for Posted {
+    fn new(e: Entry) -> Self {
+        Posted { src: e.src, tag: e.tag, id: e.id, next: NIL }
+    }
+    fn entry(&self) -> Entry {
+        Entry { src: self.src, tag: self.tag, size: 0, id: self.id, cpu: 0, nic: 0, rts: false }
+    }
+    #[inline(always)]
+    fn next(&self) -> u32 {
+        self.next
+    }
+    #[inline(always)]
+    fn set_next(&mut self, next: u32) {
+        self.next = next;
+    }
+}
+
+/// Nodes of one kind, with a free list threaded through the unused ones.
+struct Slab<N> {
+    nodes: Vec<N>,
+    free: u32,
+}
+
+impl<N: Node> Slab<N> {
+    fn new() -> Self {
+        Slab { nodes: Vec::new(), free: NIL }
+    }
+
+    /// Appends `e` to the circular list ending at `tail`; returns the new tail.
+    fn push(&mut self, tail: u32, e: Entry) -> u32 {
+        let idx = if self.free != NIL {
+            let i = self.free;
+            self.free = self.nodes[i as usize].next();
+            self.nodes[i as usize] = N::new(e);
+            i
+        } else {
+            super::queue::push_frugal(&mut self.nodes, N::new(e));
+            (self.nodes.len() - 1) as u32
+        };
+        if tail == NIL {
+            self.nodes[idx as usize].set_next(idx);
+        } else {
+            let head = self.nodes[tail as usize].next();
+            self.nodes[idx as usize].set_next(head);
+            self.nodes[tail as usize].set_next(idx);
+        }
+        idx
+    }
+
+    /// Removes the first node from the head on that `hit` accepts; returns
+    /// its entry and the list's new tail.
+    #[inline]
+    fn take(&mut self, tail: u32, hit: impl Fn(&N) -> bool) -> Option<(Entry, u32)> {
+        if tail == NIL {
+            return None;
+        }
+        let mut prev = tail;
+        let mut cur = self.nodes[tail as usize].next();
+        loop {
+            let node = self.nodes[cur as usize];
+            if hit(&node) {
+                let new_tail = if cur == prev {
+                    NIL // it was the only one
+                } else {
+                    self.nodes[prev as usize].set_next(node.next());
+                    if cur == tail {
+                        prev
+                    } else {
+                        tail
+                    }
+                };
+                self.nodes[cur as usize].set_next(self.free);
+                self.free = cur;
+                return Some((node.entry(), new_tail));
+            }
+            if cur == tail {
+                return None;
+            }
+            prev = cur;
+            cur = node.next();
+        }
+    }
+
+    fn entries(&self, tail: u32) -> Vec<Entry> {
+        let mut out = Vec::new();
+        if tail == NIL {
+            return out;
+        }
+        let mut cur = self.nodes[tail as usize].next();
+        loop {
+            out.push(self.nodes[cur as usize].entry());
+            if cur == tail {
+                return out;
+            }
+            cur = self.nodes[cur as usize].next();
+        }
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, i: u32) {
+        super::prefetch(&self.nodes, i as usize);
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<N>()
     }
 }
 
@@ -82,8 +217,8 @@ pub enum Queue {
 }
 
 pub struct Matcher {
-    slab: Vec<Node>,
-    free: u32,
+    posted: Slab<Posted>,
+    unexpected: Slab<Message>,
     live: usize,
 }
 
@@ -100,91 +235,49 @@ impl Default for Matcher {
 
 impl Matcher {
     pub fn new() -> Self {
-        Matcher { slab: Vec::new(), free: NIL, live: 0 }
+        Matcher { posted: Slab::new(), unexpected: Slab::new(), live: 0 }
     }
 
     /// Hints that the tails of `lists` (and so the heads' indices) will be needed soon.
     #[inline(always)]
     pub fn prefetch(&self, lists: Lists) {
-        super::prefetch(&self.slab, tail(lists, Queue::Posted) as usize);
-        super::prefetch(&self.slab, tail(lists, Queue::Unexpected) as usize);
+        self.posted.prefetch(tail(lists, Queue::Posted));
+        self.unexpected.prefetch(tail(lists, Queue::Unexpected));
     }
 
     /// Appends `e` to list `q` of `lists`.
+    #[inline]
     pub fn push(&mut self, lists: &mut Lists, q: Queue, e: Entry) {
-        let idx = if self.free != NIL {
-            let i = self.free;
-            self.free = self.slab[i as usize].next;
-            self.slab[i as usize] = Node::new(e);
-            i
-        } else {
-            super::queue::push_frugal(&mut self.slab, Node::new(e));
-            (self.slab.len() - 1) as u32
-        };
         let t = tail(*lists, q);
-        if t == NIL {
-            self.slab[idx as usize].next = idx;
-        } else {
-            self.slab[idx as usize].next = self.slab[t as usize].next;
-            self.slab[t as usize].next = idx;
-        }
-        set_tail(lists, q, idx);
+        let new_tail = match q {
+            Queue::Posted => self.posted.push(t, e),
+            Queue::Unexpected => self.unexpected.push(t, e),
+        };
+        set_tail(lists, q, new_tail);
         self.live += 1;
     }
 
-    /// Removes and returns the first entry of `list` that matches. For a
-    /// posted-receive list, (src, tag) is an arriving message and the entries
-    /// carry wildcards; for an unexpected-message list, (src, tag) is a
+    /// Removes and returns the first entry of list `q` that matches. For the
+    /// posted receives, (src, tag) is an arriving message and the entries
+    /// carry wildcards; for the unexpected messages, (src, tag) is a
     /// receive (possibly with wildcards) and entries are concrete messages.
+    #[inline]
     pub fn take(&mut self, lists: &mut Lists, q: Queue, src: u32, tag: u32) -> Option<Entry> {
         let t = tail(*lists, q);
-        if t == NIL {
-            return None;
-        }
-        let mut prev = t;
-        let mut cur = self.slab[t as usize].next;
-        loop {
-            let node = self.slab[cur as usize];
-            let hit = match q {
-                Queue::Posted => matches(node.src, node.tag, src, tag),
-                Queue::Unexpected => matches(src, tag, node.src, node.tag),
-            };
-            if hit {
-                if cur == prev {
-                    set_tail(lists, q, NIL); // it was the only one
-                } else {
-                    self.slab[prev as usize].next = node.next;
-                    if cur == t {
-                        set_tail(lists, q, prev);
-                    }
-                }
-                self.slab[cur as usize].next = self.free;
-                self.free = cur;
-                self.live -= 1;
-                return Some(node.entry());
-            }
-            if cur == t {
-                return None;
-            }
-            prev = cur;
-            cur = node.next;
-        }
+        let (e, new_tail) = match q {
+            Queue::Posted => self.posted.take(t, |n| matches(n.src, n.tag, src, tag)),
+            Queue::Unexpected => self.unexpected.take(t, |n| matches(src, tag, n.src, n.tag)),
+        }?;
+        set_tail(lists, q, new_tail);
+        self.live -= 1;
+        Some(e)
     }
 
     /// Entries still in list `q` of `lists`, in order.
     pub fn entries(&self, lists: Lists, q: Queue) -> Vec<Entry> {
-        let mut out = Vec::new();
-        let t = tail(lists, q);
-        if t == NIL {
-            return out;
-        }
-        let mut cur = self.slab[t as usize].next;
-        loop {
-            out.push(self.slab[cur as usize].entry());
-            if cur == t {
-                return out;
-            }
-            cur = self.slab[cur as usize].next;
+        match q {
+            Queue::Posted => self.posted.entries(tail(lists, q)),
+            Queue::Unexpected => self.unexpected.entries(tail(lists, q)),
         }
     }
 
@@ -193,7 +286,7 @@ impl Matcher {
     }
 
     pub fn capacity_bytes(&self) -> usize {
-        self.slab.capacity() * std::mem::size_of::<Node>()
+        self.posted.capacity_bytes() + self.unexpected.capacity_bytes()
     }
 }
 
@@ -207,9 +300,11 @@ mod tests {
 
     #[test]
     fn nodes_are_small_and_round_trip_their_entry() {
-        assert_eq!(std::mem::size_of::<Node>(), 24);
+        assert_eq!((std::mem::size_of::<Message>(), std::mem::size_of::<Posted>()), (24, 16));
         let x = Entry { src: 3, tag: ANY, size: (1 << 46) + 5, id: 77, cpu: 255, nic: 255, rts: true };
-        assert_eq!(Node::new(x).entry(), x);
+        assert_eq!(Message::new(x).entry(), x);
+        let posted = Entry { size: 0, cpu: 0, nic: 0, rts: false, ..x };
+        assert_eq!(Posted::new(x).entry(), posted);
     }
 
     #[test]
@@ -237,7 +332,7 @@ mod tests {
         assert_eq!(m.take(&mut l, Queue::Unexpected, 1, ANY).unwrap().id, 1);
         m.push(&mut l, Queue::Unexpected, e(0, 0, 9));
         assert_eq!(m.entries(l, Queue::Unexpected).iter().map(|x| x.id).collect::<Vec<_>>(), vec![2, 9]);
-        assert_eq!(m.slab.len(), 3);
+        assert_eq!(m.unexpected.nodes.len(), 3);
         assert!(m.take(&mut l, Queue::Unexpected, 1, 3).is_none());
         // removing the tail keeps appends in order
         assert_eq!(m.take(&mut l, Queue::Unexpected, 0, 0).unwrap().id, 9);

@@ -130,10 +130,13 @@ impl Event {
 #[inline]
 pub(crate) fn push_frugal<T>(v: &mut Vec<T>, x: T) {
     if v.len() == v.capacity() && v.len() >= REUSE_LIMIT {
-        v.reserve_exact(v.len() / 4);
+        v.reserve_exact(v.len() / GROWTH);
     }
     v.push(x);
 }
+
+/// Large buffers grow by 1/GROWTH of their length.
+const GROWTH: usize = 4;
 
 pub struct EventQueue {
     /// The current window's events as found at refill, sorted by key,
@@ -261,7 +264,7 @@ impl EventQueue {
         if ahead == 0 {
             if ev.time == self.current && self.fifo.back().is_none_or(|l| l.key() < ev.key()) {
                 if self.fifo.len() == self.fifo.capacity() && self.fifo.len() >= REUSE_LIMIT {
-                    self.fifo.reserve_exact(self.fifo.len() / 4);
+                    self.fifo.reserve_exact(self.fifo.len() / GROWTH);
                 }
                 self.fifo.push_back(ev);
             } else {
