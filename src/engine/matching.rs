@@ -27,17 +27,6 @@ pub struct Entry {
     pub rts: bool,
 }
 
-/// An unexpected message, 24 bytes: cpu and nic ride in the top 16 bits of
-/// the size, the request-to-send mark in the bit below them.
-#[derive(Clone, Copy)]
-struct Message {
-    src: u32,
-    tag: u32,
-    id: u32,
-    next: u32,
-    size_cpu_nic: u64,
-}
-
 /// A posted receive, 16 bytes: what matching and completion need.
 #[derive(Clone, Copy)]
 struct Posted {
@@ -47,41 +36,23 @@ struct Posted {
     next: u32,
 }
 
+/// An unexpected message, 24 bytes: a posted receive's fields, with cpu
+/// and nic in the top 16 bits of the size and the request-to-send mark in
+/// the bit below them.
+#[derive(Clone, Copy)]
+struct Message {
+    base: Posted,
+    size_cpu_nic: u64,
+}
+
 const SIZE_BITS: u32 = 47;
 
-/// A slab node on a circular list.
+/// A slab node on a circular list: its source, tag, id and link are a `Posted`.
 trait Node: Copy {
     fn new(e: Entry) -> Self;
     fn entry(&self) -> Entry;
-    fn next(&self) -> u32;
-    fn set_next(&mut self, next: u32);
-}
-
-impl Node for Message {
-    fn new(e: Entry) -> Self {
-        debug_assert!(e.size < 1 << SIZE_BITS);
-        let packed = e.size | (e.rts as u64) << SIZE_BITS | (e.cpu as u64) << 56 | (e.nic as u64) << 48;
-        Message { src: e.src, tag: e.tag, id: e.id, next: NIL, size_cpu_nic: packed }
-    }
-    fn entry(&self) -> Entry {
-        Entry {
-            src: self.src,
-            tag: self.tag,
-            size: self.size_cpu_nic & ((1 << SIZE_BITS) - 1),
-            id: self.id,
-            cpu: (self.size_cpu_nic >> 56) as u8,
-            nic: (self.size_cpu_nic >> 48) as u8,
-            rts: self.size_cpu_nic >> SIZE_BITS & 1 == 1,
-        }
-    }
-    #[inline(always)]
-    fn next(&self) -> u32 {
-        self.next
-    }
-    #[inline(always)]
-    fn set_next(&mut self, next: u32) {
-        self.next = next;
-    }
+    fn base(&self) -> &Posted;
+    fn base_mut(&mut self) -> &mut Posted;
 }
 
 impl Node for Posted {
@@ -92,12 +63,37 @@ impl Node for Posted {
         Entry { src: self.src, tag: self.tag, size: 0, id: self.id, cpu: 0, nic: 0, rts: false }
     }
     #[inline(always)]
-    fn next(&self) -> u32 {
-        self.next
+    fn base(&self) -> &Posted {
+        self
     }
     #[inline(always)]
-    fn set_next(&mut self, next: u32) {
-        self.next = next;
+    fn base_mut(&mut self) -> &mut Posted {
+        self
+    }
+}
+
+impl Node for Message {
+    fn new(e: Entry) -> Self {
+        debug_assert!(e.size < 1 << SIZE_BITS);
+        let packed = e.size | (e.rts as u64) << SIZE_BITS | (e.cpu as u64) << 56 | (e.nic as u64) << 48;
+        Message { base: Posted::new(e), size_cpu_nic: packed }
+    }
+    fn entry(&self) -> Entry {
+        Entry {
+            size: self.size_cpu_nic & ((1 << SIZE_BITS) - 1),
+            cpu: (self.size_cpu_nic >> 56) as u8,
+            nic: (self.size_cpu_nic >> 48) as u8,
+            rts: self.size_cpu_nic >> SIZE_BITS & 1 == 1,
+            ..self.base.entry()
+        }
+    }
+    #[inline(always)]
+    fn base(&self) -> &Posted {
+        &self.base
+    }
+    #[inline(always)]
+    fn base_mut(&mut self) -> &mut Posted {
+        &mut self.base
     }
 }
 
@@ -116,7 +112,7 @@ impl<N: Node> Slab<N> {
     fn push(&mut self, tail: u32, e: Entry) -> u32 {
         let idx = if self.free != NIL {
             let i = self.free;
-            self.free = self.nodes[i as usize].next();
+            self.free = self.nodes[i as usize].base().next;
             self.nodes[i as usize] = N::new(e);
             i
         } else {
@@ -124,11 +120,11 @@ impl<N: Node> Slab<N> {
             (self.nodes.len() - 1) as u32
         };
         if tail == NIL {
-            self.nodes[idx as usize].set_next(idx);
+            self.nodes[idx as usize].base_mut().next = idx;
         } else {
-            let head = self.nodes[tail as usize].next();
-            self.nodes[idx as usize].set_next(head);
-            self.nodes[tail as usize].set_next(idx);
+            let head = self.nodes[tail as usize].base().next;
+            self.nodes[idx as usize].base_mut().next = head;
+            self.nodes[tail as usize].base_mut().next = idx;
         }
         idx
     }
@@ -141,21 +137,21 @@ impl<N: Node> Slab<N> {
             return None;
         }
         let mut prev = tail;
-        let mut cur = self.nodes[tail as usize].next();
+        let mut cur = self.nodes[tail as usize].base().next;
         loop {
             let node = self.nodes[cur as usize];
             if hit(&node) {
                 let new_tail = if cur == prev {
                     NIL // it was the only one
                 } else {
-                    self.nodes[prev as usize].set_next(node.next());
+                    self.nodes[prev as usize].base_mut().next = node.base().next;
                     if cur == tail {
                         prev
                     } else {
                         tail
                     }
                 };
-                self.nodes[cur as usize].set_next(self.free);
+                self.nodes[cur as usize].base_mut().next = self.free;
                 self.free = cur;
                 return Some((node.entry(), new_tail));
             }
@@ -163,7 +159,7 @@ impl<N: Node> Slab<N> {
                 return None;
             }
             prev = cur;
-            cur = node.next();
+            cur = node.base().next;
         }
     }
 
@@ -172,13 +168,13 @@ impl<N: Node> Slab<N> {
         if tail == NIL {
             return out;
         }
-        let mut cur = self.nodes[tail as usize].next();
+        let mut cur = self.nodes[tail as usize].base().next;
         loop {
             out.push(self.nodes[cur as usize].entry());
             if cur == tail {
                 return out;
             }
-            cur = self.nodes[cur as usize].next();
+            cur = self.nodes[cur as usize].base().next;
         }
     }
 
@@ -266,7 +262,7 @@ impl Matcher {
         let t = tail(*lists, q);
         let (e, new_tail) = match q {
             Queue::Posted => self.posted.take(t, |n| matches(n.src, n.tag, src, tag)),
-            Queue::Unexpected => self.unexpected.take(t, |n| matches(src, tag, n.src, n.tag)),
+            Queue::Unexpected => self.unexpected.take(t, |n| matches(src, tag, n.base.src, n.base.tag)),
         }?;
         set_tail(lists, q, new_tail);
         self.live -= 1;
