@@ -33,10 +33,11 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 9] = [
+pub const CASES: [&str; 10] = [
     "bcast_1m",
     "allreduce_64k_x10",
     "bsp_64k_x100_poisson",
+    "bsp_64k_x100",
     "allreduce_1m",
     "trace_replay_10m",
     "goal_bcast_1m",
@@ -79,6 +80,11 @@ pub fn config(case: &str) -> Option<Config> {
             let (w, n) = config("bsp_64k_x100_poisson")?.workload_and_noise();
             let WorkloadSpec::Bsp(b) = w else { unreachable!() };
             (WorkloadSpec::Bsp(Bsp { ranks: 1 << 12, iterations: 20, ..b }), n)
+        }
+        "bsp_64k_x100" => {
+            // (c) without its noise: what the noise costs
+            let (w, _) = config("bsp_64k_x100_poisson")?.workload_and_noise();
+            (w, vec![])
         }
         "bsp_64k_x100_poisson" => (
             WorkloadSpec::Bsp(Bsp {
