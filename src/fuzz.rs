@@ -198,16 +198,34 @@ fn contended_goal() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases() * 4, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// Waiting lines (engine/waiting.rs) change how often the queue is
-    /// touched, never what happens: every finish time and event count equals
-    /// LogGOPSim's re-queue-every-waiter order.
+    /// The queue shortcuts (waiting lines, engine/waiting.rs, and messages
+    /// queued for a busy receiver's free moment, `handled_from`) change how
+    /// often the queue is touched, never what happens: every finish time and
+    /// event count equals LogGOPSim's re-queue-every-waiter order, with and
+    /// without noise, for both NIC models and both rendezvous protocols.
     #[test]
-    fn waiting_lines_change_nothing(text in contended_goal(), s_bytes in prop_oneof![Just(100u64), Just(65_535)]) {
+    fn queue_shortcuts_change_nothing(
+        text in contended_goal(),
+        s_bytes in prop_oneof![Just(100u64), Just(65_535)],
+        noisy in any::<bool>(),
+        variant in 0u8..3,
+    ) {
+        use crate::network::{NicModel, Rendezvous};
         let s = crate::program::goal::parse_goal(&text, "t.goal").unwrap();
         let p = crate::network::LogGOPS { s_bytes, ..crate::network::LogGOPS::loggopsim_defaults() };
+        let mut net = crate::network::Network::uniform(p);
+        match variant {
+            1 => net.rendezvous = Rendezvous::Handshake,
+            2 => net.nic_model = NicModel::Dma,
+            _ => {}
+        }
         let run = |off: bool| {
-            let mut e = crate::engine::Engine::new(crate::program::goal_program::GoalProgram::new(&s), crate::network::Network::uniform(p), crate::noise::Noise::none()).unwrap();
-            e.set_waiting_lines(!off);
+            let program = crate::program::goal_program::GoalProgram::new(&s);
+            // frequent detours of a few µs: messages often reach a busy CPU
+            let spec = crate::noise::NoiseSpec::Poisson { rate_per_s: 2e5, duration_ps: 3_000_000, ranks: None };
+            let noise = if noisy { crate::noise::Noise::new(&[spec], 7, 4).unwrap() } else { crate::noise::Noise::none() };
+            let mut e = crate::engine::Engine::new(program, net.clone(), noise).unwrap();
+            e.set_shortcuts(!off);
             let r = e.run().map_err(|e| e.to_string());
             (r, (0..e.num_ranks()).map(|q| e.finish_time(q)).collect::<Vec<_>>(), e.events)
         };
