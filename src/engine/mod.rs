@@ -118,8 +118,10 @@ pub struct Engine<P: Program, const X: bool = false> {
     pub timeline: Option<timeline::Timeline>,
     /// The critical path, when asked for (`explain`).
     explained: Option<Box<explain::Explain>>,
-    /// Queue shortcuts off (`set_shortcuts`).
-    literal: bool,
+    /// Whether a message for a busy receiver is queued for its free moment
+    /// (`handled_from`): with the shortcuts on (`set_shortcuts`), a
+    /// LogGOPSim NIC and no memory-bound work.
+    direct: bool,
 }
 
 impl<P: Program> Engine<P> {
@@ -159,7 +161,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             )));
         }
         let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;
-        Ok(Engine {
+        let mut e = Engine {
             net,
             noise,
             ncpu,
@@ -177,9 +179,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
             waiting: waiting::Waiting::new(program.many_ready_ops()),
             timeline: None,
             explained: None,
-            literal: false,
+            direct: false,
             program,
-        })
+        };
+        e.direct = e.may_deliver_directly();
+        Ok(e)
     }
 
     pub fn num_ranks(&self) -> u32 {
@@ -226,7 +230,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// tests compare with).
     pub fn set_shortcuts(&mut self, on: bool) {
         self.waiting.off = !on;
-        self.literal = !on;
+        self.direct = on && self.may_deliver_directly();
     }
 
     /// Runs to completion.
@@ -522,11 +526,15 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// saves a pop and a re-queue: under noise most messages reach a
     /// computing receiver. Not with a DMA NIC, which takes the data whatever
     /// the CPU does, nor with memory-bound work, which parks a CPU at a
-    /// sentinel time, nor when explaining, whose bookkeeping follows the
-    /// queue; nor with the shortcuts off (`set_shortcuts`).
+    /// sentinel time (`direct`), nor when explaining, whose bookkeeping
+    /// follows the queue.
+    fn may_deliver_directly(&self) -> bool {
+        self.net.nic_model == NicModel::Loggopsim && !self.has_memory()
+    }
+
     #[inline(always)]
     fn handled_from(&self, rank: u32, cpu: u8, nic: u8, t: Time) -> Time {
-        if self.explaining() || self.literal || self.net.nic_model == NicModel::Dma || self.has_memory() {
+        if self.explaining() || !self.direct {
             return t;
         }
         t.max(self.clocks[self.o(rank, cpu)]).max(self.clocks[self.gr(rank, nic)])
