@@ -526,18 +526,20 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// saves a pop and a re-queue: under noise most messages reach a
     /// computing receiver. Not with a DMA NIC, which takes the data whatever
     /// the CPU does, nor with memory-bound work, which parks a CPU at a
-    /// sentinel time (`direct`), nor when explaining, whose bookkeeping
-    /// follows the queue.
-    fn may_deliver_directly(&self) -> bool {
-        self.net.nic_model == NicModel::Loggopsim && !self.has_memory()
-    }
-
+    /// sentinel time (`may_deliver_directly`), nor when explaining, whose
+    /// bookkeeping follows the queue.
     #[inline(always)]
     fn handled_from(&self, rank: u32, cpu: u8, nic: u8, t: Time) -> Time {
         if self.explaining() || !self.direct {
             return t;
         }
         t.max(self.clocks[self.o(rank, cpu)]).max(self.clocks[self.gr(rank, nic)])
+    }
+
+    /// Whether the network allows `handled_from`'s shortcut: a LogGOPSim
+    /// NIC and no memory domains.
+    fn may_deliver_directly(&self) -> bool {
+        self.net.nic_model == NicModel::Loggopsim && !self.has_memory()
     }
 
     #[inline(always)]

@@ -188,16 +188,16 @@ struct Source {
     stream: u64,
 }
 
-/// A rank's last detour answer (its length is the source's): the detour's
-/// start, in two halves so the record packs in 12 bytes, and how long
-/// before its end the query came, in whole units of 2^BACK_SHIFT ps (up to
-/// 4.4 s). Valid for queries in [end − back, end): rounding down keeps the
-/// interval true, only shorter.
 /// Units of a cached answer's reach (1,024 ps): without them a query more
 /// than 4.3 ms before the next detour (1.4% of gaps at 1 kHz) missed the
 /// cache until it came nearer.
 const BACK_SHIFT: u32 = 10;
 
+/// A rank's last detour answer (its length is the source's): the detour's
+/// start, in two halves so the record packs in 12 bytes, and how long
+/// before its end the query came, in whole units of 2^BACK_SHIFT ps (up to
+/// 4.4 s). Valid for queries in [end − back, end): rounding down keeps the
+/// interval true, only shorter.
 #[derive(Debug, Clone, Copy)]
 struct Cached {
     start: [u32; 2],
