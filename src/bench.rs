@@ -81,6 +81,15 @@ pub fn config(case: &str) -> Option<Config> {
             let WorkloadSpec::Bsp(b) = w else { unreachable!() };
             (WorkloadSpec::Bsp(Bsp { ranks: 1 << 12, iterations: 20, ..b }), n)
         }
+        "bsp_64k_x10_poisson" => {
+            let (w, n) = config("bsp_64k_x100_poisson")?.workload_and_noise();
+            let WorkloadSpec::Bsp(b) = w else { unreachable!() };
+            (WorkloadSpec::Bsp(Bsp { iterations: 10, ..b }), n)
+        }
+        "bsp_4k_x20" => {
+            let (w, _) = config("bsp_4k_x20_poisson")?.workload_and_noise();
+            (w, vec![])
+        }
         "bsp_64k_x100" => {
             // (c) without its noise: what the noise costs
             let (w, _) = config("bsp_64k_x100_poisson")?.workload_and_noise();

@@ -82,6 +82,9 @@ pub struct Ctx {
     pub time: Time,
     /// The program's request slots still incomplete.
     pub pending: u64,
+    /// Whether timer ops are recorded: if not, a workload may skip them
+    /// (each costs a call for nothing on the hot path).
+    pub records_timers: bool,
 }
 
 /// A built-in program generator.
@@ -413,7 +416,8 @@ impl<W: Workload> Rank<'_, W> {
             self.st.flags.remove(Flags::READY);
             // (the background's slots are the top ones, above bg_base)
             let pending = self.st.pending & !(!0u64).checked_shl(self.bg_base as u32).unwrap_or(0);
-            let ctx = Ctx { last_test: self.st.flags.contains(Flags::LAST_TEST), time: t, pending };
+            let ctx =
+                Ctx { last_test: self.st.flags.contains(Flags::LAST_TEST), time: t, pending, records_timers: self.recorder.is_enabled() };
             let op = self.workload.next(rank, &mut self.st.gen, &ctx);
             match op {
                 StreamOp::Calc(ps) => {

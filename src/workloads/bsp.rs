@@ -186,7 +186,7 @@ impl Workload for Bsp {
         t
     }
 
-    fn next(&self, rank: u32, s: &mut BspState, _ctx: &Ctx) -> StreamOp {
+    fn next(&self, rank: u32, s: &mut BspState, ctx: &Ctx) -> StreamOp {
         loop {
             let iteration = s.iter.get();
             match s.phase {
@@ -195,11 +195,15 @@ impl Workload for Bsp {
                         return StreamOp::Done;
                     }
                     s.phase = Phase::ComputeStart;
-                    return StreamOp::TimerStart { timer: T_ITER, iteration };
+                    if ctx.records_timers {
+                        return StreamOp::TimerStart { timer: T_ITER, iteration };
+                    }
                 }
                 Phase::ComputeStart => {
                     s.phase = Phase::Compute;
-                    return StreamOp::TimerStart { timer: T_COMPUTE, iteration };
+                    if ctx.records_timers {
+                        return StreamOp::TimerStart { timer: T_COMPUTE, iteration };
+                    }
                 }
                 Phase::Compute => {
                     s.phase = Phase::ComputeStop;
@@ -209,11 +213,15 @@ impl Workload for Bsp {
                     s.phase = Phase::CommStart;
                     s.idx = 0;
                     s.reqs = 0;
-                    return StreamOp::TimerStop { timer: T_COMPUTE, iteration };
+                    if ctx.records_timers {
+                        return StreamOp::TimerStop { timer: T_COMPUTE, iteration };
+                    }
                 }
                 Phase::CommStart => {
                     s.phase = Phase::PostRecvs;
-                    return StreamOp::TimerStart { timer: T_COMM, iteration };
+                    if ctx.records_timers {
+                        return StreamOp::TimerStart { timer: T_COMM, iteration };
+                    }
                 }
                 Phase::PostRecvs | Phase::PostSends => match self.neighbour(rank, s.idx) {
                     None => {
@@ -240,24 +248,32 @@ impl Workload for Bsp {
                 }
                 Phase::CommStop => {
                     s.phase = if self.barrier { Phase::BarrierStart } else { Phase::Stop };
-                    return StreamOp::TimerStop { timer: T_COMM, iteration };
+                    if ctx.records_timers {
+                        return StreamOp::TimerStop { timer: T_COMM, iteration };
+                    }
                 }
                 Phase::BarrierStart => {
                     s.phase = Phase::Barrier;
                     s.barrier = Driver::default();
-                    return StreamOp::TimerStart { timer: T_BARRIER, iteration };
+                    if ctx.records_timers {
+                        return StreamOp::TimerStart { timer: T_BARRIER, iteration };
+                    }
                 }
                 Phase::Barrier => match super::barrier_step(&mut s.barrier, self.ranks, rank) {
                     Some(op) => return op,
                     None => {
                         s.phase = Phase::Stop;
-                        return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                        if ctx.records_timers {
+                            return StreamOp::TimerStop { timer: T_BARRIER, iteration };
+                        }
                     }
                 },
                 Phase::Stop => {
                     s.phase = Phase::Start;
                     s.iter = s.iter.next();
-                    return StreamOp::TimerStop { timer: T_ITER, iteration };
+                    if ctx.records_timers {
+                        return StreamOp::TimerStop { timer: T_ITER, iteration };
+                    }
                 }
             }
         }
