@@ -17,6 +17,7 @@ use super::format::{self, collective_of, flag, op, Coll, CollMode, Loaded, Recor
 use super::grid::{Extrapolation, Strided};
 use crate::collectives::{Algorithm, CollectiveKind, MpiLibrary};
 use crate::program::goal::GoalKind;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
 
@@ -55,14 +56,23 @@ pub struct Shared {
     /// How the trace was extrapolated, for the report.
     pub extrapolation: Option<String>,
     /// (communicator context, tag) → engine tag; collectives use negative tags.
-    tags: HashMap<(u64, i64), u32>,
+    tags: FxHashMap<(u64, i64), u32>,
     /// Members of each communicator context, shared by all member ranks.
-    groups: HashMap<u64, Weak<[u32]>>,
+    groups: FxHashMap<u64, Weak<[u32]>>,
 }
 
 impl Shared {
     pub fn new(traced: u32, ranks: u32, algorithms: HashMap<CollectiveKind, Algorithm>, library: MpiLibrary, compute_scale: f64) -> Self {
-        Shared { ranks, traced, algorithms, library, compute_scale, extrapolation: None, tags: HashMap::new(), groups: HashMap::new() }
+        Shared {
+            ranks,
+            traced,
+            algorithms,
+            library,
+            compute_scale,
+            extrapolation: None,
+            tags: FxHashMap::default(),
+            groups: FxHashMap::default(),
+        }
     }
 
     fn tag(&mut self, ctx: u64, tag: i64) -> u32 {
@@ -222,6 +232,23 @@ impl Source {
     }
 }
 
+/// The ops a request's wait requires: one for a point-to-point request
+/// (the common case, kept without an allocation), a collective's last round.
+#[derive(Debug)]
+enum Completes {
+    One(OpRef),
+    Many(Vec<OpRef>),
+}
+
+impl Completes {
+    fn ops(&self) -> &[OpRef] {
+        match self {
+            Completes::One(o) => std::slice::from_ref(o),
+            Completes::Many(v) => v,
+        }
+    }
+}
+
 /// One rank's converter.
 pub struct RankConv {
     pub rank: u32,
@@ -234,12 +261,12 @@ pub struct RankConv {
     prev: Option<OpRef>,
     must: Vec<OpRef>,
     sendrecv: Vec<OpRef>,
-    reqs: HashMap<u64, Vec<OpRef>>,
-    persistent: HashMap<u64, (Record, Vec<u64>)>,
-    comms: HashMap<u32, CommState>,
+    reqs: FxHashMap<u64, Completes>,
+    persistent: FxHashMap<u64, (Record, Vec<u64>)>,
+    comms: FxHashMap<u32, CommState>,
     pending: Option<Pending>,
     /// Intercommunicators made so far per member set (both groups), for their contexts.
-    intercomms: HashMap<u64, u64>,
+    intercomms: FxHashMap<u64, u64>,
     /// The (t0, t1) of the call whose time was counted last: a Waitall or
     /// Startall writes one record per request, all with the call's times.
     counted: (f64, f64),
@@ -285,12 +312,12 @@ impl RankConv {
             prev: None,
             must: Vec::new(),
             sendrecv: Vec::new(),
-            reqs: HashMap::new(),
-            persistent: HashMap::new(),
-            comms: HashMap::from([(0, world)]),
+            reqs: FxHashMap::default(),
+            persistent: FxHashMap::default(),
+            comms: FxHashMap::from_iter([(0, world)]),
             pending: None,
             counted: (f64::NAN, f64::NAN),
-            intercomms: HashMap::new(),
+            intercomms: FxHashMap::default(),
             stats: RankStats::default(),
             finished: false,
         }
@@ -447,7 +474,7 @@ impl RankConv {
             op::WAIT | op::TEST => {
                 self.count_mpi(r);
                 if let Some(done) = self.reqs.remove(&r.req) {
-                    self.must.extend(done);
+                    self.must.extend_from_slice(done.ops());
                 }
                 Ok(())
             }
@@ -520,7 +547,7 @@ impl RankConv {
             self.message(sh, sink, kind, r, None, true)?
         };
         self.step(o, false);
-        self.reqs.insert(req, vec![o]);
+        self.reqs.insert(req, Completes::One(o));
         Ok(())
     }
 
@@ -696,7 +723,7 @@ impl RankConv {
             }
             self.must = done;
         } else {
-            self.reqs.insert(req, done);
+            self.reqs.insert(req, Completes::Many(done));
         }
         Ok(())
     }
