@@ -199,8 +199,12 @@ pub enum Placement {
 /// template in memory that many simulated ranks replay.
 #[derive(Debug)]
 pub enum Source {
-    File(RecordReader),
-    Memory { records: Rc<Loaded>, next: usize },
+    /// (boxed: a template's ranks, of which there may be millions, keep `Memory`)
+    File(Box<RecordReader>),
+    Memory {
+        records: Rc<Loaded>,
+        next: usize,
+    },
 }
 
 impl Source {

@@ -284,7 +284,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
         .map(|q| match &plan {
             Plan::Traced => {
                 let (p, h) = &t.files[q as usize];
-                RankConv::new(q, q, Source::File(format::RecordReader::new(p, h, chunk)), Placement::Traced)
+                RankConv::new(q, q, Source::File(Box::new(format::RecordReader::new(p, h, chunk))), Placement::Traced)
             }
             Plan::Periodic => RankConv::new(q, q % traced, memory(q % traced), Placement::Periodic { base: q - q % traced }),
             Plan::Grid(e) => {
