@@ -44,16 +44,34 @@ struct Edge {
 }
 
 /// One rank's live ops.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Window {
     nodes: Vec<Node>,
-    free_nodes: Vec<u32>,
     edges: Vec<Edge>,
-    free_edges: Vec<u32>,
+    /// Heads of the free slots' lists, threaded through the slots
+    /// themselves (a node's `deps_left`, an edge's `next`) so that a window
+    /// costs no free-list buffers: an extrapolation keeps millions.
+    free_node: u32,
+    free_edge: u32,
     next_seq: u64,
     newest: Option<OpRef>,
     ready: Vec<u32>,
     live: u32,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Window {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            free_node: NIL,
+            free_edge: NIL,
+            next_seq: 0,
+            newest: None,
+            ready: Vec::new(),
+            live: 0,
+        }
+    }
 }
 
 impl Window {
@@ -63,7 +81,16 @@ impl Window {
 
     /// Appends `target` to a list (kept in the order the dependents were converted).
     fn push_edge(&mut self, list: (u32, u32), target: u32) -> (u32, u32) {
-        let i = put(&mut self.edges, &mut self.free_edges, Edge { target, next: NIL });
+        let edge = Edge { target, next: NIL };
+        let i = if self.free_edge == NIL {
+            self.edges.push(edge);
+            (self.edges.len() - 1) as u32
+        } else {
+            let i = self.free_edge;
+            self.free_edge = self.edges[i as usize].next;
+            self.edges[i as usize] = edge;
+            i
+        };
         if list.1 == NIL {
             (i, i)
         } else {
@@ -83,7 +110,8 @@ impl Window {
                 n.state = State::Ready;
                 self.ready.push(target);
             }
-            self.free_edges.push(e);
+            self.edges[e as usize].next = self.free_edge;
+            self.free_edge = e;
             e = next;
         }
     }
@@ -93,27 +121,16 @@ impl Window {
     }
 
     fn retire(&mut self, slot: u32) {
-        self.nodes[slot as usize].seq = u64::MAX;
-        self.free_nodes.push(slot);
+        let n = &mut self.nodes[slot as usize];
+        n.seq = u64::MAX;
+        // done and started: no edge leads to it any more, so the count is free to link
+        n.deps_left = self.free_node;
+        self.free_node = slot;
         self.live -= 1;
     }
 
     pub fn live(&self) -> u32 {
         self.live
-    }
-}
-
-/// Stores `item` in a free slot of `items` (or a new one); returns its index.
-fn put<T>(items: &mut Vec<T>, free: &mut Vec<u32>, item: T) -> u32 {
-    match free.pop() {
-        Some(i) => {
-            items[i as usize] = item;
-            i
-        }
-        None => {
-            items.push(item);
-            (items.len() - 1) as u32
-        }
     }
 }
 
@@ -134,7 +151,15 @@ impl Sink for Window {
             on_start: (NIL, NIL),
             on_done: (NIL, NIL),
         };
-        let slot = put(&mut self.nodes, &mut self.free_nodes, node);
+        let slot = if self.free_node == NIL {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        } else {
+            let slot = self.free_node;
+            self.free_node = self.nodes[slot as usize].deps_left;
+            self.nodes[slot as usize] = node;
+            slot
+        };
         self.nodes[slot as usize].op.id = slot;
         self.live += 1;
         let mut deps = 0;
