@@ -253,6 +253,52 @@ impl Completes {
     }
 }
 
+/// A rank's open requests by handle. The few a rank usually has open (a
+/// halo's receives and sends) are kept in a short list searched in order,
+/// a third of a hash table's memory, which matters when an extrapolation
+/// keeps millions of ranks; past [`FEW_REQUESTS`] a table takes over, so
+/// many open requests cost one hash lookup each, not a scan.
+#[derive(Debug)]
+enum Requests {
+    Few(Vec<(u64, Completes)>),
+    Many(FxHashMap<u64, Completes>),
+}
+
+const FEW_REQUESTS: usize = 16;
+
+impl Requests {
+    /// Opens `req` (a handle reused while open now stands for `ops`).
+    fn insert(&mut self, req: u64, ops: Completes) {
+        match self {
+            Requests::Few(few) => {
+                if let Some(e) = few.iter_mut().find(|e| e.0 == req) {
+                    e.1 = ops;
+                } else if few.len() < FEW_REQUESTS {
+                    few.push((req, ops));
+                } else {
+                    let mut many: FxHashMap<u64, Completes> = few.drain(..).collect();
+                    many.insert(req, ops);
+                    *self = Requests::Many(many);
+                }
+            }
+            Requests::Many(many) => {
+                many.insert(req, ops);
+            }
+        }
+    }
+
+    /// Closes `req`, giving the ops its completion requires.
+    fn remove(&mut self, req: u64) -> Option<Completes> {
+        match self {
+            Requests::Few(few) => {
+                let i = few.iter().position(|e| e.0 == req)?;
+                Some(few.swap_remove(i).1)
+            }
+            Requests::Many(many) => many.remove(&req),
+        }
+    }
+}
+
 /// One rank's converter.
 pub struct RankConv {
     pub rank: u32,
@@ -265,7 +311,7 @@ pub struct RankConv {
     prev: Option<OpRef>,
     must: Vec<OpRef>,
     sendrecv: Vec<OpRef>,
-    reqs: FxHashMap<u64, Completes>,
+    reqs: Requests,
     persistent: FxHashMap<u64, (Record, Vec<u64>)>,
     comms: FxHashMap<u32, CommState>,
     pending: Option<Pending>,
@@ -316,7 +362,7 @@ impl RankConv {
             prev: None,
             must: Vec::new(),
             sendrecv: Vec::new(),
-            reqs: FxHashMap::default(),
+            reqs: Requests::Few(Vec::new()),
             persistent: FxHashMap::default(),
             comms: FxHashMap::from_iter([(0, world)]),
             pending: None,
@@ -477,7 +523,7 @@ impl RankConv {
             }
             op::WAIT | op::TEST => {
                 self.count_mpi(r);
-                if let Some(done) = self.reqs.remove(&r.req) {
+                if let Some(done) = self.reqs.remove(r.req) {
                     self.must.extend_from_slice(done.ops());
                 }
                 Ok(())
@@ -506,7 +552,7 @@ impl RankConv {
             op::REQUEST_FREE => {
                 self.zero_cost(r);
                 self.persistent.remove(&r.req);
-                self.reqs.remove(&r.req);
+                self.reqs.remove(r.req);
                 Ok(())
             }
             op::COMM_NEW => {
@@ -862,4 +908,39 @@ fn resize(coll: Coll, payload: &[u64], n: u32) -> (Vec<u64>, bool) {
         out.extend(std::iter::repeat_n(mean, n as usize));
     }
     (out, exact)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(i: u64) -> Completes {
+        Completes::One(OpRef { slot: i as u32, seq: i })
+    }
+
+    fn slot(c: Option<Completes>) -> Option<u32> {
+        c.map(|c| c.ops()[0].slot)
+    }
+
+    #[test]
+    fn open_requests_are_found_by_handle_in_the_list_and_past_it_in_the_table() {
+        for open in [3u64, FEW_REQUESTS as u64, 40] {
+            let mut reqs = Requests::Few(Vec::new());
+            for h in 0..open {
+                reqs.insert(1000 + h, op(h));
+            }
+            assert_eq!(matches!(reqs, Requests::Many(_)), open > FEW_REQUESTS as u64, "{open} open");
+            // a handle reused while open stands for its new ops
+            reqs.insert(1000, op(77));
+            // closed in an order unlike the opening one (7 is prime to each count), each gives its own op
+            for i in 0..open {
+                let h = i * 7 % open;
+                let want = if h == 0 { 77 } else { h as u32 };
+                assert_eq!(slot(reqs.remove(1000 + h)), Some(want), "{open} open, handle {h}");
+            }
+            for h in 0..open {
+                assert_eq!(slot(reqs.remove(1000 + h)), None, "{open} open: handle {h} still open");
+            }
+        }
+    }
 }
