@@ -314,7 +314,8 @@ pub struct RankConv {
     reqs: Requests,
     persistent: FxHashMap<u64, (Record, Vec<u64>)>,
     comms: FxHashMap<u32, CommState>,
-    pending: Option<Pending>,
+    /// (boxed: open only while a communicator's member records are read)
+    pending: Option<Box<Pending>>,
     /// Intercommunicators made so far per member set (both groups), for their contexts.
     intercomms: FxHashMap<u64, u64>,
     /// The (t0, t1) of the call whose time was counted last: a Waitall or
@@ -794,14 +795,14 @@ impl RankConv {
             return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
         }
         let (ctx, order) = parent_ctx.unwrap_or((0x5eed, 0));
-        self.pending = Some(Pending {
+        self.pending = Some(Box::new(Pending {
             id: r.peer as u32,
             parent_ctx: mix(ctx, r.tag as u64),
             order,
             members: Vec::new(),
             remote: Vec::new(),
             index: self.reader.index(),
-        });
+        }));
         Ok(())
     }
 
