@@ -322,6 +322,11 @@ pub struct RankConv {
     /// Startall writes one record per request, all with the call's times.
     counted: (f64, f64),
     pub stats: RankStats,
+    /// Whether this converter's tables of calls (unmodelled, zero-cost,
+    /// intercommunicator) feed the report: only the first of each trace
+    /// rank's, as the others replay the same records (an extrapolation
+    /// would otherwise keep millions of copies).
+    pub reports: bool,
     pub finished: bool,
 }
 
@@ -370,6 +375,7 @@ impl RankConv {
             counted: (f64::NAN, f64::NAN),
             intercomms: FxHashMap::default(),
             stats: RankStats::default(),
+            reports: true,
             finished: false,
         }
     }
@@ -412,8 +418,10 @@ impl RankConv {
         match r.op {
             op::OTHER => {
                 // Its time stays in the gap before the next call: computation.
-                let e = self.stats.unmodelled.entry(r.tag as u32).or_default();
-                *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+                if self.reports {
+                    let e = self.stats.unmodelled.entry(r.tag as u32).or_default();
+                    *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+                }
                 return Ok(());
             }
             op::POLL => {
@@ -459,15 +467,19 @@ impl RankConv {
     }
 
     fn zero_cost(&mut self, r: &Record) {
-        let e = self.stats.zero_cost.entry(format::op_name(r.op)).or_default();
-        *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+        if self.reports {
+            let e = self.stats.zero_cost.entry(format::op_name(r.op)).or_default();
+            *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+        }
     }
 
     fn call(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), String> {
         if let Some((coll, mode)) = collective_of(r.op) {
             if r.has(flag::INTERCOMM) {
-                let e = self.stats.intercomm.entry(format!("{} on an intercommunicator", coll.name())).or_default();
-                *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+                if self.reports {
+                    let e = self.stats.intercomm.entry(format!("{} on an intercommunicator", coll.name())).or_default();
+                    *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+                }
                 return Ok(());
             }
             return match mode {

@@ -280,6 +280,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
     shared.extrapolation = plan.describe(traced, ranks);
     let chunk = chunk_bytes(ranks);
     let memory = |src: u32| Source::Memory { records: templates[src as usize].clone(), next: 0 };
+    let mut reporting = vec![true; traced as usize];
     let convs = (0..ranks)
         .map(|q| match &plan {
             Plan::Traced => {
@@ -291,6 +292,10 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
                 let tr = e.template_rank(q);
                 RankConv::new(q, tr, memory(tr), Placement::Grid { ext: e.clone(), template: tr })
             }
+        })
+        .map(|mut c| {
+            c.reports = std::mem::replace(&mut reporting[c.source_rank as usize], false);
+            c
         })
         .collect();
     Ok((shared, convs))
@@ -460,11 +465,7 @@ pub fn report(t: &Opened, shared: &Shared, convs: &[RankConv]) -> Report {
         ..Default::default()
     };
     // Traced quantities from one converter of each trace rank.
-    let mut seen = vec![false; traced];
-    for c in convs {
-        if std::mem::replace(&mut seen[c.source_rank as usize], true) {
-            continue;
-        }
+    for c in convs.iter().filter(|c| c.reports) {
         let s: &RankStats = &c.stats;
         let names = &t.footers[c.source_rank as usize].functions;
         for (&i, &(n, secs)) in &s.unmodelled {
