@@ -34,6 +34,17 @@ def test_huge_messages_stop_at_the_limit_instead_of_wrapping():
         idlewave.simulate({"network": {"G_s_per_byte": 1e3, "S_bytes": 2**41}, "workload": bsp(message_bytes=2**40)})
 
 
+def test_a_node_link_too_slow_for_the_run_stops_at_the_limit_instead_of_wrapping():
+    # 1e-13 B/s: one 8 KiB message holds the node's link for 8e28 ps (found by the Rust fuzz test)
+    net = {"ranks_per_node": 2, "topology": {"kind": "fully_connected"}, "node_bandwidth_bytes_per_s": 1e-13}
+    with pytest.raises(SimulationError, match="past the engine's limit"):
+        idlewave.simulate({"network": net, "workload": bsp(ranks=6, compute_s=0)})
+    # the same stalls per byte on the path: cut, not wrapped
+    net = {"ranks_per_node": 2, "topology": {"kind": "fully_connected"}, "stalls_per_byte": 1e6, "stall_s": 1e3}
+    with pytest.raises(SimulationError, match="past the engine's limit"):
+        idlewave.simulate({"network": net, "workload": bsp(ranks=6, compute_s=0)})
+
+
 def test_goal_calcs_past_the_limit_are_an_error(tmp_path):
     g = tmp_path / "big.goal"
     g.write_text("num_ranks 1\nrank 0 {\nl1: calc 10000000000000000\nl2: calc 10000000000000000\nl2 requires l1\n}\n")

@@ -15,7 +15,7 @@
 use super::{Engine, EvKind, Event, SimError};
 use crate::network::{Links, MemoryDomains, RankCursor, RegimeCursor, Topology, OTHER_NODE};
 use crate::program::Program;
-use crate::time::Time;
+use crate::time::{Time, PAST_LIMIT};
 
 /// A CPU clock value meaning "in a memory-bound computation, end unknown".
 pub const MEM_BUSY: Time = Time::MAX;
@@ -236,18 +236,20 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         let hops = pl.topology.hops(ns, nd);
         let on_path = pl.path_latency(hops, size);
-        let hop_latency = (pl.hop_latency_ps * hops as Time).min(on_path);
+        let hop_latency = pl.hop_latency_ps.saturating_mul(hops as Time).min(on_path);
         let mut start = depart;
         if let Some(free) = self.fabric.inject_free.get_mut(ns as usize) {
             // The node's off-node bytes share one link of 1/node_ps_per_byte.
             start = start.max(*free);
-            *free = start + (size as f64 * pl.node_ps_per_byte).round() as Time;
+            // (a link too slow for the run is cut past the limit, where the run stops, never wrapping)
+            let busy = (size as f64 * pl.node_ps_per_byte).round().min(PAST_LIMIT as f64) as Time;
+            *free = (start + busy).min(PAST_LIMIT);
         }
         if self.explaining() {
             // stalls and the wait for the node's link are the platform's penalties
             self.x_flight(src, dst, latency, hop_latency, on_path - hop_latency + (start - depart));
         }
-        start + latency + on_path
+        start.saturating_add(latency).saturating_add(on_path).min(PAST_LIMIT)
     }
 
     /// Starts a memory-bound computation of `ev.size` bytes on its rank's socket.
@@ -501,6 +503,32 @@ mod tests {
         let mut arrivals: Vec<Time> = t[4..].to_vec();
         arrivals.sort();
         assert_eq!(arrivals, vec![1_000_000, 1_002_000, 1_004_000, 1_006_000]);
+    }
+
+    #[test]
+    fn a_node_link_too_slow_for_the_run_stops_it_instead_of_wrapping() {
+        // 8e28 ps per message, and stalls of 1e27 ps per hop: each is cut
+        // past the limit (found by the fuzz test as an overflow)
+        for slow in [true, false] {
+            let mut pl = platform(4);
+            pl.topology = Topology::Torus { dims: [4, 1, 1] };
+            if slow {
+                pl.node_ps_per_byte = 1e25;
+            } else {
+                (pl.hop_latency_ps, pl.stalls_per_byte, pl.stall_ps) = (1 << 60, 1e6, 1e15);
+            }
+            let ops: Vec<Vec<StreamOp>> = (0..8)
+                .map(|r| match r {
+                    0..4 => vec![StreamOp::ISend { peer: r + 4, tag: 1, bytes: 8192, slot: 0 }, StreamOp::Wait(1)],
+                    _ => vec![StreamOp::IRecv { peer: r - 4, tag: 1, bytes: 8192, slot: 0 }, StreamOp::Wait(1)],
+                })
+                .collect();
+            let net = Network { ranks_per_node: pl.ranks_per_node, ..Network::uniform(pl.inter_node.eager) };
+            let net = Network { platform: Some(Box::new(pl)), ..net };
+            let mut e = Engine::new(StreamProgram::new(Ops(ops), Recorder::disabled()), net, Noise::none()).unwrap();
+            let err = e.run().unwrap_err().to_string();
+            assert!(err.contains("past the engine's limit"), "{err}");
+        }
     }
 
     #[test]

@@ -240,7 +240,9 @@ impl Platform {
     #[inline]
     pub fn path_latency(&self, hops: u32, size: u64) -> Time {
         let stalls = self.stalls_per_byte * size as f64 * self.ranks_per_node as f64 * self.stall_ps * hops as f64;
-        self.hop_latency_ps * hops as Time + stalls.round() as Time
+        // each term cut past the engine's limit (where the run stops), so the sum cannot wrap
+        let cut = crate::time::PAST_LIMIT;
+        self.hop_latency_ps.saturating_mul(hops as Time).min(cut) + (stalls.round().min(cut as f64) as Time)
     }
 }
 
