@@ -98,6 +98,30 @@ fn run_briefly(mut cfg: Config) {
     let _ = sim::run(&cfg, Some(&mut stop));
 }
 
+/// Inputs the property tests found panicking once (overflows, a sentinel
+/// taken for a time, an allocation before the memory check): each runs or
+/// is refused now.
+#[test]
+fn found_cases_run_or_are_refused() {
+    let platform = r#""ranks_per_node": 2, "topology": {"kind": "fully_connected"}"#;
+    let cases = [
+        (r#""kind": "bsp", "ranks": 6, "iterations": 3, "compute_s": 0"#, r#", "node_bandwidth_bytes_per_s": 1e-13"#),
+        (r#""kind": "spmv", "ranks": 4, "iterations": 2, "rows": 18446744073709551615, "bandwidth": 20"#, ""),
+        (r#""kind": "spmv", "ranks": 4, "iterations": 2, "rows": 400, "bandwidth": 18446744073709551615"#, ""),
+        (r#""kind": "stream_triad", "ranks": 4, "iterations": 2, "elements_per_rank": 1000, "core_bandwidth_bytes_per_s": 0"#, ""),
+        (r#""kind": "dense2d", "grid": [2, 2], "blocks": 4, "block": 8, "gemm_flops_per_s": 1e-13"#, ""),
+        (r#""kind": "fem_matvec", "ranks": 4, "iterations": 3, "hiding": "dynamic_alpha", "element_s": 1e6"#, ""),
+        (r#""kind": "skeleton", "ranks": 4294967295, "iterations": 2, "app": "CTH""#, ""),
+        (r#""kind": "chebfd", "ranks": 4, "subspace": 4294967295, "block": 1, "degree": 4294967295, "preset": "M1""#, ""),
+    ];
+    for (workload, network) in cases {
+        let case = format!(r#"{{"workload": {{{workload}}}, "network": {{{platform}{network}}}}}"#);
+        if let Ok(cfg) = scenario::config_of(&case) {
+            run_briefly(cfg);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
 

@@ -229,7 +229,7 @@ impl WorkloadSpec {
             WorkloadSpec::App(w) => w.validate(),
             WorkloadSpec::Spmv(w) => w.validate(),
             WorkloadSpec::FemMatvec(w) => w.validate(),
-            WorkloadSpec::StreamTriad(w) => w.bsp(false).validate(),
+            WorkloadSpec::StreamTriad(w) => w.validate(),
             WorkloadSpec::Krylov(w) => w.validate(),
             WorkloadSpec::KrylovKernel(w) => w.solver().validate(),
             WorkloadSpec::Chebfd(w) => w.resolved(memory_domains).map(|_| ()),
@@ -265,6 +265,11 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
         }
         WorkloadSpec::Trace(spec) => run_trace(spec, cfg, progress),
         generated => {
+            if let WorkloadSpec::Skeleton(Skeleton { ranks, .. }) | WorkloadSpec::App(App { ranks, .. }) = generated {
+                // they first run their collective once on every rank (to calibrate), before the
+                // run's own check: that run must fit as well (its program state well within 128 B/rank)
+                check_memory(engine_bytes(cfg, *ranks as u128) + *ranks as u128 * 128, cfg.max_memory_bytes)?;
+            }
             let visitor = RunStream { cfg, progress: progress.take() };
             let (result, derived) = generated.visit(&cfg.network, visitor)?.expect("a generated workload");
             let mut r = result?;

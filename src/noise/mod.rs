@@ -330,6 +330,9 @@ impl Noise {
     /// When a CPU charge of `work` ps that may start at `start` ends, given the
     /// detours of `rank`.
     pub fn cpu_end(&mut self, rank: u32, start: Time, work: Time) -> Time {
+        // work past the engine's limit (a workload's rate of almost nothing) is cut there, where the
+        // run stops: start, a time below the limit, plus it cannot wrap
+        let work = work.min(crate::time::PAST_LIMIT);
         if self.sources.is_empty() {
             return start + work;
         }

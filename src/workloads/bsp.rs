@@ -84,6 +84,21 @@ impl Default for StreamTriad {
 }
 
 impl StreamTriad {
+    pub fn validate(&self) -> Result<(), String> {
+        let bw = self.core_bandwidth_bytes_per_s;
+        if !(bw.is_finite() && bw > 0.0) {
+            return Err(format!("workload.core_bandwidth_bytes_per_s: must be a positive number, got {bw}"));
+        }
+        let sweep_s = self.elements_per_rank.saturating_mul(self.bytes_per_element) as f64 / bw;
+        let limit_s = crate::time::to_seconds(crate::time::MAX_INPUT);
+        if sweep_s > limit_s {
+            return Err(format!(
+                "workload.core_bandwidth_bytes_per_s: a sweep takes {sweep_s:.3e} s at {bw} B/s, past the engine's limit of about {limit_s:.3e} s"
+            ));
+        }
+        self.bsp(false).validate()
+    }
+
     /// The BSP loop it is: a sweep at the core's bandwidth, or, with memory
     /// domains on the platform (`memory_bound`), a memory-bound sweep that
     /// contends for its socket's bandwidth.

@@ -202,6 +202,18 @@ impl ChebFd {
         if self.degree == 0 {
             return Err("workload.degree: must be at least 1".into());
         }
+        let sweeps = (self.subspace / self.block) as u64 * self.degree as u64;
+        if sweeps > u32::MAX as u64 {
+            return Err(format!("workload.degree: (subspace / block) · degree = {sweeps} kernel sweeps; at most 2^32 − 1 are supported"));
+        }
+        if (self.kernel_per_vector_ps as u128) * self.block as u128 > crate::time::MAX_INPUT as u128 {
+            return Err("workload.kernel_per_vector_s: a block's kernel takes longer than the engine's limit of about 13 days".into());
+        }
+        if let Some((_, b)) =
+            self.partners.iter().find(|(_, b)| *b as u128 * self.block as u128 >= crate::engine::MAX_MESSAGE_BYTES as u128)
+        {
+            return Err(format!("workload.offset_bytes: {b} bytes per vector make a block's message of 2^47 bytes or more"));
+        }
         if let Some((d, _)) = self.partners.iter().find(|(d, _)| *d == 0 || d.unsigned_abs() >= self.ranks as u64) {
             return Err(format!("workload.offsets: offset {d} must be non-zero and smaller than ranks"));
         }

@@ -188,7 +188,7 @@ impl FemMatvec {
     }
 
     fn calc(&self, elements: u32) -> StreamOp {
-        StreamOp::Calc(elements as Time * self.element_ps)
+        StreamOp::Calc((elements as Time).saturating_mul(self.element_ps))
     }
 
     fn mask(&self, group: usize) -> u64 {

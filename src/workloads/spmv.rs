@@ -176,6 +176,14 @@ impl Spmv {
         if p == 0 || n < p {
             return Err(format!("workload.rows: must be at least ranks ({p}), got {n}"));
         }
+        // the largest block's nonzeros, at most (rows/ranks + 1)·(2·bandwidth + 1), must be a count
+        // the engine can charge: the sums below (and their time) then cannot wrap
+        let most = n.div_ceil(p) as u128 * (2 * b as u128 + 1);
+        if most > crate::time::MAX_INPUT as u128 {
+            return Err(format!(
+                "workload.rows: {n} rows with bandwidth {b} on {p} ranks give up to {most} nonzeros per rank; at most 2^60 are supported"
+            ));
+        }
         if self.periodic && 2 * b + n.div_ceil(p) > n {
             return Err(format!("workload.bandwidth {b} is too large for {n} periodic rows (2·b + rows per rank must not exceed rows)"));
         }
@@ -269,9 +277,10 @@ impl Spmv {
 
     fn compute(&self, nonzeros: u64) -> StreamOp {
         if self.bytes_per_nonzero > 0 {
-            StreamOp::Mem(nonzeros * self.bytes_per_nonzero)
+            StreamOp::Mem(nonzeros.saturating_mul(self.bytes_per_nonzero))
         } else {
-            StreamOp::Calc((nonzeros as f64 * self.time_per_nonzero_ps).round() as Time)
+            // (cut past the engine's limit, where the run stops, rather than wrap)
+            StreamOp::Calc((nonzeros as f64 * self.time_per_nonzero_ps).round().min(crate::time::PAST_LIMIT as f64) as Time)
         }
     }
 }
@@ -353,7 +362,7 @@ impl Workload for Spmv {
                         let recving = s.phase == Phase::PostRecvs;
                         let (slot, elements) = (s.reqs, if recving { recv } else { send });
                         s.reqs += 1;
-                        let bytes = elements * self.bytes_per_element;
+                        let bytes = elements.saturating_mul(self.bytes_per_element);
                         return if recving {
                             StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
                         } else {
