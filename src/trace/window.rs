@@ -85,16 +85,7 @@ impl Window {
 
     /// Appends `target` to a list (kept in the order the dependents were converted).
     fn push_edge(&mut self, list: (u32, u32), target: u32) -> (u32, u32) {
-        let edge = Edge { target, next: NIL };
-        let i = if self.free_edge == NIL {
-            self.edges.push(edge);
-            (self.edges.len() - 1) as u32
-        } else {
-            let i = self.free_edge;
-            self.free_edge = self.edges[i as usize].next;
-            self.edges[i as usize] = edge;
-            i
-        };
+        let i = put(&mut self.edges, &mut self.free_edge, Edge { target, next: NIL }, |e| e.next);
         if list.1 == NIL {
             (i, i)
         } else {
@@ -138,6 +129,19 @@ impl Window {
     }
 }
 
+/// Stores `item` in the free slot `free` heads (taking the next free one
+/// from the slot's `link`), or in a new slot; returns its index.
+fn put<T>(items: &mut Vec<T>, free: &mut u32, item: T, link: impl Fn(&T) -> u32) -> u32 {
+    if *free == NIL {
+        items.push(item);
+        return (items.len() - 1) as u32;
+    }
+    let i = *free;
+    *free = link(&items[i as usize]);
+    items[i as usize] = item;
+    i
+}
+
 impl Sink for Window {
     fn add(&mut self, new: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
         let seq = self.next_seq;
@@ -158,15 +162,7 @@ impl Sink for Window {
             on_start: (NIL, NIL),
             on_done: (NIL, NIL),
         };
-        let slot = if self.free_node == NIL {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
-        } else {
-            let slot = self.free_node;
-            self.free_node = self.nodes[slot as usize].deps_left;
-            self.nodes[slot as usize] = node;
-            slot
-        };
+        let slot = put(&mut self.nodes, &mut self.free_node, node, |n| n.deps_left);
         self.live += 1;
         let mut deps = 0;
         for &d in requires {
