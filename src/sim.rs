@@ -11,6 +11,7 @@ use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
+use crate::trace::Replay;
 use crate::workloads::{App, Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, Krylov, KrylovKernel, Skeleton, Spmv, StreamTriad};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -283,11 +284,25 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
     let ranks = crate::trace::simulated_ranks(spec, &t)?;
     check_memory(engine_bytes(cfg, ranks as u128) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
-    let (shared, convs) = crate::trace::converters(spec, &t)?;
-    let noise = Noise::new(&cfg.noise, cfg.seed, convs.len() as u32)?;
-    let extrapolated = shared.extrapolation.is_some();
-    let program = crate::trace::window::TraceProgram::new(shared, convs)?;
-    let (mut r, program) = run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map_err(|e| match e {
+    let noise = Noise::new(&cfg.noise, cfg.seed, ranks)?;
+    let extrapolated = crate::trace::extrapolates(spec, &t);
+    let (mut r, replay) = match crate::trace::program(spec, &t)? {
+        Replay::Window(p) => run_replay(p, cfg, noise, progress, extrapolated).map(|(r, p)| (r, Replay::Window(p))),
+        Replay::Class(p) => run_replay(p, cfg, noise, progress, extrapolated).map(|(r, p)| (r, Replay::Class(p))),
+    }?;
+    r.trace_report = Some(crate::trace::replay_report(&t, &replay));
+    Ok(r)
+}
+
+/// Runs a trace's replay program; an extrapolated one that does not pair up is refused with the likely cause.
+fn run_replay<P: Program>(
+    program: P,
+    cfg: &Config,
+    noise: Noise,
+    progress: Option<Progress>,
+    extrapolated: bool,
+) -> Result<(RunResult, P), SimError> {
+    run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map_err(|e| match e {
         // what the up-front check cannot see: partners that pair up on the template but not at scale
         SimError::Deadlock(s) | SimError::Unmatched(s) if extrapolated => SimError::Invalid(format!(
             "cannot extrapolate: the extrapolated program does not pair up ({s}). Only nearest-neighbour exchanges \
@@ -296,9 +311,7 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
              code refused up front"
         )),
         e => e,
-    })?;
-    r.trace_report = Some(crate::trace::report(&t, &program.shared, &program.convs));
-    Ok(r)
+    })
 }
 
 fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {

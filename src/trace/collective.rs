@@ -74,6 +74,12 @@ pub fn engine_rounds(
     root: u32,
     bytes: u64,
 ) -> Result<Vec<Round>, String> {
+    let c = engine_collective(kind, algorithm, n, root, bytes)?;
+    Ok((0..).map_while(|i| c.step(me, i)).map(|s| Stage::of_step(s).round()).collect())
+}
+
+/// The engine's collective on `n` members (local ranks), checked.
+pub fn engine_collective(kind: CollectiveKind, algorithm: Option<Algorithm>, n: u32, root: u32, bytes: u64) -> Result<Collective, String> {
     let c = Collective {
         kind,
         algorithm: algorithm.unwrap_or_else(|| kind.auto_algorithm(Default::default(), n, bytes)),
@@ -85,19 +91,52 @@ pub fn engine_rounds(
         comm: Comm::World,
     };
     c.validate()?;
-    Ok((0..)
-        .map_while(|i| c.step(me, i))
-        .map(|s| match s {
-            Step::Send { to, bytes } => Round::Together(vec![Msg { send: true, peer: to, bytes }]),
-            Step::Recv { from, bytes } => Round::Together(vec![Msg { send: false, peer: from, bytes }]),
+    Ok(c)
+}
+
+/// A round of at most two messages, without an allocation: what the
+/// engine's algorithms produce step by step (and every round of a call on a
+/// communicator, neighbourhood collectives aside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Together([Msg; 2], u8),
+    Fan(Msg),
+    CloseFan,
+}
+
+impl Stage {
+    pub fn of_step(s: Step) -> Stage {
+        let one = |m: Msg| Stage::Together([m, m], 1);
+        match s {
+            Step::Send { to, bytes } => one(Msg { send: true, peer: to, bytes }),
+            Step::Recv { from, bytes } => one(Msg { send: false, peer: from, bytes }),
             Step::Exchange { to, send_bytes, from, recv_bytes } => {
-                Round::Together(vec![Msg { send: false, peer: from, bytes: recv_bytes }, Msg { send: true, peer: to, bytes: send_bytes }])
+                Stage::Together([Msg { send: false, peer: from, bytes: recv_bytes }, Msg { send: true, peer: to, bytes: send_bytes }], 2)
             }
-            Step::FanOut { to, bytes, .. } => Round::Fan(Msg { send: true, peer: to, bytes }),
-            Step::FanIn { from, bytes, .. } => Round::Fan(Msg { send: false, peer: from, bytes }),
-            Step::WaitFanOut { .. } => Round::CloseFan,
+            Step::FanOut { to, bytes, .. } => Stage::Fan(Msg { send: true, peer: to, bytes }),
+            Step::FanIn { from, bytes, .. } => Stage::Fan(Msg { send: false, peer: from, bytes }),
+            Step::WaitFanOut { .. } => Stage::CloseFan,
+        }
+    }
+
+    /// The same as a `Round`; None for a round of more than two messages.
+    pub fn of_round(r: &Round) -> Option<Stage> {
+        Some(match r {
+            Round::Together(v) if v.len() == 1 => Stage::Together([v[0], v[0]], 1),
+            Round::Together(v) if v.len() == 2 => Stage::Together([v[0], v[1]], 2),
+            Round::Together(_) => return None,
+            Round::Fan(m) => Stage::Fan(*m),
+            Round::CloseFan => Stage::CloseFan,
         })
-        .collect())
+    }
+
+    fn round(self) -> Round {
+        match self {
+            Stage::Together(m, n) => Round::Together(m[..n as usize].to_vec()),
+            Stage::Fan(m) => Round::Fan(m),
+            Stage::CloseFan => Round::CloseFan,
+        }
+    }
 }
 
 fn payload<'a>(call: &Call<'a>, want: usize) -> Result<&'a [u64], String> {

@@ -37,9 +37,38 @@ pub struct NewOp {
     pub size: u64,
 }
 
-/// Where a rank's ops go: the engine's window, or a GOAL file.
+/// Where a rank's ops go: the engine's window, a GOAL file, or a template
+/// rank's compiled class (class.rs).
 pub trait Sink {
     fn add(&mut self, op: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef;
+    /// Whether the sink takes a collective as one call, which it expands
+    /// per member itself (`collective`), rather than as this rank's messages.
+    fn takes_collectives(&self) -> bool {
+        false
+    }
+    /// A collective call as one op, standing for the messages `emit` would
+    /// add: they require `requires`, the first round starts after
+    /// `irequires`, and what waits for the call waits for the returned op.
+    fn collective(&mut self, _call: CollectiveCall, _requires: &[OpRef], _irequires: Option<OpRef>) -> OpRef {
+        unreachable!("a sink that does not take collectives")
+    }
+}
+
+/// A collective call as every member of its communicator makes it: what
+/// expands it into a member's rounds, given the member's place.
+#[derive(Debug, Clone)]
+pub struct CollectiveCall {
+    pub coll: Coll,
+    pub n: u32,
+    pub root: u32,
+    pub bytes: u64,
+    /// Per-member sizes (v-variants), resized to `n` members.
+    pub payload: Vec<u64>,
+    /// The algorithm, for the collectives the engine has algorithms for.
+    pub algorithm: Option<Algorithm>,
+    pub tag: u32,
+    /// Extrapolated grids: the grid dimensions the communicator spans (bit d).
+    pub shape: u8,
 }
 
 /// What every rank's converter shares: the run's parameters and the names
@@ -725,7 +754,16 @@ impl RankConv {
                 let call = Call { coll, n, me, root, bytes: r.bytes, payload };
                 let alg = collective::engine_call(&call)
                     .map(|(k, bytes)| sh.algorithms.get(&k).copied().unwrap_or_else(|| k.auto_algorithm(sh.library, n, bytes)));
-                collective::rounds(&call, alg)?
+                let rounds = collective::rounds(&call, alg)?;
+                if sink.takes_collectives() {
+                    let shape = cs.shape;
+                    let call = CollectiveCall { coll, n, root, bytes: r.bytes, payload: payload.to_vec(), algorithm: alg, tag, shape };
+                    let m = sink.collective(call, &self.must, self.prev);
+                    let start = self.must.clone();
+                    self.collective_done(vec![m], start, blocking, r.req);
+                    return Ok(());
+                }
+                rounds
             }
         };
         self.emit(sink, rounds, world_of, tag, blocking, r.req, ranks)
@@ -777,6 +815,14 @@ impl RankConv {
             }
         }
         done.extend(fan);
+        self.collective_done(done, start, blocking, req);
+        Ok(())
+    }
+
+    /// What a collective leaves for the ops after it: its last round (`done`,
+    /// or with no messages what it required, `start`) is what a blocking
+    /// call makes the next op wait for, or what a nonblocking one's wait does.
+    fn collective_done(&mut self, mut done: Vec<OpRef>, start: Vec<OpRef>, blocking: bool, req: u64) {
         if done.is_empty() {
             done = start;
         }
@@ -788,7 +834,6 @@ impl RankConv {
         } else {
             self.reqs.insert(req, Completes::Many(done));
         }
-        Ok(())
     }
 
     fn comm_new(&mut self, r: &Record) -> Result<(), String> {

@@ -56,7 +56,7 @@ impl Grid {
     }
 
     /// The offset from `a` to `b` along `d`, the shortest way round if periodic.
-    fn offset(&self, d: usize, a: u32, b: u32) -> i64 {
+    pub fn offset(&self, d: usize, a: u32, b: u32) -> i64 {
         let (n, diff) = (self.dims[d] as i64, b as i64 - a as i64);
         if self.periodic[d] {
             let m = diff.rem_euclid(n);
@@ -307,17 +307,7 @@ impl Extrapolation {
             }
         }
         let free: Vec<usize> = (0..nd).filter(|&k| mask & (1 << k) != 0).collect();
-        let expected = |t: &Grid, at: &Coords| -> Strided {
-            let mut base = *at;
-            let mut s = Strided { base: 0, free: [(1, 0); MAX_DIMS], nfree: free.len() as u8 };
-            for (i, &k) in free.iter().enumerate() {
-                base[k] = 0;
-                s.free[i] = (t.dims[k], t.stride(k));
-            }
-            s.base = t.rank(&base);
-            s
-        };
-        let shape = expected(g, &mine);
+        let shape = strided(g, &mine, mask);
         let fits = shape.count() as usize == members.len() && members.iter().enumerate().all(|(i, &m)| shape.world(i as u32) == m);
         if !fits {
             let names: Vec<String> = free.iter().map(|k| k.to_string()).collect();
@@ -329,10 +319,16 @@ impl Extrapolation {
                 names.join(", ")
             ));
         }
-        let at = self.target.coords(rank);
-        let members = expected(&self.target, &at);
-        let me = free.iter().fold(0u32, |l, &k| l * self.target.dims[k] + at[k]);
-        Ok(SubGrid { members, me, mask, world: free.len() == nd })
+        Ok(self.comm_at(rank, mask))
+    }
+
+    /// Target rank `rank`'s communicator spanning the dimensions in `mask`.
+    pub fn comm_at(&self, rank: u32, mask: u8) -> SubGrid {
+        let t = &self.target;
+        let at = t.coords(rank);
+        let free = (0..t.dims.len()).filter(|&k| mask & (1 << k) != 0);
+        let me = free.clone().fold(0u32, |l, k| l * t.dims[k] + at[k]);
+        SubGrid { members: strided(t, &at, mask), me, mask, world: free.count() == t.dims.len() }
     }
 
     /// The local index of template rank `w` in a template communicator
@@ -375,6 +371,20 @@ impl Extrapolation {
         }
         Ok(out)
     }
+}
+
+/// The ranks of grid `t` that share `at`'s coordinates outside the
+/// dimensions in `mask`, in row-major order of those.
+fn strided(t: &Grid, at: &Coords, mask: u8) -> Strided {
+    let mut base = *at;
+    let mut s = Strided { base: 0, free: [(1, 0); MAX_DIMS], nfree: 0 };
+    for k in (0..t.dims.len()).filter(|&k| mask & (1 << k) != 0) {
+        base[k] = 0;
+        s.free[s.nfree as usize] = (t.dims[k], t.stride(k));
+        s.nfree += 1;
+    }
+    s.base = t.rank(&base);
+    s
 }
 
 /// The template's grid, if a rank created a Cartesian communicator spanning

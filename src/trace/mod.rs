@@ -4,6 +4,7 @@
 //! ([`convert`]). Extrapolation to more ranks follows a Cartesian grid
 //! ([`grid`]) or, for rank-periodic patterns, runs trace rank q mod p as rank q.
 
+pub mod class;
 pub mod collective;
 pub mod convert;
 pub mod format;
@@ -102,7 +103,7 @@ fn chunk_bytes(ranks: u32) -> usize {
 }
 
 /// Whether the run extrapolates (and so replays templates held in memory).
-fn extrapolates(spec: &TraceSpec, t: &Opened) -> bool {
+pub fn extrapolates(spec: &TraceSpec, t: &Opened) -> bool {
     spec.grid.is_some() || spec.scale_to.is_some_and(|n| n != t.files.len() as u32)
 }
 
@@ -118,8 +119,8 @@ pub fn simulated_ranks(spec: &TraceSpec, t: &Opened) -> Result<u32, String> {
 }
 
 /// A simulated rank's window of converted, unfinished operations and its
-/// open requests, as allowed for in the memory estimate (the 1 Mi-rank
-/// grid benchmark measures about 2 KB).
+/// open requests, as allowed for in the memory estimate of a periodic
+/// extrapolation (a 1 Mi-rank grid replayed so measured about 2 KB).
 const WINDOW_ALLOWANCE: u128 = 2048;
 
 /// Bytes per communicator a rank keeps (its table entry, rounded up).
@@ -127,9 +128,11 @@ const COMM_BYTES: u128 = 128;
 
 /// Bytes a replay of `ranks` ranks holds: per rank its converter and
 /// window, with a file buffer (and the path it rereads) when it streams its
-/// own file; when it extrapolates, the templates once, and per rank its
-/// communicators (counted from the footers' creation calls) and a window
-/// allowance, since every simulated rank converts at once.
+/// own file; when it extrapolates, the templates once, and per rank either
+/// (a grid, which a trace that makes communicators can only be) its place
+/// in its class's compiled ops, or its communicators (counted from the
+/// footers' creation calls) and a window allowance, since every simulated
+/// rank converts at once.
 pub fn bytes_needed(spec: &TraceSpec, t: &Opened, ranks: u32) -> u128 {
     let conv = (std::mem::size_of::<RankConv>() + std::mem::size_of::<window::Window>() + 64) as u128;
     if extrapolates(spec, t) {
@@ -145,6 +148,10 @@ pub fn bytes_needed(spec: &TraceSpec, t: &Opened, ranks: u32) -> u128 {
                 .sum()
         };
         let comms = 1 + t.footers.iter().map(creates).max().unwrap_or(0).min(256) as u128;
+        if spec.grid.is_some() || spec.strong || comms > 1 {
+            // the compiled classes take about what their records do
+            return ranks as u128 * class::BYTES_PER_RANK as u128 + 2 * files;
+        }
         return ranks as u128 * (conv + comms * COMM_BYTES + WINDOW_ALLOWANCE) + files;
     }
     let path = t.files.first().map_or(0, |(p, _)| p.as_os_str().len());
@@ -246,8 +253,37 @@ fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u
     }
 }
 
+/// A replay's program: the traced ranks or a periodic extrapolation
+/// converted rank by rank as they run, or a Cartesian extrapolation
+/// compiled once per template rank (class.rs).
+pub enum Replay {
+    Window(window::TraceProgram),
+    Class(class::ClassProgram),
+}
+
+/// The program that replays `t` as `spec` says.
+pub fn program(spec: &TraceSpec, t: &Opened) -> Result<Replay, String> {
+    let (shared, plan, templates) = setup(spec, t)?;
+    if let Plan::Grid(e) = plan {
+        return Ok(Replay::Class(class::ClassProgram::new(shared, e, &templates)?));
+    }
+    let convs = converters_of(t, &plan, &templates, shared.ranks);
+    Ok(Replay::Window(window::TraceProgram::new(shared, convs)?))
+}
+
 /// The converters of every simulated rank, and what they share.
 pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>), String> {
+    let (shared, plan, templates) = setup(spec, t)?;
+    if let Plan::Grid(e) = &plan {
+        check_template(e, &templates, spec)?;
+    }
+    let convs = converters_of(t, &plan, &templates, shared.ranks);
+    Ok((shared, convs))
+}
+
+/// What every replay of `t` shares, how its ranks map onto the traced
+/// ones, and the templates an extrapolation replays.
+fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::Loaded>>), String> {
     let traced = t.files.len() as u32;
     let ranks = simulated_ranks(spec, t)?;
     if !(spec.compute_scale.is_finite() && spec.compute_scale >= 0.0) {
@@ -274,15 +310,20 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
         if e.strong {
             scale *= e.volume();
         }
-        check_template(e, &templates, spec)?;
     }
     let mut shared = Shared::new(traced, ranks, algorithms(spec)?, library(spec, t), scale);
     shared.extrapolation = plan.describe(traced, ranks);
+    Ok((shared, plan, templates))
+}
+
+/// A converter per simulated rank.
+fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<format::Loaded>], ranks: u32) -> Vec<RankConv> {
+    let traced = t.files.len() as u32;
     let chunk = chunk_bytes(ranks);
     let memory = |src: u32| Source::Memory { records: templates[src as usize].clone(), next: 0 };
     let mut reporting = vec![true; traced as usize];
-    let convs = (0..ranks)
-        .map(|q| match &plan {
+    (0..ranks)
+        .map(|q| match plan {
             Plan::Traced => {
                 let (p, h) = &t.files[q as usize];
                 RankConv::new(q, q, Source::File(Box::new(format::RecordReader::new(p, h, chunk))), Placement::Traced)
@@ -297,34 +338,14 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
             c.reports = std::mem::replace(&mut reporting[c.source_rank as usize], false);
             c
         })
-        .collect();
-    Ok((shared, convs))
+        .collect()
 }
 
-/// Refuses, before the run, a template that does not extrapolate: every
-/// template rank is converted once, as a target rank of its class, into a
-/// sink that keeps nothing, so the first record that does not fit is named.
+/// Refuses, before the export, a template that does not extrapolate: its
+/// classes are compiled (and dropped), naming the first record that does not fit.
 fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<format::Loaded>], spec: &TraceSpec) -> Result<(), String> {
-    struct Discard(u64);
-    impl Sink for Discard {
-        fn add(&mut self, _: NewOp, _: &[OpRef], _: Option<OpRef>) -> OpRef {
-            self.0 += 1;
-            OpRef { slot: 0, seq: self.0 }
-        }
-    }
     let mut sh = Shared::new(templates.len() as u32, e.target.size(), algorithms(spec)?, Default::default(), 1.0);
-    for (tr, l) in templates.iter().enumerate() {
-        let Some(q) = e.representative(tr as u32) else { continue };
-        let mut c = RankConv::new(
-            q,
-            tr as u32,
-            Source::Memory { records: l.clone(), next: 0 },
-            Placement::Grid { ext: e.clone(), template: tr as u32 },
-        );
-        let mut sink = Discard(0);
-        while c.advance(&mut sh, &mut sink).map_err(|err| format!("cannot extrapolate on the {} grid: {err}", e.template.describe()))? {}
-    }
-    Ok(())
+    class::Class::compile_all(e, templates, &mut sh).map(drop)
 }
 
 /// Whether every rank makes the same calls as rank 0 with the same
@@ -453,19 +474,40 @@ impl Report {
 }
 
 pub fn report(t: &Opened, shared: &Shared, convs: &[RankConv]) -> Report {
+    let calc_s = convs.iter().map(|c| c.stats.calc_ns as f64 * 1e-9).collect();
+    let resized = convs.iter().map(|c| c.stats.resized).sum();
+    report_of(t, shared, convs.iter().filter(|c| c.reports), calc_s, resized)
+}
+
+/// The report of a replay, whichever its program.
+pub fn replay_report(t: &Opened, replay: &Replay) -> Report {
+    match replay {
+        Replay::Window(p) => report(t, &p.shared, &p.convs),
+        Replay::Class(p) => {
+            let calc_s = p.calc_ns_by_rank().map(|ns| ns as f64 * 1e-9).collect();
+            let classes = p.classes.iter().flatten();
+            let resized = classes.clone().map(|c| c.conv.stats.resized * c.members as u64).sum();
+            report_of(t, &p.shared, classes.map(|c| &c.conv), calc_s, resized)
+        }
+    }
+}
+
+/// The report from one converter per trace rank (`reporting`) and, per
+/// simulated rank, the computation charged.
+fn report_of<'a>(t: &Opened, shared: &Shared, reporting: impl Iterator<Item = &'a RankConv>, calc_s: Vec<f64>, resized: u64) -> Report {
     let traced = t.files.len();
     let mut unmodelled: BTreeMap<String, (u64, f64)> = BTreeMap::new();
     let mut zero: BTreeMap<String, (u64, f64)> = BTreeMap::new();
     let mut r = Report {
         library: t.footers.first().map(|f| f.library.clone()).unwrap_or_default(),
         traced_ranks: traced as u32,
-        ranks: convs.len() as u32,
+        ranks: calc_s.len() as u32,
         extrapolation: shared.extrapolation.clone().unwrap_or_default(),
         collective_rules: shared.library,
         ..Default::default()
     };
     // Traced quantities from one converter of each trace rank.
-    for c in convs.iter().filter(|c| c.reports) {
+    for c in reporting {
         let s: &RankStats = &c.stats;
         let names = &t.footers[c.source_rank as usize].functions;
         for (&i, &(n, secs)) in &s.unmodelled {
@@ -490,8 +532,8 @@ pub fn report(t: &Opened, shared: &Shared, convs: &[RankConv]) -> Report {
         r.traced_mpi_s.push(s.mpi_s);
         r.traced_span_s.push((s.t_last - s.t_first).max(0.0));
     }
-    r.calc_s = convs.iter().map(|c| c.stats.calc_ns as f64 * 1e-9).collect();
-    r.resized_v_collectives = convs.iter().map(|c| c.stats.resized).sum();
+    r.calc_s = calc_s;
+    r.resized_v_collectives = resized;
     let share = |secs: f64| if r.traced_s > 0.0 { secs / r.traced_s } else { 0.0 };
     let table = |m: BTreeMap<String, (u64, f64)>| {
         let mut v: Vec<(String, u64, f64, f64)> = m.into_iter().map(|(k, (n, s))| (k, n, s, share(s))).collect();

@@ -1,4 +1,4 @@
-use super::format::{flag, op, Coll, Footer, Record, Writer};
+use super::format::{flag, op, Coll, Footer, Record, Writer, PROC_NULL};
 use super::window::TraceProgram;
 use super::*;
 use crate::engine::Engine;
@@ -367,4 +367,165 @@ fn reduce_scatters_and_scans_replay_with_the_librarys_algorithms() {
     // 30 messages), and recursive-doubling scans: partners r XOR 1, 2, 4 inside 6 ranks (6 + 4 + 4 = 14 each)
     let mpich = events(&[], Some(crate::collectives::MpiLibrary::Mpich));
     assert_eq!(mpich - open_mpi, msgs(30, 12, 28) - msgs(12, 12, 10));
+}
+
+/// Replays with the program a simulation uses (an extrapolated grid:
+/// compiled once per template rank); returns (finish times, events).
+fn replay_as_simulated(spec: &TraceSpec) -> Result<(Vec<Time>, u64), String> {
+    fn run<P: crate::program::Program>(p: P) -> Result<(Vec<Time>, u64), String> {
+        let n = p.num_ranks();
+        let mut e = Engine::new(p, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).map_err(|e| e.to_string())?;
+        e.run().map_err(|e| e.to_string())?;
+        Ok(((0..n).map(|r| e.finish_time(r)).collect(), e.events))
+    }
+    let t = open(Path::new(&spec.dir))?;
+    match program(spec, &t)? {
+        Replay::Window(p) => run(p),
+        Replay::Class(p) => run(p),
+    }
+}
+
+/// A 3×3 grid (periodic or not) whose ranks compute for different times and
+/// then exchange halos and run every kind of collective on rows, columns
+/// and the world: blocking, nonblocking (overlapping a Sendrecv and each
+/// other), rooted at edges, v-variants, a neighbourhood collective and
+/// persistent requests.
+fn write_busy_grid(d: &Path, periodic: bool) {
+    let g = grid::Grid::new(vec![3, 3], vec![periodic; 2]).unwrap();
+    for r in 0..9u32 {
+        let c = g.coords(r);
+        let mut k = Rank::new(d, r as i32, 9);
+        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, periodic as u64, periodic as u64]);
+        for m in 0..9 {
+            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
+        }
+        for (id, dim) in [(2u32, 1usize), (3, 0)] {
+            // comm 2: this rank's row (dimension 1 varies), comm 3: its column
+            k.rec(Record { op: op::COMM_NEW, comm: 1, peer: id as i32, tag: 8, ..Default::default() }, &[]);
+            for x in 0..3 {
+                let mut m = c;
+                m[dim] = x;
+                k.rec(Record { op: op::COMM_MEMBER, comm: id, peer: g.rank(&m) as i32, tag: x as i32, ..Default::default() }, &[]);
+            }
+        }
+        let step = |dim: usize, s: i64| -> i32 {
+            let x = c[dim] as i64 + s;
+            let x = if periodic { x.rem_euclid(3) } else { x };
+            if !(0..3).contains(&x) {
+                return PROC_NULL;
+            }
+            let mut n = c;
+            n[dim] = x as u32;
+            g.rank(&n) as i32
+        };
+        let neighbours = [step(0, -1), step(0, 1), step(1, -1), step(1, 1)];
+        for it in 0..2u64 {
+            k.t += 1e-5 * (1 + r % 4) as f64; // computation, different per class
+            let mut req = 0;
+            for &n in &neighbours {
+                k.p2p(op::IRECV, n, 1, 4096, 10 + req).p2p(op::ISEND, n, 1, 4096, 11 + req);
+                req += 2;
+            }
+            for q in 0..req {
+                k.p2p(op::WAIT, -1, 0, 0, 10 + q);
+            }
+            k.coll(Coll::Allreduce, 2, 8 << (it * 15), &[]);
+            // a nonblocking broadcast down each column from its top, over a Sendrecv along the row
+            k.rec(
+                Record {
+                    op: op::COLL_BASE + op::NONBLOCKING + Coll::Bcast as u16,
+                    comm: 3,
+                    peer: c[1] as i32,
+                    bytes: 65536,
+                    req: 100,
+                    ..Default::default()
+                },
+                &[],
+            );
+            k.p2p(op::SENDRECV_SEND, neighbours[3], 2, 512, 0).p2p(op::SENDRECV_RECV, neighbours[2], 2, 512, 0);
+            k.coll(Coll::Barrier, 0, 0, &[]);
+            k.p2p(op::WAIT, -1, 0, 0, 100);
+            // rooted on the row's last member, with unequal counts
+            let last = g.rank(&[c[0], 2, 0]) as i32;
+            k.rec(
+                Record {
+                    op: op::COLL_BASE + Coll::Gatherv as u16,
+                    comm: 2,
+                    peer: last,
+                    bytes: 64 * (c[1] as u64 + 1),
+                    ..Default::default()
+                },
+                &[64, 128, 192],
+            );
+            k.rec(
+                Record { op: op::COLL_BASE + Coll::Scatterv as u16, comm: 3, peer: c[1] as i32, bytes: 32, ..Default::default() },
+                &[32, 32, 32],
+            );
+            k.coll(Coll::Alltoallv, 3, 0, &[16, 32, 48, 48, 32, 16]);
+            k.coll(Coll::ReduceScatter, 0, 8 * (r as u64 + 1), &[8, 16, 24, 32, 40, 48, 56, 64, 72]);
+            k.coll(Coll::Scan, 2, 40, &[]);
+            k.coll(Coll::Allgatherv, 2, 8, &[8, 8, 8]);
+            k.rec(Record { op: op::COLL_BASE + Coll::Reduce as u16, comm: 0, peer: 8, bytes: 4096, ..Default::default() }, &[]);
+            k.rec(Record { op: op::COLL_BASE + Coll::Gather as u16, comm: 3, peer: c[1] as i32, bytes: 1024, ..Default::default() }, &[]);
+            // two nonblocking collectives in flight at once
+            k.rec(
+                Record {
+                    op: op::COLL_BASE + op::NONBLOCKING + Coll::Allreduce as u16,
+                    comm: 0,
+                    peer: -1,
+                    bytes: 1 << 20,
+                    req: 101,
+                    ..Default::default()
+                },
+                &[],
+            );
+            k.rec(
+                Record {
+                    op: op::COLL_BASE + op::NONBLOCKING + Coll::Alltoall as u16,
+                    comm: 2,
+                    peer: -1,
+                    bytes: 256,
+                    req: 102,
+                    ..Default::default()
+                },
+                &[],
+            );
+            k.p2p(op::WAIT, -1, 0, 0, 102).p2p(op::WAIT, -1, 0, 0, 101);
+            // a neighbourhood alltoall with the four neighbours: [n_src, n_dst, src…, dst…, recv bytes…, send bytes…]
+            let nb: Vec<u64> = neighbours.iter().map(|&n| n as i64 as u64).collect();
+            let mut payload = vec![4, 4];
+            payload.extend(&nb);
+            payload.extend(&nb);
+            payload.extend([256u64; 8]);
+            k.coll(Coll::NeighborAlltoall, 1, 256, &payload);
+            // persistent requests with the row neighbours
+            k.p2p(op::RECV_INIT, neighbours[2], 3, 128, 200).p2p(op::SEND_INIT, neighbours[3], 3, 128, 201);
+            k.p2p(op::START, -1, 0, 0, 200).p2p(op::START, -1, 0, 0, 201);
+            k.p2p(op::WAIT, -1, 0, 0, 200).p2p(op::WAIT, -1, 0, 0, 201);
+            k.p2p(op::REQUEST_FREE, -1, 0, 0, 200).p2p(op::REQUEST_FREE, -1, 0, 0, 201);
+        }
+        k.finish();
+    }
+}
+
+#[test]
+fn extrapolated_grids_compiled_per_class_replay_as_their_goal_export() {
+    for periodic in [false, true] {
+        let d = tmp(&format!("busy-grid-{periodic}"));
+        write_busy_grid(&d, periodic);
+        for grid in ["3x3", "6x6", "5x4", "4x7"] {
+            let s = TraceSpec { grid: Some(grid.into()), ..spec(&d) };
+            let (finish, events) = replay_as_simulated(&s).unwrap();
+            let (finish_goal, events_goal, _) = replay_goal(&s);
+            assert_eq!(events, events_goal, "{grid}, periodic {periodic}");
+            assert_eq!(finish, finish_goal, "{grid}, periodic {periodic}");
+        }
+    }
+    // the benchmark's template, a row allreduce after a halo, at 32×32
+    let d = tmp("synthetic-grid");
+    write_synthetic_grid(&d, 3).unwrap();
+    let s = TraceSpec { scale_to: Some(1024), ..spec(&d) };
+    let (finish, events) = replay_as_simulated(&s).unwrap();
+    let (finish_goal, events_goal, _) = replay_goal(&s);
+    assert_eq!((finish, events), (finish_goal, events_goal));
 }

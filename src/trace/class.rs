@@ -1,0 +1,775 @@
+//! A Cartesian extrapolation compiled once per template rank. Every
+//! simulated rank of a class (grid.rs) makes its template rank's calls with
+//! its neighbours moved by the same grid offsets and its collectives run at
+//! its own place in its communicators. So the template rank is converted
+//! once, on a representative of its class, into a graph of ops whose peers
+//! are grid offsets and whose collectives are single ops ([`Class`]); a
+//! simulated rank keeps only how far it got — which ops are issued, started
+//! and done, as bits counted from its oldest op not done ([`Cursor`]) — and
+//! the collectives it is inside, expanded step by step at its own place
+//! ([`Running`]). Ops are released exactly as the per-rank window would
+//! release the converter's ops (window.rs): a test compares the replay with
+//! the exported GOAL schedule, time for time.
+//!
+//! A collective's messages follow the converter's rules (`emit` in
+//! convert.rs): a round waits for the round before it; nonblocking sends of
+//! a fan wait only for what the round they are posted in waits for, and the
+//! call's end waits for the fan; the first round also follows program
+//! order. Stepping through them needs two counts, not the rounds.
+
+use super::collective::{self, Call, Msg, Stage};
+use super::convert::{CollectiveCall, NewOp, OpRef, Placement, RankConv, Shared, Sink, Source};
+use super::format::Loaded;
+use super::grid::{Extrapolation, MAX_DIMS};
+use crate::collectives::Collective;
+use crate::program::goal::GoalKind;
+use crate::program::{OpKind, Program, ReadyOp, ANY};
+use crate::time::{Time, PAST_LIMIT, PS_PER_NS};
+use rustc_hash::FxHashMap;
+use std::rc::Rc;
+
+const NIL: u32 = u32::MAX;
+
+/// Op handles the engine echoes back: a class item's index, or (top bit
+/// set) a message of a running collective: whether it is a fan's, the
+/// collective's slot on the rank, and its number in the collective.
+const COLLECTIVE_OP: u32 = 1 << 31;
+const FAN_OP: u32 = 1 << 30;
+const SLOT_SHIFT: u32 = 25;
+const SLOTS: u32 = 32;
+const LOCAL: u32 = (1 << SLOT_SHIFT) - 1;
+
+/// A rank's state of an item, as bits.
+const ISSUED: u8 = 1;
+const STARTED: u8 = 2;
+const DONE: u8 = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    None,
+    Any,
+    /// Grid offset from the rank, per dimension.
+    Offset([i8; MAX_DIMS]),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    kind: OpKind,
+    /// The collective it stands for (index into `Class::calls`), or NIL.
+    call: u32,
+    peer: Peer,
+    tag: u32,
+    size: u64,
+    /// Its `requires`, a range of `Class::deps`.
+    requires: (u32, u32),
+    irequires: u32,
+}
+
+/// A collective call of the class, with what expands it for any member.
+struct ClassCall {
+    call: CollectiveCall,
+    /// The engine's algorithm, for the collectives it has them for.
+    engine: Option<Collective>,
+}
+
+/// Lists of items by item: `targets[offsets[i]..offsets[i + 1]]`.
+#[derive(Default)]
+struct Edges {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Edges {
+    /// The reverse of the items' dependencies on one kind (`of`), each list
+    /// in item order.
+    fn build(n: usize, of: impl Fn(usize) -> Vec<u32>) -> Edges {
+        let lists: Vec<Vec<u32>> = (0..n).map(of).collect();
+        let mut offsets = vec![0u32; n + 1];
+        for l in &lists {
+            for &d in l {
+                offsets[d as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut targets = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
+        for (j, l) in lists.iter().enumerate() {
+            for &d in l {
+                targets[fill[d as usize] as usize] = j as u32;
+                fill[d as usize] += 1;
+            }
+        }
+        Edges { offsets, targets }
+    }
+
+    fn of(&self, i: u32) -> std::ops::Range<usize> {
+        self.offsets[i as usize] as usize..self.offsets[i as usize + 1] as usize
+    }
+}
+
+/// A template rank converted once: its ops, shared by every rank of its class.
+pub struct Class {
+    items: Vec<Item>,
+    deps: Vec<u32>,
+    calls: Vec<ClassCall>,
+    on_start: Edges,
+    on_done: Edges,
+    /// Items with no dependencies: issued when the rank begins.
+    initial: Vec<u32>,
+    /// The converter that compiled it (its statistics feed the report).
+    pub conv: RankConv,
+    /// Simulated ranks in the class.
+    pub members: u32,
+    /// The representative it was compiled on.
+    rep: u32,
+}
+
+/// The sink a class is compiled into.
+struct Compiler<'a> {
+    ext: &'a Extrapolation,
+    rep: u32,
+    items: Vec<Item>,
+    deps: Vec<u32>,
+    calls: Vec<ClassCall>,
+}
+
+impl Compiler<'_> {
+    fn push(&mut self, item: Item, requires: &[OpRef]) -> OpRef {
+        let i = self.items.len() as u32;
+        self.deps.extend(requires.iter().map(|r| r.slot));
+        let requires = ((self.deps.len() - requires.len()) as u32, requires.len() as u32);
+        self.items.push(Item { requires, ..item });
+        OpRef { slot: i, seq: i as u64 }
+    }
+
+    /// `peer` (a rank near the representative) as an offset on the grid.
+    fn offset(&self, peer: u32) -> Peer {
+        let t = &self.ext.target;
+        let (a, b) = (t.coords(self.rep), t.coords(peer));
+        let mut d = [0i8; MAX_DIMS];
+        for (k, x) in d.iter_mut().enumerate().take(t.dims.len()) {
+            // neighbours only (the converter refuses others): ±1
+            let off = t.offset(k, a[k], b[k]);
+            debug_assert!(off.abs() <= 1, "a peer {off} ranks away");
+            *x = off as i8;
+        }
+        Peer::Offset(d)
+    }
+}
+
+impl Sink for Compiler<'_> {
+    fn add(&mut self, new: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
+        let (kind, size, peer) = match new.kind {
+            GoalKind::Send => (OpKind::Send, new.size, self.offset(new.peer)),
+            GoalKind::Recv if new.peer == ANY => (OpKind::Recv, new.size, Peer::Any),
+            GoalKind::Recv => (OpKind::Recv, new.size, self.offset(new.peer)),
+            GoalKind::Calc => (OpKind::Calc, new.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT), Peer::None),
+        };
+        let item = Item { kind, call: NIL, peer, tag: new.tag, size, requires: (0, 0), irequires: irequires.map_or(NIL, |r| r.slot) };
+        self.push(item, requires)
+    }
+
+    fn takes_collectives(&self) -> bool {
+        true
+    }
+
+    fn collective(&mut self, call: CollectiveCall, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
+        let c = Call { coll: call.coll, n: call.n, me: 0, root: call.root, bytes: call.bytes, payload: &call.payload };
+        // (checked already: the converter expanded it for the representative)
+        let engine = collective::engine_call(&c)
+            .and_then(|(kind, bytes)| collective::engine_collective(kind, call.algorithm, call.n, call.root, bytes).ok());
+        let item = Item {
+            kind: OpKind::Calc,
+            call: self.calls.len() as u32,
+            peer: Peer::None,
+            tag: call.tag,
+            size: 0,
+            requires: (0, 0),
+            irequires: irequires.map_or(NIL, |r| r.slot),
+        };
+        self.calls.push(ClassCall { call, engine });
+        self.push(item, requires)
+    }
+}
+
+impl Class {
+    /// Converts template rank `tr` on its representative `rep`.
+    pub fn compile(ext: &Rc<Extrapolation>, tr: u32, rep: u32, records: Rc<Loaded>, shared: &mut Shared) -> Result<Class, String> {
+        let mut conv = RankConv::new(rep, tr, Source::Memory { records, next: 0 }, Placement::Grid { ext: ext.clone(), template: tr });
+        let mut sink = Compiler { ext, rep, items: Vec::new(), deps: Vec::new(), calls: Vec::new() };
+        let mut steps = 0u32;
+        while conv.advance(shared, &mut sink)? {
+            steps = steps.wrapping_add(1);
+            if steps.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
+                return Err(crate::interrupt::INTERRUPTED.into());
+            }
+        }
+        let Compiler { items, deps, calls, .. } = sink;
+        if items.len() >= FAN_OP as usize {
+            return Err(format!("template rank {tr} makes {} ops: more than the 2^30 an extrapolation replays", items.len()));
+        }
+        let requires = |j: usize| {
+            let (a, n) = items[j].requires;
+            deps[a as usize..(a + n) as usize].to_vec()
+        };
+        // What waits for a collective's start waits for its end as well (the
+        // converter's rules), so a collective starts, for its dependents, when
+        // it ends; the replay relies on this.
+        if let Some(j) = (0..items.len()).find(|&j| {
+            let i = items[j].irequires;
+            i != NIL && items[i as usize].call != NIL && !requires(j).contains(&i)
+        }) {
+            return Err(format!("template rank {tr}: op {j} follows a collective it does not wait for (internal)"));
+        }
+        let on_done = Edges::build(items.len(), requires);
+        let on_start = Edges::build(items.len(), |j| if items[j].irequires == NIL { vec![] } else { vec![items[j].irequires] });
+        let initial =
+            (0..items.len() as u32).filter(|&j| items[j as usize].requires.1 == 0 && items[j as usize].irequires == NIL).collect();
+        conv.reports = true;
+        Ok(Class { items, deps, calls, on_start, on_done, initial, conv, members: 0, rep })
+    }
+
+    /// Every template rank's class (None: no simulated rank replays it);
+    /// the error names the first record that does not extrapolate.
+    pub fn compile_all(ext: &Rc<Extrapolation>, templates: &[Rc<Loaded>], shared: &mut Shared) -> Result<Vec<Option<Class>>, String> {
+        let mut classes = Vec::with_capacity(templates.len());
+        for (tr, l) in templates.iter().enumerate() {
+            classes.push(match ext.representative(tr as u32) {
+                Some(rep) => Some(
+                    Class::compile(ext, tr as u32, rep, l.clone(), shared)
+                        .map_err(|e| format!("cannot extrapolate on the {} grid: {e}", ext.template.describe()))?,
+                ),
+                None => None,
+            });
+        }
+        Ok(classes)
+    }
+}
+
+/// One collective a rank is inside: its rounds are generated one at a time.
+struct Running {
+    /// The class item it stands for.
+    item: u32,
+    /// The rank's place in the communicator.
+    me: u32,
+    slot: u8,
+    /// Collectives without an engine algorithm: the rounds, at hand.
+    stages: Option<Box<[Stage]>>,
+    next_step: u32,
+    /// Messages issued so far (each numbered by its order).
+    issued: u32,
+    /// What the next round waits for: the messages numbered [lo, hi) (only
+    /// a fan's, if `fans`; none: the collective's own dependencies), and
+    /// how many of them are not done.
+    wait: (u32, u32),
+    wait_fans: bool,
+    waiting: u32,
+    /// The open fan: its messages are numbered from `fan_from`; how many are not done.
+    fan_from: u32,
+    fan_left: u32,
+    /// Messages issued and not done.
+    outstanding: u32,
+    /// No rounds are left.
+    ended: bool,
+    next: Option<Box<Running>>,
+}
+
+/// A simulated rank's progress through its class's items: items below
+/// `base` are done; the states of the 64 from `base` are bits; later ones
+/// (a request left open across many calls) in `far`.
+#[derive(Default)]
+struct Cursor {
+    base: u32,
+    /// The template rank, and (top bit) whether the rank has begun.
+    class: u32,
+    bits: [u64; 3],
+    far: Option<Box<FxHashMap<u32, u8>>>,
+    running: Option<Box<Running>>,
+}
+
+const BEGUN: u32 = 1 << 31;
+
+/// What a simulated rank holds at most, as the memory estimate allows for
+/// it: its cursor, and a collective in progress with its allocator header.
+pub const BYTES_PER_RANK: usize = std::mem::size_of::<Cursor>() + std::mem::size_of::<Running>() + 16;
+
+impl Cursor {
+    fn state(&self, i: u32) -> u8 {
+        if i < self.base {
+            return ISSUED | STARTED | DONE;
+        }
+        let k = i - self.base;
+        if k < 64 {
+            (0..3).fold(0, |s, b| s | (((self.bits[b] >> k) & 1) as u8) << b)
+        } else {
+            self.far.as_ref().and_then(|f| f.get(&i).copied()).unwrap_or(0)
+        }
+    }
+
+    fn set(&mut self, i: u32, state: u8) {
+        if i < self.base {
+            return;
+        }
+        let k = i - self.base;
+        if k < 64 {
+            for b in 0..3 {
+                if state & (1 << b) != 0 {
+                    self.bits[b] |= 1 << k;
+                }
+            }
+        } else {
+            *self.far.get_or_insert_with(Default::default).entry(i).or_insert(0) |= state;
+        }
+    }
+
+    /// Moves `base` past the items done, taking later states into the bits.
+    fn advance(&mut self) {
+        let k = self.bits[2].trailing_ones();
+        if k == 0 {
+            return;
+        }
+        for b in &mut self.bits {
+            *b = if k == 64 { 0 } else { *b >> k };
+        }
+        self.base += k;
+        let Some(mut far) = self.far.take() else { return };
+        let base = self.base;
+        far.retain(|&i, s| {
+            let near = i - base < 64;
+            if near {
+                for b in 0..3 {
+                    if *s & (1 << b) != 0 {
+                        self.bits[b] |= 1 << (i - base);
+                    }
+                }
+            }
+            !near
+        });
+        if !far.is_empty() {
+            self.far = Some(far);
+        }
+        self.advance();
+    }
+}
+
+/// The engine program of a Cartesian extrapolation.
+pub struct ClassProgram {
+    pub shared: Shared,
+    ext: Rc<Extrapolation>,
+    /// By template rank (None: no simulated rank replays it).
+    pub classes: Vec<Option<Class>>,
+    cursors: Vec<Cursor>,
+    /// Ops released and not yet collected, by rank.
+    ready: Vec<(u32, ReadyOp)>,
+    error: Option<String>,
+    max_initial: u32,
+}
+
+impl ClassProgram {
+    pub fn new(mut shared: Shared, ext: Rc<Extrapolation>, templates: &[Rc<Loaded>]) -> Result<Self, String> {
+        let mut classes = Class::compile_all(&ext, templates, &mut shared)?;
+        let ranks = ext.target.size();
+        let mut cursors = Vec::new();
+        cursors.try_reserve_exact(ranks as usize).map_err(|e| format!("{ranks} ranks: {e}"))?;
+        for r in 0..ranks {
+            let tr = ext.template_rank(r);
+            classes[tr as usize].as_mut().expect("a rank's class is compiled").members += 1;
+            cursors.push(Cursor { class: tr, ..Default::default() });
+        }
+        let mut p = ClassProgram { shared, ext, classes, cursors, ready: Vec::new(), error: None, max_initial: 0 };
+        p.max_initial = p.count_initial()?;
+        Ok(p)
+    }
+
+    /// The most ops a rank issues when it begins: its class's first items,
+    /// and the first rounds of the collectives among them (counted rank by
+    /// rank, since they depend on the rank's place).
+    fn count_initial(&mut self) -> Result<u32, String> {
+        let mut most = 0;
+        for c in self.classes.iter().flatten() {
+            most = most.max(c.initial.len() as u32);
+        }
+        if !self.classes.iter().flatten().any(|c| c.initial.iter().any(|&i| c.items[i as usize].call != NIL)) {
+            return Ok(most);
+        }
+        for r in 0..self.cursors.len() as u32 {
+            self.begin(r);
+            most = most.max(self.ready.len() as u32);
+            self.ready.clear();
+            self.cursors[r as usize] = Cursor { class: self.cursors[r as usize].class & !BEGUN, ..Default::default() };
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+        }
+        Ok(most)
+    }
+
+    /// Per simulated rank, the computation its class charges (ns).
+    pub fn calc_ns_by_rank(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.cursors.len() as u32).map(|r| self.class(r).conv.stats.calc_ns)
+    }
+
+    fn class(&self, r: u32) -> &Class {
+        self.classes[(self.cursors[r as usize].class & !BEGUN) as usize].as_ref().expect("compiled")
+    }
+
+    fn fail(&mut self, e: String) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    fn begin(&mut self, r: u32) {
+        self.cursors[r as usize].class |= BEGUN;
+        let initial = self.class(r).initial.clone();
+        for i in initial {
+            self.check(r, i);
+        }
+    }
+
+    /// The world rank at grid offset `d` from rank `r`.
+    fn moved(&self, r: u32, d: [i8; MAX_DIMS]) -> u32 {
+        let t = &self.ext.target;
+        let mut c = t.coords(r);
+        for k in 0..t.dims.len() {
+            let n = t.dims[k] as i64;
+            c[k] = (c[k] as i64 + d[k] as i64).rem_euclid(n) as u32;
+        }
+        t.rank(&c)
+    }
+
+    /// Issues item `j` of rank `r` if everything it waits for is there.
+    fn check(&mut self, r: u32, j: u32) {
+        let cur = &self.cursors[r as usize];
+        let state = cur.state(j);
+        if state & ISSUED != 0 || state & DONE != 0 {
+            return;
+        }
+        let c = self.class(r);
+        let it = c.items[j as usize];
+        let (a, n) = it.requires;
+        if !c.deps[a as usize..(a + n) as usize].iter().all(|&d| cur.state(d) & DONE != 0) {
+            return;
+        }
+        let follows = it.irequires == NIL || cur.state(it.irequires) & STARTED != 0;
+        if it.call == NIL {
+            if follows {
+                self.cursors[r as usize].set(j, ISSUED);
+                let peer = match it.peer {
+                    Peer::None => 0,
+                    Peer::Any => ANY,
+                    Peer::Offset(d) => self.moved(r, d),
+                };
+                let op = ReadyOp { kind: it.kind, peer, tag: it.tag, size: it.size, id: j, cpu: 0, nic: 0 };
+                self.ready.push((r, op));
+            }
+            return;
+        }
+        self.enter(r, j, it.call, follows);
+    }
+
+    /// Collective item `j` (call `k`) of rank `r`, its dependencies done:
+    /// one without messages for this rank is done at once (what waits for
+    /// it waits for its dependencies, as the converter has it); otherwise
+    /// its first round goes once program order allows (`follows`).
+    fn enter(&mut self, r: u32, j: u32, k: u32, follows: bool) {
+        let c = self.class(r);
+        let cc = &c.calls[k as usize];
+        let g = self.ext.comm_at(r, cc.call.shape);
+        let me = g.me;
+        let stages = match &cc.engine {
+            Some(_) => None,
+            None => {
+                let call =
+                    Call { coll: cc.call.coll, n: cc.call.n, me, root: cc.call.root, bytes: cc.call.bytes, payload: &cc.call.payload };
+                match collective::rounds(&call, cc.call.algorithm) {
+                    Ok(rounds) => match rounds.iter().map(Stage::of_round).collect::<Option<Box<[Stage]>>>() {
+                        Some(s) => Some(s),
+                        None => return self.fail(format!("rank {r}: a {} round of more than two messages", cc.call.coll.name())),
+                    },
+                    Err(e) => return self.fail(format!("rank {r}: {e}")),
+                }
+            }
+        };
+        let empty = match (&stages, &cc.engine) {
+            (Some(s), _) => s.is_empty(),
+            (None, Some(e)) => e.step(me, 0).is_none(),
+            (None, None) => unreachable!(),
+        };
+        if empty {
+            self.cursors[r as usize].set(j, ISSUED | STARTED | DONE);
+            return self.finished_item(r, j);
+        }
+        if !follows {
+            return;
+        }
+        let cur = &mut self.cursors[r as usize];
+        cur.set(j, ISSUED);
+        let mut used = 0u32;
+        let mut at = cur.running.as_deref();
+        while let Some(x) = at {
+            used |= 1 << x.slot;
+            at = x.next.as_deref();
+        }
+        if used == u32::MAX {
+            return self.fail(format!("rank {r}: more than {SLOTS} collectives in progress at once"));
+        }
+        let running = Running {
+            item: j,
+            me,
+            slot: used.trailing_ones() as u8,
+            stages,
+            next_step: 0,
+            issued: 0,
+            wait: (0, 0),
+            wait_fans: false,
+            waiting: 0,
+            fan_from: 0,
+            fan_left: 0,
+            outstanding: 0,
+            ended: false,
+            next: cur.running.take(),
+        };
+        cur.running = Some(Box::new(running));
+        self.step_collective(r, j);
+    }
+
+    /// The stage `i` of the collective running as item `j` of rank `r`.
+    fn stage(&self, r: u32, x: &Running, i: u32) -> Option<Stage> {
+        match &x.stages {
+            Some(s) => s.get(i as usize).copied(),
+            None => {
+                let c = self.class(r);
+                let e = c.calls[c.items[x.item as usize].call as usize].engine.as_ref().expect("an engine collective");
+                e.step(x.me, i).map(Stage::of_step)
+            }
+        }
+    }
+
+    /// Takes the running collective of item `j` off rank `r` (put it back with `put_back`).
+    fn take_running(&mut self, r: u32, j: u32) -> Box<Running> {
+        let cur = &mut self.cursors[r as usize];
+        let mut link = &mut cur.running;
+        loop {
+            if link.as_ref().expect("a running collective").item == j {
+                let mut x = link.take().expect("present");
+                *link = x.next.take();
+                return x;
+            }
+            link = &mut link.as_mut().expect("present").next;
+        }
+    }
+
+    fn put_back(&mut self, r: u32, mut x: Box<Running>) {
+        let cur = &mut self.cursors[r as usize];
+        x.next = cur.running.take();
+        cur.running = Some(x);
+    }
+
+    /// Issues the collective's rounds for as long as what they wait for is
+    /// done; ends it when no round is left and its last ones are done.
+    fn step_collective(&mut self, r: u32, j: u32) {
+        let mut x = self.take_running(r, j);
+        let k = self.class(r).items[j as usize].call;
+        let (tag, shape) = {
+            let cc = &self.class(r).calls[k as usize].call;
+            (cc.tag, cc.shape)
+        };
+        let members = self.ext.comm_at(r, shape);
+        loop {
+            let next = if x.ended { None } else { self.stage(r, &x, x.next_step) };
+            if x.waiting > 0 {
+                // a fan closed right away replaces what the next round waits for
+                if next != Some(Stage::CloseFan) {
+                    break;
+                }
+            }
+            let Some(stage) = next else {
+                x.ended = true;
+                break;
+            };
+            x.next_step += 1;
+            let send = |x: &mut Running, m: Msg, fan: bool| {
+                let local = x.issued;
+                x.issued += 1;
+                x.outstanding += 1;
+                (local, m, fan)
+            };
+            let mut out: [(u32, Msg, bool); 2] = [(0, Msg { send: false, peer: 0, bytes: 0 }, false); 2];
+            let mut n = 0;
+            match stage {
+                Stage::Fan(m) => {
+                    out[0] = send(&mut x, m, true);
+                    n = 1;
+                    x.fan_left += 1;
+                }
+                Stage::Together(ms, len) => {
+                    let lo = x.issued;
+                    for &m in &ms[..len as usize] {
+                        out[n] = send(&mut x, m, false);
+                        n += 1;
+                    }
+                    (x.wait, x.wait_fans, x.waiting) = ((lo, x.issued), false, len as u32);
+                }
+                Stage::CloseFan => {
+                    (x.wait, x.wait_fans, x.waiting) = ((x.fan_from, x.issued), true, x.fan_left);
+                    (x.fan_from, x.fan_left) = (x.issued, 0);
+                }
+            }
+            for &(local, m, fan) in &out[..n] {
+                if local > LOCAL {
+                    self.put_back(r, x);
+                    return self.fail(format!("rank {r}: a collective of more than 2^25 messages on one rank"));
+                }
+                let peer = if members.world { m.peer } else { members.members.world(m.peer) };
+                if peer >= self.cursors.len() as u32 {
+                    self.put_back(r, x);
+                    return self.fail(format!("collective peer {peer} is not a rank of this {}-rank run", self.cursors.len()));
+                }
+                let id = COLLECTIVE_OP | if fan { FAN_OP } else { 0 } | (x.slot as u32) << SLOT_SHIFT | local;
+                let kind = if m.send { OpKind::Send } else { OpKind::Recv };
+                self.ready.push((r, ReadyOp { kind, peer, tag, size: m.bytes, id, cpu: 0, nic: 0 }));
+            }
+        }
+        let over = x.ended && x.waiting == 0 && x.fan_left == 0;
+        let gone = over && x.outstanding == 0;
+        let first_time = over && self.cursors[r as usize].state(j) & DONE == 0;
+        if !gone {
+            self.put_back(r, x);
+        }
+        if first_time {
+            self.cursors[r as usize].set(j, STARTED | DONE);
+            self.finished_item(r, j);
+        }
+    }
+
+    /// A message of a collective is done.
+    fn collective_op_done(&mut self, r: u32, id: u32) {
+        let (slot, local, fan) = ((id >> SLOT_SHIFT) as u8 & (SLOTS as u8 - 1), id & LOCAL, id & FAN_OP != 0);
+        let cur = &mut self.cursors[r as usize];
+        let mut at = cur.running.as_deref_mut();
+        while let Some(x) = at {
+            if x.slot == slot {
+                x.outstanding -= 1;
+                if fan == x.wait_fans && (x.wait.0..x.wait.1).contains(&local) {
+                    x.waiting -= 1;
+                }
+                if fan && local >= x.fan_from {
+                    x.fan_left -= 1;
+                }
+                let j = x.item;
+                return self.step_collective(r, j);
+            }
+            at = x.next.as_deref_mut();
+        }
+        unreachable!("a message of a collective not running");
+    }
+
+    /// Item `j` of rank `r` is done: what waits for it may go.
+    fn finished_item(&mut self, r: u32, j: u32) {
+        self.started_item(r, j);
+        let c = self.class(r);
+        let range = c.on_done.of(j);
+        for e in range {
+            let t = self.class(r).on_done.targets[e];
+            self.check(r, t);
+        }
+        self.cursors[r as usize].advance();
+    }
+
+    fn started_item(&mut self, r: u32, j: u32) {
+        let range = self.class(r).on_start.of(j);
+        for e in range {
+            let t = self.class(r).on_start.targets[e];
+            self.check(r, t);
+        }
+    }
+}
+
+impl Program for ClassProgram {
+    fn num_ranks(&self) -> u32 {
+        self.cursors.len() as u32
+    }
+
+    fn max_initial_ops(&self) -> u32 {
+        self.max_initial
+    }
+
+    fn started(&mut self, rank: u32, id: u32) {
+        if id & COLLECTIVE_OP == 0 {
+            self.cursors[rank as usize].set(id, STARTED);
+            self.started_item(rank, id);
+        }
+    }
+
+    fn done(&mut self, rank: u32, id: u32) {
+        if id & COLLECTIVE_OP != 0 {
+            return self.collective_op_done(rank, id);
+        }
+        self.cursors[rank as usize].set(id, STARTED | DONE);
+        let range = self.class(rank).on_done.of(id);
+        for e in range {
+            let t = self.class(rank).on_done.targets[e];
+            self.check(rank, t);
+        }
+        self.cursors[rank as usize].advance();
+    }
+
+    fn collect(&mut self, rank: u32, _now: Time, _cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
+        if self.cursors[rank as usize].class & BEGUN == 0 {
+            self.begin(rank);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.ready.iter().all(|e| e.0 == rank) {
+            out.extend(self.ready.drain(..).map(|e| e.1));
+        } else {
+            out.extend(self.ready.iter().filter(|e| e.0 == rank).map(|e| e.1));
+            self.ready.retain(|e| e.0 != rank);
+        }
+        Ok(())
+    }
+
+    fn is_finished(&self, rank: u32) -> bool {
+        let cur = &self.cursors[rank as usize];
+        cur.base as usize == self.class(rank).items.len() && cur.running.is_none()
+    }
+
+    fn describe_stuck(&self, rank: u32) -> String {
+        let cur = &self.cursors[rank as usize];
+        let c = self.class(rank);
+        let open: Vec<String> = (cur.base..c.items.len() as u32)
+            .filter(|&i| cur.state(i) & DONE == 0)
+            .take(3)
+            .map(|i| {
+                let it = &c.items[i as usize];
+                let state = match cur.state(i) {
+                    s if s & STARTED != 0 => "started",
+                    s if s & ISSUED != 0 => "issued",
+                    _ => "blocked",
+                };
+                let peer = match it.peer {
+                    Peer::Offset(d) => self.moved(rank, d).to_string(),
+                    _ => "any".into(),
+                };
+                match (it.call, it.kind) {
+                    (k, _) if k != NIL => format!("{} ({state})", c.calls[k as usize].call.coll.name()),
+                    (_, OpKind::Send) => format!("send {} B to {peer} ({state})", it.size),
+                    (_, OpKind::Recv) => format!("recv {} B from {peer} ({state})", it.size),
+                    _ => format!("calc ({state})"),
+                }
+            })
+            .collect();
+        format!(
+            "op {} of {} of template rank {} (replayed as on rank {}): {}",
+            cur.base,
+            c.items.len(),
+            cur.class & !BEGUN,
+            c.rep,
+            open.join(", ")
+        )
+    }
+}
