@@ -773,3 +773,13 @@ impl Program for ClassProgram {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// What an extrapolation keeps per simulated rank (README, Performance (g)).
+    #[test]
+    fn a_rank_takes_48_bytes_and_72_more_inside_a_collective() {
+        assert_eq!(std::mem::size_of::<super::Cursor>(), 48);
+        assert_eq!(std::mem::size_of::<super::Running>(), 72);
+    }
+}
