@@ -521,6 +521,29 @@ fn extrapolated_grids_compiled_per_class_replay_as_their_goal_export() {
             assert_eq!(finish, finish_goal, "{grid}, periodic {periodic}");
         }
     }
+    // a receive left open across 200 calls (past the cursor's 64 bits)
+    let d = tmp("open-receive");
+    let g = grid::Grid::new(vec![3, 3], vec![true; 2]).unwrap();
+    for r in 0..9u32 {
+        let c = g.coords(r);
+        let (left, right) = (g.rank(&[c[0], (c[1] + 2) % 3, 0]) as i32, g.rank(&[c[0], (c[1] + 1) % 3, 0]) as i32);
+        let mut k = Rank::new(&d, r as i32, 9);
+        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, 1, 1]);
+        for m in 0..9 {
+            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
+        }
+        k.p2p(op::IRECV, left, 9, 1 << 20, 1);
+        for i in 0..50 {
+            k.t += 1e-6 * (1 + (r + i) % 3) as f64;
+            k.p2p(op::ISEND, right, 1, 64, 2).p2p(op::IRECV, left, 1, 64, 3).p2p(op::WAIT, -1, 0, 0, 2).p2p(op::WAIT, -1, 0, 0, 3);
+        }
+        k.p2p(op::SEND, right, 9, 1 << 20, 0).p2p(op::WAIT, -1, 0, 0, 1);
+        k.finish();
+    }
+    let s = TraceSpec { grid: Some("4x5".into()), ..spec(&d) };
+    let (finish, events) = replay_as_simulated(&s).unwrap();
+    let (finish_goal, events_goal, _) = replay_goal(&s);
+    assert_eq!((finish, events), (finish_goal, events_goal));
     // the benchmark's template, a row allreduce after a halo, at 32×32
     let d = tmp("synthetic-grid");
     write_synthetic_grid(&d, 3).unwrap();
