@@ -1,9 +1,10 @@
-//! A Cartesian extrapolation compiled once per template rank. Every
-//! simulated rank of a class (grid.rs) makes its template rank's calls with
-//! its neighbours moved by the same grid offsets and its collectives run at
-//! its own place in its communicators. So the template rank is converted
-//! once, on a representative of its class, into a graph of ops whose peers
-//! are grid offsets and whose collectives are single ops ([`Class`]); a
+//! An extrapolation compiled once per template rank. Every simulated rank
+//! of a class (a Cartesian grid's, grid.rs, or a rank-periodic pattern's)
+//! makes its template rank's calls with its peers moved by the same offsets
+//! and its collectives run at its own place in its communicators. So the
+//! template rank is converted once, on a representative of its class, into
+//! a graph of ops whose peers are offsets and whose collectives are single
+//! ops ([`Class`]); a
 //! simulated rank keeps only how far it got — which ops are issued, started
 //! and done, as bits counted from its oldest op not done ([`Cursor`]) — and
 //! the collectives it is inside, expanded step by step at its own place
@@ -20,7 +21,7 @@
 use super::collective::{self, Call, Msg, Stage};
 use super::convert::{CollectiveCall, NewOp, OpRef, Placement, RankConv, Shared, Sink, Source};
 use super::format::Loaded;
-use super::grid::{Extrapolation, MAX_DIMS};
+use super::grid::{Extrapolation, Strided, MAX_DIMS};
 use crate::collectives::Collective;
 use crate::program::goal::GoalKind;
 use crate::program::{OpKind, Program, ReadyOp, ANY};
@@ -50,6 +51,119 @@ enum Peer {
     Any,
     /// Grid offset from the rank, per dimension.
     Offset([i8; MAX_DIMS]),
+    /// Rank-periodic: this many ranks on, round the world.
+    Shift(u32),
+}
+
+/// How the simulated ranks replay the template ranks.
+pub enum Layout {
+    Grid(Rc<Extrapolation>),
+    /// Rank q replays trace rank q mod `traced`, its peers moved by q − q mod `traced`.
+    Periodic {
+        traced: u32,
+        ranks: u32,
+    },
+}
+
+/// A simulated rank's communicator, as its collectives need it.
+struct Place {
+    me: u32,
+    /// None: the world, in order.
+    members: Option<Strided>,
+}
+
+impl Layout {
+    fn ranks(&self) -> u32 {
+        match self {
+            Layout::Grid(e) => e.target.size(),
+            Layout::Periodic { ranks, .. } => *ranks,
+        }
+    }
+
+    fn template_rank(&self, r: u32) -> u32 {
+        match self {
+            Layout::Grid(e) => e.template_rank(r),
+            Layout::Periodic { traced, .. } => r % traced,
+        }
+    }
+
+    /// A simulated rank that replays template rank `tr`, if any does.
+    fn representative(&self, tr: u32) -> Option<u32> {
+        match self {
+            Layout::Grid(e) => e.representative(tr),
+            Layout::Periodic { .. } => Some(tr),
+        }
+    }
+
+    fn placement(&self, tr: u32) -> Placement {
+        match self {
+            Layout::Grid(e) => Placement::Grid { ext: e.clone(), template: tr },
+            Layout::Periodic { .. } => Placement::Periodic { base: 0 },
+        }
+    }
+
+    /// What a template that does not extrapolate is refused with, before the converter's reason.
+    fn refusal(&self) -> String {
+        match self {
+            Layout::Grid(e) => format!("cannot extrapolate on the {} grid: ", e.template.describe()),
+            Layout::Periodic { .. } => String::new(),
+        }
+    }
+
+    /// `peer` as an offset from `rep`.
+    fn offset(&self, rep: u32, peer: u32) -> Peer {
+        match self {
+            Layout::Grid(e) => {
+                let t = &e.target;
+                let (a, b) = (t.coords(rep), t.coords(peer));
+                let mut d = [0i8; MAX_DIMS];
+                for (k, x) in d.iter_mut().enumerate().take(t.dims.len()) {
+                    // neighbours only (the converter refuses others): ±1
+                    let off = t.offset(k, a[k], b[k]);
+                    debug_assert!(off.abs() <= 1, "a peer {off} ranks away");
+                    *x = off as i8;
+                }
+                Peer::Offset(d)
+            }
+            Layout::Periodic { ranks, .. } => Peer::Shift(((peer as u64 + *ranks as u64 - rep as u64) % *ranks as u64) as u32),
+        }
+    }
+
+    /// The rank at offset `p` from rank `r`.
+    fn moved(&self, r: u32, p: Peer) -> u32 {
+        match (self, p) {
+            (Layout::Grid(e), Peer::Offset(d)) => {
+                let t = &e.target;
+                let mut c = t.coords(r);
+                for k in 0..t.dims.len() {
+                    let n = t.dims[k] as i64;
+                    c[k] = (c[k] as i64 + d[k] as i64).rem_euclid(n) as u32;
+                }
+                t.rank(&c)
+            }
+            (Layout::Periodic { ranks, .. }, Peer::Shift(s)) => ((r as u64 + s as u64) % *ranks as u64) as u32,
+            (_, Peer::Any) => ANY,
+            _ => 0,
+        }
+    }
+
+    /// Rank `r`'s communicator of shape `shape` (grid dimensions it spans;
+    /// a periodic pattern has only the world).
+    fn comm(&self, r: u32, shape: u8) -> Place {
+        match self {
+            Layout::Grid(e) => {
+                let g = e.comm_at(r, shape);
+                Place { me: g.me, members: (!g.world).then_some(g.members) }
+            }
+            Layout::Periodic { .. } => Place { me: r, members: None },
+        }
+    }
+}
+
+impl Place {
+    fn world(&self, local: u32) -> u32 {
+        self.members.as_ref().map_or(local, |m| m.world(local))
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -128,7 +242,7 @@ pub struct Class {
 
 /// The sink a class is compiled into.
 struct Compiler<'a> {
-    ext: &'a Extrapolation,
+    layout: &'a Layout,
     rep: u32,
     items: Vec<Item>,
     deps: Vec<u32>,
@@ -143,28 +257,14 @@ impl Compiler<'_> {
         self.items.push(Item { requires, ..item });
         OpRef { slot: i, seq: i as u64 }
     }
-
-    /// `peer` (a rank near the representative) as an offset on the grid.
-    fn offset(&self, peer: u32) -> Peer {
-        let t = &self.ext.target;
-        let (a, b) = (t.coords(self.rep), t.coords(peer));
-        let mut d = [0i8; MAX_DIMS];
-        for (k, x) in d.iter_mut().enumerate().take(t.dims.len()) {
-            // neighbours only (the converter refuses others): ±1
-            let off = t.offset(k, a[k], b[k]);
-            debug_assert!(off.abs() <= 1, "a peer {off} ranks away");
-            *x = off as i8;
-        }
-        Peer::Offset(d)
-    }
 }
 
 impl Sink for Compiler<'_> {
     fn add(&mut self, new: NewOp, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
         let (kind, size, peer) = match new.kind {
-            GoalKind::Send => (OpKind::Send, new.size, self.offset(new.peer)),
+            GoalKind::Send => (OpKind::Send, new.size, self.layout.offset(self.rep, new.peer)),
             GoalKind::Recv if new.peer == ANY => (OpKind::Recv, new.size, Peer::Any),
-            GoalKind::Recv => (OpKind::Recv, new.size, self.offset(new.peer)),
+            GoalKind::Recv => (OpKind::Recv, new.size, self.layout.offset(self.rep, new.peer)),
             GoalKind::Calc => (OpKind::Calc, new.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT), Peer::None),
         };
         let item = Item { kind, call: NIL, peer, tag: new.tag, size, requires: (0, 0), irequires: irequires.map_or(NIL, |r| r.slot) };
@@ -196,9 +296,9 @@ impl Sink for Compiler<'_> {
 
 impl Class {
     /// Converts template rank `tr` on its representative `rep`.
-    pub fn compile(ext: &Rc<Extrapolation>, tr: u32, rep: u32, records: Rc<Loaded>, shared: &mut Shared) -> Result<Class, String> {
-        let mut conv = RankConv::new(rep, tr, Source::Memory { records, next: 0 }, Placement::Grid { ext: ext.clone(), template: tr });
-        let mut sink = Compiler { ext, rep, items: Vec::new(), deps: Vec::new(), calls: Vec::new() };
+    fn compile(layout: &Layout, tr: u32, rep: u32, records: Rc<Loaded>, shared: &mut Shared) -> Result<Class, String> {
+        let mut conv = RankConv::new(rep, tr, Source::Memory { records, next: 0 }, layout.placement(tr));
+        let mut sink = Compiler { layout, rep, items: Vec::new(), deps: Vec::new(), calls: Vec::new() };
         let mut steps = 0u32;
         while conv.advance(shared, &mut sink)? {
             steps = steps.wrapping_add(1);
@@ -233,14 +333,13 @@ impl Class {
 
     /// Every template rank's class (None: no simulated rank replays it);
     /// the error names the first record that does not extrapolate.
-    pub fn compile_all(ext: &Rc<Extrapolation>, templates: &[Rc<Loaded>], shared: &mut Shared) -> Result<Vec<Option<Class>>, String> {
+    pub fn compile_all(layout: &Layout, templates: &[Rc<Loaded>], shared: &mut Shared) -> Result<Vec<Option<Class>>, String> {
         let mut classes = Vec::with_capacity(templates.len());
         for (tr, l) in templates.iter().enumerate() {
-            classes.push(match ext.representative(tr as u32) {
-                Some(rep) => Some(
-                    Class::compile(ext, tr as u32, rep, l.clone(), shared)
-                        .map_err(|e| format!("cannot extrapolate on the {} grid: {e}", ext.template.describe()))?,
-                ),
+            classes.push(match layout.representative(tr as u32) {
+                Some(rep) => {
+                    Some(Class::compile(layout, tr as u32, rep, l.clone(), shared).map_err(|e| format!("{}{e}", layout.refusal()))?)
+                }
                 None => None,
             });
         }
@@ -357,7 +456,7 @@ impl Cursor {
 /// The engine program of a Cartesian extrapolation.
 pub struct ClassProgram {
     pub shared: Shared,
-    ext: Rc<Extrapolation>,
+    layout: Layout,
     /// By template rank (None: no simulated rank replays it).
     pub classes: Vec<Option<Class>>,
     cursors: Vec<Cursor>,
@@ -368,17 +467,17 @@ pub struct ClassProgram {
 }
 
 impl ClassProgram {
-    pub fn new(mut shared: Shared, ext: Rc<Extrapolation>, templates: &[Rc<Loaded>]) -> Result<Self, String> {
-        let mut classes = Class::compile_all(&ext, templates, &mut shared)?;
-        let ranks = ext.target.size();
+    pub fn new(mut shared: Shared, layout: Layout, templates: &[Rc<Loaded>]) -> Result<Self, String> {
+        let mut classes = Class::compile_all(&layout, templates, &mut shared)?;
+        let ranks = layout.ranks();
         let mut cursors = Vec::new();
         cursors.try_reserve_exact(ranks as usize).map_err(|e| format!("{ranks} ranks: {e}"))?;
         for r in 0..ranks {
-            let tr = ext.template_rank(r);
+            let tr = layout.template_rank(r);
             classes[tr as usize].as_mut().expect("a rank's class is compiled").members += 1;
             cursors.push(Cursor { class: tr, ..Default::default() });
         }
-        let mut p = ClassProgram { shared, ext, classes, cursors, ready: Vec::new(), error: None, max_initial: 0 };
+        let mut p = ClassProgram { shared, layout, classes, cursors, ready: Vec::new(), error: None, max_initial: 0 };
         p.max_initial = p.count_initial()?;
         Ok(p)
     }
@@ -429,17 +528,6 @@ impl ClassProgram {
         }
     }
 
-    /// The world rank at grid offset `d` from rank `r`.
-    fn moved(&self, r: u32, d: [i8; MAX_DIMS]) -> u32 {
-        let t = &self.ext.target;
-        let mut c = t.coords(r);
-        for k in 0..t.dims.len() {
-            let n = t.dims[k] as i64;
-            c[k] = (c[k] as i64 + d[k] as i64).rem_euclid(n) as u32;
-        }
-        t.rank(&c)
-    }
-
     /// Issues item `j` of rank `r` if everything it waits for is there.
     fn check(&mut self, r: u32, j: u32) {
         let cur = &self.cursors[r as usize];
@@ -457,11 +545,7 @@ impl ClassProgram {
         if it.call == NIL {
             if follows {
                 self.cursors[r as usize].set(j, ISSUED);
-                let peer = match it.peer {
-                    Peer::None => 0,
-                    Peer::Any => ANY,
-                    Peer::Offset(d) => self.moved(r, d),
-                };
+                let peer = self.layout.moved(r, it.peer);
                 let op = ReadyOp { kind: it.kind, peer, tag: it.tag, size: it.size, id: j, cpu: 0, nic: 0 };
                 self.ready.push((r, op));
             }
@@ -477,8 +561,7 @@ impl ClassProgram {
     fn enter(&mut self, r: u32, j: u32, k: u32, follows: bool) {
         let c = self.class(r);
         let cc = &c.calls[k as usize];
-        let g = self.ext.comm_at(r, cc.call.shape);
-        let me = g.me;
+        let me = self.layout.comm(r, cc.call.shape).me;
         let stages = match &cc.engine {
             Some(_) => None,
             None => {
@@ -577,7 +660,7 @@ impl ClassProgram {
             let cc = &self.class(r).calls[k as usize].call;
             (cc.tag, cc.shape)
         };
-        let members = self.ext.comm_at(r, shape);
+        let members = self.layout.comm(r, shape);
         loop {
             let next = if x.ended { None } else { self.stage(r, &x, x.next_step) };
             if x.waiting > 0 {
@@ -623,7 +706,7 @@ impl ClassProgram {
                     self.put_back(r, x);
                     return self.fail(format!("rank {r}: a collective of more than 2^25 messages on one rank"));
                 }
-                let peer = if members.world { m.peer } else { members.members.world(m.peer) };
+                let peer = members.world(m.peer);
                 if peer >= self.cursors.len() as u32 {
                     self.put_back(r, x);
                     return self.fail(format!("collective peer {peer} is not a rank of this {}-rank run", self.cursors.len()));
@@ -752,8 +835,8 @@ impl Program for ClassProgram {
                     _ => "blocked",
                 };
                 let peer = match it.peer {
-                    Peer::Offset(d) => self.moved(rank, d).to_string(),
-                    _ => "any".into(),
+                    Peer::Any => "any".into(),
+                    p => self.layout.moved(rank, p).to_string(),
                 };
                 match (it.call, it.kind) {
                     (k, _) if k != NIL => format!("{} ({state})", c.calls[k as usize].call.coll.name()),

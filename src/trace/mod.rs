@@ -2,7 +2,8 @@
 //! converted lazily as the engine advances ([`window::TraceProgram`]), or
 //! streamed into a GOAL file ([`export_goal`]); both apply the same rules
 //! ([`convert`]). Extrapolation to more ranks follows a Cartesian grid
-//! ([`grid`]) or, for rank-periodic patterns, runs trace rank q mod p as rank q.
+//! ([`grid`]) or, for rank-periodic patterns, runs trace rank q mod p as
+//! rank q; either way each template rank is converted once ([`class`]).
 
 pub mod class;
 pub mod collective;
@@ -118,42 +119,18 @@ pub fn simulated_ranks(spec: &TraceSpec, t: &Opened) -> Result<u32, String> {
     }
 }
 
-/// A simulated rank's window of converted, unfinished operations and its
-/// open requests, as allowed for in the memory estimate of a periodic
-/// extrapolation (a 1 Mi-rank grid replayed so measured about 2 KB).
-const WINDOW_ALLOWANCE: u128 = 2048;
-
-/// Bytes per communicator a rank keeps (its table entry, rounded up).
-const COMM_BYTES: u128 = 128;
-
 /// Bytes a replay of `ranks` ranks holds: per rank its converter and
 /// window, with a file buffer (and the path it rereads) when it streams its
-/// own file; when it extrapolates, the templates once, and per rank either
-/// (a grid, which a trace that makes communicators can only be) its place
-/// in its class's compiled ops, or its communicators (counted from the
-/// footers' creation calls) and a window allowance, since every simulated
-/// rank converts at once.
+/// own file; when it extrapolates, the templates and their compiled classes
+/// once (about what their records take), and per rank its place in its
+/// class's ops (class.rs).
 pub fn bytes_needed(spec: &TraceSpec, t: &Opened, ranks: u32) -> u128 {
-    let conv = (std::mem::size_of::<RankConv>() + std::mem::size_of::<window::Window>() + 64) as u128;
     if extrapolates(spec, t) {
         // records in memory are their file's size, give or take the 4-byte payload index
         let files: u128 = t.files.iter().map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()) as u128 * 13 / 12).sum();
-        let creates = |f: &Footer| -> u64 {
-            let made =
-                |name: &str| name.starts_with("MPI_Comm_") && !name.contains("free") && !name.contains("rank") && !name.contains("size");
-            f.functions
-                .iter()
-                .filter(|(name, ..)| made(name) || name.starts_with("MPI_Cart_") || name.contains("graph_create"))
-                .map(|x| x.1)
-                .sum()
-        };
-        let comms = 1 + t.footers.iter().map(creates).max().unwrap_or(0).min(256) as u128;
-        if spec.grid.is_some() || spec.strong || comms > 1 {
-            // the compiled classes take about what their records do
-            return ranks as u128 * class::BYTES_PER_RANK as u128 + 2 * files;
-        }
-        return ranks as u128 * (conv + comms * COMM_BYTES + WINDOW_ALLOWANCE) + files;
+        return ranks as u128 * class::BYTES_PER_RANK as u128 + 2 * files;
     }
+    let conv = (std::mem::size_of::<RankConv>() + std::mem::size_of::<window::Window>() + 64) as u128;
     let path = t.files.first().map_or(0, |(p, _)| p.as_os_str().len());
     ranks as u128 * (conv + (chunk_bytes(ranks) + path) as u128)
 }
@@ -264,11 +241,15 @@ pub enum Replay {
 /// The program that replays `t` as `spec` says.
 pub fn program(spec: &TraceSpec, t: &Opened) -> Result<Replay, String> {
     let (shared, plan, templates) = setup(spec, t)?;
-    if let Plan::Grid(e) = plan {
-        return Ok(Replay::Class(class::ClassProgram::new(shared, e, &templates)?));
-    }
-    let convs = converters_of(t, &plan, &templates, shared.ranks);
-    Ok(Replay::Window(window::TraceProgram::new(shared, convs)?))
+    let layout = match plan {
+        Plan::Grid(e) => class::Layout::Grid(e),
+        Plan::Periodic => class::Layout::Periodic { traced: t.files.len() as u32, ranks: shared.ranks },
+        Plan::Traced => {
+            let convs = converters_of(t, &plan, &templates, shared.ranks);
+            return Ok(Replay::Window(window::TraceProgram::new(shared, convs)?));
+        }
+    };
+    Ok(Replay::Class(class::ClassProgram::new(shared, layout, &templates)?))
 }
 
 /// The converters of every simulated rank, and what they share.
@@ -345,7 +326,7 @@ fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<format::Loaded>], rank
 /// classes are compiled (and dropped), naming the first record that does not fit.
 fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<format::Loaded>], spec: &TraceSpec) -> Result<(), String> {
     let mut sh = Shared::new(templates.len() as u32, e.target.size(), algorithms(spec)?, Default::default(), 1.0);
-    class::Class::compile_all(e, templates, &mut sh).map(drop)
+    class::Class::compile_all(&class::Layout::Grid(e.clone()), templates, &mut sh).map(drop)
 }
 
 /// Whether every rank makes the same calls as rank 0 with the same

@@ -27,16 +27,22 @@ fn spec(dir: &Path) -> TraceSpec {
     }
 }
 
-/// Replays lazily; returns (finish times, events, report).
+/// Replays with the program a simulation uses (converted as it runs, or
+/// an extrapolation compiled once per template rank); returns (finish
+/// times, events, report).
 fn replay(spec: &TraceSpec) -> Result<(Vec<Time>, u64, Report), String> {
+    fn run<P: crate::program::Program>(p: P) -> Result<(Vec<Time>, u64, P), String> {
+        let n = p.num_ranks();
+        let mut e = Engine::new(p, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).map_err(|e| e.to_string())?;
+        e.run().map_err(|e| e.to_string())?;
+        Ok(((0..n).map(|r| e.finish_time(r)).collect(), e.events, e.program))
+    }
     let t = open(Path::new(&spec.dir))?;
-    let (shared, convs) = converters(spec, &t)?;
-    let p = convs.len() as u32;
-    let prog = TraceProgram::new(shared, convs)?;
-    let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).map_err(|e| e.to_string())?;
-    e.run().map_err(|e| e.to_string())?;
-    let finish = (0..p).map(|r| e.finish_time(r)).collect();
-    Ok((finish, e.events, report(&t, &e.program.shared, &e.program.convs)))
+    let (finish, events, replayed) = match program(spec, &t)? {
+        Replay::Window(p) => run(p).map(|(f, e, p)| (f, e, Replay::Window(p)))?,
+        Replay::Class(p) => run(p).map(|(f, e, p)| (f, e, Replay::Class(p)))?,
+    };
+    Ok((finish, events, replay_report(&t, &replayed)))
 }
 
 /// Replays the exported GOAL schedule.
@@ -369,22 +375,6 @@ fn reduce_scatters_and_scans_replay_with_the_librarys_algorithms() {
     assert_eq!(mpich - open_mpi, msgs(30, 12, 28) - msgs(12, 12, 10));
 }
 
-/// Replays with the program a simulation uses (an extrapolated grid:
-/// compiled once per template rank); returns (finish times, events).
-fn replay_as_simulated(spec: &TraceSpec) -> Result<(Vec<Time>, u64), String> {
-    fn run<P: crate::program::Program>(p: P) -> Result<(Vec<Time>, u64), String> {
-        let n = p.num_ranks();
-        let mut e = Engine::new(p, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).map_err(|e| e.to_string())?;
-        e.run().map_err(|e| e.to_string())?;
-        Ok(((0..n).map(|r| e.finish_time(r)).collect(), e.events))
-    }
-    let t = open(Path::new(&spec.dir))?;
-    match program(spec, &t)? {
-        Replay::Window(p) => run(p),
-        Replay::Class(p) => run(p),
-    }
-}
-
 /// A 3×3 grid (periodic or not) whose ranks compute for different times and
 /// then exchange halos and run every kind of collective on rows, columns
 /// and the world: blocking, nonblocking (overlapping a Sendrecv and each
@@ -509,13 +499,13 @@ fn write_busy_grid(d: &Path, periodic: bool) {
 }
 
 #[test]
-fn extrapolated_grids_compiled_per_class_replay_as_their_goal_export() {
+fn extrapolations_compiled_per_class_replay_as_their_goal_export() {
     for periodic in [false, true] {
         let d = tmp(&format!("busy-grid-{periodic}"));
         write_busy_grid(&d, periodic);
         for grid in ["3x3", "6x6", "5x4", "4x7"] {
             let s = TraceSpec { grid: Some(grid.into()), ..spec(&d) };
-            let (finish, events) = replay_as_simulated(&s).unwrap();
+            let (finish, events, _) = replay(&s).unwrap();
             let (finish_goal, events_goal, _) = replay_goal(&s);
             assert_eq!(events, events_goal, "{grid}, periodic {periodic}");
             assert_eq!(finish, finish_goal, "{grid}, periodic {periodic}");
@@ -541,14 +531,21 @@ fn extrapolated_grids_compiled_per_class_replay_as_their_goal_export() {
         k.finish();
     }
     let s = TraceSpec { grid: Some("4x5".into()), ..spec(&d) };
-    let (finish, events) = replay_as_simulated(&s).unwrap();
+    let (finish, events, _) = replay(&s).unwrap();
+    let (finish_goal, events_goal, _) = replay_goal(&s);
+    assert_eq!((finish, events), (finish_goal, events_goal));
+    // a rank-periodic ring with an allreduce, repeated 3 times
+    let d = tmp("periodic-ring");
+    write_synthetic(&d, 5, 6).unwrap();
+    let s = TraceSpec { scale_to: Some(15), ..spec(&d) };
+    let (finish, events, _) = replay(&s).unwrap();
     let (finish_goal, events_goal, _) = replay_goal(&s);
     assert_eq!((finish, events), (finish_goal, events_goal));
     // the benchmark's template, a row allreduce after a halo, at 32×32
     let d = tmp("synthetic-grid");
     write_synthetic_grid(&d, 3).unwrap();
     let s = TraceSpec { scale_to: Some(1024), ..spec(&d) };
-    let (finish, events) = replay_as_simulated(&s).unwrap();
+    let (finish, events, _) = replay(&s).unwrap();
     let (finish_goal, events_goal, _) = replay_goal(&s);
     assert_eq!((finish, events), (finish_goal, events_goal));
 }
