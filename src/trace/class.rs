@@ -750,23 +750,31 @@ impl ClassProgram {
         unreachable!("a message of a collective not running");
     }
 
-    /// Item `j` of rank `r` is done: what waits for it may go.
+    /// Collective item `j` of rank `r` is done: what follows it and what
+    /// waits for it may go (it counts as started when it is done).
     fn finished_item(&mut self, r: u32, j: u32) {
-        self.started_item(r, j);
-        let c = self.class(r);
-        let range = c.on_done.of(j);
-        for e in range {
-            let t = self.class(r).on_done.targets[e];
-            self.check(r, t);
-        }
-        self.cursors[r as usize].advance();
+        self.release(r, j, false);
+        self.release(r, j, true);
     }
 
-    fn started_item(&mut self, r: u32, j: u32) {
-        let range = self.class(r).on_start.of(j);
-        for e in range {
-            let t = self.class(r).on_start.targets[e];
+    fn edges(&self, r: u32, done: bool) -> &Edges {
+        let c = self.class(r);
+        if done {
+            &c.on_done
+        } else {
+            &c.on_start
+        }
+    }
+
+    /// Checks the items waiting for item `j` to be done (`done`) or to
+    /// have started; once done, moves the rank's cursor on.
+    fn release(&mut self, r: u32, j: u32, done: bool) {
+        for e in self.edges(r, done).of(j) {
+            let t = self.edges(r, done).targets[e];
             self.check(r, t);
+        }
+        if done {
+            self.cursors[r as usize].advance();
         }
     }
 }
@@ -783,7 +791,7 @@ impl Program for ClassProgram {
     fn started(&mut self, rank: u32, id: u32) {
         if id & COLLECTIVE_OP == 0 {
             self.cursors[rank as usize].set(id, STARTED);
-            self.started_item(rank, id);
+            self.release(rank, id, false);
         }
     }
 
@@ -792,12 +800,7 @@ impl Program for ClassProgram {
             return self.collective_op_done(rank, id);
         }
         self.cursors[rank as usize].set(id, STARTED | DONE);
-        let range = self.class(rank).on_done.of(id);
-        for e in range {
-            let t = self.class(rank).on_done.targets[e];
-            self.check(rank, t);
-        }
-        self.cursors[rank as usize].advance();
+        self.release(rank, id, true);
     }
 
     fn collect(&mut self, rank: u32, _now: Time, _cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
