@@ -208,7 +208,7 @@ pub struct RankStats {
     pub cancelled: u64,
     pub unresolved: u64,
     /// Extrapolation: v-collective calls whose per-member counts differed,
-    /// replayed with their mean for every member of the larger communicator.
+    /// replayed with each member taking its class's count.
     pub resized: u64,
 }
 
@@ -743,13 +743,14 @@ impl RankConv {
             }
             _ => {
                 let resized;
-                let payload = if matches!(self.placement, Placement::Grid { .. }) && !payload.is_empty() {
-                    let exact;
-                    (resized, exact) = resize(coll, payload, n);
-                    self.stats.resized += u64::from(!exact);
-                    &resized[..]
-                } else {
-                    payload
+                let payload = match &self.placement {
+                    Placement::Grid { ext, .. } if !payload.is_empty() => {
+                        let exact;
+                        (resized, exact) = resize(coll, payload, n, |j| ext.template_member(cs.shape, j))?;
+                        self.stats.resized += u64::from(!exact);
+                        &resized[..]
+                    }
+                    _ => payload,
                 };
                 let call = Call { coll, n, me, root, bytes: r.bytes, payload };
                 let alg = collective::engine_call(&call)
@@ -949,23 +950,26 @@ fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload
 }
 
 /// A per-member payload of a v-collective on a communicator that grew:
-/// every new member gets the traced members' mean count (weak scaling: a
-/// member keeps its share). Exact when the traced counts were equal; the
-/// bool says so, and inexact calls are counted for the report.
-fn resize(coll: Coll, payload: &[u64], n: u32) -> (Vec<u64>, bool) {
+/// every member gets the count of its class's member in the template
+/// (`template_member`), which is what that member's own call sends or
+/// receives, so both sides of every message agree. Exact when the traced
+/// counts were equal; the bool says so, and the others are counted for the report.
+fn resize(coll: Coll, payload: &[u64], n: u32, template_member: impl Fn(u32) -> u32) -> Result<(Vec<u64>, bool), String> {
     let parts = if matches!(coll, Coll::Alltoallv | Coll::Alltoallw) { 2 } else { 1 };
     let old = payload.len() / parts;
-    if old == n as usize || old == 0 {
-        return (payload.to_vec(), true);
+    if old == 0 {
+        return Ok((payload.to_vec(), true));
     }
     let mut out = Vec::with_capacity(parts * n as usize);
     let mut exact = true;
     for part in payload.chunks(old) {
         exact &= part.iter().all(|&v| v == part[0]);
-        let mean = (part.iter().map(|&v| v as u128).sum::<u128>() as f64 / old as f64).round() as u64;
-        out.extend(std::iter::repeat_n(mean, n as usize));
+        for j in 0..n {
+            let t = template_member(j) as usize;
+            out.push(*part.get(t).ok_or_else(|| format!("{} counts for a communicator of more members", old))?);
+        }
     }
-    (out, exact)
+    Ok((out, exact))
 }
 
 #[cfg(test)]

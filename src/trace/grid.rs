@@ -342,6 +342,18 @@ impl Extrapolation {
         Ok((0..g.dims.len()).filter(|&k| mask & (1 << k) != 0).fold(0, |l, k| l * g.dims[k] + c[k]))
     }
 
+    /// The template member (local index) of the class of member `local` of
+    /// a target communicator spanning the dimensions in `mask`.
+    pub fn template_member(&self, mask: u8, mut local: u32) -> u32 {
+        let free: Vec<usize> = (0..self.target.dims.len()).filter(|&k| mask & (1 << k) != 0).collect();
+        let mut at = [0u32; MAX_DIMS];
+        for (i, &k) in free.iter().enumerate().rev() {
+            at[i] = local % self.target.dims[k];
+            local /= self.target.dims[k];
+        }
+        free.iter().enumerate().fold(0, |l, (i, &k)| l * self.template.dims[k] + self.class(k, at[i]))
+    }
+
     /// A collective's root (local index `troot` in a template communicator
     /// of shape `mask`), as a local index in
     /// the target's communicator: roots on a low or high edge of each free

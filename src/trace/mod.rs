@@ -437,7 +437,7 @@ pub struct Report {
     /// Receives with a wildcard tag whose match the trace does not have: left out.
     pub unresolved_wildcards: u64,
     /// Extrapolated v-collective calls (over all simulated ranks) whose traced
-    /// per-member counts differed and were replaced by their mean.
+    /// per-member counts differed: each member took its class's count.
     pub resized_v_collectives: u64,
     /// Per traced rank: seconds inside the calls replayed as messages.
     pub traced_mpi_s: Vec<f64>,

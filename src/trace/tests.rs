@@ -1,4 +1,4 @@
-use super::format::{flag, op, Coll, Footer, Record, Writer, PROC_NULL};
+use super::format::{flag, op, Coll, Footer, Record, Writer, COLLS, PROC_NULL};
 use super::window::TraceProgram;
 use super::*;
 use crate::engine::Engine;
@@ -311,7 +311,7 @@ fn cart_3x3(k: &mut Rank, world_of: impl Fn(i32) -> i32) {
 }
 
 #[test]
-fn unequal_v_collective_counts_take_their_mean_and_are_reported() {
+fn unequal_v_collective_counts_follow_their_class_and_are_reported() {
     // a 3×3 grid whose Allgatherv counts differ per member
     let d = tmp("vgrid");
     for r in 0..9 {
@@ -548,4 +548,119 @@ fn extrapolations_compiled_per_class_replay_as_their_goal_export() {
     let (finish, events, _) = replay(&s).unwrap();
     let (finish_goal, events_goal, _) = replay_goal(&s);
     assert_eq!((finish, events), (finish_goal, events_goal));
+}
+
+/// A random program on a 3×3 grid (periodic or not), the same calls on
+/// every rank: halos and Sendrecvs along random dimensions, every
+/// collective on the world, rows or columns, blocking or waited for a few
+/// calls later, roots on edges, v-counts with zeros (members with nothing
+/// to do), and computation that differs by rank.
+fn write_random_grid(d: &Path, seed: u64) {
+    let periodic = seed % 2 == 1;
+    let g = grid::Grid::new(vec![3, 3], vec![periodic; 2]).unwrap();
+    for r in 0..9u32 {
+        let c = g.coords(r);
+        let mut x = seed;
+        let mut draw = |n: u64| {
+            x = crate::rng::mix64(x);
+            x % n
+        };
+        let mut k = Rank::new(d, r as i32, 9);
+        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, periodic as u64, periodic as u64]);
+        for m in 0..9 {
+            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
+        }
+        for (id, dim) in [(2u32, 1usize), (3, 0)] {
+            k.rec(Record { op: op::COMM_NEW, comm: 1, peer: id as i32, tag: 8, ..Default::default() }, &[]);
+            for x in 0..3 {
+                let mut m = c;
+                m[dim] = x;
+                k.rec(Record { op: op::COMM_MEMBER, comm: id, peer: g.rank(&m) as i32, tag: x as i32, ..Default::default() }, &[]);
+            }
+        }
+        let step = |dim: usize, s: i64| -> i32 {
+            let x = c[dim] as i64 + s;
+            let x = if periodic { x.rem_euclid(3) } else { x };
+            if !(0..3).contains(&x) {
+                return PROC_NULL;
+            }
+            let mut n = c;
+            n[dim] = x as u32;
+            g.rank(&n) as i32
+        };
+        let mut open: Vec<(u64, u64)> = Vec::new(); // (request, calls left before its wait)
+        for call in 0..40u64 {
+            k.t += 1e-6 * ((r as u64 + call + draw(3)) % 5) as f64;
+            let req = 1000 + call * 4;
+            let later = draw(4);
+            let (comm, members_dim) = [(0u32, None), (2, Some(1usize)), (3, Some(0))][draw(3) as usize];
+            // a root on an edge of the communicator, as a world rank
+            let root = match members_dim {
+                None => [0, 8][draw(2) as usize],
+                Some(dim) => {
+                    let mut m = c;
+                    m[dim] = [0, 2][draw(2) as usize];
+                    g.rank(&m) as i32
+                }
+            };
+            let n = if comm == 0 { 9 } else { 3 };
+            let bytes = [8u64, 1000, 65536, 1 << 20][draw(4) as usize];
+            let counts: Vec<u64> = (0..n).map(|_| [0u64, 16, 4096][draw(3) as usize]).collect();
+            let coll = COLLS[draw(17) as usize];
+            match draw(4) {
+                0 => {
+                    let (dim, s) = (draw(2) as usize, [-1, 1][draw(2) as usize]);
+                    k.p2p(op::IRECV, step(dim, -s), 4, bytes, req).p2p(op::ISEND, step(dim, s), 4, bytes, req + 1);
+                    open.extend([(req, later), (req + 1, later)]);
+                }
+                1 => {
+                    let dim = draw(2) as usize;
+                    k.p2p(op::SENDRECV_SEND, step(dim, 1), 5, bytes, 0).p2p(op::SENDRECV_RECV, step(dim, -1), 5, bytes, 0);
+                }
+                _ => {
+                    // this rank's place in the communicator: member j sends counts[j] where counts are per member
+                    let me = members_dim.map_or(r as usize, |dim| c[dim] as usize);
+                    let payload: Vec<u64> = match coll {
+                        // everyone sends counts[j] to member j, so member j receives counts[j] from everyone
+                        Coll::Alltoallv | Coll::Alltoallw => counts.iter().copied().chain(std::iter::repeat_n(counts[me], n)).collect(),
+                        Coll::Gatherv | Coll::Scatterv | Coll::Allgatherv | Coll::ReduceScatter => counts.clone(),
+                        _ => vec![],
+                    };
+                    let mine = if payload.is_empty() { bytes } else { counts[me] };
+                    let nonblocking = draw(2) == 1;
+                    let code = op::COLL_BASE + if nonblocking { op::NONBLOCKING } else { 0 } + coll as u16;
+                    let peer = if coll.is_rooted() { root } else { -1 };
+                    k.rec(Record { op: code, comm, peer, bytes: mine, req, ..Default::default() }, &payload);
+                    if nonblocking {
+                        open.push((req, later));
+                    }
+                }
+            }
+            for o in &mut open {
+                if o.1 == 0 {
+                    k.p2p(op::WAIT, -1, 0, 0, o.0);
+                }
+                o.1 = o.1.wrapping_sub(1);
+            }
+            open.retain(|o| o.1 != u64::MAX);
+        }
+        for (q, _) in open {
+            k.p2p(op::WAIT, -1, 0, 0, q);
+        }
+        k.finish();
+    }
+}
+
+#[test]
+fn random_grid_programs_compiled_per_class_replay_as_their_goal_export() {
+    for seed in 0..24u64 {
+        let d = tmp(&format!("random-grid-{seed}"));
+        write_random_grid(&d, seed);
+        let grid = ["3x3", "4x5", "6x6", "5x3"][seed as usize % 4];
+        let s = TraceSpec { grid: Some(grid.into()), ..spec(&d) };
+        let (finish, events, _) = replay(&s).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let (finish_goal, events_goal, _) = replay_goal(&s);
+        assert_eq!((finish, events), (finish_goal, events_goal), "seed {seed} on {grid}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -81,7 +81,7 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
                     f"({names}{', …' if len(report['unmodelled']) > 4 else ''}) were charged as computation of their traced length")
     if report["resized_v_collectives"]:
         warn.append(f"approximate: {report['resized_v_collectives']} v-collective calls had per-member counts that differ; "
-                    "at the new size every member got their mean")
+                    "at the new size every member took the count of its class's member in the trace")
     if report["unresolved_wildcards"]:
         warn.append(f"approximate: {report['unresolved_wildcards']} receives with MPI_ANY_TAG never completed in the trace "
                     "and were left out (their match is unknown)")
