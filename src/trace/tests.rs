@@ -375,6 +375,39 @@ fn reduce_scatters_and_scans_replay_with_the_librarys_algorithms() {
     assert_eq!(mpich - open_mpi, msgs(30, 12, 28) - msgs(12, 12, 10));
 }
 
+/// Rank `r`'s MPI_Cart_create of the 3×3 grid `g` (communicator 1), then
+/// its row (communicator 2, dimension 1 varies) and column (3).
+fn cart_with_rows_and_columns(k: &mut Rank, g: &grid::Grid, r: u32) {
+    let p = g.periodic[0] as u64;
+    k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, p, p]);
+    for m in 0..9 {
+        k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
+    }
+    let c = g.coords(r);
+    for (id, dim) in [(2u32, 1usize), (3, 0)] {
+        k.rec(Record { op: op::COMM_NEW, comm: 1, peer: id as i32, tag: 8, ..Default::default() }, &[]);
+        for x in 0..3 {
+            let mut m = c;
+            m[dim] = x;
+            k.rec(Record { op: op::COMM_MEMBER, comm: id, peer: g.rank(&m) as i32, tag: x as i32, ..Default::default() }, &[]);
+        }
+    }
+}
+
+/// Rank `r`'s neighbour `s` steps along dimension `dim` of grid `g`
+/// (wrapping if periodic), or MPI_PROC_NULL past an edge.
+fn neighbour(g: &grid::Grid, r: u32, dim: usize, s: i64) -> i32 {
+    let mut c = g.coords(r);
+    let n = g.dims[dim] as i64;
+    let x = c[dim] as i64 + s;
+    let x = if g.periodic[dim] { x.rem_euclid(n) } else { x };
+    if !(0..n).contains(&x) {
+        return PROC_NULL;
+    }
+    c[dim] = x as u32;
+    g.rank(&c) as i32
+}
+
 /// A 3×3 grid (periodic or not) whose ranks compute for different times and
 /// then exchange halos and run every kind of collective on rows, columns
 /// and the world: blocking, nonblocking (overlapping a Sendrecv and each
@@ -385,29 +418,8 @@ fn write_busy_grid(d: &Path, periodic: bool) {
     for r in 0..9u32 {
         let c = g.coords(r);
         let mut k = Rank::new(d, r as i32, 9);
-        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, periodic as u64, periodic as u64]);
-        for m in 0..9 {
-            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
-        }
-        for (id, dim) in [(2u32, 1usize), (3, 0)] {
-            // comm 2: this rank's row (dimension 1 varies), comm 3: its column
-            k.rec(Record { op: op::COMM_NEW, comm: 1, peer: id as i32, tag: 8, ..Default::default() }, &[]);
-            for x in 0..3 {
-                let mut m = c;
-                m[dim] = x;
-                k.rec(Record { op: op::COMM_MEMBER, comm: id, peer: g.rank(&m) as i32, tag: x as i32, ..Default::default() }, &[]);
-            }
-        }
-        let step = |dim: usize, s: i64| -> i32 {
-            let x = c[dim] as i64 + s;
-            let x = if periodic { x.rem_euclid(3) } else { x };
-            if !(0..3).contains(&x) {
-                return PROC_NULL;
-            }
-            let mut n = c;
-            n[dim] = x as u32;
-            g.rank(&n) as i32
-        };
+        cart_with_rows_and_columns(&mut k, &g, r);
+        let step = |dim: usize, s: i64| neighbour(&g, r, dim, s);
         let neighbours = [step(0, -1), step(0, 1), step(1, -1), step(1, 1)];
         for it in 0..2u64 {
             k.t += 1e-5 * (1 + r % 4) as f64; // computation, different per class
@@ -566,28 +578,8 @@ fn write_random_grid(d: &Path, seed: u64) {
             x % n
         };
         let mut k = Rank::new(d, r as i32, 9);
-        k.rec(Record { op: op::COMM_NEW, comm: 0, peer: 1, tag: 7, ..Default::default() }, &[2, 3, 3, periodic as u64, periodic as u64]);
-        for m in 0..9 {
-            k.rec(Record { op: op::COMM_MEMBER, comm: 1, peer: m, tag: m, ..Default::default() }, &[]);
-        }
-        for (id, dim) in [(2u32, 1usize), (3, 0)] {
-            k.rec(Record { op: op::COMM_NEW, comm: 1, peer: id as i32, tag: 8, ..Default::default() }, &[]);
-            for x in 0..3 {
-                let mut m = c;
-                m[dim] = x;
-                k.rec(Record { op: op::COMM_MEMBER, comm: id, peer: g.rank(&m) as i32, tag: x as i32, ..Default::default() }, &[]);
-            }
-        }
-        let step = |dim: usize, s: i64| -> i32 {
-            let x = c[dim] as i64 + s;
-            let x = if periodic { x.rem_euclid(3) } else { x };
-            if !(0..3).contains(&x) {
-                return PROC_NULL;
-            }
-            let mut n = c;
-            n[dim] = x as u32;
-            g.rank(&n) as i32
-        };
+        cart_with_rows_and_columns(&mut k, &g, r);
+        let step = |dim: usize, s: i64| neighbour(&g, r, dim, s);
         let mut open: Vec<(u64, u64)> = Vec::new(); // (request, calls left before its wait)
         for call in 0..40u64 {
             k.t += 1e-6 * ((r as u64 + call + draw(3)) % 5) as f64;
