@@ -255,4 +255,25 @@ proptest! {
         };
         prop_assert_eq!(run(false), run(true));
     }
+
+    /// Nor what explaining finds: with the shortcuts on, a message queued
+    /// for its busy receiver's free moment takes the receiver's path there,
+    /// as when it is re-queued; the makespan's split, its derivatives, the
+    /// route and every rank's waits are the same either way.
+    #[test]
+    fn queue_shortcuts_change_no_explanation(text in contended_goal(), s_bytes in prop_oneof![Just(100u64), Just(65_535)]) {
+        let s = crate::program::goal::parse_goal(&text, "t.goal").unwrap();
+        let p = crate::network::LogGOPS { s_bytes, ..crate::network::LogGOPS::loggopsim_defaults() };
+        let net = crate::network::Network::uniform(p);
+        let run = |off: bool| {
+            let program = crate::program::goal_program::GoalProgram::new(&s);
+            let spec = crate::noise::NoiseSpec::Poisson { rate_per_s: 2e5, duration_ps: 3_000_000, ranks: None };
+            let noise = crate::noise::Noise::new(&[spec], 7, 4).unwrap();
+            let mut e = crate::engine::Engine::new_explained(program, net.clone(), noise).unwrap();
+            e.set_shortcuts(!off);
+            let r = e.run().map_err(|e| e.to_string());
+            (r, e.explanation().map(|x| crate::engine::Explained { peak_bytes: 0, ..x }), e.events)
+        };
+        prop_assert_eq!(run(false), run(true));
+    }
 }

@@ -185,7 +185,7 @@ pub struct Explain {
     /// without the two match-list heads).
     clocks: Vec<Path>,
     /// The paths of queued (or waiting) events, by stamp.
-    events: HashMap<u64, Path, BuildHasherDefault<super::waiting::Mix>>,
+    events: EventPaths,
     /// The path of the event being processed, at its time (None for a
     /// memory computation's end, whose path is its start's).
     cur: Option<Path>,
@@ -199,6 +199,9 @@ pub struct Explain {
     /// naming the one it came from. Hops no path leads to any more are
     /// dropped when the tree has doubled (`collect`).
     hops: Vec<Hop>,
+    /// Each hop's rank, apart: the one field of a hop read at every event,
+    /// in an array small enough to stay in cache.
+    hop_rank: Vec<u32>,
     /// The tree's size at which to collect.
     collect_at: usize,
     /// Hops kept at most after a collection (beyond it the oldest go).
@@ -207,6 +210,127 @@ pub struct Explain {
     /// made only when a clock takes the path (a message that waits for a
     /// busy CPU does not become part of any route).
     arriving: Option<Arrival>,
+}
+
+/// The paths of queued (or waiting) events, in slots reused last freed
+/// first (the slot just freed by the event being processed is the one in
+/// cache when it queues the next). Stamps are handed out in order and most
+/// stored paths are short-lived, so a stamp finds its slot in a table
+/// indexed by its low bits (`direct`), which the engine prefetches for the
+/// events about to run; a stamp whose entry there is taken by a live one
+/// goes to a hash table (`overflow`).
+struct EventPaths {
+    direct: Vec<u32>,
+    overflow: HashMap<u64, u32, BuildHasherDefault<super::waiting::Mix>>,
+    paths: Vec<Path>,
+    /// The stamp each slot's path belongs to.
+    stamps: Vec<u64>,
+    free: Vec<u32>,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+impl Default for EventPaths {
+    fn default() -> Self {
+        EventPaths::new(1)
+    }
+}
+
+impl EventPaths {
+    /// `entries`: the size of the direct table (a power of two).
+    fn new(entries: usize) -> Self {
+        EventPaths { direct: vec![NO_SLOT; entries], overflow: HashMap::default(), paths: Vec::new(), stamps: Vec::new(), free: Vec::new() }
+    }
+
+    #[inline(always)]
+    fn entry(&self, stamp: u64) -> usize {
+        stamp as usize & (self.direct.len() - 1)
+    }
+
+    /// The slot holding `stamp`'s path, if any.
+    #[inline(always)]
+    fn find(&self, stamp: u64) -> Option<(u32, bool)> {
+        let i = self.direct[self.entry(stamp)];
+        if i != NO_SLOT && self.stamps[i as usize] == stamp {
+            return Some((i, true));
+        }
+        if self.overflow.is_empty() {
+            return None;
+        }
+        self.overflow.get(&stamp).map(|&i| (i, false))
+    }
+
+    fn insert(&mut self, stamp: u64, path: Path) {
+        if let Some((i, _)) = self.find(stamp) {
+            self.paths[i as usize] = path;
+            return;
+        }
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.paths.push(Path::default());
+            self.stamps.push(0);
+            (self.paths.len() - 1) as u32
+        });
+        self.paths[i as usize] = path;
+        self.stamps[i as usize] = stamp;
+        let e = self.entry(stamp);
+        if self.direct[e] == NO_SLOT {
+            self.direct[e] = i;
+        } else {
+            self.overflow.insert(stamp, i);
+        }
+    }
+
+    #[inline(always)]
+    fn remove(&mut self, stamp: u64) -> Option<Path> {
+        let (i, direct) = self.find(stamp)?;
+        if direct {
+            let e = self.entry(stamp);
+            self.direct[e] = NO_SLOT;
+        } else {
+            self.overflow.remove(&stamp);
+        }
+        self.free.push(i);
+        Some(self.paths[i as usize])
+    }
+
+    /// For an event `soon` places ahead: its entry in the direct table
+    /// (far ahead), or the path that entry names (nearer).
+    #[inline(always)]
+    fn prefetch_entry(&self, stamp: u64) {
+        super::prefetch(&self.direct, self.entry(stamp));
+    }
+    #[inline(always)]
+    fn prefetch_path(&self, stamp: u64) {
+        let i = self.direct[self.entry(stamp)];
+        if i != NO_SLOT {
+            super::prefetch_whole(&self.paths, i as usize);
+        }
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Path> {
+        self.live().map(|i| &self.paths[i])
+    }
+
+    fn renumber(&mut self, f: impl Fn(&mut Path)) {
+        let live: Vec<usize> = self.live().collect();
+        for i in live {
+            f(&mut self.paths[i]);
+        }
+    }
+
+    /// The slots in use.
+    fn live(&self) -> impl Iterator<Item = usize> + '_ {
+        let direct = self.direct.iter().filter(|&&i| i != NO_SLOT);
+        direct.chain(self.overflow.values()).map(|&i| i as usize)
+    }
+
+    fn bytes(&self) -> usize {
+        self.direct.capacity() * 4
+            + self.overflow.capacity() * 13
+            + self.paths.capacity() * std::mem::size_of::<Path>()
+            + self.stamps.capacity() * 8
+            + self.free.capacity() * 4
+    }
 }
 
 /// A path arriving on `rank` from hop `from` with causes `at`; `hop` once made.
@@ -237,6 +361,8 @@ const NOWHERE: Hop = Hop { rank: u32::MAX, from: 0, at: [0; 7], iteration: UNKNO
 /// twice what the last one kept, to collect early and often).
 const MIN_HOP_BUDGET: usize = 1 << 15;
 const HOPS_PER_RANK: usize = 2;
+/// Entries of the events' direct table per rank (rounded up to a power of two).
+const DIRECT_PER_RANK: usize = 8;
 
 #[cfg(test)]
 thread_local! {
@@ -277,12 +403,14 @@ pub struct Explained {
 
 /// Bytes per rank explaining adds (for the memory estimate made before the
 /// run): a path per CPU and NIC clock (three with one CPU and one NIC), the
-/// wait counters, the paths of queued events in their hash table (about
-/// 0.8 KB per rank in all measured on the bench cases: allow 5 paths' worth),
-/// and the route's hops (collected at twice their budget).
+/// wait counters, the events' direct table and the paths of queued events
+/// (at most one per rank at once on the bench cases: allow 4), and the
+/// route's hops (collected at twice their budget).
 pub fn explain_bytes_per_rank() -> u128 {
-    let hops = 2 * HOPS_PER_RANK * std::mem::size_of::<Hop>();
-    (4 * std::mem::size_of::<Path>() + std::mem::size_of::<Waits>() + 5 * (std::mem::size_of::<Path>() + 16) + hops) as u128
+    let path = std::mem::size_of::<Path>();
+    let hops = 2 * HOPS_PER_RANK * (std::mem::size_of::<Hop>() + 4);
+    let events = 4 * DIRECT_PER_RANK + 4 * (path + 8 + 4);
+    (4 * path + std::mem::size_of::<Waits>() + events + hops) as u128
 }
 
 /// What one rank waited for: CPU idle time ended by a message's arrival
@@ -306,9 +434,9 @@ pub const OTHER: usize = 2;
 impl Explain {
     fn bytes(&self) -> usize {
         let path = std::mem::size_of::<Path>();
-        self.hops.capacity() * std::mem::size_of::<Hop>()
+        self.hops.capacity() * (std::mem::size_of::<Hop>() + 4)
             + self.clocks.capacity() * path
-            + self.events.capacity() * (path + 16)
+            + self.events.bytes()
             + self.mem.capacity() * (path + 24)
             + self.waits.capacity() * std::mem::size_of::<Waits>()
     }
@@ -331,14 +459,37 @@ impl<P: Program, const X: bool> Engine<P, X> {
             clocks: clocks.collect(),
             waits: vec![Waits::default(); ranks],
             hops: Vec::with_capacity(1 + ranks + HOPS_PER_EVENT),
+            hop_rank: Vec::with_capacity(1 + ranks + HOPS_PER_EVENT),
+            // tests: a few entries, so that stamps often overflow
+            events: EventPaths::new(if cfg!(test) { 4 } else { (DIRECT_PER_RANK * ranks).next_power_of_two().max(1 << 10) }),
             collect_at: if cfg!(test) { 64 } else { 2 * hop_budget },
             hop_budget,
             ..Default::default()
         });
-        x.hops.push(NOWHERE);
-        let iteration = |rank| self.program.iteration(rank).unwrap_or(UNKNOWN);
-        x.hops.extend((0..ranks as u32).map(|rank| Hop { rank, iteration: iteration(rank), ..NOWHERE }));
+        x.push_hop(NOWHERE);
+        for rank in 0..ranks as u32 {
+            x.push_hop(Hop { rank, iteration: self.program.iteration(rank).unwrap_or(UNKNOWN), ..NOWHERE });
+        }
         self.explained = Some(x);
+    }
+
+    /// Brings into cache what the event `soon` is about to read: far ahead,
+    /// its rank's clock paths and its entry in the events' table; nearer
+    /// (`near`), the path that entry names.
+    #[inline(always)]
+    pub(super) fn x_prefetch(&self, soon: &Event, near: bool) {
+        let x = self.explained.as_deref().expect("explaining");
+        if near {
+            x.events.prefetch_path(soon.stamp());
+            return;
+        }
+        x.events.prefetch_entry(soon.stamp());
+        let rank = soon.rank;
+        let per_rank = self.stride - super::LISTS;
+        let first = rank as usize * per_rank;
+        for i in first..first + per_rank {
+            super::prefetch_whole(&x.clocks, i);
+        }
     }
 
     /// The makespan's path, if the run was explained.
@@ -366,7 +517,9 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if x.hops.len() >= x.collect_at {
             x.collect();
         }
-        let stored = x.events.remove(&ev.stamp());
+        // a message queued for its receiver's free moment (`handled_from`)
+        // carries its arrival's path: at a later time, it is the clocks'
+        let stored = x.events.remove(ev.stamp()).filter(|p| p.total() == ev.time);
         let cur = stored.or_else(|| {
             let idx = self.resources(ev)?;
             let x = self.explained.as_deref().expect("explaining");
@@ -376,7 +529,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         debug_assert!(cur.is_none_or(|p| p.total() == ev.time), "path {cur:?} for {ev:?}");
         let x = self.explained.as_deref_mut().expect("explaining");
         x.arriving =
-            cur.filter(|p| x.hops[p.hop as usize].rank != ev.rank).map(|p| Arrival { rank: ev.rank, from: p.hop, at: p.ps, hop: None });
+            cur.filter(|p| x.hop_rank[p.hop as usize] != ev.rank).map(|p| Arrival { rank: ev.rank, from: p.hop, at: p.ps, hop: None });
         x.cur = cur;
     }
 
@@ -645,7 +798,7 @@ impl Explain {
     #[inline]
     fn arrive(&mut self, mut path: Path, rank: u32) -> Path {
         debug_assert_ne!(path.hop, 0, "a path starts on a rank");
-        if self.hops[path.hop as usize].rank == rank {
+        if self.hop_rank[path.hop as usize] == rank {
             return path;
         }
         let mut hop = Hop { rank, from: path.hop, at: path.ps, iteration: UNKNOWN };
@@ -662,8 +815,9 @@ impl Explain {
             let cap = self.hops.capacity();
             let most = (self.collect_at.saturating_add(HOPS_PER_EVENT)).max(cap + 1);
             self.hops.reserve_exact((2 * cap).min(most) - cap);
+            self.hop_rank.reserve_exact(self.hops.capacity() - self.hop_rank.len());
         }
-        self.hops.push(hop);
+        self.push_hop(hop);
         path.hop = (self.hops.len() - 1) as u32;
         path
     }
@@ -722,16 +876,18 @@ impl Explain {
             let hop = self.hops[i];
             let from = new[hop.from as usize];
             self.hops[n] = Hop { from: if from == DROP { 0 } else { from }, ..hop };
+            self.hop_rank[n] = hop.rank;
             new[i] = n as u32;
             n += 1;
         }
         self.hops.truncate(n);
+        self.hop_rank.truncate(n);
         if cfg!(test) {
             self.collect_at = 64.max(2 * n);
         }
         let renumber = |p: &mut Path| p.hop = new[p.hop as usize];
         self.clocks.iter_mut().for_each(renumber);
-        self.events.values_mut().for_each(renumber);
+        self.events.renumber(renumber);
         self.mem.values_mut().for_each(|(p, _)| renumber(p));
     }
 
@@ -757,6 +913,11 @@ impl Explain {
             segments.push(Segment { rank: hop.rank, iteration, start: from.iter().sum(), end: to.iter().sum(), ps });
         }
         segments
+    }
+
+    fn push_hop(&mut self, hop: Hop) {
+        self.hops.push(hop);
+        self.hop_rank.push(hop.rank);
     }
 
     #[inline]

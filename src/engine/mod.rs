@@ -71,13 +71,31 @@ const PREFETCH_AHEAD: usize = 8;
 /// than x86-64, and none if `i` is out of range).
 #[inline(always)]
 pub fn prefetch<T>(v: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
     if let Some(x) = v.get(i) {
-        // SAFETY: prefetching is a hint; it never faults, even on bad addresses
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const T as *const i8) }
+        prefetch_line(x as *const T as *const i8);
+    }
+}
+
+/// [`prefetch`] for every cache line of `v[i]` (values larger than one).
+#[inline(always)]
+pub fn prefetch_whole<T>(v: &[T], i: usize) {
+    if let Some(x) = v.get(i) {
+        let start = x as *const T as *const i8;
+        for offset in (0..std::mem::size_of::<T>()).step_by(64) {
+            prefetch_line(start.wrapping_add(offset));
+        }
+    }
+}
+
+#[inline(always)]
+fn prefetch_line(at: *const i8) {
+    // SAFETY: prefetching is a hint; it never faults, even on bad addresses
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (v, i);
+    let _ = at;
 }
 
 /// Largest message size the match queues can hold (128 TiB).
@@ -266,10 +284,16 @@ impl<P: Program, const X: bool> Engine<P, X> {
                     // the receiver's clocks: `handled_from` reads them
                     prefetch(&self.clocks, soon.peer as usize * self.stride);
                 }
+                if self.explaining() {
+                    self.x_prefetch(soon, false);
+                }
             }
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
                 // its clocks line arrived by now: fetch the tails of its match lists
                 self.matcher.prefetch(self.clocks[self.lists(soon.rank)]);
+                if self.explaining() {
+                    self.x_prefetch(soon, true);
+                }
             }
             self.process(ev);
             if let Some(next) = self.waiting.next_after(&ev, self.now) {
@@ -526,11 +550,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// saves a pop and a re-queue: under noise most messages reach a
     /// computing receiver. Not with a DMA NIC, which takes the data whatever
     /// the CPU does, nor with memory-bound work, which parks a CPU at a
-    /// sentinel time (`may_deliver_directly`), nor when explaining, whose
-    /// bookkeeping follows the queue.
+    /// sentinel time (`may_deliver_directly`). When explaining, the message
+    /// keeps its arrival's path, which `x_begin` sets aside if it runs later.
     #[inline(always)]
     fn handled_from(&self, rank: u32, cpu: u8, nic: u8, t: Time) -> Time {
-        if self.explaining() || !self.direct {
+        if !self.direct {
             return t;
         }
         t.max(self.clocks[self.o(rank, cpu)]).max(self.clocks[self.gr(rank, nic)])
