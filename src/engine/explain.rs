@@ -220,15 +220,32 @@ pub struct Explain {
 /// events about to run; a stamp whose entry there is taken by a live one
 /// goes to a hash table (`overflow`).
 struct EventPaths {
-    direct: Vec<u32>,
+    direct: Vec<Entry>,
+    /// log2 of the direct table's size.
+    bits: u32,
     overflow: HashMap<u64, u32, BuildHasherDefault<super::waiting::Mix>>,
-    paths: Vec<Path>,
-    /// The stamp each slot's path belongs to.
-    stamps: Vec<u64>,
+    slots: Vec<Stored>,
     free: Vec<u32>,
 }
 
-const NO_SLOT: u32 = u32::MAX;
+/// A direct table entry: the slot of the stamp whose low bits lead here,
+/// and the stamp's other bits (`tag`). Stamps take 40 bits (queue.rs) and
+/// the table at least 2^8 entries, so the tag names the stamp exactly.
+#[derive(Clone, Copy)]
+struct Entry {
+    slot: u32,
+    tag: u32,
+}
+
+const FREE: Entry = Entry { slot: u32::MAX, tag: 0 };
+
+/// A stored path and the rank its latest hop is on (whether it arrives
+/// from elsewhere when its event runs, without looking the hop up then).
+#[derive(Clone, Copy, Default)]
+struct Stored {
+    path: Path,
+    rank: u32,
+}
 
 impl Default for EventPaths {
     fn default() -> Self {
@@ -239,20 +256,23 @@ impl Default for EventPaths {
 impl EventPaths {
     /// `entries`: the size of the direct table (a power of two).
     fn new(entries: usize) -> Self {
-        EventPaths { direct: vec![NO_SLOT; entries], overflow: HashMap::default(), paths: Vec::new(), stamps: Vec::new(), free: Vec::new() }
+        let bits = entries.trailing_zeros();
+        EventPaths { direct: vec![FREE; entries], bits, overflow: HashMap::default(), slots: Vec::new(), free: Vec::new() }
     }
 
     #[inline(always)]
-    fn entry(&self, stamp: u64) -> usize {
-        stamp as usize & (self.direct.len() - 1)
+    fn entry(&self, stamp: u64) -> (usize, u32) {
+        (stamp as usize & (self.direct.len() - 1), (stamp >> self.bits) as u32)
     }
 
-    /// The slot holding `stamp`'s path, if any.
+    /// The slot holding `stamp`'s path, if any, and whether the direct
+    /// table names it.
     #[inline(always)]
     fn find(&self, stamp: u64) -> Option<(u32, bool)> {
-        let i = self.direct[self.entry(stamp)];
-        if i != NO_SLOT && self.stamps[i as usize] == stamp {
-            return Some((i, true));
+        let (e, tag) = self.entry(stamp);
+        let Entry { slot, tag: t } = self.direct[e];
+        if slot != FREE.slot && t == tag {
+            return Some((slot, true));
         }
         if self.overflow.is_empty() {
             return None;
@@ -260,75 +280,73 @@ impl EventPaths {
         self.overflow.get(&stamp).map(|&i| (i, false))
     }
 
-    fn insert(&mut self, stamp: u64, path: Path) {
+    fn insert(&mut self, stamp: u64, stored: Stored) {
+        debug_assert!(stamp >> self.bits >> 32 == 0, "stamp {stamp} beyond the tags");
         if let Some((i, _)) = self.find(stamp) {
-            self.paths[i as usize] = path;
+            self.slots[i as usize] = stored;
             return;
         }
         let i = self.free.pop().unwrap_or_else(|| {
-            self.paths.push(Path::default());
-            self.stamps.push(0);
-            (self.paths.len() - 1) as u32
+            self.slots.push(Stored::default());
+            (self.slots.len() - 1) as u32
         });
-        self.paths[i as usize] = path;
-        self.stamps[i as usize] = stamp;
-        let e = self.entry(stamp);
-        if self.direct[e] == NO_SLOT {
-            self.direct[e] = i;
+        self.slots[i as usize] = stored;
+        let (e, tag) = self.entry(stamp);
+        if self.direct[e].slot == FREE.slot {
+            self.direct[e] = Entry { slot: i, tag };
         } else {
             self.overflow.insert(stamp, i);
         }
     }
 
     #[inline(always)]
-    fn remove(&mut self, stamp: u64) -> Option<Path> {
+    fn remove(&mut self, stamp: u64) -> Option<Stored> {
         let (i, direct) = self.find(stamp)?;
         if direct {
-            let e = self.entry(stamp);
-            self.direct[e] = NO_SLOT;
+            let (e, _) = self.entry(stamp);
+            self.direct[e] = FREE;
         } else {
             self.overflow.remove(&stamp);
         }
         self.free.push(i);
-        Some(self.paths[i as usize])
+        Some(self.slots[i as usize])
     }
 
     /// For an event `soon` places ahead: its entry in the direct table
     /// (far ahead), or the path that entry names (nearer).
     #[inline(always)]
     fn prefetch_entry(&self, stamp: u64) {
-        super::prefetch(&self.direct, self.entry(stamp));
+        super::prefetch(&self.direct, self.entry(stamp).0);
     }
     #[inline(always)]
     fn prefetch_path(&self, stamp: u64) {
-        let i = self.direct[self.entry(stamp)];
-        if i != NO_SLOT {
-            super::prefetch_whole(&self.paths, i as usize);
+        let slot = self.direct[self.entry(stamp).0].slot;
+        if slot != FREE.slot {
+            super::prefetch_whole(&self.slots, slot as usize);
         }
     }
 
     fn values(&self) -> impl Iterator<Item = &Path> {
-        self.live().map(|i| &self.paths[i])
+        self.live().map(|i| &self.slots[i].path)
     }
 
     fn renumber(&mut self, f: impl Fn(&mut Path)) {
         let live: Vec<usize> = self.live().collect();
         for i in live {
-            f(&mut self.paths[i]);
+            f(&mut self.slots[i].path);
         }
     }
 
     /// The slots in use.
     fn live(&self) -> impl Iterator<Item = usize> + '_ {
-        let direct = self.direct.iter().filter(|&&i| i != NO_SLOT);
-        direct.chain(self.overflow.values()).map(|&i| i as usize)
+        let direct = self.direct.iter().map(|e| e.slot).filter(|&i| i != FREE.slot);
+        direct.chain(self.overflow.values().copied()).map(|i| i as usize)
     }
 
     fn bytes(&self) -> usize {
-        self.direct.capacity() * 4
+        self.direct.capacity() * std::mem::size_of::<Entry>()
             + self.overflow.capacity() * 13
-            + self.paths.capacity() * std::mem::size_of::<Path>()
-            + self.stamps.capacity() * 8
+            + self.slots.capacity() * std::mem::size_of::<Stored>()
             + self.free.capacity() * 4
     }
 }
@@ -362,7 +380,7 @@ const NOWHERE: Hop = Hop { rank: u32::MAX, from: 0, at: [0; 7], iteration: UNKNO
 const MIN_HOP_BUDGET: usize = 1 << 15;
 const HOPS_PER_RANK: usize = 2;
 /// Entries of the events' direct table per rank (rounded up to a power of two).
-const DIRECT_PER_RANK: usize = 8;
+const DIRECT_PER_RANK: usize = 4;
 
 #[cfg(test)]
 thread_local! {
@@ -461,7 +479,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             hops: Vec::with_capacity(1 + ranks + HOPS_PER_EVENT),
             hop_rank: Vec::with_capacity(1 + ranks + HOPS_PER_EVENT),
             // tests: a few entries, so that stamps often overflow
-            events: EventPaths::new(if cfg!(test) { 4 } else { (DIRECT_PER_RANK * ranks).next_power_of_two().max(1 << 10) }),
+            events: EventPaths::new(if cfg!(test) { 4 } else { (DIRECT_PER_RANK * ranks).next_power_of_two().max(1 << 8) }),
             collect_at: if cfg!(test) { 64 } else { 2 * hop_budget },
             hop_budget,
             ..Default::default()
@@ -519,8 +537,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         // a message queued for its receiver's free moment (`handled_from`)
         // carries its arrival's path: at a later time, it is the clocks'
-        let stored = x.events.remove(ev.stamp()).filter(|p| p.total() == ev.time);
-        let cur = stored.or_else(|| {
+        let stored = x.events.remove(ev.stamp()).filter(|s| s.path.total() == ev.time);
+        // a path from the rank's own clocks is on that rank (`arrive` made
+        // it so): only a stored one may come from elsewhere
+        let arriving = stored.filter(|s| s.rank != ev.rank).map(|s| Arrival { rank: ev.rank, from: s.path.hop, at: s.path.ps, hop: None });
+        let cur = stored.map(|s| s.path).or_else(|| {
             let idx = self.resources(ev)?;
             let x = self.explained.as_deref().expect("explaining");
             let at = idx.iter().filter(|&&i| self.clocks[i] == ev.time).map(|&i| (ev.time, x.clock(i, self.stride)));
@@ -528,8 +549,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         });
         debug_assert!(cur.is_none_or(|p| p.total() == ev.time), "path {cur:?} for {ev:?}");
         let x = self.explained.as_deref_mut().expect("explaining");
-        x.arriving =
-            cur.filter(|p| x.hop_rank[p.hop as usize] != ev.rank).map(|p| Arrival { rank: ev.rank, from: p.hop, at: p.ps, hop: None });
+        debug_assert!(cur.is_none_or(|p| (x.hop_rank[p.hop as usize] != ev.rank) == arriving.is_some()));
+        x.arriving = arriving;
         x.cur = cur;
     }
 
@@ -597,7 +618,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// `ev` was queued (new or again) with `path`.
     pub(super) fn x_queued(&mut self, stamp: u64, path: Path) {
         if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            x.events.insert(stamp, path);
+            x.store(stamp, path);
         }
     }
 
@@ -606,7 +627,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     pub(super) fn x_queued_now(&mut self, stamp: u64) {
         if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
             if let Some(p) = x.cur {
-                x.events.insert(stamp, p);
+                x.store(stamp, p);
             }
         }
     }
@@ -682,7 +703,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// The message just queued with `stamp` takes the path built for it.
     pub(super) fn x_queue_msg(&mut self, stamp: u64) {
         let x = self.explained.as_deref_mut().expect("explaining");
-        x.events.insert(stamp, x.msg);
+        x.store(stamp, x.msg);
     }
 
     /// A message's path so far (see `x_send`), to be extended by `x_flight`.
@@ -913,6 +934,12 @@ impl Explain {
             segments.push(Segment { rank: hop.rank, iteration, start: from.iter().sum(), end: to.iter().sum(), ps });
         }
         segments
+    }
+
+    /// Keeps `path` for the event queued with `stamp`.
+    fn store(&mut self, stamp: u64, path: Path) {
+        let rank = self.hop_rank[path.hop as usize];
+        self.events.insert(stamp, Stored { path, rank });
     }
 
     fn push_hop(&mut self, hop: Hop) {
