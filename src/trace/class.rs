@@ -343,8 +343,103 @@ impl Class {
                 None => None,
             });
         }
+        if let Layout::Grid(e) = layout {
+            check_pairing(e, &classes).map_err(|why| format!("{}{why}", layout.refusal()))?;
+        }
         Ok(classes)
     }
+
+    /// Messages sent to (`true`) and received from (`false`) each
+    /// neighbour offset, by tag; None if a receive takes any source or tag.
+    fn p2p_counts(&self) -> Option<FxHashMap<Channel, u64>> {
+        let mut n = FxHashMap::default();
+        for it in &self.items {
+            let send = match it.kind {
+                OpKind::Send => true,
+                OpKind::Recv => false,
+                _ => continue,
+            };
+            match it.peer {
+                Peer::Offset(d) if it.tag != ANY => *n.entry((d, send, it.tag)).or_insert(0) += 1,
+                Peer::Offset(_) | Peer::Any => return None,
+                Peer::None | Peer::Shift(_) => {}
+            }
+        }
+        Some(n)
+    }
+}
+
+/// Messages to (`true`) or from a neighbour offset, with one tag.
+type Channel = ([i8; MAX_DIMS], bool, u32);
+
+/// `c` with coordinate `d` set to `x`.
+fn with(mut c: [u32; MAX_DIMS], d: usize, x: u32) -> [u32; MAX_DIMS] {
+    c[d] = x;
+    c
+}
+
+/// An offset as "(+1, 0, -1)".
+fn describe_offset(off: &[i8]) -> String {
+    let parts: Vec<String> = off.iter().map(|&x| if x > 0 { format!("+{x}") } else { x.to_string() }).collect();
+    format!("({})", parts.join(", "))
+}
+
+/// Copies of the template ranks pair up at scale: for every two classes
+/// that are neighbours somewhere on the target grid, the messages one sends
+/// toward the other equal, tag by tag, those the other receives from it.
+/// In the trace each rank's partner was a different rank; at scale it may
+/// be a copy of another class, or of its own, so a code whose ranks
+/// exchange different numbers of messages (which depend on their data) would
+/// otherwise stop midway with ranks waiting for each other.
+fn check_pairing(e: &Extrapolation, classes: &[Option<Class>]) -> Result<(), String> {
+    let dims = e.template.dims.len();
+    let counts: Vec<_> = classes.iter().map(|c| c.as_ref().and_then(Class::p2p_counts)).collect();
+    // per dimension and step (-1, 0, 1): the template coordinates found side by side on the target
+    let steps: Vec<[Vec<(u32, u32)>; 3]> = (0..dims)
+        .map(|d| {
+            std::array::from_fn(|i| {
+                let (n, step) = (e.target.dims[d] as i64, i as i64 - 1);
+                let mut pairs: Vec<(u32, u32)> = (0..n)
+                    .filter_map(|x| {
+                        let y = if e.target.periodic[d] { (x + step).rem_euclid(n) } else { x + step };
+                        (0..n).contains(&y).then(|| (e.class(d, x as u32), e.class(d, y as u32)))
+                    })
+                    .collect();
+                pairs.sort_unstable();
+                pairs.dedup();
+                pairs
+            })
+        })
+        .collect();
+    for (t, mine) in counts.iter().enumerate() {
+        let Some(mine) = mine else { continue };
+        let at = e.template.coords(t as u32);
+        for (&(off, send, tag), &n) in mine {
+            // the template coordinates of every neighbour at `off` on the target
+            let mut peers = vec![[0u32; MAX_DIMS]];
+            for (d, side_by_side) in steps.iter().enumerate() {
+                let next: Vec<u32> = side_by_side[(off[d] + 1) as usize].iter().filter(|p| p.0 == at[d]).map(|p| p.1).collect();
+                peers = peers.iter().flat_map(|q| next.iter().map(move |&x| with(*q, d, x))).collect();
+            }
+            let back = off.map(|x| -x);
+            for q in peers {
+                let u = e.template.rank(&q);
+                let Some(theirs) = &counts[u as usize] else { continue };
+                let m = theirs.get(&(back, !send, tag)).copied().unwrap_or(0);
+                if m != n {
+                    let (from, to, toward, (sent, received)) = if send { (t as u32, u, off, (n, m)) } else { (u, t as u32, back, (m, n)) };
+                    return Err(format!(
+                        "template rank {from} sends {sent} messages of one kind (communicator and tag) to its neighbour at \
+                         {}; at scale that neighbour can replay template rank {to}, which receives {received} of them. The \
+                         traced ranks exchange different numbers of messages (as when they depend on each rank's data), so \
+                         copies of them do not pair up",
+                        describe_offset(&toward[..dims]),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One collective a rank is inside: its rounds are generated one at a time.

@@ -192,7 +192,7 @@ impl Extrapolation {
 
     /// The template coordinate of a target coordinate along `d`: edges to
     /// edges, the interior cycling over the template's interior.
-    fn class(&self, d: usize, x: u32) -> u32 {
+    pub fn class(&self, d: usize, x: u32) -> u32 {
         let (a, big) = (self.template.dims[d], self.target.dims[d]);
         if x == 0 {
             0

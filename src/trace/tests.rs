@@ -656,3 +656,37 @@ fn random_grid_programs_compiled_per_class_replay_as_their_goal_export() {
         let _ = std::fs::remove_dir_all(&d);
     }
 }
+
+/// A periodic 3×3 grid whose ranks send 1, 2 or 3 messages to their +x
+/// neighbour (by their x), each receiving what its −x neighbour sent: it
+/// pairs up as traced, but at scale a copy of one rank may face a copy of
+/// another, so it is refused before the run, naming the two counts.
+#[test]
+fn data_dependent_message_counts_are_refused_before_the_run() {
+    let d = tmp("data-dependent");
+    let g = grid::Grid::new(vec![3, 3], vec![true; 2]).unwrap();
+    let sends = |x: u32| 1 + x as u64;
+    for r in 0..9u32 {
+        let mut k = Rank::new(&d, r as i32, 9);
+        cart_with_rows_and_columns(&mut k, &g, r);
+        let x = g.coords(r)[0];
+        let mut req = 100;
+        for _ in 0..sends((x + 2) % 3) {
+            k.p2p(op::IRECV, neighbour(&g, r, 0, -1), 4, 64, req);
+            req += 1;
+        }
+        for _ in 0..sends(x) {
+            k.p2p(op::ISEND, neighbour(&g, r, 0, 1), 4, 64, req);
+            req += 1;
+        }
+        for q in 100..req {
+            k.p2p(op::WAIT, -1, 0, 0, q);
+        }
+        k.finish();
+    }
+    // as traced, each copy faces the rank it faced in the trace
+    replay(&TraceSpec { grid: Some("3x3".into()), ..spec(&d) }).unwrap();
+    let e = replay(&TraceSpec { grid: Some("6x3".into()), ..spec(&d) }).unwrap_err();
+    assert!(e.contains("cannot extrapolate on the 3×3 (periodic) grid") && e.contains("do not pair up"), "{e}");
+    assert!(e.contains("sends 2 messages") && e.contains("receives 1 of them"), "{e}");
+}
