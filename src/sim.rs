@@ -303,12 +303,13 @@ fn run_replay<P: Program>(
     extrapolated: bool,
 ) -> Result<(RunResult, P), SimError> {
     run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map_err(|e| match e {
-        // what the up-front check cannot see: partners that pair up on the template but not at scale
+        // what the up-front checks cannot see: messages that pair up in number but not in order
         SimError::Deadlock(s) | SimError::Unmatched(s) if extrapolated => SimError::Invalid(format!(
-            "cannot extrapolate: the extrapolated program does not pair up ({s}). Only nearest-neighbour exchanges \
-             extrapolate; along a periodic dimension of 3 traced ranks an exchange 2 ranks away looks like one with \
-             the neighbour on the other side. Trace with 5 or more ranks along periodic dimensions to have such a \
-             code refused up front"
+            "cannot extrapolate: the extrapolated program does not pair up ({s}). Its messages pair up in number \
+             (checked before the run), so their order or partners differ: copies of traced ranks that order their \
+             exchanges differently wait for each other, and along a periodic dimension of 3 traced ranks an exchange \
+             2 ranks away looks like one with the neighbour on the other side (trace with 5 or more ranks along \
+             periodic dimensions to have that refused up front)"
         )),
         e => e,
     })
