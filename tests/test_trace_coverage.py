@@ -755,3 +755,58 @@ def test_lammps_peptide_is_traced_whole_and_replays(debian_lib, tmp_path):
         assert len(ops(x, "alltoallv")) == 14 and all(len(x.payloads[i]) == 8 for i in ops(x, "alltoallv"))
     sends, report = replays(tmp_path / "tr", tmp_path)
     assert sends > 40_000 and report["unmodelled"] == []
+
+
+GROMACS_TOPOLOGY = """#include "oplsaa.ff/forcefield.itp"
+#include "oplsaa.ff/spce.itp"
+
+[ system ]
+water
+
+[ molecules ]
+"""
+
+GROMACS_MDP = """integrator = md
+nsteps = 200
+dt = 0.002
+cutoff-scheme = Verlet
+coulombtype = PME
+rcoulomb = 0.9
+rvdw = 0.9
+constraints = h-bonds
+tcoupl = v-rescale
+tc-grps = System
+tau-t = 0.1
+ref-t = 300
+nstxout = 0
+nstenergy = 100
+nstlog = 100
+"""
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gmx_mpi").exists() or not (DEB / "mpiexec").exists(),
+                    reason="needs Debian's GROMACS and Open MPI (apt-get install gromacs libopenmpi-dev)")
+def test_gromacs_replays_as_traced_and_its_extrapolation_is_refused_before_the_run(debian_lib, tmp_path):
+    """GROMACS's water box on a 3×3 domain grid: it replays as traced, but its ranks
+    exchange different numbers of messages with their neighbours, so copies of them
+    cannot pair up at 6×6: refused before the run, with both counts."""
+    from idlewave.trace import replay
+
+    (tmp_path / "topol.top").write_text(GROMACS_TOPOLOGY)
+    (tmp_path / "md.mdp").write_text(GROMACS_MDP)
+    env = debian_env(tmp_path / "tr")
+    for cmd in (["gmx", "-quiet", "solvate", "-cs", "spc216.gro", "-box", "2.98", "2.98", "2.98", "-o", "water.gro",
+                 "-p", "topol.top"],
+                ["gmx", "-quiet", "grompp", "-f", "md.mdp", "-c", "water.gro", "-p", "topol.top", "-o", "topol.tpr"]):
+        p = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+    p = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "-n", "9", "-x", f"LD_PRELOAD={debian_lib}", "-x",
+                        "IDLEWAVE_TRACE_DIR", "/usr/bin/gmx_mpi", "-quiet", "mdrun", "-s", "topol.tpr", "-dd", "3", "3",
+                        "1", "-npme", "0", "-ntomp", "1"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    _, report = replays(tmp_path / "tr", tmp_path)
+    assert report["unmodelled"] == []
+    with pytest.raises(ValueError, match=r"cannot extrapolate on the 3×3 \(periodic\) grid: template rank \d+ sends "
+                                         r"\d+ messages .* receives \d+ of them.*do not pair up"):
+        replay(tmp_path / "tr", scale_to=36)
