@@ -432,7 +432,7 @@ fn check_pairing(e: &Extrapolation, classes: &[Option<Class>]) -> Result<(), Str
                         "template rank {from} sends {sent} messages of one kind (communicator and tag) to its neighbour at \
                          {}; at scale that neighbour can replay template rank {to}, which receives {received} of them. The \
                          traced ranks exchange different numbers of messages (as when they depend on each rank's data), so \
-                         copies of them do not pair up",
+                         copies of them do not pair up (replay it at its traced size, or trace it at the size wanted)",
                         describe_offset(&toward[..dims]),
                     ));
                 }
