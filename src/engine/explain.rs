@@ -166,16 +166,19 @@ impl Path {
 }
 
 /// The path of the latest of `inputs` (time, path); see the module notes for ties.
-pub fn latest<'a>(inputs: impl IntoIterator<Item = (Time, &'a Path)>) -> Option<(Time, Path)> {
-    let mut best: Option<(Time, Path)> = None;
+/// Copies one path, however many inputs (a clock given twice is one input).
+pub fn latest<'a>(inputs: impl IntoIterator<Item = (Time, &'a Path)>) -> Option<Path> {
+    let mut inputs = inputs.into_iter();
+    let (mut best_time, mut best) = inputs.next()?;
+    let mut tied: Option<Path> = None;
     for (t, p) in inputs {
-        match &mut best {
-            Some((bt, bp)) if *bt == t => bp.max_counts(p),
-            Some((bt, _)) if *bt > t => {}
-            _ => best = Some((t, *p)),
+        if t > best_time {
+            (best_time, best, tied) = (t, p, None);
+        } else if t == best_time && !std::ptr::eq(p, best) {
+            tied.get_or_insert(*best).max_counts(p);
         }
     }
-    best
+    Some(tied.unwrap_or(*best))
 }
 
 /// Where the paths live while a run is explained.
@@ -520,7 +523,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             .flat_map(|r| (0..self.ncpu).map(move |c| self.o(r, c as u8)))
             .filter(|&i| self.clocks[i] == makespan)
             .map(|i| (self.clocks[i], x.clock(i, self.stride)));
-        let (_, path) = latest(inputs).unwrap_or((0, Path::default()));
+        let path = latest(inputs).unwrap_or_default();
         let route = x.route(&path);
         Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes(), waits: x.waits.clone(), route })
     }
@@ -545,7 +548,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             let idx = self.resources(ev)?;
             let x = self.explained.as_deref().expect("explaining");
             let at = idx.iter().filter(|&&i| self.clocks[i] == ev.time).map(|&i| (ev.time, x.clock(i, self.stride)));
-            latest(at).map(|(_, p)| p)
+            latest(at)
         });
         debug_assert!(cur.is_none_or(|p| p.total() == ev.time), "path {cur:?} for {ev:?}");
         let x = self.explained.as_deref_mut().expect("explaining");
@@ -642,7 +645,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let x = self.explained.as_deref().expect("explaining");
         let now = x.cur.as_ref().filter(|_| with_now).map(|p| (self.now, p));
         let clocks = idx.iter().map(|&i| (self.clocks[i], x.clock(i, self.stride)));
-        latest(clocks.chain(now)).map(|(_, p)| p).unwrap_or_default()
+        latest(clocks.chain(now)).unwrap_or_default()
     }
 
     /// Clock `i` is now `self.clocks[i]`, reached by `path`.
@@ -1130,6 +1133,29 @@ mod tests {
         assert_eq!(x.makespan, 4 * o + 2 * l + 2 * g_bytes);
         assert_eq!([count(&x.path, L), count(&x.path, O_CPU), count(&x.path, GAP), count(&x.path, G_BYTE)], [2, 4, 0, 2 * (s - 1)]);
         check_derivatives("ping-pong", &cfg, false);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Rank 0's second send waits for its CPU (o, then a calc) and its NIC
+    /// (g + 1000·G of the first send), both free at 7 µs. Raising o, g or G
+    /// each delays it, so each count must be the larger of the two paths'.
+    #[test]
+    fn tied_clocks_take_the_larger_counts() {
+        let dir = std::env::temp_dir().join(format!("idlewave-explain-tie-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let goal = dir.join("tie.goal");
+        std::fs::write(
+            &goal,
+            "num_ranks 2\nrank 0 {\nl1: send 1001b to 1 tag 0\nl2: calc 5500\nl2 requires l1\nl3: send 1b to 1 tag 1\nl3 requires l2\n\
+             l4: calc 20000\nl4 requires l3\n}\nrank 1 {\nl1: recv 1001b from 0 tag 0\nl2: recv 1b from 0 tag 1\n}\n",
+        )
+        .unwrap();
+        let cfg = config(serde_json::json!({"network": net(), "workload": {"kind": "goal", "path": goal.display().to_string()}}));
+        let x = explained(&cfg);
+        // o + calc = g + 1000·G = 7 µs; then o and the last calc
+        assert_eq!(x.makespan, 7_000_000 + 1_500_000 + 20_000_000);
+        assert_eq!([count(&x.path, L), count(&x.path, O_CPU), count(&x.path, GAP), count(&x.path, G_BYTE)], [0, 2, 1, 1000]);
+        check_derivatives("tied clocks", &cfg, false);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
