@@ -974,6 +974,7 @@ mod tests {
         let r = run(&Config { explain: true, ..cfg.clone() }, None).expect("runs");
         let x = r.explained.expect("explained");
         assert_eq!(x.makespan, r.makespan);
+        assert_eq!(r.finish_times[x.last_rank as usize], x.makespan, "the last rank ends the run");
         assert_eq!(x.path.total(), r.makespan, "the causes sum to the makespan: {x:?}");
         check_route(&x);
         x
