@@ -605,11 +605,6 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
     }
 
-    /// Each rank's waits, if the run was explained.
-    pub fn waits(&self) -> Option<&[Waits]> {
-        self.explained.as_deref().map(|x| x.waits.as_slice())
-    }
-
     /// Events run straight away at start-up on `rank` take time 0's empty
     /// path, on that rank.
     pub(super) fn x_start(&mut self, rank: u32) {
