@@ -9,7 +9,12 @@ use std::io::Read;
 pub const MAX_TEXT_BYTES: u64 = 1 << 30;
 
 pub fn read_text(path: &str, what: &str) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{path}: cannot read the {what}: {e}"))?;
+    // without blocking: opening a FIFO for reading would wait for a writer
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+    }
+    .map_err(|e| format!("{path}: cannot read the {what}: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("{path}: cannot read the {what}: {e}"))?;
     if !meta.is_file() {
         return Err(format!("{path}: the {what} must be a regular file"));

@@ -1,6 +1,9 @@
 """Inputs at the edges: every one gives the right answer or a clear error
 naming the limit, never a hang, a wrapped time or a traceback (issue 15)."""
 
+import os
+import stat
+
 import pytest
 
 import idlewave
@@ -232,3 +235,59 @@ def test_a_partner_file_declaring_billions_of_ranks_is_refused_before_allocating
     f.write_text("ranks 4294967295\n")
     with pytest.raises(SimulationError, match=r"partners.txt:1: `ranks 4294967295`: this run needs about 96.00 GiB"):
         idlewave.simulate({"workload": {"kind": "spmv", "ranks": 4, "partners_file": str(f)}})
+
+
+def test_a_directory_that_is_not_a_result_is_never_replaced(tmp_path):
+    mine = tmp_path / "mydata"
+    (mine / "sub").mkdir(parents=True)
+    (mine / "thesis.tex").write_text("precious")
+    p = run_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", mine, check=False)
+    assert p.returncode == 2 and "not an idlewave result directory" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("trace", "replay", tmp_path / "no-trace", "--out", mine, check=False)
+    assert p.returncode == 2 and "not an idlewave result directory" in p.stderr
+    with pytest.raises(OSError, match="not an idlewave result directory"):
+        idlewave.simulate({"workload": bsp()}).write(mine)
+    assert (mine / "thesis.tex").read_text() == "precious" and (mine / "sub").is_dir()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    idlewave.simulate({"workload": bsp()}).write(empty)  # an empty directory takes the result
+    assert (empty / "summary.json").is_file()
+
+
+def test_outputs_never_replace_fifos_or_devices(tmp_path):
+    out = tmp_path / "r"
+    run_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", out, "--quiet")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    p = run_cli("report", out, "-o", fifo, check=False)
+    assert p.returncode == 1 and "is not a regular file" in p.stderr and "Traceback" not in p.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_inputs_that_are_fifos_are_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer
+    with pytest.raises(ScenarioError, match="must be a regular file"):
+        idlewave.load_scenario(fifo)
+    with pytest.raises(ScenarioError, match="network.platform.*must be a regular file"):
+        idlewave.simulate({"network": {"platform": str(fifo)}, "workload": bsp()})
+    with pytest.raises(SimulationError, match="must be a regular file"):
+        idlewave.simulate({"workload": {"kind": "spmv", "ranks": 4, "partners_file": str(fifo)}})
+
+
+def test_a_poisson_rate_too_small_to_represent_is_refused():
+    with pytest.raises((ScenarioError, SimulationError), match=r"noise\[0\].rate_hz.*too small"):
+        idlewave.simulate({"noise": [{"kind": "poisson", "rate_hz": 1e-300, "duration_s": 1e-6}], "workload": bsp()})
+
+
+@pytest.mark.parametrize("flag, value", [("--scale-to", "0"), ("--scale-to", "-1"), ("--compute-scale", "nan"),
+                                         ("--compute-scale", "-1")])
+def test_trace_replay_flags_out_of_range_name_the_flag(tmp_path, flag, value):
+    p = run_cli("trace", "replay", tmp_path, flag, value, "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and flag in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_positive_time_below_a_picosecond_is_refused_not_rounded_to_zero():
+    with pytest.raises(ScenarioError, match=r"network.o_s: too small: 1e-13 s is below the engine's 1 ps"):
+        idlewave.simulate({"network": {"o_s": 1e-13}, "workload": bsp()})
+    idlewave.simulate({"network": {"o_s": 0.0}, "workload": bsp()})  # zero stays a valid choice

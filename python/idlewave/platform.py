@@ -12,6 +12,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from idlewave.inputs import read_bytes
 from idlewave.overrides import merge
 
 PRESET_DIR = Path(__file__).parent / "platforms"
@@ -31,11 +32,11 @@ def load(name_or_path: str, resolve: Callable[[str], str]) -> tuple[dict, str]:
     preset = PRESET_DIR / f"{name_or_path}.toml"
     path = preset if preset.is_file() else Path(resolve(name_or_path))
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(read_bytes(path, "platform file").decode())
     except FileNotFoundError:
         raise FileNotFoundError(
             f"{name_or_path!r} is neither a preset ({', '.join(presets())}) nor a readable file") from None
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: {e}") from None
     except RecursionError:
         raise ValueError(f"{path}: TOML nested too deeply to read") from None

@@ -5,7 +5,8 @@ renamed into place (an atomic replace on POSIX). A result directory is
 written whole (:func:`write_dir`): its files go into a temporary sibling
 directory, which then takes the final name, so a reader finds the old
 complete set, the new complete set or (for an instant) none, never a mix of
-two runs; temporary names are cleaned up on failure.
+two runs; temporary names are cleaned up on failure. Only an empty directory
+or an earlier result is replaced, and a file only by a file, never a device.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ def _umask() -> int:
     return mask
 
 
+class ResultsError(OSError):
+    """A result that cannot be written; the message says where and why."""
+
+
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    if path.exists() and not path.is_file():
+        # renaming over a device, FIFO or directory would replace it with a file
+        raise ResultsError(f"{path}: exists and is not a regular file; it is not replaced")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -165,17 +173,37 @@ def write_text(path: Path, text: str) -> None:
     _atomic(path, write)
 
 
-class ResultsError(OSError):
-    """A result directory that cannot be written; the message says where and why."""
+#: Files that mark a directory as a result this package wrote (a run's
+#: summary, a failed sweep point's error): only such a directory, or an
+#: empty one, is replaced by a new result.
+RESULT_MARKERS = ("summary.json", "error.json")
+
+
+def unreplaceable(out: Path) -> str | None:
+    """Why a new result may not take the place of `out`, or None: it must be
+    absent, an empty directory or a result written before, so that nothing
+    else a user keeps there is ever deleted."""
+    out = Path(out)
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return f"{out}: exists and is not a directory"
+    if any((out / m).is_file() for m in RESULT_MARKERS):
+        return None
+    other = next(out.iterdir(), None)
+    if other is None:
+        return None
+    return (f"{out}: is not an idlewave result directory (it holds {other.name!r}, among others) and a result "
+            "replaces its directory whole; choose a new or empty directory")
 
 
 def write_dir(out: Path, fill: Callable[[Path], None]) -> Path:
     """Lets `fill` write a result directory's files into a fresh temporary
     directory beside `out`, then puts it in place of `out` (replacing a
-    previous result directory, never a file)."""
+    previous result or an empty directory; see `unreplaceable`)."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ResultsError(f"{out}: exists and is not a directory")
+    if (why := unreplaceable(out)) is not None:
+        raise ResultsError(why)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))

@@ -29,6 +29,7 @@ from typing import Any
 
 from idlewave import _engine, platform
 from idlewave import overrides as overrides_mod
+from idlewave.inputs import read_bytes
 
 __all__ = [
     "ScenarioError",
@@ -162,9 +163,10 @@ def read_toml(path: str | Path, what: str = "scenario") -> dict:
     """A TOML file's tables, or a ScenarioError saying why not (file:line for syntax)."""
     source = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = read_bytes(path, what)
     except OSError as e:
-        raise ScenarioError(f"{source}: cannot read {what}: {e.strerror or e}", source=source) from None
+        message = f"{source}: cannot read {what}: {e.strerror}" if e.strerror else str(e)
+        raise ScenarioError(message, source=source) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -426,7 +428,7 @@ class _Walker:
                 self.fail(path, f"must be >= {lo}, got {v!r}")
             if hi is not None and v > hi:
                 self.fail(path, f"too large: {v!r} s exceeds the engine's limit of about {hi:.3g} s (2^60 ps)")
-            if above is not None and round(v * PS_PER_S) < 1:
+            if v > 0 and round(v * PS_PER_S) < 1:  # (a positive time must not become 0)
                 self.fail(path, f"too small: {v!r} s is below the engine's 1 ps resolution")
             return
         if node.get("format") in _UINT_MAX and hi is None:  # the integer type's own range

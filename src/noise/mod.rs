@@ -281,6 +281,10 @@ impl Noise {
                         return Err(format!("{at}.rate_hz: rate and duration must be positive, got {rate_per_s}"));
                     }
                     let window = 1e12 / rate_per_s; // one expected arrival per window
+                    if !window.is_finite() {
+                        // (an infinite window would place its draws at 0·∞)
+                        return Err(format!("{at}.rate_hz: {rate_per_s} Hz is too small to represent; leave the source out for no noise"));
+                    }
                     (Kind::Poisson { window, cdf: Box::new(poisson_cdf(1.0)), duration: *duration_ps }, check_ranks(ranks)?)
                 }
                 NoiseSpec::Trace { path, cosched, ranks } => {
@@ -609,6 +613,18 @@ mod tests {
                 t = a + (i % 3) * US;
             }
         }
+    }
+
+    #[test]
+    fn rates_too_small_to_represent_are_refused_and_tiny_ones_add_nothing() {
+        let spec = |rate_per_s| NoiseSpec::Poisson { rate_per_s, duration_ps: 1_000_000, ranks: None };
+        for rate in [1e-300, 5e-324] {
+            let e = Noise::new(&[spec(rate)], 1, 4).unwrap_err();
+            assert!(e.contains("noise[0].rate_hz") && e.contains("too small"), "{e}");
+        }
+        // one detour expected per 1e302 s: none before the engine's time limit
+        let mut n = Noise::new(&[spec(1e-290)], 1, 4).unwrap();
+        assert_eq!(n.cpu_end(0, 0, 1_000_000_000), 1_000_000_000);
     }
 
     #[test]
