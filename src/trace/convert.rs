@@ -466,9 +466,8 @@ impl RankConv {
             _ => {}
         }
         self.stats.t_last = self.stats.t_last.max(r.t1);
-        if r.op != op::FINALIZE {
-            self.gap(sh.compute_scale, sink, r.t0);
-        }
+        // (before MPI_Finalize too: the traced run's time includes that work)
+        self.gap(sh.compute_scale, sink, r.t0);
         self.last = Some(self.last.map_or(r.t1, |l| l.max(r.t1)));
         self.call(sh, sink, r)
     }

@@ -160,8 +160,8 @@ fn every_family_replays_with_the_messages_the_program_sent() {
     // allreduce on pairs: 2 per pair per call → 2 pairs × 2 × 2000
     let msgs = 4 + 12 + 12 + 6 + 2 * 2 * 2000;
     // one computation before every call replayed (polls and RMA fold into the next gap):
-    // 9 ring calls, 2 inits, 12 starts/waits, 2 frees, 2 collectives, 3 per split/free pair
-    let calcs = 4 * (9 + 2 + 12 + 2 + 2 + 3 * 2000);
+    // 9 ring calls, 2 inits, 12 starts/waits, 2 frees, 2 collectives, 3 per split/free pair, finalize
+    let calcs = 4 * (9 + 2 + 12 + 2 + 2 + 3 * 2000 + 1);
     assert_eq!(events, 2 * msgs + calcs);
     assert_eq!(rep.cancelled, 4);
     assert_eq!(rep.polls, 4 * 25);
@@ -266,6 +266,25 @@ fn a_waitall_counts_its_time_inside_mpi_once() {
     for s in rep.traced_mpi_s {
         assert!((s - (2e-3 + 2e-6)).abs() < 1e-9, "{s}");
     }
+}
+
+#[test]
+fn the_work_before_finalize_is_replayed() {
+    // a barrier at 0.5 s, then 0.5 s of work before MPI_Finalize at 1 s
+    let d = tmp("finalize-gap");
+    for r in 0..2i32 {
+        let mut k = Rank::new(&d, r, 2);
+        k.t = 0.5;
+        k.coll(Coll::Barrier, 0, 0, &[]);
+        k.t = 1.0;
+        k.finish();
+    }
+    let (finish, _, rep) = replay(&spec(&d)).unwrap();
+    let end = crate::time::to_seconds(*finish.iter().max().unwrap());
+    let traced = rep.traced_span_s.iter().cloned().fold(0.0, f64::max);
+    assert!((traced - (1.0 + 1e-6)).abs() < 1e-9, "{traced}");
+    // the replay's network is not the traced one: only the barrier's few µs may differ
+    assert!((end - 1.0).abs() < 1e-4, "replayed {end} s against 1 s traced");
 }
 
 #[test]
