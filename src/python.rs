@@ -462,6 +462,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UnmatchedError", m.py().get_type::<UnmatchedError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
     m.add("ScenarioRuleError", m.py().get_type::<ScenarioRuleError>())?;
+    m.add("MAX_INPUT_PS", crate::time::MAX_INPUT)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;

@@ -119,6 +119,16 @@ pub fn available_memory() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Bytes in GiB, or in MiB or bytes where GiB would print 0.00.
+fn size(bytes: u128) -> String {
+    let b = bytes as f64;
+    match bytes {
+        0..=1_048_575 => format!("{bytes} bytes"),
+        1_048_576..=1_073_741_823 => format!("{:.2} MiB", b / (1u64 << 20) as f64),
+        _ => format!("{:.2} GiB", b / (1u64 << 30) as f64),
+    }
+}
+
 /// Refuses a run whose estimated footprint exceeds the limit, before allocating.
 pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> {
     let (limit, what) = match limit {
@@ -130,9 +140,9 @@ pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> 
     };
     if estimate > limit {
         return Err(SimError::MemoryLimit(format!(
-            "this run needs about {:.2} GiB, more than {what} ({:.2} GiB); reduce ranks or iterations, or disable timer recording",
-            estimate as f64 / (1u64 << 30) as f64,
-            limit as f64 / (1u64 << 30) as f64
+            "this run needs about {}, more than {what} ({}); reduce ranks or iterations, or disable timer recording",
+            size(estimate),
+            size(limit)
         )));
     }
     Ok(())

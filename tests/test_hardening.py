@@ -62,8 +62,11 @@ def test_loggopsim_parameters_out_of_range_are_refused(tmp_path):
     g.write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\nrank 1 {\nl1: recv 8b from 0\n}\n")
     p = run_cli("loggopsim", str(g), "-L", str(2**64), check=False)
     assert p.returncode != 0 and "-L must be between 0 and 2^64 - 1" in p.stderr and "Traceback" not in p.stderr
-    p = run_cli("loggopsim", str(g), "-L", str(2**63 - 1), check=False)
-    assert p.returncode == 1 and "at most" in p.stderr and "Traceback" not in p.stderr
+    for flag, value in (("-L", 2**63 - 1), ("-o", 2 * 10**15), ("-g", 2**60 // 1000 + 1)):
+        p = run_cli("loggopsim", str(g), flag, str(value), check=False)
+        # the flag and the value as given, in its unit (ns), not a saturated ps value
+        assert p.returncode == 2 and f"{flag} must be at most 1152921504606846 ns (about 13 days), got {value}" in p.stderr
+    assert run_cli("loggopsim", str(g), "-L", str(2**60 // 1000), check=False).returncode == 0  # the limit itself runs
 
 
 def test_fat_trees_need_four_ports_and_hops_always_end():
@@ -291,3 +294,13 @@ def test_a_positive_time_below_a_picosecond_is_refused_not_rounded_to_zero():
     with pytest.raises(ScenarioError, match=r"network.o_s: too small: 1e-13 s is below the engine's 1 ps"):
         idlewave.simulate({"network": {"o_s": 1e-13}, "workload": bsp()})
     idlewave.simulate({"network": {"o_s": 0.0}, "workload": bsp()})  # zero stays a valid choice
+
+
+def test_a_tiny_memory_limit_is_printed_in_bytes_not_as_zero_gib():
+    with pytest.raises((ScenarioError, SimulationError), match=r"more than the configured max_memory_bytes \(1 bytes\)"):
+        idlewave.simulate({"limits": {"max_memory_bytes": 1}, "workload": bsp()})
+
+
+def test_a_skeleton_without_beta_or_app_says_neither_was_given():
+    with pytest.raises((ScenarioError, SimulationError), match="workload.beta: give either .*; neither was given"):
+        idlewave.simulate({"workload": {"kind": "skeleton", "ranks": 8}})

@@ -93,8 +93,10 @@ def test_bad_data_is_reported(tmp_path):
     np.save(tmp_path / "n.npy", np.array([[1.0, np.nan]]))
     with pytest.raises(DataError, match="non-finite"):
         load(tmp_path / "n.npy")
-    with pytest.raises(DataError, match="too few"):
+    with pytest.raises(DataError, match="too few for 3 regimes; it needs at least 30 samples"):
         fit(np.ones((1, 12)) + np.arange(12) * 1e-3, 3)
+    with pytest.raises(DataError, match=r"too few for a choice among 1 to 6 regimes \(give --regimes N"):
+        fit(np.ones((1, 12)) + np.arange(12) * 1e-3, None)
 
 
 def test_regimes_cli_on_a_simulated_matvec(cli, tmp_path):

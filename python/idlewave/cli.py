@@ -182,6 +182,9 @@ def loggopsim(
     for name, v in (("L", L), ("o", o), ("g", g), ("G", G), ("O", O), ("S", S), ("-seed", seed)):
         if not 0 <= v < 2**64:
             fail(f"-{name} must be between 0 and 2^64 - 1, got {v}")
+    for name, v in (("L", L), ("o", o), ("g", g)):
+        if v * 1000 > _engine.MAX_INPUT_PS:
+            fail(f"-{name} must be at most {_engine.MAX_INPUT_PS // 1000} ns (about 13 days), got {v}")
     start = time.perf_counter()
     try:
         times_ps, events = _engine.loggopsim(

@@ -66,6 +66,8 @@ def export_cmd(
                                  grid=grid, strong=strong)
     except (SimulationError, ScenarioError, OSError) as e:
         fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted; nothing was written", code=130)
     if as_json:
         print(json.dumps({"goal": str(output), "ranks": ranks, "ops": ops}))
         return
@@ -117,6 +119,8 @@ def replay_cmd(
                    base=base, seed=seed, grid=grid, strong=strong, explain=explain)
     except (SimulationError, ScenarioError) as e:
         fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted; nothing was written", code=130)
     r.write(out_dir)
     s, rep = r.summary, r.trace_report
     if as_json:

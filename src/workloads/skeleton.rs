@@ -80,7 +80,8 @@ impl Skeleton {
     pub fn validate(&self) -> Result<(), String> {
         let apps = PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
         if (self.beta > 0.0) != self.app.is_empty() {
-            return Err(format!("workload.beta: give either beta > 0 or app (one of {apps}), not both"));
+            let which = if self.app.is_empty() { "neither was given" } else { "both were given" };
+            return Err(format!("workload.beta: give either beta > 0 or app (one of {apps}); {which}"));
         }
         if !self.app.is_empty() && !PRESETS.iter().any(|(n, _)| *n == self.app) {
             return Err(format!("workload.app: must be one of {apps}; got {:?}", self.app));

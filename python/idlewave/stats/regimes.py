@@ -187,7 +187,9 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
     distinct = len(np.unique(X))
     need = max(candidates)
     if X.shape[0] < 10 * need or distinct < need:
-        raise DataError(f"{X.shape[0]} samples ({distinct} distinct) are too few for {need} regimes")
+        which = f"{need} regimes" if n_regimes else f"a choice among 1 to {need} regimes (give --regimes N for fewer)"
+        raise DataError(f"{X.shape[0]} samples ({distinct} distinct) are too few for {which}; it needs at least "
+                        f"{10 * need} samples and {need} distinct values")
     models, crit = {}, {}
     # the sweep over candidate counts uses fewer restarts; the chosen one gets them all
     sweep = restarts if len(candidates) == 1 else min(restarts, 2)

@@ -10,6 +10,7 @@ import polars as pl
 
 from idlewave.results import write_json, write_parquet
 from idlewave.stats import compare, figures
+from idlewave.stats.data import DataError
 from idlewave.stats.regimes import decode, fit, gmm
 
 
@@ -27,7 +28,10 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
         d = out / name if len(datasets) > 1 else out
         d.mkdir(parents=True, exist_ok=True)
         series = T.max(axis=0, keepdims=True) if use_max else T
-        f = fit(series, n_regimes, seed=seed, restarts=restarts, space=space)
+        try:
+            f = fit(series, n_regimes, seed=seed, restarts=restarts, space=space)
+        except DataError as e:
+            raise DataError(f"{name}: {e}") from None
         labels = decode(f, series)
         mu, sigma, glabels = gmm(series, f.n_regimes, seed)
         ranks, iters = series.shape
