@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from idlewave.stats import DataError, analyze, decode, fit, load
-from idlewave.stats.regimes import representative_ranks
+from idlewave.stats.regimes import gmm, representative_ranks
 
 MU = np.array([1.0e-3, 1.3e-3, 2.0e-3])
 SD = np.array([0.02e-3, 0.03e-3, 0.3e-3])
@@ -129,3 +129,15 @@ def test_figures_omit_a_regime_without_spread_and_say_why(tmp_path, monkeypatch)
     assert "regime 0: every timing 1.052 ms (no spread)" in fig.get_supxlabel()
     # times read in ms, not as seconds with six decimals
     assert panels[0].get_xlabel() == "time [ms]" and len(panels[0].get_xticks()) <= 7
+
+
+def test_times_near_the_float_range_give_the_same_regimes_scaled():
+    # two levels, 1 and 3, each with a little spread; then the same times × 1e300
+    rng = np.random.default_rng(3)
+    T = np.where(np.arange(400) % 100 < 50, 1.0, 3.0) * (1 + 0.01 * rng.standard_normal(400))
+    mu, sigma, labels = gmm(T, 2)
+    big_mu, big_sigma, big_labels = gmm(T * 1e300, 2)
+    assert np.all(np.isfinite(big_mu)) and np.all(np.isfinite(big_sigma))
+    np.testing.assert_allclose(big_mu, mu * 1e300, rtol=1e-9)
+    np.testing.assert_allclose(big_sigma, sigma * 1e300, rtol=1e-6)
+    assert (big_labels == labels).all()

@@ -171,6 +171,15 @@ def _persistent(m: GaussianHMM) -> bool:
     return bool((np.diag(m.transmat_) >= 1 - 1 / MIN_DWELL).all())
 
 
+def _centre_and_spread(a: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation (1 where there is no spread), taken on
+    values scaled to at most 1 so that the squares of times near the float
+    range do not overflow."""
+    top = float(np.abs(a).max()) or 1.0
+    y = a / top
+    return float(y.mean()) * top, float(y.std()) * top or 1.0
+
+
 def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ranks: int = 20,
         max_iterations: int = 8192, restarts: int = 5, seed: int = 0, criterion: str = "bic",
         space: str = "log") -> Fit:
@@ -178,7 +187,7 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
     T = np.asarray(T, dtype=float)
     sub = T[representative_ranks(T, ranks)][:, :max_iterations] if T.shape[0] > 1 else T[:, :max_iterations]
     sub = _space(sub, space)
-    loc, scale = float(sub.mean()), float(sub.std()) or 1.0
+    loc, scale = _centre_and_spread(sub)
     X = (sub.reshape(-1, 1) - loc) / scale
     lengths = [sub.shape[1]] * sub.shape[0]
     candidates = [n_regimes] if n_regimes else list(range(1, max_regimes + 1))
@@ -224,7 +233,7 @@ def decode(f: Fit, T: np.ndarray) -> np.ndarray:
 def gmm(T: np.ndarray, n_regimes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The non-temporal alternative: (mu, sigma, labels) of a Gaussian mixture, fast → slow."""
     raw = np.asarray(T, dtype=float).reshape(-1, 1)
-    loc, scale = float(raw.mean()), float(raw.std()) or 1.0
+    loc, scale = _centre_and_spread(raw)
     x = (raw - loc) / scale
     qs = np.quantile(x[:, 0], (np.arange(n_regimes) + 0.5) / n_regimes).reshape(-1, 1)
     g = GaussianMixture(n_regimes, means_init=qs, random_state=seed, reg_covar=1e-9).fit(x)
