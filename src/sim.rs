@@ -341,7 +341,8 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     run_program(program, cfg, noise, progress, |prog: &StreamProgram<W>| {
         let rec = &prog.recorder;
         let timers = (0..rec.names().len()).map(|t| rec.seconds(t)).collect();
-        (rec.names().to_vec(), timers, if rec.is_enabled() { rec.dims().1 as u32 } else { 0 })
+        // the workload's iterations, timed or not (P_D subtracts one barrier per iteration)
+        (rec.names().to_vec(), timers, iters)
     })
     .map(|(r, _)| r)
 }

@@ -43,12 +43,12 @@ def test_noise_damps_the_idle_wave():
     assert noisy["decay_per_rank"] > 3e-3
 
 
-def triad(barrier: bool, memory: bool) -> idlewave.Result:
+def triad(barrier: bool, memory: bool, timers: bool = True) -> idlewave.Result:
     net = {"ranks_per_node": 20, "ranks_per_socket": 10, "L_s": 2e-6, "o_s": 5e-7, "g_s": 1e-7,
            "G_s_per_byte": 8e-11, "S_bytes": 1 << 22, "async_progress": True}
     if memory:
         net["memory"] = {"socket_bandwidth_bytes_per_s": 34e9, "core_bandwidth_bytes_per_s": 7e9}
-    return idlewave.simulate({"network": net, "workload": {
+    return idlewave.simulate({"network": net, "record": {"timers": timers}, "workload": {
         "kind": "stream_triad", "ranks": 40, "iterations": 150, "elements_per_rank": 250_000, "bytes_per_element": 24,
         "core_bandwidth_bytes_per_s": 7e9 if memory else 3.4e9, "message_bytes": 1 << 20, "barrier": barrier}})
 
@@ -58,6 +58,9 @@ def test_bottleneck_evasion_pays_only_with_a_memory_bottleneck():
     scalable = analyze.pd(triad(True, False), triad(False, False))
     assert bottleneck["pd"] > 0.03
     assert abs(scalable["pd"]) < 0.01
+    # a run without timers still has its iterations, whose barriers P_D subtracts
+    untimed = analyze.pd(triad(True, True, timers=False), triad(False, True, timers=False))
+    assert untimed["pd"] == bottleneck["pd"]
 
 
 def spmv(tmp_path, mode: str, barrier: bool, reach: int) -> idlewave.Result:

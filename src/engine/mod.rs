@@ -179,12 +179,20 @@ impl<P: Program, const X: bool> Engine<P, X> {
             )));
         }
         let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;
+        let mut clocks = Vec::with_capacity(p * (ncpu + 2 * nnic + LISTS));
+        for r in 0..p {
+            // (at tens of millions of ranks this takes seconds, mostly the kernel zeroing pages)
+            if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
+                return Err(SimError::Invalid(crate::interrupt::INTERRUPTED.into()));
+            }
+            clocks.extend(std::iter::repeat_n(0, ncpu + 2 * nnic).chain([EMPTY_LISTS; LISTS]));
+        }
         let mut e = Engine {
             net,
             noise,
             ncpu,
             nnic,
-            clocks: (0..p).flat_map(|_| std::iter::repeat_n(0, ncpu + 2 * nnic).chain([EMPTY_LISTS; LISTS])).collect(),
+            clocks,
             stride: ncpu + 2 * nnic + LISTS,
             matcher: Matcher::new(),
             queue: EventQueue::new(),

@@ -568,6 +568,10 @@ impl ClassProgram {
         let mut cursors = Vec::new();
         cursors.try_reserve_exact(ranks as usize).map_err(|e| format!("{ranks} ranks: {e}"))?;
         for r in 0..ranks {
+            // (at tens of millions of ranks this loop takes seconds, mostly the kernel zeroing pages)
+            if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
+                return Err(crate::interrupt::INTERRUPTED.into());
+            }
             let tr = layout.template_rank(r);
             classes[tr as usize].as_mut().expect("a rank's class is compiled").members += 1;
             cursors.push(Cursor { class: tr, ..Default::default() });
@@ -589,6 +593,9 @@ impl ClassProgram {
             return Ok(most);
         }
         for r in 0..self.cursors.len() as u32 {
+            if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
+                return Err(crate::interrupt::INTERRUPTED.into());
+            }
             self.begin(r);
             most = most.max(self.ready.len() as u32);
             self.ready.clear();
