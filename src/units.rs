@@ -109,6 +109,10 @@ pub const MAX_RANKS: u32 = 1 << 31;
 pub struct Ranks;
 schema_marker!(Ranks, "Ranks", {"type": "integer", "minimum": 1, "maximum": MAX_RANKS});
 
+/// Schema of a message size in bytes (the match queues hold below 2^47).
+pub struct MessageBytes;
+schema_marker!(MessageBytes, "MessageBytes", {"type": "integer", "minimum": 0, "maximum": crate::engine::MAX_MESSAGE_BYTES - 1});
+
 /// A value's name as scenarios spell it (its serde name).
 pub fn name<T: serde::Serialize>(x: &T) -> String {
     match serde_json::to_value(x) {

@@ -304,3 +304,10 @@ def test_a_tiny_memory_limit_is_printed_in_bytes_not_as_zero_gib():
 def test_a_skeleton_without_beta_or_app_says_neither_was_given():
     with pytest.raises((ScenarioError, SimulationError), match="workload.beta: give either .*; neither was given"):
         idlewave.simulate({"workload": {"kind": "skeleton", "ranks": 8}})
+
+
+def test_a_message_size_past_the_engines_limit_names_the_key():
+    for workload in (bsp(message_bytes=2**47), {"kind": "collective", "ranks": 4, "message_bytes": 2**47}):
+        with pytest.raises(ScenarioError, match=r"workload.message_bytes: must be between 0 and 140737488355327"):
+            idlewave.simulate({"workload": workload})
+    idlewave.simulate({"workload": bsp(message_bytes=2**40)})  # large but below the limit: runs

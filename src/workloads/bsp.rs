@@ -22,6 +22,7 @@ pub struct Bsp {
     /// Exchange with r−d and r+d for each d.
     #[schemars(inner(range(min = 1)), extend("uniqueItems" = true))]
     pub distances: Vec<u32>,
+    #[schemars(with = "crate::units::MessageBytes")]
     pub message_bytes: u64,
     /// Wrap around at the ends (ring); otherwise edge ranks have fewer neighbours.
     pub periodic: bool,
@@ -62,6 +63,7 @@ pub struct StreamTriad {
     /// Exchange with every rank within this distance.
     #[schemars(range(min = 1, max = 8))]
     pub max_distance: u32,
+    #[schemars(with = "crate::units::MessageBytes")]
     pub message_bytes: u64,
     pub periodic: bool,
     pub barrier: bool,

@@ -58,6 +58,7 @@ pub struct CollectiveLoop {
     /// Nonblocking mode: pieces the computation is cut into, with a test between.
     #[schemars(range(min = 1, max = 65535))]
     pub test_chunks: u32,
+    #[schemars(with = "crate::units::MessageBytes")]
     pub message_bytes: u64,
     /// Ring broadcasts: the piece size messages are cut into (0: one piece).
     pub chunk_bytes: u64,

@@ -37,6 +37,7 @@ pub struct Skeleton {
     pub mode: CollectiveMode,
     #[schemars(range(min = 1, max = 65535))]
     pub test_chunks: u32,
+    #[schemars(with = "crate::units::MessageBytes")]
     pub message_bytes: u64,
 }
 
