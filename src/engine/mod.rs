@@ -179,7 +179,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             )));
         }
         let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;
-        let mut clocks = Vec::with_capacity(p * (ncpu + 2 * nnic + LISTS));
+        let stride = ncpu + 2 * nnic + LISTS;
+        let mut clocks = Vec::with_capacity(p * stride);
         for r in 0..p {
             // (at tens of millions of ranks this takes seconds, mostly the kernel zeroing pages)
             if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
@@ -193,7 +194,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             ncpu,
             nnic,
             clocks,
-            stride: ncpu + 2 * nnic + LISTS,
+            stride,
             matcher: Matcher::new(),
             queue: EventQueue::new(),
             now: 0,
