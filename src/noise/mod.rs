@@ -289,7 +289,7 @@ impl Noise {
                 }
                 NoiseSpec::Trace { path, cosched, ranks } => {
                     let detours = read_noise_trace(std::path::Path::new(path))?;
-                    (trace_kind(&at, detours, *cosched)?, check_ranks(ranks)?)
+                    (trace_kind(&format!("{at}.path: {path}"), detours, *cosched)?, check_ranks(ranks)?)
                 }
                 NoiseSpec::TraceData { detours, cosched, ranks } => (trace_kind(&at, detours.clone(), *cosched)?, check_ranks(ranks)?),
                 NoiseSpec::Single { rank, start_ps, duration_ps } => {
@@ -357,6 +357,12 @@ impl Noise {
         }
         self.too_dense = true;
         crate::time::PAST_LIMIT
+    }
+
+    /// Whether `rank`'s CPU is taken by a detour at `t` (a charge ready then
+    /// starts at the detour's end).
+    pub fn in_detour(&mut self, rank: u32, t: Time) -> bool {
+        !self.sources.is_empty() && self.next_detour(rank, t as i64).is_some_and(|d| d.start <= t as i64)
     }
 
     /// Whether a charge crossed more than [`MAX_DETOURS_PER_CHARGE`] detours.
