@@ -3,6 +3,7 @@ sum to the makespan on every kind of run, explaining changes no result, and
 the tolerances found by re-simulation bracket the slowdown they name."""
 
 import json
+import shutil
 
 import pytest
 
@@ -61,6 +62,52 @@ def test_tolerances_bracket_the_slowdown():
     assert tol[0.01] < tol[0.10]
 
 
+def makespan_s(scenario):
+    return simulate(scenario).summary["makespan_s"]
+
+
+def test_a_parameter_the_path_does_not_cross_still_has_a_tolerance():
+    # a binomial broadcast of 1,000 bytes: the NIC's g + (s−1)·G hides g, and
+    # the receivers pay (s−1)·max(O, G) with O = 0 < G; both count 0 now, but
+    # g past about 6 µs and O past G slow the run
+    scn = {"network": {"g_s": 1e-6, "G_s_per_byte": 6e-9},
+           "workload": {"kind": "collective", "collective": "bcast", "algorithm": "binomial", "ranks": 16,
+                        "iterations": 1, "message_bytes": 1000, "compute_s": 0.0}}
+    r = simulate(scn, explain=True)
+    t0 = r.summary["makespan_s"]
+    assert r.explain.derivatives()["g"] == 0 and r.explain.derivatives()["O"] == 0
+    for param in ("g", "O"):
+        tol = tolerance(r.scenario, r.explain, param, slowdowns=(0.01, 0.05))
+        for f, d in tol.items():
+            assert 0 < d < float("inf"), (param, tol)
+            assert makespan_s(perturbed(r.scenario, param, d)) <= t0 * (1 + f)
+            assert makespan_s(perturbed(r.scenario, param, d * 1.03)) > t0 * (1 + f)
+        if param == "O":
+            assert tol[0.01] > 6e-9  # O matters only once it passes G
+
+
+def test_tolerances_under_noise_grow_with_the_slowdown_allowed():
+    scn = load_scenario(EXAMPLES / "bsp_noise.toml")
+    scn["workload"] |= {"ranks": 32, "iterations": 20}
+    r = simulate(scn, explain=True)
+    t0 = r.summary["makespan_s"]
+    for param in ("L", "g"):
+        tol = tolerance(r.scenario, r.explain, param)
+        assert list(tol.values()) == sorted(tol.values()), (param, tol)
+        for f, d in tol.items():
+            assert makespan_s(perturbed(r.scenario, param, d)) <= t0 * (1 + f)
+
+
+def test_a_tolerance_past_the_engines_time_limit_is_bounded_by_it(cli, tmp_path):
+    # 4.4e6 s of computation, near the 2^62 ps (4.6e6 s) limit: 5% more does not fit
+    scn = tmp_path / "long.toml"
+    scn.write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 4\ncompute_s = 1.1e6\n'
+                   'distances = [1]\nmessage_bytes = 8\n')
+    p = cli("explain", scn, "--params", "L", "--json")
+    tol = json.loads(p.stdout)["tolerance"]["L"]
+    assert 0 < tol["0.01"] < tol["0.05"] <= tol["0.1"] < 0.05 * 4.4e6, tol
+
+
 def test_explain_on_the_command_line(cli, tmp_path):
     scn = tmp_path / "bsp.toml"
     scn.write_text('[workload]\nkind = "bsp"\nranks = 8\niterations = 10\ncompute_s = 1e-5\ndistances = [1]\nbarrier = false\n')
@@ -77,6 +124,24 @@ def test_explain_on_the_command_line(cli, tmp_path):
     p = cli("explain", scn, "--no-tolerance")
     assert "Derivatives of the makespan" in p.stdout and "The critical path runs through" in p.stdout
     assert (run / "route.png").stat().st_size > 0
+
+
+def test_explaining_a_result_whose_input_file_changed_is_refused(cli, tmp_path):
+    shutil.copy(EXAMPLES / "spmv_partners.txt", tmp_path / "partners.txt")
+    scn = tmp_path / "spmv.toml"
+    scn.write_text('[workload]\nkind = "spmv"\nranks = 8\niterations = 5\npartners_file = "partners.txt"\n')
+    cli("simulate", scn, "--out", tmp_path / "run", "--quiet")
+    cli("explain", tmp_path / "run", "--no-tolerance", "--out", tmp_path / "x1")  # unchanged: explained
+    text = (tmp_path / "partners.txt").read_text()
+    (tmp_path / "partners.txt").write_text(text.replace("3000", "300000"))
+    p = cli("explain", tmp_path / "run", "--no-tolerance", check=False)
+    assert p.returncode == 1 and "has changed since" in p.stderr and not (tmp_path / "run" / "explain.json").exists()
+    # nor does it write into a directory of something else
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "breakdown.png").write_text("mine")
+    p = cli("explain", scn, "--no-tolerance", "--out", tmp_path / "thesis", check=False)
+    assert p.returncode == 2 and "not an idlewave result directory" in p.stderr
+    assert (tmp_path / "thesis" / "breakdown.png").read_text() == "mine"
 
 
 def test_explain_refuses_what_it_cannot_read(cli, tmp_path):

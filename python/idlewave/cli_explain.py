@@ -59,9 +59,19 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
             tt.add_column(f"{f:.0%}", justify="right")
         for p, v in tolerances.items():
             unit, scale = ("µs", 1e6) if p in ("L", "o", "g") else ("ps/byte", 1e12)
-            tt.add_row(p, *(("not on the path" if v[f] is None else "no limit found" if math.isinf(v[f])
-                             else f"+{v[f] * scale:.4g} {unit}") for f in slowdowns))
+            tt.add_row(p, *(("no limit found" if math.isinf(v[f]) else f"+{v[f] * scale:.4g} {unit}") for f in slowdowns))
         out.print(tt)
+
+
+def _check_same_run(result_dir: Path, makespan_ps: int) -> None:
+    """A result explained by running its scenario again must come out the
+    same: a file the scenario reads (partners, mapping, GOAL, noise trace)
+    may have changed since."""
+    said = json.loads((result_dir / "summary.json").read_text()).get("makespan_ps")
+    if said is not None and said != makespan_ps:
+        fail(f"{result_dir}: its scenario now runs in {makespan_ps * 1e-12:.6g} s, but the result says "
+             f"{said * 1e-12:.6g} s: a file the scenario reads has changed since; simulate it again with --explain",
+             code=1)
 
 
 def explain(
@@ -83,6 +93,10 @@ def explain(
     unknown = [p for p in wanted if p not in ex.PARAMS]
     if unknown:
         fail(f"--params: unknown parameter {unknown[0]!r} (known: {', '.join(ex.PARAMS)})")
+    if out_dir is not None and out_dir.is_dir() and next(out_dir.iterdir(), None) is not None \
+            and not any((out_dir / m).is_file() for m in ("summary.json", "explain.json")):
+        fail(f"{out_dir}: is not an idlewave result directory; explain writes explain.json and its figures into "
+             "a result, a directory it wrote before, or a new or empty one")
     try:
         if target.is_dir():
             if not (target / "scenario.json").exists():
@@ -95,7 +109,10 @@ def explain(
             fail(f"{target}: no such file or directory")
         if x is None:
             x = simulate(scenario, explain=True).explain
-        assert x is not None  # asked for
+            assert x is not None  # asked for
+            if target.is_dir():
+                _check_same_run(target, x.raw["makespan_ps"])
+        assert x is not None
         tolerances, curves = {}, {}
         if tolerance:
             for p in wanted:
@@ -111,7 +128,7 @@ def explain(
         fail("interrupted", code=130)
     unbounded = "no limit found up to 1000x the makespan"
     doc = {**x.to_json(),
-           "tolerance": {p: {str(f): (unbounded if v is not None and math.isinf(v) else v) for f, v in t.items()}
+           "tolerance": {p: {str(f): (unbounded if math.isinf(v) else v) for f, v in t.items()}
                          for p, t in tolerances.items()},
            "curves": {p: [{"value": v, "makespan_s": m} for v, m in c] for p, c in curves.items()}}
     if out_dir is not None:

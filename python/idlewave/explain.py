@@ -200,44 +200,66 @@ def perturbed(scenario: dict, param: str, delta: float) -> dict:
     return out
 
 
+# How the engine says a run passed its time limit (2^62 ps), and how the
+# scenario check says a perturbed parameter passed the input limit: for a
+# tolerance search both mean "slower than any limit asked for".
+_PAST_TIME_LIMIT = "past the engine's limit"
+_PAST_INPUT_LIMIT = "must be at most"
+
+
 def _makespan(scenario: dict) -> float:
+    """The makespan (s), or infinity where the perturbed run passes the engine's limits."""
+    from idlewave import _engine
+    from idlewave.scenario import ScenarioError
     from idlewave.simulation import simulate
 
     s = copy.deepcopy(scenario)
     s.setdefault("record", {})["timers"] = False
-    return simulate(s).summary["makespan_s"]
+    try:
+        return simulate(s).summary["makespan_s"]
+    except (_engine.SimulationError, ScenarioError) as e:
+        if _PAST_TIME_LIMIT in str(e) or _PAST_INPUT_LIMIT in str(e):
+            return math.inf
+        raise
 
 
 def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
-              slowdowns: tuple[float, ...] = SLOWDOWNS, rel_tol: float = 0.01) -> dict[float, float | None]:
+              slowdowns: tuple[float, ...] = SLOWDOWNS, rel_tol: float = 0.01) -> dict[float, float]:
     """The largest increase of `param` for which the makespan grows by at
     most each slowdown, found by re-simulating: bracketed from the
-    first-order estimate, then bisected to `rel_tol` of the answer. None
-    where the parameter is not on the critical path; infinity where no
-    increase up to 1000× the makespan slows the run that much."""
+    first-order estimate, then bisected to `rel_tol` of the answer;
+    infinity where no increase up to 1000× the makespan slows the run that
+    much. A parameter the path does not cross now (a zero count) may still
+    slow the run once another path becomes critical: its bracket starts
+    at slowdown × makespan. Under noise the runtime need not grow
+    monotonically with the parameter; each answer is an increase that
+    keeps the slowdown within its limit, at least as large as the answer
+    for the smaller slowdowns."""
     base = explanation.makespan_s
-    out: dict[float, float | None] = {}
-    for f in slowdowns:
-        limit = base * (1 + f)
-        first = explanation.first_order_tolerance(param, f)
-        if first is None:
-            out[f] = None
+    out: dict[float, float] = {}
+    below = 0.0  # the answer for the previous (smaller) slowdown
+    for f in sorted(slowdowns):
+        if math.isinf(below):
+            out[f] = below
             continue
-        lo, hi = 0.0, first
+        limit = base * (1 + f)
+        first = explanation.first_order_tolerance(param, f) or f * base
+        lo, hi = below, max(first, below)
         while _makespan(perturbed(scenario, param, hi)) <= limit:  # the path may change: widen
             lo, hi = hi, hi * 2
             if hi > 1000 * base:
                 break
         if hi > 1000 * base:
-            out[f] = math.inf
+            out[f] = below = math.inf
             continue
-        while hi - lo > rel_tol * max(lo, first):
+        # (to 1% of the answer; an answer below a millionth of the estimate counts as none)
+        while hi - lo > rel_tol * max(lo, 1e-6 * first):
             mid = (lo + hi) / 2
             if _makespan(perturbed(scenario, param, mid)) <= limit:
                 lo = mid
             else:
                 hi = mid
-        out[f] = lo
+        out[f] = below = lo
     return out
 
 
