@@ -188,7 +188,7 @@ def test_init_writes_a_template_that_runs(cli, tmp_path):
     cli("init", "study-broadcast_ranking", "-o", tmp_path / "study.toml")
     from idlewave.sweep import load_study
 
-    base, points, _ = load_study(tmp_path / "study.toml")
+    base, points, _, _ = load_study(tmp_path / "study.toml")
     assert len(points) == 6 and base["workload"]["kind"] == "collective"
     p = cli("init", "nothing-like-this", check=False)
     assert p.returncode == 2 and "no template 'nothing-like-this'" in p.stderr

@@ -52,6 +52,35 @@ def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
     assert m[True, False] > m[False, False] and m[True, True] > m[False, True]
 
 
+def test_a_sweep_reads_its_base_files_where_they_are_and_reruns_points_whose_files_changed(cli, tmp_path):
+    # the base file in its own directory, naming a platform file and a partner
+    # file beside it; the study elsewhere
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    shutil.copy(EXAMPLES / "spmv_partners.txt", inputs / "partners.txt")
+    (inputs / "plat.toml").write_text("[network]\nL_s = 3e-6\n")
+    (inputs / "scn.toml").write_text('[network]\nplatform = "plat.toml"\n[workload]\nkind = "spmv"\nranks = 8\n'
+                                     'iterations = 5\npartners_file = "partners.txt"\n')
+    study = tmp_path / "study.toml"
+    study.write_text('base = "inputs/scn.toml"\n[grid]\n"workload.iterations" = [5]\n')
+    out = tmp_path / "out"
+    said = cli("sweep", study, "--out", out, "--quiet").stdout
+    assert "0 failed" in said
+    first = pl.read_parquet(out / "sweep.parquet")["makespan_s"][0]
+    # the partner file changes (rank 0 and 5 exchange far more): the point runs again
+    text = (inputs / "partners.txt").read_text()
+    (inputs / "partners.txt").write_text(text.replace("3000", "300000"))
+    assert text != (inputs / "partners.txt").read_text()
+    said = cli("sweep", study, "--out", out, "--quiet").stdout
+    assert "0 reused" in said and pl.read_parquet(out / "sweep.parquet")["makespan_s"][0] > first
+    # a point's directory holding another run is run again, not reported
+    (point,) = pl.read_parquet(out / "sweep.parquet")["id"]
+    second = pl.read_parquet(out / "sweep.parquet")["makespan_s"][0]
+    cli("simulate", EXAMPLES / "idle-wave.toml", "--out", out / "points" / point, "--quiet")
+    said = cli("sweep", study, "--out", out, "--quiet").stdout
+    assert "0 reused" in said and pl.read_parquet(out / "sweep.parquet")["makespan_s"][0] == second
+
+
 def test_report_is_self_contained_and_renders(cli, tmp_path):
     study = tmp_path / "study.toml"
     study.write_text(STUDY)

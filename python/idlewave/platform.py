@@ -54,11 +54,17 @@ def load(name_or_path: str, resolve: Callable[[str], str]) -> tuple[dict, str]:
 def merged(raw: dict, resolve: Callable[[str], str], fail: Callable[[str, str], None]) -> dict:
     """The scenario's [network] over its platform file's (itself over the
     platform it names, if any)."""
+    name = raw["platform"]
     try:
-        base = _inherited(raw["platform"], resolve, ())
+        base = _inherited(name, resolve, ())
     except (OSError, ValueError) as e:
         fail("network.platform", str(e))
-    return merge(base, raw)
+    out = merge(base, raw)
+    if not (PRESET_DIR / f"{name}.toml").is_file():
+        # a file named relative to its scenario: where it is, so that the
+        # checked scenario finds it again wherever it is read (a sweep's workers)
+        out["platform"] = resolve(name)
+    return out
 
 
 def _inherited(name: str, resolve: Callable[[str], str], seen: tuple[str, ...]) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import time
 from pathlib import Path
 
@@ -38,15 +39,19 @@ class SchedulerError(OSError):
     """A scheduler that cannot be reached; the message says which and why."""
 
 
-def load_study(path: str | Path) -> tuple[dict, list[dict], str]:
-    """(base scenario, list of override dicts, name); see `study_options`."""
+def load_study(path: str | Path) -> tuple[dict, list[dict], str, Path]:
+    """(base scenario, list of override dicts, name, the directory the base's
+    relative paths start from: the base file's, or the study's for an
+    inline [base]); see `study_options`."""
     p = Path(path)
     raw = read_toml(p, "study")
     unknown = set(raw) - set(STUDY_KEYS)
     if unknown:
         raise ScenarioError(f"{p}: unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(STUDY_KEYS)})")
     base = raw.get("base", {})
+    base_dir = p.parent
     if isinstance(base, str):
+        base_dir = (p.parent / base).parent
         base = read_toml(p.parent / base)
     if not isinstance(base, dict):
         raise ScenarioError(f"{p}: base is a scenario table ([base]) or a scenario file name")
@@ -60,7 +65,7 @@ def load_study(path: str | Path) -> tuple[dict, list[dict], str]:
     points += [dict(_flatten(x)) for x in extra]
     if not points:
         points = [{}]
-    return base, points, raw.get("name", p.stem)
+    return base, points, raw.get("name", p.stem), base_dir
 
 
 def study_options(path: str | Path, points: list[dict]) -> tuple[int, str | None]:
@@ -88,10 +93,35 @@ def _flatten(d: dict, prefix: str = ""):
 
 
 def point_id(scenario: dict) -> str:
-    """A point's key: its whole checked scenario and the engine version, so a
-    changed base, default or engine never reuses an old result."""
-    text = json.dumps({"scenario": scenario, "engine": _engine.__version__}, sort_keys=True, default=str)
+    """A point's key: its whole checked scenario, the engine version and the
+    files it reads (size and modification time), so a changed base, default,
+    engine or input file never reuses an old result."""
+    text = json.dumps({"scenario": scenario, "engine": _engine.__version__, "files": _input_files(scenario)},
+                      sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def _input_files(scenario: dict) -> dict[str, list[int]]:
+    """Every file the checked scenario names (its paths are absolute) with
+    its size and modification time; a directory (a trace) by its files'."""
+    found: dict[str, list[int]] = {}
+
+    def visit(v) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                visit(x)
+        elif isinstance(v, list):
+            for x in v:
+                visit(x)
+        elif isinstance(v, str) and os.path.isabs(v):
+            p = Path(v)
+            for f in sorted(p.iterdir()) if p.is_dir() else [p]:
+                if f.is_file():
+                    st = f.stat()
+                    found[str(f)] = [st.st_size, st.st_mtime_ns]
+
+    visit(scenario)
+    return found
 
 
 def scenario_of(base: dict, overrides: dict, base_dir: Path) -> dict:
@@ -101,6 +131,15 @@ def scenario_of(base: dict, overrides: dict, base_dir: Path) -> dict:
     return validate(apply(base, overrides, fail), "<sweep point>", base_dir=base_dir)
 
 
+def _holds(d: Path, scn: dict) -> bool:
+    """Whether point directory `d` holds a finished run of scenario `scn`
+    (not whatever else was written there)."""
+    try:
+        return (d / "summary.json").is_file() and json.loads((d / "scenario.json").read_text()) == scn
+    except (OSError, ValueError):
+        return False
+
+
 def run_point(scn: dict, out: str, point: dict | None = None) -> dict:
     """One point (runs on a worker): its result, or its error, written as one
     directory. A point already written is not run again: Dask re-runs the
@@ -108,7 +147,7 @@ def run_point(scn: dict, out: str, point: dict | None = None) -> dict:
     from idlewave.simulation import simulate
 
     d = Path(out)
-    if (d / "summary.json").exists():
+    if _holds(d, scn):
         return {"status": "done", "wall_s": 0.0, "written_before": True}
     start = time.perf_counter()
     try:
@@ -133,7 +172,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
     from distributed import Client, LocalCluster, as_completed
 
     study = Path(study)
-    base, points, name = load_study(study)
+    base, points, name, base_dir = load_study(study)
     replications, strategy = study_options(study, points)
     if replications > 1:
         first = base.get("seed", 1)
@@ -145,7 +184,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
     ids = []
     for ov in points:
         try:
-            scn = scenario_of(base, {k: v for k, v in ov.items() if k != "replica"}, study.parent)
+            scn = scenario_of(base, {k: v for k, v in ov.items() if k != "replica"}, base_dir)
         except ScenarioError as e:  # an invalid point is a failed point; the others still run
             pid = "invalid-" + hashlib.sha1(json.dumps(ov, sort_keys=True, default=str).encode()).hexdigest()[:12]
             ids.append(pid)
@@ -154,7 +193,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
         pid = point_id(scn)
         ids.append(pid)
         d = out / "points" / pid
-        if (d / "summary.json").exists():
+        if _holds(d, scn):
             reused += 1
             continue
         todo.append((pid, scn, str(d), {"id": pid, "overrides": ov}))
