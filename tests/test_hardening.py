@@ -95,6 +95,22 @@ def test_devices_and_sparse_node_numbers_are_refused_before_allocating(tmp_path)
                            "workload": bsp()})
 
 
+def test_errors_from_files_a_scenario_names_say_which_scenario_and_which_file(tmp_path):
+    (tmp_path / "quiet.txt").write_text("# no detours\n")
+    (tmp_path / "s.toml").write_text(
+        'name = "x"\n[network]\nranks_per_node = 2\n[network.mapping]\nkind = "file"\npath = "/dev/zero"\n'
+        '[workload]\nkind = "bsp"\nranks = 8\n')
+    p = run_cli("simulate", tmp_path / "s.toml", "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and f"{tmp_path / 's.toml'}: network.mapping.path: /dev/zero" in p.stderr, p.stderr
+    (tmp_path / "t.toml").write_text('name = "x"\n[network.topology]\nkind = "torus"\ndims = [1, 1, 1]\n'
+                                     '[workload]\nkind = "bsp"\nranks = 8\n')
+    p = run_cli("simulate", tmp_path / "t.toml", "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and f"{tmp_path / 't.toml'}: network.topology.dims: a 1×1×1 torus has 1 node, the run " \
+        "needs 8" in p.stderr, p.stderr
+    with pytest.raises(SimulationError, match=r"noise\[0\]\.path: \S*quiet.txt: the noise trace holds no detours"):
+        idlewave.simulate({"noise": [{"kind": "trace", "path": str(tmp_path / "quiet.txt")}], "workload": bsp()})
+
+
 def test_errors_name_files_but_never_quote_them(tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("s3cr3t:$6$salt$hash:19000:0:99999:7:::\n")

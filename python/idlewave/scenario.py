@@ -215,13 +215,23 @@ def validate(raw: dict, source: str = "<dict>", *, base_dir: str | Path | None =
     return doc
 
 
+# A run's refusal that names a scenario key (checks only the run can make: a
+# torus too small for the ranks, a mapping file that is a device).
+_NAMES_A_KEY = re.compile(r"(network|workload|noise|record)[.\[:]")
+
+
 @contextlib.contextmanager
 def engine_errors(source: str = "<scenario>"):
-    """The engine's refusals of a scenario (key path, message) as ScenarioError."""
+    """The engine's refusals of a scenario (key path, message) as ScenarioError;
+    a run's refusal naming a key is prefixed with the scenario's file."""
     try:
         yield
     except _engine.ScenarioRuleError as e:
         _fail(source, *e.args)
+    except _engine.SimulationError as e:
+        if source.startswith("<") or not _NAMES_A_KEY.match(str(e)):
+            raise
+        raise type(e)(f"{source}: {e}") from None
 
 
 def rank_nodes(scn: dict) -> list[int]:

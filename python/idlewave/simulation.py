@@ -102,7 +102,9 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     complete (deadlock, unmatched messages, too large for memory).
     """
     overrides = {"seed": seed} if seed is not None else None
+    source = "<scenario>"
     if isinstance(scenario, (str, Path)):
+        source = str(scenario)
         scn = load_scenario(scenario, overrides)
     else:
         raw = dict(scenario)
@@ -114,7 +116,7 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         from idlewave.timeline import DEFAULT_SPANS
 
         spans = DEFAULT_SPANS
-    with engine_errors():
+    with engine_errors(source):
         raw = _engine.simulate(json.dumps(scn), progress, spans, explain, _takes_done(progress))
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)

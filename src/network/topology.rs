@@ -57,8 +57,11 @@ impl Topology {
                 let n: u64 = dims.iter().map(|&d| d as u64).product();
                 if dims.contains(&0) || n < nodes {
                     return Err(format!(
-                        "network.topology: a {}×{}×{} torus has {n} nodes, the run needs {nodes}",
-                        dims[0], dims[1], dims[2]
+                        "network.topology.dims: a {}×{}×{} torus has {n} node{}, the run needs {nodes}",
+                        dims[0],
+                        dims[1],
+                        dims[2],
+                        if n == 1 { "" } else { "s" }
                     ));
                 }
                 Ok(())
