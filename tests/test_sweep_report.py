@@ -37,7 +37,7 @@ def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
     t = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
     assert t.height == 5 and t.filter(pl.col("status") == "done").height == 4
     bad = t.filter(pl.col("status") == "failed").to_dicts()[0]
-    assert "workload.ranks" in bad["error"]
+    assert "workload.ranks" in bad["error"] and bad["error"].startswith(f'{study} (point {{"workload.ranks": 0}}): ')
     done = sorted((tmp_path / "out" / "points").glob("*/summary.json"))
     stamps = [p.stat().st_mtime_ns for p in done]
     said = cli("sweep", study, "--out", tmp_path / "out", "--quiet", check=False).stdout

@@ -124,11 +124,14 @@ def _input_files(scenario: dict) -> dict[str, list[int]]:
     return found
 
 
-def scenario_of(base: dict, overrides: dict, base_dir: Path) -> dict:
-    def fail(key: str, msg: str):
-        raise ScenarioError(f"grid key {key!r}: {msg}")
+def scenario_of(base: dict, overrides: dict, base_dir: Path, study: Path | None = None) -> dict:
+    """A point's checked scenario; its errors name the study and the point's overrides."""
+    where = f"{study or 'study'} (point {json.dumps(overrides, default=str)})"
 
-    return validate(apply(base, overrides, fail), "<sweep point>", base_dir=base_dir)
+    def fail(key: str, msg: str):
+        raise ScenarioError(f"{where}: grid key {key!r}: {msg}")
+
+    return validate(apply(base, overrides, fail), where, base_dir=base_dir)
 
 
 def _holds(d: Path, scn: dict) -> bool:
@@ -184,7 +187,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
     ids = []
     for ov in points:
         try:
-            scn = scenario_of(base, {k: v for k, v in ov.items() if k != "replica"}, base_dir)
+            scn = scenario_of(base, {k: v for k, v in ov.items() if k != "replica"}, base_dir, study)
         except ScenarioError as e:  # an invalid point is a failed point; the others still run
             pid = "invalid-" + hashlib.sha1(json.dumps(ov, sort_keys=True, default=str).encode()).hexdigest()[:12]
             ids.append(pid)
