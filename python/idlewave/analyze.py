@@ -7,12 +7,13 @@ on a :class:`idlewave.Result`), using the per-(rank, iteration) timers.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import polars as pl
+
+from idlewave.results import UnreadableResult, read_json, read_parquet
 
 
 class AnalysisError(ValueError):
@@ -27,24 +28,36 @@ class Loaded:
 
 
 def load(source) -> Loaded:
-    """A result directory, or a Result from idlewave.simulate."""
+    """A result directory, or a Result from idlewave.simulate. A missing file
+    is an AnalysisError (the wrong directory given); a damaged one an
+    UnreadableResult naming it (idlewave.results)."""
     if hasattr(source, "timers") and hasattr(source, "scenario"):
         return Loaded(source.scenario, source.summary, dict(source.timers))
     d = Path(source)
     try:
-        summary = json.loads((d / "summary.json").read_text())
-        scenario = json.loads((d / "scenario.json").read_text())
-        frame = pl.read_parquet(d / "timers.parquet")
+        summary = read_json(d / "summary.json")
+        scenario = read_json(d / "scenario.json")
+        frame = read_parquet(d / "timers.parquet")
     except FileNotFoundError as e:
         raise AnalysisError(f"{d}: not a complete result directory ({Path(e.filename).name} missing)") from None
-    ranks, iters = summary["ranks"], summary["iterations"]
-    frame = frame.sort(["rank", "iteration"])
-    timers = {
-        c[:-2]: frame[c].to_numpy().reshape(ranks, iters)
-        for c in frame.columns
-        if c.endswith("_s")
-    }
+    ranks, iters = summary.get("ranks"), summary.get("iterations")
+    if not (isinstance(ranks, int) and isinstance(iters, int) and ranks >= 0 and iters >= 0
+            and isinstance(summary.get("makespan_s"), (int, float))):
+        raise UnreadableResult(f"{d / 'summary.json'}: lacks the counts and makespan idlewave writes "
+                               "('ranks', 'iterations', 'makespan_s')")
+    columns = [c for c in frame.columns if c.endswith("_s")]  # none where [record] timers = false
+    if columns and (not {"rank", "iteration"} <= set(frame.columns) or frame.height != ranks * iters):
+        raise UnreadableResult(f"{d / 'timers.parquet'}: not one row per rank and iteration "
+                               f"({frame.height} rows for the {ranks} × {iters} that summary.json gives)")
+    if columns:
+        frame = frame.sort(["rank", "iteration"])
+    timers = {c[:-2]: frame[c].to_numpy().reshape(ranks, iters) for c in columns}
     return Loaded(scenario, summary, timers)
+
+
+def _name(source, otherwise: str) -> str:
+    """How messages name a result: its directory, or (a Result in memory) `otherwise`."""
+    return otherwise if hasattr(source, "summary") else str(source)
 
 
 def _waiting(res: Loaded) -> np.ndarray:
@@ -72,6 +85,9 @@ def idle_wave(source, threshold_fraction: float = 0.1) -> dict:
     """
     res = load(source)
     wait = _waiting(res)
+    if wait.size == 0:
+        raise AnalysisError(f"{_name(source, 'the result')}: the run has {wait.shape[0]} ranks × {wait.shape[1]} "
+                            "iterations; an idle wave needs iterations to travel through")
     if "iteration" not in res.timers:
         raise AnalysisError("the result needs the 'iteration' timer")
     ends = np.nancumsum(res.timers["iteration"], axis=1)  # iterations run back to back from t = 0
@@ -145,11 +161,55 @@ def barrier_cost(scenario: dict) -> float:
     return simulate(micro).summary["makespan_s"]
 
 
+def _differences(a: dict, b: dict, prefix: str) -> list[str]:
+    """The keys whose values differ between two scenario tables, with both values (shortened)."""
+    def show(v) -> str:
+        text = repr(v)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    first = [k for k in ("kind", "ranks", "iterations") if k in a.keys() | b.keys()]  # the telling ones
+    keys = first + sorted((a.keys() | b.keys()) - set(first))
+    return [f"{prefix}.{k} ({show(a.get(k))} vs {show(b.get(k))})" for k in keys if a.get(k) != b.get(k)]
+
+
+def _comparable(b: Loaded, f: Loaded, b_name: str, f_name: str) -> None:
+    """P_D compares one program with a barrier each iteration against the
+    same program without (Eq. 1): refuse any other pair, naming what is wrong,
+    rather than subtract a barrier cost from a run that has none or divide
+    runtimes of unrelated runs."""
+    wb, wf = b.scenario.get("workload") or {}, f.scenario.get("workload") or {}
+    if "barrier" not in wb:
+        raise AnalysisError(f"{b_name}: its workload ({wb.get('kind')!r}) has no barrier option; P_D compares a run of "
+                            "bsp, spmv, stream_triad, chebfd or dense2d with workload.barrier = true against the same "
+                            "run with barrier = false")
+    if wb["barrier"] is not True:
+        hint = (f"; {f_name} is the one with barriers: give it first (analyze pd BARRIER_DIR FREE_DIR)"
+                if wf.get("barrier") is True else "")
+        raise AnalysisError(f"{b_name}: has no barriers (workload.barrier = false), but the first result must be the run "
+                            f"with a barrier each iteration{hint}")
+    if wf.get("barrier") is True:
+        raise AnalysisError(f"{f_name}: has barriers too (workload.barrier = true); the second result must be the same "
+                            "run without barriers")
+    rest = {k: v for k, v in wb.items() if k != "barrier"}, {k: v for k, v in wf.items() if k != "barrier"}
+    differ = _differences(*rest, "workload")
+    for table in ("network", "noise"):
+        differ += _differences({table: b.scenario.get(table)}, {table: f.scenario.get(table)}, "scenario")
+    differ += _differences({k: b.summary.get(k) for k in ("ranks", "iterations")},
+                           {k: f.summary.get(k) for k in ("ranks", "iterations")}, "summary")
+    if differ:
+        shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
+        raise AnalysisError(f"{b_name} and {f_name} are not the same run apart from the barrier: {shown} differ")
+
+
 def pd(barrier_source, free_source, barrier_cost_s: float | None = None) -> dict:
     """P_D = (P_free − P_barrier) / P_barrier with P ∝ 1/runtime and the
     pure barrier cost (iterations × one noiseless barrier, or the given
-    per-barrier cost) subtracted from the barrier run's runtime."""
+    per-barrier cost) subtracted from the barrier run's runtime. The two
+    runs must be the same apart from the barrier (see _comparable)."""
+    if barrier_cost_s is not None and not (math.isfinite(barrier_cost_s) and barrier_cost_s >= 0):
+        raise AnalysisError(f"--barrier-cost: seconds per barrier, a finite number >= 0, got {barrier_cost_s}")
     b, f = load(barrier_source), load(free_source)
+    _comparable(b, f, _name(barrier_source, "the run with barriers"), _name(free_source, "the run without"))
     iters = b.summary["iterations"]
     per = barrier_cost(b.scenario) if barrier_cost_s is None else barrier_cost_s
     t_barrier = b.summary["makespan_s"] - iters * per

@@ -309,9 +309,11 @@ def demo(
 def reproduce(
     names: list[str] = typer.Argument(None, help="Studies to run (default: all); `--list` names them."),
     out_dir: Path = typer.Option(Path("reproduce-out"), "--out", help="Where to write each study's JSON and figure."),
-    ranks: str = typer.Option(None, "--ranks", help="Comma-separated scales, e.g. 1024,4096 (default: the study's)."),
-    iterations: int = typer.Option(None, "--iterations", min=1, help="Iterations per run (default: the study's)."),
-    seed: int = typer.Option(1, "--seed"),
+    ranks: str = typer.Option(None, "--ranks", help="Comma-separated scales, e.g. 1024,4096 (default: the study's; "
+                              "chebfd and grid-broadcasts take one, krylov-kernels none)."),
+    iterations: int = typer.Option(None, "--iterations", min=1, help="Iterations per run (default: the study's; "
+                                   "chebfd: the polynomial degree; grid-broadcasts takes none)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the noise (default 1; noise-apps and noise-collectives only)."),
     list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ):
@@ -326,24 +328,37 @@ def reproduce(
     if unknown:
         fail(f"unknown study {unknown[0]!r} (known: {', '.join(rp.STUDIES)})")
     try:
-        scales = tuple(int(x) for x in ranks.split(",")) if ranks else None
+        scales = tuple(int(x) for x in ranks.split(",")) if ranks is not None else None
     except ValueError:
         fail(f"--ranks: comma-separated integers, got {ranks!r}")
     if scales and min(scales) < 2:
         fail(f"--ranks: every scale needs at least 2 ranks, got {ranks!r}")
+    studies = names or list(rp.STUDIES)
+    for name in studies:  # all refusals before the first (possibly long) run
+        if error := rp.flag_error(name, scales, iterations, seed):
+            fail(error + ("" if names else " (with no study named, every study runs; name the ones to run)"))
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: exists and is not a directory; each study writes a directory inside it")
+    for name in studies:
+        try:
+            (out_dir / name).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            fail(f"--out {out_dir}: cannot create {out_dir / name}: {e.strerror or e}")
     results = {}
-    for name in names or list(rp.STUDIES):
-        if scales and (error := rp.scale_error(name, scales)):
-            fail(error)
-    for name in names or list(rp.STUDIES):
+    for name in studies:
         default_ranks, default_iterations = rp.DEFAULTS[name]
         done = lambda row: err.print("  " + "  ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()),
                                      highlight=False) if not as_json else None
         try:
             results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
-                                         seed, on_row=done)
-        except (ScenarioError, _engine.SimulationError) as e:
-            fail(str(e))
+                                         1 if seed is None else seed, on_row=done)
+        except ScenarioError as e:  # a bound flag_error does not know: name the flag, not the study's internal scenario
+            flag = {"seed": "--seed", "workload.ranks": "--ranks", "workload.iterations": "--iterations"}.get(e.key)
+            fail(f"{flag}: {str(e).removeprefix(f'{e.source}: {e.key}: ')} ({name})" if flag else f"{name}: {e}")
+        except _engine.SimulationError as e:
+            fail(f"{name}: {e}")
+        except OSError as e:  # e.g. a full disk
+            fail(f"--out {out_dir / name}: cannot write the study's results: {e.strerror or e}")
     if as_json:
         print(json.dumps(finite(results)))
         return
@@ -585,17 +600,28 @@ def report(
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)."),
     as_json: bool = typer.Option(False, "--json", help="Print the page's path as JSON."),
 ):
-    """One self-contained HTML page from results."""
+    """One self-contained HTML page from results.
+
+    A damaged result below DIR is left out with a warning (on the page and
+    here) and the exit code is 1; a damaged DIR itself is an error (exit 1, no page)."""
     from idlewave.report import build
 
+    left_out: list[str] = []
+
+    def warn(message: str) -> None:
+        left_out.append(message)
+        err.print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
     try:
-        path = build(directory, output)
+        path = build(directory, output, warn=warn)
     except FileNotFoundError as e:
         fail(str(e))
     if as_json:
-        print(json.dumps({"report": str(path)}))
-        return
-    out.print(f"report: {path}")
+        print(json.dumps({"report": str(path), "left_out": left_out}))
+    else:
+        out.print(f"report: {path}")
+    if left_out:  # the page is written but incomplete: a script must notice, as with a sweep's failed points
+        fail(f"{len(left_out)} result(s) under {directory} could not be read and are left out of {path}", code=1)
 
 
 @app.command("schema")

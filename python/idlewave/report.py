@@ -1,19 +1,27 @@
 """`idlewave report DIR`: one self-contained HTML page (figures embedded as
 data URIs, no external files) from everything under DIR: simulation
 results, sweeps (with speedups between the values of each swept key),
-idle-wave measurements, regime analyses, and measured-vs-predicted tables."""
+idle-wave measurements, regime analyses, and measured-vs-predicted tables.
+A damaged result below DIR is left out with a warning; a damaged DIR fails
+the report (see `build`)."""
 
 from __future__ import annotations
 
 import base64
 import html
-import json
+import math
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from idlewave.results import figure_png, write_text
+from idlewave.results import UnreadableResult, figure_png, read_json, read_parquet, write_text
+
+#: A result below the report's directory that cannot be read, and why (the
+#: UnreadableResult naming its file): it is left out with a warning.
+Skip = Callable[[Path, UnreadableResult], None]
 
 
 def _png(fig) -> str:
@@ -30,6 +38,8 @@ def _table(rows: list[dict], cols: list[str] | None = None) -> str:
     cols = cols or list(rows[0])
 
     def cell(v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "—"  # a failed point's or an empty run's missing value
         if isinstance(v, float):
             return f"{v:.6g}"
         return html.escape(str(v))
@@ -43,26 +53,33 @@ def _table(rows: list[dict], cols: list[str] | None = None) -> str:
 _RUNS_PLOTTED = 12
 
 
-def _runs(dirs: list[Path], root: Path) -> str:
+def _runs(dirs: list[Path], root: Path, skip: Skip) -> str:
     from idlewave.results import pyplot
 
     plt = pyplot()
 
     from idlewave.results import time_unit
 
-    rows, parts, series = [], [], []
+    rows, parts, series, readable = [], [], [], []
     for d in dirs:
-        s = json.loads((d / "summary.json").read_text())
-        it = s.get("iteration_s") or {}
+        try:
+            s = read_json(d / "summary.json")
+            frame = read_parquet(d / "timers.parquet")
+            if "iteration_s" in frame.columns and frame.height:
+                if "iteration" not in frame.columns:
+                    raise UnreadableResult(f"{d / 'timers.parquet'}: has no 'iteration' column")
+                per_it = frame.group_by("iteration").agg(pl.col("iteration_s").max()).sort("iteration")
+                series.append((str(d.relative_to(root)), per_it["iteration"].to_numpy(), per_it["iteration_s"].to_numpy()))
+        except UnreadableResult as e:
+            skip(d, e)
+            continue
+        readable.append(d)
+        it = s["iteration_s"] if isinstance(s.get("iteration_s"), dict) else {}
         rows.append({"run": str(d.relative_to(root)), "workload": s.get("workload"), "ranks": s.get("ranks"),
                      "iterations": s.get("iterations"), "makespan_s": s.get("makespan_s"),
                      "iteration mean s": it.get("mean"), "iteration p95 s": it.get("p95"), "events": s.get("events")})
-        t = d / "timers.parquet"
-        if t.exists():
-            frame = pl.read_parquet(t)
-            if "iteration_s" in frame.columns and frame.height:
-                per_it = frame.group_by("iteration").agg(pl.col("iteration_s").max()).sort("iteration")
-                series.append((str(d.relative_to(root)), per_it["iteration"].to_numpy(), per_it["iteration_s"].to_numpy()))
+    if not rows:  # every run left out
+        return ""
     parts.append(_table(rows))
     if series:
         shown = series[:_RUNS_PLOTTED]
@@ -80,44 +97,53 @@ def _runs(dirs: list[Path], root: Path) -> str:
         ax.set_title(f"Slowest rank's time per iteration, by run{capped}", fontsize="medium")
         fig.legend(loc="outside lower center", ncol=2, fontsize="x-small", frameon=False)
         parts.append(_png(fig))
-    waves = []
-    for d in dirs:
-        scn = d / "scenario.json"
-        if scn.exists() and any(n.get("kind") == "single" for n in json.loads(scn.read_text()).get("noise", [])):
-            from idlewave.analyze import AnalysisError, idle_wave
+    from idlewave.analyze import AnalysisError, idle_wave, pd
 
-            try:
+    waves, wave_notes = [], []
+    for d in list(readable):
+        try:
+            scn = read_json(d / "scenario.json") if (d / "scenario.json").exists() else {}
+            noise = scn["noise"] if isinstance(scn.get("noise"), list) else []
+            if any(isinstance(n, dict) and n.get("kind") == "single" for n in noise):
                 w = idle_wave(d)
                 waves.append({"run": str(d.relative_to(root)), "speed ranks/s": w["speed_ranks_per_s"],
                               "ranks per iteration": w["speed_ranks_per_iteration"], "decay per rank": w["decay_per_rank"]})
                 parts.append(_heat(d, str(d.relative_to(root))))
-            except AnalysisError:
-                pass
-    if waves:
-        parts.insert(1, "<h3>Idle waves</h3>" + _table(waves))
-    pairs = []
-    for d in dirs:
+        except UnreadableResult as e:
+            skip(d, e)
+            readable.remove(d)
+        except AnalysisError as e:  # said on the page: a run with a delay but no measurable wave
+            wave_notes.append(f"{d.relative_to(root)}: no idle wave measured: {e}")
+    if waves or wave_notes:
+        parts.insert(1, "<h3>Idle waves</h3>" + (_table(waves) if waves else "") + _notes(wave_notes))
+    pairs, pair_notes = [], []
+    for d in readable:
         if d.name.endswith("barrier"):
             free = d.with_name(d.name[: -len("barrier")] + "free")
-            if free in dirs:
-                from idlewave.analyze import AnalysisError, pd
-
+            if free in readable:
                 try:
                     r = pd(d, free)
                     pairs.append({"runs": f"{d.relative_to(root)} / {free.name}", "P_D": r["pd"],
                                   "with barriers s": r["runtime_barrier_s"], "barrier cost s": r["barrier_cost_s"],
                                   "without s": r["runtime_free_s"]})
-                except AnalysisError:
-                    pass
-    if pairs:
-        parts.insert(1, "<h3>Desynchronization (P_D, barrier cost subtracted)</h3>" + _table(pairs))
+                except UnreadableResult as e:  # the runs were read above; only scenario.json is new here
+                    skip(d, e)
+                except AnalysisError as e:  # e.g. the pair is not the same run apart from the barrier
+                    pair_notes.append(f"{d.relative_to(root)} / {free.name}: no P_D: {e}")
+    if pairs or pair_notes:
+        parts.insert(1, "<h3>Desynchronization (P_D, barrier cost subtracted)</h3>" + (_table(pairs) if pairs else "")
+                     + _notes(pair_notes))
     return "\n".join(parts)
+
+
+def _notes(lines: list[str]) -> str:
+    return "".join(f"<p>{html.escape(line)}</p>" for line in lines)
 
 
 def _heat(d: Path, title: str) -> str:
     import matplotlib.pyplot as plt
 
-    frame = pl.read_parquet(d / "timers.parquet")
+    frame = read_parquet(d / "timers.parquet")
     col = "comm_s" if "comm_s" in frame.columns else "iteration_s"
     ranks, iters = frame["rank"].n_unique(), frame["iteration"].n_unique()
     m = frame.sort(["rank", "iteration"])[col].to_numpy().reshape(ranks, iters)
@@ -135,16 +161,15 @@ def _heat(d: Path, title: str) -> str:
 
 def _ranking(d: Path) -> str:
     """A study's strategy ranking: per condition, the table and the verdicts, and the grouped bars."""
-    ranking = json.loads((d / "ranking.json").read_text())
+    ranking = read_json(d / "ranking.json")
     parts = [f"<h3>Which {html.escape(ranking['strategy'])} wins ({ranking['level']:.0%} CI over "
              f"{ranking['replications']} seeds)</h3>"]
     for c in ranking["conditions"]:
         cond = ", ".join(f"{k} = {v}" for k, v in c["condition"].items()) or "all points"
         parts.append(f"<p><b>{html.escape(cond)}</b></p>")
         parts.append(_table([{"rank": r["rank"], "strategy": r["strategy"], "makespan mean s": r["makespan_mean_s"],
-                              "± s": r["makespan_ci_s"] if r["makespan_ci_s"] is not None else "-",
-                              "slowest rank's iteration s": r["slowest_iteration_mean_s"] or "-",
-                              "slower than the best": r.get("slower_than_best", "-")} for r in c["ranking"]]))
+                              "± s": r["makespan_ci_s"], "slowest rank's iteration s": r["slowest_iteration_mean_s"],
+                              "slower than the best": r.get("slower_than_best")} for r in c["ranking"]]))
         parts += [f"<p>{html.escape(r['verdict'])}</p>" for r in c["ranking"] if "verdict" in r]
     if (d / "ranking.png").exists():
         parts.append(_img((d / "ranking.png").read_bytes(), "ranking"))
@@ -152,7 +177,7 @@ def _ranking(d: Path) -> str:
 
 
 def _sweep(d: Path) -> str:
-    frame = pl.read_parquet(d / "sweep.parquet")
+    frame = read_parquet(d / "sweep.parquet")
     parts = [_ranking(d)] if (d / "ranking.json").exists() else []
     parts.append(_table(frame.to_dicts()))
     measured = ("id", "status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error", "replica")
@@ -180,7 +205,7 @@ def _sweep(d: Path) -> str:
 
 
 def _regimes(d: Path, root: Path) -> str:
-    s = json.loads((d / "summary.json").read_text())
+    s = read_json(d / "summary.json")
     parts = []
     sets = s["datasets"] if "datasets" in s else {d.name: s}
     for name, ds in sets.items():
@@ -200,39 +225,38 @@ def _regimes(d: Path, root: Path) -> str:
     return "\n".join(parts)
 
 
-def _explained(dirs: list[Path], root: Path) -> str:
-    """Per explained run: the makespan by cause, the derivatives, the
+def _explained(d: Path, root: Path) -> str:
+    """An explained run: the makespan by cause, the derivatives, the
     tolerances (if `idlewave explain` found them) and the figures."""
     from idlewave.explain import CAUSES, Explanation
 
     parts = []
-    for d in dirs:
-        doc = json.loads((d / "explain.json").read_text())
-        x = Explanation(doc)
-        total = x.makespan_s
-        parts.append(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}: bound by {html.escape(CAUSES[x.bound()])}</h3>")
-        parts.append(_table([{"cause": CAUSES[k], "seconds": v, "share": f"{v / total:.1%}" if total else "-"}
-                             for k, v in x.causes_s().items() if v > 0]))
-        parts.append(_table([{"parameter": p, "dT/dθ (ps per ps, or per ps/byte)": n} for p, n in x.derivatives().items()]))
-        route = doc.get("route") or {}
-        if route:
-            longest = ", ".join(f"rank {r['rank']} ({r['share']:.1%})" for r in route["longest_on"])
-            partial = (f" The route is partial: it starts at {route['from_s']:.6g} s (earlier stretches dropped to bound memory)."
-                       if route.get("from_s", 0) > 0 else "")
-            parts.append(f"<p>The critical path runs through {route['segments']:,} stretches on {route['ranks']:,} ranks; "
-                         f"longest on {html.escape(longest)} of the makespan.{partial}</p>")
-        tol = doc.get("tolerance") or {}
-        if tol:
-            parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": ("not on the path" if v is None else v)
-                                                     for f, v in t.items()}} for p, t in tol.items()]))
-        for f in sorted(d.glob("*.png")):
-            if f.name in ("breakdown.png", "waits.png", "waits_by_iteration.png", "route.png") or f.name.startswith("t_of_"):
-                parts.append(_img(f.read_bytes(), f.name))
+    doc = read_json(d / "explain.json")
+    x = Explanation(doc)
+    total = x.makespan_s
+    parts.append(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}: bound by {html.escape(CAUSES[x.bound()])}</h3>")
+    parts.append(_table([{"cause": CAUSES[k], "seconds": v, "share": f"{v / total:.1%}" if total else "-"}
+                         for k, v in x.causes_s().items() if v > 0]))
+    parts.append(_table([{"parameter": p, "dT/dθ (ps per ps, or per ps/byte)": n} for p, n in x.derivatives().items()]))
+    route = doc.get("route") or {}
+    if route:
+        longest = ", ".join(f"rank {r['rank']} ({r['share']:.1%})" for r in route["longest_on"])
+        partial = (f" The route is partial: it starts at {route['from_s']:.6g} s (earlier stretches dropped to bound memory)."
+                   if route.get("from_s", 0) > 0 else "")
+        parts.append(f"<p>The critical path runs through {route['segments']:,} stretches on {route['ranks']:,} ranks; "
+                     f"longest on {html.escape(longest)} of the makespan.{partial}</p>")
+    tol = doc.get("tolerance") or {}
+    if tol:
+        parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": ("not on the path" if v is None else v)
+                                                 for f, v in t.items()}} for p, t in tol.items()]))
+    for f in sorted(d.glob("*.png")):
+        if f.name in ("breakdown.png", "waits.png", "waits_by_iteration.png", "route.png") or f.name.startswith("t_of_"):
+            parts.append(_img(f.read_bytes(), f.name))
     return "\n".join(parts)
 
 
 def _compare(d: Path) -> str:
-    frame = pl.read_parquet(d / "compare.parquet")
+    frame = read_parquet(d / "compare.parquet")
     out = _table(frame.to_dicts())
     if (d / "compare.png").exists():
         out += _img((d / "compare.png").read_bytes(), "measured vs predicted")
@@ -251,8 +275,8 @@ def _headline(root: Path) -> str:
     """The tables the run's summary names as its headline (the demo's), as
     the terminal showed them."""
     try:
-        tables = json.loads((root / "summary.json").read_text()).get("headline") or []
-    except (OSError, ValueError, AttributeError):
+        tables = read_json(root / "summary.json").get("headline") or []
+    except FileNotFoundError:
         return ""
     parts = []
     for h in tables:
@@ -265,36 +289,84 @@ def _headline(root: Path) -> str:
     return "".join(parts)
 
 
-def build(root: str | Path, out: str | Path | None = None, title: str = "idlewave report") -> Path:
+def build(root: str | Path, out: str | Path | None = None, title: str = "idlewave report",
+          warn: Callable[[str], None] | None = None) -> Path:
+    """Writes the page for everything under `root` and returns its path.
+
+    A result below `root` whose files cannot be read (truncated, not JSON,
+    not what idlewave writes) is left out, listed at the top of the page and
+    passed to `warn` (default: a "warning:" line on stderr): one damaged point
+    of a large sweep should not cost the report of the others. A damaged
+    result that is `root` itself (the report of one run or sweep), or nothing
+    readable at all, is an UnreadableResult naming the file, and no page."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: not a directory")
     out = Path(out) if out else root / "report.html"
+    left_out: list[str] = []
+
+    def skip(d: Path, e: UnreadableResult) -> None:
+        if d == root:
+            raise e
+        left_out.append(str(e))
+
+    def section(d: Path, make: Callable[[Path], str]) -> str:
+        """make(d), or "" with d left out when its files cannot be read."""
+        try:
+            return make(d)
+        except UnreadableResult as e:
+            skip(d, e)
+        except (KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as e:
+            # files that parse but lack the keys or columns idlewave writes
+            why = (str(e).strip().splitlines() or [""])[0]
+            skip(d, UnreadableResult(f"{d}: its files are not the result idlewave writes ({type(e).__name__}: {why})"))
+        return ""
+
     runs = sorted(p.parent for p in root.rglob("timers.parquet") if (p.parent / "summary.json").exists())
     sweeps = sorted(p.parent for p in root.rglob("sweep.parquet"))
-    regimes = sorted({p.parent for p in root.rglob("regimes.parquet")})
-    regime_roots = sorted({d.parent if (d.parent / "summary.json").exists() and "datasets" in json.loads((d.parent / "summary.json").read_text()) else d for d in regimes})
+    regime_roots = set()
+    for d in sorted({p.parent for p in root.rglob("regimes.parquet")}):
+        try:
+            parent = d.parent / "summary.json"
+            regime_roots.add(d.parent if parent.exists() and "datasets" in read_json(parent) else d)
+        except UnreadableResult as e:
+            skip(d.parent, e)
     compares = sorted(p.parent for p in root.rglob("compare.parquet"))
     explained = sorted(p.parent for p in root.rglob("explain.json") if (p.parent / "scenario.json").exists())
     sections = []
-    headline = _headline(root)
+    headline = section(root, _headline)
     if headline:
         sections.append("<h2>Headline</h2>" + headline)
-    if sweeps:
-        sections.append("<h2>Sweeps</h2>" + "".join(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}</h3>" + _sweep(d) for d in sweeps))
-    if runs:
-        sections.append("<h2>Runs</h2>" + _runs(runs, root))
-    if explained:
-        sections.append("<h2>What bounds this run</h2>" + _explained(explained, root))
-    if regime_roots:
-        sections.append("<h2>Regimes</h2>" + "".join(_regimes(d, root) for d in regime_roots))
-    if compares:
-        sections.append("<h2>Model vs simulation vs measurement</h2>" + "".join(_compare(d) for d in compares))
+    sweep_parts = "".join(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}</h3>" + part
+                          for d in sweeps if (part := section(d, _sweep)))
+    if sweep_parts:
+        sections.append("<h2>Sweeps</h2>" + sweep_parts)
+    if runs and (runs_part := _runs(runs, root, skip)):
+        sections.append("<h2>Runs</h2>" + runs_part)
+    explained_parts = "".join(section(d, lambda d: _explained(d, root)) for d in explained)
+    if explained_parts:
+        sections.append("<h2>What bounds this run</h2>" + explained_parts)
+    regime_parts = "".join(section(d, lambda d: _regimes(d, root)) for d in sorted(regime_roots))
+    if regime_parts:
+        sections.append("<h2>Regimes</h2>" + regime_parts)
+    compare_parts = "".join(section(d, _compare) for d in compares)
+    if compare_parts:
+        sections.append("<h2>Model vs simulation vs measurement</h2>" + compare_parts)
+    if not sections and left_out:
+        raise UnreadableResult(f"{root}: no readable results: " + "; ".join(left_out))
     if not sections:
         raise FileNotFoundError(f"{root}: no results found (run idlewave simulate --out, sweep, regimes or measure first)")
+    if left_out:
+        sections.insert(0, "<h2>Left out</h2><p>These results could not be read and are not in this report (a damaged "
+                           "result below the report's directory is left out; one that is the directory itself fails "
+                           "the report):</p><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in left_out) + "</ul>")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head>"
             f"<body><h1>{html.escape(title)}</h1><p>From {html.escape(str(root.resolve()))}.</p>{''.join(sections)}{CHECK}</body></html>")
     write_text(out, page)
+    for m in left_out:
+        (warn or _warn)(f"left out of the report: {m}")
     return out
 
 
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)

@@ -434,10 +434,45 @@ DEFAULTS: dict[str, tuple[tuple[int, ...], int]] = {"chebfd": ((1280,), 10),
                                                     "grid-broadcasts": ((128 * 128,), 1)}
 
 
+# Per study: the command-line flags it takes, and why it takes no others (a
+# flag a study would ignore is refused, never dropped without a word).
+FLAGS: dict[str, tuple[str, ...]] = {"chebfd": ("--ranks", "--iterations"),
+                                     "noise-apps": ("--ranks", "--iterations", "--seed"),
+                                     "noise-collectives": ("--ranks", "--iterations", "--seed"),
+                                     "krylov-kernels": ("--iterations",),
+                                     "grid-broadcasts": ("--ranks",)}
+WHY_NOT: dict[str, str] = {"chebfd": "it runs without noise, so no seed applies",
+                           "krylov-kernels": "it runs the paper's fixed scales (8 x 8 x 8 and 64 ranks) without noise",
+                           "grid-broadcasts": "each run is one broadcast step (or the fixed HPL-MxP example), without noise"}
+# The largest partner offset of Table 7's decompositions is 561 (M8, src/workloads/chebfd.rs): fewer ranks have no partner there.
+CHEB_MIN_RANKS = 562
+# The engine's bounds on workload.ranks and workload.iterations (the scenario schema).
+MAX_RANKS, MAX_ITERATIONS = 2**31, 2**32 - 1
+
+
+def flag_error(name: str, ranks: tuple[int, ...] | None, iterations: int | None, seed: int | None) -> str | None:
+    """Why the flags given (None: not given) cannot run study `name`, or None."""
+    given = [flag for flag, v in (("--ranks", ranks), ("--iterations", iterations), ("--seed", seed)) if v is not None]
+    if unused := [flag for flag in given if flag not in FLAGS[name]]:
+        return f"{name} does not take {' or '.join(unused)}: {WHY_NOT[name]}; it takes {', '.join(FLAGS[name])}"
+    if iterations is not None and not 1 <= iterations <= MAX_ITERATIONS:
+        return f"--iterations: between 1 and {MAX_ITERATIONS}, got {iterations}"
+    if seed is not None and not 0 <= seed < 2**64:
+        return f"--seed: an integer from 0 to 2^64 - 1, got {seed}"
+    return scale_error(name, ranks) if ranks else None
+
+
 def scale_error(name: str, ranks: tuple[int, ...]) -> str | None:
     """Why `ranks` cannot run study `name`, or None."""
+    if len(ranks) > 1 and name in ("chebfd", "grid-broadcasts"):
+        return f"--ranks: {name} runs at one scale, got {len(ranks)} ({','.join(map(str, ranks))})"
     if name == "grid-broadcasts" and any(math.isqrt(p) ** 2 != p or p < 16 for p in ranks[:1]):
         return f"--ranks: grid-broadcasts runs on a square grid of at least 4 x 4 ranks (e.g. 16384), got {ranks[0]}"
+    if name == "chebfd" and ranks[0] < CHEB_MIN_RANKS:
+        return (f"--ranks: chebfd needs at least {CHEB_MIN_RANKS} ranks (Table 7's decompositions have partners up to "
+                f"561 ranks away), got {ranks[0]}")
+    if max(ranks) > MAX_RANKS:
+        return f"--ranks: at most {MAX_RANKS} ranks, got {max(ranks)}"
     return None
 
 
@@ -449,10 +484,10 @@ def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, see
     if name == "noise-apps":
         result = noise_apps(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
         result["figure"] = str(figure(result, out / f"{name}.png"))
-    elif name == "chebfd":  # iterations: the polynomial degree; no noise, so no seed
+    elif name == "chebfd":  # iterations: the polynomial degree; no noise, so no seed (FLAGS)
         result = chebfd(ranks=ranks[0], degree=iterations, on_row=on_row)
         result["figure"] = str(chebfd_figure(result, out / f"{name}.png"))
-    elif name == "krylov-kernels":  # the paper's fixed scales; ranks and seed do not apply (no noise)
+    elif name == "krylov-kernels":  # the paper's fixed scales; ranks and seed do not apply (no noise; FLAGS)
         result = krylov(iterations=iterations, on_row=on_row)
         result["figure"] = str(krylov_figure(result, out / f"{name}.png"))
     elif name == "grid-broadcasts":  # ranks: the grid's, a square (the paper's 128 x 128); no noise

@@ -33,6 +33,53 @@ class ResultsError(OSError):
     """A result that cannot be written; the message says where and why."""
 
 
+class UnreadableResult(ResultsError):
+    """A result file that exists but cannot be read (truncated, not JSON or
+    Parquet, not what this package writes); the message names the file. The
+    command line reports it as an error with exit code 1, never a traceback."""
+
+
+def read_json(path: Path) -> dict:
+    """A result's JSON object (summary.json, scenario.json, explain.json, …).
+    A missing file is FileNotFoundError (the caller knows whether it is
+    optional); anything else wrong is UnreadableResult naming the file."""
+    from idlewave.inputs import read_bytes
+
+    try:
+        data = json.loads(read_bytes(path, "result file"))
+    except FileNotFoundError:
+        raise
+    except OSError as e:  # read_bytes' own messages name the file already
+        raise UnreadableResult(str(e) if e.strerror is None else f"{path}: cannot read: {e.strerror}") from None
+    except json.JSONDecodeError as e:  # position only: messages never quote a file's contents
+        raise UnreadableResult(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}); "
+                               "the file is damaged or was not written by idlewave") from None
+    except ValueError:  # not UTF-8
+        raise UnreadableResult(f"{path}: not valid JSON (not UTF-8 text)") from None
+    if not isinstance(data, dict):
+        raise UnreadableResult(f"{path}: holds a JSON {type(data).__name__}, not the object idlewave writes")
+    return data
+
+
+def read_parquet(path: Path, columns: list[str] | None = None):
+    """A result's Parquet table as a polars DataFrame. A missing file is
+    FileNotFoundError; a truncated or foreign one UnreadableResult naming it."""
+    import polars as pl
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if not path.is_file():  # polars would read a directory's files, or wait on a FIFO
+        raise UnreadableResult(f"{path}: not a regular file")
+    try:
+        return pl.read_parquet(path, columns=columns)
+    except OSError as e:
+        raise UnreadableResult(f"{path}: cannot read: {e.strerror or e}") from None
+    except pl.exceptions.PolarsError as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UnreadableResult(f"{path}: not a readable Parquet table ({reason})") from None
+
+
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     if path.exists() and not path.is_file():
         # renaming over a device, FIFO or directory would replace it with a file
