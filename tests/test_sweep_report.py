@@ -47,6 +47,14 @@ def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
     study.write_text(STUDY.replace("[base.workload]", "[base.network]\nL_s = 1e-6\n[base.workload]"))
     said = cli("sweep", study, "--out", tmp_path / "out", "--quiet", check=False).stdout
     assert "0 reused" in said and len(list((tmp_path / "out" / "points").glob("*/summary.json"))) == 8
+    # the report shows the sweep's points, not the earlier base's beside them
+    cli("report", tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "Not shown: 4 point directories of earlier runs" in page
+    current = pl.read_parquet(tmp_path / "out" / "sweep.parquet")["id"].to_list()
+    earlier = [d.name for d in (tmp_path / "out" / "points").iterdir() if d.name not in current]
+    assert len(earlier) == 4 and not any(f"points/{e}" in page for e in earlier)
+    assert all(f"points/{c}" in page for c in current if not c.startswith("invalid-"))
     # the barrier costs more than it saves under noise, in every pair
     m = {(r["workload.barrier"], r["noise"] != "[]"): r["makespan_s"] for r in t.filter(pl.col("status") == "done").to_dicts()}
     assert m[True, False] > m[False, False] and m[True, True] > m[False, True]

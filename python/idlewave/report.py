@@ -322,8 +322,10 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
             skip(d, UnreadableResult(f"{d}: its files are not the result idlewave writes ({type(e).__name__}: {why})"))
         return ""
 
-    runs = sorted(p.parent for p in root.rglob("timers.parquet") if (p.parent / "summary.json").exists())
     sweeps = sorted(p.parent for p in root.rglob("sweep.parquet"))
+    earlier = _earlier_points(sweeps)
+    runs = sorted(p.parent for p in root.rglob("timers.parquet")
+                  if (p.parent / "summary.json").exists() and p.parent not in earlier)
     regime_roots = set()
     for d in sorted({p.parent for p in root.rglob("regimes.parquet")}):
         try:
@@ -332,7 +334,8 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
         except UnreadableResult as e:
             skip(d.parent, e)
     compares = sorted(p.parent for p in root.rglob("compare.parquet"))
-    explained = sorted(p.parent for p in root.rglob("explain.json") if (p.parent / "scenario.json").exists())
+    explained = sorted(p.parent for p in root.rglob("explain.json")
+                       if (p.parent / "scenario.json").exists() and p.parent not in earlier)
     sections = []
     headline = section(root, _headline)
     if headline:
@@ -356,6 +359,9 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
         raise UnreadableResult(f"{root}: no readable results: " + "; ".join(left_out))
     if not sections:
         raise FileNotFoundError(f"{root}: no results found (run idlewave simulate --out, sweep, regimes or measure first)")
+    if earlier:
+        sections.append(f"<p>Not shown: {len(earlier)} point directories of earlier runs of a sweep (their scenario "
+                        "or its files have changed since; the sweep's table no longer lists them).</p>")
     if left_out:
         sections.insert(0, "<h2>Left out</h2><p>These results could not be read and are not in this report (a damaged "
                            "result below the report's directory is left out; one that is the directory itself fails "
@@ -366,6 +372,20 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
     for m in left_out:
         (warn or _warn)(f"left out of the report: {m}")
     return out
+
+
+def _earlier_points(sweeps: list[Path]) -> set[Path]:
+    """The point directories of each sweep that its table does not list: runs
+    of an earlier base or input files, kept on disk but not part of the sweep."""
+    earlier: set[Path] = set()
+    for d in sweeps:
+        try:
+            current = set(read_parquet(d / "sweep.parquet", columns=["id"])["id"].to_list())
+        except UnreadableResult:
+            continue  # the sweep's own section reports the damaged table
+        if (d / "points").is_dir():
+            earlier |= {p for p in (d / "points").iterdir() if p.is_dir() and p.name not in current}
+    return earlier
 
 
 def _warn(message: str) -> None:
