@@ -67,6 +67,9 @@ def test_loggopsim_parameters_out_of_range_are_refused(tmp_path):
         # the flag and the value as given, in its unit (ns), not a saturated ps value
         assert p.returncode == 2 and f"{flag} must be at most 1152921504606846 ns (about 13 days), got {value}" in p.stderr
     assert run_cli("loggopsim", str(g), "-L", str(2**60 // 1000), check=False).returncode == 0  # the limit itself runs
+    # two schedules: refused, not one of them silently ignored
+    p = run_cli("loggopsim", str(g), "-f", str(tmp_path / "other.goal"), check=False)
+    assert p.returncode == 2 and "two GOAL files given" in p.stderr
 
 
 def test_fat_trees_need_four_ports_and_hops_always_end():

@@ -176,6 +176,8 @@ def loggopsim(
                                  "instead of LogGOPSim's lines."),
 ):
     """LogGOPSim-compatible run of a GOAL schedule: same flags, same 'Host i: t' output."""
+    if goal is not None and filename is not None and goal != filename:
+        fail(f"two GOAL files given ({goal} and -f {filename}); give one")
     path = goal or filename
     if path is None:
         fail("give a GOAL file (positional or -f)")
@@ -558,6 +560,9 @@ def sweep(
         fail(str(e))
     except OSError as e:  # e.g. a scheduler that cannot be reached
         fail(f"sweep: {e}")
+    except KeyboardInterrupt:
+        fail(f"interrupted; the points finished so far are kept in {out_dir / 'points'}, and running the sweep "
+             "again skips them", code=130)
     failed = frame.filter(frame["status"] == "failed").height if "status" in frame.columns else 0
     reused = json.loads((out_dir / "study.json").read_text()).get("reused", 0)
     ranking = json.loads((out_dir / "ranking.json").read_text()) if (out_dir / "ranking.json").exists() else None
