@@ -295,6 +295,12 @@ enum Requests {
 
 const FEW_REQUESTS: usize = 16;
 
+/// Creation kinds (comm_new's tag; docs/trace-format.md) made by their members only.
+const CREATE_GROUP: i32 = 6;
+const FIRST_SEEN: i32 = 14;
+/// A pending communicator's order among those with its members (`by_members`), not its parent's.
+const BY_MEMBERS: u64 = u64::MAX;
+
 impl Requests {
     /// Opens `req` (a handle reused while open now stands for `ops`).
     fn insert(&mut self, req: u64, ops: Completes) {
@@ -347,6 +353,12 @@ pub struct RankConv {
     pending: Option<Box<Pending>>,
     /// Intercommunicators made so far per member set (both groups), for their contexts.
     intercomms: FxHashMap<u64, u64>,
+    /// Communicators made so far by calls only their members make (create_group,
+    /// or first seen: made by a call the replay does not model), per parent
+    /// and member set: the members make them in the same order, so the count
+    /// tells apart two with the same members, where the parent's count would
+    /// drift between members and non-members.
+    by_members: FxHashMap<u64, u64>,
     /// The (t0, t1) of the call whose time was counted last: a Waitall or
     /// Startall writes one record per request, all with the call's times.
     counted: (f64, f64),
@@ -403,6 +415,7 @@ impl RankConv {
             pending: None,
             counted: (f64::NAN, f64::NAN),
             intercomms: FxHashMap::default(),
+            by_members: FxHashMap::default(),
             stats: RankStats::default(),
             reports: true,
             finished: false,
@@ -653,7 +666,13 @@ impl RankConv {
         chain: bool,
     ) -> Result<OpRef, String> {
         if r.peer < 0 || r.peer as u32 >= sh.ranks {
-            return Err(format!("peer {} is not a rank of this {}-rank run", r.peer, sh.ranks));
+            // (the tracer writes -1 for a process outside the run: spawned, or connected)
+            let outside = if r.peer == -1 {
+                " (a process outside the traced run, e.g. made by MPI_Comm_spawn or reached by MPI_Comm_connect:                  a replay cannot model it)"
+            } else {
+                ""
+            };
+            return Err(format!("peer {} is not a rank of this {}-rank run{outside}", r.peer, sh.ranks));
         }
         if r.tag < 0 {
             return Err("a receive with MPI_ANY_TAG that the tracer did not resolve".into());
@@ -838,11 +857,12 @@ impl RankConv {
 
     fn comm_new(&mut self, r: &Record) -> Result<(), String> {
         let parent_ctx = match self.comms.get_mut(&r.comm) {
+            Some(p) if r.tag == CREATE_GROUP || r.tag == FIRST_SEEN => Some((p.ctx, BY_MEMBERS)),
             Some(p) => {
                 p.created += 1;
                 Some((p.ctx, p.created))
             }
-            None if r.comm == u32::MAX || r.tag == 14 => None,
+            None if r.comm == u32::MAX || r.tag == FIRST_SEEN => None,
             None => return Err(format!("created from communicator {}, which is not live here", r.comm)),
         };
         if r.peer < 0 {
@@ -851,7 +871,7 @@ impl RankConv {
         if matches!(self.placement, Placement::Periodic { .. }) {
             return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
         }
-        let (ctx, order) = parent_ctx.unwrap_or((0x5eed, 0));
+        let (ctx, order) = parent_ctx.unwrap_or((0x5eed, BY_MEMBERS));
         self.pending = Some(Box::new(Pending {
             id: r.peer as u32,
             parent_ctx: mix(ctx, r.tag as u64),
@@ -880,10 +900,16 @@ impl RankConv {
     }
 
     fn close_pending(&mut self, sh: &mut Shared) -> Result<(), String> {
-        let Some(p) = self.pending.take() else { return Ok(()) };
+        let Some(mut p) = self.pending.take() else { return Ok(()) };
         let at = format!("communicator {} (created at record {})", p.id, p.index.saturating_sub(1));
         if p.members.is_empty() {
             return Err(format!("{at} has no member records"));
+        }
+        if p.order == BY_MEMBERS {
+            let key = p.members.iter().fold(p.parent_ctx, |h, &w| mix(h, w as u64));
+            let n = self.by_members.entry(key).or_insert(0);
+            *n += 1;
+            p.order = *n;
         }
         if let Placement::Grid { ext, template } = &self.placement {
             if !p.remote.is_empty() {

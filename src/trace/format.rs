@@ -284,7 +284,7 @@ pub struct Header {
 
 pub fn header_of(path: &Path) -> Result<Header, String> {
     let name = path.display();
-    let mut f = File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let (mut f, _) = crate::files::open_regular(path, "rank file")?;
     let mut h = [0u8; HEADER_BYTES as usize];
     let got = read_full(&mut f, &mut h).map_err(|e| format!("{name}: {e}"))?;
     if got < 8 || &h[..8] != MAGIC {
@@ -317,11 +317,10 @@ pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
     if h.footer_offset == u64::MAX || h.records == u64::MAX {
         return Err(format!("{name}: the run did not reach MPI_Finalize (the header was never completed); replay needs a complete trace"));
     }
-    let len = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?.len();
+    let (mut f, len) = crate::files::open_regular(path, "rank file")?;
     if h.footer_offset < HEADER_BYTES || h.footer_offset >= len {
         return Err(format!("{name}: footer offset {} is outside the file ({len} bytes): truncated or corrupt", h.footer_offset));
     }
-    let mut f = File::open(path).map_err(|e| format!("{name}: {e}"))?;
     f.seek(SeekFrom::Start(h.footer_offset)).map_err(|e| format!("{name}: {e}"))?;
     // Footers are small (a few hundred functions); refuse absurd ones.
     let n = (len - h.footer_offset).min(16 << 20) as usize;
@@ -373,7 +372,8 @@ pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, String> {
     let mut out = Vec::with_capacity(found.len());
     for (i, (r, p)) in found.into_iter().enumerate() {
         if r as usize != i {
-            return Err(format!("{name}: rank-{i}.iwt is missing"));
+            let why = if (r as usize) < i { format!("two files name rank {r} ({})", p.display()) } else { format!("rank-{i}.iwt is missing") };
+            return Err(format!("{name}: {why}"));
         }
         let h = header_of(&p)?;
         if h.rank != i as i32 {
@@ -382,7 +382,10 @@ pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, String> {
         out.push((p, h));
     }
     let size = out[0].1.size;
-    if size <= 0 || out.len() != size as usize || out.iter().any(|(_, h)| h.size != size) {
+    if let Some((p, h)) = out.iter().find(|(_, h)| h.size != size) {
+        return Err(format!("{}: says the run had {} ranks, rank 0's file says {size}", p.display(), h.size));
+    }
+    if size <= 0 || out.len() != size as usize {
         return Err(format!("{name}: {} rank files for a run of {size} ranks", out.len()));
     }
     Ok(out)
@@ -396,6 +399,8 @@ pub struct RecordReader {
     offset: u64,
     /// Records still to read (from the header).
     left: u64,
+    /// Where the records end: the footer's offset.
+    end: u64,
     /// Index of the next record (for error messages).
     pub index: u64,
     buf: Vec<u8>,
@@ -410,6 +415,7 @@ impl RecordReader {
             path: path.to_path_buf(),
             offset: HEADER_BYTES,
             left: h.records,
+            end: h.footer_offset,
             index: 0,
             buf: Vec::new(),
             pos: 0,
@@ -428,8 +434,9 @@ impl RecordReader {
         }
         self.buf.drain(..self.pos);
         self.pos = 0;
-        let want = self.chunk.max(n) - self.buf.len();
-        let mut f = File::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        // never into the footer: a header claiming more records than the file holds is an error here
+        let want = (self.chunk.max(n) - self.buf.len()).min(self.end.saturating_sub(self.offset) as usize);
+        let (mut f, _) = crate::files::open_regular(&self.path, "rank file")?;
         f.seek(SeekFrom::Start(self.offset)).map_err(|e| format!("{}: {e}", self.path.display()))?;
         let old = self.buf.len();
         self.buf.resize(old + want, 0);
@@ -437,7 +444,8 @@ impl RecordReader {
         self.buf.truncate(old + got);
         self.offset += got as u64;
         if self.buf.len() < n {
-            return Err(format!("{}: truncated at record {}", self.path.display(), self.index));
+            let why = if self.offset >= self.end { "the records end there (the footer follows): the header claims more" } else { "truncated" };
+            return Err(format!("{}: record {}: {why}", self.path.display(), self.index));
         }
         Ok(())
     }
@@ -451,6 +459,9 @@ impl RecordReader {
         self.need(RECORD_BYTES)?;
         let r = Record::decode(&self.buf[self.pos..self.pos + RECORD_BYTES]);
         self.pos += RECORD_BYTES;
+        if !(r.t0.is_finite() && r.t1.is_finite()) {
+            return Err(format!("{}: record {}: its times ({}, {}) are not finite numbers (corrupt file)", self.path.display(), self.index, r.t0, r.t1));
+        }
         if r.has(flag::PAYLOAD) {
             self.need(8)?;
             let n = u64::from_le_bytes(self.buf[self.pos..self.pos + 8].try_into().unwrap());

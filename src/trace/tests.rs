@@ -228,6 +228,39 @@ fn broken_files_are_named_with_the_record() {
     w.finish(&Footer::default()).unwrap();
     let e = replay(&spec(&d)).unwrap_err();
     assert!(e.contains("rank-1.iwt record 1") && e.contains("unknown op code 200"), "{e}");
+    // a time that is not a number
+    let mut w = Writer::create(&f, 1, 2).unwrap();
+    w.record(&Record { op: op::INIT, ..Default::default() }, &[]).unwrap();
+    w.record(&Record { op: op::FINALIZE, t0: 1.0, t1: f64::NAN, ..Default::default() }, &[]).unwrap();
+    w.finish(&Footer::default()).unwrap();
+    let e = replay(&spec(&d)).unwrap_err();
+    assert!(e.contains("rank-1.iwt: record 1: its times (1, NaN) are not finite numbers"), "{e}");
+    // a header claiming more records than the file holds: the footer is not read as records
+    write_synthetic(&d, 2, 3).unwrap();
+    let mut bytes = std::fs::read(&f).unwrap();
+    let records = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+    bytes[16..24].copy_from_slice(&(records + 50).to_le_bytes());
+    std::fs::write(&f, &bytes).unwrap();
+    let e = replay(&spec(&d)).unwrap_err();
+    assert!(e.contains(&format!("rank-1.iwt: record {records}: the records end there")), "{e}");
+    // ranks that disagree on the run's size
+    write_synthetic(&d, 2, 3).unwrap();
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes[12..16].copy_from_slice(&5i32.to_le_bytes());
+    std::fs::write(&f, &bytes).unwrap();
+    assert!(open(&d).err().unwrap().contains("rank-1.iwt: says the run had 5 ranks, rank 0's file says 2"));
+    // a FIFO in place of a rank file is refused, not waited on
+    std::fs::remove_file(&f).unwrap();
+    let fifo = std::ffi::CString::new(f.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    assert!(open(&d).err().unwrap().contains("rank-1.iwt: the rank file must be a regular file"));
+    std::fs::remove_file(&f).unwrap();
+    // two files for one rank
+    write_synthetic(&d, 2, 3).unwrap();
+    std::fs::copy(&f, d.join("rank-01.iwt")).unwrap();
+    assert!(open(&d).err().unwrap().contains("two files name rank 1"));
+    std::fs::remove_file(d.join("rank-01.iwt")).unwrap();
     // a missing rank
     std::fs::remove_file(d.join("rank-0.iwt")).unwrap();
     assert!(open(&d).err().unwrap().contains("rank-0.iwt is missing"));
@@ -708,4 +741,57 @@ fn data_dependent_message_counts_are_refused_before_the_run() {
     let e = replay(&TraceSpec { grid: Some("6x3".into()), ..spec(&d) }).unwrap_err();
     assert!(e.contains("cannot extrapolate on the 3×3 (periodic) grid") && e.contains("do not pair up"), "{e}");
     assert!(e.contains("sends 2 messages") && e.contains("receives 1 of them"), "{e}");
+}
+
+/// Communicator `id` made from `parent` (`kind`: the creation kind) with members `members`.
+fn comm(k: &mut Rank, parent: u32, id: u32, kind: i32, members: &[i32]) {
+    k.rec(Record { op: op::COMM_NEW, comm: parent, peer: id as i32, tag: kind, ..Default::default() }, &[]);
+    for (local, &w) in members.iter().enumerate() {
+        k.rec(Record { op: op::COMM_MEMBER, comm: id, peer: w, tag: local as i32, ..Default::default() }, &[]);
+    }
+}
+
+#[test]
+fn communicators_made_by_their_members_only_keep_every_later_one_apart() {
+    // ranks 0 and 1 make a communicator by create_group (rank 2 does not
+    // call it), then all three dup the world and meet in a barrier: the dup
+    // is the same communicator on every rank (it used to count as the
+    // world's second on ranks 0 and 1, and its first on rank 2: a deadlock)
+    let d = tmp("create_group");
+    for r in 0..3 {
+        let mut k = Rank::new(&d, r, 3);
+        if r < 2 {
+            comm(&mut k, 0, 1, 6, &[0, 1]);
+            k.coll(Coll::Allreduce, 1, 8, &[]);
+        }
+        comm(&mut k, 0, 2, 3, &[0, 1, 2]);
+        k.coll(Coll::Barrier, 2, 0, &[]);
+        k.finish();
+    }
+    replay(&spec(&d)).expect("no deadlock");
+    // two communicators the tracer saw made by a call it does not model
+    // (MPI_Comm_create_from_group), with the same members, made in the same
+    // order on both: rank 0 sends 8 bytes on the first, then 80,000 on the
+    // second; rank 1 receives on the second first. Each receive matches its
+    // own communicator's send (they had one context: 80,000 matched 8)
+    let d = tmp("same_members");
+    for r in 0..2 {
+        let mut k = Rank::new(&d, r, 2);
+        comm(&mut k, u32::MAX, 1, 14, &[0, 1]);
+        comm(&mut k, u32::MAX, 2, 14, &[0, 1]);
+        let both = [(1u32, 8u64), (2, 80_000)];
+        for (c, bytes) in if r == 0 { both } else { [both[1], both[0]] } {
+            let (code, peer) = if r == 0 { (op::SEND, 1) } else { (op::RECV, 0) };
+            k.rec(Record { op: code, comm: c, peer, tag: 0, bytes, ..Default::default() }, &[]);
+        }
+        k.finish();
+    }
+    let (_, _, goal) = replay_goal(&spec(&d));
+    let tag_of = |what: &str| {
+        let line = goal.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what} in {goal}"));
+        line.split("tag ").nth(1).map(|t| t.trim().to_string())
+    };
+    assert_eq!(tag_of("send 80000b"), tag_of("recv 80000b"), "{goal}");
+    assert_eq!(tag_of("send 8b"), tag_of("recv 8b"), "{goal}");
+    assert_ne!(tag_of("send 8b"), tag_of("send 80000b"), "{goal}");
 }

@@ -912,6 +912,14 @@ static void iw_open(double t) {
     int provided = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&provided);
     iw_threaded = provided == MPI_THREAD_MULTIPLE;
+    MPI_Comm parent = MPI_COMM_NULL;
+    PMPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL) {
+        /* a process made by MPI_Comm_spawn: its rank files would replace its
+         * parents' (the spawn itself is in their traces, as not modelled) */
+        iw_warn("a spawned process (MPI_Comm_spawn) is not traced");
+        return;
+    }
     const char *dir = getenv("IDLEWAVE_TRACE_DIR");
     if (!dir || !*dir) dir = "idlewave-trace";
     char path[4096];
