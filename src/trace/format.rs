@@ -372,7 +372,8 @@ pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, String> {
     let mut out = Vec::with_capacity(found.len());
     for (i, (r, p)) in found.into_iter().enumerate() {
         if r as usize != i {
-            let why = if (r as usize) < i { format!("two files name rank {r} ({})", p.display()) } else { format!("rank-{i}.iwt is missing") };
+            let why =
+                if (r as usize) < i { format!("two files name rank {r} ({})", p.display()) } else { format!("rank-{i}.iwt is missing") };
             return Err(format!("{name}: {why}"));
         }
         let h = header_of(&p)?;
@@ -444,7 +445,8 @@ impl RecordReader {
         self.buf.truncate(old + got);
         self.offset += got as u64;
         if self.buf.len() < n {
-            let why = if self.offset >= self.end { "the records end there (the footer follows): the header claims more" } else { "truncated" };
+            let why =
+                if self.offset >= self.end { "the records end there (the footer follows): the header claims more" } else { "truncated" };
             return Err(format!("{}: record {}: {why}", self.path.display(), self.index));
         }
         Ok(())
@@ -460,7 +462,13 @@ impl RecordReader {
         let r = Record::decode(&self.buf[self.pos..self.pos + RECORD_BYTES]);
         self.pos += RECORD_BYTES;
         if !(r.t0.is_finite() && r.t1.is_finite()) {
-            return Err(format!("{}: record {}: its times ({}, {}) are not finite numbers (corrupt file)", self.path.display(), self.index, r.t0, r.t1));
+            return Err(format!(
+                "{}: record {}: its times ({}, {}) are not finite numbers (corrupt file)",
+                self.path.display(),
+                self.index,
+                r.t0,
+                r.t1
+            ));
         }
         if r.has(flag::PAYLOAD) {
             self.need(8)?;
