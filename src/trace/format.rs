@@ -461,6 +461,15 @@ impl RecordReader {
         self.need(RECORD_BYTES)?;
         let r = Record::decode(&self.buf[self.pos..self.pos + RECORD_BYTES]);
         self.pos += RECORD_BYTES;
+        if r.bytes >= crate::engine::MAX_MESSAGE_BYTES {
+            // refused here, naming the record, rather than by the engine (replay) or LogGOPSim (export)
+            return Err(format!(
+                "{}: record {}: {} bytes, past the engine's limit of 2^47 (corrupt file?)",
+                self.path.display(),
+                self.index,
+                r.bytes
+            ));
+        }
         if !(r.t0.is_finite() && r.t1.is_finite()) {
             return Err(format!(
                 "{}: record {}: its times ({}, {}) are not finite numbers (corrupt file)",

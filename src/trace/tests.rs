@@ -235,6 +235,13 @@ fn broken_files_are_named_with_the_record() {
     w.finish(&Footer::default()).unwrap();
     let e = replay(&spec(&d)).unwrap_err();
     assert!(e.contains("rank-1.iwt: record 1: its times (1, NaN) are not finite numbers"), "{e}");
+    // a size past what the engine (and so an exported GOAL file) can hold
+    let mut w = Writer::create(&f, 1, 2).unwrap();
+    w.record(&Record { op: op::INIT, ..Default::default() }, &[]).unwrap();
+    w.record(&Record { op: op::SEND, peer: 0, bytes: 1 << 61, ..Default::default() }, &[]).unwrap();
+    w.finish(&Footer::default()).unwrap();
+    let e = replay(&spec(&d)).unwrap_err();
+    assert!(e.contains("rank-1.iwt: record 1: 2305843009213693952 bytes, past the engine's limit of 2^47"), "{e}");
     // a header claiming more records than the file holds: the footer is not read as records
     write_synthetic(&d, 2, 3).unwrap();
     let mut bytes = std::fs::read(&f).unwrap();
