@@ -11,8 +11,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from idlewave import _engine
 from idlewave.cli_common import err, fail, lazy, out
-from idlewave.scenario import default
+from idlewave.scenario import PS_PER_S, default
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,9 +34,14 @@ model_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help=
 fit_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Calibrate models from measurements; writes a platform TOML.")
 
 
-def _show(result: dict, as_json: bool) -> None:
+def _show(result: dict, as_json: bool, inputs: str = "an input") -> None:
+    try:  # the inputs are checked, but extreme ones can still overflow a formula: say so, never print NaN/inf
+        text = json.dumps(result, indent=2, allow_nan=False)
+    except ValueError:
+        bad = [k for k, v in result.items() if isinstance(v, float) and not math.isfinite(v)] or ["a value"]
+        fail(f"the result is not a finite number ({', '.join(bad)}): {inputs} too large or too small for the model")
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(text)
         return
     t = Table(show_header=False, box=None)
     for k, v in result.items():
@@ -85,7 +91,59 @@ def _ints(text: str, what: str, n: int | None = None) -> list[int]:
         fail(f"{what}: expected {n} values, got {len(v)}")
     if any(x <= 0 for x in v):
         fail(f"{what}: values must be positive")
+    for x in v:  # grids and points per rank are uint32 in the engine's workloads
+        _at_most(what, x, UINT32_MAX)
     return v
+
+
+# The engine's input limits, so that a model takes what a scenario takes:
+# a time is 0 or between 1 ps (a positive time below it would silently
+# become 0 in integer picoseconds) and 2^60 ps (src/time.rs MAX_INPUT).
+MAX_SECONDS = _engine.MAX_INPUT_PS / PS_PER_S
+UINT32_MAX = 2**32 - 1  # iterations, distances, grid sizes
+MAX_RANKS = 2**31  # src/units.rs MAX_RANKS
+MAX_MESSAGE_BYTES = 2**47 - 1  # src/units.rs: the match queues hold sizes below 2^47
+# The per-rank (or per-pair) Python lists a model may build: about 1 GiB,
+# and about half a minute of Python at the slowest (the halo model).
+MEMORY_LIMIT = 1 << 30
+
+
+def _seconds(flag: str, value: float) -> float:
+    """A time in seconds within the engine's range (0 allowed), as `simulate` checks its scenario's times."""
+    if not (math.isfinite(value) and value >= 0):
+        fail(f"{flag}: must be a finite time ≥ 0 s, got {value!r}")
+    if value > MAX_SECONDS:
+        fail(f"{flag}: too large: {value!r} s exceeds the engine's limit of about {MAX_SECONDS:.3g} s (2^60 ps)")
+    if value > 0 and round(value * PS_PER_S) < 1:
+        fail(f"{flag}: too small: {value!r} s is below the engine's 1 ps resolution (give 0 or at least 1e-12)")
+    return value
+
+
+def _number(flag: str, value: float, low: float, *, strict: bool = False) -> float:
+    """A finite number ≥ low (> low if strict): NaN and infinity have no meaning in any model."""
+    if not (math.isfinite(value) and (value > low if strict else value >= low)):
+        fail(f"{flag}: must be a finite number {'>' if strict else '≥'} {low:g}, got {value!r}")
+    return value
+
+
+def _at_most(flag: str, value: int, most: int) -> int:
+    if value > most:
+        fail(f"{flag}: at most {most} (the engine's limit), got {value}")
+    return value
+
+
+def _memory(flag: str, need: int, what: str) -> None:
+    """Refuses, before allocating, a size whose per-rank lists would exhaust memory
+    (the sizes are capped at the engine's limits first, so `need` fits a float)."""
+    if need > MEMORY_LIMIT:
+        fail(f"{flag}: {what} would need about {need / 2**30:.3g} GiB of memory (the limit is "
+             f"{MEMORY_LIMIT >> 30} GiB); give a smaller value")
+
+
+def _allreduce_hops(platform: str, nodes: int) -> list[int]:
+    """The topology's hops of recursive doubling's node pairs (about nodes·log2(nodes) pairs, ~256 B each)."""
+    _memory("--nodes", 256 * nodes * max(1, (nodes - 1).bit_length()), f"the recursive-doubling pairs of {nodes} nodes")
+    return postal.topology_hops(platform, postal.allreduce_node_pairs(nodes))
 
 
 def _read_table(path: Path, needed: list[str]) -> pl.DataFrame:
@@ -123,8 +181,10 @@ def nbc_bound(
         return
     if beta is None:
         fail("give --beta (or --table1)")
+    _number("--beta", beta, 0.0, strict=True)
+    _number("--inflation", inflation, 1.0)  # Σ(c+n)/Σc: noise only adds
     try:
-        _show(nbc.bound(beta, inflation), as_json)
+        _show(nbc.bound(beta, inflation), as_json, "--beta or --inflation")
     except ValueError as e:
         fail(str(e))
 
@@ -140,6 +200,8 @@ def postal_message(
     as_json: bool = JSON,
 ):
     """One message: postal time per protocol and class, with penalties."""
+    _at_most("--bytes", nbytes, MAX_MESSAGE_BYTES)
+    _at_most("--hops", hops, UINT32_MAX)
     _show(_platform(platform).message(nbytes, on_node=on_node, hops=hops, maxrate=maxrate, congestion=congestion), as_json)
 
 
@@ -152,20 +214,24 @@ def allreduce_model(
     hops: str = HOPS,
     penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
     nonblocking: bool = typer.Option(False, "--nonblocking", help="The penalties overlap --overlap-s of computation (§6)."),
-    overlap_s: float = typer.Option(0.0, "--overlap-s", min=0.0, help="Computation between start and wait (nonblocking)."),
+    overlap_s: float = typer.Option(0.0, "--overlap-s", help="Computation between start and wait (nonblocking)."),
     as_json: bool = JSON,
 ):
     """Recursive doubling on the node, then between nodes (Krylov paper §5.3); blocking or nonblocking with overlap."""
+    _at_most("--bytes", nbytes, MAX_MESSAGE_BYTES)
+    _at_most("--nodes", nodes, MAX_RANKS)  # a node holds at least one rank
+    _number("--flop-s", flop_s, 0.0)  # a rate, not an engine time: any finite value ≥ 0 is exact here
+    _seconds("--overlap-s", overlap_s)
     pl_ = _platform(platform)
     from dataclasses import replace
 
     pl_ = replace(pl_, flop_time=flop_s)
     pens = _penalties(penalties)
-    n_hops = _hops(hops, lambda: postal.topology_hops(platform, postal.allreduce_node_pairs(nodes))) if {"hops", "congestion"} & set(pens) else 0.0
+    n_hops = _hops(hops, lambda: _allreduce_hops(platform, nodes)) if {"hops", "congestion"} & set(pens) else 0.0
     if overlap_s and not nonblocking:
         fail("--overlap-s: only a nonblocking allreduce overlaps computation (add --nonblocking)")
     out = postal.allreduce(pl_, nbytes, nodes, hops=n_hops, penalties=pens, overlap=overlap_s if nonblocking else None)
-    _show({**out, "hops": n_hops}, as_json)
+    _show({**out, "hops": n_hops}, as_json, "--flop-s or --hops")
 
 
 @model_app.command("halo")
@@ -183,26 +249,38 @@ def halo_model(
     as_json: bool = JSON,
 ):
     """3-D halo exchange from the on/off-node message counts of a mapping; average and slowest rank."""
+    _seconds("--overlap-s", overlap_s)
     pl_ = _platform(platform)
     g, loc = _ints(grid, "--grid", 3), _ints(local, "--local", 3)
     times, offs = _halo_times(pl_, platform, g, loc, stencil, mapping, _penalties(penalties), hops,
                               blocking=not nonblocking, overlap_s=overlap_s)
     _show({"ranks": len(times), "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
-           "off_node_messages_mean": float(np.mean(offs)), "off_node_messages_max": int(np.max(offs))}, as_json)
+           "off_node_messages_mean": float(np.mean(offs)), "off_node_messages_max": int(np.max(offs))}, as_json,
+          "--local or --hops")
 
 
 def _halo_times(pl_: postal.PostalPlatform, platform: str, g: list[int], loc: list[int], stencil: int, mapping: str,
                 pens: tuple[str, ...], hops: str, *, blocking: bool = True, overlap_s: float = 0.0) -> tuple[list[float], list[int]]:
     """Per rank: the halo model's time and its off-node message count."""
+    from idlewave.mapping import MappingError
     from idlewave.models.halo import halo_messages
 
     if stencil not in (7, 27):
         fail("--stencil must be 7 or 27")
     if mapping not in ("block", "cartesian"):
         fail("--mapping must be block or cartesian")
-    per_rank = halo_messages(g, loc, stencil, pl_.ppn, mapping)
+    # measured: about 0.5 KiB per rank and 0.25 KiB per message of its lists
+    ranks = g[0] * g[1] * g[2]
+    _memory("--grid", ranks * (512 + 256 * (stencil - 1)), f"the halo messages of {ranks} ranks")
+    try:
+        per_rank = halo_messages(g, loc, stencil, pl_.ppn, mapping)
+    except MappingError as e:  # no node block divides the grid
+        fail(f"--mapping {mapping}: {e}")
     pairs = sorted({(a, b) for m in per_rank for _, a, b in m if a != b})
-    links = dict(zip(pairs, postal.topology_hops(platform, pairs))) if pairs and {"hops", "congestion"} & set(pens) else {}
+    try:
+        links = dict(zip(pairs, postal.topology_hops(platform, pairs))) if pairs and {"hops", "congestion"} & set(pens) else {}
+    except ValueError as e:  # more nodes than the platform's topology has
+        fail(f"--grid: {e}")
     one = None if hops == "each" else _hops(hops, lambda: list(links.values()))
     messages = [[(n, a == b, one if one is not None else links.get((a, b), 0)) for n, a, b in m] for m in per_rank]
     times = [postal.halo(pl_, m, blocking=blocking, overlap_compute=overlap_s, penalties=pens)["time_s"] for m in messages]
@@ -231,6 +309,16 @@ def pcg_model(
     as_json: bool = JSON,
 ):
     """The PCG family (PCG, SAPCG, NBPCG, PIPECG, PIPE2CG) per iteration, from measured or modelled allreduce and halo times."""
+    method = method.lower()  # the README and the papers write PCG, SAPCG, …
+    if method not in postal.PCG_METHODS:
+        fail(f"--method: must be one of {', '.join(postal.PCG_METHODS)} (any case), got {method!r}")
+    for flag, value in (("--spmv-s", spmv_s), ("--precond-s", precond_s), ("--vector-s", vector_s),
+                        ("--allreduce-s", allreduce_s), ("--halo-s", halo_s), ("--sync-s", sync_s)):
+        if value is not None:
+            _seconds(flag, value)
+    _at_most("--iterations", iterations, UINT32_MAX)
+    if nodes is not None:
+        _at_most("--nodes", nodes, MAX_RANKS)  # a node holds at least one rank
     if (allreduce_s is None) == (nodes is None):
         fail("give either --allreduce-s (a measured time) or --nodes (the allreduce model), not both")
     if halo_s is not None and grid is not None:
@@ -251,11 +339,10 @@ def pcg_model(
             times, _ = _halo_times(pl_, platform, _ints(grid, "--grid", 3), _ints(local, "--local", 3), stencil, mapping,
                                    pens, "each" if hops == "average" else hops)
             halo = float(np.max(times))
-        n_hops = _hops(hops, lambda: postal.topology_hops(platform, postal.allreduce_node_pairs(nodes))) \
-            if {"hops", "congestion"} & set(pens) else 0.0
+        n_hops = _hops(hops, lambda: _allreduce_hops(platform, nodes)) if {"hops", "congestion"} & set(pens) else 0.0
         out_ = postal.pcg_with_penalties(pl_, method, nodes=nodes, spmv_s=spmv_s, precond_s=precond_s, vector_s=vector_s,
                                          halo_s=halo, iterations=iterations, sync_s=sync_s, hops=n_hops, penalties=pens)
-        _show({**out_, "hops": n_hops}, as_json)
+        _show({**out_, "hops": n_hops}, as_json, "--local or --hops")
     except ValueError as e:
         fail(str(e))
 
@@ -269,6 +356,12 @@ def idle_wave_model(
     as_json: bool = JSON,
 ):
     """Idle-wave speed σ·d/(T_exec + T_comm) in ranks/s."""
+    _at_most("--distance", distance, UINT32_MAX)
+    _seconds("--t-exec", t_exec)
+    _seconds("--t-comm", t_comm)
+    _number("--sigma", sigma, 0.0, strict=True)  # a wave that does not move has no speed to model
+    if t_exec + t_comm == 0:
+        fail("--t-exec, --t-comm: an iteration of no time gives no finite speed; give one > 0")
     _show({"speed_ranks_per_s": postal.idle_wave_speed(distance, t_exec, t_comm, sigma)}, as_json)
 
 
@@ -282,7 +375,7 @@ def hyperbolic_model(
     try:
         result = hyperbolic.compare(frame["eta"].to_numpy(), frame["value"].to_numpy())
     except ValueError as e:
-        fail(str(e))
+        fail(f"{data}: {e}")
     _show(result, as_json)
     if result["hyperbolic"]["degenerate"]:
         err.print(f"[yellow]warning:[/] degenerate hyperbolic fit: {escape(result['hyperbolic']['degenerate'])}", highlight=False)
@@ -302,6 +395,18 @@ def loggops_model(
     as_json: bool = JSON,
 ):
     """LogGOPS closed forms, charged as the engine charges them (eager messages)."""
+    for flag, value in (("--L-s", L), ("--o-s", o), ("--g-s", g), ("--G-s-per-byte", G), ("--O-s-per-byte", O)):
+        _seconds(flag, value)
+    if S < 0:
+        fail(f"--S-bytes: must be ≥ 0, got {S}")
+    _at_most("--S-bytes", S, 2**64 - 1)
+    _at_most("--ranks", ranks, MAX_RANKS)
+    if nbytes > S:
+        fail(f"--bytes: the closed forms cover eager messages only: {nbytes} B > --S-bytes {S} B")
+    if (nbytes - 1) * max(G, O) > MAX_SECONDS:  # the engine caps a message's per-byte time there
+        fail(f"--bytes: {nbytes} B at the per-byte costs take more than the engine's limit of about {MAX_SECONDS:.3g} s")
+    if kind == "bcast":  # two lists of finish times, 32 B per rank each
+        _memory("--ranks", 64 * ranks, f"the finish times of {ranks} ranks")
     p = loggops.LogGOPS.from_seconds(L, o, g, G, O, S)
     try:
         if kind == "p2p":

@@ -28,6 +28,8 @@ def _check(eta, g):
     eta, g = np.asarray(eta, float), np.asarray(g, float)
     if eta.shape != g.shape or eta.size < 2:
         raise ValueError("need at least two (eta, performance) points of equal length")
+    if not (np.isfinite(eta).all() and np.isfinite(g).all()):  # NaN passes the sign test below
+        raise ValueError("eta and the observed performance must be finite numbers (no NaN, infinity or empty cell)")
     if (eta <= 0).any() or (g <= 0).any():
         raise ValueError("eta and the observed performance must be positive (the fit is in log space)")
     return eta, g

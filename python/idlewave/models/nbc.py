@@ -10,6 +10,7 @@ T̂_s = W_k + Σ_coll max(c_i + n_i, W_i) + Σ_p2p (c_i + n_i + W_i).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,10 +51,10 @@ def bound(beta: float, inflation: float = 1.0) -> dict:
     holds. With noise inflating communication by γ = Σ(c_i+n_i)/Σc_i:
     Eq. (6) 1 + β/γ and Eq. (7) 1 + γ/β.
     """
-    if not beta > 0:
-        raise ValueError(f"beta must be > 0, got {beta}")
-    if not inflation >= 1:
-        raise ValueError(f"the noise inflation Σ(c+n)/Σc is at least 1, got {inflation}")
+    if not (beta > 0 and math.isfinite(beta)):  # β = ∞ makes Eq. (4) ∞/∞
+        raise ValueError(f"beta must be a finite number > 0, got {beta}")
+    if not (inflation >= 1 and math.isfinite(inflation)):
+        raise ValueError(f"the noise inflation Σ(c+n)/Σc is a finite number ≥ 1, got {inflation}")
     eq6 = 1 + beta / inflation
     eq7 = 1 + inflation / beta
     return {

@@ -262,6 +262,8 @@ def idle_wave_speed(d: int, t_exec: float, t_comm: float, sigma: float = 1.0) ->
     d ranks (the longest communication distance) per iteration. σ = 1 for
     exchanges by Isend/Irecv/Waitall, eager or rendezvous (the engine gives
     1.00 and 1.02 ranks per iteration); give another σ for other patterns."""
+    if not (t_exec >= 0 and t_comm >= 0 and t_exec + t_comm > 0 and math.isfinite(t_exec + t_comm)):
+        raise ValueError(f"T_exec and T_comm must be finite, ≥ 0 and not both 0, got {t_exec}, {t_comm}")
     return sigma * d / (t_exec + t_comm)
 
 
