@@ -117,6 +117,8 @@ schema_marker!(MessageBytes, "MessageBytes", {"type": "integer", "minimum": 0, "
 pub fn name<T: serde::Serialize>(x: &T) -> String {
     match serde_json::to_value(x) {
         Ok(serde_json::Value::String(s)) => s,
+        // a table tagged by its kind (`kind = "file"`)
+        Ok(serde_json::Value::Object(o)) => o.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string(),
         _ => String::new(),
     }
 }

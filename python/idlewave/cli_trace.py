@@ -150,6 +150,8 @@ def _print_replay(s: dict, rep: dict) -> None:
                         ("Replayed at no cost", rep["zero_cost"])):
         if not rows:
             continue
+        if s["extrapolation"]:  # the footers count the traced ranks' calls, not those replayed at scale
+            title += f", as traced on the {s['traced_ranks']} traced ranks"
         t = Table(title=title, title_justify="left")
         for col in ("call", "calls", "seconds", "share of traced time"):
             t.add_column(col, justify="left" if col == "call" else "right")

@@ -414,9 +414,14 @@ impl NetworkSpec {
         let mapping = match &self.mapping {
             MappingSpec::Block => Mapping::Block,
             other => {
-                let ranks = shape
-                    .ranks
-                    .ok_or_else(|| format!("network.mapping: {} needs a workload with a known rank count", crate::units::name(other)))?;
+                let ranks = shape.ranks.ok_or_else(|| {
+                    format!(
+                        "network.mapping: \"{}\" needs the rank count when the scenario is read; GOAL files and trace \
+                             replays give theirs only once read, so they take the block mapping (ranks_per_node ranks per \
+                             node in rank order)",
+                        crate::units::name(other)
+                    )
+                })?;
                 // the table, each rank's slot in its node, and the sort that finds the slots
                 crate::sim::check_memory(ranks as u128 * 16, memory_limit).map_err(|e| format!("network.mapping: {e}"))?;
                 self.mapping_table(other, ranks, shape)?

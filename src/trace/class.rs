@@ -98,7 +98,7 @@ impl Layout {
     fn placement(&self, tr: u32) -> Placement {
         match self {
             Layout::Grid(e) => Placement::Grid { ext: e.clone(), template: tr },
-            Layout::Periodic { .. } => Placement::Periodic { base: 0 },
+            Layout::Periodic { .. } => Placement::Periodic,
         }
     }
 

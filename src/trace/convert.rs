@@ -217,9 +217,11 @@ pub struct RankStats {
 pub enum Placement {
     /// As traced.
     Traced,
-    /// Periodic extrapolation: rank q replays trace rank q mod p with its
-    /// peers moved by q - q mod p.
-    Periodic { base: u32 },
+    /// Periodic extrapolation: rank q replays trace rank q mod p, each peer
+    /// at the offset it had around the traced ranks (modulo p, as
+    /// `check_periodic` compares them), now around all ranks
+    /// (`RankConv::periodic_peer`).
+    Periodic,
     /// Cartesian extrapolation: the template rank of its class (grid.rs).
     Grid { ext: Rc<Extrapolation>, template: u32 },
 }
@@ -438,9 +440,11 @@ impl RankConv {
         let code = r.op;
         let res = match &self.placement {
             Placement::Traced => Ok(()),
-            Placement::Periodic { base } => {
+            Placement::Periodic => {
                 if has_p2p_peer(r.op) && r.peer >= 0 {
-                    r.peer = ((*base as u64 + r.peer as u64) % sh.ranks as u64) as i32;
+                    // the peer's offset around the traced ranks, as check_periodic compares them:
+                    // a ring's last rank sends +1 to the first, so at scale to the next copy's first
+                    r.peer = self.periodic_peer(sh, r.peer as u32) as i32;
                 }
                 Ok(())
             }
@@ -450,6 +454,24 @@ impl RankConv {
             .map_err(|e| format!("{} record {index} ({}): {e}", self.reader.path().display(), format::op_name(code)))?;
         self.stats.records += 1;
         Ok(true)
+    }
+
+    /// A traced peer's rank in a periodic extrapolation (see [`Placement::Periodic`]):
+    /// at the offset it had around the traced ranks, the shorter way round
+    /// (a ring's last rank sends +1 to the first, so at scale to the next
+    /// copy's first; the first receives from −1, the previous copy's last).
+    /// Half-way round either way is the same peer: it stays in this copy, so
+    /// that sender and receiver still pair up.
+    fn periodic_peer(&self, sh: &Shared, peer: u32) -> u32 {
+        let (traced, ranks) = (sh.traced as i64, sh.ranks as i64);
+        let (me, src) = (self.rank as i64, self.source_rank as i64);
+        let d = (peer as i64 - src).rem_euclid(traced);
+        let offset = match (2 * d).cmp(&traced) {
+            std::cmp::Ordering::Less => d,
+            std::cmp::Ordering::Greater => d - traced,
+            std::cmp::Ordering::Equal => peer as i64 - src,
+        };
+        (me + offset).rem_euclid(ranks) as u32
     }
 
     fn record(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), String> {
@@ -751,9 +773,9 @@ impl RankConv {
             | Coll::NeighborAlltoallv
             | Coll::NeighborAlltoallw => {
                 let mut msgs = collective::neighbour_round(payload)?;
-                if let Placement::Periodic { base } = self.placement {
+                if matches!(self.placement, Placement::Periodic) {
                     for m in &mut msgs {
-                        m.peer = ((base as u64 + m.peer as u64) % ranks as u64) as u32;
+                        m.peer = self.periodic_peer(sh, m.peer);
                     }
                 }
                 // peers are world ranks already: map them to "local" = world
@@ -868,7 +890,7 @@ impl RankConv {
         if r.peer < 0 {
             return Ok(()); // MPI_COMM_NULL on this rank
         }
-        if matches!(self.placement, Placement::Periodic { .. }) {
+        if matches!(self.placement, Placement::Periodic) {
             return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
         }
         let (ctx, order) = parent_ctx.unwrap_or((0x5eed, BY_MEMBERS));

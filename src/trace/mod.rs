@@ -202,6 +202,9 @@ fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, String>
 
 fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u32) -> Result<Plan, String> {
     let traced = t.files.len() as u32;
+    if spec.strong && spec.scale_to.is_none() && spec.grid.is_none() {
+        return Err("strong scaling (--strong) takes the trace to another size: give --scale-to or --grid too".into());
+    }
     if !extrapolates(spec, t) {
         return Ok(Plan::Traced);
     }
@@ -309,7 +312,7 @@ fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<format::Loaded>], rank
                 let (p, h) = &t.files[q as usize];
                 RankConv::new(q, q, Source::File(Box::new(format::RecordReader::new(p, h, chunk))), Placement::Traced)
             }
-            Plan::Periodic => RankConv::new(q, q % traced, memory(q % traced), Placement::Periodic { base: q - q % traced }),
+            Plan::Periodic => RankConv::new(q, q % traced, memory(q % traced), Placement::Periodic),
             Plan::Grid(e) => {
                 let tr = e.template_rank(q);
                 RankConv::new(q, tr, memory(tr), Placement::Grid { ext: e.clone(), template: tr })

@@ -187,6 +187,21 @@ fn periodic_patterns_extrapolate_and_others_are_refused() {
     assert!(e12 > 3 * e4 - 3 * 4 * 10 * 8, "{e12} vs {e4}"); // allreduce has one more round at 12 ranks
     assert!(f12.iter().max() >= f4.iter().max());
     assert!(replay(&TraceSpec { scale_to: Some(10), ..spec(&d) }).unwrap_err().contains("not a multiple of the 4 traced ranks"));
+    // strong scaling needs a size to scale to (it was ignored)
+    assert!(replay(&TraceSpec { strong: true, ..spec(&d) }).unwrap_err().contains("give --scale-to or --grid too"));
+    // the traced ring of 4 becomes one ring of 12: rank 3 sends on to rank 4
+    // (it sent +1 around the traced ranks, to rank 0), the last rank to rank 0
+    // (it used to be three rings of 4); the replay is its exported schedule
+    let (f_goal, e_goal, goal) = replay_goal(&s);
+    assert_eq!((f_goal, e_goal), (f12, e12));
+    let sends_of = |r: u32| -> Vec<&str> {
+        let block = goal.split(&format!("rank {r} {{")).nth(1).expect("the rank's block").split('}').next().unwrap();
+        block.lines().filter(|l| l.contains("send 4096b")).collect()
+    };
+    for (r, to) in [(0, 1), (3, 4), (7, 8), (11, 0)] {
+        let sends = sends_of(r);
+        assert!(sends.len() == 10 && sends.iter().all(|l| l.contains(&format!("to {to} "))), "rank {r}: {sends:?}");
+    }
     // rank 1 sends to an odd partner: not periodic
     let d2 = tmp("aperiodic");
     for r in 0..2 {

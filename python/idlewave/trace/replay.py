@@ -77,7 +77,8 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
     warn = []
     if report["unmodelled"]:
         names = ", ".join(n for n, *_ in report["unmodelled"][:4])
-        warn.append(f"approximate: {sum(n for _, n, _, _ in report['unmodelled'])} calls the replay does not model "
+        on = f" on the {report['traced_ranks']} traced ranks" if report["extrapolation"] else ""
+        warn.append(f"approximate: {sum(n for _, n, _, _ in report['unmodelled'])} calls{on} the replay does not model "
                     f"({names}{', …' if len(report['unmodelled']) > 4 else ''}) were charged as computation of their traced length")
     if report["resized_v_collectives"]:
         warn.append(f"approximate: {report['resized_v_collectives']} v-collective calls had per-member counts that differ; "
