@@ -146,6 +146,11 @@ fn simulate<'py>(
     progress_done: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
+    // the algorithm a collective loop runs (`auto` decided by the library's rules)
+    let algorithm = match &cfg.workload {
+        crate::sim::WorkloadSpec::Collective(w) => w.algorithm.map(|a| crate::units::name(&a)),
+        _ => None,
+    };
     cfg.timeline_spans = timeline_spans;
     cfg.explain |= explain;
     let mut py_err: Option<PyErr> = None;
@@ -189,6 +194,9 @@ fn simulate<'py>(
     out.set_item("makespan_s", to_seconds(r.makespan))?;
     out.set_item("makespan_ps", r.makespan)?;
     out.set_item("events", r.events)?;
+    if let Some(a) = algorithm {
+        out.set_item("algorithm", a)?;
+    }
     out.set_item("wall_s", r.wall_s)?;
     out.set_item("peak_memory_bytes", r.peak_bytes)?;
     let derived = PyDict::new(py);

@@ -400,3 +400,13 @@ def test_progress_reports_the_share_done_where_iterations_tell_it():
     quiet = []
     idlewave.simulate({**scn, "record": {"timers": False}}, progress=lambda s, e, done: quiet.append(done) or True)
     assert quiet and all(d is None for d in quiet)
+
+
+def test_the_summary_names_the_algorithm_auto_chose():
+    # Open MPI's rules: 8 bytes on 16,384 ranks is a reduce, then a broadcast;
+    # 1 MiB on 64 ranks is Rabenseifner's reduce-scatter and allgather
+    scn = idlewave.load_scenario(EXAMPLES / "allreduce.toml")
+    scn["workload"] |= {"iterations": 1}
+    assert idlewave.simulate(scn).summary["algorithm"] == "reduce_bcast"
+    scn["workload"] |= {"ranks": 64, "message_bytes": 1 << 20}
+    assert idlewave.simulate(scn).summary["algorithm"] == "rabenseifner"

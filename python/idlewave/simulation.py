@@ -169,6 +169,7 @@ def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
         "makespan_s": raw["makespan_s"],
         "makespan_ps": raw["makespan_ps"],
         "events": raw["events"],
+        **({"algorithm": raw["algorithm"]} if "algorithm" in raw else {}),  # the one `auto` chose, for a collective loop
         "wall_s": wall,
         "events_per_s": raw["events"] / wall if wall > 0 else None,
         "peak_memory_bytes": raw["peak_memory_bytes"],
