@@ -330,3 +330,19 @@ def test_a_message_size_past_the_engines_limit_names_the_key():
         with pytest.raises(ScenarioError, match=r"workload.message_bytes: must be between 0 and 140737488355327"):
             idlewave.simulate({"workload": workload})
     idlewave.simulate({"workload": bsp(message_bytes=2**40)})  # large but below the limit: runs
+
+
+def test_measurements_refuse_bad_parameters_and_outputs_before_starting(tmp_path):
+    for setting, says in (("max_bytes=4294967296", "below 2^31 bytes"), ("iterations=0", "whole number ≥ 1"),
+                          ("delay_s=-1", "must be ≥ 0"), ("reps=1.5", "whole number ≥ 1"),
+                          ("bogus=1", "pingpong takes max_bytes, reps, iterations, delay_s")):
+        p = run_cli("measure", "pingpong", "--out", tmp_path / "m", "--set", setting, check=False)
+        assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert not (tmp_path / "m").exists()
+    (tmp_path / "afile").write_text("x")
+    p = run_cli("measure", "pingpong", "--out", tmp_path / "afile", check=False)
+    assert p.returncode == 2 and "cannot create the directory" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "notes.txt").write_text("mine")
+    p = run_cli("measure", "pingpong", "--out", tmp_path / "keep", check=False)
+    assert p.returncode == 2 and "holds files of something else" in p.stderr

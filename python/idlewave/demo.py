@@ -97,7 +97,9 @@ def headline(coll: list[dict], bound: dict, waves: dict, matvec: dict) -> list[d
     shares = sorted(bound["causes_s"].items(), key=lambda kv: -kv[1])
     split = ", ".join(f"{CAUSES[k]} {v / bound['makespan_s']:.0%}" for k, v in shares if v / bound["makespan_s"] >= 0.01)
     notes = [PAPER_SAYS, f"What bounds HPCCG's blocking run under the daemon ({bound['makespan_s']:.3f} s): {split}; "
-                         f"each µs more of L adds {bound['derivatives']['L']} µs."]
+                         f"with the computation as it is, each µs more of L adds {bound['derivatives']['L']} µs "
+                         "(the app workload sets its computation from the network, so re-simulating with another L "
+                         "changes both)."]
     route = bound.get("route") or {}
     if route:
         top = route["longest_on"][0]

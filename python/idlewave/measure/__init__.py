@@ -38,12 +38,67 @@ def mpiexec() -> str:
     return found
 
 
+# Message sizes travel as C ints (the timed loop, MPI counts).
+MAX_MESSAGE_BYTES = 2**31 - 1
+
+
+def _defaults(kind: str) -> dict:
+    """The kernel's parameters and defaults, read from kernels.py's source
+    (importing it would start MPI in this process)."""
+    import ast
+
+    tree = ast.parse((Path(__file__).parent / "kernels.py").read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kind)
+    args = fn.args.args[1:]  # after comm
+    # (our own source's constant expressions, such as 4 << 20)
+    value = lambda d: eval(compile(ast.Expression(d), "kernels.py", "eval"), {"__builtins__": {}})  # noqa: E731, S307
+    return {a.arg: value(d) for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)}
+
+
+def check_params(kind: str, params: dict) -> None:
+    """Refuses, before any process starts, a parameter the kernel does not
+    take or a value it cannot measure with: counts and sizes are whole
+    numbers ≥ 1 (sizes below 2^31), times finite and ≥ 0."""
+    import math
+
+    defaults = _defaults(kind)
+    for key, value in params.items():
+        if key not in defaults:
+            raise MeasureError(f"--set {key}: {kind} takes {', '.join(defaults)}")
+        default = defaults[key]
+        what = f"--set {key}={value!r}"
+        if isinstance(default, str):
+            if not isinstance(value, str):
+                raise MeasureError(f"{what}: a name is expected (default {default!r})")
+            continue
+        values = value if isinstance(value, list) and default is None else [value]
+        for v in values:
+            if isinstance(default, int) or default is None:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise MeasureError(f"{what}: a whole number ≥ 1 is expected")
+                if "bytes" in key or key == "sizes":
+                    if v > MAX_MESSAGE_BYTES:
+                        raise MeasureError(f"{what}: message sizes must be below 2^31 bytes")
+            elif isinstance(default, float):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise MeasureError(f"{what}: a finite number is expected")
+                if key != "scalar" and v < 0:
+                    raise MeasureError(f"{what}: must be ≥ 0")
+
+
 def launch(kind: str, ranks: int, params: dict, out: Path, timeout: float = 3600) -> Path:
     """Runs one measurement kind on `ranks` processes; returns the output directory."""
     if kind not in KINDS:
         raise MeasureError(f"unknown kind {kind!r} (choose from {', '.join(KINDS)})")
+    check_params(kind, params)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.is_dir() and next(out.iterdir(), None) is not None and not (out / "machine.json").is_file():
+        raise MeasureError(f"--out {out}: holds files of something else; a measurement writes into a new or empty "
+                           "directory, or one it wrote before")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MeasureError(f"--out {out}: cannot create the directory: {e.strerror or e}") from None
     args = [sys.executable, "-m", "idlewave.measure.worker", kind, json.dumps(params), str(out)]
     if under_mpi():
         from idlewave.measure.worker import run
