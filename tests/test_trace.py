@@ -238,6 +238,37 @@ def test_otf2_traces_import_and_replay(tmp_path, cli):
     assert r["makespan_s"] + 5e-6 < noisy["makespan_s"] <= r["makespan_s"] + 2e-5 + 1e-12
 
 
+def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members(tmp_path, cli):
+    import otf2
+    from otf2.enums import CollectiveOp, GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+
+    with otf2.writer.open(str(tmp_path / "otf2"), timer_resolution=1_000_000_000) as trace:
+        defs = trace.definitions
+        root = defs.system_tree_node("node")
+        groups = [defs.location_group(f"rank {r}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=root)
+                  for r in range(4)]
+        locs = [defs.location(f"master {r}", type=LocationType.CPU_THREAD, group=groups[r]) for r in range(4)]
+        pair = defs.comm("pair", group=defs.group("pair", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                                                   members=locs[:2]))
+        a2a = defs.region("MPI_Alltoall", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
+        for w in (trace.event_writer_from_location(loc) for loc in locs[:2]):
+            w.enter(1000, a2a)
+            w.mpi_collective_begin(1010)
+            w.mpi_collective_end(1900, CollectiveOp.ALLTOALL, pair, 0xFFFFFFFF, 2000, 2000)
+            w.leave(2000, a2a)
+    cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "tr")
+    # 2,000 bytes over the pair's 2 members: 1,000 to each (it said 500: over the world's 4)
+    assert [c for c in calls(read(tmp_path / "tr")[0]) if c[0] == "alltoall"] == [("alltoall", -1, 0, 1000)]
+    # an import never mixes with an earlier trace's ranks, nor writes among other files
+    (tmp_path / "tr" / "rank-7.iwt").write_bytes((tmp_path / "tr" / "rank-3.iwt").read_bytes())
+    cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "tr")
+    assert sorted(f.name for f in (tmp_path / "tr").iterdir()) == [f"rank-{r}.iwt" for r in range(4)]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    p = cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "mine", check=False)
+    assert p.returncode == 2 and "holds 'notes.txt', not a trace" in p.stderr
+
+
 def test_the_python_and_rust_op_tables_agree():
     from idlewave.trace.format import OPS
 

@@ -176,9 +176,11 @@ def import_cmd(
 
     try:
         traces = read_otf2(source)
+        write_iwt(traces, out_dir)
     except TraceError as e:
         fail(str(e))
-    write_iwt(traces, out_dir)
+    except OSError as e:
+        fail(f"--out {out_dir}: cannot write the trace: {e.strerror or e}")
     if as_json:
         print(json.dumps({"ranks": len(traces), "out": str(out_dir)}))
         return

@@ -28,6 +28,8 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
     anchor = path / "traces.otf2" if path.is_dir() else path
     if not anchor.exists():
         raise TraceError(f"{path}: no OTF2 anchor file (traces.otf2)")
+    if not anchor.is_file():  # a FIFO would be waited on forever
+        raise TraceError(f"{anchor}: the OTF2 anchor file must be a regular file")
     try:
         reader = otf2.reader.open(str(anchor))
     except Exception as e:  # the bindings raise their own error types
@@ -112,7 +114,10 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 op = COLLECTIVES.get(str(ev.collective_op).split(".")[-1])
                 if op is None:
                     raise TraceError(f"{anchor}: collective {ev.collective_op} is not replayed")
-                p = len(groups)
+                try:  # the communicator's size: an alltoall sends size_sent over its members
+                    p = len(ev.communicator.group.members) or len(groups)
+                except (AttributeError, TypeError):
+                    p = len(groups)
                 nbytes = ev.size_sent // p if op == "alltoall" else ev.size_sent if op == "allgather" else max(ev.size_sent, ev.size_received)
                 root = -1 if ev.root >= 2**31 else world(ev.communicator, ev.root)
                 cid = comm_id(r, ev.communicator, t0)
@@ -132,7 +137,13 @@ def write_iwt(traces: list[np.ndarray], out: str | Path) -> Path:
     """Writes records as the tracer would (rank-<r>.iwt, format version 2, a
     footer without a function table), atomically per file."""
     out = Path(out)
+    if out.is_dir():
+        other = [f.name for f in out.iterdir() if not (f.name.startswith("rank-") and f.name.endswith(".iwt"))]
+        if other:
+            raise TraceError(f"{out}: holds {other[0]!r}, not a trace; import into a new or empty directory, or a trace")
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("rank-*.iwt"):  # an earlier trace's ranks beyond this one's would join it
+        stale.unlink()
     for r, rec in enumerate(traces):
         write_rank(out / f"rank-{r}.iwt", r, len(traces), rec, library="imported from OTF2 by idlewave")
     return out
