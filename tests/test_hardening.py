@@ -346,3 +346,20 @@ def test_measurements_refuse_bad_parameters_and_outputs_before_starting(tmp_path
     (tmp_path / "keep" / "notes.txt").write_text("mine")
     p = run_cli("measure", "pingpong", "--out", tmp_path / "keep", check=False)
     assert p.returncode == 2 and "holds files of something else" in p.stderr
+
+
+def test_regimes_read_fwq_samples_and_refuse_fifos_and_bad_seeds(tmp_path):
+    import numpy as np
+    import polars as pl
+
+    from idlewave.stats import load
+
+    # `measure noise`'s fwq.parquet: (rank, sample, ns), read in seconds
+    rows = [(r, k, 20_000 + 7 * k) for r in range(2) for k in range(3)]
+    pl.DataFrame(rows, schema=["rank", "sample", "ns"], orient="row").write_parquet(tmp_path / "fwq.parquet")
+    assert np.allclose(load(tmp_path / "fwq.parquet"), [[2.0e-5, 2.0007e-5, 2.0014e-5]] * 2)
+    os.mkfifo(tmp_path / "t.csv")
+    p = run_cli("regimes", tmp_path / "t.csv", "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and "must be a regular file" in p.stderr
+    p = run_cli("regimes", tmp_path / "fwq.parquet", "--seed", "-1", "--out", tmp_path / "o", check=False)
+    assert p.returncode == 2 and "--seed must be from 0 to 2^32 - 1" in p.stderr and "Traceback" not in p.stderr

@@ -497,6 +497,8 @@ def regimes(
     """Regimes of noisy timings (HMM paper Algorithm 1) and their comparison across inputs."""
     from idlewave.stats import DataError, analyze, load
 
+    if not 0 <= seed < 2**32:  # scikit-learn's range for a seed
+        fail(f"--seed must be from 0 to 2^32 - 1, got {seed}")
     labels = names or [p.stem if p.is_file() else p.name for p in data]
     if len(labels) != len(data) or len(set(labels)) != len(labels):
         fail("give one distinct --name per input")

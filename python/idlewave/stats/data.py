@@ -62,11 +62,15 @@ def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
         return from_long(frame, src, col)
     if not p.exists():
         raise DataError(f"{src}: no such file")
+    if not p.is_file():  # a FIFO would be waited on forever
+        raise DataError(f"{src}: timings must be a regular file or a result directory")
     if p.suffix == ".npy":
         try:  # never unpickle what a file says
             array = np.load(p, allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
             raise DataError(f"{src}: not a readable NumPy array of numbers ({type(e).__name__})") from None
+        except MemoryError:
+            raise DataError(f"{src}: {p.stat().st_size / 2**30:.3g} GiB, too large to load into memory") from None
         return check(array, src)
     try:
         frame = pl.read_parquet(p) if p.suffix == ".parquet" else pl.read_csv(p, comment_prefix="#")
@@ -76,10 +80,15 @@ def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         raise DataError(f"{src}: cannot read it ({type(e).__name__})") from None
+    if {"rank", "sample", "ns"} <= set(frame.columns) and "iteration" not in frame.columns:
+        # `measure noise`'s fwq.parquet: FWQ samples per rank, in nanoseconds
+        frame = frame.rename({"sample": "iteration"}).with_columns((pl.col("ns") * 1e-9).alias("time"))
     if {"rank", "iteration"} <= set(frame.columns):
         time = next((c for c in ("time", "time_s", f"{timer}_s") if c in frame.columns), None)
         if time is None:
-            raise DataError(f"{src}: a long table needs a 'time' column")
+            timers = [c[:-2] for c in frame.columns if c.endswith("_s")]
+            hint = f", or --timer naming one of its timers ({', '.join(timers)})" if timers else ""
+            raise DataError(f"{src}: a long table needs a 'time' column{hint}")
         return from_long(frame, src, time)
     # wide: every column numeric, one row per rank
     try:
