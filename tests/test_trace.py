@@ -269,6 +269,30 @@ def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members
     assert p.returncode == 2 and "holds 'notes.txt', not a trace" in p.stderr
 
 
+def test_an_otf2_sendrecv_exchange_replays_without_deadlock(tmp_path, cli):
+    import otf2
+    from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+
+    with otf2.writer.open(str(tmp_path / "otf2"), timer_resolution=1_000_000_000) as trace:
+        defs = trace.definitions
+        root = defs.system_tree_node("node")
+        groups = [defs.location_group(f"rank {r}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=root)
+                  for r in range(2)]
+        locs = [defs.location(f"master {r}", type=LocationType.CPU_THREAD, group=groups[r]) for r in range(2)]
+        world = defs.comm("MPI_COMM_WORLD", group=defs.group("world", group_type=GroupType.COMM_LOCATIONS,
+                                                               paradigm=Paradigm.MPI, members=locs))
+        sr = defs.region("MPI_Sendrecv", region_role=RegionRole.POINT2POINT, paradigm=Paradigm.MPI)
+        for r, w in enumerate(trace.event_writer_from_location(loc) for loc in locs):
+            w.enter(1000, sr)
+            w.mpi_send(1100, 1 - r, world, 0, 1 << 20)  # Score-P: the send, then the receive
+            w.mpi_recv(5000, 1 - r, world, 0, 1 << 20)
+            w.leave(6000, sr)
+    cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "tr")
+    r = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rp", "--json").stdout)
+    # both directions at once: one message's time, (2^20 − 1)·G after o + L + o (LogGOPSim's defaults)
+    assert r["makespan_s"] == pytest.approx(1.5e-6 + 2.5e-6 + 1.5e-6 + ((1 << 20) - 1) * 6e-9, rel=1e-3)
+
+
 def test_the_python_and_rust_op_tables_agree():
     from idlewave.trace.format import OPS
 

@@ -19,6 +19,10 @@ COLLECTIVES = {"BARRIER": "barrier", "BCAST": "bcast", "REDUCE": "reduce", "ALLR
                "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall"}
 
 
+# Requests the importer makes up for the send half of a Sendrecv (above any Score-P request id).
+SENDRECV_REQ = 1 << 62
+
+
 def read_otf2(path: str | Path) -> list[np.ndarray]:
     try:
         import otf2
@@ -72,6 +76,8 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                     recs[r].append((CODES["comm_member"], cid, m, i, -1, 0, 0, t, t))
             return cid
         open_since = {}  # rank -> (enter time, first record index of the region)
+        in_sendrecv = [False for _ in groups]  # inside an MPI_Sendrecv region
+        sendrecv_req: list[int | None] = [None for _ in groups]  # its send half's request, until the region ends
         irecv: list[dict] = [{} for _ in groups]
         for loc, ev in tr.events:
             r = rank_of_loc.get(loc)
@@ -84,14 +90,25 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 out.append((CODES["init"], 0, -1, 0, -1, 0, 0, t, t))
             if name == "Enter":
                 open_since[r] = (t, len(out))
+                in_sendrecv[r] = "sendrecv" in str(getattr(ev.region, "name", "")).lower()
                 continue
             if name == "Leave":
                 t0, first = open_since.pop(r, (t, len(out)))
+                if sendrecv_req[r] is not None:  # the send half of a Sendrecv completes with the call
+                    out.append((CODES["wait"], 0, -1, 0, -1, 0, sendrecv_req[r], t0, t))
+                    sendrecv_req[r] = None
+                in_sendrecv[r] = False
                 for i in range(first, len(out)):
                     out[i] = out[i][:7] + (t0, t)
                 continue
             t0 = open_since.get(r, (t, 0))[0]
-            if name == "MpiSend":
+            if name == "MpiSend" and in_sendrecv[r]:
+                # Score-P records MPI_Sendrecv as a send then a receive: both are posted
+                # at once (as blocking calls in a row, two ranks exchanging would deadlock)
+                sendrecv_req[r] = SENDRECV_REQ + len(out)
+                out.append((CODES["isend"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length,
+                            sendrecv_req[r], t0, t))
+            elif name == "MpiSend":
                 out.append((CODES["send"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
             elif name == "MpiRecv":
                 out.append((CODES["recv"], 0, world(ev.communicator, ev.sender), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
