@@ -133,6 +133,11 @@ def simulate(
         show_summary(result.summary, out_dir)
         if result.explain is not None:
             show_explanation(result.explain)
+    if result.summary.get("timeline_truncated"):
+        from idlewave.timeline import DEFAULT_SPANS
+
+        err.print(f"[yellow]warning:[/] the timeline holds the first {DEFAULT_SPANS:,} spans only; the run has more "
+                  "(timeline.json covers its start)", highlight=False)
 
 
 def show_summary(s: dict, out_dir: Path | None) -> None:
