@@ -193,17 +193,28 @@ def test_bad_traces_are_reported(tmp_path, cli):
     assert p.returncode == 2 and "rank-1.iwt" in p.stderr and "Traceback" not in p.stderr
 
 
+def otf2_ranks(trace, n: int, members: int | None = None):
+    """An OTF2 trace's definitions for `n` ranks: (defs, locations, a communicator of the first `members`)."""
+    from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm
+
+    defs = trace.definitions
+    root = defs.system_tree_node("node")
+    groups = [defs.location_group(f"rank {r}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=root)
+              for r in range(n)]
+    locs = [defs.location(f"master {r}", type=LocationType.CPU_THREAD, group=groups[r]) for r in range(n)]
+    name = "MPI_COMM_WORLD" if members is None else "sub"
+    comm = defs.comm(name, group=defs.group(name, group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
+                                             members=locs[:members]))
+    return defs, locs, comm
+
+
 def write_otf2(path: Path) -> None:
     """A 2-rank OTF2 trace: a send/receive pair and an allreduce, as Score-P records them."""
     import otf2
-    from otf2.enums import CollectiveOp, GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+    from otf2.enums import CollectiveOp, Paradigm, RegionRole
 
     with otf2.writer.open(str(path), timer_resolution=1_000_000_000) as trace:
-        defs = trace.definitions
-        root = defs.system_tree_node("node")
-        groups = [defs.location_group(f"rank {r}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=root) for r in range(2)]
-        locs = [defs.location(f"master {r}", type=LocationType.CPU_THREAD, group=groups[r]) for r in range(2)]
-        world = defs.comm("MPI_COMM_WORLD", group=defs.group("world", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs))
+        defs, locs, world = otf2_ranks(trace, 2)
         send = defs.region("MPI_Send", region_role=RegionRole.POINT2POINT, paradigm=Paradigm.MPI)
         recv = defs.region("MPI_Recv", region_role=RegionRole.POINT2POINT, paradigm=Paradigm.MPI)
         ar = defs.region("MPI_Allreduce", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
@@ -240,16 +251,10 @@ def test_otf2_traces_import_and_replay(tmp_path, cli):
 
 def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members(tmp_path, cli):
     import otf2
-    from otf2.enums import CollectiveOp, GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+    from otf2.enums import CollectiveOp, Paradigm, RegionRole
 
     with otf2.writer.open(str(tmp_path / "otf2"), timer_resolution=1_000_000_000) as trace:
-        defs = trace.definitions
-        root = defs.system_tree_node("node")
-        groups = [defs.location_group(f"rank {r}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=root)
-                  for r in range(4)]
-        locs = [defs.location(f"master {r}", type=LocationType.CPU_THREAD, group=groups[r]) for r in range(4)]
-        pair = defs.comm("pair", group=defs.group("pair", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI,
-                                                   members=locs[:2]))
+        defs, locs, pair = otf2_ranks(trace, 4, members=2)
         a2a = defs.region("MPI_Alltoall", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
         for w in (trace.event_writer_from_location(loc) for loc in locs[:2]):
             w.enter(1000, a2a)
@@ -271,16 +276,10 @@ def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members
 
 def test_an_otf2_sendrecv_exchange_replays_without_deadlock(tmp_path, cli):
     import otf2
-    from otf2.enums import GroupType, LocationGroupType, LocationType, Paradigm, RegionRole
+    from otf2.enums import Paradigm, RegionRole
 
     with otf2.writer.open(str(tmp_path / "otf2"), timer_resolution=1_000_000_000) as trace:
-        defs = trace.definitions
-        root = defs.system_tree_node("node")
-        groups = [defs.location_group(f"rank {r}", location_group_type=LocationGroupType.PROCESS, system_tree_parent=root)
-                  for r in range(2)]
-        locs = [defs.location(f"master {r}", type=LocationType.CPU_THREAD, group=groups[r]) for r in range(2)]
-        world = defs.comm("MPI_COMM_WORLD", group=defs.group("world", group_type=GroupType.COMM_LOCATIONS,
-                                                               paradigm=Paradigm.MPI, members=locs))
+        defs, locs, world = otf2_ranks(trace, 2)
         sr = defs.region("MPI_Sendrecv", region_role=RegionRole.POINT2POINT, paradigm=Paradigm.MPI)
         for r, w in enumerate(trace.event_writer_from_location(loc) for loc in locs):
             w.enter(1000, sr)
