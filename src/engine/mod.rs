@@ -284,19 +284,13 @@ impl<P: Program, const X: bool> Engine<P, X> {
             if self.explaining() {
                 self.x_begin(&ev);
             }
-            if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD) {
-                let r = soon.rank;
-                prefetch(&self.clocks, r as usize * self.stride);
-                self.program.prefetch(r);
-                self.noise.prefetch(r);
-                if soon.kind() == EvKind::Send {
-                    // the receiver's clocks: `handled_from` reads them
-                    prefetch(&self.clocks, soon.peer as usize * self.stride);
-                }
-                if self.explaining() {
-                    self.x_prefetch(soon, false);
+            if self.queue.started_window() {
+                // a new window: its first events were out of the look-ahead's sight
+                for k in 0..PREFETCH_AHEAD {
+                    self.prefetch_event(k);
                 }
             }
+            self.prefetch_event(PREFETCH_AHEAD);
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
                 // its clocks line arrived by now: fetch the tails of its match lists
                 self.matcher.prefetch(self.clocks[self.lists(soon.rank)]);
@@ -315,6 +309,26 @@ impl<P: Program, const X: bool> Engine<P, X> {
             }
         }
         Ok(false)
+    }
+
+    /// Asks for the state the event `k` places ahead will read.
+    #[inline(always)]
+    fn prefetch_event(&self, k: usize) {
+        if let Some(soon) = self.queue.upcoming(k) {
+            let r = soon.rank;
+            // a rank's clocks may straddle two lines: fetch its first and last word's
+            prefetch(&self.clocks, r as usize * self.stride);
+            prefetch(&self.clocks, self.lists(r));
+            self.program.prefetch(r);
+            self.noise.prefetch(r);
+            if soon.kind() == EvKind::Send {
+                // the receiver's clocks: `handled_from` reads them
+                prefetch(&self.clocks, soon.peer as usize * self.stride);
+            }
+            if self.explaining() {
+                self.x_prefetch(soon, false);
+            }
+        }
     }
 
     /// Runs every rank's initial ops at time 0. They precede all other events
@@ -884,18 +898,15 @@ impl<P: Program, const X: bool> Engine<P, X> {
 
     /// The queue event that executes `op` of rank `r`, at the time its CPU
     /// (and, for a send, NIC) is next free.
+    // (inlined, its checks' messages kept out of line: the event returned
+    // through memory stalled the reads that followed)
+    #[inline(always)]
     fn event_for(&self, r: u32, op: ReadyOp) -> Result<Event, SimError> {
         let p = self.program.num_ranks();
-        if matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY) {
-            return Err(SimError::Invalid(format!(
-                "rank {r}: {} peer {} is out of range (0..{p})",
-                if op.kind == OpKind::Send { "send" } else { "recv" },
-                op.peer
-            )));
-        }
-        if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
-            let what = if op.kind == OpKind::Mem { "memory-bound computation" } else { "message" };
-            return Err(SimError::Invalid(format!("rank {r}: {what} of {} bytes exceeds the supported 2^47 bytes", op.size)));
+        let bad_peer = matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY);
+        let too_large = op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc;
+        if bad_peer || too_large || (op.kind == OpKind::Mem && !self.has_memory()) {
+            return Err(self.invalid_op(r, &op));
         }
         let c = self.o(r, op.cpu);
         let (kind, time) = match op.kind {
@@ -903,7 +914,6 @@ impl<P: Program, const X: bool> Engine<P, X> {
             OpKind::Recv => (EvKind::Recv, self.clocks[c]),
             OpKind::Calc => (EvKind::Calc, self.clocks[c]),
             OpKind::Probe => (EvKind::Probe, self.clocks[c]),
-            OpKind::Mem if !self.has_memory() => return Err(fabric::no_memory(r)),
             OpKind::Mem => (EvKind::Mem, self.clocks[c]),
         };
         // Never before now: LogGOPSim may start an op on an idle second CPU
@@ -912,6 +922,25 @@ impl<P: Program, const X: bool> Engine<P, X> {
         debug_assert!(time != fabric::MEM_BUSY);
         let time = time.max(self.now);
         Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id))
+    }
+
+    /// Why `event_for` refuses `op` of rank `r`.
+    #[cold]
+    #[inline(never)]
+    fn invalid_op(&self, r: u32, op: &ReadyOp) -> SimError {
+        let p = self.program.num_ranks();
+        if op.kind == OpKind::Mem && !self.has_memory() {
+            return fabric::no_memory(r);
+        }
+        if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
+            let what = if op.kind == OpKind::Mem { "memory-bound computation" } else { "message" };
+            return SimError::Invalid(format!("rank {r}: {what} of {} bytes exceeds the supported 2^47 bytes", op.size));
+        }
+        SimError::Invalid(format!(
+            "rank {r}: {} peer {} is out of range (0..{p})",
+            if op.kind == OpKind::Send { "send" } else { "recv" },
+            op.peer
+        ))
     }
 
     /// After the last event: every rank must be done and nothing left unmatched.

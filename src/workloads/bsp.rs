@@ -203,6 +203,7 @@ impl Workload for Bsp {
         t
     }
 
+    #[inline]
     fn next(&self, rank: u32, s: &mut BspState, ctx: &Ctx) -> StreamOp {
         loop {
             let iteration = s.iter.get();
