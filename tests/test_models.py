@@ -106,6 +106,11 @@ def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
     bad.write_text("size,time\n1,2\n")
     p = cli("fit", "postal", bad, "-o", tmp_path / "x.toml", check=False)
     assert p.returncode == 2 and "missing column" in p.stderr
+    empty = tmp_path / "empty.csv"
+    empty.write_text("size_bytes,time_s,link\n")
+    for flags in ([], ["--off-node-from-on-node"]):
+        p = cli("fit", "postal", empty, "-o", tmp_path / "e.toml", *flags, check=False)
+        assert p.returncode == 2 and "no measurements (the table has a header and no rows)" in p.stderr, p.stderr
 
 
 def test_hyperbolic_fit_and_quick_approximation():

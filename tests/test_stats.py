@@ -88,7 +88,7 @@ def test_bad_data_is_reported(tmp_path):
     with pytest.raises(DataError, match="ragged"):
         load(f)
     f.write_text("rank,iteration,time\n0,0,1.0\n0,1,-2.0\n1,0,1.0\n1,1,1.0\n")
-    with pytest.raises(DataError, match="negative time"):
+    with pytest.raises(DataError, match=r"negative time -2 at rank 0, iteration 1$"):
         load(f)
     np.save(tmp_path / "n.npy", np.array([[1.0, np.nan]]))
     with pytest.raises(DataError, match="non-finite"):
@@ -97,6 +97,10 @@ def test_bad_data_is_reported(tmp_path):
         fit(np.ones((1, 12)) + np.arange(12) * 1e-3, 3)
     with pytest.raises(DataError, match=r"too few for a choice among 1 to 6 regimes \(give --regimes N"):
         fit(np.ones((1, 12)) + np.arange(12) * 1e-3, None)
+    with pytest.raises(DataError, match="all 40 samples are equal: there are no regimes"):
+        fit(np.ones((2, 20)), 2)
+    with pytest.raises(DataError, match="for data with zeros use --space linear"):
+        fit(np.zeros((2, 20)) + np.arange(20), 2)
 
 
 def test_regimes_cli_on_a_simulated_matvec(cli, tmp_path):

@@ -441,6 +441,8 @@ def fit_postal(
     from idlewave.results import write_text
 
     frame = _read_table(data, ["size_bytes", "time_s"])
+    if frame.height == 0:
+        fail(f"{data}: no measurements (the table has a header and no rows)")
     links = {}
     groups = frame.partition_by("link", as_dict=True) if "link" in frame.columns else {("off_node",): frame}
     for key, part in groups.items():

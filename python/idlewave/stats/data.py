@@ -30,7 +30,7 @@ def check(T: np.ndarray, source: str = "data") -> np.ndarray:
     neg = np.argwhere(T < 0)
     if neg.size:
         p, k = neg[0]
-        raise DataError(f"{source}: negative time {T[p, k]!r} at rank {p}, iteration {k}")
+        raise DataError(f"{source}: negative time {float(T[p, k]):g} at rank {p}, iteration {k}")
     return T
 
 

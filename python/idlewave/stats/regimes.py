@@ -150,7 +150,8 @@ def _space(T: np.ndarray, space: str) -> np.ndarray:
     right, a regime's spread grows with its mean) or the times themselves."""
     if space == "log":
         if (T <= 0).any():
-            raise DataError("log-space regimes need positive times (use space='linear' for data with zeros)")
+            raise DataError("log-space regimes need positive times: for data with zeros use --space linear "
+                            "(space='linear' in Python)")
         return np.log(T)
     if space != "linear":
         raise DataError(f"space must be 'log' or 'linear', got {space!r}")
@@ -195,6 +196,8 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
         raise DataError(f"the number of regimes must be between 1 and 64, got {n_regimes}")
     distinct = len(np.unique(X))
     need = max(candidates)
+    if distinct == 1 and X.shape[0] >= 10:
+        raise DataError(f"all {X.shape[0]} samples are equal: there are no regimes to tell apart")
     if X.shape[0] < 10 * need or distinct < need:
         which = f"{need} regimes" if n_regimes else f"a choice among 1 to {need} regimes (give --regimes N for fewer)"
         raise DataError(f"{X.shape[0]} samples ({distinct} distinct) are too few for {which}; it needs at least "
