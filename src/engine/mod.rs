@@ -934,19 +934,20 @@ impl<P: Program, const X: bool> Engine<P, X> {
     #[cold]
     #[inline(never)]
     fn invalid_op(&self, r: u32, op: &ReadyOp) -> SimError {
+        // (in the order the checks were always made: peer, size, memory)
         let p = self.program.num_ranks();
-        if op.kind == OpKind::Mem && !self.has_memory() {
-            return fabric::no_memory(r);
+        if matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY) {
+            return SimError::Invalid(format!(
+                "rank {r}: {} peer {} is out of range (0..{p})",
+                if op.kind == OpKind::Send { "send" } else { "recv" },
+                op.peer
+            ));
         }
         if op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc {
             let what = if op.kind == OpKind::Mem { "memory-bound computation" } else { "message" };
             return SimError::Invalid(format!("rank {r}: {what} of {} bytes exceeds the supported 2^47 bytes", op.size));
         }
-        SimError::Invalid(format!(
-            "rank {r}: {} peer {} is out of range (0..{p})",
-            if op.kind == OpKind::Send { "send" } else { "recv" },
-            op.peer
-        ))
+        fabric::no_memory(r)
     }
 
     /// After the last event: every rank must be done and nothing left unmatched.
