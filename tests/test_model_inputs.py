@@ -116,3 +116,10 @@ def test_model_functions_refuse_what_has_no_finite_answer():
         postal.idle_wave_speed(1, 0.0, 0.0)
     with pytest.raises(ValueError, match="finite"):
         hyperbolic.fit([1.0, 2.0, 4.0], [1.0, math.nan, 3.0])
+
+
+def test_model_hyperbolic_refuses_a_single_eta(tmp_path):
+    data = tmp_path / "one_eta.csv"
+    data.write_text("eta,value\n1,1\n1,1\n1,1\n")
+    p = run_cli("model", "hyperbolic", data, check=False)
+    assert p.returncode == 2 and "need at least two distinct eta values" in p.stderr, p.stderr

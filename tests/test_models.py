@@ -106,6 +106,17 @@ def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
     bad.write_text("size,time\n1,2\n")
     p = cli("fit", "postal", bad, "-o", tmp_path / "x.toml", check=False)
     assert p.returncode == 2 and "missing column" in p.stderr
+    # one limit given: kept, the other found from the data
+    r = json.loads(cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "256", "--json").stdout)
+    assert r["off_node"]["short_max"] == 256 and r["off_node"]["eager_max"] == 8192
+    p = cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "9000", "--eager-max", "100", check=False)
+    assert p.returncode == 2 and "--short-max (9000) must be below --eager-max (100)" in p.stderr
+    for row, message in (("2,1024,0", "time_s must be a positive number, got 0 in data row 1"),
+                         ("1,1024,nan", "time_s must be a positive number, got nan in data row 1"),
+                         ("-1,1024,1e-6", "pairs must be a positive number, got -1 in data row 1")):
+        (tmp_path / "bad_mp.csv").write_text(f"pairs,size_bytes,time_s\n{row}\n")
+        p = cli("fit", "postal", data, "-o", tmp_path / "b.toml", "--multipair", tmp_path / "bad_mp.csv", check=False)
+        assert p.returncode == 2 and message in p.stderr, p.stderr
     empty = tmp_path / "empty.csv"
     empty.write_text("size_bytes,time_s,link\n")
     for flags in ([], ["--off-node-from-on-node"]):

@@ -146,7 +146,10 @@ def _allreduce_hops(platform: str, nodes: int) -> list[int]:
     return postal.topology_hops(platform, postal.allreduce_node_pairs(nodes))
 
 
-def _read_table(path: Path, needed: list[str]) -> pl.DataFrame:
+def _read_table(path: Path, needed: list[str], positive: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A measurement table with the `needed` numeric columns, every value
+    finite (and above 0 in the `positive` ones), or a clear error naming
+    the first bad row."""
     try:
         frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#")
     except (OSError, pl.exceptions.PolarsError) as e:
@@ -154,6 +157,18 @@ def _read_table(path: Path, needed: list[str]) -> pl.DataFrame:
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         fail(f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(frame.columns)})")
+    if frame.height == 0:
+        fail(f"{path}: no measurements (the table has a header and no rows)")
+    for c in needed:
+        try:
+            values = frame[c].cast(pl.Float64, strict=True).to_numpy()
+        except pl.exceptions.PolarsError:
+            fail(f"{path}: column {c} must hold numbers, got {frame[c].dtype}")
+        bad = ~np.isfinite(values) | ((values <= 0) if c in positive else False)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            rule = "a positive number" if c in positive else "a finite number"
+            fail(f"{path}: {c} must be {rule}, got {frame[c][i]} in data row {i + 1}")
     return frame
 
 
@@ -440,9 +455,7 @@ def fit_postal(
     """α, β per protocol (limits found as breakpoints or given) → a platform file the simulator reads."""
     from idlewave.results import write_text
 
-    frame = _read_table(data, ["size_bytes", "time_s"])
-    if frame.height == 0:
-        fail(f"{data}: no measurements (the table has a header and no rows)")
+    frame = _read_table(data, ["size_bytes", "time_s"], positive=("time_s",))
     links = {}
     groups = frame.partition_by("link", as_dict=True) if "link" in frame.columns else {("off_node",): frame}
     for key, part in groups.items():
@@ -467,7 +480,7 @@ def fit_postal(
                  "piecewise linear in the size")
     bw = 0.0
     if multipair is not None:
-        mp = _read_table(multipair, ["pairs", "size_bytes", "time_s"])
+        mp = _read_table(multipair, ["pairs", "size_bytes", "time_s"], positive=("pairs", "size_bytes", "time_s"))
         bw = fitting.node_bandwidth(mp["pairs"].to_numpy(), mp["size_bytes"].to_numpy(), mp["time_s"].to_numpy())
     text = fitting.platform_toml(links["off_node"].link, links["on_node"].link if "on_node" in links else None,
                                  ranks_per_node=ranks_per_node, node_bw=bw, source=str(data), note=note)

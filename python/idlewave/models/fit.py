@@ -42,23 +42,35 @@ def fit_protocols(sizes, times, short_max: int | None = None, eager_max: int | N
         raise ValueError("need matching size and time columns")
     if (t <= 0).any() or (n < 0).any():
         raise ValueError("times must be positive and sizes non-negative")
+    for name, limit in (("short-max", short_max), ("eager-max", eager_max)):
+        if limit is not None and limit < 0:
+            raise ValueError(f"--{name} must be at least 0, got {limit}")
+    if short_max is not None and eager_max is not None and short_max >= eager_max:
+        raise ValueError(f"--short-max ({short_max}) must be below --eager-max ({eager_max})")
     order = np.argsort(n, kind="stable")
     n, t = n[order], t[order]
     uniq = np.unique(n)
     found = short_max is None or eager_max is None
     if found:
-        best = None
+        # search the limits not given (a given one is kept as it is)
         k = len(uniq)
-        for i in range(min_points, k - 2 * min_points + 1):
-            for j in range(i + min_points, k - min_points + 1):
-                lim1, lim2 = uniq[i - 1], uniq[j - 1]
+        firsts = [short_max] if short_max is not None else [int(uniq[i - 1]) for i in range(min_points, k + 1)]
+        seconds = [eager_max] if eager_max is not None else [int(uniq[j - 1]) for j in range(1, k + 1)]
+        best = None
+        for lim1 in firsts:
+            for lim2 in seconds:
+                if lim2 <= lim1:
+                    continue
                 parts = [(n <= lim1), (n > lim1) & (n <= lim2), (n > lim2)]
+                if any(np.unique(n[m]).size < min_points for m in parts):
+                    continue
                 fits = [_segment(n[m], t[m]) for m in parts]
                 sse = sum(f[1] for f in fits)
                 if best is None or sse < best[0]:
-                    best = (sse, int(lim1), int(lim2), [f[0] for f in fits])
+                    best = (sse, lim1, lim2, [f[0] for f in fits])
         if best is None:
-            raise ValueError(f"need at least {3 * min_points} distinct sizes to find the protocol limits")
+            given = "" if short_max is None and eager_max is None else " with the limit given"
+            raise ValueError(f"need at least {min_points} distinct sizes in each protocol to find the limits{given}")
         sse, short_max, eager_max, protos = best
     else:
         parts = [(n <= short_max), (n > short_max) & (n <= eager_max), (n > eager_max)]

@@ -32,6 +32,8 @@ def _check(eta, g):
         raise ValueError("eta and the observed performance must be finite numbers (no NaN, infinity or empty cell)")
     if (eta <= 0).any() or (g <= 0).any():
         raise ValueError("eta and the observed performance must be positive (the fit is in log space)")
+    if np.unique(eta).size < 2:
+        raise ValueError(f"need at least two distinct eta values, got only {eta[0]:g}: a curve is not fixed by one point")
     return eta, g
 
 
