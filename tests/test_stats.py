@@ -145,3 +145,19 @@ def test_times_near_the_float_range_give_the_same_regimes_scaled():
     np.testing.assert_allclose(big_mu, mu * 1e300, rtol=1e-9)
     np.testing.assert_allclose(big_sigma, sigma * 1e300, rtol=1e-6)
     assert (big_labels == labels).all()
+
+
+def test_wide_tables_with_rank_ids_or_without_a_header(tmp_path):
+    rng = np.random.default_rng(4)
+    T = 1e-3 + 1e-5 * rng.random((8, 60))
+    cols = ",".join(f"it{k}" for k in range(60))
+    # rank ids (1..8, shuffled) in a column: rows ordered by them, the ids not times
+    order = rng.permutation(8)
+    (tmp_path / "w.csv").write_text(f"rank,{cols}\n" + "".join(f"{p + 1}," + ",".join(repr(float(x)) for x in T[p]) + "\n" for p in order))
+    assert np.array_equal(load(tmp_path / "w.csv"), T)
+    # no header: the first line is a rank's times, not column names
+    (tmp_path / "h.csv").write_text("".join(",".join(repr(float(x)) for x in T[p]) + "\n" for p in range(8)))
+    assert np.array_equal(load(tmp_path / "h.csv"), T)
+    # a timer that is not there is an error, not the iteration timer
+    with pytest.raises(DataError, match="no column 'typo_s' for --timer 'typo'"):
+        load(tmp_path / "w.csv", "typo")

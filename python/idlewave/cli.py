@@ -490,7 +490,8 @@ def regimes(
     data: list[Path] = typer.Argument(..., help="T[p, k]: Parquet/CSV (long rank, iteration, time — or wide), .npy, or result directories."),
     out_dir: Path = typer.Option(Path("regimes-out"), "--out", help="Output directory."),
     n_regimes: int | None = typer.Option(None, "--regimes", help="Number of regimes (default: chosen by BIC over 1..6)."),
-    timer: str = typer.Option("matvec", "--timer", help="Timer to use from a result directory (else 'iteration')."),
+    timer: str | None = typer.Option(None, "--timer", help="Timer to use from a result directory or long table "
+                                     "(default: matvec if there is one, else iteration)."),
     use_max: bool = typer.Option(False, "--max", help="Fit T_k^max = max_p T[p,k] (Remark 1)."),
     names: list[str] | None = typer.Option(None, "--name", help="A label per input (default: file names)."),
     seed: int = typer.Option(0, "--seed"),

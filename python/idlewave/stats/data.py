@@ -47,8 +47,26 @@ def from_long(frame: pl.DataFrame, source: str, time: str = "time") -> np.ndarra
     return check(frame[time].to_numpy().reshape(ranks, iters), source)
 
 
-def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
-    """T[p, k] from a file or a result directory (its `timer`, else `iteration`)."""
+def _read_csv(p: Path) -> pl.DataFrame:
+    """A CSV; when every column name is a number, the file has no header and
+    its first line is data (polars would take it for the header)."""
+    frame = pl.read_csv(p, comment_prefix="#")
+    if frame.width and all(_is_number(c) for c in frame.columns):
+        frame = pl.read_csv(p, comment_prefix="#", has_header=False)
+    return frame
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def load(path: str | Path, timer: str | None = None) -> np.ndarray:
+    """T[p, k] from a file or a result directory: its `timer` (which must
+    exist when given), else `matvec` if it has one, else `iteration`."""
     p = Path(path)
     src = str(p)
     if p.is_dir():
@@ -56,14 +74,17 @@ def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
         if not f.exists():
             raise DataError(f"{src}: not a result directory (no timers.parquet)")
         frame = pl.read_parquet(f)
-        col = f"{timer}_s" if f"{timer}_s" in frame.columns else "iteration_s"
-        if col not in frame.columns:
-            raise DataError(f"{src}: no timer {timer!r} or 'iteration' in the results")
+        timers = [c[:-2] for c in frame.columns if c.endswith("_s")]
+        col = f"{timer or 'matvec'}_s" if f"{timer or 'matvec'}_s" in frame.columns else "iteration_s"
+        if (timer is not None and f"{timer}_s" != col) or col not in frame.columns:
+            raise DataError(f"{src}: no timer {timer or 'iteration'!r} in the results (it has: {', '.join(timers) or 'none'})")
         return from_long(frame, src, col)
     if not p.exists():
         raise DataError(f"{src}: no such file")
     if not p.is_file():  # a FIFO would be waited on forever
         raise DataError(f"{src}: timings must be a regular file or a result directory")
+    if timer is not None and p.suffix == ".npy":
+        raise DataError(f"{src}: --timer {timer!r} applies to result directories and long tables with a '{timer}_s' column")
     if p.suffix == ".npy":
         try:  # never unpickle what a file says
             array = np.load(p, allow_pickle=False)
@@ -73,7 +94,7 @@ def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
             raise DataError(f"{src}: {p.stat().st_size / 2**30:.3g} GiB, too large to load into memory") from None
         return check(array, src)
     try:
-        frame = pl.read_parquet(p) if p.suffix == ".parquet" else pl.read_csv(p, comment_prefix="#")
+        frame = pl.read_parquet(p) if p.suffix == ".parquet" else _read_csv(p)
     except (OSError, pl.exceptions.PolarsError) as e:
         raise DataError(f"{src}: cannot read it as {'Parquet' if p.suffix == '.parquet' else 'CSV'} ({type(e).__name__})") from None
     except BaseException as e:  # polars raises a PanicException (a BaseException) on some corrupt files
@@ -83,13 +104,21 @@ def load(path: str | Path, timer: str = "matvec") -> np.ndarray:
     if {"rank", "sample", "ns"} <= set(frame.columns) and "iteration" not in frame.columns:
         # `measure noise`'s fwq.parquet: FWQ samples per rank, in nanoseconds
         frame = frame.rename({"sample": "iteration"}).with_columns((pl.col("ns") * 1e-9).alias("time"))
+    if timer is not None and f"{timer}_s" not in frame.columns:
+        raise DataError(f"{src}: no column '{timer}_s' for --timer {timer!r} (columns: {', '.join(frame.columns)})")
     if {"rank", "iteration"} <= set(frame.columns):
-        time = next((c for c in ("time", "time_s", f"{timer}_s") if c in frame.columns), None)
+        names = (f"{timer}_s",) if timer is not None else ("time", "time_s", "matvec_s")
+        time = next((c for c in names if c in frame.columns), None)
         if time is None:
             timers = [c[:-2] for c in frame.columns if c.endswith("_s")]
             hint = f", or --timer naming one of its timers ({', '.join(timers)})" if timers else ""
             raise DataError(f"{src}: a long table needs a 'time' column{hint}")
         return from_long(frame, src, time)
+    if "rank" in frame.columns:
+        # wide with the rank ids in a column: rows in rank order, the ids not times
+        if frame["rank"].n_unique() != frame.height:
+            raise DataError(f"{src}: a wide table's 'rank' column must name each rank once")
+        frame = frame.sort("rank").drop("rank")
     # wide: every column numeric, one row per rank
     try:
         return check(frame.to_numpy().astype(float), src)
