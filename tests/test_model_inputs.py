@@ -123,3 +123,8 @@ def test_model_hyperbolic_refuses_a_single_eta(tmp_path):
     data.write_text("eta,value\n1,1\n1,1\n1,1\n")
     p = run_cli("model", "hyperbolic", data, check=False)
     assert p.returncode == 2 and "need at least two distinct eta values" in p.stderr, p.stderr
+
+
+def test_model_names_the_platform_flag_for_an_unknown_platform():
+    p = run_cli("model", "postal", "--platform", "nonexist", "--bytes", "8", check=False)
+    assert p.returncode == 2 and "error: --platform: 'nonexist' is neither a preset" in p.stderr, p.stderr

@@ -53,7 +53,8 @@ def _platform(name: str) -> postal.PostalPlatform:
     try:
         return postal.PostalPlatform.preset(name)
     except Exception as e:  # ScenarioError and friends carry a user-facing message
-        fail(str(e))
+        # (the preset is resolved as an inline scenario: name the flag, not "<string>")
+        fail(str(e).replace("<string>: network.platform", "--platform"))
 
 
 HOPS = typer.Option("average", "--hops", help="Hops per off-node message for the hop and congestion penalties: "
