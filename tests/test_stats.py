@@ -158,6 +158,9 @@ def test_wide_tables_with_rank_ids_or_without_a_header(tmp_path):
     # no header: the first line is a rank's times, not column names
     (tmp_path / "h.csv").write_text("".join(",".join(repr(float(x)) for x in T[p]) + "\n" for p in range(8)))
     assert np.array_equal(load(tmp_path / "h.csv"), T)
+    # a header of iteration numbers is a header
+    (tmp_path / "n.csv").write_text(",".join(str(k) for k in range(60)) + "\n" + (tmp_path / "h.csv").read_text())
+    assert np.array_equal(load(tmp_path / "n.csv"), T)
     # a timer that is not there is an error, not the iteration timer
     with pytest.raises(DataError, match="no column 'typo_s' for --timer 'typo'"):
         load(tmp_path / "w.csv", "typo")

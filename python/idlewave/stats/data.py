@@ -49,9 +49,12 @@ def from_long(frame: pl.DataFrame, source: str, time: str = "time") -> np.ndarra
 
 def _read_csv(p: Path) -> pl.DataFrame:
     """A CSV; when every column name is a number, the file has no header and
-    its first line is data (polars would take it for the header)."""
+    its first line is data (polars would take it for the header), unless
+    the names count the columns (0, 1, 2, … or 1, 2, 3, …: iteration numbers)."""
     frame = pl.read_csv(p, comment_prefix="#")
-    if frame.width and all(_is_number(c) for c in frame.columns):
+    names = frame.columns
+    counted = names in ([str(k) for k in range(len(names))], [str(k + 1) for k in range(len(names))])
+    if names and not counted and all(_is_number(c) for c in names):
         frame = pl.read_csv(p, comment_prefix="#", has_header=False)
     return frame
 
