@@ -78,9 +78,11 @@ def load(path: str | Path, timer: str | None = None) -> np.ndarray:
             raise DataError(f"{src}: not a result directory (no timers.parquet)")
         frame = pl.read_parquet(f)
         timers = [c[:-2] for c in frame.columns if c.endswith("_s")]
-        col = f"{timer or 'matvec'}_s" if f"{timer or 'matvec'}_s" in frame.columns else "iteration_s"
-        if (timer is not None and f"{timer}_s" != col) or col not in frame.columns:
-            raise DataError(f"{src}: no timer {timer or 'iteration'!r} in the results (it has: {', '.join(timers) or 'none'})")
+        if timer is None:
+            timer = "matvec" if "matvec" in timers else "iteration"
+        if timer not in timers:
+            raise DataError(f"{src}: no timer {timer!r} in the results (it has: {', '.join(timers) or 'none'})")
+        col = f"{timer}_s"
         return from_long(frame, src, col)
     if not p.exists():
         raise DataError(f"{src}: no such file")
