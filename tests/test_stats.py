@@ -164,3 +164,58 @@ def test_wide_tables_with_rank_ids_or_without_a_header(tmp_path):
     # a timer that is not there is an error, not the iteration timer
     with pytest.raises(DataError, match="no column 'typo_s' for --timer 'typo'"):
         load(tmp_path / "w.csv", "typo")
+
+
+def test_regime_mean_and_sd_are_the_decoded_samples_and_mu_sigma_the_fit():
+    # uniform times are not log-normal: the log-space fit's μ, σ differ from the samples' mean and sd
+    T = np.random.default_rng(0).uniform(10e-6, 90e-6, size=(20, 500))
+    f = fit(T, 1)
+    (r,) = f.summary(T, decode(f, T))["regimes"]
+    assert r["mean"] == pytest.approx(T.mean(), rel=1e-12) and r["sd"] == pytest.approx(T.std(), rel=1e-12)
+    assert r["mu"] > 1.01 * r["mean"] and r["sigma"] > 1.2 * r["sd"]
+    # three regimes: each one's mean is that of exactly the samples decoded into it
+    T, _ = markov_timings(ranks=10, iters=600, seed=2)
+    f = fit(T, 3)
+    labels = decode(f, T)
+    for r in f.summary(T, labels)["regimes"]:
+        picked = T[labels == r["regime"]]
+        assert r["mean"] == pytest.approx(picked.mean(), rel=1e-12)
+        assert r["share"] == pytest.approx(picked.size / T.size)
+
+
+def test_a_fit_that_may_take_minutes_is_announced_before_it_starts():
+    class Announced(Exception):
+        pass
+
+    def stop(message):
+        raise Announced(message)
+
+    T = np.random.default_rng(0).lognormal(0, 0.3, size=(20, 2000))
+    with pytest.raises(Announced, match="fitting 64 regimes to 40,000 samples takes up to about 18 CPU minutes"):
+        fit(T, 64, note=stop)
+    heard = []
+    fit(T[:, :200], note=heard.append)  # the default choice among 1..6 on 4,000 samples: seconds
+    assert heard == []
+
+
+def test_blank_lines_complex_arrays_and_inputs_of_different_lengths(tmp_path):
+    # blank lines an editor leaves at the end are not rows of missing times
+    f = tmp_path / "t.csv"
+    f.write_text("rank,iteration,time\n0,0,1.0\n0,1,2.0\n1,0,1.5\n1,1,2.5\n\n\n")
+    assert np.array_equal(load(f), [[1.0, 2.0], [1.5, 2.5]])
+    (tmp_path / "w.csv").write_text("1.0,2.0,3.0\n1.5,2.5,3.5\n\n")
+    assert np.array_equal(load(tmp_path / "w.csv"), [[1.0, 2.0, 3.0], [1.5, 2.5, 3.5]])
+    # one inside the table is a row without a rank, said so
+    f.write_text("rank,iteration,time\n0,0,1.0\n\n0,1,2.0\n1,0,1.5\n1,1,2.5\n")
+    with pytest.raises(DataError, match=r"data row 2 has no 'rank' \(1 row\(s\) without one\)"):
+        load(f)
+    np.save(tmp_path / "c.npy", np.ones((2, 40)) * (1 + 1j))
+    with pytest.raises(DataError, match="expected real times, got an array of complex128"):
+        load(tmp_path / "c.npy")
+    # totals compare the iterations both inputs have; the summary says so
+    rng = np.random.default_rng(1)
+    a, b = 1 + 0.1 * rng.random((4, 60)), 1 + 0.1 * rng.random((4, 40))
+    s = analyze({"a": a, "b": b}, tmp_path / "out", n_regimes=1, figures_on=False)["comparisons"]
+    assert s["iterations_compared"] == 40 and "different iteration counts (a 60, b 40)" in s["note"]
+    expected = (a.max(axis=0)[:40].sum() / b.max(axis=0).sum() - 1) * 100
+    assert s["percent_difference_total_tmax"]["a vs b"] == pytest.approx(expected, rel=1e-12)

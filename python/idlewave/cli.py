@@ -521,20 +521,26 @@ def regimes(
                 except DataError:
                     pass
         summary = analyze(sets, out_dir, n_regimes=n_regimes, seed=seed, restarts=restarts, use_max=use_max,
-                          figures_on=not no_figures, extra={k: v for k, v in extra.items() if v[0].size}, space=space)
+                          figures_on=not no_figures, extra={k: v for k, v in extra.items() if v[0].size}, space=space,
+                          note=lambda m: err.print(f"note: {m}"))
     except DataError as e:
         fail(str(e))
+    except KeyboardInterrupt:
+        fail(f"interrupted; {out_dir} may hold part of the output", code=130)
     if as_json:
         print(json.dumps(summary, indent=2))
         return
     for name, s in summary["datasets"].items():
         t = Table(title=f"{name}: {s['n_regimes']} regimes ({s['series']})", title_justify="left")
-        for c in ("regime", "μ (s)", "σ (s)", "share"):
+        for c in ("regime", "mean (s)", "sd (s)", "share", "fitted μ (s)", "fitted σ (s)"):
             t.add_column(c)
         for r in s["regimes"]:
-            t.add_row(str(r["regime"]), f"{r['mu']:.4g}", f"{r['sigma']:.3g}", f"{r['share']:.2f}")
+            mean, sd = ("-", "-") if r["mean"] is None else (f"{r['mean']:.4g}", f"{r['sd']:.3g}")
+            t.add_row(str(r["regime"]), mean, sd, f"{r['share']:.2f}", f"{r['mu']:.4g}", f"{r['sigma']:.3g}")
         out.print(t)
     if summary["comparisons"]:
+        if "note" in summary["comparisons"]:
+            out.print(f"note: {summary['comparisons']['note']}")
         for k in summary["comparisons"]["ks"]:
             out.print(f"KS {k['a']} vs {k['b']}: D = {k['statistic']:.3f}, p = {k['pvalue']:.3g}")
     out.print(f"results: {out_dir}")

@@ -15,6 +15,8 @@ class DataError(ValueError):
 
 
 def check(T: np.ndarray, source: str = "data") -> np.ndarray:
+    if np.iscomplexobj(T):
+        raise DataError(f"{source}: expected real times, got an array of {np.asarray(T).dtype}")
     try:
         T = np.asarray(T, dtype=float)
     except (ValueError, TypeError):
@@ -38,6 +40,10 @@ def from_long(frame: pl.DataFrame, source: str, time: str = "time") -> np.ndarra
     for c in ("rank", "iteration", time):
         if c not in frame.columns:
             raise DataError(f"{source}: missing column {c!r} (has {', '.join(frame.columns)})")
+    for c in ("rank", "iteration", time):
+        missing = frame[c].is_null().arg_true()
+        if missing.len():
+            raise DataError(f"{source}: data row {missing[0] + 1} has no {c!r} ({missing.len()} row(s) without one)")
     ranks = frame["rank"].n_unique()
     iters = frame["iteration"].n_unique()
     if frame.height != ranks * iters or frame.select(["rank", "iteration"]).is_duplicated().any():
@@ -56,7 +62,17 @@ def _read_csv(p: Path) -> pl.DataFrame:
     counted = names in ([str(k) for k in range(len(names))], [str(k + 1) for k in range(len(names))])
     if names and not counted and all(_is_number(c) for c in names):
         frame = pl.read_csv(p, comment_prefix="#", has_header=False)
-    return frame
+    return _without_trailing_blank_lines(frame)
+
+
+def _without_trailing_blank_lines(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame without the all-empty rows at its end (blank lines an
+    editor leaves, which polars reads as rows of nulls)."""
+    if not frame.width:
+        return frame
+    filled = (~pl.all_horizontal(pl.all().is_null())).arg_true()
+    last = frame.select(filled).to_series()
+    return frame.head(int(last[-1]) + 1 if last.len() else 0)
 
 
 def _is_number(text: str) -> bool:

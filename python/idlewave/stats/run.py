@@ -3,6 +3,7 @@ or more timing sets (methods or runs), written to a directory."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from idlewave.stats.regimes import decode, fit, gmm
 
 def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int | None = None, seed: int = 0,
             restarts: int = 5, use_max: bool = False, figures_on: bool = True, extra: dict | None = None,
-            space: str = "log") -> dict:
+            space: str = "log", note: Callable[[str], None] | None = None) -> dict:
     """Per dataset: Algorithm 1 (or the T^max series, Remark 1), regimes of
     every sample, regime table, GMM alternative; across datasets: KS tests,
     cumulative sums and percentage differences, fast-regime means."""
@@ -29,7 +30,7 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
         d.mkdir(parents=True, exist_ok=True)
         series = T.max(axis=0, keepdims=True) if use_max else T
         try:
-            f = fit(series, n_regimes, seed=seed, restarts=restarts, space=space)
+            f = fit(series, n_regimes, seed=seed, restarts=restarts, space=space, note=note)
         except DataError as e:
             raise DataError(f"{name}: {e}") from None
         labels = decode(f, series)
@@ -39,7 +40,7 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
                               "iteration": np.tile(np.arange(iters, dtype=np.uint32), ranks),
                               "time": series.ravel(), "regime": labels.ravel().astype(np.uint8)})
         write_parquet(d / "regimes.parquet", frame)
-        s = f.summary(labels)
+        s = f.summary(series, labels)
         s["gmm"] = [{"regime": i, "mu": float(mu[i]), "sigma": float(sigma[i]),
                      "share": float(np.mean(glabels == i))} for i in range(f.n_regimes)]
         s["ranks"], s["iterations"], s["series"] = ranks, iters, "max over ranks" if use_max else "per rank"
@@ -62,12 +63,21 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
         summary["datasets"][name] = s
     if len(datasets) > 1:
         names = list(datasets)
+        # totals compare like with like: over the iterations every input has
+        common = min(t.size for t in tmax.values())
+        totals = {n: t[:common] for n, t in tmax.items()}
         summary["comparisons"] = {
             "ks": compare.ks_tests({n: tmax[n] for n in names}),
-            "percent_difference_total_tmax": {f"{a} vs {b}": compare.percent_difference(tmax[a], tmax[b])
+            "iterations_compared": common,
+            "percent_difference_total_tmax": {f"{a} vs {b}": compare.percent_difference(totals[a], totals[b])
                                               for a in names for b in names if a != b},
             "fast_regime_mean": {n: summary["datasets"][n]["fast_regime_mean"] for n in names},
         }
+        if any(t.size != common for t in tmax.values()):
+            counts = ", ".join(f"{n} {t.size}" for n, t in tmax.items())
+            summary["comparisons"]["note"] = (f"the inputs have different iteration counts ({counts}): totals and "
+                                              f"cumulative sums compare the first {common} iterations of each")
+        tmax = totals
         if figures_on:
             summary["comparisons"]["figures"] = figures.cumulative(tmax, out)
         write_json(out / "summary.json", summary)
