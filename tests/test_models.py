@@ -117,6 +117,11 @@ def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
         (tmp_path / "bad_mp.csv").write_text(f"pairs,size_bytes,time_s\n{row}\n")
         p = cli("fit", "postal", data, "-o", tmp_path / "b.toml", "--multipair", tmp_path / "bad_mp.csv", check=False)
         assert p.returncode == 2 and message in p.stderr, p.stderr
+    for rows, message in (("8,1e-6\n", "1 row(s) of size and time: fitting needs at least two"),
+                          ("8,1e-6\n8,2e-6\n16,3e-6\n", "2 distinct size(s): finding the protocol limits needs at least 9")):
+        (tmp_path / "few.csv").write_text("size_bytes,time_s\n" + rows)
+        p = cli("fit", "postal", tmp_path / "few.csv", "-o", tmp_path / "f.toml", check=False)
+        assert p.returncode == 2 and message in p.stderr, p.stderr
     empty = tmp_path / "empty.csv"
     empty.write_text("size_bytes,time_s,link\n")
     for flags in ([], ["--off-node-from-on-node"]):

@@ -622,7 +622,8 @@ def report(
     """One self-contained HTML page from results.
 
     A damaged result below DIR is left out with a warning (on the page and
-    here) and the exit code is 1; a damaged DIR itself is an error (exit 1, no page)."""
+    here) and the exit code is 1; a damaged DIR itself is an error (exit 1, no page); a DIR
+    without results is a usage error (exit 2)."""
     from idlewave.report import build
 
     left_out: list[str] = []

@@ -38,8 +38,10 @@ def fit_protocols(sizes, times, short_max: int | None = None, eager_max: int | N
     least `min_points` sizes) and the least relative error wins."""
     n = np.asarray(sizes, dtype=float)
     t = np.asarray(times, dtype=float)
-    if n.shape != t.shape or n.size < 2:
+    if n.shape != t.shape:
         raise ValueError("need matching size and time columns")
+    if n.size < 2:
+        raise ValueError(f"{n.size} row(s) of size and time: fitting needs at least two")
     if (t <= 0).any() or (n < 0).any():
         raise ValueError("times must be positive and sizes non-negative")
     for name, limit in (("short-max", short_max), ("eager-max", eager_max)):
@@ -51,6 +53,9 @@ def fit_protocols(sizes, times, short_max: int | None = None, eager_max: int | N
     n, t = n[order], t[order]
     uniq = np.unique(n)
     found = short_max is None or eager_max is None
+    if found and len(uniq) < 3 * min_points:
+        raise ValueError(f"{len(uniq)} distinct size(s): finding the protocol limits needs at least {3 * min_points} "
+                         f"({min_points} per protocol); give --short-max and --eager-max to fit fewer")
     if found:
         # search the limits not given (a given one is kept as it is)
         k = len(uniq)
