@@ -82,6 +82,30 @@ def test_fitting_recovers_protocol_parameters_and_limits():
         assert got.beta == pytest.approx(b, rel=0.02), name
 
 
+def test_per_size_medians_fit_through_the_spikes_of_a_shared_machine(cli, tmp_path):
+    # 1 in 10 repetitions hit by a scheduler spike (5-50x), as on a loaded VM
+    rng = np.random.default_rng(3)
+    sizes, times, truth = synthetic_pingpong(rng)
+    spiked = times * np.where(rng.random(sizes.size) < 0.1, rng.uniform(5, 50, sizes.size), 1.0)
+    s, t = fit.per_size(sizes, spiked)
+    assert s.size == np.unique(sizes).size and t[0] == np.median(spiked[:10])
+    f = fit.fit_protocols(s, t)
+    assert (f.link.short_max, f.link.eager_max) == (1024, 8192) and f.rms_relative_error < 0.01
+    for name, (a, b) in truth.items():
+        assert getattr(f.link, name).alpha == pytest.approx(a, rel=0.02), name
+        assert getattr(f.link, name).beta == pytest.approx(b, rel=0.02), name
+    # every sample as it is: the spikes swell the error (31%) past a 20% limit, and the fit is refused
+    assert fit.fit_protocols(sizes, spiked).rms_relative_error > 0.25
+    data = tmp_path / "spiky.csv"
+    data.write_text("size_bytes,time_s\n" + "".join(f"{n},{float(x)!r}\n" for n, x in zip(sizes, spiked)))
+    r = json.loads(cli("fit", "postal", data, "-o", tmp_path / "p.toml", "--max-error", "0.2", "--json").stdout)
+    assert r["per_size"] == "median" and r["off_node"]["eager"]["alpha_s"] == pytest.approx(truth["eager"][0], rel=0.02)
+    p = cli("fit", "postal", data, "-o", tmp_path / "p.toml", "--max-error", "0.2", "--per-size", "all", check=False)
+    assert p.returncode == 2 and "fit is poor" in p.stderr
+    p = cli("fit", "postal", data, "-o", tmp_path / "p.toml", "--per-size", "mode", check=False)
+    assert p.returncode == 2 and "--per-size must be one of median, mean, min, all, got 'mode'" in p.stderr
+
+
 def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
     sizes, times, truth = synthetic_pingpong(np.random.default_rng(2), noise=0.0)
     data = tmp_path / "pp.csv"
@@ -96,10 +120,11 @@ def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
                                           "message_bytes": 4000}})
     a, b = truth["eager"]
     assert sim.summary["makespan_s"] == pytest.approx(a + b * 3999, rel=1e-6)
-    # a poor fit is refused with its error: times that do not grow with the size
+    # a poor fit is refused with its error: times that do not grow with the size (one per size)
     noisy = tmp_path / "noisy.csv"
     rng = np.random.default_rng(5)
-    noisy.write_text("size_bytes,time_s\n" + "".join(f"{n},{t!r}\n" for n, t in zip(sizes, rng.uniform(1e-6, 1e-3, len(sizes)).tolist())))
+    once = np.unique(sizes)
+    noisy.write_text("size_bytes,time_s\n" + "".join(f"{n},{t!r}\n" for n, t in zip(once, rng.uniform(1e-6, 1e-3, once.size).tolist())))
     p = cli("fit", "postal", noisy, "-o", tmp_path / "n.toml", check=False)
     assert p.returncode == 2 and "fit is poor: RMS relative error" in p.stderr
     bad = tmp_path / "bad.csv"

@@ -451,9 +451,13 @@ def fit_postal(
                                                     "too (an assumption, written into the platform file)."),
     max_error: float = typer.Option(0.5, "--max-error", min=0.0,
                                     help="Refuse a fit whose RMS relative error exceeds this (0.5 = 50%)."),
+    statistic: str = typer.Option("median", "--per-size", help="Fit one time per size: the repetitions' median "
+                                  "(robust to spikes), mean or min; or all samples as they are."),
     as_json: bool = JSON,
 ):
     """α, β per protocol (limits found as breakpoints or given) → a platform file the simulator reads."""
+    if statistic not in fitting.PER_SIZE:
+        fail(f"--per-size must be one of {', '.join(fitting.PER_SIZE)}, got {statistic!r}")
     from idlewave.results import write_text
 
     frame = _read_table(data, ["size_bytes", "time_s"], positive=("time_s",))
@@ -464,7 +468,8 @@ def fit_postal(
         if name not in ("on_node", "off_node"):
             fail(f"{data}: link must be on_node or off_node, got {name!r}")
         try:
-            links[name] = fitting.fit_protocols(part["size_bytes"].to_numpy(), part["time_s"].to_numpy(), short_max, eager_max)
+            sizes, times = fitting.per_size(part["size_bytes"].to_numpy(), part["time_s"].to_numpy(), statistic)
+            links[name] = fitting.fit_protocols(sizes, times, short_max, eager_max)
         except ValueError as e:
             fail(f"{data} ({name}): {e}")
     note = ""
@@ -489,6 +494,7 @@ def fit_postal(
     summary: dict[str, object] = {name: {"short_max": f.link.short_max, "eager_max": f.link.eager_max,
                       **{p: {"alpha_s": getattr(f.link, p).alpha, "beta_s_per_byte": getattr(f.link, p).beta} for p in fitting.PROTOCOLS},
                       "rms_relative_error": f.rms_relative_error} for name, f in links.items()}
+    summary["per_size"] = statistic
     if bw:
         summary["node_bandwidth_bytes_per_s"] = bw
     summary["platform"] = str(output)

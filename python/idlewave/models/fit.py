@@ -22,6 +22,25 @@ class ProtocolFit:
     breakpoints_found: bool
 
 
+# How the repetitions of one size are combined before fitting.
+PER_SIZE = ("median", "mean", "min", "all")
+
+
+def per_size(sizes, times, statistic: str = "median") -> tuple[np.ndarray, np.ndarray]:
+    """One time per size: the repetitions' median (default: robust to the
+    spikes a shared machine adds to a few of them), mean or minimum; or
+    every sample as it is (`all`)."""
+    n = np.asarray(sizes, dtype=float)
+    t = np.asarray(times, dtype=float)
+    if statistic not in PER_SIZE:
+        raise ValueError(f"the per-size statistic must be one of {', '.join(PER_SIZE)}, got {statistic!r}")
+    if statistic == "all" or n.shape != t.shape:
+        return n, t
+    uniq, group = np.unique(n, return_inverse=True)
+    combine = {"median": np.median, "mean": np.mean, "min": np.min}[statistic]
+    return uniq, np.array([combine(t[group == k]) for k in range(uniq.size)])
+
+
 def _segment(sizes: np.ndarray, times: np.ndarray) -> tuple[Protocol, float]:
     """Least squares of t = α + β·n weighted by 1/t (relative errors), with
     α, β ≥ 0 (a latency or a per-byte cost is never negative); returns the SSE."""
