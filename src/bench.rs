@@ -121,6 +121,7 @@ pub fn config(case: &str) -> Option<Config> {
         max_memory_bytes: None,
         timeline_spans: 0,
         explain: false,
+        network_once_read: None,
     })
 }
 

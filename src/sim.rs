@@ -75,6 +75,17 @@ pub struct Config {
     pub timeline_spans: u64,
     /// Keep the critical path (see `engine::explain`).
     pub explain: bool,
+    /// The network to build once a GOAL file or trace gives the rank count,
+    /// which its mapping needs (`network` holds it block-mapped until then).
+    pub network_once_read: Option<Box<crate::scenario::network::NetworkSpec>>,
+}
+
+/// `cfg` with its network built for `ranks`, where the mapping waited for them.
+fn mapped(cfg: &Config, ranks: u32) -> Result<std::borrow::Cow<'_, Config>, SimError> {
+    let Some(spec) = &cfg.network_once_read else { return Ok(std::borrow::Cow::Borrowed(cfg)) };
+    let shape = crate::scenario::network::Shape { ranks: Some(ranks), grid: None, node_grid_reversed: false };
+    let network = spec.engine_network(&shape, cfg.seed, cfg.max_memory_bytes).map_err(SimError::Invalid)?;
+    Ok(std::borrow::Cow::Owned(Config { network, network_once_read: None, ..cfg.clone() }))
 }
 
 /// Timelines are for looking at: beyond this many ranks no picture helps.
@@ -270,6 +281,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
             // A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
             check_memory(size as u128 * 4 + crate::engine::Fabric::fixed_bytes(&cfg.network), cfg.max_memory_bytes)?;
             let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+            let cfg = &*mapped(cfg, sched.num_ranks)?;
             let noise = Noise::new(&cfg.noise, cfg.seed, sched.num_ranks)?;
             let program = GoalProgram::from_schedule(sched);
             run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(r, _)| r)
@@ -293,6 +305,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
 fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
     let ranks = crate::trace::simulated_ranks(spec, &t)?;
+    let cfg = &*mapped(cfg, ranks)?;
     check_memory(engine_bytes(cfg, ranks as u128) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, ranks)?;
     let extrapolated = crate::trace::extrapolates(spec, &t);

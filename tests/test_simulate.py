@@ -410,3 +410,29 @@ def test_the_summary_names_the_algorithm_auto_chose():
     assert idlewave.simulate(scn).summary["algorithm"] == "reduce_bcast"
     scn["workload"] |= {"ranks": 64, "message_bytes": 1 << 20}
     assert idlewave.simulate(scn).summary["algorithm"] == "rabenseifner"
+
+
+def test_goal_files_take_any_mapping_once_their_rank_count_is_read(tmp_path):
+    # rank 0 sends to rank 1: on one node under block mapping (2 per node), on two under round robin
+    goal = tmp_path / "p.goal"
+    goal.write_text("num_ranks 4\nrank 0 {\ns: send 8b to 1 tag 0\n}\nrank 1 {\nr: recv 8b from 0 tag 0\n}\n"
+                    "rank 2 {\n}\nrank 3 {\n}\n")
+    L_off, L_on = 5e-6, 1e-6
+    (tmp_path / "nodes.txt").write_text("0\n1\n0\n1\n")
+
+    def makespan_ps(mapping):
+        return idlewave.simulate({"network": {"L_s": L_off, "ranks_per_node": 2, "intra_node": {"L_s": L_on},
+                                              "mapping": mapping},
+                                  "workload": {"kind": "goal", "path": str(goal)}}).finish_times_ps.max()
+
+    block = makespan_ps({"kind": "block"})
+    assert makespan_ps({"kind": "round_robin"}) - block == round((L_off - L_on) * 1e12)
+    assert makespan_ps({"kind": "file", "path": str(tmp_path / "nodes.txt")}) - block == round((L_off - L_on) * 1e12)
+    # a mapping file is checked against the rank count the GOAL file gives
+    (tmp_path / "short.txt").write_text("0\n1\n")
+    with pytest.raises(SimulationError, match="short.txt"):
+        makespan_ps({"kind": "file", "path": str(tmp_path / "short.txt")})
+    # a mapping laid on a process grid needs one, said before the file is read
+    with pytest.raises(ScenarioError, match="the cartesian mapping needs the process grid .*give mapping.grid"):
+        makespan_ps({"kind": "cartesian"})
+    assert makespan_ps({"kind": "cartesian", "grid": [2, 2]}) >= block

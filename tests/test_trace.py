@@ -247,6 +247,16 @@ def test_otf2_traces_import_and_replay(tmp_path, cli):
     noisy = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rn", "--scenario", scn, "--json").stdout)
     # (rank 1 reaches the allreduce a little later than rank 0 anyway, so part of the detour is absorbed)
     assert r["makespan_s"] + 5e-6 < noisy["makespan_s"] <= r["makespan_s"] + 2e-5 + 1e-12
+    # the two ranks on one node (block) or on two (a mapping file: the mapping is built once the trace is read)
+    (tmp_path / "nodes.txt").write_text("0\n1\n")
+    by_mapping = {}
+    for name, mapping in (("block", '{kind = "block"}'), ("file", f'{{kind = "file", path = "{tmp_path / "nodes.txt"}"}}')):
+        (tmp_path / f"{name}.toml").write_text(f"[network]\nL_s = 2e-5\nranks_per_node = 2\nmapping = {mapping}\n"
+                                               "[network.intra_node]\nL_s = 1e-6\n")
+        by_mapping[name] = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / name, "--scenario",
+                                          tmp_path / f"{name}.toml", "--json").stdout)["makespan_s"]
+    # the send and the allreduce's exchange each cross between the nodes
+    assert by_mapping["file"] >= by_mapping["block"] + 19e-6
 
 
 def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members(tmp_path, cli):

@@ -11,10 +11,9 @@
 
 pub mod network;
 
-use crate::network::Network;
 use crate::noise::NoiseSpec;
 use crate::sim::{Config, WorkloadSpec};
-use network::{NetworkSpec, Shape};
+use network::{MappingSpec, NetworkSpec, Shape};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -132,15 +131,16 @@ impl Scenario {
     /// The engine's configuration of the run.
     pub fn config(&self) -> Result<Config, ScenarioError> {
         let limit = (self.limits.max_memory_bytes > 0).then_some(self.limits.max_memory_bytes);
-        let platform = self.network.platform(&self.workload.shape(), self.seed, limit).map_err(ScenarioError::from_rule)?;
+        let shape = self.workload.shape();
+        self.network.check_mapping_grid(&shape).map_err(ScenarioError::from_rule)?;
+        // a GOAL file or trace gives its rank count once read: its mapping is built then
+        let later = shape.ranks.is_none() && self.network.maps_by_rank_count();
+        let now = if later { NetworkSpec { mapping: MappingSpec::Block, ..self.network.clone() } } else { self.network.clone() };
+        let network = now.engine_network(&shape, self.seed, limit).map_err(ScenarioError::from_rule)?;
         Ok(Config {
             seed: self.seed,
-            network: Network {
-                rendezvous: self.network.rendezvous_model,
-                nic_model: self.network.nic_model,
-                nic_ports: self.network.nic_ports,
-                ..Network::from(platform)
-            },
+            network,
+            network_once_read: later.then(|| Box::new(self.network.clone())),
             noise: self.noise.clone(),
             workload: self.workload.clone().with_library(self.network.mpi_library),
             record_timers: self.record.timers,

@@ -407,6 +407,37 @@ impl NetworkSpec {
         Ok(())
     }
 
+    /// The engine's network for a workload of this shape: the platform
+    /// with the NIC and rendezvous models.
+    pub fn engine_network(&self, shape: &Shape, seed: u64, memory_limit: Option<u64>) -> Result<crate::network::Network, String> {
+        Ok(crate::network::Network {
+            rendezvous: self.rendezvous_model,
+            nic_model: self.nic_model,
+            nic_ports: self.nic_ports,
+            ..crate::network::Network::from(self.platform(shape, seed, memory_limit)?)
+        })
+    }
+
+    /// Whether the mapping needs the rank count, which a GOAL file or trace
+    /// gives only once read (the network is then built after reading it).
+    pub fn maps_by_rank_count(&self) -> bool {
+        self.mapping != MappingSpec::Block
+    }
+
+    /// A mapping laid on a process grid needs one: the workload's, or
+    /// `mapping.grid` where the workload has none (GOAL files, traces).
+    pub fn check_mapping_grid(&self, shape: &Shape) -> Result<(), String> {
+        if let MappingSpec::Cartesian(g) | MappingSpec::Grid2d(g) | MappingSpec::TopologyAware(g) = &self.mapping {
+            if g.grid.is_empty() && shape.grid.is_none() {
+                return Err(format!(
+                    "network.mapping.grid: the {} mapping needs the process grid (the workload has none: give mapping.grid)",
+                    crate::units::name(&self.mapping)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The engine's platform for a workload of this shape.
     /// `memory_limit`: the run's limit (None: 80% of available memory),
     /// checked before a mapping table is built.
@@ -414,14 +445,7 @@ impl NetworkSpec {
         let mapping = match &self.mapping {
             MappingSpec::Block => Mapping::Block,
             other => {
-                let ranks = shape.ranks.ok_or_else(|| {
-                    format!(
-                        "network.mapping: \"{}\" needs the rank count when the scenario is read; GOAL files and trace \
-                             replays give theirs only once read, so they take the block mapping (ranks_per_node ranks per \
-                             node in rank order)",
-                        crate::units::name(other)
-                    )
-                })?;
+                let ranks = shape.ranks.expect("a mapping other than block is built once the rank count is known");
                 // the table, each rank's slot in its node, and the sort that finds the slots
                 crate::sim::check_memory(ranks as u128 * 16, memory_limit).map_err(|e| format!("network.mapping: {e}"))?;
                 self.mapping_table(other, ranks, shape)?
