@@ -192,6 +192,21 @@ def test_init_writes_a_template_that_runs(cli, tmp_path):
     assert len(points) == 6 and base["workload"]["kind"] == "collective"
     p = cli("init", "nothing-like-this", check=False)
     assert p.returncode == 2 and "no template 'nothing-like-this'" in p.stderr
+    # every workload kind has a template, but a trace (which needs one recorded: `trace replay`)
+    from idlewave.scenario import schema
+    from idlewave.templates import TemplateError, find
+
+    def has_template(kind):
+        try:
+            return find(kind).is_file()
+        except TemplateError:
+            return False
+
+    kinds = [o["properties"]["kind"]["const"] for o in schema()["$defs"]["WorkloadSpec"]["oneOf"]]
+    assert len(kinds) >= 13 and [k for k in kinds if not has_template(k)] == ["trace"]
+    cli("init", "goal", "-o", tmp_path / "g" / "goal.toml")  # with the schedule it names
+    r = json.loads(cli("simulate", tmp_path / "g" / "goal.toml", "--json").stdout)
+    assert r["ranks"] == 16 and r["makespan_s"] == pytest.approx(20e-6, abs=1e-15)
 
 
 def test_shell_completion_completes_commands(cli):
