@@ -5,9 +5,7 @@ model from multi-pair data, and a platform TOML the simulator reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.optimize import nnls
@@ -39,8 +37,10 @@ def per_size(sizes, times, statistic: str = "median") -> tuple[np.ndarray, np.nd
     if statistic == "all" or n.shape != t.shape:
         return n, t
     uniq, group = np.unique(n, return_inverse=True)
-    combine: Callable[[np.ndarray], Any] = {"median": np.median, "mean": np.mean, "min": np.min}[statistic]
-    return uniq, np.array([combine(t[group == k]) for k in range(uniq.size)])
+    groups = [t[group == k] for k in range(uniq.size)]
+    if statistic == "median":
+        return uniq, np.array([np.median(g) for g in groups])
+    return uniq, np.array([g.mean() if statistic == "mean" else g.min() for g in groups])
 
 
 def _segment(sizes: np.ndarray, times: np.ndarray) -> tuple[Protocol, float]:
