@@ -284,6 +284,37 @@ def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members
     assert p.returncode == 2 and "holds 'notes.txt', not a trace" in p.stderr
 
 
+def test_otf2_scans_take_their_vector_from_score_ps_byte_counts(tmp_path, cli):
+    import otf2
+    from otf2.enums import CollectiveOp, Paradigm, RegionRole
+
+    def write(path, scan_counts):
+        with otf2.writer.open(str(path), timer_resolution=1_000_000_000) as trace:
+            defs, locs, world = otf2_ranks(trace, 3)
+            scan = defs.region("MPI_Scan", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
+            exscan = defs.region("MPI_Exscan", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
+            for me, w in enumerate(trace.event_writer_from_location(loc) for loc in locs):
+                for t, region, op, (sent, received) in ((1000, scan, CollectiveOp.SCAN, scan_counts(me)),
+                                                        (5000, exscan, CollectiveOp.EXSCAN, ((2 - me) * 16, me * 16))):
+                    w.enter(t, region)
+                    w.mpi_collective_begin(t + 10)
+                    w.mpi_collective_end(t + 900, op, world, 0xFFFFFFFF, sent, received)
+                    w.leave(t + 1000, region)
+
+    # a 24-byte vector as Score-P counts it: sent on to each higher member, received from each lower
+    # one (and itself); rank 2 passes MPI_IN_PLACE, which counts neither its own send nor receive
+    write(tmp_path / "otf2", lambda me: ((3 - me) * 24, (me + 1) * 24) if me < 2 else (0, 2 * 24))
+    cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "tr")
+    for t in read(tmp_path / "tr"):
+        assert [c for c in calls(t) if "scan" in c[0]] == [("scan", -1, 0, 24), ("exscan", -1, 0, 16)]
+    r = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rp", "--json").stdout)
+    assert r["ranks"] == 3 and r["unmodelled"] == [] and r["makespan_s"] > 5e-6
+    # counts no vector explains are refused, naming the rank and call
+    write(tmp_path / "bad", lambda me: (100, 7))
+    p = cli("trace", "import", tmp_path / "bad", "--out", tmp_path / "tb", check=False)
+    assert p.returncode == 2 and "rank 0's scan sent 100 and received 7 bytes" in p.stderr, p.stderr
+
+
 def test_an_otf2_sendrecv_exchange_replays_without_deadlock(tmp_path, cli):
     import otf2
     from otf2.enums import Paradigm, RegionRole

@@ -16,7 +16,23 @@ FIRST_SEEN = {v: k for k, v in KINDS.items()}["first_seen"]
 NO_PARENT = 2**32 - 1
 
 COLLECTIVES = {"BARRIER": "barrier", "BCAST": "bcast", "REDUCE": "reduce", "ALLREDUCE": "allreduce", "GATHER": "gather",
-               "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall"}
+               "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall", "SCAN": "scan", "EXSCAN": "exscan"}
+
+
+def scan_vector_bytes(op: str, sent: int, received: int, size: int, me: int) -> int | None:
+    """The vector of a Scan or Exscan from the byte counts Score-P records:
+    member `me` of `size` sends it to each higher member and receives it from
+    each lower one (Scan: (size − me)·b and (me + 1)·b, in place (size − me −
+    1)·b and me·b; Exscan: (size − me − 1)·b and me·b). None when the counts
+    fit no such b."""
+    if size == 1:
+        return 0
+    shares = [(size - me, me + 1), (size - me - 1, me)] if op == "scan" else [(size - me - 1, me)]
+    for out, into in shares:
+        b, rest = divmod(sent + received, out + into)
+        if not rest and (sent, received) == (out * b, into * b):
+            return b
+    return None
 
 
 # Requests the importer makes up for the send half of a Sendrecv (above any Score-P request id).
@@ -138,6 +154,14 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 nbytes = ev.size_sent // p if op == "alltoall" else ev.size_sent if op == "allgather" else max(ev.size_sent, ev.size_received)
                 root = -1 if ev.root >= 2**31 else world(ev.communicator, ev.root)
                 cid = comm_id(r, ev.communicator, t0)
+                if op in ("scan", "exscan"):
+                    me = next((i for i in range(p) if world(ev.communicator, i) == r), r)
+                    vector = scan_vector_bytes(op, ev.size_sent, ev.size_received, p, me)
+                    if vector is None:
+                        raise TraceError(f"{anchor}: rank {r}'s {op} sent {ev.size_sent} and received "
+                                         f"{ev.size_received} bytes, which no vector size explains for member "
+                                         f"{me} of {p}")
+                    nbytes = vector
                 out.append((CODES[op], cid, root, 0, root, nbytes, 0, t0, t))
         arrays = []
         for out in recs:
