@@ -211,14 +211,18 @@ def _regimes(d: Path, root: Path) -> str:
     for name, ds in sets.items():
         if "regimes" not in ds:
             continue
-        parts.append(f"<h3>{html.escape(name)}: {ds['n_regimes']} regimes</h3>" + _table(ds["regimes"]))
+        # the decoded samples' mean and sd first, then the fitted emission's μ and σ
+        rows = [{"regime": r["regime"], "share": r["share"], "mean (s)": r.get("mean"), "sd (s)": r.get("sd"),
+                 "fitted μ (s)": r["mu"], "fitted σ (s)": r["sigma"]} for r in ds["regimes"]]
+        parts.append(f"<h3>{html.escape(name)}: {ds['n_regimes']} regimes</h3>" + _table(rows))
         sub = d / name if (d / name).is_dir() else d
         for f in ("series.png", "cdf_boxplot.png", "cdf_regimes.png", "in_out.png", "heatmap.png"):
             if (sub / f).exists():
                 parts.append(_img((sub / f).read_bytes(), f))
     comp = s.get("comparisons") or {}
     if comp:
-        parts.append("<h3>Comparisons</h3>" + _table(comp.get("ks", [])))
+        parts.append("<h3>Comparisons</h3>" + (f"<p>{html.escape(comp['note'])}</p>" if "note" in comp else "")
+                     + _table(comp.get("ks", [])))
         parts.append(_table([{"pair": k, "total T^max difference %": v} for k, v in comp.get("percent_difference_total_tmax", {}).items()]))
         if (d / "cumulative.png").exists():
             parts.append(_img((d / "cumulative.png").read_bytes(), "cumulative"))
