@@ -209,7 +209,7 @@ def otf2_ranks(trace, n: int, members: int | None = None):
 
 
 def write_otf2(path: Path) -> None:
-    """A 2-rank OTF2 trace: a send/receive pair and an allreduce, as Score-P records them."""
+    """A 2-rank OTF2 trace: a send/receive pair and an allreduce of 8 bytes, as Score-P records them."""
     import otf2
     from otf2.enums import CollectiveOp, Paradigm, RegionRole
 
@@ -228,7 +228,7 @@ def write_otf2(path: Path) -> None:
         for w, t in ((w0, 50000), (w1, 50200)):
             w.enter(t, ar)
             w.mpi_collective_begin(t + 10)
-            w.mpi_collective_end(t + 900, CollectiveOp.ALLREDUCE, world, 0xFFFFFFFF, 8, 8)
+            w.mpi_collective_end(t + 900, CollectiveOp.ALLREDUCE, world, 0xFFFFFFFF, 16, 16)  # 8 B, as Score-P counts
             w.leave(t + 1000, ar)
 
 
@@ -284,33 +284,51 @@ def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members
     assert p.returncode == 2 and "holds 'notes.txt', not a trace" in p.stderr
 
 
-def test_otf2_scans_take_their_vector_from_score_ps_byte_counts(tmp_path, cli):
+def test_otf2_collectives_take_their_block_from_score_ps_byte_counts(tmp_path, cli):
     import otf2
     from otf2.enums import CollectiveOp, Paradigm, RegionRole
 
-    def write(path, scan_counts):
+    n, b, root = 3, 25, 1  # members, the vector (or one member's block), the root of rooted calls
+
+    def score_p(op, me, in_place):
+        """What Score-P records for member `me`: every byte it sends and receives."""
+        if op in (CollectiveOp.GATHER, CollectiveOp.REDUCE):
+            return ((0, (n - 1) * b) if in_place else (b, n * b)) if me == root else (b, 0)
+        if op in (CollectiveOp.BCAST, CollectiveOp.SCATTER):
+            return (((n - 1) * b, 0) if in_place else (n * b, b)) if me == root else (0, b)
+        if op == CollectiveOp.SCAN:
+            return ((n - me - 1) * b, me * b) if in_place else ((n - me) * b, (me + 1) * b)
+        if op == CollectiveOp.EXSCAN:
+            return ((n - me - 1) * b, me * b)
+        return ((n - 1) * b,) * 2 if in_place else (n * b,) * 2  # allreduce, allgather, alltoall
+
+    def write(path, made, counts):
         with otf2.writer.open(str(path), timer_resolution=1_000_000_000) as trace:
-            defs, locs, world = otf2_ranks(trace, 3)
-            scan = defs.region("MPI_Scan", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
-            exscan = defs.region("MPI_Exscan", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
+            defs, locs, world = otf2_ranks(trace, n)
+            region = defs.region("MPI_Collective", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
             for me, w in enumerate(trace.event_writer_from_location(loc) for loc in locs):
-                for t, region, op, (sent, received) in ((1000, scan, CollectiveOp.SCAN, scan_counts(me)),
-                                                        (5000, exscan, CollectiveOp.EXSCAN, ((2 - me) * 16, me * 16))):
+                for k, (op, rooted, in_place) in enumerate(made):
+                    t = 1000 + 2000 * k
                     w.enter(t, region)
                     w.mpi_collective_begin(t + 10)
-                    w.mpi_collective_end(t + 900, op, world, 0xFFFFFFFF, sent, received)
+                    w.mpi_collective_end(t + 900, op, world, root if rooted else 0xFFFFFFFF, *counts(op, me, in_place))
                     w.leave(t + 1000, region)
 
-    # a 24-byte vector as Score-P counts it: sent on to each higher member, received from each lower
-    # one (and itself); rank 2 passes MPI_IN_PLACE, which counts neither its own send nor receive
-    write(tmp_path / "otf2", lambda me: ((3 - me) * 24, (me + 1) * 24) if me < 2 else (0, 2 * 24))
+    rooted = (CollectiveOp.GATHER, CollectiveOp.REDUCE, CollectiveOp.BCAST, CollectiveOp.SCATTER)
+    made = [(op, True, in_place) for op in rooted for in_place in (False, True) if op != CollectiveOp.BCAST or not in_place]
+    made += [(op, False, False) for op in (CollectiveOp.ALLREDUCE, CollectiveOp.ALLGATHER, CollectiveOp.ALLTOALL)]
+    # an allreduce in place counts (n − 1)·b = 50 B each way: not a multiple of 3 members, so read as in place
+    made += [(CollectiveOp.ALLREDUCE, False, True), (CollectiveOp.SCAN, False, False), (CollectiveOp.SCAN, False, True),
+             (CollectiveOp.EXSCAN, False, False)]
+    write(tmp_path / "otf2", made, score_p)
     cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "tr")
     for t in read(tmp_path / "tr"):
-        assert [c for c in calls(t) if "scan" in c[0]] == [("scan", -1, 0, 24), ("exscan", -1, 0, 16)]
+        got = [(c[0], c[3]) for c in calls(t) if c[0] not in ("init", "finalize")]
+        assert got == [(str(op).split(".")[-1].lower(), b) for op, _, _ in made]
     r = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rp", "--json").stdout)
-    assert r["ranks"] == 3 and r["unmodelled"] == [] and r["makespan_s"] > 5e-6
-    # counts no vector explains are refused, naming the rank and call
-    write(tmp_path / "bad", lambda me: (100, 7))
+    assert r["ranks"] == n and r["unmodelled"] == [] and r["makespan_s"] > 2e-6 * len(made)
+    # counts that fit no block are refused, naming the rank and the call
+    write(tmp_path / "bad", [(CollectiveOp.SCAN, False, False)], lambda op, me, in_place: (100, 7))
     p = cli("trace", "import", tmp_path / "bad", "--out", tmp_path / "tb", check=False)
     assert p.returncode == 2 and "rank 0's scan sent 100 and received 7 bytes" in p.stderr, p.stderr
 

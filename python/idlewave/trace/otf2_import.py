@@ -19,19 +19,40 @@ COLLECTIVES = {"BARRIER": "barrier", "BCAST": "bcast", "REDUCE": "reduce", "ALLR
                "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall", "SCAN": "scan", "EXSCAN": "exscan"}
 
 
-def scan_vector_bytes(op: str, sent: int, received: int, size: int, me: int) -> int | None:
-    """The vector of a Scan or Exscan from the byte counts Score-P records:
-    member `me` of `size` sends it to each higher member and receives it from
-    each lower one (Scan: (size − me)·b and (me + 1)·b, in place (size − me −
-    1)·b and me·b; Exscan: (size − me − 1)·b and me·b). None when the counts
-    fit no such b."""
-    if size == 1:
+def block_bytes(op: str, sent: int, received: int, size: int, me: int, root: int) -> int | None:
+    """The bytes an idlewave record carries (the vector, or one member's
+    block) from the counts Score-P records for member `me` of `size`
+    (`root`: the root's member index, or -1). Score-P counts every byte a
+    member sends or receives: the root of a gather or reduce receives `size`
+    blocks (size − 1 in place), a bcast's or scatter's sends them, an
+    allreduce, allgather or alltoall member sends and receives `size` blocks
+    (size − 1 in place), a scan member sends its vector on to each higher
+    member and receives it from each lower one. None when no block explains
+    the counts."""
+    if op == "barrier" or size == 1:
         return 0
-    shares = [(size - me, me + 1), (size - me - 1, me)] if op == "scan" else [(size - me - 1, me)]
-    for out, into in shares:
-        b, rest = divmod(sent + received, out + into)
-        if not rest and (sent, received) == (out * b, into * b):
-            return b
+    if op in ("scan", "exscan"):
+        shares = [(size - me, me + 1), (size - me - 1, me)] if op == "scan" else [(size - me - 1, me)]
+        for out, into in shares:
+            b, rest = divmod(sent + received, out + into)
+            if not rest and (sent, received) == (out * b, into * b):
+                return b
+        return None
+    if op in ("gather", "reduce", "bcast", "scatter"):
+        if me != root:
+            return received if op in ("bcast", "scatter") else sent
+        # the root: (block, size·block), or (0, (size − 1)·block) in place; bcast and scatter the other way
+        own, total = (received, sent) if op in ("bcast", "scatter") else (sent, received)
+        if own and total == size * own:
+            return own
+        return total // (size - 1) if not own and total % (size - 1) == 0 else None
+    # allreduce, allgather, alltoall: size blocks each way, or size − 1 in place
+    # (both when the count allows: the more common one, not in place, is taken)
+    if sent != received:
+        return None
+    for n in (size, size - 1):
+        if sent % n == 0:
+            return sent // n
     return None
 
 
@@ -71,6 +92,16 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
             except (AttributeError, IndexError, TypeError):
                 return int(r)
             return rank_of_group.get(getattr(member, "group", None), rank_of_loc.get(member, int(r)))
+
+        index_in: dict = {}  # communicator -> {world rank: its index there}
+
+        def member_index(comm) -> dict:
+            if comm not in index_in:
+                try:
+                    index_in[comm] = {world(comm, i): i for i in range(len(comm.group.members))}
+                except (AttributeError, TypeError):
+                    index_in[comm] = {}
+            return index_in[comm]
 
         recs: list[list[tuple]] = [[] for _ in groups]
         comm_ids: list[dict] = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
@@ -147,21 +178,19 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 op = COLLECTIVES.get(str(ev.collective_op).split(".")[-1])
                 if op is None:
                     raise TraceError(f"{anchor}: collective {ev.collective_op} is not replayed")
-                try:  # the communicator's size: an alltoall sends size_sent over its members
+                try:  # the communicator's size
                     p = len(ev.communicator.group.members) or len(groups)
                 except (AttributeError, TypeError):
                     p = len(groups)
-                nbytes = ev.size_sent // p if op == "alltoall" else ev.size_sent if op == "allgather" else max(ev.size_sent, ev.size_received)
                 root = -1 if ev.root >= 2**31 else world(ev.communicator, ev.root)
                 cid = comm_id(r, ev.communicator, t0)
-                if op in ("scan", "exscan"):
-                    me = next((i for i in range(p) if world(ev.communicator, i) == r), r)
-                    vector = scan_vector_bytes(op, ev.size_sent, ev.size_received, p, me)
-                    if vector is None:
-                        raise TraceError(f"{anchor}: rank {r}'s {op} sent {ev.size_sent} and received "
-                                         f"{ev.size_received} bytes, which no vector size explains for member "
-                                         f"{me} of {p}")
-                    nbytes = vector
+                me = member_index(ev.communicator).get(r, r)
+                root_me = -1 if ev.root >= 2**31 else int(ev.root)
+                nbytes = block_bytes(op, ev.size_sent, ev.size_received, p, me, root_me)
+                if nbytes is None:
+                    raise TraceError(f"{anchor}: rank {r}'s {op} sent {ev.size_sent} and received {ev.size_received} "
+                                     f"bytes, which no block size explains for member {me} of {p}"
+                                     + (f" (root {root_me})" if root_me >= 0 else "") + " as Score-P counts them")
                 out.append((CODES[op], cid, root, 0, root, nbytes, 0, t0, t))
         arrays = []
         for out in recs:
