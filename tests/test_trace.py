@@ -316,7 +316,8 @@ def test_otf2_collectives_take_their_block_from_score_ps_byte_counts(tmp_path, c
 
     rooted = (CollectiveOp.GATHER, CollectiveOp.REDUCE, CollectiveOp.BCAST, CollectiveOp.SCATTER)
     made = [(op, True, in_place) for op in rooted for in_place in (False, True) if op != CollectiveOp.BCAST or not in_place]
-    made += [(op, False, False) for op in (CollectiveOp.ALLREDUCE, CollectiveOp.ALLGATHER, CollectiveOp.ALLTOALL)]
+    made += [(op, False, False) for op in (CollectiveOp.ALLREDUCE, CollectiveOp.ALLGATHER, CollectiveOp.ALLTOALL,
+                                           CollectiveOp.REDUCE_SCATTER_BLOCK)]
     # an allreduce in place counts (n − 1)·b = 50 B each way: not a multiple of 3 members, so read as in place
     made += [(CollectiveOp.ALLREDUCE, False, True), (CollectiveOp.SCAN, False, False), (CollectiveOp.SCAN, False, True),
              (CollectiveOp.EXSCAN, False, False)]
@@ -331,6 +332,64 @@ def test_otf2_collectives_take_their_block_from_score_ps_byte_counts(tmp_path, c
     write(tmp_path / "bad", [(CollectiveOp.SCAN, False, False)], lambda op, me, in_place: (100, 7))
     p = cli("trace", "import", tmp_path / "bad", "--out", tmp_path / "tb", check=False)
     assert p.returncode == 2 and "rank 0's scan sent 100 and received 7 bytes" in p.stderr, p.stderr
+    # an alltoallv's per-peer counts are not in the trace: refused, saying so
+    write(tmp_path / "a2av", [(CollectiveOp.ALLTOALLV, False, False)], score_p)
+    p = cli("trace", "import", tmp_path / "a2av", "--out", tmp_path / "ta", check=False)
+    assert p.returncode == 2 and "alltoallv cannot be imported: its events give each member's total bytes" in p.stderr
+
+
+def test_otf2_v_collectives_take_each_members_block_from_its_own_event(tmp_path, cli):
+    import otf2
+    from otf2.enums import CollectiveOp, Paradigm, RegionRole
+
+    blocks, root = [10, 20, 30], 1
+    n, total = len(blocks), sum(blocks)
+
+    def score_p(op, me, in_place):
+        """What Score-P records for member `me` of a v-collective: every byte it sends and receives."""
+        own = blocks[me]
+        if op == CollectiveOp.GATHERV:
+            return ((0, total - own) if in_place else (own, total)) if me == root else (own, 0)
+        if op == CollectiveOp.SCATTERV:
+            return ((total - own, 0) if in_place else (total, own)) if me == root else (0, own)
+        return ((n - 1) * own, total - own) if in_place else (n * own, total)  # allgatherv
+
+    made = [(CollectiveOp.GATHERV, False), (CollectiveOp.GATHERV, True), (CollectiveOp.SCATTERV, False),
+            (CollectiveOp.SCATTERV, True), (CollectiveOp.ALLGATHERV, False), (CollectiveOp.ALLGATHERV, True)]
+
+    def write(path, members):
+        with otf2.writer.open(str(path), timer_resolution=1_000_000_000) as trace:
+            defs, locs, world = otf2_ranks(trace, n)
+            region = defs.region("MPI_Collective", region_role=RegionRole.COLL_ALL2ALL, paradigm=Paradigm.MPI)
+            for me, w in enumerate(trace.event_writer_from_location(loc) for loc in locs[:members]):
+                for k, (op, in_place) in enumerate(made):
+                    t = 1000 + 2000 * k
+                    w.enter(t, region)
+                    w.mpi_collective_begin(t + 10)
+                    rooted = op != CollectiveOp.ALLGATHERV
+                    w.mpi_collective_end(t + 900, op, world, root if rooted else 0xFFFFFFFF, *score_p(op, me, in_place))
+                    w.leave(t + 1000, region)
+
+    write(tmp_path / "otf2", n)
+    cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "tr")
+    for me, t in enumerate(read(tmp_path / "tr")):
+        at = [i for i, c in enumerate(calls(t)) if c[0] not in ("init", "finalize")]
+        for i, (op, in_place) in zip(at, made):
+            name = str(op).split(".")[-1].lower()
+            # each member's own block (an in-place root's is not sent: 0), and where the tracer
+            # records them (the root; every allgatherv member), every member's block
+            unsent = in_place and me == root and name != "allgatherv"
+            assert (calls(t)[i][0], int(t.records[i]["bytes"])) == (name, 0 if unsent else blocks[me])
+            if name == "allgatherv" or me == root:
+                assert t.payloads[i].tolist() == [0 if unsent and m == root else b for m, b in enumerate(blocks)]
+            else:
+                assert i not in t.payloads
+    r = json.loads(cli("trace", "replay", tmp_path / "tr", "--out", tmp_path / "rp", "--json").stdout)
+    assert r["ranks"] == n and r["unmodelled"] == []
+    # a member without its event: the blocks cannot be known, and the import says why
+    write(tmp_path / "partial", 2)
+    p = cli("trace", "import", tmp_path / "partial", "--out", tmp_path / "tp", check=False)
+    assert p.returncode == 2 and "gatherv call 1 on a communicator of 3 members has no event from member 2" in p.stderr
 
 
 def test_an_otf2_sendrecv_exchange_replays_without_deadlock(tmp_path, cli):

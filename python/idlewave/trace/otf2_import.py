@@ -16,7 +16,14 @@ FIRST_SEEN = {v: k for k, v in KINDS.items()}["first_seen"]
 NO_PARENT = 2**32 - 1
 
 COLLECTIVES = {"BARRIER": "barrier", "BCAST": "bcast", "REDUCE": "reduce", "ALLREDUCE": "allreduce", "GATHER": "gather",
-               "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall", "SCAN": "scan", "EXSCAN": "exscan"}
+               "SCATTER": "scatter", "ALLGATHER": "allgather", "ALLTOALL": "alltoall", "SCAN": "scan", "EXSCAN": "exscan",
+               "REDUCE_SCATTER_BLOCK": "reduce_scatter_block", "GATHERV": "gatherv", "SCATTERV": "scatterv",
+               "ALLGATHERV": "allgatherv"}
+# Their events give each member's total bytes only, not the per-peer counts they need.
+PER_PEER = ("ALLTOALLV", "ALLTOALLW", "REDUCE_SCATTER")
+# Their members' blocks differ: each member's event gives its own, and the
+# call's other members' events (matched by order on the communicator) the rest.
+V_COLLECTIVES = ("gatherv", "scatterv", "allgatherv")
 
 
 def block_bytes(op: str, sent: int, received: int, size: int, me: int, root: int) -> int | None:
@@ -25,8 +32,8 @@ def block_bytes(op: str, sent: int, received: int, size: int, me: int, root: int
     (`root`: the root's member index, or -1). Score-P counts every byte a
     member sends or receives: the root of a gather or reduce receives `size`
     blocks (size − 1 in place), a bcast's or scatter's sends them, an
-    allreduce, allgather or alltoall member sends and receives `size` blocks
-    (size − 1 in place), a scan member sends its vector on to each higher
+    allreduce, allgather, alltoall or reduce_scatter_block member sends and
+    receives `size` blocks (size − 1 in place), a scan member sends its vector on to each higher
     member and receives it from each lower one. None when no block explains
     the counts."""
     if op == "barrier" or size == 1:
@@ -46,7 +53,7 @@ def block_bytes(op: str, sent: int, received: int, size: int, me: int, root: int
         if own and total == size * own:
             return own
         return total // (size - 1) if not own and total % (size - 1) == 0 else None
-    # allreduce, allgather, alltoall: size blocks each way, or size − 1 in place
+    # allreduce, allgather, alltoall, reduce_scatter_block: size blocks each way, or size − 1 in place
     # (both when the count allows: the more common one, not in place, is taken)
     if sent != received:
         return None
@@ -56,11 +63,38 @@ def block_bytes(op: str, sent: int, received: int, size: int, me: int, root: int
     return None
 
 
+def v_blocks(op: str, counts: list[tuple[int, int]], root: int) -> list[int] | None:
+    """Every member's block of one gatherv, scatterv or allgatherv from each
+    member's (sent, received) as Score-P counts them: a gatherv member sends
+    its block and the root receives them all (all but its own in place, when
+    it sends nothing); a scatterv the other way; an allgatherv member sends
+    its block to all p members and receives all p blocks (p − 1 and all but
+    its own in place: every member alike, or none). None when the counts fit
+    no blocks."""
+    p = len(counts)
+    if op in ("gatherv", "scatterv"):
+        own = [s if op == "gatherv" else r for s, r in counts]  # what each member sends (gatherv) or gets
+        total = counts[root][1] if op == "gatherv" else counts[root][0]
+        others = sum(b for m, b in enumerate(own) if m != root)
+        if own[root] == 0 and total == others:  # in place (or an empty block of the root's own)
+            return own
+        return own if total == others + own[root] else None
+    for in_place in (False, True):
+        share = p - 1 if in_place else p
+        if share == 0 or any(s % share for s, _ in counts):
+            continue
+        blocks = [s // share for s, _ in counts]
+        if all(r == sum(blocks) - (b if in_place else 0) for b, (_, r) in zip(blocks, counts)):
+            return blocks
+    return None
+
+
 # Requests the importer makes up for the send half of a Sendrecv (above any Score-P request id).
 SENDRECV_REQ = 1 << 62
 
 
-def read_otf2(path: str | Path) -> list[np.ndarray]:
+def read_otf2(path: str | Path) -> list[tuple[np.ndarray, dict]]:
+    """Per rank: its records and their payloads (record index -> values)."""
     try:
         import otf2
     except ImportError:
@@ -104,6 +138,8 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
             return index_in[comm]
 
         recs: list[list[tuple]] = [[] for _ in groups]
+        seen_on: list[dict] = [{} for _ in groups]  # per rank: (communicator, v-collective) -> calls so far
+        pending: dict = {}  # (communicator, v-collective, k) -> {member: (rank, record, sent, received, root)}
         comm_ids: list[dict] = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
 
         def comm_id(r, comm, t):
@@ -175,9 +211,12 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                     out.append((CODES["irecv"], 0, src, tag, -1, n, ev.request_id, t0, t))
                 out.append((CODES["wait"], 0, src, tag, -1, 0, ev.request_id, t0, t))
             elif name == "MpiCollectiveEnd":
-                op = COLLECTIVES.get(str(ev.collective_op).split(".")[-1])
+                kind = str(ev.collective_op).split(".")[-1]
+                op = COLLECTIVES.get(kind)
                 if op is None:
-                    raise TraceError(f"{anchor}: collective {ev.collective_op} is not replayed")
+                    why = ("its events give each member's total bytes, not the per-peer counts it needs"
+                           if kind in PER_PEER else "not an MPI collective idlewave replays")
+                    raise TraceError(f"{anchor}: rank {r}: {kind.lower()} cannot be imported: {why}")
                 try:  # the communicator's size
                     p = len(ev.communicator.group.members) or len(groups)
                 except (AttributeError, TypeError):
@@ -186,12 +225,36 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
                 cid = comm_id(r, ev.communicator, t0)
                 me = member_index(ev.communicator).get(r, r)
                 root_me = -1 if ev.root >= 2**31 else int(ev.root)
+                if op in V_COLLECTIVES:  # its blocks once every member's call is read
+                    k = seen_on[r].get((ev.communicator, op), 0)
+                    seen_on[r][(ev.communicator, op)] = k + 1
+                    pending.setdefault((ev.communicator, op, k), {})[me] = (r, len(out), ev.size_sent, ev.size_received, root_me)
+                    out.append((CODES[op], cid, root, 0, root, 0, 0, t0, t))
+                    continue
                 nbytes = block_bytes(op, ev.size_sent, ev.size_received, p, me, root_me)
                 if nbytes is None:
                     raise TraceError(f"{anchor}: rank {r}'s {op} sent {ev.size_sent} and received {ev.size_received} "
                                      f"bytes, which no block size explains for member {me} of {p}"
                                      + (f" (root {root_me})" if root_me >= 0 else "") + " as Score-P counts them")
                 out.append((CODES[op], cid, root, 0, root, nbytes, 0, t0, t))
+        payloads: list[dict] = [{} for _ in groups]
+        for (comm, op, k), members in pending.items():
+            p = len(member_index(comm)) or len(groups)
+            rank_of = {m: v[0] for m, v in members.items()}
+            missing = sorted(set(range(p)) - set(members))
+            if missing:
+                raise TraceError(f"{anchor}: {op} call {k + 1} on a communicator of {p} members has no event from "
+                                 f"member {missing[0]} (every member's call is needed for the blocks)")
+            root = next(iter(members.values()))[4]
+            blocks = v_blocks(op, [members[m][2:4] for m in range(p)], root)
+            if blocks is None:
+                counts = ", ".join(f"rank {rank_of[m]} {members[m][2]}/{members[m][3]}" for m in range(p))
+                raise TraceError(f"{anchor}: {op} call {k + 1}: the bytes sent/received ({counts}) fit no blocks "
+                                 "as Score-P counts them")
+            for m, (r, i, *_rest) in members.items():
+                recs[r][i] = recs[r][i][:5] + (blocks[m],) + recs[r][i][6:]
+                if op == "allgatherv" or m == root:
+                    payloads[r][i] = np.array(blocks, dtype=np.uint64)
         arrays = []
         for out in recs:
             last = out[-1][8] if out else 0.0
@@ -200,12 +263,12 @@ def read_otf2(path: str | Path) -> list[np.ndarray]:
             for i, x in enumerate(out):  # (op, comm, peer, tag, root, bytes, req, t0, t1): the root is the peer
                 a[i] = (x[0], 0, x[1], x[2], x[3], x[5], x[6], x[7], x[8])
             arrays.append(a)
-        return arrays
+        return [(a, pl) for a, pl in zip(arrays, payloads)]
 
 
-def write_iwt(traces: list[np.ndarray], out: str | Path) -> Path:
-    """Writes records as the tracer would (rank-<r>.iwt, format version 2, a
-    footer without a function table), atomically per file."""
+def write_iwt(traces: list[tuple[np.ndarray, dict]], out: str | Path) -> Path:
+    """Writes records and payloads as the tracer would (rank-<r>.iwt, format
+    version 2, a footer without a function table), atomically per file."""
     out = Path(out)
     if out.is_dir():
         other = [f.name for f in out.iterdir() if not (f.name.startswith("rank-") and f.name.endswith(".iwt"))]
@@ -214,6 +277,6 @@ def write_iwt(traces: list[np.ndarray], out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("rank-*.iwt"):  # an earlier trace's ranks beyond this one's would join it
         stale.unlink()
-    for r, rec in enumerate(traces):
-        write_rank(out / f"rank-{r}.iwt", r, len(traces), rec, library="imported from OTF2 by idlewave")
+    for r, (rec, payloads) in enumerate(traces):
+        write_rank(out / f"rank-{r}.iwt", r, len(traces), rec, payloads, library="imported from OTF2 by idlewave")
     return out
