@@ -246,6 +246,8 @@ def read_otf2(path: str | Path) -> list[tuple[np.ndarray, dict]]:
                 raise TraceError(f"{anchor}: {op} call {k + 1} on a communicator of {p} members has no event from "
                                  f"member {missing[0]} (every member's call is needed for the blocks)")
             root = next(iter(members.values()))[4]
+            if op != "allgatherv" and not 0 <= root < p:
+                raise TraceError(f"{anchor}: {op} call {k + 1} names no root among its {p} members")
             blocks = v_blocks(op, [members[m][2:4] for m in range(p)], root)
             if blocks is None:
                 counts = ", ".join(f"rank {rank_of[m]} {members[m][2]}/{members[m][3]}" for m in range(p))
