@@ -183,7 +183,11 @@ pub fn latest<'a>(inputs: impl IntoIterator<Item = (Time, &'a Path)>) -> Option<
             tied.get_or_insert(*best).max_counts(p);
         }
     }
-    Some(tied.unwrap_or(*best))
+    // (not `unwrap_or(*best)`, which copies the path even when tied holds one)
+    Some(match tied {
+        Some(t) => t,
+        None => *best,
+    })
 }
 
 /// Where the paths live while a run is explained.
@@ -307,8 +311,10 @@ impl EventPaths {
         }
     }
 
+    /// Frees `stamp`'s slot and returns it: its path stays there, to be
+    /// read in place, until the next `insert`.
     #[inline(always)]
-    fn remove(&mut self, stamp: u64) -> Option<Stored> {
+    fn remove(&mut self, stamp: u64) -> Option<&Stored> {
         let (i, direct) = self.find(stamp)?;
         if direct {
             let (e, _) = self.entry(stamp);
@@ -317,7 +323,7 @@ impl EventPaths {
             self.overflow.remove(&stamp);
         }
         self.free.push(i);
-        Some(self.slots[i as usize])
+        Some(&self.slots[i as usize])
     }
 
     /// For an event `soon` places ahead: its entry in the direct table
@@ -545,21 +551,24 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         // a message queued for its receiver's free moment (`handled_from`)
         // carries its arrival's path: at a later time, it is the clocks'
-        let stored = x.events.remove(ev.stamp()).filter(|s| s.path.total() == ev.time);
-        // a path from the rank's own clocks is on that rank (`arrive` made
-        // it so): only a stored one may come from elsewhere
-        let arriving = stored.filter(|s| s.rank != ev.rank).map(|s| Arrival { rank: ev.rank, from: s.path.hop, at: s.path.ps, hop: None });
-        let cur = stored.map(|s| s.path).or_else(|| {
-            let idx = self.resources(ev)?;
-            let x = self.explained.as_deref().expect("explaining");
-            let at = idx.iter().filter(|&&i| self.clocks[i] == ev.time).map(|&i| (ev.time, x.clock(i, self.stride)));
-            latest(at)
-        });
-        debug_assert!(cur.is_none_or(|p| p.total() == ev.time), "path {cur:?} for {ev:?}");
-        let x = self.explained.as_deref_mut().expect("explaining");
-        debug_assert!(cur.is_none_or(|p| (x.hop_rank[p.hop as usize] != ev.rank) == arriving.is_some()));
-        x.arriving = arriving;
-        x.cur = cur;
+        // (read in place: a stored path is 132 bytes, copied only into `cur`)
+        if let Some(s) = x.events.remove(ev.stamp()).filter(|s| s.path.total() == ev.time) {
+            // a path from the rank's own clocks is on that rank (`arrive` made
+            // it so): only a stored one may come from elsewhere
+            x.arriving = (s.rank != ev.rank).then_some(Arrival { rank: ev.rank, from: s.path.hop, at: s.path.ps, hop: None });
+            x.cur = Some(s.path);
+        } else {
+            x.arriving = None;
+            let cur = self.resources(ev).and_then(|idx| {
+                let x = self.explained.as_deref().expect("explaining");
+                let at = idx.iter().filter(|&&i| self.clocks[i] == ev.time).map(|&i| (ev.time, x.clock(i, self.stride)));
+                latest(at)
+            });
+            self.explained.as_deref_mut().expect("explaining").cur = cur;
+        }
+        let x = self.explained.as_deref().expect("explaining");
+        debug_assert!(x.cur.is_none_or(|p| p.total() == ev.time), "path {:?} for {ev:?}", x.cur);
+        debug_assert!(x.cur.is_none_or(|p| (x.hop_rank[p.hop as usize] != ev.rank) == x.arriving.is_some()));
     }
 
     /// The clocks an event waits for before it runs (as `defer` is told).
