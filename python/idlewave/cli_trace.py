@@ -175,13 +175,15 @@ def import_cmd(
     from idlewave.trace.otf2_import import read_otf2, write_iwt
 
     try:
-        traces = read_otf2(source)
+        traces, notes = read_otf2(source)
         write_iwt(traces, out_dir)
     except TraceError as e:
         fail(str(e))
     except OSError as e:
         fail(f"--out {out_dir}: cannot write the trace: {e.strerror or e}")
+    for note in notes:
+        err.print(f"note: {note}", highlight=False, soft_wrap=True)
     if as_json:
-        print(json.dumps({"ranks": len(traces), "out": str(out_dir)}))
+        print(json.dumps({"ranks": len(traces), "out": str(out_dir), "notes": notes}))
         return
     out.print(f"imported {len(traces)} ranks into {out_dir}")

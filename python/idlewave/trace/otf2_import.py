@@ -89,12 +89,20 @@ def v_blocks(op: str, counts: list[tuple[int, int]], root: int) -> list[int] | N
     return None
 
 
+def in_place_ambiguous(op: str, sent: int, size: int) -> bool:
+    """Whether an allreduce-family count fits both readings, `size` blocks
+    (not in place, the one `block_bytes` takes) and size − 1 (in place)."""
+    family = op in ("allreduce", "allgather", "alltoall", "reduce_scatter_block")
+    return family and size > 1 and sent > 0 and sent % size == 0 and sent % (size - 1) == 0
+
+
 # Requests the importer makes up for the send half of a Sendrecv (above any Score-P request id).
 SENDRECV_REQ = 1 << 62
 
 
-def read_otf2(path: str | Path) -> list[tuple[np.ndarray, dict]]:
-    """Per rank: its records and their payloads (record index -> values)."""
+def read_otf2(path: str | Path) -> tuple[list[tuple[np.ndarray, dict]], list[str]]:
+    """Per rank: its records and their payloads (record index -> values);
+    and notes on what the counts left uncertain."""
     try:
         import otf2
     except ImportError:
@@ -138,6 +146,7 @@ def read_otf2(path: str | Path) -> list[tuple[np.ndarray, dict]]:
             return index_in[comm]
 
         recs: list[list[tuple]] = [[] for _ in groups]
+        ambiguous: dict[str, int] = {}  # op -> calls whose counts fit both in place and not
         seen_on: list[dict] = [{} for _ in groups]  # per rank: (communicator, v-collective) -> calls so far
         pending: dict = {}  # (communicator, v-collective, k) -> {member: (rank, record, sent, received, root)}
         comm_ids: list[dict] = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
@@ -232,6 +241,8 @@ def read_otf2(path: str | Path) -> list[tuple[np.ndarray, dict]]:
                     out.append((CODES[op], cid, root, 0, root, 0, 0, t0, t))
                     continue
                 nbytes = block_bytes(op, ev.size_sent, ev.size_received, p, me, root_me)
+                if in_place_ambiguous(op, ev.size_sent, p):
+                    ambiguous[op] = ambiguous.get(op, 0) + 1
                 if nbytes is None:
                     raise TraceError(f"{anchor}: rank {r}'s {op} sent {ev.size_sent} and received {ev.size_received} "
                                      f"bytes, which no block size explains for member {me} of {p}"
@@ -265,7 +276,9 @@ def read_otf2(path: str | Path) -> list[tuple[np.ndarray, dict]]:
             for i, x in enumerate(out):  # (op, comm, peer, tag, root, bytes, req, t0, t1): the root is the peer
                 a[i] = (x[0], 0, x[1], x[2], x[3], x[5], x[6], x[7], x[8])
             arrays.append(a)
-        return [(a, pl) for a, pl in zip(arrays, payloads)]
+        notes = [f"{n:,} {op} record(s) (one per member and call) count bytes that fit both MPI_IN_PLACE and not: read as not in place "
+                 "(if they were in place, their size is (p − 1)/p of what it should be)" for op, n in ambiguous.items()]
+        return [(a, pl) for a, pl in zip(arrays, payloads)], notes
 
 
 def write_iwt(traces: list[tuple[np.ndarray, dict]], out: str | Path) -> Path:
