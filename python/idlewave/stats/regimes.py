@@ -203,6 +203,12 @@ EM_SECONDS_PER_SAMPLE = (7.7e-7, 2.1e-8)
 ANNOUNCE_SECONDS = 300.0
 
 
+def _sweep_restarts(candidates: list[int], restarts: int) -> int:
+    """Restarts per candidate count: all of them for a given count; a sweep
+    over counts takes fewer (the chosen count gets them all after it)."""
+    return restarts if len(candidates) == 1 else min(restarts, 2)
+
+
 def expected_seconds(samples: int, candidates: list[int], restarts: int) -> float:
     """About how long fitting takes at most (every EM run to its iteration
     limit; most converge sooner): every candidate's short runs, then the
@@ -213,7 +219,7 @@ def expected_seconds(samples: int, candidates: list[int], restarts: int) -> floa
     def per_iteration(n: int) -> float:
         return samples * (c1 * n + c2 * n * n)
 
-    sweep = restarts if len(candidates) == 1 else min(restarts, 2)
+    sweep = _sweep_restarts(candidates, restarts)
     last = max(candidates)
     return sum(sweep * SHORT_RUN * per_iteration(n) for n in candidates) + \
         (FULL_RUN + (restarts - sweep) * SHORT_RUN) * per_iteration(last)
@@ -246,8 +252,7 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
         note(f"fitting {which_counts(candidates)} to {X.shape[0]:,} samples takes up to about {seconds / 60:.0f} CPU "
              f"minutes (fewer regimes with --regimes, or fewer --restarts, are faster; Ctrl-C stops)")
     models, crit = {}, {}
-    # the sweep over candidate counts uses fewer restarts; the chosen one gets them all
-    sweep = restarts if len(candidates) == 1 else min(restarts, 2)
+    sweep = _sweep_restarts(candidates, restarts)
     for n in candidates:
         m = _hmm(n, X, lengths, seed + n, sweep)
         models[n] = m
