@@ -61,7 +61,7 @@ check-examples: install
 	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
 
 bench: install
-	$(BIN)/idlewave bench
+	$(BIN)/idlewave bench --repeat 3
 	$(BIN)/python -m idlewave.stats.bench
 
 clean:

@@ -83,6 +83,25 @@ def test_bench_prints_one_json_line_per_case(cli):
     assert r["events"] == 65536 * 16 * 2 * 10 and r["bytes_per_rank"] > 0
 
 
+def test_bench_repeat_prints_the_median_and_range(cli):
+    r = json.loads(cli("bench", "--case", "bcast_1m", "--repeat", "3").stdout)
+    assert r["runs"] == 3 and r["events"] == 2 * (1 << 20) - 2
+    low, high = r["events_per_cpu_s_range"]
+    assert low <= r["events_per_cpu_s"] <= high
+
+
+def test_median_of_runs_takes_each_varying_figure_apart():
+    from idlewave.cli import median_of_runs
+
+    runs = [{"case": "c", "events": 10, "wall_s": w, "events_per_cpu_s": r, "bytes_per_rank": 8.0}
+            for w, r in [(3.0, 5.0), (1.0, 9.0), (2.0, 1.0)]]
+    line = median_of_runs(runs)
+    # medians taken per figure, not the figures of the median run
+    assert (line["wall_s"], line["events_per_cpu_s"], line["events_per_cpu_s_range"]) == (2.0, 5.0, [1.0, 9.0])
+    assert (line["events"], line["bytes_per_rank"], line["runs"]) == (10, 8.0, 3)
+    assert median_of_runs(runs[:1]) == runs[0]
+
+
 def test_noise_trace_replay_from_file(cli, tmp_path):
     trace = tmp_path / "noise.txt"
     # loops with the period of its last detour's end (2 µs): 50% duty cycle
