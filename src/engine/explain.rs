@@ -211,8 +211,8 @@ pub struct Explain {
     /// naming the one it came from. Hops no path leads to any more are
     /// dropped when the tree has doubled (`collect`).
     hops: Vec<Hop>,
-    /// Each hop's rank, apart: the one field of a hop read at every event,
-    /// in an array small enough to stay in cache.
+    /// Each hop's rank, kept apart from the hop: read at every event, in
+    /// an array small enough to stay in cache.
     hop_rank: Vec<u32>,
     /// The tree's size at which to collect.
     collect_at: usize,
@@ -236,7 +236,7 @@ struct EventPaths {
     /// log2 of the direct table's size.
     bits: u32,
     overflow: HashMap<u64, u32, BuildHasherDefault<super::waiting::Mix>>,
-    slots: Vec<Stored>,
+    slots: Vec<Path>,
     free: Vec<u32>,
 }
 
@@ -250,14 +250,6 @@ struct Entry {
 }
 
 const FREE: Entry = Entry { slot: u32::MAX, tag: 0 };
-
-/// A stored path and the rank its latest hop is on (whether it arrives
-/// from elsewhere when its event runs, without looking the hop up then).
-#[derive(Clone, Copy, Default)]
-struct Stored {
-    path: Path,
-    rank: u32,
-}
 
 impl Default for EventPaths {
     fn default() -> Self {
@@ -292,17 +284,17 @@ impl EventPaths {
         self.overflow.get(&stamp).map(|&i| (i, false))
     }
 
-    fn insert(&mut self, stamp: u64, stored: Stored) {
+    fn insert(&mut self, stamp: u64, path: Path) {
         debug_assert!(stamp >> self.bits >> 32 == 0, "stamp {stamp} beyond the tags");
         if let Some((i, _)) = self.find(stamp) {
-            self.slots[i as usize] = stored;
+            self.slots[i as usize] = path;
             return;
         }
         let i = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(Stored::default());
+            self.slots.push(Path::default());
             (self.slots.len() - 1) as u32
         });
-        self.slots[i as usize] = stored;
+        self.slots[i as usize] = path;
         let (e, tag) = self.entry(stamp);
         if self.direct[e].slot == FREE.slot {
             self.direct[e] = Entry { slot: i, tag };
@@ -314,7 +306,7 @@ impl EventPaths {
     /// Frees `stamp`'s slot and returns it: its path stays there, to be
     /// read in place, until the next `insert`.
     #[inline(always)]
-    fn remove(&mut self, stamp: u64) -> Option<&Stored> {
+    fn remove(&mut self, stamp: u64) -> Option<&Path> {
         let (i, direct) = self.find(stamp)?;
         if direct {
             let (e, _) = self.entry(stamp);
@@ -341,13 +333,13 @@ impl EventPaths {
     }
 
     fn values(&self) -> impl Iterator<Item = &Path> {
-        self.live().map(|i| &self.slots[i].path)
+        self.live().map(|i| &self.slots[i])
     }
 
     fn renumber(&mut self, f: impl Fn(&mut Path)) {
         let live: Vec<usize> = self.live().collect();
         for i in live {
-            f(&mut self.slots[i].path);
+            f(&mut self.slots[i]);
         }
     }
 
@@ -360,7 +352,7 @@ impl EventPaths {
     fn bytes(&self) -> usize {
         self.direct.capacity() * std::mem::size_of::<Entry>()
             + self.overflow.capacity() * 13
-            + self.slots.capacity() * std::mem::size_of::<Stored>()
+            + self.slots.capacity() * std::mem::size_of::<Path>()
             + self.free.capacity() * 4
     }
 }
@@ -374,11 +366,11 @@ struct Arrival {
     hop: Option<u32>,
 }
 
-/// A path's arrival on a rank: the rank, the hop it came from, and its
-/// causes at that moment (they sum to the arrival time).
+/// A path's arrival on a rank: the hop it came from, and its causes at
+/// that moment (they sum to the arrival time). The rank is kept apart
+/// ([`Explain::hop_rank`]).
 #[derive(Debug, Clone, Copy)]
 struct Hop {
-    rank: u32,
     from: u32,
     at: [Time; 7],
     /// The iteration the rank was in (UNKNOWN where the program does not say).
@@ -387,7 +379,8 @@ struct Hop {
 
 const UNKNOWN: u32 = u32::MAX;
 /// The root hop: no rank yet.
-const NOWHERE: Hop = Hop { rank: u32::MAX, from: 0, at: [0; 7], iteration: UNKNOWN };
+const NOWHERE: Hop = Hop { from: 0, at: [0; 7], iteration: UNKNOWN };
+const NO_RANK: u32 = u32::MAX;
 /// Hops kept at least (a collection costs a pass over them); beyond it two
 /// per rank. Collections run when the tree holds twice the budget (in tests,
 /// twice what the last one kept, to collect early and often).
@@ -435,13 +428,14 @@ pub struct Explained {
 
 /// Bytes per rank explaining adds (for the memory estimate made before the
 /// run): a path per CPU and NIC clock (three with one CPU and one NIC), the
-/// wait counters, the events' direct table and the paths of queued events
-/// (at most one per rank at once on the bench cases: allow 4), and the
-/// route's hops (collected at twice their budget).
+/// wait counters, the events' direct table (rounded up to a power of two:
+/// at most twice its entries) and the paths of queued events with their
+/// free-list entries (at most one per rank at once on the bench cases:
+/// allow 4), and the route's hops (collected at twice their budget).
 pub fn explain_bytes_per_rank() -> u128 {
     let path = std::mem::size_of::<Path>();
     let hops = 2 * HOPS_PER_RANK * (std::mem::size_of::<Hop>() + 4);
-    let events = 4 * DIRECT_PER_RANK + 4 * (path + 8 + 4);
+    let events = 2 * DIRECT_PER_RANK * std::mem::size_of::<Entry>() + 4 * (path + 4);
     (4 * path + std::mem::size_of::<Waits>() + events + hops) as u128
 }
 
@@ -498,9 +492,9 @@ impl<P: Program, const X: bool> Engine<P, X> {
             hop_budget,
             ..Default::default()
         });
-        x.push_hop(NOWHERE);
+        x.push_hop(NO_RANK, NOWHERE);
         for rank in 0..ranks as u32 {
-            x.push_hop(Hop { rank, iteration: self.program.iteration(rank).unwrap_or(UNKNOWN), ..NOWHERE });
+            x.push_hop(rank, Hop { iteration: self.program.iteration(rank).unwrap_or(UNKNOWN), ..NOWHERE });
         }
         self.explained = Some(x);
     }
@@ -551,12 +545,13 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         // a message queued for its receiver's free moment (`handled_from`)
         // carries its arrival's path: at a later time, it is the clocks'
-        // (read in place: a stored path is 132 bytes, copied only into `cur`)
-        if let Some(s) = x.events.remove(ev.stamp()).filter(|s| s.path.total() == ev.time) {
+        // (read in place: a stored path is 128 bytes, copied only into `cur`)
+        if let Some(s) = x.events.remove(ev.stamp()).filter(|s| s.total() == ev.time) {
             // a path from the rank's own clocks is on that rank (`arrive` made
             // it so): only a stored one may come from elsewhere
-            x.arriving = (s.rank != ev.rank).then_some(Arrival { rank: ev.rank, from: s.path.hop, at: s.path.ps, hop: None });
-            x.cur = Some(s.path);
+            let elsewhere = x.hop_rank[s.hop as usize] != ev.rank;
+            x.arriving = elsewhere.then_some(Arrival { rank: ev.rank, from: s.hop, at: s.ps, hop: None });
+            x.cur = Some(*s);
         } else {
             x.arriving = None;
             let cur = self.resources(ev).and_then(|idx| {
@@ -851,7 +846,7 @@ impl Explain {
         if self.hop_rank[path.hop as usize] == rank {
             return path;
         }
-        let mut hop = Hop { rank, from: path.hop, at: path.ps, iteration: UNKNOWN };
+        let mut hop = Hop { from: path.hop, at: path.ps, iteration: UNKNOWN };
         if let Some(a) = self.arriving.as_mut().filter(|a| a.rank == rank && a.from == path.hop) {
             if let Some(h) = a.hop {
                 path.hop = h;
@@ -867,7 +862,7 @@ impl Explain {
             self.hops.reserve_exact((2 * cap).min(most) - cap);
             self.hop_rank.reserve_exact(self.hops.capacity() - self.hop_rank.len());
         }
-        self.push_hop(hop);
+        self.push_hop(rank, hop);
         path.hop = (self.hops.len() - 1) as u32;
         path
     }
@@ -926,7 +921,7 @@ impl Explain {
             let hop = self.hops[i];
             let from = new[hop.from as usize];
             self.hops[n] = Hop { from: if from == DROP { 0 } else { from }, ..hop };
-            self.hop_rank[n] = hop.rank;
+            self.hop_rank[n] = self.hop_rank[i];
             new[i] = n as u32;
             n += 1;
         }
@@ -948,32 +943,31 @@ impl Explain {
         let mut hops = Vec::new();
         let mut h = path.hop;
         while h != 0 {
-            hops.push(self.hops[h as usize]);
+            hops.push((self.hop_rank[h as usize], self.hops[h as usize]));
             h = self.hops[h as usize].from;
         }
         hops.reverse();
         let mut segments = Vec::with_capacity(hops.len());
-        for (k, hop) in hops.iter().enumerate() {
+        for (k, (rank, hop)) in hops.iter().enumerate() {
             let from = hop.at;
-            let to = hops.get(k + 1).map_or(path.ps, |next| next.at);
+            let to = hops.get(k + 1).map_or(path.ps, |(_, next)| next.at);
             // a path's causes only grow as it goes
             let ps = std::array::from_fn(|c| to[c].saturating_sub(from[c]));
             debug_assert!((0..7).all(|c| to[c] >= from[c]), "{from:?} to {to:?}");
             let iteration = (hop.iteration != UNKNOWN).then_some(hop.iteration);
-            segments.push(Segment { rank: hop.rank, iteration, start: from.iter().sum(), end: to.iter().sum(), ps });
+            segments.push(Segment { rank: *rank, iteration, start: from.iter().sum(), end: to.iter().sum(), ps });
         }
         segments
     }
 
     /// Keeps `path` for the event queued with `stamp`.
     fn store(&mut self, stamp: u64, path: Path) {
-        let rank = self.hop_rank[path.hop as usize];
-        self.events.insert(stamp, Stored { path, rank });
+        self.events.insert(stamp, path);
     }
 
-    fn push_hop(&mut self, hop: Hop) {
+    fn push_hop(&mut self, rank: u32, hop: Hop) {
         self.hops.push(hop);
-        self.hop_rank.push(hop.rank);
+        self.hop_rank.push(rank);
     }
 
     #[inline]
