@@ -113,6 +113,16 @@ schema_marker!(Ranks, "Ranks", {"type": "integer", "minimum": 1, "maximum": MAX_
 pub struct MessageBytes;
 schema_marker!(MessageBytes, "MessageBytes", {"type": "integer", "minimum": 0, "maximum": crate::engine::MAX_MESSAGE_BYTES - 1});
 
+/// A number for a message: plain where that is short, else in exponent
+/// form (Rust prints 1e-300 in full, 300 digits).
+pub fn show(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// A value's name as scenarios spell it (its serde name).
 pub fn name<T: serde::Serialize>(x: &T) -> String {
     match serde_json::to_value(x) {

@@ -170,7 +170,7 @@ def loggopsim(
     G: float = typer.Option(_default_ns("G_s_per_byte"), "-G", "--LogGOPS_G", help="Gap per byte G in ns."),
     O: float = typer.Option(_default_ns("O_s_per_byte"), "-O", "--LogGOPS_O", help="Overhead per byte O in ns."),
     S: int = typer.Option(default("network.S_bytes"), "-S", "--LogGOPS_S", help="Largest eager message in bytes."),
-    noise_trace: Path | None = typer.Option(None, "--noise-trace", help="Detour trace: 'start<TAB>duration' ns per line."),
+    noise_trace: Path | None = typer.Option(None, "--noise-trace", help="Detour trace: a start and a duration in ns per line, separated by a tab."),
     noise_cosched: bool = typer.Option(False, "--noise-cosched", help="Same trace offset on every rank."),
     seed: int = typer.Option(0, "--seed", help="Seed for the per-rank trace offsets (LogGOPSim uses the clock)."),
     batchmode: bool = typer.Option(False, "-b", "--batchmode", help="Never print per-host times."),

@@ -278,12 +278,15 @@ impl Noise {
                 }
                 NoiseSpec::Poisson { rate_per_s, duration_ps, ranks } => {
                     if !(rate_per_s.is_finite() && *rate_per_s > 0.0 && *duration_ps > 0) {
-                        return Err(format!("{at}.rate_hz: rate and duration must be positive, got {rate_per_s}"));
+                        return Err(format!("{at}.rate_hz: rate and duration must be positive, got {}", crate::units::show(*rate_per_s)));
                     }
                     let window = 1e12 / rate_per_s; // one expected arrival per window
                     if !window.is_finite() {
                         // (an infinite window would place its draws at 0·∞)
-                        return Err(format!("{at}.rate_hz: {rate_per_s} Hz is too small to represent; leave the source out for no noise"));
+                        return Err(format!(
+                            "{at}.rate_hz: {} Hz is too small to represent; leave the source out for no noise",
+                            crate::units::show(*rate_per_s)
+                        ));
                     }
                     (Kind::Poisson { window, cdf: Box::new(poisson_cdf(1.0)), duration: *duration_ps }, check_ranks(ranks)?)
                 }
