@@ -380,6 +380,7 @@ struct Hop {
 const UNKNOWN: u32 = u32::MAX;
 /// The root hop: no rank yet.
 const NOWHERE: Hop = Hop { from: 0, at: [0; 7], iteration: UNKNOWN };
+/// The root hop's rank.
 const NO_RANK: u32 = u32::MAX;
 /// Hops kept at least (a collection costs a pass over them); beyond it two
 /// per rank. Collections run when the tree holds twice the budget (in tests,
