@@ -418,9 +418,9 @@ def test_the_python_and_rust_op_tables_agree():
     assert dict(_engine.trace_ops()) == OPS
 
 
-def test_a_trace_far_slower_inside_mpi_than_the_replay_says_so(tmp_path, cli):
-    """Two ranks ping-pong 8 bytes 20 times; the trace spent 5 ms in each
-    call (as on oversubscribed cores): the replay's few µs are flagged."""
+def write_pingpong(trace_dir: Path, seconds_per_call: float) -> None:
+    """Two ranks ping-pong 8 bytes 20 times, each call taking `seconds_per_call`,
+    0.1 ms of computation between calls."""
     import numpy as np
 
     from idlewave.trace.format import CODES, RECORD, write_rank
@@ -430,11 +430,17 @@ def test_a_trace_far_slower_inside_mpi_than_the_replay_says_so(tmp_path, cli):
         t = 0.0
         calls_ = [("init", -1, 0)] + [("send" if turn == rank else "recv", 1 - rank, 8) for _ in range(20) for turn in (0, 1)]
         for op, peer, nbytes in calls_ + [("finalize", -1, 0)]:
-            dt = 5e-3 if nbytes else 0.0
+            dt = seconds_per_call if nbytes else 0.0
             recs.append((CODES[op], 0, 0, peer, 1 if nbytes else 0, nbytes, 0, t, t + dt))
-            t += dt + 1e-4  # 0.1 ms of computation between calls
-        write_rank(tmp_path / f"rank-{rank}.iwt", rank, 2, np.array(recs, dtype=RECORD),
+            t += dt + 1e-4
+        write_rank(trace_dir / f"rank-{rank}.iwt", rank, 2, np.array(recs, dtype=RECORD),
                    functions=[("MPI_Send", 20, 0.1), ("MPI_Recv", 20, 0.1)])
+
+
+def test_a_trace_far_slower_inside_mpi_than_the_replay_says_so(tmp_path, cli):
+    """The trace spent 5 ms in each call (as on oversubscribed cores): the
+    replay's few µs are flagged."""
+    write_pingpong(tmp_path, 5e-3)
     r = json.loads(cli("trace", "replay", tmp_path, "--out", tmp_path / "rp", "--json").stdout)
     assert r["traced_mpi_s"] == pytest.approx(40 * 5e-3)
     assert r["replayed_mpi_s"] < 40 * 20e-6  # a few LogGOPS latencies per call
@@ -442,3 +448,21 @@ def test_a_trace_far_slower_inside_mpi_than_the_replay_says_so(tmp_path, cli):
     assert not r["approximate"]
     p = cli("trace", "replay", tmp_path, "--out", tmp_path / "rp")
     assert "warning:" in p.stdout and "0.2 s per rank inside MPI" in p.stdout
+
+
+def test_a_replay_far_slower_inside_mpi_than_the_trace_says_which_network_it_used(tmp_path, cli):
+    """The trace spent 0.2 µs in each call (shared memory); LogGOPSim's default
+    network takes L + 2o = 5.5 µs per message: the replay says why it is slower
+    and how to replay the traced machine. On a network as fast as the trace's,
+    no such note."""
+    write_pingpong(tmp_path, 2e-7)
+    r = json.loads(cli("trace", "replay", tmp_path, "--out", tmp_path / "rp", "--json").stdout)
+    assert r["replayed_mpi_s"] > 10 * r["traced_mpi_s"]
+    assert any("slower than the traced machine" in w and "--platform" in w for w in r["warnings"]), r["warnings"]
+    assert not r["approximate"]
+    # printed as written, not read as markup
+    assert "[network]" in cli("trace", "replay", tmp_path, "--out", tmp_path / "rp1").stdout
+    fast = tmp_path / "fast.toml"
+    fast.write_text("[network]\nL_s = 1e-8\no_s = 1e-8\ng_s = 1e-8\n")
+    r = json.loads(cli("trace", "replay", tmp_path, "--scenario", fast, "--out", tmp_path / "rp2", "--json").stdout)
+    assert not r["warnings"], r["warnings"]

@@ -545,7 +545,7 @@ def regimes(
                     pass
         summary = analyze(sets, out_dir, n_regimes=n_regimes, seed=seed, restarts=restarts, use_max=use_max,
                           figures_on=not no_figures, extra={k: v for k, v in extra.items() if v[0].size}, space=space,
-                          note=lambda m: err.print(f"note: {m}"))
+                          note=lambda m: err.print(f"note: {escape(m)}"))
     except DataError as e:
         fail(str(e))
     except KeyboardInterrupt:
@@ -563,7 +563,7 @@ def regimes(
         out.print(t)
     if summary["comparisons"]:
         if "note" in summary["comparisons"]:
-            out.print(f"note: {summary['comparisons']['note']}")
+            out.print(f"note: {escape(summary['comparisons']['note'])}")
         for k in summary["comparisons"]["ks"]:
             out.print(f"KS {k['a']} vs {k['b']}: D = {k['statistic']:.3f}, p = {k['pvalue']:.3g}")
     out.print(f"results: {out_dir}")

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from idlewave.cli_common import err, fail, out
 from idlewave.results import unreplaceable
@@ -159,7 +160,7 @@ def _print_replay(s: dict, rep: dict) -> None:
             t.add_row(name, f"{calls:,}", f"{secs:.4g}", f"{100 * share:.2f}%")
         out.print(t)
     for w in s["warnings"]:
-        out.print(f"[yellow]warning:[/] {w}", highlight=False)
+        out.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if not s["approximate"]:
         out.print("every traced call was modelled")
 
@@ -182,7 +183,7 @@ def import_cmd(
     except OSError as e:
         fail(f"--out {out_dir}: cannot write the trace: {e.strerror or e}")
     for note in notes:
-        err.print(f"note: {note}", highlight=False, soft_wrap=True)
+        err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps({"ranks": len(traces), "out": str(out_dir), "notes": notes}))
         return

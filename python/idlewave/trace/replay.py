@@ -13,7 +13,8 @@ from pathlib import Path
 from idlewave import _engine
 
 # A trace that spent this many times more time inside MPI than the replay
-# predicts was probably not run on dedicated cores (see `honesty`).
+# predicts was probably not run on dedicated cores; a replay that spends this
+# many times more than the trace ran on a slower network (see `honesty`).
 MPI_EXCESS_RATIO = 2.0
 
 
@@ -91,6 +92,12 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
         warn.append(f"the traced run spent {traced_mpi:.4g} s per rank inside MPI, the replay predicts {replayed_mpi:.4g} s "
                     f"({traced_mpi / max(replayed_mpi, 1e-12):.1f}×): the replay assumes dedicated cores and the given network; "
                     "the trace was probably taken on shared or oversubscribed cores, or a slower network")
+    elif replayed_mpi > MPI_EXCESS_RATIO * traced_mpi and replayed_mpi > 0.01 * span:
+        warn.append(f"the replay spends {replayed_mpi:.4g} s per rank inside MPI where the traced run spent "
+                    f"{traced_mpi:.4g} s ({replayed_mpi / max(traced_mpi, 1e-12):.1f}×): the network it replays on "
+                    "(LogGOPSim's defaults unless --platform or a scenario's [network] gives one) is slower than the "
+                    "traced machine's; to predict that machine, replay on its platform (`idlewave measure pingpong`, "
+                    "then `idlewave fit postal`)")
     return warn
 
 
