@@ -114,7 +114,7 @@ def test_grid_options_on_the_command_line(lib, stencil, tmp_path, cli):
     for args, says in [(["--grid", "6y6"], "expected 1 to 3 positive sizes"),
                        (["--grid", "6x6", "--scale-to", "30"], "disagrees with grid 6x6 (36 ranks)"),
                        (["--grid", "6x6x6"], "the traced grid is 2-dimensional"),
-                       (["--scale-to", "37"], "at least 3 ranks per dimension")]:
+                       (["--scale-to", "37"], "needs at least 3 ranks along dimension 1")]:
         p = cli("trace", "replay", template, *args, "--out", tmp_path / "x", check=False)
         assert p.returncode != 0 and says in " ".join(p.stderr.split()), (args, p.stderr)
         assert "Traceback" not in p.stderr

@@ -58,7 +58,10 @@ impl Grid {
     /// The offset from `a` to `b` along `d`, the shortest way round if periodic.
     pub fn offset(&self, d: usize, a: u32, b: u32) -> i64 {
         let (n, diff) = (self.dims[d] as i64, b as i64 - a as i64);
-        if self.periodic[d] {
+        // (around a periodic dimension of 2 ranks either way reaches the
+        // other rank: read it straight, so that the two ranks' offsets are
+        // opposite, as their neighbours' are on the kept dimension at scale)
+        if self.periodic[d] && n > 2 {
             let m = diff.rem_euclid(n);
             if m > n / 2 {
                 m - n
@@ -107,6 +110,19 @@ pub fn dims_create(mut n: u32, ndims: usize) -> Vec<u32> {
     }
     dims.sort_unstable_by(|a, b| b.cmp(a));
     dims
+}
+
+/// MPI_Dims_create(n, dims) with the nonzero entries of `fixed` kept: the
+/// others, in order, take dims_create of what is left (None if the fixed
+/// sizes do not divide `n`).
+pub fn dims_create_fixed(n: u32, fixed: &[u32]) -> Option<Vec<u32>> {
+    let kept: u32 = fixed.iter().filter(|&&d| d != 0).product();
+    let free = fixed.iter().filter(|&&d| d == 0).count();
+    if !n.is_multiple_of(kept) || (free == 0 && n != kept) {
+        return None;
+    }
+    let mut spread = dims_create(n / kept, free).into_iter();
+    Some(fixed.iter().map(|&d| if d == 0 { spread.next().unwrap_or(1) } else { d }).collect())
 }
 
 /// Parses "6x6" or "4x4x8" (also with '×').
@@ -177,14 +193,22 @@ impl Extrapolation {
                 describe_dims(&target_dims)
             ));
         }
-        if template.dims.iter().any(|&a| a < 3) {
-            return Err(format!(
-                "the traced grid {} has a dimension of fewer than 3 ranks: a template needs a low edge, an interior and a high edge in every dimension",
-                template.describe()
-            ));
-        }
-        if target_dims.iter().any(|&a| a < 3) {
-            return Err(format!("the target grid {} needs at least 3 ranks per dimension", describe_dims(&target_dims)));
+        // a dimension repeats its interior: one of fewer than 3 ranks has none
+        // to repeat, and keeps its size (LAMMPS on 9 ranks: 1×3×3)
+        for (d, (&a, &big)) in template.dims.iter().zip(&target_dims).enumerate() {
+            if a < 3 && big != a {
+                return Err(format!(
+                    "dimension {d} of the traced grid {} has {a} rank{}, no interior to repeat: it keeps its size in the target, which has {big} (trace at least 3 ranks along it to grow it)",
+                    template.describe(),
+                    if a == 1 { "" } else { "s" }
+                ));
+            }
+            if a >= 3 && big < 3 {
+                return Err(format!(
+                    "the target grid {} needs at least 3 ranks along dimension {d}, as the traced grid has",
+                    describe_dims(&target_dims)
+                ));
+            }
         }
         let target = Grid::new(target_dims, template.periodic.clone())?;
         Ok(Extrapolation { template, target, strong })
@@ -511,6 +535,29 @@ mod tests {
         assert_eq!(dims_create(24, 3), vec![4, 3, 2]);
         assert_eq!(dims_create(7, 2), vec![7, 1]);
         assert_eq!(dims_create(1 << 20, 2), vec![1024, 1024]);
+    }
+
+    #[test]
+    fn dims_create_keeps_the_fixed_sizes() {
+        // as MPI_Dims_create with nonzero entries given
+        assert_eq!(dims_create_fixed(4096, &[1, 0, 0]), Some(vec![1, 64, 64]));
+        assert_eq!(dims_create_fixed(10, &[1, 0, 0]), Some(vec![1, 5, 2]));
+        assert_eq!(dims_create_fixed(12, &[0, 2]), Some(vec![6, 2]));
+        assert_eq!(dims_create_fixed(36, &[0, 0]), Some(vec![6, 6]));
+        assert_eq!(dims_create_fixed(4, &[1, 2, 2]), Some(vec![1, 2, 2]));
+        assert_eq!(dims_create_fixed(8, &[1, 2, 2]), None, "nothing left to grow");
+        assert_eq!(dims_create_fixed(7, &[2, 0]), None, "2 does not divide 7");
+    }
+
+    #[test]
+    fn a_dimension_without_interior_keeps_its_size() {
+        let t = |dims: &[u32]| Grid::new(dims.to_vec(), vec![true; dims.len()]).unwrap();
+        assert!(Extrapolation::new(t(&[1, 3, 3]), vec![1, 8, 5], false).is_ok());
+        assert!(Extrapolation::new(t(&[2, 3]), vec![2, 9], false).is_ok());
+        let e = Extrapolation::new(t(&[1, 3, 3]), vec![2, 8, 5], false).unwrap_err();
+        assert!(e.contains("dimension 0 of the traced grid") && e.contains("has 1 rank, no interior"), "{e}");
+        let e = Extrapolation::new(t(&[3, 3]), vec![2, 8], false).unwrap_err();
+        assert!(e.contains("at least 3 ranks along dimension 0"), "{e}");
     }
 
     fn ext(t: &[u32], big: &[u32], periodic: bool) -> Extrapolation {

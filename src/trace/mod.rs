@@ -214,7 +214,20 @@ fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u
     let on_grid = |g: grid::Grid| -> Result<Plan, String> {
         let dims = match &spec.grid {
             Some(s) => grid::parse_dims(s)?,
-            None => grid::dims_create(ranks, g.dims.len()),
+            None => {
+                // dimensions of fewer than 3 ranks keep their size (see Extrapolation::new)
+                let fixed: Vec<u32> = g.dims.iter().map(|&a| if a < 3 { a } else { 0 }).collect();
+                grid::dims_create_fixed(ranks, &fixed).ok_or_else(|| match fixed.iter().filter(|&&d| d != 0).product::<u32>() {
+                    _ if !fixed.contains(&0) => format!(
+                        "every dimension of the traced grid {} has fewer than 3 ranks, so none has an interior to repeat: trace at least 3 ranks along one",
+                        g.describe()
+                    ),
+                    kept => format!(
+                        "the traced grid {} keeps the size of its dimensions of fewer than 3 ranks, so it extrapolates to multiples of {kept} ranks, not to {ranks}",
+                        g.describe()
+                    ),
+                })?
+            }
         };
         Ok(Plan::Grid(Rc::new(grid::Extrapolation::new(g, dims, spec.strong)?)))
     };
@@ -625,37 +638,59 @@ pub fn write_synthetic(dir: &Path, ranks: u32, iterations: u64) -> std::io::Resu
 /// allreduce of 8 B along each row (MPI_Cart_sub). The template of the
 /// grid-extrapolation benchmark.
 pub fn write_synthetic_grid(dir: &Path, iterations: u64) -> std::io::Result<()> {
+    write_synthetic_cart(dir, &[3, 3], &[false, false], iterations)
+}
+
+/// The same program on any MPI_Cart_create grid: a halo with the two
+/// neighbours along each dimension (none where that is the rank itself,
+/// as along a periodic dimension of one rank), then an allreduce along the
+/// last dimension.
+pub fn write_synthetic_cart(dir: &Path, dims: &[u32], periodic: &[bool], iterations: u64) -> std::io::Result<()> {
     use format::{op, Footer, Record, Writer};
     std::fs::create_dir_all(dir)?;
-    let g = grid::Grid::new(vec![3, 3], vec![false, false]).expect("a valid grid");
-    for r in 0..9u32 {
-        let mut w = Writer::create(&dir.join(format!("rank-{r}.iwt")), r as i32, 9)?;
+    let g = grid::Grid::new(dims.to_vec(), periodic.to_vec()).map_err(std::io::Error::other)?;
+    let (size, last) = (g.size(), dims.len() - 1);
+    let cart: Vec<u64> =
+        std::iter::once(dims.len() as u64).chain(dims.iter().map(|&d| d as u64)).chain(periodic.iter().map(|&p| p as u64)).collect();
+    for r in 0..size {
+        let mut w = Writer::create(&dir.join(format!("rank-{r}.iwt")), r as i32, size as i32)?;
         let mut t = 0.0f64;
+        // a communicator's member records take no time, as the tracer writes
+        // them (so the program's times do not depend on the grid's size)
         let mut rec = |w: &mut Writer, op: u16, comm: u32, peer: i32, tag: i32, bytes: u64, req: u64, gap: f64, payload: &[u64]| {
             t += gap;
-            let x = Record { op, flags: 0, comm, peer, tag, bytes, req, t0: t, t1: t + 1e-7 };
-            t += 1e-7;
+            let took = if op == op::COMM_MEMBER { 0.0 } else { 1e-7 };
+            let x = Record { op, flags: 0, comm, peer, tag, bytes, req, t0: t, t1: t + took };
+            t += took;
             w.record(&x, payload)
         };
         rec(&mut w, op::INIT, 0, -1, 0, 0, 0, 0.0, &[])?;
-        rec(&mut w, op::COMM_NEW, 0, 1, 7, 0, 0, 1e-6, &[2, 3, 3, 0, 0])?;
-        for m in 0..9 {
+        rec(&mut w, op::COMM_NEW, 0, 1, 7, 0, 0, 1e-6, &cart)?;
+        for m in 0..size as i32 {
             rec(&mut w, op::COMM_MEMBER, 1, m, m, 0, 0, 0.0, &[])?;
         }
         let c = g.coords(r);
-        let row: Vec<u32> = (0..3).map(|x| g.rank(&[c[0], x, 0])).collect();
+        let row: Vec<u32> = (0..dims[last])
+            .map(|x| {
+                let mut m = c;
+                m[last] = x;
+                g.rank(&m)
+            })
+            .collect();
         rec(&mut w, op::COMM_NEW, 1, 2, 8, 0, 0, 1e-6, &[])?;
         for (i, &m) in row.iter().enumerate() {
             rec(&mut w, op::COMM_MEMBER, 2, m as i32, i as i32, 0, 0, 0.0, &[])?;
         }
-        let neighbours: Vec<u32> = [(0usize, -1i64), (0, 1), (1, -1), (1, 1)]
-            .iter()
-            .filter_map(|&(d, s)| {
+        let neighbours: Vec<u32> = (0..dims.len())
+            .flat_map(|d| [(d, -1i64), (d, 1)])
+            .filter_map(|(d, s)| {
+                let n = dims[d] as i64;
                 let x = c[d] as i64 + s;
-                (0..3).contains(&x).then(|| {
-                    let mut n = c;
-                    n[d] = x as u32;
-                    g.rank(&n)
+                let x = if periodic[d] { x.rem_euclid(n) } else { x };
+                ((0..n).contains(&x) && x != c[d] as i64).then(|| {
+                    let mut m = c;
+                    m[d] = x as u32;
+                    g.rank(&m)
                 })
             })
             .collect();

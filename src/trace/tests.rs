@@ -636,6 +636,44 @@ fn extrapolations_compiled_per_class_replay_as_their_goal_export() {
     assert_eq!((finish, events), (finish_goal, events_goal));
 }
 
+/// A halo and a row allreduce traced on a small grid and extrapolated
+/// replays exactly as the same program traced on the target grid, also
+/// where a dimension of fewer than 3 ranks keeps its size (LAMMPS on 9
+/// ranks traces 1×3×3); `--scale-to` keeps such dimensions too.
+#[test]
+fn extrapolated_grids_replay_as_the_program_traced_at_their_size() {
+    let cases: [(&[u32], &[bool], &[u32]); 5] = [
+        (&[3, 3], &[false, false], &[6, 5]),
+        (&[1, 3, 3], &[true, true, true], &[1, 7, 5]),
+        (&[3, 1], &[false, false], &[8, 1]),
+        (&[2, 3], &[false, true], &[2, 7]),
+        (&[2, 4], &[true, true], &[2, 9]),
+    ];
+    for (i, (small, periodic, big)) in cases.into_iter().enumerate() {
+        let (d, direct) = (tmp(&format!("grid-small-{i}")), tmp(&format!("grid-big-{i}")));
+        write_synthetic_cart(&d, small, periodic, 2).unwrap();
+        write_synthetic_cart(&direct, big, periodic, 2).unwrap();
+        let want = replay(&spec(&direct)).unwrap();
+        let name = big.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("x");
+        let got = replay(&TraceSpec { grid: Some(name), ..spec(&d) }).unwrap();
+        assert_eq!((got.0, got.1), (want.0.clone(), want.1), "{small:?} to {big:?}");
+        let ranks = big.iter().product::<u32>();
+        let scaled = replay(&TraceSpec { scale_to: Some(ranks), ..spec(&d) });
+        if small[0] < 3 {
+            // the small dimension is kept, the others split as MPI_Dims_create does: the same grid
+            assert_eq!(scaled.unwrap().0, want.0, "{small:?} to {ranks} ranks");
+        }
+    }
+    let d = tmp("grid-no-interior");
+    write_synthetic_cart(&d, &[1, 2, 2], &[true; 3], 1).unwrap();
+    let e = replay(&TraceSpec { scale_to: Some(16), ..spec(&d) }).unwrap_err();
+    assert!(e.contains("every dimension of the traced grid 1×2×2"), "{e}");
+    let d = tmp("grid-not-a-multiple");
+    write_synthetic_cart(&d, &[2, 3], &[false; 2], 1).unwrap();
+    let e = replay(&TraceSpec { scale_to: Some(15), ..spec(&d) }).unwrap_err();
+    assert!(e.contains("multiples of 2 ranks, not to 15"), "{e}");
+}
+
 /// A random program on a 3×3 grid (periodic or not), the same calls on
 /// every rank: halos and Sendrecvs along random dimensions, every
 /// collective on the world, rows or columns, blocking or waited for a few
