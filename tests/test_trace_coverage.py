@@ -757,6 +757,27 @@ def test_lammps_peptide_is_traced_whole_and_replays(debian_lib, tmp_path):
     assert sends > 40_000 and report["unmodelled"] == []
 
 
+@pytest.mark.skipif(not Path("/usr/bin/lmp").exists() or not (DEB / "mpiexec").exists(),
+                    reason="needs Debian's LAMMPS and Open MPI (apt-get install lammps libopenmpi-dev)")
+def test_lammps_melt_on_a_1x3x3_grid_extrapolates_keeping_its_single_rank_dimension(debian_lib, tmp_path):
+    """LAMMPS's melt example on 9 ranks lays its ranks out 1×3×3: the dimension
+    of one rank keeps its size, the others grow (it used to be refused)."""
+    from idlewave.trace import replay
+
+    shutil.copy("/usr/share/lammps/examples/melt/in.melt", tmp_path)
+    env = debian_env(tmp_path / "tr")
+    p = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "-n", "9", "-x", f"LD_PRELOAD={debian_lib}", "-x",
+                        "IDLEWAVE_TRACE_DIR", "/usr/bin/lmp", "-in", "in.melt", "-log", "none", "-screen", "none"],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    traced = replay(tmp_path / "tr")
+    big = replay(tmp_path / "tr", scale_to=36)
+    assert big.summary["ranks"] == 36 and "1×3×3 (periodic) → 1×6×6" in big.summary["extrapolation"]
+    # every one of the 36 ranks replays a template rank's calls: 4× the traced ranks' events
+    assert 3.5 * traced.summary["events"] < big.summary["events"] < 4.5 * traced.summary["events"]
+    assert big.trace_report["unmodelled"] == []
+
+
 GROMACS_TOPOLOGY = """#include "oplsaa.ff/forcefield.itp"
 #include "oplsaa.ff/spce.itp"
 
