@@ -735,18 +735,23 @@ def test_fortran_mpif_h_and_mpi_f08_bindings_are_traced(debian_lib, tmp_path):
 # ------------------------------------------------------------ real applications
 
 
+def run_lammps(lib: Path, tmp: Path, example: str, ranks: int) -> None:
+    """Runs one of Debian's LAMMPS examples (`in.<example>`) on `ranks` under
+    the tracer, into tmp/tr."""
+    for f in Path(f"/usr/share/lammps/examples/{example}").iterdir():
+        shutil.copy(f, tmp)
+    p = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "-n", str(ranks), "-x", f"LD_PRELOAD={lib}", "-x",
+                        "IDLEWAVE_TRACE_DIR", "/usr/bin/lmp", "-in", f"in.{example}", "-log", "none", "-screen", "none"],
+                       env=debian_env(tmp / "tr"), cwd=tmp, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 @pytest.mark.skipif(not Path("/usr/bin/lmp").exists() or not (DEB / "mpiexec").exists(),
                     reason="needs Debian's LAMMPS and Open MPI (apt-get install lammps libopenmpi-dev)")
 def test_lammps_peptide_is_traced_whole_and_replays(debian_lib, tmp_path):
     """LAMMPS's PPPM peptide example at 4 ranks: the calls the first tracer lost
     (Alltoallv, Comm_dup) are there, every call is modelled, and it replays."""
-    for f in Path("/usr/share/lammps/examples/peptide").iterdir():
-        shutil.copy(f, tmp_path)
-    env = debian_env(tmp_path / "tr")
-    p = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "-n", "4", "-x", f"LD_PRELOAD={debian_lib}", "-x",
-                        "IDLEWAVE_TRACE_DIR", "/usr/bin/lmp", "-in", "in.peptide", "-log", "none", "-screen", "none"],
-                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout + p.stderr
+    run_lammps(debian_lib, tmp_path, "peptide", 4)
     t = read(tmp_path / "tr")
     for x in t:
         n = footer_counts(x)
@@ -764,12 +769,7 @@ def test_lammps_melt_on_a_1x3x3_grid_extrapolates_keeping_its_single_rank_dimens
     of one rank keeps its size, the others grow (it used to be refused)."""
     from idlewave.trace import replay
 
-    shutil.copy("/usr/share/lammps/examples/melt/in.melt", tmp_path)
-    env = debian_env(tmp_path / "tr")
-    p = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "-n", "9", "-x", f"LD_PRELOAD={debian_lib}", "-x",
-                        "IDLEWAVE_TRACE_DIR", "/usr/bin/lmp", "-in", "in.melt", "-log", "none", "-screen", "none"],
-                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout + p.stderr
+    run_lammps(debian_lib, tmp_path, "melt", 9)
     traced = replay(tmp_path / "tr")
     big = replay(tmp_path / "tr", scale_to=36)
     assert big.summary["ranks"] == 36 and "1×3×3 (periodic) → 1×6×6" in big.summary["extrapolation"]
