@@ -50,8 +50,11 @@ const O_BYTE: usize = 4;
 /// `network::platform`): same socket, same node, other nodes.
 pub const CLASSES: [&str; 3] = ["same_socket", "same_node", "other_node"];
 
-/// 128 bytes, so that copying one is inlined rather than a call.
+/// 128 bytes, so that copying one is inlined rather than a call, aligned
+/// to cache lines so that one takes two of them (arrays are otherwise only
+/// 16-byte aligned, and a path would straddle three).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(align(64))]
 pub struct Path {
     /// Picoseconds by cause ([`CAUSES`]); they sum to the path's time.
     pub ps: [Time; 7],
@@ -198,9 +201,11 @@ pub struct Explain {
     clocks: Vec<Path>,
     /// The paths of queued (or waiting) events, by stamp.
     events: EventPaths,
-    /// The path of the event being processed, at its time (None for a
-    /// memory computation's end, whose path is its start's).
-    cur: Option<Path>,
+    /// The path of the event being processed, at its time, if `has_cur`
+    /// (not for a memory computation's end, whose path is its start's).
+    /// Not an `Option`: aligned, that would take 192 bytes, copied by a call.
+    cur: Path,
+    has_cur: bool,
     /// Scratch: the path of the message being sent.
     msg: Path,
     /// Memory-bound computations running: their start's path and bytes.
@@ -552,7 +557,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             // it so): only a stored one may come from elsewhere
             let elsewhere = x.hop_rank[s.hop as usize] != ev.rank;
             x.arriving = elsewhere.then_some(Arrival { rank: ev.rank, from: s.hop, at: s.ps, hop: None });
-            x.cur = Some(*s);
+            x.cur = *s;
+            x.has_cur = true;
         } else {
             x.arriving = None;
             let cur = self.resources(ev).and_then(|idx| {
@@ -560,11 +566,15 @@ impl<P: Program, const X: bool> Engine<P, X> {
                 let at = idx.iter().filter(|&&i| self.clocks[i] == ev.time).map(|&i| (ev.time, x.clock(i, self.stride)));
                 latest(at)
             });
-            self.explained.as_deref_mut().expect("explaining").cur = cur;
+            let x = self.explained.as_deref_mut().expect("explaining");
+            x.has_cur = cur.is_some();
+            if let Some(p) = cur {
+                x.cur = p;
+            }
         }
         let x = self.explained.as_deref().expect("explaining");
-        debug_assert!(x.cur.is_none_or(|p| p.total() == ev.time), "path {:?} for {ev:?}", x.cur);
-        debug_assert!(x.cur.is_none_or(|p| (x.hop_rank[p.hop as usize] != ev.rank) == x.arriving.is_some()));
+        debug_assert!(x.cur().is_none_or(|p| p.total() == ev.time), "path {:?} for {ev:?}", x.cur());
+        debug_assert!(x.cur().is_none_or(|p| (x.hop_rank[p.hop as usize] != ev.rank) == x.arriving.is_some()));
     }
 
     /// The clocks an event waits for before it runs (as `defer` is told).
@@ -619,7 +629,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// path, on that rank.
     pub(super) fn x_start(&mut self, rank: u32) {
         if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            x.cur = Some(Path { hop: 1 + rank, ..Path::default() });
+            x.cur = Path { hop: 1 + rank, ..Path::default() };
+            x.has_cur = true;
         }
     }
 
@@ -634,21 +645,21 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// one; else its clocks' when it runs).
     pub(super) fn x_queued_now(&mut self, stamp: u64) {
         if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            if let Some(p) = x.cur {
-                x.store(stamp, p);
+            if x.has_cur {
+                x.store(stamp, x.cur);
             }
         }
     }
 
     /// The current event's path (at its time).
     pub(super) fn x_cur(&self) -> Path {
-        self.explained.as_deref().and_then(|x| x.cur).unwrap_or_default()
+        self.explained.as_deref().and_then(|x| x.cur()).copied().unwrap_or_default()
     }
 
     /// The path of the latest of clocks `idx` and, if given, the current event.
     pub(super) fn x_latest(&self, idx: &[usize], with_now: bool) -> Path {
         let x = self.explained.as_deref().expect("explaining");
-        let now = x.cur.as_ref().filter(|_| with_now).map(|p| (self.now, p));
+        let now = x.cur().filter(|_| with_now).map(|p| (self.now, p));
         let clocks = idx.iter().map(|&i| (self.clocks[i], x.clock(i, self.stride)));
         latest(clocks.chain(now)).unwrap_or_default()
     }
@@ -814,7 +825,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// A memory-bound computation of `bytes` started on (rank, cpu).
     pub(super) fn x_mem_start(&mut self, rank: u32, cpu: u8, bytes: u64) {
         if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            let start = x.cur.unwrap_or_default();
+            let start = x.cur().copied().unwrap_or_default();
             x.mem.insert((rank, cpu), (start, bytes));
         }
     }
@@ -833,12 +844,17 @@ impl<P: Program, const X: bool> Engine<P, X> {
         path.add(COMPUTE, alone);
         path.add(MEMORY, mem_end - start - alone);
         path.add(NOISE, self.clocks[c] - mem_end);
-        x.cur = None;
+        x.has_cur = false;
         self.x_set(c, path);
     }
 }
 
 impl Explain {
+    /// The current event's path, if it has one.
+    fn cur(&self) -> Option<&Path> {
+        self.has_cur.then_some(&self.cur)
+    }
+
     /// `path`, now on `rank`: if it came from elsewhere, a hop records
     /// where and when (when the current event arrived, if that is how).
     #[inline]

@@ -82,13 +82,18 @@ pub fn prefetch<T>(v: &[T], i: usize) {
     }
 }
 
-/// [`prefetch`] for every cache line of `v[i]` (values larger than one).
+/// [`prefetch`] for every cache line of `v[i]` (values larger than one),
+/// the last included where the value is not aligned to lines.
 #[inline(always)]
 pub fn prefetch_whole<T>(v: &[T], i: usize) {
     if let Some(x) = v.get(i) {
         let start = x as *const T as *const i8;
-        for offset in (0..std::mem::size_of::<T>()).step_by(64) {
+        let size = std::mem::size_of::<T>();
+        for offset in (0..size).step_by(64) {
             prefetch_line(start.wrapping_add(offset));
+        }
+        if std::mem::align_of::<T>() % 64 != 0 {
+            prefetch_line(start.wrapping_add(size - 1));
         }
     }
 }
