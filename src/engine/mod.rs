@@ -92,7 +92,7 @@ pub fn prefetch_whole<T>(v: &[T], i: usize) {
         for offset in (0..size).step_by(64) {
             prefetch_line(start.wrapping_add(offset));
         }
-        if std::mem::align_of::<T>() % 64 != 0 {
+        if !std::mem::align_of::<T>().is_multiple_of(64) {
             prefetch_line(start.wrapping_add(size - 1));
         }
     }
