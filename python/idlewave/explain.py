@@ -117,8 +117,10 @@ class Explanation:
 
     def derivatives(self) -> dict[str, int]:
         """dT/dθ for each parameter, over all link classes (a count of
-        messages, overheads or gaps, or bytes for G and O)."""
-        return dict(self.raw["derivatives"])
+        messages, overheads or gaps, or bytes for G and O), in PARAMS order
+        (the JSON holds them sorted by name)."""
+        d = self.raw["derivatives"]
+        return {p: d[p] for p in PARAMS if p in d}
 
     def by_class(self) -> dict[str, dict[str, int]]:
         """The derivatives per link class (L, o, g, G; O is kept for all
