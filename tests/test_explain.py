@@ -123,6 +123,10 @@ def test_explain_on_the_command_line(cli, tmp_path):
     # a scenario file explains straight away
     p = cli("explain", scn, "--no-tolerance")
     assert "Derivatives of the makespan" in p.stdout and "The critical path runs through" in p.stdout
+    # the unit survives rich's markup, and the parameters come in their own order
+    assert "time [s]" in p.stdout
+    rows = [line.split()[1] for line in p.stdout.splitlines() if line.startswith("│ ") and "+1 ps of" in line]
+    assert rows == ["L", "o", "g", "G", "O"], rows
     assert (run / "route.png").stat().st_size > 0
 
 

@@ -23,7 +23,7 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
     t = Table(title=escape(f"What bounds this run: {CAUSES[x.bound()]} (critical path ends on rank {x.raw['last_rank']})"),
               title_justify="left")
     t.add_column("cause")
-    t.add_column("time [s]", justify="right")
+    t.add_column(escape("time [s]"), justify="right")
     t.add_column("share", justify="right")
     for k, v in x.causes_s().items():
         if v > 0:
