@@ -258,6 +258,7 @@ fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bou
     let col = |f: fn(&crate::engine::Waits) -> u64| x.waits.iter().map(f).collect::<Vec<u64>>();
     waits.set_item("late_sender_ps", PyArray1::from_vec(py, col(|w| w.late_sender)))?;
     waits.set_item("late_receiver_ps", PyArray1::from_vec(py, col(|w| w.late_receiver)))?;
+    waits.set_item("collective_ps", PyArray1::from_vec(py, col(|w| w.collective)))?;
     waits.set_item("other_ps", PyArray1::from_vec(py, col(|w| w.other)))?;
     waits.set_item("longest_ps", PyArray1::from_vec(py, col(|w| w.longest)))?;
     waits.set_item("longest_on", PyArray1::from_vec(py, x.waits.iter().map(|w| w.longest_on).collect::<Vec<u32>>()))?;

@@ -5,10 +5,11 @@ the tolerances found by re-simulation bracket the slowdown they name."""
 import json
 import shutil
 
+import polars as pl
 import pytest
 
 from conftest import EXAMPLES
-from idlewave.explain import Explanation, perturbed, tolerance
+from idlewave.explain import WAITS, Explanation, perturbed, tolerance
 from idlewave.scenario import load_scenario
 from idlewave.simulation import simulate
 
@@ -180,6 +181,22 @@ def test_waits_name_the_late_rank():
         assert by_rank[n]["longest_wait_on"] == 3 and by_rank[n]["late_sender_s"] > 0.9e-3
     assert by_rank[3]["late_sender_s"] < 1e-4
     assert r.explain.bound() == "noise"
+    # point-to-point only: nothing is collective imbalance
+    assert (w["collective_s"] == 0).all()
+
+
+def test_waits_inside_a_collective_are_collective_imbalance():
+    # rank 3 is held up 1 ms before the first allreduce: the others wait for it inside
+    scn = {"workload": {"kind": "collective", "collective": "allreduce", "algorithm": "recursive_doubling", "ranks": 8,
+                        "iterations": 3, "message_bytes": 8, "compute_s": 1e-5},
+           "noise": [{"kind": "single", "rank": 3, "start_s": 0.0, "duration_s": 1e-3}]}
+    r = simulate(scn, explain=True)
+    w = r.explain.waits_frame()
+    others = w.filter(pl.col("rank") != 3)
+    assert (others["collective_s"] > 0.9e-3).all() and (w["late_sender_s"] == 0).all(), w
+    assert w.filter(pl.col("rank") == 3)["collective_s"].item() < 1e-4
+    totals = r.explain.wait_totals_s()
+    assert totals["collective"] == pytest.approx(w["collective_s"].sum()) and set(totals) == set(WAITS)
 
 
 def test_the_route_starts_on_the_delayed_rank_and_covers_the_run(tmp_path):
@@ -206,14 +223,17 @@ def test_the_route_starts_on_the_delayed_rank_and_covers_the_run(tmp_path):
 
 def test_waits_per_iteration_show_when_the_delay_struck(tmp_path):
     # rank 3's 1 ms detour at the start: its neighbours wait for it in iteration 0
+    # (with a barrier closing each step, so that the waits are of every kind)
     scn = {**bsp(ranks=8, iterations=6), "noise": [{"kind": "single", "rank": 3, "start_s": 0.0, "duration_s": 1e-3}]}
+    scn["workload"]["barrier"] = True
     r = simulate(scn, explain=True)
     m = r.explain.by_iteration
     assert m.shape == (8, 6)
     for n in (2, 4):
-        assert m[n, 0] > 0.9e-3 and m[n, 1:].sum() < 1e-4
+        assert m[n, 0] > 0.9e-3 and (m[n, 1:] < 1e-4).all()
     w = r.explain.waits_frame()
-    total = (w["late_sender_s"] + w["late_receiver_s"] + w["other_s"]).to_numpy()
+    assert w["collective_s"].sum() > 0 and w["late_sender_s"].sum() > 0
+    total = w.select(pl.sum_horizontal([f"{k}_s" for k in WAITS])).to_series().to_numpy()
     assert m.sum(axis=1) == pytest.approx(total, rel=1e-9, abs=1e-15)
     r.write(tmp_path / "run")
     from idlewave.explain import figures, read

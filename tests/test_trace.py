@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from conftest import compile_c, traced
@@ -120,6 +121,23 @@ def test_mpi4py_script_is_traced_and_replayed(lib, tmp_path, cli):
     assert "Host 0:" in p.stdout and "Host 1:" in p.stdout
     p = cli("trace", "replay", d, "--algorithm", "allreduce=bogus", "--out", tmp_path / "y", check=False)
     assert p.returncode == 2 and "dissemination" in p.stderr and "Traceback" not in p.stderr
+
+
+LATE_ROOT = RING.replace("        MPI_Allreduce(x, y", "        if (r == 0) usleep(20000);\n        MPI_Allreduce(x, y").replace(
+    "#include <mpi.h>", "#include <mpi.h>\n#include <unistd.h>")
+
+
+def test_waits_for_a_late_member_inside_a_traced_allreduce_are_collective_imbalance(lib, tmp_path):
+    """Rank 0 computes 20 ms before each of 3 allreduces: the others wait for it
+    inside the collective (not for a late sender), traced ranks and a periodic
+    extrapolation alike."""
+    assert "usleep(20000);" in LATE_ROOT
+    d = traced(lib, tmp_path / "tr", 3, compile_c(tmp_path, "late", LATE_ROOT))
+    for scale_to, late in ((None, {0}), (6, {0, 3})):
+        w = replay(d, scale_to=scale_to, explain=True).explain.waits_frame()
+        waited = w.filter(~pl.col("rank").is_in(list(late)))
+        assert (waited["collective_s"] > 3 * 0.019).all(), w
+        assert (w["late_sender_s"] < 1e-3).all() and (w.filter(pl.col("rank").is_in(list(late)))["collective_s"] < 1e-3).all(), w
 
 
 def test_sub_communicator_collectives_replay_on_their_members(lib, tmp_path):

@@ -42,7 +42,8 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
     if waits:
         out.print("Time ranks sat idle, summed over ranks: "
                   f"{waits['late_sender']:.6g} s waiting for late senders, {waits['late_receiver']:.6g} s for late receivers "
-                  f"(rendezvous), {waits['other']:.6g} s for anything else (waits.parquet: per rank, and on whom)")
+                  f"(rendezvous), {waits['collective']:.6g} s inside collectives for late members (collective imbalance), "
+                  f"{waits['other']:.6g} s for anything else (waits.parquet: per rank, and on whom)")
     route = x.route_summary() if x.route is not None else x.raw.get("route")
     if route:
         longest = ", ".join(f"rank {r['rank']} {r['share']:.1%}" for r in route["longest_on"])

@@ -40,6 +40,14 @@ PARAMS = {
     "O": ("O_s_per_byte", "bytes"),
 }
 
+#: What ended a rank's wait (the columns of waits.parquet, with _s).
+WAITS = {
+    "late_sender": "late sender",
+    "late_receiver": "late receiver (rendezvous)",
+    "collective": "collective imbalance",
+    "other": "other",
+}
+
 #: Slowdowns the tolerances are given for.
 SLOWDOWNS = (0.01, 0.05, 0.10)
 
@@ -89,15 +97,14 @@ class Explanation:
     def waits_frame(self) -> pl.DataFrame | None:
         """One row per rank: seconds its CPU sat idle until a message arrived
         (late sender), until a receiver matched its rendezvous send (late
-        receiver) or for anything else, and its longest wait and on whom."""
+        receiver), until either happened inside a collective (collective
+        imbalance) or for anything else, and its longest wait and on whom."""
         if self.waits is None:
             return None
         w = self.waits
         return pl.DataFrame({
             "rank": np.arange(len(w["late_sender_ps"]), dtype=np.uint32),
-            "late_sender_s": w["late_sender_ps"] * 1e-12,
-            "late_receiver_s": w["late_receiver_ps"] * 1e-12,
-            "other_s": w["other_ps"] * 1e-12,
+            **{f"{k}_s": w[f"{k}_ps"] * 1e-12 for k in WAITS},
             "longest_wait_s": w["longest_ps"] * 1e-12,
             "longest_wait_on": w["longest_on"].astype(np.uint32),
         })
@@ -106,7 +113,7 @@ class Explanation:
         """The waits summed over ranks, by kind."""
         if self.waits is None:
             return {}
-        return {k.removesuffix("_ps"): float(self.waits[k].sum()) * 1e-12 for k in ("late_sender_ps", "late_receiver_ps", "other_ps")}
+        return {k: float(self.waits[f"{k}_ps"].sum()) * 1e-12 for k in WAITS}
 
     @property
     def makespan_s(self) -> float:
@@ -289,8 +296,10 @@ def read(result_dir: Path) -> tuple[dict, Explanation | None]:
 def _read_tables(x: Explanation, result_dir: Path) -> None:
     if (result_dir / "waits.parquet").exists():
         w = pl.read_parquet(result_dir / "waits.parquet")
-        x.waits = {f"{k}_ps": np.rint(w[f"{k}_s"].to_numpy() * 1e12).astype(np.uint64)
-                   for k in ("late_sender", "late_receiver", "other")}
+        missing = [f"{k}_s" for k in WAITS if f"{k}_s" not in w.columns]
+        if missing:
+            raise ValueError(f"waits.parquet has no {', '.join(missing)} (written by an older idlewave? explain the run again)")
+        x.waits = {f"{k}_ps": np.rint(w[f"{k}_s"].to_numpy() * 1e12).astype(np.uint64) for k in WAITS}
         x.waits["longest_ps"] = np.rint(w["longest_wait_s"].to_numpy() * 1e12).astype(np.uint64)
         x.waits["longest_on"] = w["longest_wait_on"].to_numpy()
     if (result_dir / "route.parquet").exists():
@@ -351,7 +360,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
 
     from idlewave.results import save_figure
 
-    kinds = {"late_sender_s": "late sender", "late_receiver_s": "late receiver (rendezvous)", "other_s": "other"}
+    kinds = {f"{k}_s": label for k, label in WAITS.items()}
     n = frame.height
     per = max(1, -(-n // 256))
     blocks = frame.with_columns((pl.col("rank") // per).alias("block")).group_by("block").agg(
@@ -368,7 +377,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     ax.set_xlabel("rank" if per == 1 else f"rank (mean over blocks of {per})")
     ax.set_ylabel(f"idle [{unit}]")
     ax.set_title("What each rank waited for")
-    fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize="small")
+    fig.legend(loc="outside lower center", ncol=4, frameon=False, fontsize="small")
     return save_figure(fig, out / "waits.png")
 
 

@@ -447,12 +447,15 @@ pub fn explain_bytes_per_rank() -> u128 {
 
 /// What one rank waited for: CPU idle time ended by a message's arrival
 /// (a late sender), by a receiver matching its rendezvous send (a late
-/// receiver), or by anything else (its NIC, another CPU's work), with the
-/// longest single wait and the rank it waited on.
+/// receiver), by either inside a collective (collective imbalance), or by
+/// anything else (its NIC, another CPU's work), with the longest single
+/// wait and the rank it waited on.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Waits {
     pub late_sender: Time,
     pub late_receiver: Time,
+    /// Ended by a collective's message or handshake: collective imbalance.
+    pub collective: Time,
     pub other: Time,
     pub longest: Time,
     /// The rank the longest wait was on (the rank itself for "other").
@@ -462,6 +465,18 @@ pub struct Waits {
 pub const LATE_SENDER: usize = 0;
 pub const LATE_RECEIVER: usize = 1;
 pub const OTHER: usize = 2;
+pub const COLLECTIVE: usize = 3;
+
+/// What a wait ended by event `ev` from another rank was: `p2p` (a late
+/// sender or receiver), or collective imbalance if a collective sent it.
+#[inline]
+pub fn by_peer(p2p: usize, ev: &Event) -> usize {
+    if ev.is_collective() {
+        COLLECTIVE
+    } else {
+        p2p
+    }
+}
 
 impl Explain {
     fn bytes(&self) -> usize {
@@ -605,7 +620,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     }
 
     /// Rank `rank`'s CPU clock `c` was idle until `t`, when something ended
-    /// the wait (`why`: LATE_SENDER, LATE_RECEIVER or OTHER) from rank `on`.
+    /// the wait (`why`: LATE_SENDER, LATE_RECEIVER, COLLECTIVE or OTHER) from rank `on`.
     /// `before`: the clock's value until then.
     pub(super) fn x_wait(&mut self, rank: u32, before: Time, t: Time, why: usize, on: u32) {
         let idle = t.saturating_sub(before);
@@ -618,6 +633,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         match why {
             LATE_SENDER => w.late_sender += idle,
             LATE_RECEIVER => w.late_receiver += idle,
+            COLLECTIVE => w.collective += idle,
             _ => w.other += idle,
         }
         if idle > w.longest {

@@ -25,7 +25,7 @@ use crate::network::{LogGOPS, Network, NicModel, Rendezvous};
 use crate::noise::Noise;
 use crate::program::{OpKind, Program, ReadyOp, ANY};
 use crate::time::Time;
-use explain::{LATE_RECEIVER, LATE_SENDER, OTHER};
+use explain::{by_peer, LATE_RECEIVER, LATE_SENDER, OTHER};
 
 /// Why a run could not complete.
 #[derive(Debug, Clone, PartialEq)]
@@ -529,7 +529,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         match self.matcher.take(&mut self.clocks[l], Queue::Unexpected, ev.peer, ev.tag) {
             Some(msg) if msg.rts => {
                 // the request-to-send was handled when it arrived; answer it
-                let mut cts = Event::new(ev.time, EvKind::Cts, msg.cpu, msg.nic, msg.size, ev.rank, msg.src, ev.id, msg.id);
+                let mut cts = Event::new(ev.time, EvKind::Cts, msg.cpu, msg.nic, msg.size, ev.rank, msg.src, ev.id, msg.id)
+                    .with_collective(ev.is_collective());
                 // (send_control takes its path: the later of the CPU and now)
                 let p = *self.net.params(msg.src, ev.rank, msg.size);
                 cts.time = self.clocks[self.o(ev.rank, msg.cpu)].max(ev.time);
@@ -537,7 +538,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             }
             Some(msg) => {
                 // Its CPU cost was charged when it arrived.
-                self.complete_rendezvous(msg.src, ev.rank, msg.size, msg.id, msg.cpu, msg.nic, ev.time);
+                self.complete_rendezvous(msg.src, ev.rank, msg.size, msg.id, (msg.cpu, msg.nic), ev.time, ev.is_collective());
                 self.program.done(ev.rank, ev.id);
                 self.events += 1;
             }
@@ -566,7 +567,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
         if self.explaining() {
-            self.x_wait(dst, before, ev.time, LATE_SENDER, src);
+            self.x_wait(dst, before, ev.time, by_peer(LATE_SENDER, &ev), src);
             self.x_receive((c, n), &p, (src, dst, ev.size));
         }
         if self.timeline.is_some() {
@@ -616,7 +617,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let l = self.lists(dst);
         match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
-                self.complete_rendezvous(src, dst, ev.size, ev.id, ev.cpu(), ev.nic(), ev.time);
+                self.complete_rendezvous(src, dst, ev.size, ev.id, (ev.cpu(), ev.nic()), ev.time, ev.is_collective());
                 self.program.done(dst, recv.id);
                 self.touched.push(dst);
                 self.events += 1;
@@ -659,7 +660,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
         if self.explaining() {
-            self.x_wait(dst, self.clocks[c], ev.time, LATE_SENDER, src);
+            self.x_wait(dst, self.clocks[c], ev.time, by_peer(LATE_SENDER, &ev), src);
         }
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
         if self.explaining() {
@@ -768,7 +769,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if self.explaining() {
             // a request to send means a late sender; a clear to send, a late receiver
             let why = if ev.kind() == EvKind::Rts { LATE_SENDER } else { LATE_RECEIVER };
-            self.x_wait(ev.rank, self.clocks[c], ev.time, why, ev.peer);
+            self.x_wait(ev.rank, self.clocks[c], ev.time, by_peer(why, &ev), ev.peer);
         }
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
         if self.explaining() {
@@ -799,7 +800,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let l = self.lists(dst);
         match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
-                let mut cts = Event::new(0, EvKind::Cts, ev.cpu(), ev.nic(), ev.size, dst, src, recv.id, ev.id);
+                let mut cts =
+                    Event::new(0, EvKind::Cts, ev.cpu(), ev.nic(), ev.size, dst, src, recv.id, ev.id).with_collective(ev.is_collective());
                 cts.time = self.clocks[self.o(dst, ev.cpu())];
                 self.send_control(cts, src, &p);
             }
@@ -850,7 +852,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// then busy until at least now (no acknowledgement latency, as LogGOPSim).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn complete_rendezvous(&mut self, src: u32, dst: u32, size: u64, send_id: u32, cpu: u8, nic: u8, now: Time) {
+    fn complete_rendezvous(&mut self, src: u32, dst: u32, size: u64, send_id: u32, (cpu, nic): (u8, u8), now: Time, collective: bool) {
         if !self.net.params(src, dst, size).is_rendezvous(size) {
             return;
         }
@@ -859,7 +861,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let (c, n) = (self.o(src, cpu), self.gs(src, nic));
         let paths = self.explaining().then(|| [self.x_latest(&[c], true), self.x_latest(&[n], true)]);
         if self.explaining() {
-            self.x_wait(src, self.clocks[c], now, LATE_RECEIVER, dst);
+            self.x_wait(src, self.clocks[c], now, if collective { explain::COLLECTIVE } else { LATE_RECEIVER }, dst);
         }
         self.clocks[c] = self.clocks[c].max(now);
         self.clocks[n] = self.clocks[n].max(now);
@@ -914,7 +916,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     #[inline(always)]
     fn event_for(&self, r: u32, op: ReadyOp) -> Result<Event, SimError> {
         let p = self.program.num_ranks();
-        let bad_peer = matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY);
+        let bad_peer = op.kind.is_message() && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY);
         let too_large = op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc;
         if bad_peer || too_large || (op.kind == OpKind::Mem && !self.has_memory()) {
             return Err(self.invalid_op(r, &op));
@@ -932,7 +934,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         // issues nothing while its CPU is in memory-bound work.)
         debug_assert!(time != fabric::MEM_BUSY);
         let time = time.max(self.now);
-        Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id))
+        Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id).with_collective(op.collective))
     }
 
     /// Why `event_for` refuses `op` of rank `r`.
@@ -941,7 +943,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     fn invalid_op(&self, r: u32, op: &ReadyOp) -> SimError {
         // (in the order the checks were always made: peer, size, memory)
         let p = self.program.num_ranks();
-        if matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY) {
+        if op.kind.is_message() && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY) {
             return SimError::Invalid(format!(
                 "rank {r}: {} peer {} is out of range (0..{p})",
                 if op.kind == OpKind::Send { "send" } else { "recv" },

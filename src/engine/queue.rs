@@ -70,6 +70,9 @@ const REUSE_LIMIT: usize = 4096;
 const STAMP_SHIFT: u32 = 24;
 /// A bit of `meta` beside the kind (kinds take four bits).
 const LINE_HEAD: u64 = 1 << 23;
+/// Another: the event belongs to a collective's message (kept through kind
+/// changes: a send's message, handshake and data are the collective's too).
+const COLLECTIVE: u64 = 1 << 20;
 
 impl Event {
     #[allow(clippy::too_many_arguments)]
@@ -106,8 +109,17 @@ impl Event {
     }
     #[inline]
     pub fn with_kind(mut self, kind: EvKind) -> Self {
-        self.meta = self.meta & !(0xff << 16) | (kind as u64) << 16;
+        self.meta = self.meta & !(0xf << 16 | LINE_HEAD) | (kind as u64) << 16;
         self
+    }
+    #[inline]
+    pub fn with_collective(mut self, collective: bool) -> Self {
+        self.meta = self.meta & !COLLECTIVE | if collective { COLLECTIVE } else { 0 };
+        self
+    }
+    #[inline]
+    pub fn is_collective(&self) -> bool {
+        self.meta & COLLECTIVE != 0
     }
     /// Queue order: time, then creation stamp (the stamp is the top of `meta`).
     #[inline]
@@ -599,6 +611,12 @@ mod tests {
         e.set_stamp((1 << 40) - 1);
         assert_eq!((e.kind(), e.cpu(), e.nic(), e.stamp()), (EvKind::Msg, 3, 7, (1 << 40) - 1));
         assert_eq!(e.with_kind(EvKind::Send).kind(), EvKind::Send);
+        // the collective mark survives a kind change, the line head does not
+        let mut c = e.with_collective(true);
+        c.set_line_head();
+        let d = c.with_kind(EvKind::Rts);
+        assert!(d.is_collective() && !d.is_line_head() && !e.is_collective());
+        assert_eq!((d.kind(), d.cpu(), d.nic(), d.stamp()), (EvKind::Rts, 3, 7, (1 << 40) - 1));
     }
 
     #[test]

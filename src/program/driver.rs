@@ -34,27 +34,27 @@ impl Driver {
         Some(match (step, self.sub) {
             (Step::Recv { from, bytes }, _) => {
                 (self.sub, self.wait) = (1, 1);
-                StreamOp::IRecv { peer: from, tag, bytes, slot: 0 }
+                StreamOp::CollRecv { peer: from, tag, bytes, slot: 0 }
             }
             (Step::Send { to, bytes }, _) => {
                 (self.sub, self.wait) = (1, 1);
-                StreamOp::ISend { peer: to, tag, bytes, slot: 0 }
+                StreamOp::CollSend { peer: to, tag, bytes, slot: 0 }
             }
             (Step::Exchange { from, recv_bytes, .. }, 0) => {
                 (self.sub, self.wait) = (1, 3);
-                StreamOp::IRecv { peer: from, tag, bytes: recv_bytes, slot: 0 }
+                StreamOp::CollRecv { peer: from, tag, bytes: recv_bytes, slot: 0 }
             }
             (Step::Exchange { to, send_bytes, .. }, _) => {
                 self.sub = 2;
-                StreamOp::ISend { peer: to, tag, bytes: send_bytes, slot: 1 }
+                StreamOp::CollSend { peer: to, tag, bytes: send_bytes, slot: 1 }
             }
             (Step::FanOut { to, bytes, k }, _) => {
                 self.index = self.index.next();
-                StreamOp::ISend { peer: to, tag, bytes, slot: 1 + k }
+                StreamOp::CollSend { peer: to, tag, bytes, slot: 1 + k }
             }
             (Step::FanIn { from, bytes, k }, _) => {
                 self.index = self.index.next();
-                StreamOp::IRecv { peer: from, tag, bytes, slot: 1 + k }
+                StreamOp::CollRecv { peer: from, tag, bytes, slot: 1 + k }
             }
             (Step::WaitFanOut { n }, _) => {
                 self.index = self.index.next();

@@ -133,7 +133,7 @@ impl GoalProgram {
                     GoalKind::Recv => (OpKind::Recv, o.size),
                     GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
                 };
-                ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic }
+                ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic, collective: false }
             }));
             p.deps_left.resize(base + n, 0);
             for &(a, _) in g.requires.iter().chain(&g.irequires) {

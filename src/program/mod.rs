@@ -31,6 +31,13 @@ pub enum OpKind {
     Mem = 5,
 }
 
+impl OpKind {
+    /// A send or a receive (the ops a tag means something for).
+    pub fn is_message(self) -> bool {
+        matches!(self, OpKind::Send | OpKind::Recv)
+    }
+}
+
 /// An operation the program hands to the engine for execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadyOp {
@@ -44,23 +51,30 @@ pub struct ReadyOp {
     pub id: u32,
     pub cpu: u8,
     pub nic: u8,
+    /// A message of a collective operation (its waits are collective
+    /// imbalance when the run is explained, not late senders or receivers).
+    pub collective: bool,
 }
 
 impl ReadyOp {
     pub fn calc(size_ps: Time, id: u32) -> Self {
-        ReadyOp { kind: OpKind::Calc, peer: 0, tag: 0, size: size_ps, id, cpu: 0, nic: 0 }
+        ReadyOp { kind: OpKind::Calc, peer: 0, tag: 0, size: size_ps, id, cpu: 0, nic: 0, collective: false }
     }
     pub fn mem(bytes: u64, id: u32) -> Self {
-        ReadyOp { kind: OpKind::Mem, peer: 0, tag: 0, size: bytes, id, cpu: 0, nic: 0 }
+        ReadyOp { kind: OpKind::Mem, peer: 0, tag: 0, size: bytes, id, cpu: 0, nic: 0, collective: false }
     }
     pub fn probe(id: u32) -> Self {
-        ReadyOp { kind: OpKind::Probe, peer: 0, tag: 0, size: 0, id, cpu: 0, nic: 0 }
+        ReadyOp { kind: OpKind::Probe, peer: 0, tag: 0, size: 0, id, cpu: 0, nic: 0, collective: false }
     }
     pub fn send(peer: u32, tag: u32, bytes: u64, id: u32) -> Self {
-        ReadyOp { kind: OpKind::Send, peer, tag, size: bytes, id, cpu: 0, nic: 0 }
+        ReadyOp { kind: OpKind::Send, peer, tag, size: bytes, id, cpu: 0, nic: 0, collective: false }
     }
     pub fn recv(peer: u32, tag: u32, bytes: u64, id: u32) -> Self {
-        ReadyOp { kind: OpKind::Recv, peer, tag, size: bytes, id, cpu: 0, nic: 0 }
+        ReadyOp { kind: OpKind::Recv, peer, tag, size: bytes, id, cpu: 0, nic: 0, collective: false }
+    }
+    /// The op, marked as part of a collective (or not).
+    pub fn of_collective(self, collective: bool) -> Self {
+        ReadyOp { collective, ..self }
     }
 }
 

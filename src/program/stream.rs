@@ -42,6 +42,21 @@ pub enum StreamOp {
         bytes: u64,
         slot: u8,
     },
+    /// `ISend` and `IRecv` of a collective (what the collective driver
+    /// emits): waits for them are collective imbalance when the run is
+    /// explained.
+    CollSend {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+        slot: u8,
+    },
+    CollRecv {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+        slot: u8,
+    },
     /// Block until every request in the slot mask is complete.
     Wait(u64),
     /// Block until at least one request in the slot mask is complete
@@ -71,6 +86,21 @@ pub enum StreamOp {
         value: f64,
     },
     Done,
+}
+
+impl StreamOp {
+    /// A send or receive as the engine's op (its id the request slot plus
+    /// `base`) and its slot; None for other ops.
+    fn message(self, base: u8) -> Option<(ReadyOp, u8)> {
+        let id = |slot: u8| (slot + base) as u32;
+        Some(match self {
+            StreamOp::ISend { peer, tag, bytes, slot } => (ReadyOp::send(peer, tag, bytes, id(slot)), slot),
+            StreamOp::IRecv { peer, tag, bytes, slot } => (ReadyOp::recv(peer, tag, bytes, id(slot)), slot),
+            StreamOp::CollSend { peer, tag, bytes, slot } => (ReadyOp::send(peer, tag, bytes, id(slot)).of_collective(true), slot),
+            StreamOp::CollRecv { peer, tag, bytes, slot } => (ReadyOp::recv(peer, tag, bytes, id(slot)).of_collective(true), slot),
+            _ => return None,
+        })
+    }
 }
 
 /// What a workload may know when it generates the next op.
@@ -428,13 +458,10 @@ impl<W: Workload> Rank<'_, W> {
                     self.out.push(ReadyOp::mem(bytes, MEM_ID));
                     return Ok(());
                 }
-                StreamOp::ISend { peer, tag, bytes, slot } => {
+                StreamOp::ISend { .. } | StreamOp::IRecv { .. } | StreamOp::CollSend { .. } | StreamOp::CollRecv { .. } => {
+                    let (ready, slot) = op.message(0).expect("a message op");
                     check_main_slot(rank, slot, self.bg_base)?;
-                    return issue(rank, self.st, self.out, ReadyOp::send(peer, tag, bytes, slot as u32), slot);
-                }
-                StreamOp::IRecv { peer, tag, bytes, slot } => {
-                    check_main_slot(rank, slot, self.bg_base)?;
-                    return issue(rank, self.st, self.out, ReadyOp::recv(peer, tag, bytes, slot as u32), slot);
+                    return issue(rank, self.st, self.out, ready, slot);
                 }
                 // The common case: a wait with nothing in the background that
                 // is already satisfied returns at once.
@@ -545,9 +572,10 @@ impl<W: Workload> Rank<'_, W> {
                     bg.wait = mask as u32;
                     continue;
                 }
-                Some(StreamOp::ISend { peer, tag, bytes, slot }) => (ReadyOp::send(peer, tag, bytes, (slot + base) as u32), slot),
-                Some(StreamOp::IRecv { peer, tag, bytes, slot }) => (ReadyOp::recv(peer, tag, bytes, (slot + base) as u32), slot),
-                Some(other) => return Err(format!("rank {rank}: unexpected {other:?} in a collective")),
+                Some(other) => match other.message(base) {
+                    Some(m) => m,
+                    None => return Err(format!("rank {rank}: unexpected {other:?} in a collective")),
+                },
             };
             if op.1 >= 64 - base {
                 return Err(format!(
@@ -587,8 +615,12 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
                 StreamOp::Calc(ps) => {
                     GoalOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: (ps + PS_PER_NS / 2) / PS_PER_NS, cpu: 0, nic: 0 }
                 }
-                StreamOp::ISend { peer, tag, bytes, .. } => GoalOp { kind: GoalKind::Send, peer, tag, size: bytes, cpu: 0, nic: 0 },
-                StreamOp::IRecv { peer, tag, bytes, .. } => GoalOp { kind: GoalKind::Recv, peer, tag, size: bytes, cpu: 0, nic: 0 },
+                StreamOp::ISend { peer, tag, bytes, .. } | StreamOp::CollSend { peer, tag, bytes, .. } => {
+                    GoalOp { kind: GoalKind::Send, peer, tag, size: bytes, cpu: 0, nic: 0 }
+                }
+                StreamOp::IRecv { peer, tag, bytes, .. } | StreamOp::CollRecv { peer, tag, bytes, .. } => {
+                    GoalOp { kind: GoalKind::Recv, peer, tag, size: bytes, cpu: 0, nic: 0 }
+                }
                 StreamOp::Wait(mask) => {
                     waited.extend((0..64).filter(|s| mask >> s & 1 == 1).map(|s| slot_op[s]).filter(|&i| i != u32::MAX));
                     continue;
@@ -610,7 +642,7 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
             waited.sort_unstable();
             waited.dedup();
             g.requires.extend(waited.drain(..).map(|w| (idx, w)));
-            if let StreamOp::ISend { slot, .. } | StreamOp::IRecv { slot, .. } = op {
+            if let Some((_, slot)) = op.message(0) {
                 slot_op[slot as usize] = idx;
             }
             debug_assert!(goal_op.peer != ANY || goal_op.kind == GoalKind::Recv);

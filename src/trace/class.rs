@@ -648,7 +648,8 @@ impl ClassProgram {
             if follows {
                 self.cursors[r as usize].set(j, ISSUED);
                 let peer = self.layout.moved(r, it.peer);
-                let op = ReadyOp { kind: it.kind, peer, tag: it.tag, size: it.size, id: j, cpu: 0, nic: 0 };
+                let collective = it.kind.is_message() && self.shared.is_collective_tag(it.tag);
+                let op = ReadyOp { kind: it.kind, peer, tag: it.tag, size: it.size, id: j, cpu: 0, nic: 0, collective };
                 self.ready.push((r, op));
             }
             return;
@@ -815,7 +816,7 @@ impl ClassProgram {
                 }
                 let id = COLLECTIVE_OP | if fan { FAN_OP } else { 0 } | (x.slot as u32) << SLOT_SHIFT | local;
                 let kind = if m.send { OpKind::Send } else { OpKind::Recv };
-                self.ready.push((r, ReadyOp { kind, peer, tag, size: m.bytes, id, cpu: 0, nic: 0 }));
+                self.ready.push((r, ReadyOp { kind, peer, tag, size: m.bytes, id, cpu: 0, nic: 0, collective: true }));
             }
         }
         let over = x.ended && x.waiting == 0 && x.fan_left == 0;

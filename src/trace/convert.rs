@@ -86,6 +86,8 @@ pub struct Shared {
     pub extrapolation: Option<String>,
     /// (communicator context, tag) → engine tag; collectives use negative tags.
     tags: FxHashMap<(u64, i64), u32>,
+    /// Per engine tag (they are handed out from 0): whether a collective's.
+    collective_tags: Vec<bool>,
     /// Members of each communicator context, shared by all member ranks.
     groups: FxHashMap<u64, Weak<[u32]>>,
 }
@@ -100,13 +102,23 @@ impl Shared {
             compute_scale,
             extrapolation: None,
             tags: FxHashMap::default(),
+            collective_tags: Vec::new(),
             groups: FxHashMap::default(),
         }
     }
 
     fn tag(&mut self, ctx: u64, tag: i64) -> u32 {
         let next = self.tags.len() as u32;
-        *self.tags.entry((ctx, tag)).or_insert(next)
+        let t = *self.tags.entry((ctx, tag)).or_insert(next);
+        if t == next {
+            self.collective_tags.push(tag < 0);
+        }
+        t
+    }
+
+    /// Whether engine tag `tag` carries a collective's messages.
+    pub fn is_collective_tag(&self, tag: u32) -> bool {
+        self.collective_tags.get(tag as usize).copied().unwrap_or(false)
     }
 
     fn group(&mut self, ctx: u64, members: Vec<u32>) -> Rc<[u32]> {

@@ -273,7 +273,8 @@ impl Program for TraceProgram {
         for slot in w.ready.drain(..) {
             let n = &mut w.nodes[slot as usize];
             n.state = State::Ready;
-            out.push(ReadyOp { kind: n.kind, peer: n.peer, tag: n.tag, size: n.size, id: slot, cpu: 0, nic: 0 });
+            let collective = n.kind.is_message() && self.shared.is_collective_tag(n.tag);
+            out.push(ReadyOp { kind: n.kind, peer: n.peer, tag: n.tag, size: n.size, id: slot, cpu: 0, nic: 0, collective });
         }
         Ok(())
     }

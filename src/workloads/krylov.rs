@@ -561,8 +561,8 @@ mod tests {
                 match k.next(5, &mut s, &Ctx::default()) {
                     StreamOp::Done => break,
                     StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } => {}
-                    StreamOp::IRecv { .. } => out.push("irecv"),
-                    StreamOp::ISend { .. } => out.push("isend"),
+                    StreamOp::IRecv { .. } | StreamOp::CollRecv { .. } => out.push("irecv"),
+                    StreamOp::ISend { .. } | StreamOp::CollSend { .. } => out.push("isend"),
                     StreamOp::Calc(7) => out.push("busy1"),
                     StreamOp::Calc(9) => out.push("busy2"),
                     StreamOp::Wait(_) => out.push("wait"),
