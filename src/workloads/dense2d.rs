@@ -322,7 +322,8 @@ impl Dense2d {
     }
 
     /// The next op that advances a relay without blocking on a receive, or
-    /// None when it is done or needs its next chunk.
+    /// None when it is done or needs its next chunk. Its messages are a
+    /// broadcast's (waits for them are collective imbalance).
     fn relay_op(&self, rank: u32, b: &Bcast, r: &mut Relay) -> Option<StreamOp> {
         let (recv, send) = if b.along_row { (ROW_RECV, ROW_SEND) } else { (COL_RECV, COL_SEND) };
         loop {
@@ -338,7 +339,7 @@ impl Dense2d {
             if b.v == 0 || r.flags & RECEIVED != 0 {
                 if let Some(c) = child(self.broadcast, b.v, b.p, r.child as u32) {
                     r.flags |= SENDING;
-                    return Some(StreamOp::ISend { peer: self.world(rank, b, c), tag: b.tag, bytes, slot: send });
+                    return Some(StreamOp::CollSend { peer: self.world(rank, b, c), tag: b.tag, bytes, slot: send });
                 }
                 *r = Relay { chunk: r.chunk + 1, child: 0, flags: 0 };
                 continue;
@@ -346,7 +347,7 @@ impl Dense2d {
             if r.flags & POSTED == 0 {
                 r.flags |= POSTED;
                 let from = parent(self.broadcast, b.v, b.p).expect("a non-root has a parent");
-                return Some(StreamOp::IRecv { peer: self.world(rank, b, from), tag: b.tag, bytes, slot: recv });
+                return Some(StreamOp::CollRecv { peer: self.world(rank, b, from), tag: b.tag, bytes, slot: recv });
             }
             return None;
         }
@@ -587,7 +588,7 @@ mod tests {
         }
         fn next(&self, rank: u32, s: &mut DenseState, ctx: &Ctx) -> StreamOp {
             let op = self.w.next(rank, s, ctx);
-            if let StreamOp::ISend { peer, tag, bytes, .. } = op {
+            if let StreamOp::ISend { peer, tag, bytes, .. } | StreamOp::CollSend { peer, tag, bytes, .. } = op {
                 self.sends.borrow_mut().push((rank, peer, tag, bytes));
             }
             op
