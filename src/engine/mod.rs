@@ -934,7 +934,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         // issues nothing while its CPU is in memory-bound work.)
         debug_assert!(time != fabric::MEM_BUSY);
         let time = time.max(self.now);
-        Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id).with_collective(op.collective))
+        // (the mark only matters to `explain`: compiled out without it)
+        Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id).with_collective(X && op.collective))
     }
 
     /// Why `event_for` refuses `op` of rank `r`.

@@ -112,9 +112,12 @@ impl Event {
         self.meta = self.meta & !(0xf << 16 | LINE_HEAD) | (kind as u64) << 16;
         self
     }
+    /// Marks the event as a collective's if `collective` (a new event is not).
     #[inline]
     pub fn with_collective(mut self, collective: bool) -> Self {
-        self.meta = self.meta & !COLLECTIVE | if collective { COLLECTIVE } else { 0 };
+        if collective {
+            self.meta |= COLLECTIVE;
+        }
         self
     }
     #[inline]
@@ -615,7 +618,7 @@ mod tests {
         let mut c = e.with_collective(true);
         c.set_line_head();
         let d = c.with_kind(EvKind::Rts);
-        assert!(d.is_collective() && !d.is_line_head() && !e.is_collective());
+        assert!(d.is_collective() && !d.is_line_head() && !e.is_collective() && !e.with_collective(false).is_collective());
         assert_eq!((d.kind(), d.cpu(), d.nic(), d.stamp()), (EvKind::Rts, 3, 7, (1 << 40) - 1));
     }
 

@@ -458,10 +458,15 @@ impl<W: Workload> Rank<'_, W> {
                     self.out.push(ReadyOp::mem(bytes, MEM_ID));
                     return Ok(());
                 }
-                StreamOp::ISend { .. } | StreamOp::IRecv { .. } | StreamOp::CollSend { .. } | StreamOp::CollRecv { .. } => {
-                    let (ready, slot) = op.message(0).expect("a message op");
+                StreamOp::ISend { peer, tag, bytes, slot } | StreamOp::CollSend { peer, tag, bytes, slot } => {
                     check_main_slot(rank, slot, self.bg_base)?;
-                    return issue(rank, self.st, self.out, ready, slot);
+                    let send = ReadyOp::send(peer, tag, bytes, slot as u32).of_collective(matches!(op, StreamOp::CollSend { .. }));
+                    return issue(rank, self.st, self.out, send, slot);
+                }
+                StreamOp::IRecv { peer, tag, bytes, slot } | StreamOp::CollRecv { peer, tag, bytes, slot } => {
+                    check_main_slot(rank, slot, self.bg_base)?;
+                    let recv = ReadyOp::recv(peer, tag, bytes, slot as u32).of_collective(matches!(op, StreamOp::CollRecv { .. }));
+                    return issue(rank, self.st, self.out, recv, slot);
                 }
                 // The common case: a wait with nothing in the background that
                 // is already satisfied returns at once.
