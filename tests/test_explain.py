@@ -294,6 +294,8 @@ def test_the_report_says_what_bounds_each_explained_run(cli, tmp_path):
     assert "What bounds this run" in html and "bound by" in html and "slows by 1%" in html
     assert html.count("<img") >= 5 and page is not None  # runs' plot, breakdown, waits, route, T(L)
     assert "The critical path runs through" in html
+    # the idle time by kind (point-to-point halos only: no collective imbalance)
+    assert "by what ended the wait: late sender " in html and "collective imbalance 0 s" in html
 
 
 @pytest.mark.parametrize("param,key", [("L", "L_s"), ("o", "o_s")])

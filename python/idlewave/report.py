@@ -232,7 +232,7 @@ def _regimes(d: Path, root: Path) -> str:
 def _explained(d: Path, root: Path) -> str:
     """An explained run: the makespan by cause, the derivatives, the
     tolerances (if `idlewave explain` found them) and the figures."""
-    from idlewave.explain import CAUSES, Explanation
+    from idlewave.explain import CAUSES, WAITS, Explanation
 
     parts = []
     doc = read_json(d / "explain.json")
@@ -249,6 +249,10 @@ def _explained(d: Path, root: Path) -> str:
                    if route.get("from_s", 0) > 0 else "")
         parts.append(f"<p>The critical path runs through {route['segments']:,} stretches on {route['ranks']:,} ranks; "
                      f"longest on {html.escape(longest)} of the makespan.{partial}</p>")
+    waits = doc.get("waits_total_s") or {}
+    if waits:
+        said = ", ".join(f"{label} {waits[k]:.6g} s" for k, label in WAITS.items() if k in waits)
+        parts.append(f"<p>Time ranks sat idle, summed over ranks, by what ended the wait: {html.escape(said)}.</p>")
     tol = doc.get("tolerance") or {}
     if tol:
         parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": ("not on the path" if v is None else v)
