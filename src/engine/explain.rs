@@ -703,7 +703,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// parameter before it moves the end: the counts (the slopes) start
     /// again from zero there, while the causes still sum to the time.
     fn x_charge_from(&mut self, mut path: Path, c: usize, start: Time) -> Path {
-        if self.noise.in_detour((c / self.stride) as u32, start) {
+        if self.noise.charge_started_in_detour((c / self.stride) as u32, start) {
             path.restart_counts();
         }
         path

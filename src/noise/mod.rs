@@ -234,6 +234,9 @@ pub struct Noise {
     /// The cached source's detour length.
     cached_len: i64,
     too_dense: bool,
+    /// The (rank, start) of the last CPU charge that found the CPU taken by
+    /// a detour when it was ready (see [`Noise::charge_started_in_detour`]).
+    waited_at: Option<(u32, Time)>,
 }
 
 /// Detours one CPU charge may cross before the run is stopped (noise so
@@ -306,7 +309,7 @@ impl Noise {
             _ => None,
         };
         let cache = if fixed_len.is_some() { vec![Cached::NONE; num_ranks as usize] } else { Vec::new() };
-        Ok(Noise { sources, seed, cache, cached_len: fixed_len.unwrap_or(0), too_dense: false })
+        Ok(Noise { sources, seed, cache, cached_len: fixed_len.unwrap_or(0), too_dense: false, waited_at: None })
     }
 
     /// Hints that `rank`'s cached detour will be needed soon.
@@ -350,7 +353,14 @@ impl Noise {
                 return crate::time::PAST_LIMIT; // the run stops there
             }
             match self.next_detour(rank, t) {
-                Some(d) if d.start <= t => t = d.end, // CPU taken right now: wait it out
+                Some(d) if d.start <= t => {
+                    // CPU taken right now: wait it out (noted if the charge was ready then:
+                    // only a rare case pays for the note)
+                    if t == start as i64 {
+                        self.waited_at = Some((rank, start));
+                    }
+                    t = d.end
+                }
                 Some(d) if d.start < t + remaining => {
                     remaining -= d.start - t;
                     t = d.end;
@@ -362,10 +372,19 @@ impl Noise {
         crate::time::PAST_LIMIT
     }
 
-    /// Whether `rank`'s CPU is taken by a detour at `t` (a charge ready then
-    /// starts at the detour's end).
-    pub fn in_detour(&mut self, rank: u32, t: Time) -> bool {
-        !self.sources.is_empty() && self.next_detour(rank, t as i64).is_some_and(|d| d.start <= t as i64)
+    /// Whether the CPU charge of `rank` ready at `start`, which [`Noise::cpu_end`]
+    /// has just been asked about (the last charge asked), found the CPU taken by a
+    /// detour then: it started at the detour's end, whenever it was ready.
+    /// Answered from that call, not by asking the sources again (which costs as
+    /// much as the charge: the cache answers only later times).
+    pub fn charge_started_in_detour(&self, rank: u32, start: Time) -> bool {
+        let waited = self.waited_at == Some((rank, start));
+        debug_assert_eq!(
+            waited,
+            !self.sources.is_empty() && self.first_detour_uncached(rank, start as i64).is_some_and(|d| d.start <= start as i64),
+            "rank {rank} at {start}: not the last charge asked?"
+        );
+        waited
     }
 
     /// Whether a charge crossed more than [`MAX_DETOURS_PER_CHARGE`] detours.
