@@ -163,34 +163,46 @@ impl Path {
 
     /// Each count raised to `other`'s where that is larger (a tie).
     fn max_counts(&mut self, other: &Path) {
-        for (a, b) in self.crossings.iter_mut().flatten().zip(other.crossings.iter().flatten()) {
-            *a = (*a).max(*b);
-        }
-        for (a, b) in self.g_bytes.iter_mut().zip(other.g_bytes) {
-            *a = (*a).max(b);
+        // (indexed loops: the compiler unrolls them, not the flattened iterators)
+        for class in 0..CLASSES.len() {
+            for k in 0..3 {
+                self.crossings[class][k] = self.crossings[class][k].max(other.crossings[class][k]);
+            }
+            self.g_bytes[class] = self.g_bytes[class].max(other.g_bytes[class]);
         }
         self.o_bytes = self.o_bytes.max(other.o_bytes);
     }
 }
 
 /// The path of the latest of `inputs` (time, path); see the module notes for ties.
-/// Copies one path, however many inputs (a clock given twice is one input).
+/// Copies one path, however many inputs (a clock given twice is one input):
+/// the tied ones are only pointed to until the end.
 pub fn latest<'a>(inputs: impl IntoIterator<Item = (Time, &'a Path)>) -> Option<Path> {
     let mut inputs = inputs.into_iter();
     let (mut best_time, mut best) = inputs.next()?;
-    let mut tied: Option<Path> = None;
+    // the paths tied with `best`, the first few in place (an engine event
+    // compares at most three inputs), the others beyond
+    let mut tied: [&Path; 3] = [best; 3];
+    let mut n = 0;
+    let mut more: Vec<&Path> = Vec::new();
     for (t, p) in inputs {
         if t > best_time {
-            (best_time, best, tied) = (t, p, None);
+            (best_time, best, n) = (t, p, 0);
+            more.clear();
         } else if t == best_time && !std::ptr::eq(p, best) {
-            tied.get_or_insert(*best).max_counts(p);
+            if n < tied.len() {
+                tied[n] = p;
+                n += 1;
+            } else {
+                more.push(p);
+            }
         }
     }
-    // (not `unwrap_or(*best)`, which copies the path even when tied holds one)
-    Some(match tied {
-        Some(t) => t,
-        None => *best,
-    })
+    let mut path = *best;
+    for p in tied[..n].iter().chain(&more) {
+        path.max_counts(p);
+    }
+    Some(path)
 }
 
 /// Where the paths live while a run is explained.
@@ -206,6 +218,12 @@ pub struct Explain {
     /// Not an `Option`: aligned, that would take 192 bytes, copied by a call.
     cur: Path,
     has_cur: bool,
+    /// The clock (an index into `clocks`) whose path `cur` is a copy of, if
+    /// one is and that clock has not been set since (NO_CLOCK otherwise): the
+    /// two then tie without a count to compare.
+    cur_clock: usize,
+    /// Engine clock indices to ranks, without a division.
+    stride: Divisor,
     /// Scratch: the path of the message being sent.
     msg: Path,
     /// Memory-bound computations running: their start's path and bytes.
@@ -244,6 +262,34 @@ struct EventPaths {
     slots: Vec<Path>,
     free: Vec<u32>,
 }
+
+/// Division by a number fixed for the run (the engine's clocks per rank),
+/// by a multiplication: a division instruction takes tens of cycles, and
+/// explaining divides at every clock it reads or sets.
+#[derive(Debug, Clone, Copy, Default)]
+struct Divisor {
+    d: u64,
+    /// ⌈2^64 / d⌉: ⌊n·m / 2^64⌋ = ⌊n / d⌋ for every n < 2^64 / d (the error
+    /// n·(m − 2^64/d)/2^64 stays below 1/d), far beyond any clock index.
+    m: u64,
+}
+
+impl Divisor {
+    fn new(d: usize) -> Self {
+        let d = d.max(1) as u64;
+        let m = if d == 1 { 0 } else { u64::MAX / d + 1 };
+        Divisor { d, m }
+    }
+
+    #[inline(always)]
+    fn div(self, n: usize) -> usize {
+        let q = if self.d == 1 { n as u64 } else { ((n as u128 * self.m as u128) >> 64) as u64 };
+        debug_assert_eq!(q, n as u64 / self.d);
+        q as usize
+    }
+}
+
+const NO_CLOCK: usize = usize::MAX;
 
 /// A direct table entry: the slot of the stamp whose low bits lead here,
 /// and the stamp's other bits (`tag`). Stamps take 40 bits (queue.rs) and
@@ -511,6 +557,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             events: EventPaths::new(if cfg!(test) { 4 } else { (DIRECT_PER_RANK * ranks).next_power_of_two().max(1 << 8) }),
             collect_at: if cfg!(test) { 64 } else { 2 * hop_budget },
             hop_budget,
+            cur_clock: NO_CLOCK,
+            stride: Divisor::new(self.stride),
             ..Default::default()
         });
         x.push_hop(NO_RANK, NOWHERE);
@@ -548,7 +596,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let inputs = (0..p)
             .flat_map(|r| (0..self.ncpu).map(move |c| self.o(r, c as u8)))
             .filter(|&i| self.clocks[i] == makespan)
-            .map(|i| (self.clocks[i], x.clock(i, self.stride)));
+            .map(|i| (self.clocks[i], x.clock(i)));
         let path = latest(inputs).unwrap_or_default();
         let route = x.route(&path);
         Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes(), waits: x.waits.clone(), route })
@@ -574,15 +622,27 @@ impl<P: Program, const X: bool> Engine<P, X> {
             x.arriving = elsewhere.then_some(Arrival { rank: ev.rank, from: s.hop, at: s.ps, hop: None });
             x.cur = *s;
             x.has_cur = true;
+            x.cur_clock = NO_CLOCK;
         } else {
             x.arriving = None;
-            let cur = self.resources(ev).and_then(|idx| {
+            let mut cur_clock = NO_CLOCK;
+            let cur = self.resources(ev).and_then(|[a, b]| {
                 let x = self.explained.as_deref().expect("explaining");
-                let at = idx.iter().filter(|&&i| self.clocks[i] == ev.time).map(|&i| (ev.time, x.clock(i, self.stride)));
-                latest(at)
+                let at = [a, b].into_iter().filter(|&i| self.clocks[i] == ev.time);
+                let mut slots = at.map(|i| x.slot(i));
+                let first = slots.next()?;
+                match slots.next().filter(|&s| s != first) {
+                    // two clocks tie: their paths' counts are compared
+                    Some(second) => latest([first, second].map(|s| (ev.time, &x.clocks[s]))),
+                    None => {
+                        cur_clock = first;
+                        Some(x.clocks[first])
+                    }
+                }
             });
             let x = self.explained.as_deref_mut().expect("explaining");
             x.has_cur = cur.is_some();
+            x.cur_clock = cur_clock;
             if let Some(p) = cur {
                 x.cur = p;
             }
@@ -647,6 +707,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
             x.cur = Path { hop: 1 + rank, ..Path::default() };
             x.has_cur = true;
+            x.cur_clock = NO_CLOCK;
         }
     }
 
@@ -675,20 +736,32 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// The path of the latest of clocks `idx` and, if given, the current event.
     pub(super) fn x_latest(&self, idx: &[usize], with_now: bool) -> Path {
         let x = self.explained.as_deref().expect("explaining");
-        let now = x.cur().filter(|_| with_now).map(|p| (self.now, p));
-        let clocks = idx.iter().map(|&i| (self.clocks[i], x.clock(i, self.stride)));
-        latest(clocks.chain(now)).unwrap_or_default()
+        debug_assert!(matches!(idx.len(), 1 | 2));
+        let (a, b) = (idx[0], idx[idx.len() - 1]);
+        let (sa, sb) = (x.slot(a), x.slot(b));
+        // the current path copies a clock now at its time: the same input
+        let is_cur = |i: usize, slot: usize| {
+            let same = slot == x.cur_clock && self.clocks[i] == self.now;
+            debug_assert!(!same || x.cur() == Some(&x.clocks[slot]), "clock {i} is not the current path");
+            same
+        };
+        let now = x.cur().filter(|_| with_now && !is_cur(a, sa) && !is_cur(b, sb)).map(|p| (self.now, p));
+        // (a clock given twice is the same path: `latest` takes it once)
+        let clocks = [(self.clocks[a], &x.clocks[sa]), (self.clocks[b], &x.clocks[sb])];
+        latest(clocks.into_iter().chain(now)).unwrap_or_default()
     }
 
     /// Clock `i` is now `self.clocks[i]`, reached by `path`.
     pub(super) fn x_set(&mut self, i: usize, path: Path) {
-        let stride = self.stride;
-        let rank = (i / stride) as u32;
         let x = self.explained.as_deref_mut().expect("explaining");
+        let rank = x.stride.div(i) as u32;
         debug_assert_eq!(path.total(), self.clocks[i], "clock {i}");
+        if x.slot(i) == x.cur_clock {
+            x.cur_clock = NO_CLOCK;
+        }
         let hops = x.hops.len();
         let path = x.arrive(path, rank);
-        *x.clock_mut(i, stride) = path;
+        *x.clock_mut(i) = path;
         if x.hops.len() > hops {
             // a new hop: the iteration the rank is in
             let iteration = self.program.iteration(rank).unwrap_or(UNKNOWN);
@@ -703,7 +776,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// parameter before it moves the end: the counts (the slopes) start
     /// again from zero there, while the causes still sum to the time.
     fn x_charge_from(&mut self, mut path: Path, c: usize, start: Time) -> Path {
-        if self.noise.charge_started_in_detour((c / self.stride) as u32, start) {
+        let rank = self.explained.as_deref().expect("explaining").stride.div(c) as u32;
+        if self.noise.charge_started_in_detour(rank, start) {
             path.restart_counts();
         }
         path
@@ -861,6 +935,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         path.add(MEMORY, mem_end - start - alone);
         path.add(NOISE, self.clocks[c] - mem_end);
         x.has_cur = false;
+        x.cur_clock = NO_CLOCK;
         self.x_set(c, path);
     }
 }
@@ -1003,13 +1078,20 @@ impl Explain {
         self.hop_rank.push(rank);
     }
 
-    #[inline]
-    fn clock(&self, i: usize, stride: usize) -> &Path {
-        &self.clocks[i - super::LISTS * (i / stride)]
+    /// Where engine clock `i` keeps its path in `clocks` (the engine's
+    /// layout without the match-list heads).
+    #[inline(always)]
+    fn slot(&self, i: usize) -> usize {
+        i - super::LISTS * self.stride.div(i)
     }
     #[inline]
-    fn clock_mut(&mut self, i: usize, stride: usize) -> &mut Path {
-        &mut self.clocks[i - super::LISTS * (i / stride)]
+    fn clock(&self, i: usize) -> &Path {
+        &self.clocks[self.slot(i)]
+    }
+    #[inline]
+    fn clock_mut(&mut self, i: usize) -> &mut Path {
+        let slot = self.slot(i);
+        &mut self.clocks[slot]
     }
 }
 
