@@ -176,31 +176,24 @@ impl Path {
 
 /// The path of the latest of `inputs` (time, path); see the module notes for ties.
 /// Copies one path, however many inputs (a clock given twice is one input):
-/// the tied ones are only pointed to until the end.
-pub fn latest<'a>(inputs: impl IntoIterator<Item = (Time, &'a Path)>) -> Option<Path> {
-    let mut inputs = inputs.into_iter();
-    let (mut best_time, mut best) = inputs.next()?;
-    // the paths tied with `best`, the first few in place (an engine event
-    // compares at most three inputs), the others beyond
-    let mut tied: [&Path; 3] = [best; 3];
-    let mut n = 0;
-    let mut more: Vec<&Path> = Vec::new();
-    for (t, p) in inputs {
+/// the tied ones are only compared.
+pub fn latest(inputs: &[(Time, &Path)]) -> Option<Path> {
+    let (&(mut best_time, mut best), rest) = inputs.split_first()?;
+    let mut first_tie = None;
+    for (k, &(t, p)) in rest.iter().enumerate() {
         if t > best_time {
-            (best_time, best, n) = (t, p, 0);
-            more.clear();
-        } else if t == best_time && !std::ptr::eq(p, best) {
-            if n < tied.len() {
-                tied[n] = p;
-                n += 1;
-            } else {
-                more.push(p);
-            }
+            (best_time, best, first_tie) = (t, p, None);
+        } else if t == best_time && !std::ptr::eq(p, best) && first_tie.is_none() {
+            first_tie = Some(k);
         }
     }
     let mut path = *best;
-    for p in tied[..n].iter().chain(&more) {
-        path.max_counts(p);
+    if let Some(k) = first_tie {
+        for &(t, p) in &rest[k..] {
+            if t == best_time && !std::ptr::eq(p, best) {
+                path.max_counts(p);
+            }
+        }
     }
     Some(path)
 }
@@ -597,7 +590,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             .flat_map(|r| (0..self.ncpu).map(move |c| self.o(r, c as u8)))
             .filter(|&i| self.clocks[i] == makespan)
             .map(|i| (self.clocks[i], x.clock(i)));
-        let path = latest(inputs).unwrap_or_default();
+        let path = latest(&inputs.collect::<Vec<_>>()).unwrap_or_default();
         let route = x.route(&path);
         Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes(), waits: x.waits.clone(), route })
     }
@@ -633,7 +626,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
                 let first = slots.next()?;
                 match slots.next().filter(|&s| s != first) {
                     // two clocks tie: their paths' counts are compared
-                    Some(second) => latest([first, second].map(|s| (ev.time, &x.clocks[s]))),
+                    Some(second) => latest(&[first, second].map(|s| (ev.time, &x.clocks[s]))),
                     None => {
                         cur_clock = first;
                         Some(x.clocks[first])
@@ -745,14 +738,14 @@ impl<P: Program, const X: bool> Engine<P, X> {
             debug_assert!(!same || x.cur() == Some(&x.clocks[slot]), "clock {i} is not the current path");
             same
         };
-        let now = x.cur().filter(|_| with_now && !is_cur(a, sa) && !is_cur(b, sb)).map(|p| (self.now, p));
         // (a clock given twice is the same path: `latest` takes it once)
-        let clocks = [(self.clocks[a], &x.clocks[sa]), (self.clocks[b], &x.clocks[sb])];
-        latest(clocks.into_iter().chain(now)).unwrap_or_default()
+        let inputs = [(self.clocks[a], &x.clocks[sa]), (self.clocks[b], &x.clocks[sb]), (self.now, &x.cur)];
+        let with_now = with_now && x.has_cur && !is_cur(a, sa) && !is_cur(b, sb);
+        latest(&inputs[..if with_now { 3 } else { 2 }]).unwrap_or_default()
     }
 
     /// Clock `i` is now `self.clocks[i]`, reached by `path`.
-    pub(super) fn x_set(&mut self, i: usize, path: Path) {
+    pub(super) fn x_set(&mut self, i: usize, mut path: Path) {
         let x = self.explained.as_deref_mut().expect("explaining");
         let rank = x.stride.div(i) as u32;
         debug_assert_eq!(path.total(), self.clocks[i], "clock {i}");
@@ -760,7 +753,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             x.cur_clock = NO_CLOCK;
         }
         let hops = x.hops.len();
-        let path = x.arrive(path, rank);
+        path.hop = x.arrive(&path, rank);
         *x.clock_mut(i) = path;
         if x.hops.len() > hops {
             // a new hop: the iteration the rank is in
@@ -775,19 +768,18 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// the charge starts when the detour ends whenever it was ready, so no
     /// parameter before it moves the end: the counts (the slopes) start
     /// again from zero there, while the causes still sum to the time.
-    fn x_charge_from(&mut self, mut path: Path, c: usize, start: Time) -> Path {
+    fn x_charge_from(&mut self, path: &mut Path, c: usize, start: Time) {
         let rank = self.explained.as_deref().expect("explaining").stride.div(c) as u32;
         if self.noise.charge_started_in_detour(rank, start) {
             path.restart_counts();
         }
-        path
     }
 
     /// A computation of `work` ps from the current event's time set CPU clock `c`.
     #[inline(never)]
     pub(super) fn x_compute(&mut self, c: usize, start: Time, work: Time) {
         let mut path = self.x_cur();
-        path = self.x_charge_from(path, c, start);
+        self.x_charge_from(&mut path, c, start);
         path.add(COMPUTE, work);
         path.noise(start, work, self.clocks[c]);
         self.x_set(c, path);
@@ -808,7 +800,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         (src, dst, size): (u32, u32, u64),
     ) {
         let class = self.net.class(src, dst);
-        let mut cpu = self.x_charge_from(base, c, start);
+        let mut cpu = base;
+        self.x_charge_from(&mut cpu, c, start);
         cpu.send_cpu(class, p, size);
         cpu.noise(start, p.send_cpu(size), self.clocks[c]);
         self.x_set(c, cpu);
@@ -850,7 +843,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
     pub(super) fn x_receive(&mut self, (c, n): (usize, usize), p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
         let class = self.net.class(src, dst);
         let base = self.x_cur();
-        let mut cpu = self.x_charge_from(base, c, self.now);
+        let mut cpu = base;
+        self.x_charge_from(&mut cpu, c, self.now);
         cpu.recv_cpu(class, p, size);
         cpu.noise(self.now, p.recv_cpu(size), self.clocks[c]);
         self.x_set(c, cpu);
@@ -878,7 +872,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     pub(super) fn x_landed(&mut self, c: usize, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
         let class = self.net.class(src, dst);
         let mut cpu = self.x_cur();
-        cpu = self.x_charge_from(cpu, c, self.now);
+        self.x_charge_from(&mut cpu, c, self.now);
         cpu.recv_cpu_dma(class, p, size);
         cpu.noise(self.now, p.recv_cpu_per_byte_o(size), self.clocks[c]);
         self.x_set(c, cpu);
@@ -889,7 +883,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
     #[inline(never)]
     pub(super) fn x_control(&mut self, base: Path, c: usize, start: Time, p: &LogGOPS, (from, to): (u32, u32)) {
         let class = self.net.class(from, to);
-        let mut cpu = self.x_charge_from(base, c, start);
+        let mut cpu = base;
+        self.x_charge_from(&mut cpu, c, start);
         cpu.add(OVERHEAD, p.o_ps);
         cpu.add_count(class, O_CPU, 1);
         cpu.noise(start, p.o_ps, self.clocks[c]);
@@ -905,7 +900,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     pub(super) fn x_control_in(&mut self, c: usize, p: &LogGOPS, (from, to): (u32, u32)) {
         let class = self.net.class(from, to);
         let mut cpu = self.x_cur();
-        cpu = self.x_charge_from(cpu, c, self.now);
+        self.x_charge_from(&mut cpu, c, self.now);
         cpu.add(OVERHEAD, p.o_ps);
         cpu.add_count(class, O_CPU, 1);
         cpu.noise(self.now, p.o_ps, self.clocks[c]);
@@ -928,7 +923,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
     pub(super) fn x_mem_end(&mut self, (rank, cpu, c): (u32, u8, usize), start: Time, mem_end: Time, core_bytes_per_ps: f64) {
         let x = self.explained.as_deref_mut().expect("explaining");
         let (path, bytes) = x.mem.remove(&(rank, cpu)).unwrap_or_default();
-        let mut path = self.x_charge_from(path, c, start);
+        let mut path = path;
+        self.x_charge_from(&mut path, c, start);
         let x = self.explained.as_deref_mut().expect("explaining");
         let alone = ((bytes as f64 / core_bytes_per_ps).ceil() as Time).min(mem_end - start);
         path.add(COMPUTE, alone);
@@ -946,19 +942,24 @@ impl Explain {
         self.has_cur.then_some(&self.cur)
     }
 
-    /// `path`, now on `rank`: if it came from elsewhere, a hop records
-    /// where and when (when the current event arrived, if that is how).
-    #[inline]
-    fn arrive(&mut self, mut path: Path, rank: u32) -> Path {
+    /// The hop of `path` now on `rank`: its own if it is on that rank; if it
+    /// came from elsewhere, a new one that records where and when (when the
+    /// current event arrived, if that is how).
+    #[inline(always)]
+    fn arrive(&mut self, path: &Path, rank: u32) -> u32 {
         debug_assert_ne!(path.hop, 0, "a path starts on a rank");
         if self.hop_rank[path.hop as usize] == rank {
-            return path;
+            return path.hop;
         }
+        self.new_hop(path, rank)
+    }
+
+    #[inline(never)]
+    fn new_hop(&mut self, path: &Path, rank: u32) -> u32 {
         let mut hop = Hop { from: path.hop, at: path.ps, iteration: UNKNOWN };
         if let Some(a) = self.arriving.as_mut().filter(|a| a.rank == rank && a.from == path.hop) {
             if let Some(h) = a.hop {
-                path.hop = h;
-                return path;
+                return h;
             }
             hop.at = a.at;
             a.hop = Some(self.hops.len() as u32);
@@ -971,8 +972,7 @@ impl Explain {
             self.hop_rank.reserve_exact(self.hops.capacity() - self.hop_rank.len());
         }
         self.push_hop(rank, hop);
-        path.hop = (self.hops.len() - 1) as u32;
-        path
+        (self.hops.len() - 1) as u32
     }
 
     /// Drops the hops no stored path leads back to and renumbers the rest
