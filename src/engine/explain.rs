@@ -996,13 +996,15 @@ impl Explain {
         const EARLIER: u32 = u32::MAX - 2;
         let mut new = vec![DROP; self.hops.len()];
         new[0] = 0;
-        let roots = || self.clocks.iter().chain(self.events.values()).chain(self.mem.values().map(|(p, _)| p));
-        for p in roots() {
-            new[p.hop as usize] = if p.hop == 0 { 0 } else { LATEST };
+        // the paths' hops, read once (a pass over the paths reads a line per path)
+        let roots: Vec<u32> =
+            self.clocks.iter().chain(self.events.values()).chain(self.mem.values().map(|(p, _)| p)).map(|p| p.hop).collect();
+        for &h in &roots {
+            new[h as usize] = if h == 0 { 0 } else { LATEST };
         }
         let mut earlier = 0;
-        for p in roots() {
-            let mut h = self.hops[p.hop as usize].from;
+        for &root in &roots {
+            let mut h = self.hops[root as usize].from;
             while new[h as usize] == DROP {
                 new[h as usize] = EARLIER;
                 earlier += 1;
