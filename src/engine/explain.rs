@@ -573,6 +573,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         x.events.prefetch_entry(soon.stamp());
         let rank = soon.rank;
+        // its wait counters, added to when it ends a wait
+        super::prefetch(&x.waits, rank as usize);
         let per_rank = self.stride - super::LISTS;
         let first = rank as usize * per_rank;
         for i in first..first + per_rank {
