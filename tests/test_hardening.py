@@ -218,7 +218,16 @@ def test_ctrl_c_stops_a_long_goal_parse(tmp_path):
         f.write("}\n")
     exe = Path(sys.executable).parent / "idlewave"
     p = subprocess.Popen([str(exe), "loggopsim", str(g)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)  # inside the parse (or already running)
+
+    def cpu_s() -> float:  # utime + stime (fields 14 and 15 of /proc/PID/stat)
+        fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    # not a fixed sleep: on a quiet host the whole run takes 1.6 s. Python
+    # starts in 0.2 s of CPU; past 0.4 s it is parsing or running (1.4 s here)
+    while p.poll() is None and cpu_s() < 0.4:
+        time.sleep(0.01)
+    assert p.poll() is None, "the run ended before it could be interrupted"
     p.send_signal(signal.SIGINT)
     start = time.monotonic()
     _, err = p.communicate(timeout=60)
