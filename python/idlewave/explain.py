@@ -51,6 +51,9 @@ WAITS = {
 #: Slowdowns the tolerances are given for.
 SLOWDOWNS = (0.01, 0.05, 0.10)
 
+#: How many times a tolerance is checked below and searched again, at most.
+CHECK_ROUNDS = 4
+
 
 class ExplainError(ValueError):
     """A run that cannot be explained as asked; the message says why."""
@@ -232,8 +235,44 @@ def _makespan(scenario: dict) -> float:
         raise
 
 
+class Runs:
+    """The makespans re-simulated so far with one parameter increased (by 0:
+    the run itself), so that no increase runs twice and each slowdown's
+    search starts from what the smaller ones found. `progress(param, delta,
+    makespan_s, runs)` hears of each new run."""
+
+    def __init__(self, scenario: dict, param: str, base_s: float, progress=None):
+        self.scenario, self.param, self.progress = scenario, param, progress
+        self.seen: dict[float, float] = {0.0: base_s}
+
+    def __call__(self, delta: float) -> float:
+        if delta not in self.seen:
+            self.seen[delta] = _makespan(perturbed(self.scenario, self.param, delta))
+            if self.progress is not None:
+                self.progress(self.param, delta, self.seen[delta], len(self.seen) - 1)
+        return self.seen[delta]
+
+    def spread(self) -> float:
+        """How far the makespan falls from monotonic in the parameter, as a
+        share of the run's: the most by which a smaller increase ran longer
+        than a larger one (0 if none did)."""
+        worst, highest = 0.0, -math.inf
+        for _, m in sorted(self.seen.items()):
+            worst, highest = max(worst, highest - m), max(highest, m)
+        return worst / self.seen[0.0]
+
+    def bracket(self, floor: float, limit: float) -> tuple[float, float | None]:
+        """(lo, hi) among the runs so far: hi the smallest increase above
+        `floor` that passed `limit` (None: none did), lo the largest from
+        `floor` up to hi that stayed within it (`floor` has run)."""
+        over = [d for d, m in self.seen.items() if d > floor and m > limit]
+        hi = min(over) if over else None
+        lo = max(d for d, m in self.seen.items() if floor <= d and (hi is None or d < hi) and m <= limit)
+        return lo, hi
+
+
 def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
-              slowdowns: tuple[float, ...] = SLOWDOWNS, rel_tol: float = 0.01) -> dict[float, float]:
+              slowdowns: tuple[float, ...] = SLOWDOWNS, rel_tol: float = 0.01, runs: Runs | None = None) -> dict[float, float]:
     """The largest increase of `param` for which the makespan grows by at
     most each slowdown, found by re-simulating: bracketed from the
     first-order estimate, then bisected to `rel_tol` of the answer;
@@ -243,8 +282,15 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
     at slowdown × makespan. Under noise the runtime need not grow
     monotonically with the parameter; each answer is an increase that
     keeps the slowdown within its limit, at least as large as the answer
-    for the smaller slowdowns."""
+    for the smaller slowdowns, and below the smallest increase tried that
+    passed the limit; three increases between it and the previous answer
+    are checked, and where one passes the limit the search goes on below
+    it (up to CHECK_ROUNDS times; `Runs.spread` says how far from monotonic
+    the runs were). `runs`: the runs so far, to reuse and add to."""
     base = explanation.makespan_s
+    if base <= 0:
+        raise ExplainError("the run takes no time, so no slowdown is relative to it: tolerances need a makespan above 0")
+    runs = runs or Runs(scenario, param, base)
     out: dict[float, float] = {}
     below = 0.0  # the answer for the previous (smaller) slowdown
     for f in sorted(slowdowns):
@@ -253,29 +299,50 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
             continue
         limit = base * (1 + f)
         first = explanation.first_order_tolerance(param, f) or f * base
-        lo, hi = below, max(first, below)
-        while _makespan(perturbed(scenario, param, hi)) <= limit:  # the path may change: widen
-            lo, hi = hi, hi * 2
+        lo, hi = runs.bracket(below, limit)
+        if hi is None:  # nothing tried slows the run this much: widen from the estimate (the path may change)
+            hi = max(first, lo)
+            while hi <= 1000 * base and runs(hi) <= limit:
+                lo, hi = hi, hi * 2
             if hi > 1000 * base:
+                out[f] = below = math.inf
+                continue
+        for _ in range(CHECK_ROUNDS):
+            lo, hi = _narrow(runs, limit, lo, hi, rel_tol * 1e-6 * first, rel_tol)
+            # Where the runtime is not monotonic (noise), a smaller increase may pass the limit the
+            # bisection kept within: check some between the last answer and this one.
+            over = [d for d in (below + (lo - below) * k / 4 for k in (1, 2, 3)) if runs(d) > limit]
+            if not over:
                 break
-        if hi > 1000 * base:
-            out[f] = below = math.inf
-            continue
-        # (to 1% of the answer; an answer below a millionth of the estimate counts as none)
-        while hi - lo > rel_tol * max(lo, 1e-6 * first):
-            mid = (lo + hi) / 2
-            if _makespan(perturbed(scenario, param, mid)) <= limit:
-                lo = mid
-            else:
-                hi = mid
+            lo, hi = runs.bracket(below, limit)
+            assert hi is not None  # the increases just checked
         out[f] = below = lo
     return out
 
 
-def curve(scenario: dict, param: str, deltas: list[float]) -> list[tuple[float, float]]:
+def _narrow(runs: Runs, limit: float, lo: float, hi: float, least: float, rel_tol: float) -> tuple[float, float]:
+    """Bisects [lo, hi] (lo within `limit`, hi past it) to `rel_tol` of lo
+    (an answer below `least` counts as none); far from the answer by
+    factors, as the estimate it starts from can be orders of magnitude off
+    (under noise, or at a zero count)."""
+    while hi - lo > max(rel_tol * lo, least):
+        if lo == 0:
+            mid = hi / 16
+        elif hi > 4 * lo:
+            mid = math.sqrt(lo * hi)
+        else:
+            mid = (lo + hi) / 2
+        if runs(mid) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def curve(runs: Runs, deltas: list[float]) -> list[tuple[float, float]]:
     """(θ, makespan) for θ = the scenario's value + each delta."""
-    key = PARAMS[param][0]
-    return [(scenario["network"][key] + d, _makespan(perturbed(scenario, param, d))) for d in deltas]
+    value = runs.scenario["network"][PARAMS[runs.param][0]]
+    return [(value + d, runs(d)) for d in deltas]
 
 
 def read(result_dir: Path) -> tuple[dict, Explanation | None]:
