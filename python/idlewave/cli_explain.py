@@ -160,7 +160,8 @@ def explain(
            "tolerance": {p: {str(f): (unbounded if math.isinf(v) else v) for f, v in t.items()}
                          for p, t in tolerances.items()},
            "curves": {p: [{"value": v, "makespan_s": m} for v, m in c] for p, c in curves.items()},
-           **({"resimulations": resimulated, "non_monotonic_by": spreads} if tolerance else {})}
+           **({"resimulations": resimulated, "non_monotonic_by": spreads, "noisy": bool(scenario.get("noise"))}
+              if tolerance else {})}
     if out_dir is not None:
         from idlewave.results import write_json
 
@@ -176,13 +177,9 @@ def explain(
     else:
         show_explanation(x, tolerances)
         if tolerance:
-            shown = [f"{spread:.2%} for {p}" for p, spread in spreads.items() if spread > 0]
-            if shown:
-                out.print(f"Not monotonic: a larger increase ran shorter than a smaller one by up to {', '.join(shown)} "
-                          "of the makespan (noise detours or the order of events move with the parameter; a slowdown "
-                          "smaller than that is within their effect). Each tolerance keeps within its limit at every "
-                          "increase tried below it, three of them checked above the previous one; an increase not "
-                          "tried may still pass it.")
+            note = ex.non_monotonic_note(spreads, bool(scenario.get("noise")))
+            if note:
+                out.print(note)
             out.print(f"(tolerances found by {sum(resimulated.values()):,} re-simulations in {took:.3g} s; "
                       "--no-tolerance skips them)")
         if out_dir is not None:

@@ -51,6 +51,9 @@ WAITS = {
 #: Slowdowns the tolerances are given for.
 SLOWDOWNS = (0.01, 0.05, 0.10)
 
+#: The engine's resolution (s, or s per byte): no smaller increase runs.
+PS = 1e-12
+
 #: How many times a tolerance is checked below and searched again, at most.
 CHECK_ROUNDS = 4
 
@@ -278,8 +281,8 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
     first-order estimate, then bisected to `rel_tol` of the answer;
     infinity where no increase up to 1000× the makespan slows the run that
     much. A parameter the path does not cross now (a zero count) may still
-    slow the run once another path becomes critical: its bracket starts
-    at slowdown × makespan. Under noise the runtime need not grow
+    slow the run once another path becomes critical: its search grows from
+    a millionth of slowdown × makespan by factors of 16. Under noise the runtime need not grow
     monotonically with the parameter; each answer is an increase that
     keeps the slowdown within its limit, at least as large as the answer
     for the smaller slowdowns, and below the smallest increase tried that
@@ -298,20 +301,26 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
             out[f] = below
             continue
         limit = base * (1 + f)
-        first = explanation.first_order_tolerance(param, f) or f * base
+        first = explanation.first_order_tolerance(param, f)
         lo, hi = runs.bracket(below, limit)
-        if hi is None:  # nothing tried slows the run this much: widen from the estimate (the path may change)
-            hi = max(first, lo)
+        if hi is None:  # nothing tried slows the run this much
+            if first is not None:  # widen from the estimate (the path may change)
+                hi, grow = max(first, lo), 2.0
+            else:
+                # from far below, by factors: an increase far past the answer (f·T per byte of G)
+                # makes a run long, and under noise as slow as its simulated time is long
+                hi, grow = max(lo, 1e-6 * f * base, PS), 16.0
             while hi <= 1000 * base and runs(hi) <= limit:
-                lo, hi = hi, hi * 2
+                lo, hi = hi, hi * grow
             if hi > 1000 * base:
                 out[f] = below = math.inf
                 continue
         for _ in range(CHECK_ROUNDS):
-            lo, hi = _narrow(runs, limit, lo, hi, rel_tol * 1e-6 * first, rel_tol)
+            lo, hi = _narrow(runs, limit, lo, hi, rel_tol * 1e-6 * (first or f * base), rel_tol)
             # Where the runtime is not monotonic (noise), a smaller increase may pass the limit the
             # bisection kept within: check some between the last answer and this one.
-            over = [d for d in (below + (lo - below) * k / 4 for k in (1, 2, 3)) if runs(d) > limit]
+            checks = [below + (lo - below) * k / 4 for k in (1, 2, 3)] if lo - below >= 4 * PS else []
+            over = [d for d in checks if runs(d) > limit]
             if not over:
                 break
             lo, hi = runs.bracket(below, limit)
@@ -320,14 +329,27 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
     return out
 
 
+def non_monotonic_note(spreads: dict[str, float], noisy: bool) -> str | None:
+    """What a reader of the tolerances must know where the runtime is not
+    monotonic in a parameter (`Runs.spread` of each), or may not be (noise)."""
+    shown = [f"{spread:.2%} for {p}" for p, spread in spreads.items() if spread > 0]
+    if not shown and not noisy:
+        return None
+    seen = (f"among the runs tried, a larger increase ran shorter than a smaller one by up to {', '.join(shown)} "
+            "of the makespan, and between them it may jump further") if shown else "between the runs tried it may jump"
+    return (f"Not monotonic: {seen} (noise detours land elsewhere as the times move, and the order of events "
+            "changes). Each tolerance keeps within its limit at the increase given and at every increase tried "
+            "below it, but it is not a threshold: a smaller increase not tried may pass the limit.")
+
+
 def _narrow(runs: Runs, limit: float, lo: float, hi: float, least: float, rel_tol: float) -> tuple[float, float]:
     """Bisects [lo, hi] (lo within `limit`, hi past it) to `rel_tol` of lo
     (an answer below `least` counts as none); far from the answer by
     factors, as the estimate it starts from can be orders of magnitude off
     (under noise, or at a zero count)."""
-    while hi - lo > max(rel_tol * lo, least):
+    while hi - lo > max(rel_tol * lo, least, PS):
         if lo == 0:
-            mid = hi / 16
+            mid = max(hi / 16, PS)
         elif hi > 4 * lo:
             mid = math.sqrt(lo * hi)
         else:

@@ -232,7 +232,7 @@ def _regimes(d: Path, root: Path) -> str:
 def _explained(d: Path, root: Path) -> str:
     """An explained run: the makespan by cause, the derivatives, the
     tolerances (if `idlewave explain` found them) and the figures."""
-    from idlewave.explain import CAUSES, WAITS, Explanation
+    from idlewave.explain import CAUSES, WAITS, Explanation, non_monotonic_note
 
     parts = []
     doc = read_json(d / "explain.json")
@@ -257,6 +257,9 @@ def _explained(d: Path, root: Path) -> str:
     if tol:
         parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": ("not on the path" if v is None else v)
                                                  for f, v in t.items()}} for p, t in tol.items()]))
+        note = non_monotonic_note(doc.get("non_monotonic_by") or {}, bool(doc.get("noisy")))
+        if note:
+            parts.append(f"<p>{html.escape(note)}</p>")
     for f in sorted(d.glob("*.png")):
         if f.name in ("breakdown.png", "waits.png", "waits_by_iteration.png", "route.png") or f.name.startswith("t_of_"):
             parts.append(_img(f.read_bytes(), f.name))
