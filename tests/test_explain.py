@@ -158,6 +158,9 @@ def test_explain_on_the_command_line(cli, tmp_path):
     assert doc["derivatives"]["L"] == 10 and set(doc["tolerance"]["L"]) == {"0.01", "0.05", "0.1"}
     # no noise, one path: the runtime grows with L, and the runs say so (the curve's included)
     assert doc["non_monotonic_by"] == {"L": 0.0} and 8 < doc["resimulations"]["L"] < 60
+    # the curve spans twice the largest tolerance, from the run's own L (LogGOPSim's 2.5 µs)
+    curve = [point["value"] for point in doc["curves"]["L"]]
+    assert curve[0] == 2.5e-6 and curve[-1] == pytest.approx(2.5e-6 + 2 * doc["tolerance"]["L"]["0.1"])
     p = cli("explain", run, "--params", "L")
     assert "re-simulations" in p.stdout and "Not monotonic" not in p.stdout
     # under noise the tolerances are not thresholds, and the output says so (the report too)

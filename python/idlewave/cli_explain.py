@@ -20,7 +20,7 @@ from idlewave.results import ResultsError, finite
 
 def show_explanation(x, tolerances: dict | None = None) -> None:
     """The makespan by cause, the derivatives and (if given) the tolerances."""
-    from idlewave.explain import CAUSES, PARAMS
+    from idlewave.explain import CAUSES, PARAMS, increase
 
     total = x.makespan_s
     t = Table(title=escape(f"What bounds this run: {CAUSES[x.bound()]} (critical path ends on rank {x.raw['last_rank']})"),
@@ -70,6 +70,8 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
 def _resimulating(base_s: float) -> Iterator[Callable | None]:
     """On a terminal, a live line while the tolerances re-simulate: which
     parameter, how many runs so far, and what the last one gave."""
+    from idlewave.explain import increase
+
     if not err.is_terminal:
         yield None
         return
@@ -78,12 +80,6 @@ def _resimulating(base_s: float) -> Iterator[Callable | None]:
             status.update(f"tolerance of {param}: run {runs}, {param} {increase(param, delta)} gives "
                           f"{makespan_s:.6g} s ({makespan_s / base_s - 1:+.2%}) · Ctrl-C stops")
         yield progress
-
-
-def increase(param: str, delta: float) -> str:
-    """An increase of a parameter in the unit a reader knows it by."""
-    unit, scale = ("µs", 1e6) if param in ("L", "o", "g") else ("ps/byte", 1e12)
-    return f"+{delta * scale:.4g} {unit}"
 
 
 def _check_same_run(result_dir: Path, makespan_ps: int) -> None:
@@ -143,9 +139,12 @@ def explain(
                 for p in wanted:
                     runs[p] = ex.Runs(scenario, p, x.makespan_s, progress)
                     tolerances[p] = ex.tolerance(scenario, x, p, runs=runs[p])
-                    step = x.first_order_tolerance(p, 0.10)
-                    if step:
-                        curves[p] = ex.curve(runs[p], [step * k / 4 for k in range(9)])
+                    # the curve up to twice the largest tolerance found (under noise the first-order
+                    # estimate can be 100 times it), or to twice the estimate
+                    found = max((v for v in tolerances[p].values() if 0 < v < math.inf), default=None)
+                    top = 2 * found if found else 2 * (x.first_order_tolerance(p, 0.10) or 0)
+                    if top:
+                        curves[p] = ex.curve(runs[p], [top * k / 8 for k in range(9)])
             resimulated = {p: len(r.seen) - 1 for p, r in runs.items()}
             spreads = {p: r.spread() for p, r in runs.items()}
             took = time.monotonic() - started

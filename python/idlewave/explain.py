@@ -329,6 +329,12 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
     return out
 
 
+def increase(param: str, delta: float) -> str:
+    """An increase of a parameter in the unit a reader knows it by."""
+    unit, scale = ("µs", 1e6) if param in ("L", "o", "g") else ("ps/byte", 1e12)
+    return f"+{delta * scale:.4g} {unit}"
+
+
 def non_monotonic_note(spreads: dict[str, float], noisy: bool) -> str | None:
     """What a reader of the tolerances must know where the runtime is not
     monotonic in a parameter (`Runs.spread` of each), or may not be (noise)."""

@@ -232,7 +232,7 @@ def _regimes(d: Path, root: Path) -> str:
 def _explained(d: Path, root: Path) -> str:
     """An explained run: the makespan by cause, the derivatives, the
     tolerances (if `idlewave explain` found them) and the figures."""
-    from idlewave.explain import CAUSES, WAITS, Explanation, non_monotonic_note
+    from idlewave.explain import CAUSES, WAITS, Explanation, increase, non_monotonic_note
 
     parts = []
     doc = read_json(d / "explain.json")
@@ -255,7 +255,7 @@ def _explained(d: Path, root: Path) -> str:
         parts.append(f"<p>Time ranks sat idle, summed over ranks, by what ended the wait: {html.escape(said)}.</p>")
     tol = doc.get("tolerance") or {}
     if tol:
-        parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": ("not on the path" if v is None else v)
+        parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": increase(p, v) if isinstance(v, (int, float)) else v
                                                  for f, v in t.items()}} for p, t in tol.items()]))
         note = non_monotonic_note(doc.get("non_monotonic_by") or {}, bool(doc.get("noisy")))
         if note:
