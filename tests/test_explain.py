@@ -214,6 +214,11 @@ def test_explain_refuses_what_it_cannot_read(cli, tmp_path):
     (run / "route.parquet").write_text("not parquet")
     p = cli("explain", run, "--no-tolerance", check=False)
     assert p.returncode == 2 and "a table of the explained run cannot be read" in p.stderr and "Traceback" not in p.stderr
+    # a run that takes no time has no relative slowdown (it was an endless search before)
+    zero = tmp_path / "zero.toml"
+    zero.write_text('[workload]\nkind = "collective"\ncollective = "allreduce"\nranks = 1\niterations = 1\ncompute_s = 0.0\n')
+    p = cli("explain", zero, "--params", "L", check=False)
+    assert p.returncode == 2 and "tolerances need a makespan above 0" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_tolerances_need_one_logGOPS_network():

@@ -282,14 +282,15 @@ def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
     infinity where no increase up to 1000× the makespan slows the run that
     much. A parameter the path does not cross now (a zero count) may still
     slow the run once another path becomes critical: its search grows from
-    a millionth of slowdown × makespan by factors of 16. Under noise the runtime need not grow
-    monotonically with the parameter; each answer is an increase that
-    keeps the slowdown within its limit, at least as large as the answer
-    for the smaller slowdowns, and below the smallest increase tried that
-    passed the limit; three increases between it and the previous answer
-    are checked, and where one passes the limit the search goes on below
-    it (up to CHECK_ROUNDS times; `Runs.spread` says how far from monotonic
-    the runs were). `runs`: the runs so far, to reuse and add to."""
+    a millionth of slowdown × makespan by factors of 16. Under noise the
+    runtime need not grow monotonically with the parameter; each answer is
+    an increase that keeps the slowdown within its limit, at least as large
+    as the answer for the smaller slowdowns, and below the smallest
+    increase tried that passed the limit; three increases between it and
+    the previous answer are checked, and where one passes the limit the
+    search goes on below it (up to CHECK_ROUNDS times; `Runs.spread` says
+    how far from monotonic the runs were). `runs`: the runs so far, to
+    reuse and add to."""
     base = explanation.makespan_s
     if base <= 0:
         raise ExplainError("the run takes no time, so no slowdown is relative to it: tolerances need a makespan above 0")
