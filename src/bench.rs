@@ -120,6 +120,7 @@ pub fn config(case: &str) -> Option<Config> {
         async_progress: false,
         max_memory_bytes: None,
         timeline_spans: 0,
+        computation_spans: 0,
         explain: false,
         network_once_read: None,
     })
@@ -167,6 +168,7 @@ fn grid_case(case: &str, ranks: u32) -> Result<BenchResult, String> {
         scale_to: Some(ranks),
         grid: None,
         strong: false,
+        by_call: false,
         library: None,
     };
     let mut cfg = config("bcast_1m").expect("a known case");
@@ -208,6 +210,7 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
         scale_to: None,
         grid: None,
         strong: false,
+        by_call: false,
         library: None,
     };
     let result = (|| {

@@ -169,7 +169,7 @@ proptest! {
             bytes[at % n] = b;
         }
         std::fs::write(&file, bytes).unwrap();
-        let spec = crate::trace::TraceSpec { dir: dir.display().to_string(), algorithms: vec![], compute_scale: 1.0, scale_to: None, grid: None, strong: false, library: None };
+        let spec = crate::trace::TraceSpec { dir: dir.display().to_string(), algorithms: vec![], compute_scale: 1.0, scale_to: None, grid: None, strong: false, by_call: false, library: None };
         let cfg = Config { workload: sim::WorkloadSpec::Trace(spec), ..crate::bench::config("bcast_1m").unwrap() };
         run_briefly(cfg);
         let _ = std::fs::remove_dir_all(&dir);

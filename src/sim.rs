@@ -73,6 +73,9 @@ pub struct Config {
     pub max_memory_bytes: Option<u64>,
     /// Capture a timeline of up to this many spans (0: none).
     pub timeline_spans: u64,
+    /// Without a timeline: capture up to this many computations alone (a
+    /// trace replay's `by_call` attribution needs them), not returned.
+    pub computation_spans: u64,
     /// Keep the critical path (see `engine::explain`).
     pub explain: bool,
     /// The network to build once a GOAL file or trace gives the rank count,
@@ -305,7 +308,13 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
 fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
     let ranks = crate::trace::simulated_ranks(spec, &t)?;
-    let cfg = &*mapped(cfg, ranks)?;
+    let mut cfg = mapped(cfg, ranks)?;
+    if spec.by_call && cfg.timeline_spans == 0 {
+        // one computation per traced record at most, and one more per rank
+        let records = t.files.iter().map(|(_, h)| h.records.min(1 << 40)).sum::<u64>();
+        cfg.to_mut().computation_spans = records + ranks as u64;
+    }
+    let cfg = &*cfg;
     check_memory(engine_bytes(cfg, ranks as u128) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, ranks)?;
     let extrapolated = crate::trace::extrapolates(spec, &t);
@@ -313,7 +322,15 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
         Replay::Window(p) => run_replay(p, cfg, noise, progress, extrapolated).map(|(r, p)| (r, Replay::Window(p))),
         Replay::Class(p) => run_replay(p, cfg, noise, progress, extrapolated).map(|(r, p)| (r, Replay::Class(p))),
     }?;
-    r.trace_report = Some(crate::trace::replay_report(&t, &replay));
+    let mut report = crate::trace::replay_report(&t, &replay);
+    if spec.by_call {
+        let (spans, truncated) = if cfg.timeline_spans > 0 { r.timeline.clone() } else { r.timeline.take() }.unwrap_or_default();
+        if truncated {
+            return Err(SimError::Invalid("by_call: the timeline was cut short; ask for a larger one, or none".into()));
+        }
+        report.by_call = crate::trace::attribute(&replay, &spans, &r.finish_times).map_err(SimError::Invalid)?;
+    }
+    r.trace_report = Some(report);
     Ok(r)
 }
 
@@ -403,6 +420,9 @@ fn drive<P: Program, const X: bool>(
         }
         check_memory(cfg.timeline_spans as u128 * crate::engine::timeline::Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
         engine.timeline = Some(crate::engine::timeline::Timeline::new(cfg.timeline_spans as usize));
+    } else if cfg.computation_spans > 0 {
+        check_memory(cfg.computation_spans as u128 * crate::engine::timeline::Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
+        engine.timeline = Some(crate::engine::timeline::Timeline::computations(cfg.computation_spans as usize));
     }
     loop {
         let finished = engine.step(CHUNK)?;

@@ -18,6 +18,7 @@ from idlewave.cli_explain import explain, show_explanation
 from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
 from idlewave.cli_trace import trace_app
+from idlewave.cli_validate import validate
 from idlewave.results import ResultsError, finite, unreplaceable
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
 
@@ -677,6 +678,7 @@ app.add_typer(model_app, name="model")
 app.add_typer(fit_app, name="fit")
 app.add_typer(measure_app, name="measure")
 app.add_typer(trace_app, name="trace")
+app.command("validate", context_settings={"allow_interspersed_args": False})(validate)
 
 
 #: Optional modules and the extra that brings each (pyproject.toml).

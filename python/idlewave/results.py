@@ -174,6 +174,14 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1e9, "ns"
 
 
+def seconds(value: float, digits: int = 3) -> str:
+    """A duration with an SI prefix: 1.23 ms, 845 µs, −2.1 s (`digits` significant)."""
+    if not math.isfinite(value):
+        return f"{value} s"
+    scale, unit = time_unit(abs(value)) if value else (1.0, "s")
+    return f"{value * scale:.{digits}g} {unit}".replace("-", "−")
+
+
 def finite(data):
     """`data` with every NaN or infinity replaced by None (JSON has no such numbers)."""
     if isinstance(data, float):

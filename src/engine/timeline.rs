@@ -36,11 +36,19 @@ pub struct Timeline {
     pub spans: Vec<Span>,
     limit: usize,
     pub truncated: bool,
+    /// Keep only spans of this activity (the computations, for attributing
+    /// a replay's time to its calls), or all.
+    only: Option<Activity>,
 }
 
 impl Timeline {
     pub fn new(limit: usize) -> Self {
-        Timeline { spans: Vec::new(), limit, truncated: false }
+        Timeline { spans: Vec::new(), limit, truncated: false, only: None }
+    }
+
+    /// A timeline of the computations alone.
+    pub fn computations(limit: usize) -> Self {
+        Timeline { only: Some(Activity::Compute), ..Timeline::new(limit) }
     }
 
     /// Bytes one span takes (the memory estimate made before the run).
@@ -48,6 +56,9 @@ impl Timeline {
 
     #[inline]
     pub fn push(&mut self, rank: u32, peer: u32, (start, end): (Time, Time), activity: Activity, (tag, bytes): (u32, u64)) {
+        if self.only.is_some_and(|a| a != activity) {
+            return;
+        }
         if self.spans.len() < self.limit {
             self.spans.push(Span { rank, peer, start, end, activity, tag, bytes });
         } else {

@@ -147,6 +147,7 @@ impl Scenario {
             async_progress: self.network.async_progress,
             max_memory_bytes: limit,
             timeline_spans: 0,
+            computation_spans: 0,
             explain: self.record.explain,
         })
     }

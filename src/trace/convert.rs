@@ -222,6 +222,25 @@ pub struct RankStats {
     /// Extrapolation: v-collective calls whose per-member counts differed,
     /// replayed with each member taking its class's count.
     pub resized: u64,
+    /// Computations charged so far (the gaps that became a Calc op).
+    pub calcs: u32,
+    /// When the replay's time inside MPI is attributed to the calls
+    /// (`TraceSpec::by_call`): every modelled call record, in order.
+    pub calls: Option<Vec<CallSeg>>,
+}
+
+/// A modelled call record, and the computation it follows: the replay's
+/// time between computation `segment − 1` and `segment` is shared by the
+/// calls of that segment (see `trace::by_call`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallSeg {
+    pub segment: u32,
+    pub op: u16,
+    pub bytes: u64,
+    /// The call's traced seconds, on its first record only (a Waitall writes
+    /// one record per request, all with the call's times).
+    pub traced_s: f64,
+    pub first_record: bool,
 }
 
 /// Which trace rank a simulated rank replays, and how its peers move.
@@ -527,6 +546,7 @@ impl RankConv {
             let ns = ((t0 - last) * 1e9 * scale).round().min((crate::time::PAST_LIMIT / crate::time::PS_PER_NS) as f64) as u64;
             if ns > 0 {
                 self.stats.calc_ns = self.stats.calc_ns.saturating_add(ns);
+                self.stats.calcs += 1;
                 let o = self.op(sink, NewOp { kind: GoalKind::Calc, peer: 0, tag: 0, size: ns }, None, true);
                 self.step(o, true);
             }
@@ -535,9 +555,14 @@ impl RankConv {
 
     /// Adds a call's time inside MPI, once per call.
     fn count_mpi(&mut self, r: &Record) {
-        if (r.t0, r.t1) != self.counted {
+        let first_record = (r.t0, r.t1) != self.counted;
+        if first_record {
             self.counted = (r.t0, r.t1);
             self.stats.mpi_s += r.t1 - r.t0;
+        }
+        if let Some(calls) = &mut self.stats.calls {
+            let traced_s = if first_record { r.t1 - r.t0 } else { 0.0 };
+            calls.push(CallSeg { segment: self.stats.calcs, op: r.op, bytes: r.bytes, traced_s, first_record });
         }
     }
 

@@ -5,6 +5,7 @@
 //! ([`grid`]) or, for rank-periodic patterns, runs trace rank q mod p as
 //! rank q; either way each template rank is converted once ([`class`]).
 
+pub mod by_call;
 pub mod class;
 pub mod collective;
 pub mod convert;
@@ -52,6 +53,11 @@ pub struct TraceSpec {
     /// computation ∝ volume (default: weak scaling, both as traced).
     #[serde(default)]
     pub strong: bool,
+    /// Attribute the replay's time inside MPI to the traced calls (the
+    /// report's `by_call` table, as `idlewave validate` shows it); only for a
+    /// replay as traced.
+    #[serde(default)]
+    pub by_call: bool,
     /// Whose rules decide collectives without a choice: the platform's
     /// `mpi_library`; if it names none, the trace's own library.
     #[serde(skip)]
@@ -261,7 +267,10 @@ pub fn program(spec: &TraceSpec, t: &Opened) -> Result<Replay, String> {
         Plan::Grid(e) => class::Layout::Grid(e),
         Plan::Periodic => class::Layout::Periodic { traced: t.files.len() as u32, ranks: shared.ranks },
         Plan::Traced => {
-            let convs = converters_of(t, &plan, &templates, shared.ranks);
+            let mut convs = converters_of(t, &plan, &templates, shared.ranks);
+            if spec.by_call {
+                convs.iter_mut().for_each(|c| c.stats.calls = Some(Vec::new()));
+            }
             return Ok(Replay::Window(window::TraceProgram::new(shared, convs)?));
         }
     };
@@ -288,6 +297,9 @@ fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::L
     }
     if ranks < traced && spec.grid.is_none() {
         return Err(format!("cannot extrapolate {traced} traced ranks down to {ranks}"));
+    }
+    if spec.by_call && extrapolates(spec, t) {
+        return Err("by_call attributes the replay's time to the traced calls: only for a replay as traced (no scale_to or grid)".into());
     }
     let templates: Vec<Rc<format::Loaded>> = if extrapolates(spec, t) {
         t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?
@@ -434,6 +446,10 @@ impl Calls {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Report {
     pub library: String,
+    /// What the traced times between calls measure: "wall", or "cpu" (the
+    /// thread's CPU time, IDLEWAVE_TRACE_CLOCK=cpu); "mixed" when the rank
+    /// files disagree.
+    pub trace_clock: String,
     /// How the trace was extrapolated ("" when replayed as traced).
     pub extrapolation: String,
     /// Whose rules chose the collective algorithms not given explicitly.
@@ -461,6 +477,8 @@ pub struct Report {
     pub traced_span_s: Vec<f64>,
     /// Per simulated rank: computation charged, seconds.
     pub calc_s: Vec<f64>,
+    /// With `by_call`: the traced and the replayed time inside MPI by call.
+    pub by_call: Vec<by_call::CallRow>,
 }
 
 impl Report {
@@ -489,6 +507,28 @@ pub fn replay_report(t: &Opened, replay: &Replay) -> Report {
     }
 }
 
+/// The replay's time inside MPI by traced call (see [`by_call`]); for a
+/// replay as traced, whose ranks are the traced ones.
+pub fn attribute(
+    replay: &Replay,
+    spans: &[crate::engine::timeline::Span],
+    finish: &[crate::time::Time],
+) -> Result<Vec<by_call::CallRow>, String> {
+    let Replay::Window(p) = replay else { return Err("by_call: only for a replay as traced".into()) };
+    let calls: Vec<&[convert::CallSeg]> = p.convs.iter().map(|c| c.stats.calls.as_deref().unwrap_or(&[])).collect();
+    let calcs: Vec<u32> = p.convs.iter().map(|c| c.stats.calcs).collect();
+    by_call::by_call(&calls, &calcs, spans, finish)
+}
+
+/// The clock of the trace's rank files (see [`format::clock`]).
+fn trace_clock(t: &Opened) -> String {
+    let first = t.files.first().map_or(format::clock::WALL, |(_, h)| h.clock);
+    if t.files.iter().any(|(_, h)| h.clock != first) {
+        return "mixed".into();
+    }
+    format::clock::name(first).unwrap_or("wall").into()
+}
+
 /// The report from one converter per trace rank (`reporting`) and, per
 /// simulated rank, the computation charged.
 fn report_of<'a>(t: &Opened, shared: &Shared, reporting: impl Iterator<Item = &'a RankConv>, calc_s: Vec<f64>, resized: u64) -> Report {
@@ -497,6 +537,7 @@ fn report_of<'a>(t: &Opened, shared: &Shared, reporting: impl Iterator<Item = &'
     let mut zero: BTreeMap<String, (u64, f64)> = BTreeMap::new();
     let mut r = Report {
         library: t.footers.first().map(|f| f.library.clone()).unwrap_or_default(),
+        trace_clock: trace_clock(t),
         traced_ranks: traced as u32,
         ranks: calc_s.len() as u32,
         extrapolation: shared.extrapolation.clone().unwrap_or_default(),

@@ -23,6 +23,7 @@ fn spec(dir: &Path) -> TraceSpec {
         scale_to: None,
         grid: None,
         strong: false,
+        by_call: false,
         library: None,
     }
 }
@@ -854,4 +855,34 @@ fn communicators_made_by_their_members_only_keep_every_later_one_apart() {
     assert_eq!(tag_of("send 80000b"), tag_of("recv 80000b"), "{goal}");
     assert_eq!(tag_of("send 8b"), tag_of("recv 8b"), "{goal}");
     assert_ne!(tag_of("send 8b"), tag_of("send 80000b"), "{goal}");
+}
+
+#[test]
+fn by_call_shares_the_replayed_time_in_mpi_among_the_traced_calls() {
+    let d = tmp("by-call");
+    write_synthetic(&d, 4, 20).unwrap();
+    let mut cfg = crate::bench::config("bcast_1m").unwrap();
+    cfg.workload = crate::sim::WorkloadSpec::Trace(TraceSpec { by_call: true, ..spec(&d) });
+    let r = crate::sim::run(&cfg, None).unwrap();
+    assert!(r.timeline.is_none(), "the computations captured for the table are not a timeline to write");
+    let rep = r.trace_report.unwrap();
+    let rows = &rep.by_call;
+    // conservation: the rows add up to the replay's time outside computation, over all ranks
+    let replayed: f64 = rows.iter().map(|c| c.replayed_s).sum();
+    let outside: f64 = (0..4).map(|q| crate::time::to_seconds(r.finish_times[q]) - rep.calc_s[q]).sum();
+    assert!((replayed - outside).abs() < 1e-12 * outside.max(1.0), "{replayed} vs {outside}");
+    // the traced side is the trace's own time in modelled calls, and the counts are the calls made
+    let traced: f64 = rows.iter().map(|c| c.traced_s).sum();
+    assert!((traced - rep.traced_mpi_s.iter().sum::<f64>()).abs() < 1e-12);
+    let calls = |name: &str| rows.iter().find(|c| c.call.starts_with(name)).map(|c| c.calls);
+    assert_eq!(calls("MPI_Allreduce"), Some(4 * 20));
+    assert_eq!(calls("MPI_Isend"), Some(4 * 20));
+    assert_eq!(calls("MPI_Wait"), Some(4 * 20 * 2));
+    assert_eq!(rows.iter().find(|c| c.call == "MPI_Isend").unwrap().bytes, 4 * 20 * 4096);
+    // largest disagreement first
+    let gaps: Vec<f64> = rows.iter().map(|c| (c.replayed_s - c.traced_s).abs()).collect();
+    assert!(gaps.windows(2).all(|w| w[0] >= w[1]), "{gaps:?}");
+    // only as traced
+    cfg.workload = crate::sim::WorkloadSpec::Trace(TraceSpec { by_call: true, scale_to: Some(8), ..spec(&d) });
+    assert!(crate::sim::run(&cfg, None).err().unwrap().to_string().contains("only for a replay as traced"));
 }

@@ -33,14 +33,18 @@ def workload(trace_dir: str | Path, algorithms: list[str] | None = None, scale_t
 
 def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_to: int | None = None,
            compute_scale: float = 1.0, base: dict | None = None, seed: int | None = None,
-           grid: str | None = None, strong: bool = False, explain: bool = False):
-    """Runs the replay; `base` gives the scenario's network, noise and seed.
+           grid: str | None = None, strong: bool = False, explain: bool = False, by_call: bool = False):
+    """Runs the replay; `base` gives the scenario's network, noise and seed;
+    `by_call`: the report's `by_call` rows attribute the replay's time in MPI
+    to the traced calls (a replay as traced only).
     Returns the Result, with `.trace_report` (what was not modelled) and
     summary keys comparing the traced and replayed time inside MPI (`summarise`)."""
     from idlewave.simulation import simulate
 
     scn = {k: v for k, v in (base or {}).items() if k in ("seed", "network", "noise", "limits")}
     scn["workload"] = workload(trace_dir, algorithms, scale_to, compute_scale, grid, strong)
+    if by_call:
+        scn["workload"]["by_call"] = True
     return simulate(scn, seed=seed, explain=explain)
 
 
@@ -68,13 +72,15 @@ def summarise(report: dict, finish_times_s) -> dict:
         "cancelled_requests": report["cancelled"],
         "unresolved_wildcards": report["unresolved_wildcards"],
         "resized_v_collectives": report["resized_v_collectives"],
-        "warnings": honesty(report, mean(traced_mpi), mean(replayed_mpi) if not report["extrapolation"] else float("inf")),
+        # extrapolated: no traced counterpart to compare the replay's time in MPI with
+        "warnings": honesty(report, mean(traced_mpi), None if report["extrapolation"] else mean(replayed_mpi)),
     }
     return out
 
 
-def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
-    """What a reader must know before trusting the replayed numbers."""
+def honesty(report: dict, traced_mpi: float, replayed_mpi: float | None) -> list[str]:
+    """What a reader must know before trusting the replayed numbers
+    (`replayed_mpi` None: nothing to compare, as for an extrapolation)."""
     warn = []
     if report["unmodelled"]:
         names = ", ".join(n for n, *_ in report["unmodelled"][:4])
@@ -88,6 +94,8 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float) -> list[str]:
         warn.append(f"approximate: {report['unresolved_wildcards']} receives with MPI_ANY_TAG never completed in the trace "
                     "and were left out (their match is unknown)")
     span = max(report["traced_span_s"], default=0.0)
+    if replayed_mpi is None:
+        return warn
     if traced_mpi > MPI_EXCESS_RATIO * replayed_mpi and traced_mpi > 0.01 * span:
         warn.append(f"the traced run spent {traced_mpi:.4g} s per rank inside MPI, the replay predicts {replayed_mpi:.4g} s "
                     f"({traced_mpi / max(replayed_mpi, 1e-12):.1f}×): the replay assumes dedicated cores and the given network; "

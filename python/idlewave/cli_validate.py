@@ -1,0 +1,109 @@
+"""`idlewave validate`: measured against predicted for a real program."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from idlewave.cli_common import err, fail, out
+
+
+def validate(
+    command: list[str] = typer.Argument(..., help="The program and its arguments, after --."),
+    platform: str = typer.Option(..., "--platform", help="Preset or platform file to predict with "
+                                 "(e.g. from `idlewave measure pingpong` + `idlewave fit postal` on the program's MPI)."),
+    ranks: int = typer.Option(..., "-n", "--ranks", min=1, help="MPI processes."),
+    mpiexec: str | None = typer.Option(None, "--mpiexec", help="The launcher of the program's MPI (default: the one "
+                                       "beside --mpicc, else this Python's, else PATH's)."),
+    mpicc: str | None = typer.Option(None, "--mpicc", help="The compiler wrapper of the program's MPI, to build "
+                                     "the tracer (default: the one beside --mpiexec)."),
+    repeat: int = typer.Option(5, "--repeat", "-k", min=1, help="Untraced runs (their median and spread)."),
+    timeout: float = typer.Option(3600.0, "--timeout", min=1.0, help="Seconds one run may take."),
+    out_dir: Path = typer.Option(Path("validate-out"), "--out", help="Where the trace, the runs' output, the "
+                                 "replay and validate.json go."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+):
+    """Run a program K times untraced and once traced, replay the trace on a
+    platform, and compare measured with predicted: total time and time in MPI
+    (mean per rank), then by MPI call, largest error first.
+
+    Example: `idlewave validate --platform fit.toml -n 2 -- ./app input`"""
+    from idlewave._engine import SimulationError
+    from idlewave.results import unreplaceable, write_json
+    from idlewave.scenario import ScenarioError
+    from idlewave.trace.replay import replay
+    from idlewave.validate import ValidateError, compare, find_mpi, run_program
+
+    if not command:
+        fail("give the program to run after --, e.g. `idlewave validate --platform P -n 2 -- ./app`")
+    if (why := unreplaceable(out_dir)) is not None:
+        fail(f"--out {why}")
+    say = (lambda _: None) if quiet or as_json else (lambda m: err.print(f"[dim]{escape(m)}[/]", highlight=False))
+    try:
+        mpi = find_mpi(mpiexec, mpicc)
+        say(f"MPI: {mpi.version} ({mpi.mpiexec}, {mpi.mpicc}: {mpi.chosen})")
+        if ranks > (__import__("os").cpu_count() or 1):
+            err.print(f"[yellow]warning:[/] {ranks} ranks on {__import__('os').cpu_count()} cores: an oversubscribed run's "
+                      "times say nothing about a machine with a core per rank", highlight=False)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        runs, trace_dir = run_program(mpi, ranks, command, out_dir, repeat, timeout, say)
+        say("replaying the trace")
+        r = replay(trace_dir, base={"network": {"platform": platform}}, by_call=True)
+    except ValidateError as e:
+        fail(str(e))
+    except (SimulationError, ScenarioError) as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"--out {out_dir}: {e.strerror or e}")
+    except KeyboardInterrupt:
+        fail("interrupted", code=130)
+    result = compare(runs, r.summary, r.trace_report)
+    library = (r.summary.get("mpi_library") or "").splitlines()[0:1]
+    result["mpi"] = {"mpiexec": mpi.mpiexec, "mpicc": mpi.mpicc, "launcher": mpi.version,
+                     "library": library[0].split(", package")[0].strip() if library else ""}
+    result["platform"] = platform
+    result["command"] = command
+    try:
+        r.write(out_dir / "replay")
+        write_json(out_dir / "validate.json", result)
+    except OSError as e:
+        fail(f"--out {out_dir}: cannot write the results: {e.strerror or e}")
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    show(result)
+    out.print(f"results: {escape(str(out_dir))}/validate.json", highlight=False)
+
+
+def show(v: dict) -> None:
+    from rich.table import Table
+
+    from idlewave.results import seconds
+
+    m, p, e = v["measured"], v["predicted"], v["error"]
+    runs = len(m["total_runs_s"])
+    pct = lambda x: "—" if x is None else f"{x:+.1%}"  # noqa: E731
+    t = Table(title=f"{v['ranks']} ranks, {escape(v['mpi']['library'] or v['mpi']['launcher'])}", title_justify="left")
+    for col in ("", "measured", "predicted", "error"):
+        t.add_column(col, justify="left" if not col else "right")
+    t.add_row("total time", f"{seconds(m['total_s'])} (median of {runs}, {seconds(m['total_min_s'])}…{seconds(m['total_max_s'])})",
+              seconds(p["total_s"]), pct(e["total_s"]))
+    t.add_row("  MPI_Init…Finalize", f"{seconds(m['span_s'])} (traced run)", seconds(p["span_s"]), "")
+    t.add_row("time in MPI, mean per rank", f"{seconds(m['mpi_s'])} (traced run)", seconds(p["mpi_s"]), pct(e["mpi_s"]))
+    if m["polls_s"] or m["unmodelled_s"]:
+        t.add_row("  charged as computation", f"{seconds(m['polls_s'] + m['unmodelled_s'])} (failed polls, calls not modelled)", "", "")
+    out.print(t)
+    calls = Table(title="By MPI call (seconds are means per rank)", title_justify="left")
+    for col in ("call", "calls", "bytes", "measured", "predicted", "error"):
+        calls.add_column(col, justify="left" if col == "call" else "right")
+    for row in v["by_call"]:
+        err_ = (row["predicted_s"] - row["measured_s"]) / row["measured_s"] if row["measured_s"] > 0 else None
+        calls.add_row(escape(row["call"]), f"{row['calls']:,}", f"{row['bytes']:,}", seconds(row["measured_s"]),
+                      seconds(row["predicted_s"]), pct(err_))
+    out.print(calls)
+    for w in v["warnings"]:
+        out.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)

