@@ -2,7 +2,9 @@
 collective and halo kernels, noise, the STREAM desynchronization kernel and
 the communication-hiding CG MatVec. ``launch`` runs a kind under mpiexec
 (or in place when already started by the user's mpiexec/srun); rank 0
-writes Parquet results and ``machine.json`` atomically.
+writes Parquet results and ``machine.json`` atomically. Given the
+application's mpicc or mpiexec, the kernels run as a C program built with
+that MPI instead (native.py, kernels.c).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 KINDS = ("pingpong", "multipair", "kernels", "noise", "stream", "cg")
@@ -86,11 +89,25 @@ def check_params(kind: str, params: dict) -> None:
                     raise MeasureError(f"{what}: must be ≥ 0")
 
 
-def launch(kind: str, ranks: int, params: dict, out: Path, timeout: float = 3600) -> Path:
-    """Runs one measurement kind on `ranks` processes; returns the output directory."""
+_wheel_mpiexec = mpiexec  # (launch's argument of the same name hides it)
+
+
+def launch(kind: str, ranks: int, params: dict, out: Path, timeout: float = 3600, *, mpicc: str | None = None,
+           mpiexec: str | None = None, note: Callable[[str], None] | None = None) -> Path:
+    """Runs one measurement kind on `ranks` processes; returns the output
+    directory. With `mpicc` or `mpiexec` (the application's MPI), the C
+    kernels built with that MPI run instead of mpi4py (native.py); `note`
+    receives what was assumed (a tool taken from the other's directory)."""
     if kind not in KINDS:
         raise MeasureError(f"unknown kind {kind!r} (choose from {', '.join(KINDS)})")
+    native = mpicc is not None or mpiexec is not None
+    if native:
+        from idlewave.measure import native as c_kernels
+
+        if kind not in c_kernels.KINDS:
+            raise MeasureError(f"{kind} runs on mpi4py only: --mpicc and --mpiexec measure {', '.join(c_kernels.KINDS)}")
     check_params(kind, params)
+    tools = c_kernels.prepare(mpicc, mpiexec, note) if native else None
     out = Path(out)
     if out.is_dir() and next(out.iterdir(), None) is not None and not (out / "machine.json").is_file():
         raise MeasureError(f"--out {out}: holds files of something else; a measurement writes into a new or empty "
@@ -99,13 +116,15 @@ def launch(kind: str, ranks: int, params: dict, out: Path, timeout: float = 3600
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise MeasureError(f"--out {out}: cannot create the directory: {e.strerror or e}") from None
+    if tools is not None:
+        return c_kernels.launch(kind, ranks, params, out, tools, timeout, note)
     args = [sys.executable, "-m", "idlewave.measure.worker", kind, json.dumps(params), str(out)]
     if under_mpi():
         from idlewave.measure.worker import run
 
         run(kind, params, out)
         return out
-    cmd = [mpiexec(), "--oversubscribe", "-n", str(ranks), *args]
+    cmd = [_wheel_mpiexec(), "--oversubscribe", "-n", str(ranks), *args]
     env = {**os.environ, **MPI_ENV}
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
