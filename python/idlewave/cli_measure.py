@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from idlewave.cli_common import fail, out
+from idlewave.cli_common import err, fail, out
 
 measure_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
 
@@ -37,7 +37,13 @@ def _params(sets: list[str]) -> dict:
     return params
 
 
-def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False) -> None:
+def _note(text: str) -> None:
+    """What the C path assumed or found (a tool taken from beside the other, another library at run time)."""
+    err.print(text if text.startswith("warning: ") else f"note: {text}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False, mpicc: str | None = None,
+         mpiexec: str | None = None) -> None:
     import os
 
     from idlewave.measure import MeasureError, launch, under_mpi
@@ -46,7 +52,7 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = 
         fail("--ranks must be at least 1")
     params = _params(sets)
     try:
-        launch(kind, ranks, params, out_dir)
+        launch(kind, ranks, params, out_dir, mpicc=mpicc, mpiexec=mpiexec, note=_note)
     except MeasureError as e:
         fail(str(e))
     rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID") if v in os.environ), "0")
@@ -65,8 +71,10 @@ def _command(kind: str):
         ranks: int = typer.Option(2, "--ranks", "-n", help="MPI processes (oversubscribed if more than cores)."),
         sets: list[str] | None = typer.Option(None, "--set", help="A parameter, key=value (repeatable)."),
         as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+        mpicc: str | None = typer.Option(None, "--mpicc", metavar="PATH", help="Measure with this MPI: the C kernels built with its compiler wrapper (pingpong, multipair, kernels, noise)."),
+        mpiexec: str | None = typer.Option(None, "--mpiexec", metavar="PATH", help="The launcher of the same MPI (default: the one beside --mpicc)."),
     ):
-        _run(kind, ranks, out_dir, sets or [], as_json)
+        _run(kind, ranks, out_dir, sets or [], as_json, mpicc, mpiexec)
 
     cmd.__doc__ = HELP[kind]
     return cmd
