@@ -7,6 +7,8 @@ import json
 import platform
 import socket
 import sys
+from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -21,7 +23,10 @@ def machine(comm) -> dict:
         "ranks": comm.Get_size(),
         "nodes": len(set(names)),
         "hosts": sorted(set(names)),
+        "rank_hosts": names,
+        "ranks_per_host": dict(sorted(Counter(names).items())),
         "mpi_library": MPI.Get_library_version().splitlines()[0].strip().strip("\x00"),
+        "mpi_version": "{}.{}".format(*MPI.Get_version()),
         "mpi4py": __import__("mpi4py").__version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -35,8 +40,9 @@ def run(kind: str, params: dict, out: Path) -> None:
     from idlewave.measure import kernels
 
     comm = MPI.COMM_WORLD
+    measured_at = datetime.now(UTC).isoformat(timespec="seconds")
     frames = getattr(kernels, kind)(comm, **params)
-    desc = machine(comm)
+    desc = {**machine(comm), "measured_at": measured_at}
     if "timer" in frames:
         desc["timer"] = frames.pop("timer")  # which loop timed the messages: C or mpi4py
     if comm.Get_rank() == 0:
