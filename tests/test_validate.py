@@ -65,6 +65,15 @@ def test_validate_a_c_program_on_the_wheels_mpi(tmp_path):
     _check(v, "Open MPI v5")
     assert (tmp_path / "v" / "validate.json").is_file() and (tmp_path / "v" / "replay" / "summary.json").is_file()
     assert len(list((tmp_path / "v" / "trace").glob("rank-*.iwt"))) == 2
+    # simulate and replay of a trace set the traced figures beside the predicted ones
+    scn = tmp_path / "replay.toml"
+    scn.write_text(f'[workload]\nkind = "trace"\ndir = "{tmp_path / "v" / "trace"}"\n')
+    shown = subprocess.run([str(BIN / "idlewave"), "simulate", str(scn)], capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
+    assert shown.returncode == 0 and "Traced and predicted" in shown.stdout and "%" in shown.stdout, shown.stdout
+    scaled = subprocess.run([str(BIN / "idlewave"), "trace", "replay", str(tmp_path / "v" / "trace"), "--scale-to", "4",
+                             "--out", str(tmp_path / "r4")], capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
+    assert scaled.returncode == 0 and "Predicted at 4 ranks; traced at 2" in scaled.stdout, scaled.stdout + scaled.stderr
+    assert "inf" not in scaled.stdout
 
 
 @pytest.mark.skipif(not DEBIAN, reason="Debian's Open MPI (/usr/bin/mpicc, /usr/bin/mpiexec) is not installed")

@@ -154,6 +154,10 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
     if out_dir is not None:
         t.add_row("results", str(out_dir))
     out.print(t)
+    if "traced_makespan_s" in s:  # a trace replayed: what it predicts beside what was traced
+        from idlewave.cli_trace import traced_vs_predicted
+
+        out.print(traced_vs_predicted(s))
 
 
 def _default_ns(key: str) -> int:

@@ -144,8 +144,7 @@ def _print_replay(s: dict, rep: dict) -> None:
         out.print(f"  extrapolated    {s['extrapolation']}")
     rules = {"openmpi": "Open MPI's", "mpich": "MPICH's"}[s["collective_rules"]]
     out.print(f"  collectives     {rules} rules (where --algorithm gives none)")
-    out.print(f"  makespan        replayed {s['makespan_s']:.6g} s    traced {s['traced_makespan_s']:.6g} s")
-    out.print(f"  inside MPI      replayed {s['replayed_mpi_s']:.6g} s    traced {s['traced_mpi_s']:.6g} s   (mean per rank)")
+    out.print(traced_vs_predicted(s))
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")
     for title, rows in (("Not modelled (charged as computation of their traced length)", rep["unmodelled"]),
                         ("Replayed at no cost", rep["zero_cost"])):
@@ -163,6 +162,28 @@ def _print_replay(s: dict, rep: dict) -> None:
         out.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if not s["approximate"]:
         out.print("every traced call was modelled")
+
+
+def traced_vs_predicted(s: dict):
+    """The replay's makespan and time in MPI beside the traced run's (at
+    the traced size: an extrapolation has no traced counterpart)."""
+    from rich.table import Table
+
+    from idlewave.results import seconds
+
+    same = not s["extrapolation"]
+    t = Table(title="Traced and predicted" if same else f"Predicted at {s['ranks']:,} ranks; traced at {s['traced_ranks']:,}",
+              title_justify="left")
+    for col in ("", "traced", "predicted", "error"):
+        t.add_column(col, justify="left" if not col else "right")
+
+    def row(name: str, traced: float, predicted: float) -> None:
+        error = f"{(predicted - traced) / traced:+.1%}" if same and traced > 0 else ""
+        t.add_row(name, seconds(traced), seconds(predicted), error)
+
+    row("makespan (MPI_Init…Finalize)", s["traced_makespan_s"], s["makespan_s"])
+    row("time in MPI, mean per rank", s["traced_mpi_s"], s["replayed_mpi_s"])
+    return t
 
 
 @trace_app.command("import")
