@@ -12,6 +12,22 @@ pub const FOOTER_MAGIC: &[u8; 8] = b"IWFOOT02";
 pub const HEADER_BYTES: u64 = 64;
 pub const RECORD_BYTES: usize = 48;
 
+/// The header's `clock` field: what the times between calls measure.
+pub mod clock {
+    /// The wall clock (also what traces older than the field mean: zero).
+    pub const WALL: u32 = 0;
+    /// IDLEWAVE_TRACE_CLOCK=cpu: the thread's CPU time between calls, the wall clock inside them.
+    pub const CPU: u32 = 1;
+
+    pub fn name(code: u32) -> Option<&'static str> {
+        match code {
+            WALL => Some("wall"),
+            CPU => Some("cpu"),
+            _ => None,
+        }
+    }
+}
+
 /// Peer values that are not ranks.
 pub const ANY_SOURCE: i32 = -1;
 pub const PROC_NULL: i32 = -2;
@@ -280,6 +296,8 @@ pub struct Header {
     pub records: u64,
     pub footer_offset: u64,
     pub t_init: f64,
+    /// What the times between calls measure ([`clock`]).
+    pub clock: u32,
 }
 
 pub fn header_of(path: &Path) -> Result<Header, String> {
@@ -296,7 +314,18 @@ pub fn header_of(path: &Path) -> Result<Header, String> {
     }
     let i32_at = |o: usize| i32::from_le_bytes(h[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap());
-    Ok(Header { rank: i32_at(8), size: i32_at(12), records: u64_at(16), footer_offset: u64_at(24), t_init: f64::from_bits(u64_at(32)) })
+    let clock = u32::from_le_bytes(h[40..44].try_into().unwrap());
+    if clock::name(clock).is_none() {
+        return Err(format!("{name}: unknown clock {clock} in the header (a newer tracer?)"));
+    }
+    Ok(Header {
+        rank: i32_at(8),
+        size: i32_at(12),
+        records: u64_at(16),
+        footer_offset: u64_at(24),
+        t_init: f64::from_bits(u64_at(32)),
+        clock,
+    })
 }
 
 fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -340,6 +369,8 @@ pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
     let lib_len = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
     let library = String::from_utf8_lossy(take(lib_len)?).trim_end_matches('\0').trim().to_string();
     let count = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
+    // (a table of what the tracer was built for and ran with may follow the
+    // functions: the replay does not need it)
     let mut functions = Vec::with_capacity(count.min(4096));
     for _ in 0..count {
         let l = u16::from_le_bytes(take(2)?.try_into().unwrap()) as usize;
@@ -556,6 +587,7 @@ pub struct Writer {
     out: std::io::BufWriter<File>,
     records: u64,
     written: u64,
+    clock: u32,
 }
 
 impl Writer {
@@ -569,7 +601,13 @@ impl Writer {
         h[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
         h[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
         out.write_all(&h)?;
-        Ok(Writer { out, records: 0, written: HEADER_BYTES })
+        Ok(Writer { out, records: 0, written: HEADER_BYTES, clock: clock::WALL })
+    }
+
+    /// The header's clock (written by [`Writer::finish`]).
+    pub fn with_clock(mut self, clock: u32) -> Self {
+        self.clock = clock;
+        self
     }
 
     pub fn record(&mut self, r: &Record, payload: &[u64]) -> std::io::Result<()> {
@@ -616,6 +654,39 @@ impl Writer {
         f.seek(SeekFrom::Start(16))?;
         f.write_all(&self.records.to_le_bytes())?;
         f.write_all(&footer_at.to_le_bytes())?;
+        f.seek(SeekFrom::Start(40))?;
+        f.write_all(&self.clock.to_le_bytes())?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    fn written(dir: &Path, clock: Option<u32>) -> PathBuf {
+        let path = dir.join(format!("rank-{}.iwt", clock.map_or(9, |c| c)));
+        let w = Writer::create(&path, 0, 1).unwrap();
+        let w = match clock {
+            Some(c) => w.with_clock(c),
+            None => w,
+        };
+        w.finish(&Footer { library: "x".into(), functions: vec![] }).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_header_clock_round_trips_and_older_traces_mean_the_wall_clock() {
+        let dir = std::env::temp_dir().join(format!("idlewave-clock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(header_of(&written(&dir, Some(clock::CPU))).unwrap().clock, clock::CPU);
+        assert_eq!(header_of(&written(&dir, Some(clock::WALL))).unwrap().clock, clock::WALL);
+        // a writer that says nothing leaves the field zero, as traces from before it: the wall clock
+        assert_eq!(header_of(&written(&dir, None)).unwrap().clock, clock::WALL);
+        assert_eq!(clock::name(clock::CPU), Some("cpu"));
+        // an unknown clock is refused, naming the file
+        let e = header_of(&written(&dir, Some(7))).unwrap_err();
+        assert!(e.contains("unknown clock 7") && e.contains("rank-7.iwt"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
