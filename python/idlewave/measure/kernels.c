@@ -514,7 +514,8 @@ int main(int argc, char **argv) {
             /* each process on its own: such a process is not part of the launcher's job */
             fprintf(stderr,
                     PREFIX "the launcher started this process as rank %d of %d, but the MPI library it loaded made it "
-                    "rank %d of %d: the launcher and --mpicc belong to different MPI installations\n",
+                    "rank %d of %d: it did not join the launcher's job; start idlewave with the launcher of the MPI "
+                    "that --mpicc belongs to\n",
                     want_rank, want_size, rank, nranks);
             MPI_Finalize();
             return 3;
