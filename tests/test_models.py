@@ -131,9 +131,15 @@ def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
     bad.write_text("size,time\n1,2\n")
     p = cli("fit", "postal", bad, "-o", tmp_path / "x.toml", check=False)
     assert p.returncode == 2 and "missing column" in p.stderr
-    # one limit given: kept, the other found from the data
-    r = json.loads(cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "256", "--json").stdout)
-    assert r["off_node"]["short_max"] == 256 and r["off_node"]["eager_max"] == 8192
+    # one limit given: kept, the other found from the data; 256 B is not where the data switch (1 KiB), so the
+    # sizes 257 B–1 KiB fit badly in the eager protocol: refused, and written only with --force
+    p = cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "256", check=False)
+    assert p.returncode == 2 and "fit is poor" in p.stderr and "eager protocol" in p.stderr and not (tmp_path / "s.toml").exists()
+    r = json.loads(cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "256", "--force", "--json").stdout)
+    assert r["off_node"]["short_max"] == 256 and r["off_node"]["eager_max"] == 8192 and r["forced"]
+    assert r["off_node"]["limits"]["short_max"] | {"given": True, "found_bytes": 1024, "agrees": False} == r["off_node"]["limits"]["short_max"]
+    r = json.loads(cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "1024", "--json").stdout)
+    assert r["off_node"]["short_max"] == 1024 and r["off_node"]["eager_max"] == 8192 and not r["forced"]
     p = cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "9000", "--eager-max", "100", check=False)
     assert p.returncode == 2 and "--short-max (9000) must be below --eager-max (100)" in p.stderr
     for row, message in (("2,1024,0", "time_s must be a positive number, got 0 in data row 1"),
