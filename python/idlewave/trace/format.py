@@ -1,9 +1,10 @@
 """The idlewave trace format, version 2 (docs/trace-format.md): reading for
 inspection and tests, writing for importers. Pure numpy, no engine import.
 
-One file per rank, `rank-<r>.iwt`: a 64-byte header, 48-byte records (some
-followed by a payload of u64 values), and a footer with the MPI library's
-version and a per-function table of calls and seconds."""
+One file per rank, `rank-<r>.iwt`: a 64-byte header (with the clock that
+timed the run), 48-byte records (some followed by a payload of u64 values),
+and a footer with the MPI library's version, a per-function table of calls and
+seconds, and what the tracer was built for and ran with."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ import numpy as np
 
 MAGIC = b"IWTRACE2"
 FOOTER_MAGIC = b"IWFOOT02"
-HEADER = struct.Struct("<8siiQQd24x")
+HEADER = struct.Struct("<8siiQQdI20x")
 assert HEADER.size == 64
+# the header's clock field: what the times between calls measure (0 in traces
+# older than the field: the wall clock)
+CLOCKS = {0: "wall", 1: "cpu"}
+CLOCK_CODES = {v: k for k, v in CLOCKS.items()}
 UNSET = 2**64 - 1  # record count / footer offset until MPI_Finalize patches them
 
 RECORD = np.dtype([("op", "<u2"), ("flags", "<u2"), ("comm", "<u4"), ("peer", "<i4"), ("tag", "<i4"),
@@ -66,6 +71,11 @@ class RankTrace:
     library: str = ""
     finalized: bool = True
     t_init: float = 0.0
+    # "wall", or "cpu": computation between calls timed by the thread's CPU time (IDLEWAVE_TRACE_CLOCK=cpu)
+    clock: str = "wall"
+    # what the tracer was built for and ran with (built_for, built_for_library, built_with_mpicc,
+    # ran_with_library); empty in older traces and imported ones
+    info: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -123,7 +133,8 @@ def _records(raw: memoryview, start: int, end: int, path: Path, strict: bool) ->
     return records, payloads, pos
 
 
-def _footer(raw: memoryview, off: int, path: Path) -> tuple[str, list[tuple[str, int, float]]]:
+def _footer(raw: memoryview, off: int, path: Path) -> tuple[str, list[tuple[str, int, float]], dict[str, str]]:
+    info: dict[str, str] = {}
     try:
         if bytes(raw[off:off + 8]) != FOOTER_MAGIC:
             raise TraceError(f"{path}: no footer at offset {off} (bad magic)")
@@ -140,9 +151,21 @@ def _footer(raw: memoryview, off: int, path: Path) -> tuple[str, list[tuple[str,
             calls, secs = struct.unpack_from("<Qd", raw, pos + 2 + ln)
             functions.append((name, calls, secs))
             pos += 2 + ln + 16
+        if pos < len(raw):  # the (key, value) table; older footers end before it
+            (ni,) = struct.unpack_from("<I", raw, pos)
+            pos += 4
+            for _ in range(ni):
+                (kl,) = struct.unpack_from("<H", raw, pos)
+                key = bytes(raw[pos + 2:pos + 2 + kl]).decode("utf-8", "replace")
+                (vl,) = struct.unpack_from("<I", raw, pos + 2 + kl)
+                start = pos + 6 + kl
+                if start + vl > len(raw):
+                    raise struct.error
+                info[key] = bytes(raw[start:start + vl]).decode("utf-8", "replace")
+                pos = start + vl
     except struct.error:
         raise TraceError(f"{path}: truncated footer") from None
-    return library, functions
+    return library, functions, info
 
 
 def read_rank(path: str | Path) -> RankTrace:
@@ -156,7 +179,9 @@ def read_rank(path: str | Path) -> RankTrace:
         raise TraceError(f"{path}: not an idlewave trace (bad magic)")
     if len(raw) < HEADER.size:
         raise TraceError(f"{path}: truncated header")
-    _, rank, size, nrec, footer, t_init = HEADER.unpack_from(raw, 0)
+    _, rank, size, nrec, footer, t_init, clock_code = HEADER.unpack_from(raw, 0)
+    if clock_code not in CLOCKS:
+        raise TraceError(f"{path}: unknown clock {clock_code} in the header (a newer tracer?)")
     finalized = nrec != UNSET and footer != UNSET
     if finalized and footer < HEADER.size:
         raise TraceError(f"{path}: bad footer offset {footer}")
@@ -167,13 +192,14 @@ def read_rank(path: str | Path) -> RankTrace:
     records, payloads, _ = _records(raw, HEADER.size, end, path, strict=finalized)
     library: str = ""
     functions: list[tuple[str, int, float]] = []
+    info: dict[str, str] = {}
     if finalized:
         if len(records) != nrec:
             raise TraceError(f"{path}: truncated at record {len(records)} (the header says {nrec} records)")
-        library, functions = _footer(raw, footer, path)
+        library, functions, info = _footer(raw, footer, path)
     else:
         warnings.warn(f"{path}: did not reach MPI_Finalize; {len(records)} records read", stacklevel=2)
-    return RankTrace(rank, size, records, payloads, functions, library, finalized, t_init)
+    return RankTrace(rank, size, records, payloads, functions, library, finalized, t_init, CLOCKS[clock_code], info)
 
 
 def read(directory: str | Path) -> list[RankTrace]:
@@ -220,10 +246,15 @@ def function_name(trace: RankTrace, record: int) -> str:
 
 
 def write_rank(path: str | Path, rank: int, size: int, records: np.ndarray, payloads: dict | None = None,
-               functions: Sequence[tuple[str, int, float]] = (), library: str = "", t_init: float | None = None) -> Path:
+               functions: Sequence[tuple[str, int, float]] = (), library: str = "", t_init: float | None = None,
+               clock: str = "wall", info: dict[str, str] | None = None) -> Path:
     """Writes one rank's trace as the tracer does after MPI_Finalize
-    (atomically: a temporary file renamed into place)."""
+    (atomically: a temporary file renamed into place). `clock`: what the
+    times between calls measure ("wall" or "cpu"); `info`: the footer's
+    (key, value) table (what the tracer was built for and ran with)."""
     path = Path(path)
+    if clock not in CLOCK_CODES:
+        raise ValueError(f"clock {clock!r}: expected one of {', '.join(CLOCK_CODES)}")
     records = np.asarray(records, dtype=RECORD).copy()
     payloads = payloads or {}
     for i in payloads:
@@ -243,7 +274,12 @@ def write_rank(path: str | Path, rank: int, size: int, records: np.ndarray, payl
     for name, n, secs in functions:
         b = name.encode()
         foot += struct.pack("<H", len(b)) + b + struct.pack("<Qd", n, secs)
-    header = HEADER.pack(MAGIC, rank, size, len(records), HEADER.size + len(body), t_init)
+    if info:
+        foot += struct.pack("<I", len(info))
+        for k, v in info.items():
+            kb, vb = k.encode(), v.encode()
+            foot += struct.pack("<H", len(kb)) + kb + struct.pack("<I", len(vb)) + vb
+    header = HEADER.pack(MAGIC, rank, size, len(records), HEADER.size + len(body), t_init, CLOCK_CODES[clock])
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(header + bytes(body) + bytes(foot))
     os.replace(tmp, path)
