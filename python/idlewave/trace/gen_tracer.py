@@ -18,12 +18,14 @@ call, and record through the same runtime."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -289,6 +291,20 @@ class Proto:
 
 
 @dataclass
+class MpiIdentity:
+    """The MPI a tracer is generated for; the tracer refuses to run with another."""
+    mpicc: str
+    family: str = ""    # "Open MPI", "MPICH", "Intel(R) MPI", "MVAPICH2"; "" if mpi.h says none of these
+    version: str = ""   # as the library's version string shows it: "5.0.11", "4.1.2", "2021.10"
+    library: str = ""   # real path of the libmpi that a program built with mpicc loads
+    dirs: list[str] = field(default_factory=list)  # real directories of that MPI's libraries, libmpi's first
+
+    @property
+    def name(self) -> str:
+        return f"{self.family} {self.version}".strip() or f"the MPI of {self.mpicc}"
+
+
+@dataclass
 class Plan:
     modelled: list[str] = field(default_factory=list)
     other: list[str] = field(default_factory=list)
@@ -296,6 +312,7 @@ class Plan:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     fortran: list[str] = field(default_factory=list)              # symbols defined
     fortran_libs: list[str] = field(default_factory=list)
+    mpi: MpiIdentity | None = None
 
     def summary(self) -> str:
         return (f"{len(self.modelled)} modelled, {len(self.other)} recorded as `other`, "
@@ -444,6 +461,119 @@ def fortran_symbols(mpicc: str, plan: Plan) -> set[str]:
 
 
 # --------------------------------------------------------------------------
+# Which MPI: the tracer records it and checks it at MPI_Init (tracer_core.c)
+
+# File-name prefixes of an MPI implementation's shared objects (as iw_mpi_object in tracer_core.c).
+MPI_LIBRARY_PREFIXES = ("libmpi.", "libmpi_", "libmpi-", "libmpich", "libmpifort", "libmpicxx", "libopen-pal.",
+                        "libopen-rte.", "libpmpi")
+
+
+def is_mpi_library(path: str) -> bool:
+    return os.path.basename(path).startswith(MPI_LIBRARY_PREFIXES)
+
+
+def macro_values(mpicc: str) -> dict[str, str]:
+    """mpi.h's object-like macros and their values."""
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "h.c"
+        src.write_text("#include <mpi.h>\n")
+        defs = run([mpicc, "-E", "-dM", str(src)], "listing mpi.h's macros")
+    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^#define\s+(\w+)\s+(.*)$", defs, re.M)}
+
+
+def version_of(macros: dict[str, str]) -> tuple[str, str]:
+    """(implementation, version) from mpi.h's macros, as MPI_Get_library_version writes them."""
+    def text(name: str) -> str:
+        return macros.get(name, "").strip().strip('"')
+
+    if text("I_MPI_VERSION"):  # Intel MPI also defines MPICH_VERSION; its library string says "2021.10"
+        return "Intel(R) MPI", ".".join(text("I_MPI_VERSION").split(".")[:2])
+    if text("MVAPICH2_VERSION"):
+        return "MVAPICH2", text("MVAPICH2_VERSION")
+    if text("MPICH_VERSION"):
+        return "MPICH", text("MPICH_VERSION")
+    parts = [text(f"OMPI_{p}_VERSION") for p in ("MAJOR", "MINOR", "RELEASE")]
+    if all(p.isdigit() for p in parts):
+        return "Open MPI", ".".join(parts)
+    return "", ""
+
+
+PROBE = r"""#define _GNU_SOURCE
+#include <mpi.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+static int each(struct dl_phdr_info *i, size_t n, void *d) {
+    (void)n; (void)d;
+    if (i->dlpi_name && i->dlpi_name[0]) printf("LOADED %s\n", i->dlpi_name);
+    return 0;
+}
+int main(void) {
+    Dl_info di;
+    if (dladdr((void *)&PMPI_Init, &di) && di.dli_fname) printf("LIBMPI %s\n", di.dli_fname);
+    dl_iterate_phdr(each, NULL);
+    return 0;
+}
+"""
+
+
+def loaded_libraries(mpicc: str) -> tuple[str, list[str]]:
+    """(libmpi, MPI libraries) that a program built with mpicc loads, as real
+    paths: a small program is built and run (it does not initialise MPI).
+    Falls back to the libmpi in mpicc's -L directories; ("", []) if neither works."""
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = Path(d) / "probe.c", Path(d) / "probe"
+        src.write_text(PROBE)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        try:
+            p = subprocess.run([mpicc, "-o", str(exe), str(src), "-ldl"], capture_output=True, text=True, timeout=120)
+            if p.returncode == 0:
+                p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=env)
+                if p.returncode == 0:
+                    lib = next((line[7:] for line in p.stdout.splitlines() if line.startswith("LIBMPI ")), "")
+                    loaded = [line[7:] for line in p.stdout.splitlines() if line.startswith("LOADED ")]
+                    if lib:
+                        return os.path.realpath(lib), [os.path.realpath(x) for x in loaded if is_mpi_library(x)]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    for d in lib_dirs(mpicc):
+        for name in ("libmpi.so", "libmpich.so", "libmpi_cray.so"):
+            f = Path(d) / name
+            if f.exists():
+                return os.path.realpath(f), []
+    return "", []
+
+
+def identify(mpicc: str, fortran_libs: Sequence[str] = ()) -> MpiIdentity:
+    """The MPI behind mpicc: its version (mpi.h), the libmpi its programs load
+    and the directories of its libraries (with its Fortran libraries')."""
+    cc = shutil.which(mpicc) or mpicc
+    family, version = version_of(macro_values(cc))
+    lib, loaded = loaded_libraries(cc)
+    dirs = [os.path.dirname(p) for p in ([lib] if lib else []) + loaded + [os.path.realpath(f) for f in fortran_libs]]
+    return MpiIdentity(os.path.abspath(cc), family, version, lib, list(dict.fromkeys(dirs)))
+
+
+def c_string(s: str) -> str:
+    """A C string literal of s (UTF-8 bytes, escaped)."""
+    out = []
+    for b in s.encode():
+        c = chr(b)
+        out.append("\\" + c if c in '"\\' else c if 32 <= b < 127 and c != "?" else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def identity_config(mpi: MpiIdentity) -> list[str]:
+    """The generated configuration lines that tracer_core.c's MPI check reads."""
+    dirs = ", ".join(c_string(d) for d in mpi.dirs)
+    return [f"#define IW_BUILT_FAMILY {c_string(mpi.family)}",
+            f"#define IW_BUILT_VERSION {c_string(mpi.version)}",
+            f"#define IW_BUILT_MPICC {c_string(mpi.mpicc)}",
+            f"#define IW_BUILT_LIBRARY {c_string(mpi.library)}",
+            "static const char *const iw_built_dirs[] = {" + (dirs + ", " if dirs else "") + "NULL};"]
+
+
+# --------------------------------------------------------------------------
 # Code generation
 
 
@@ -534,6 +664,7 @@ def c_special(idx: dict[str, int], protos: dict[str, Proto]) -> str:
     out = []
     if "Init" in idx:
         out.append(f"""int MPI_Init({c_params(protos['Init'], ['argc', 'argv'])}) {{
+    if (!iw_on && !iw_depth) iw_starting();
     double t0 = iw_mono();
     int rc = PMPI_Init(argc, argv);
     if (!iw_on && !iw_depth) iw_started({idx['Init']}, t0);
@@ -542,6 +673,7 @@ def c_special(idx: dict[str, int], protos: dict[str, Proto]) -> str:
 """)
     if "Init_thread" in idx:
         out.append(f"""int MPI_Init_thread({c_params(protos['Init_thread'], ['argc', 'argv', 'required', 'provided'])}) {{
+    if (!iw_on && !iw_depth) iw_starting();
     double t0 = iw_mono();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (!iw_on && !iw_depth) iw_started({idx['Init_thread']}, t0);
@@ -712,11 +844,13 @@ def f_wrapper(sym: str, reals: list[str], idx: int, proto: Proto, names: list[st
 def f_special(sym: str, reals: list[str], name: str, idx: int) -> str:
     res = f_resolver(reals)
     if name == "Init":
-        return (f"void {sym}(void *f_ierr) {{\n{res}    double t0 = iw_mono();\n"
+        return (f"void {sym}(void *f_ierr) {{\n{res}    if (!iw_on && !iw_depth) iw_starting();\n"
+                f"    double t0 = iw_mono();\n"
                 f"    ((void (*)(void *))iw_real)(f_ierr);\n"
                 f"    if (!iw_on && !iw_depth) iw_started({idx}, t0);\n}}\n")
     if name == "Init_thread":
-        return (f"void {sym}(void *f_required, void *f_provided, void *f_ierr) {{\n{res}    double t0 = iw_mono();\n"
+        return (f"void {sym}(void *f_required, void *f_provided, void *f_ierr) {{\n{res}"
+                f"    if (!iw_on && !iw_depth) iw_starting();\n    double t0 = iw_mono();\n"
                 f"    ((void (*)(void *, void *, void *))iw_real)(f_required, f_provided, f_ierr);\n"
                 f"    if (!iw_on && !iw_depth) iw_started({idx}, t0);\n}}\n")
     if name == "Finalize":
@@ -780,12 +914,14 @@ def generate(mpicc: str) -> tuple[str, Plan]:
     plan = Plan()
     wrapped = plan_functions(protos, macros, plan)
     syms = fortran_symbols(mpicc, plan)
+    plan.mpi = identify(mpicc, plan.fortran_libs)
     idx = {name: i for i, (name, _) in enumerate(wrapped)}
     large = any(n.endswith("_c") and n[:-2] in MODELLED for n, _ in wrapped)
 
     out = [f"/* Generated by idlewave/trace/gen_tracer.py from {mpicc}'s mpi.h: do not edit.\n"
            f" * {plan.summary()}. */",
            "#include <mpi.h>",
+           *identity_config(plan.mpi),
            f"#define IW_NFUNCS {max(len(wrapped), 1)}",
            "static const char *const iw_names[] = {" + ", ".join(f'"MPI_{n}"' for n, _ in wrapped) + "};"]
     if large:
@@ -819,7 +955,23 @@ def generate(mpicc: str) -> tuple[str, Plan]:
         out.append("/* Fortran bindings: Fortran integers must be C ints for the conversions below. */")
         out.append("typedef char iw_fint_is_int[sizeof(MPI_Fint) == sizeof(int) ? 1 : -1];")
         out.extend(fortran)
+    out.extend(fortran_guards(set(plan.fortran) | macros))
     return "\n".join(out) + "\n", plan
+
+
+# Fortran names of MPI_Init and MPI_Init_thread the tracer defines even when
+# it wraps no Fortran binding (the bare lower-case ones are left to C programs).
+GUARDED = [f"{base}{suffix}" for base in ("mpi_init", "mpi_init_thread") for suffix in ("_", "__", "_f08", "_f08_", "_f08__")]
+GUARDED += ["MPI_INIT", "MPI_INIT_THREAD"]
+
+
+def fortran_guards(defined: set[str]) -> list[str]:
+    """MPI_Init from Fortran where the tracer has no Fortran wrapper: a Fortran
+    application of another MPI (whose binding would call that MPI's PMPI_Init
+    past the tracer), or one whose Fortran library the generator did not find.
+    Either way nothing would be traced: the guard checks the libraries and
+    refuses to run."""
+    return [f"void {sym}(void *a, ...) {{ (void)a; iw_fortran_unwrapped(); }}" for sym in GUARDED if sym not in defined]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -840,6 +992,8 @@ def main(argv: list[str] | None = None) -> int:
         print("local:", " ".join(n for n, _ in plan.local))
         print("skipped:", " ".join(f"{n} ({why})" for n, why in plan.skipped))
         print("fortran libraries:", " ".join(plan.fortran_libs) or "none")
+        if plan.mpi:
+            print(f"built for: {plan.mpi.name} ({plan.mpi.library or 'libmpi not found'})")
         return 0
     if a.output == "-":
         sys.stdout.write(src)

@@ -12,14 +12,18 @@
  * most IW_SMALL requests or members; the buffer goes to the file with write()
  * when full, and records already written are patched with pwrite(). */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,6 +129,210 @@ static void iw_calibrate(void) {
 
 static void iw_warn(const char *what) {
     fprintf(stderr, "idlewave tracer (rank %d): %s\n", iw_rank, what);
+}
+
+/* ------------------------------------------------ the MPI it was built for */
+
+/* gen_tracer.py defines what it found at generation: the MPI's name and
+ * version (from mpi.h's macros), the mpicc, the libmpi a program built by
+ * that mpicc loads, and the directories (real paths) of that MPI's
+ * libraries. */
+#ifndef IW_BUILT_FAMILY
+#define IW_BUILT_FAMILY ""
+#define IW_BUILT_VERSION ""
+#define IW_BUILT_MPICC ""
+#define IW_BUILT_LIBRARY ""
+static const char *const iw_built_dirs[] = {NULL};
+#endif
+
+#define IW_MISMATCH_EXIT 78 /* EX_CONFIG */
+static char iw_ran_library[PATH_MAX]; /* the libmpi this process calls (real path) */
+
+/* The process that speaks for the job: rank 0 in the launcher's environment,
+ * or any process when no launcher says. */
+static int iw_speaks(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return strcmp(v, "0") == 0;
+    }
+    return 1;
+}
+
+/* A shared object of an MPI implementation (by its file name; the same list
+ * as gen_tracer.MPI_LIBRARY_PREFIXES). */
+static int iw_mpi_object(const char *path) {
+    static const char *const prefixes[] = {"libmpi.", "libmpi_", "libmpi-", "libmpich", "libmpifort", "libmpicxx",
+                                           "libopen-pal.", "libopen-rte.", "libpmpi", NULL};
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    for (int i = 0; prefixes[i]; i++)
+        if (!strncmp(b, prefixes[i], strlen(prefixes[i]))) return 1;
+    return 0;
+}
+
+/* The directory of a file's real path. */
+static void iw_real_dir(const char *path, char *out, size_t n) {
+    char r[PATH_MAX];
+    if (!realpath(path, r)) snprintf(r, sizeof r, "%s", path);
+    char *slash = strrchr(r, '/');
+    if (slash == r) slash[1] = 0;
+    else if (slash) *slash = 0;
+    snprintf(out, n, "%s", r);
+}
+
+static int iw_in_built_dirs(const char *dir, const char *fallback) {
+    if (!iw_built_dirs[0]) return !strcmp(dir, fallback);
+    for (int i = 0; iw_built_dirs[i]; i++)
+        if (!strcmp(dir, iw_built_dirs[i])) return 1;
+    return 0;
+}
+
+typedef struct { const char *home; char path[PATH_MAX], dir[PATH_MAX]; } iw_stray;
+
+/* dl_iterate_phdr: the first MPI object loaded from outside the MPI's directories. */
+static int iw_find_stray(struct dl_phdr_info *info, size_t size, void *data) {
+    iw_stray *s = data;
+    (void)size;
+    if (s->path[0] || !info->dlpi_name || !info->dlpi_name[0] || !iw_mpi_object(info->dlpi_name)) return 0;
+    char dir[PATH_MAX];
+    iw_real_dir(info->dlpi_name, dir, sizeof dir);
+    if (!iw_in_built_dirs(dir, s->home)) {
+        snprintf(s->path, sizeof s->path, "%s", info->dlpi_name);
+        snprintf(s->dir, sizeof s->dir, "%s", dir);
+    }
+    return 0;
+}
+
+/* The running library's name: the first line of MPI_Get_library_version up
+ * to its first comma, blanks squeezed ("Open MPI v4.1.4", "MPICH Version: 4.1"). */
+static void iw_running_name(char *out, size_t n) {
+    char v[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {0};
+    int len = 0;
+#if MPI_VERSION >= 3
+    PMPI_Get_library_version(v, &len); /* allowed before MPI_Init since MPI-3 */
+#endif
+    size_t k = 0;
+    for (int i = 0; i < len && v[i] && v[i] != '\n' && v[i] != ',' && k + 1 < n; i++) {
+        int blank = isspace((unsigned char)v[i]);
+        if (blank && (k == 0 || out[k - 1] == ' ')) continue;
+        out[k++] = blank ? ' ' : v[i];
+    }
+    while (k && out[k - 1] == ' ') k--;
+    out[k] = 0;
+    if (!k) snprintf(out, n, "an MPI library");
+}
+
+/* `idlewave trace build --mpicc ...` for the MPI whose libraries are in
+ * `dir`: its mpicc if it is at ../bin or ../../bin (lib/<multiarch>). */
+static void iw_suggest_mpicc(const char *dir, char *out, size_t n) {
+    char d[PATH_MAX], c[PATH_MAX + 16];
+    snprintf(d, sizeof d, "%s", dir);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d) break;
+        *slash = 0;
+        snprintf(c, sizeof c, "%s/bin/mpicc", d);
+        if (!access(c, X_OK)) { snprintf(out, n, "%s", c); return; }
+    }
+    snprintf(out, n, "<the mpicc of the application's MPI>");
+}
+
+static void iw_built_name(char *out, size_t n) {
+    if (IW_BUILT_FAMILY[0]) snprintf(out, n, "%s%s%s", IW_BUILT_FAMILY, IW_BUILT_VERSION[0] ? " " : "", IW_BUILT_VERSION);
+    else snprintf(out, n, "the MPI of %s", IW_BUILT_MPICC[0] ? IW_BUILT_MPICC : "its mpicc");
+}
+
+/* One line for the job (from the process that speaks for it), then every
+ * process exits: never a run that looks traced and is not. */
+static void iw_refuse(const char *running, const char *suggest_for) {
+    if (iw_speaks()) {
+        char built[256], cc[PATH_MAX + 64];
+        iw_built_name(built, sizeof built);
+        iw_suggest_mpicc(suggest_for, cc, sizeof cc);
+        fprintf(stderr,
+                "idlewave tracer: built for %s at %s; running with %s. No trace is written: build the tracer with the "
+                "application's MPI: idlewave trace build --mpicc %s\n",
+                built, iw_built_dirs[0] ? iw_built_dirs[0] : "(unknown)", running, cc);
+        fflush(stderr);
+    }
+    _exit(IW_MISMATCH_EXIT);
+}
+
+/* Before MPI_Init: the libmpi the tracer calls must be the one it was built
+ * for, and no other MPI's library may be loaded beside it (a Fortran
+ * application of one MPI with a tracer of another pulls in both). */
+static void iw_check_libraries(void) {
+    Dl_info di;
+    char dir[PATH_MAX] = "";
+    if (dladdr((void *)&PMPI_Init, &di) && di.dli_fname) {
+        if (!realpath(di.dli_fname, iw_ran_library)) snprintf(iw_ran_library, sizeof iw_ran_library, "%s", di.dli_fname);
+        iw_real_dir(di.dli_fname, dir, sizeof dir);
+    }
+    char running[MPI_MAX_LIBRARY_VERSION_STRING + 2 * PATH_MAX + 256];
+    if (dir[0] && !iw_in_built_dirs(dir, dir)) {
+        char name[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+        iw_running_name(name, sizeof name);
+        snprintf(running, sizeof running, "%s at %s", name, dir);
+        iw_refuse(running, dir);
+    }
+    iw_stray s;
+    memset(&s, 0, sizeof s);
+    s.home = dir;
+    dl_iterate_phdr(iw_find_stray, &s);
+    if (s.path[0]) {
+        snprintf(running, sizeof running, "two MPIs in one process: that one, which the tracer loaded, and the "
+                 "application's at %s (%s)", s.dir, s.path);
+        iw_refuse(running, s.dir);
+    }
+}
+
+/* MPI_Init from Fortran through a binding the tracer does not wrap (see
+ * gen_tracer.fortran_guards): another MPI's (refused as such), else one the
+ * generator did not find. */
+static void iw_fortran_unwrapped(void) {
+    iw_check_libraries();
+    if (iw_speaks()) {
+        char built[256], cc[PATH_MAX + 64], dir[PATH_MAX] = "";
+        Dl_info di;
+        void *real = dlsym(RTLD_DEFAULT, "pmpi_init_");
+        if (real && dladdr(real, &di) && di.dli_fname) iw_real_dir(di.dli_fname, dir, sizeof dir);
+        iw_built_name(built, sizeof built);
+        iw_suggest_mpicc(dir[0] ? dir : (iw_built_dirs[0] ? iw_built_dirs[0] : "/"), cc, sizeof cc);
+        fprintf(stderr,
+                "idlewave tracer: the application calls MPI from Fortran%s%s, but this tracer (built for %s with %s) "
+                "wraps no Fortran binding: none was found beside that mpicc. No trace is written: build the tracer "
+                "with the application's MPI: idlewave trace build --mpicc %s\n",
+                dir[0] ? " through " : "", dir[0] ? di.dli_fname : "", built, IW_BUILT_MPICC[0] ? IW_BUILT_MPICC : "its mpicc",
+                cc);
+        fflush(stderr);
+    }
+    _exit(IW_MISMATCH_EXIT);
+}
+
+/* Whether `text` holds `word` with no digit or dot on either side. */
+static int iw_has_version(const char *text, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
+        char before = p == text ? ' ' : p[-1], after = p[n];
+        if (!isdigit((unsigned char)before) && before != '.' && !isdigit((unsigned char)after) && after != '.') return 1;
+    }
+    return 0;
+}
+
+/* After MPI_Init: the library's version is the one of the mpi.h the tracer was
+ * generated from. */
+static void iw_check_version(void) {
+    if (!IW_BUILT_VERSION[0]) return;
+    char v[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {0};
+    int len = 0;
+    PMPI_Get_library_version(v, &len);
+    if ((!IW_BUILT_FAMILY[0] || strstr(v, IW_BUILT_FAMILY)) && iw_has_version(v, IW_BUILT_VERSION)) return;
+    char name[MPI_MAX_LIBRARY_VERSION_STRING + 1], dir[PATH_MAX], running[MPI_MAX_LIBRARY_VERSION_STRING + PATH_MAX + 8];
+    iw_running_name(name, sizeof name);
+    iw_real_dir(iw_ran_library[0] ? iw_ran_library : IW_BUILT_LIBRARY, dir, sizeof dir);
+    snprintf(running, sizeof running, "%s at %s", name, dir);
+    iw_refuse(running, dir);
 }
 
 /* A handle (pointer in Open MPI, int in MPICH) as a 64-bit key. */
@@ -949,9 +1157,13 @@ static void iw_open(double t) {
     iw_add(OP_INIT, 0, 0, IW_NONE, IW_NOTAG, 0, 0, t, t);
 }
 
+/* Right before MPI_Init or MPI_Init_thread. */
+static void iw_starting(void) { iw_check_libraries(); }
+
 /* Right after MPI_Init or MPI_Init_thread (t0: iw_mono() before it). */
 static void iw_started(int idx, double t0) {
     double spent = iw_mono() - t0;
+    iw_check_version();
     iw_calibrate();
     iw_open(iw_now());
     if (!iw_on) return;
@@ -969,8 +1181,15 @@ static void iw_footer(void) {
     int len = 0;
     PMPI_Get_library_version(ver, &len);
     while (len > 0 && (ver[len - 1] == '\n' || ver[len - 1] == ' ' || ver[len - 1] == 0)) len--;
-    size_t cap = 16 + (size_t)len + (size_t)iw_nslots * (2 + 64 + 16), n = 0;
+    const char *info[][2] = {{"built_for", NULL}, {"built_for_library", IW_BUILT_LIBRARY},
+                             {"built_with_mpicc", IW_BUILT_MPICC}, {"ran_with_library", iw_ran_library}};
+    char built[256];
+    iw_built_name(built, sizeof built);
+    info[0][1] = built;
+    size_t ninfo = sizeof info / sizeof info[0];
+    size_t cap = 20 + (size_t)len + (size_t)iw_nslots * (2 + 64 + 16), n = 0;
     for (int s = 0; s < iw_nslots; s++) cap += strlen(iw_names[iw_order[s]]);
+    for (size_t i = 0; i < ninfo; i++) cap += 6 + strlen(info[i][0]) + strlen(info[i][1]);
     char *f = malloc(cap);
     uint32_t u32 = (uint32_t)len;
     memcpy(f, "IWFOOT02", 8); n = 8;
@@ -985,6 +1204,17 @@ static void iw_footer(void) {
         memcpy(f + n, iw_names[i], nl); n += nl;
         memcpy(f + n, &iw_calls[i], 8); n += 8;
         memcpy(f + n, &iw_secs[i], 8); n += 8;
+    }
+    /* what the tracer was built for and ran with: (key, value) strings */
+    u32 = (uint32_t)ninfo;
+    memcpy(f + n, &u32, 4); n += 4;
+    for (size_t i = 0; i < ninfo; i++) {
+        uint16_t kl = (uint16_t)strlen(info[i][0]);
+        uint32_t vl = (uint32_t)strlen(info[i][1]);
+        memcpy(f + n, &kl, 2); n += 2;
+        memcpy(f + n, info[i][0], kl); n += kl;
+        memcpy(f + n, &vl, 4); n += 4;
+        memcpy(f + n, info[i][1], vl); n += vl;
     }
     uint64_t off = iw_flushed;
     iw_write_all(f, n, off);
