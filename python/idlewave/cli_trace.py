@@ -147,6 +147,9 @@ def _print_replay(s: dict, rep: dict) -> None:
         out.print(f"  extrapolated    {s['extrapolation']}")
     rules = {"openmpi": "Open MPI's", "mpich": "MPICH's"}[s["collective_rules"]]
     out.print(f"  collectives     {rules} rules (where --algorithm gives none)")
+    clock = {"cpu": "thread CPU time (IDLEWAVE_TRACE_CLOCK=cpu)", "mixed": "thread CPU time on some ranks, the wall "
+             "clock on others"}.get(s.get("trace_clock", "wall"), "the wall clock")
+    out.print(f"  computation     timed by {clock}", highlight=False)
     out.print(traced_vs_predicted(s))
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")
     for title, rows in (("Not modelled (charged as computation of their traced length)", rep["unmodelled"]),

@@ -614,8 +614,8 @@ def c_wrapper(idx: int, proto: Proto, spec: Spec, large: bool) -> str:
                        f": (iw_sts_heap = malloc(sizeof(MPI_Status) * (size_t){cn}));")
             cleanup.append("free(iw_sts_heap);")
     locked_pre = f"IW_LOCK();\n    {spec.pre}\n    IW_UNLOCK();" if spec.pre else ""
-    body = [*pre, locked_pre, "double t0 = iw_now();", f"int rc = PMPI_{proto.name}({args});",
-            "double t1 = iw_now();", "IW_LOCK();", f"iw_count({idx}, t0, t1);", *record.split("\n"),
+    body = [*pre, locked_pre, "double t0 = iw_enter();", f"int rc = PMPI_{proto.name}({args});",
+            "double t1 = iw_leave(t0);", "IW_LOCK();", f"iw_count({idx}, t0, t1);", *record.split("\n"),
             "IW_UNLOCK();", *cleanup, "iw_depth--;", "return rc;"]
     return (f"int MPI_{proto.name}({c_params(proto, names)}) {{\n"
             f"    if (!IW_ACTIVE()) return PMPI_{proto.name}({args});\n"
@@ -649,9 +649,9 @@ def c_generic(idx: int, proto: Proto) -> str:
     return (f"int MPI_{proto.name}({c_params(proto, names)}) {{\n"
             f"    if (!IW_ACTIVE()) return PMPI_{proto.name}({args});\n"
             f"    iw_depth++;\n"
-            f"    double t0 = iw_now();\n"
+            f"    double t0 = iw_enter();\n"
             f"    int rc = PMPI_{proto.name}({args});\n"
-            f"    double t1 = iw_now();\n"
+            f"    double t1 = iw_leave(t0);\n"
             f"    IW_LOCK();\n"
             f"    iw_count({idx}, t0, t1);\n"
             f"    iw_other({idx}, {comm}, {req}, {newcomm}, t0, t1);\n"
@@ -682,7 +682,7 @@ def c_special(idx: dict[str, int], protos: dict[str, Proto]) -> str:
 """)
     if "Finalize" in idx:
         out.append(f"""int MPI_Finalize(void) {{
-    if (IW_ACTIVE()) {{ IW_LOCK(); iw_close({idx['Finalize']}, iw_now()); IW_UNLOCK(); }}
+    if (IW_ACTIVE()) {{ IW_LOCK(); iw_close({idx['Finalize']}, iw_enter()); IW_UNLOCK(); }}
     return PMPI_Finalize();
 }}
 """)
@@ -827,14 +827,14 @@ def f_wrapper(sym: str, reals: list[str], idx: int, proto: Proto, names: list[st
         if newcomm != "NULL":
             conv.append(f"MPI_Comm iw_nc = PMPI_Comm_f2c(*(const MPI_Fint *)f_{newcomm});")
             newcomm = "&iw_nc"
-        body = ["double t0 = iw_now();", f"{call}({fargs});", "double t1 = iw_now();", *conv, "IW_LOCK();",
+        body = ["double t0 = iw_enter();", f"{call}({fargs});", "double t1 = iw_leave(t0);", *conv, "IW_LOCK();",
                 f"iw_count({idx}, t0, t1);", f"iw_other({idx}, {comm}, {req}, {newcomm}, t0, t1);", "IW_UNLOCK();"]
     else:
         pre, realargs, post, cleanup = f_convert(proto.name.removesuffix("_c"), proto, names, spec, False)
         real_call_args = ", ".join(realargs + ["f_ierr"])
         record = spec.record.replace("{C}", "").replace("{F}", "1")
         locked_pre = f"IW_LOCK();\n    {spec.pre}\n    IW_UNLOCK();" if spec.pre else ""
-        body = [*pre, locked_pre, "double t0 = iw_now();", f"{call}({real_call_args});", "double t1 = iw_now();",
+        body = [*pre, locked_pre, "double t0 = iw_enter();", f"{call}({real_call_args});", "double t1 = iw_leave(t0);",
                 *post, "IW_LOCK();", f"iw_count({idx}, t0, t1);", *record.split("\n"), "IW_UNLOCK();", *cleanup]
     return (f"void {sym}({fparams}) {{\n" + f_resolver(reals) +
             f"    if (!IW_ACTIVE()) {{ {call}({fargs}); return; }}\n"
@@ -855,7 +855,7 @@ def f_special(sym: str, reals: list[str], name: str, idx: int) -> str:
                 f"    if (!iw_on && !iw_depth) iw_started({idx}, t0);\n}}\n")
     if name == "Finalize":
         return (f"void {sym}(void *f_ierr) {{\n{res}"
-                f"    if (IW_ACTIVE()) {{ IW_LOCK(); iw_close({idx}, iw_now()); IW_UNLOCK(); }}\n"
+                f"    if (IW_ACTIVE()) {{ IW_LOCK(); iw_close({idx}, iw_enter()); IW_UNLOCK(); }}\n"
                 f"    ((void (*)(void *))iw_real)(f_ierr);\n}}\n")
     if name == "Abort":
         return (f"void {sym}(void *f_comm, void *f_errorcode, void *f_ierr) {{\n{res}"

@@ -61,6 +61,8 @@ def summarise(report: dict, finish_times_s) -> dict:
         "extrapolation": report["extrapolation"],
         "collective_rules": report["collective_rules"],
         "mpi_library": report["library"],
+        # what the traced gaps between calls measure: "wall", or "cpu" (IDLEWAVE_TRACE_CLOCK=cpu)
+        "trace_clock": report.get("trace_clock", "wall"),
         "records": report["records"],
         "traced_makespan_s": max(report["traced_span_s"], default=0.0),
         "traced_mpi_s": mean(traced_mpi),

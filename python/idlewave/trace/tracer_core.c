@@ -115,9 +115,52 @@ static inline double iw_mono(void) {
 /* Timestamps are MPI_Wtime() values: the monotonic clock plus an offset
  * measured against MPI_Wtime at MPI_Init (to within ~20 ns; Open MPI's
  * MPI_Wtime is that same clock). Reading it directly saves a call into the
- * MPI library on every timestamp, two per wrapped call. */
+ * MPI library on every timestamp, two per wrapped call.
+ *
+ * IDLEWAVE_TRACE_CLOCK=cpu (header field `clock` = IW_CLOCK_CPU): a virtual
+ * clock per thread that starts at the wall time of the thread's first
+ * timestamp, advances by the thread's CPU time (CLOCK_THREAD_CPUTIME_ID)
+ * between calls and by the wall clock inside them. The replay's computation
+ * (next call's t0 minus the previous call's t1) is then the CPU time of each
+ * gap, which ranks sharing cores do not inflate, and each call keeps its
+ * wall-clock duration. Wrappers take t0 = iw_enter() and t1 = iw_leave(t0);
+ * iw_now() is the time outside a call (records made by the bookkeeping). */
+enum { IW_CLOCK_WALL = 0, IW_CLOCK_CPU = 1 };
+static int iw_clock;
 static double iw_wtime_offset;
-static inline double iw_now(void) { return iw_mono() + iw_wtime_offset; }
+typedef struct { double v, cpu, wall_in; int started; } iw_vclock;
+static __thread iw_vclock iw_vc __attribute__((tls_model("initial-exec")));
+
+static inline double iw_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline double iw_now(void) {
+    if (iw_clock == IW_CLOCK_WALL) return iw_mono() + iw_wtime_offset;
+    if (!iw_vc.started) {
+        iw_vc.v = iw_mono() + iw_wtime_offset;
+        iw_vc.cpu = iw_cpu();
+        iw_vc.started = 1;
+        return iw_vc.v;
+    }
+    return iw_vc.v + (iw_cpu() - iw_vc.cpu);
+}
+
+static inline double iw_enter(void) {
+    double t = iw_now();
+    if (iw_clock != IW_CLOCK_WALL) iw_vc.wall_in = iw_mono();
+    return t;
+}
+
+static inline double iw_leave(double t0) {
+    if (iw_clock == IW_CLOCK_WALL) return iw_now();
+    double t1 = t0 + (iw_mono() - iw_vc.wall_in);
+    iw_vc.v = t1;
+    iw_vc.cpu = iw_cpu();
+    return t1;
+}
 
 static void iw_calibrate(void) {
     double best = 1e30;
@@ -333,6 +376,18 @@ static void iw_check_version(void) {
     iw_real_dir(iw_ran_library[0] ? iw_ran_library : IW_BUILT_LIBRARY, dir, sizeof dir);
     snprintf(running, sizeof running, "%s at %s", name, dir);
     iw_refuse(running, dir);
+}
+
+/* IDLEWAVE_TRACE_CLOCK: wall (the default) or cpu. */
+static void iw_choose_clock(void) {
+    const char *c = getenv("IDLEWAVE_TRACE_CLOCK");
+    iw_clock = IW_CLOCK_WALL;
+    if (!c || !*c || !strcasecmp(c, "wall")) return;
+    if (!strcasecmp(c, "cpu")) { iw_clock = IW_CLOCK_CPU; return; }
+    if (iw_speaks()) {
+        fprintf(stderr, "idlewave tracer: IDLEWAVE_TRACE_CLOCK=%s is neither wall nor cpu: timing with the wall clock\n", c);
+        fflush(stderr);
+    }
 }
 
 /* A handle (pointer in Open MPI, int in MPICH) as a 64-bit key. */
@@ -1149,6 +1204,8 @@ static void iw_open(double t) {
     memcpy(h + 16, &unset, 8);
     memcpy(h + 24, &unset, 8);
     memcpy(h + 32, &t, 8);
+    uint32_t clock_code = (uint32_t)iw_clock;
+    memcpy(h + 40, &clock_code, 4);
     iw_cap = (size_t)4 << 20;
     iw_buf = malloc(iw_cap);
     iw_on = 1;
@@ -1164,6 +1221,8 @@ static void iw_starting(void) { iw_check_libraries(); }
 static void iw_started(int idx, double t0) {
     double spent = iw_mono() - t0;
     iw_check_version();
+    iw_choose_clock();
+    iw_vc.started = 0;
     iw_calibrate();
     iw_open(iw_now());
     if (!iw_on) return;
@@ -1226,7 +1285,7 @@ static void iw_footer(void) {
 static void iw_close(int idx, double t0) {
     if (!iw_on) return;
     iw_mark_unresolved();
-    double t1 = iw_now();
+    double t1 = iw_leave(t0);
     iw_add(OP_FINALIZE, 0, 0, IW_NONE, IW_NOTAG, 0, 0, t0, t1);
     iw_count(idx, t0, t1);
     iw_flush(0);
