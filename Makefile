@@ -60,6 +60,12 @@ fuzz: install
 check-examples: install
 	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
 
+# The validation table on real applications with Debian's Open MPI (docs/validation.md),
+# e.g. make validation VALIDATION_ARGS="--repeat 5 --out validation-out".
+.PHONY: validation
+validation: install
+	$(BIN)/python scripts/validation.py $(VALIDATION_ARGS)
+
 bench: install
 	$(BIN)/idlewave bench --repeat 3
 	$(BIN)/python -m idlewave.stats.bench
