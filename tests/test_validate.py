@@ -74,6 +74,10 @@ def test_validate_a_c_program_on_the_wheels_mpi(tmp_path):
                              "--out", str(tmp_path / "r4")], capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
     assert scaled.returncode == 0 and "Predicted at 4 ranks; traced at 2" in scaled.stdout, scaled.stdout + scaled.stderr
     assert "inf" not in scaled.stdout
+    # a second validation replaces the first whole
+    again = _validate(tmp_path, exe, repeat=1)
+    assert len(again["measured"]["total_runs_s"]) == 1 and not (tmp_path / "v" / "run-2.log").exists()
+    assert not (tmp_path / "v.partial").exists()
 
 
 @pytest.mark.skipif(not DEBIAN, reason="Debian's Open MPI (/usr/bin/mpicc, /usr/bin/mpiexec) is not installed")
@@ -89,6 +93,7 @@ def test_a_failing_program_and_no_program_are_clear_errors(tmp_path):
     p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "1", "--repeat", "1",
                         "--out", str(tmp_path / "v"), "--", str(false)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "the program failed" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "v").exists() and (tmp_path / "v.partial" / "run-1.log").exists()  # the log, apart
     p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "1", "--mpiexec",
                         str(tmp_path / "nope"), "--", "true"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--mpiexec" in p.stderr and "no such file" in p.stderr and "Traceback" not in p.stderr

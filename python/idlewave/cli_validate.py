@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import typer
@@ -49,8 +50,13 @@ def validate(
         if ranks > (__import__("os").cpu_count() or 1):
             err.print(f"[yellow]warning:[/] {ranks} ranks on {__import__('os').cpu_count()} cores: an oversubscribed run's "
                       "times say nothing about a machine with a core per rank", highlight=False)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        runs, trace_dir = run_program(mpi, ranks, command, out_dir, repeat, timeout, say)
+        # built beside --out and put in its place once complete: a failed run leaves its logs in
+        # OUT.partial (named in the error) and never a half-written OUT
+        work = out_dir.with_name(out_dir.name + ".partial")
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        runs, trace_dir = run_program(mpi, ranks, command, work, repeat, timeout, say)
         say("replaying the trace")
         r = replay(trace_dir, base={"network": {"platform": platform}}, by_call=True)
     except ValidateError as e:
@@ -68,8 +74,12 @@ def validate(
     result["platform"] = platform
     result["command"] = command
     try:
-        r.write(out_dir / "replay")
-        write_json(out_dir / "validate.json", result)
+        r.scenario["workload"]["dir"] = str((out_dir / "trace").resolve())  # where the trace will be
+        r.write(work / "replay")
+        write_json(work / "validate.json", result)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        work.rename(out_dir)
     except OSError as e:
         fail(f"--out {out_dir}: cannot write the results: {e.strerror or e}")
     if as_json:

@@ -231,7 +231,7 @@ def write_text(path: Path, text: str) -> None:
 #: Files that mark a directory as a result this package wrote (a run's
 #: summary, a failed sweep point's error): only such a directory, or an
 #: empty one, is replaced by a new result.
-RESULT_MARKERS = ("summary.json", "error.json")
+RESULT_MARKERS = ("summary.json", "error.json", "validate.json")
 
 
 def unreplaceable(out: Path) -> str | None:

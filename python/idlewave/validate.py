@@ -136,8 +136,6 @@ def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int
         cpus.append(c)
         logs.append(log)
     trace_dir = out / "trace"
-    if trace_dir.exists():
-        shutil.rmtree(trace_dir)
     say("traced run")
     env = {"LD_PRELOAD": str(lib.resolve()), "IDLEWAVE_TRACE_DIR": str(trace_dir.resolve())}
     if "IDLEWAVE_TRACE_CLOCK" in os.environ:
