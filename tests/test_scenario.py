@@ -375,7 +375,7 @@ def test_describe_workloads():
     assert d[1]["params"]["collective"] == "allreduce"
     assert d[2]["params"]["app"] == "" and d[2]["params"]["beta"] == 0.0
     assert d[-2]["params"] == {"path": None}
-    assert d[-1]["params"] == {"dir": None, "algorithms": [], "compute_scale": 1.0, "scale_to": 0, "grid": None, "strong": False}
+    assert d[-1]["params"] == {"dir": None, "algorithms": [], "compute_scale": 1.0, "scale_to": 0, "grid": None, "strong": False, "by_call": False}
     # The listing's defaults are the validator's defaults.
     assert sc.parse_scenario("")["workload"] == {"kind": "bsp", **bsp["params"]}
     bsp["params"]["distances"].append(2)  # callers can't corrupt the schema
