@@ -449,6 +449,9 @@ def fit_postal(
     eager_max: int | None = typer.Option(None, "--eager-max", help="Largest eager message (else found from the data; "
                                          "a given one is checked against the data)."),
     multipair: Path | None = typer.Option(None, "--multipair", help="Multi-pair CSV/Parquet: pairs, size_bytes, time_s."),
+    exchange: Path | None = typer.Option(None, "--exchange", help="Simultaneous-exchange CSV/Parquet (link, size_bytes, "
+                                         "time_s), for the CPU cost per byte O (default: the exchange.parquet beside "
+                                         "the data, as `measure pingpong` writes it; none: O = 0)."),
     ranks_per_node: int | None = typer.Option(None, "--ranks-per-node", min=1, help="Ranks per node (default: from the "
                                               "machine.json beside the data — all ranks on one host: that many —, else 1)."),
     off_node_from_on_node: bool = typer.Option(False, "--off-node-from-on-node",
@@ -533,6 +536,11 @@ def fit_postal(
         mp = _read_table(multipair, ["pairs", "size_bytes", "time_s"], positive=("pairs", "size_bytes", "time_s"))
         bw = fitting.node_bandwidth(mp["pairs"].to_numpy(), mp["size_bytes"].to_numpy(), mp["time_s"].to_numpy())
 
+    cpu, cpu_notes = _cpu_per_byte(exchange if exchange is not None else data.parent / "exchange.parquet",
+                                   exchange is not None, assessed, statistic)
+    cpu_summary = {name: {r.protocol: {"O_s_per_byte": r.O_s_per_byte, "sizes": r.sizes, "rms_relative_error": r.rms_relative_error,
+                                       "capped": r.capped} for r in rows} for name, rows in cpu.items()}
+
     not_measured = [] if off_measured or note else [
         "NOT MEASURED: no message between nodes was measured"
         + (f" ({machine['path'].name}: {machine['hosts_text']})." if machine is not None and one_host else "."),
@@ -540,7 +548,8 @@ def fit_postal(
         "node, at [network.intra_node]'s fitted values. A run on more ranks would send messages between nodes at",
         "the engine's defaults (LogGOPSim's L = 2.5 us, o = 1.5 us, g = 1 us, G = 6 ns/B), which nobody measured.",
     ]
-    summary: dict[str, object] = {name: a.summary() for name, a in assessed.items()}
+    summary: dict[str, object] = {name: {**a.summary(), **({"cpu_per_byte": cpu_summary[name]} if name in cpu else {})}
+                                  for name, a in assessed.items()}
     if note:
         summary["off_node"] = {**summary["on_node"], "assumed_from": "on_node"}  # type: ignore[dict-item]
     summary.update({"per_size": statistic, "max_error": max_error, "ranks_per_node": rpn, "ranks_per_node_from": rpn_from,
@@ -567,6 +576,7 @@ def fit_postal(
     notes = _provenance_lines(prov, rpn, rpn_from, statistic, seed, resamples)
     for name, a in assessed.items():
         notes += [""] + fitting.comments(name, a)
+    notes += cpu_notes
     top = []
     if forced:
         top = ["FORCED (--force): idlewave refused this fit and wrote it only because it was told to.",
@@ -574,7 +584,8 @@ def fit_postal(
         top += _refusal(data, assessed, refusals)[1:] + [""]
     text = fitting.platform_toml(links["off_node"] if "off_node" in links else None, links.get("on_node"), ranks_per_node=rpn,
                                  node_bw=bw, source=str(data), note=note, top=top, notes=notes,
-                                 off_node_comment=not_measured, mpi_library=_mpi_rules(machine))
+                                 off_node_comment=not_measured, mpi_library=_mpi_rules(machine),
+                                 cpu={name: {r.protocol: r.O_s_per_byte for r in rows} for name, rows in cpu.items()})
     write_text(output, text)
     summary["platform"] = str(output)
     if as_json:
@@ -583,11 +594,54 @@ def fit_postal(
         out.print(escape(f"wrote {output}" + (f" ({note})" if note else "")) + (" [bold red](FORCED: the fit was refused)[/]" if forced else ""),
                   highlight=False)
         _fit_report(assessed, statistic)
+        _cpu_report(cpu)
     _fit_warnings(assessed)
     if forced:
         err.print(f"[bold red]FORCED:[/] {escape(chr(10).join(_refusal(data, assessed, refusals)))}", highlight=False, soft_wrap=True)
     if not_measured:
         err.print(f"[bold yellow]{escape(' '.join(not_measured))}[/]", highlight=False, soft_wrap=True)
+
+
+def _cpu_per_byte(path: Path, given: bool, assessed: dict, statistic: str) -> tuple[dict, list[str]]:
+    """The CPU cost per byte O of each link class measured both by ping-pong
+    and by simultaneous exchanges (`path`; absent and not given: O = 0), and
+    the platform file's comment lines on it."""
+    if not path.is_file():
+        if given:
+            fail(f"--exchange {path}: no such file")
+        return {}, ["", "O_s_per_byte = 0: no simultaneous exchanges were measured (exchange.parquet), so each rank's",
+                    "CPU is not charged for moving a message's bytes; messages both ways at once may be predicted too fast"]
+    frame = _read_table(path, ["size_bytes", "time_s"], positive=("time_s",))
+    why = fitting.degenerate(frame["size_bytes"].cast(pl.Float64).to_numpy(), frame["time_s"].cast(pl.Float64).to_numpy())
+    if why:
+        fail(f"{path}: {why}")
+    groups = frame.partition_by("link", as_dict=True) if "link" in frame.columns else {(next(iter(assessed)),): frame}
+    cpu, lines = {}, ["", f"O_s_per_byte from simultaneous exchanges ({path}): per protocol, the O in [0, beta] whose",
+                          "exchange time max(L, (n-1)*O) + (n-1)*G fits the measured one; a ping-pong does not depend on O"]
+    for key, part in groups.items():
+        name = key[0] if isinstance(key, tuple) else key
+        if name not in assessed:
+            continue
+        rows = fitting.cpu_per_byte(assessed[name].fit.link, part["size_bytes"].cast(pl.Float64).to_numpy(),
+                                    part["time_s"].cast(pl.Float64).to_numpy(), statistic)
+        cpu[name] = rows
+        for r in rows:
+            err_ = "no sizes" if r.rms_relative_error is None else f"RMS error {r.rms_relative_error:.1%} over {r.sizes} sizes"
+            lines.append(f"  {name} {r.protocol:<10} O {r.O_s_per_byte:.4e} s/B  ({err_}"
+                         + ("; capped at beta: the exchanges cost more than the model can give" if r.capped else "") + ")")
+    return cpu, lines
+
+
+def _cpu_report(cpu: dict) -> None:
+    for name, rows in cpu.items():
+        t = Table(title=f"{name}: CPU per byte O (from simultaneous exchanges)", title_justify="left", box=box.SIMPLE_HEAD,
+                  padding=(0, 1), pad_edge=False, show_edge=False)
+        for col in ("protocol", "O (ns/B)", "exchange sizes", "error"):
+            t.add_column(col)
+        for r in rows:
+            t.add_row(r.protocol, f"{r.O_s_per_byte * 1e9:.4g}" + (" (capped at β)" if r.capped else ""), str(r.sizes),
+                      "–" if r.rms_relative_error is None else f"{r.rms_relative_error:.1%}")
+        out.print(t)
 
 
 def _machine(data: Path) -> dict | None:

@@ -528,6 +528,62 @@ def assess(sizes, times, *, statistic: str = "median", short_max: int | None = N
                       resamples, seed, level)
 
 
+@dataclass
+class CpuPerByte:
+    """One protocol's CPU cost per byte O, from simultaneous exchanges."""
+
+    protocol: str
+    sizes: int  # exchange sizes in the protocol's range
+    O_s_per_byte: float
+    rms_relative_error: float | None  # of the exchange model over those sizes
+    capped: bool  # the exchanges cost more than O ≤ β can give
+
+
+def exchange_time(n, alpha: float, beta: float, o_per_byte: float):
+    """One message each way when both ranks send at once, as the engine
+    charges it with o = g = 0 and O ≤ G: each rank's CPU copies its message
+    out ((n−1)·O) while the partner's travels (L = α), then handles the
+    arrival ((n−1)·G = (n−1)·β). A ping-pong's one-way time α + (n−1)·β
+    does not depend on O, so O comes from exchanges alone."""
+    m = np.maximum(np.asarray(n, dtype=float) - 1.0, 0.0)
+    return np.maximum(alpha, m * o_per_byte) + m * beta
+
+
+def cpu_per_byte(link: LinkModel, sizes, times, statistic: str = "median") -> list[CpuPerByte]:
+    """Per protocol, the O in [0, β] whose exchange times (`exchange_time`)
+    fit the measured ones best in relative error (per-size `statistic`).
+    A protocol without exchange sizes keeps O = 0."""
+    from scipy.optimize import minimize_scalar
+
+    n, t = per_size(sizes, times, statistic)
+    out = []
+    bounds = {"short": (0, link.short_max), "eager": (link.short_max, link.eager_max), "rendezvous": (link.eager_max, np.inf)}
+    for p in PROTOCOLS:
+        pr = getattr(link, p)
+        lo, hi = bounds[p]
+        m = (n > lo) & (n <= hi)
+        if not m.any() or pr.beta <= 0:
+            out.append(CpuPerByte(p, int(m.sum()), 0.0, None, False))
+            continue
+        x, y = n[m], t[m]
+
+        def sse(o: float, x=x, y=y, pr=pr) -> float:
+            r = (exchange_time(x, pr.alpha, pr.beta, o) - y) / y
+            return float(r @ r)
+
+        # the objective is piecewise smooth in O: a grid, then a bounded search around its best point
+        grid = np.linspace(0.0, pr.beta, 201)
+        k = int(np.argmin([sse(g) for g in grid]))
+        lo_o, hi_o = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+        best = minimize_scalar(sse, bounds=(lo_o, hi_o), method="bounded", options={"xatol": pr.beta * 1e-6}) if hi_o > lo_o else None
+        o = float(best.x) if best is not None and best.fun <= sse(grid[k]) else float(grid[k])
+        if o < 1e-12 or sse(0.0) <= 1.001 * sse(o):
+            o = 0.0  # what the data do not ask for is not charged (nor anything below the engine's 1 ps)
+        capped = o >= pr.beta * (1 - 1e-3) and bool((y > exchange_time(x, pr.alpha, pr.beta, pr.beta)).any())
+        out.append(CpuPerByte(p, int(m.sum()), o, float(np.sqrt(sse(o) / x.size)), capped))
+    return out
+
+
 def node_bandwidth(pairs, sizes, times) -> float:
     """Largest aggregate off-node bandwidth of a multi-pair ping-pong:
     pairs × bytes / one-way time (bytes/s)."""
@@ -568,7 +624,8 @@ def comments(name: str, a: Assessment) -> list[str]:
 
 def platform_toml(off: LinkModel | None, on: LinkModel | None = None, *, ranks_per_node: int = 1,
                   node_bw: float = 0.0, source: str = "", note: str = "", top: Sequence[str] = (),
-                  notes: Sequence[str] = (), mpi_library: str | None = None, off_node_comment: Sequence[str] = ()) -> str:
+                  notes: Sequence[str] = (), mpi_library: str | None = None, off_node_comment: Sequence[str] = (),
+                  cpu: dict[str, dict[str, float]] | None = None) -> str:
     """A platform file: postal α, β as L, G with o = g = 0. `off` None: no
     values between nodes are written (the engine's defaults then apply to
     messages between nodes; `off_node_comment` says so in [network]).
@@ -577,10 +634,14 @@ def platform_toml(off: LinkModel | None, on: LinkModel | None = None, *, ranks_p
 
     def link(lk: LinkModel, prefix: str) -> list[str]:
         e, s, r = lk.eager, lk.short, lk.rendezvous
-        lines = [f"[{prefix}]" if prefix != "network" else "[network]", "o_s = 0.0", "g_s = 0.0", "O_s_per_byte = 0.0",
+        o = (cpu or {}).get("on_node" if prefix.endswith("intra_node") else "off_node", {})
+        lines = [f"[{prefix}]" if prefix != "network" else "[network]", "o_s = 0.0", "g_s = 0.0",
+                 f"O_s_per_byte = {o.get('eager', 0.0):.6e}",
                  f"L_s = {e.alpha:.6e}", f"G_s_per_byte = {max(e.beta, 0.0):.6e}", f"S_bytes = {lk.eager_max}"]
-        lines += ["", f"[{prefix}.short]", f"max_bytes = {lk.short_max}", f"L_s = {s.alpha:.6e}", f"G_s_per_byte = {max(s.beta, 0.0):.6e}"]
-        lines += ["", f"[{prefix}.rendezvous]", f"L_s = {r.alpha:.6e}", f"G_s_per_byte = {max(r.beta, 0.0):.6e}"]
+        lines += ["", f"[{prefix}.short]", f"max_bytes = {lk.short_max}", f"L_s = {s.alpha:.6e}", f"G_s_per_byte = {max(s.beta, 0.0):.6e}",
+                  f"O_s_per_byte = {o.get('short', 0.0):.6e}"]
+        lines += ["", f"[{prefix}.rendezvous]", f"L_s = {r.alpha:.6e}", f"G_s_per_byte = {max(r.beta, 0.0):.6e}",
+                  f"O_s_per_byte = {o.get('rendezvous', 0.0):.6e}"]
         return lines
 
     def comment(line: str) -> str:
