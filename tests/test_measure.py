@@ -25,6 +25,12 @@ def test_pingpong_structure_and_monotonic_cost(pingpong_dir):
     # the fastest of the repetitions: load on this machine only ever adds time
     best = d.group_by("size_bytes").agg(pl.col("time_s").min()).sort("size_bytes")["time_s"].to_numpy()
     assert (best > 0).all() and best[-1] > 5 * best[0]  # 1 MiB costs more than 1 B
+    # both ranks sending at once: the same tests, in exchange.parquet
+    x = pl.read_parquet(pingpong_dir / "exchange.parquet")
+    keys = ["link", "size_bytes", "rep"]
+    assert x.columns == d.columns and x.select(keys).sort(keys).equals(d.select(keys).sort(keys))
+    best = x.group_by("size_bytes").agg(pl.col("time_s").min()).sort("size_bytes")["time_s"].to_numpy()
+    assert (best > 0).all() and best[-1] > 5 * best[0]
     m = json.loads((pingpong_dir / "machine.json").read_text())
     assert m["ranks"] == 2 and m["nodes"] == 1 and m["mpi_library"].startswith("Open MPI")
     assert m["timer"] == "C"  # the loop is timed in C, without mpi4py's per-call overhead

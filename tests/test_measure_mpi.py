@@ -32,6 +32,7 @@ LAUNCHER_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM":
 
 COLUMNS = {
     "pingpong.parquet": ["link", "size_bytes", "rep", "time_s"],
+    "exchange.parquet": ["link", "size_bytes", "rep", "time_s"],
     "multipair.parquet": ["pairs", "size_bytes", "rep", "time_s"],
     "kernels.parquet": ["kernel", "mode", "size_bytes", "n", "rep", "time_s", "overlap_s", "trailing_s"],
     "detours.parquet": ["rank", "start_ns", "duration_ns"],
@@ -64,6 +65,17 @@ def machine(out: Path, mpi: str, ranks: int) -> dict:
     return m
 
 
+def check_exchange(out: Path) -> None:
+    """exchange.parquet: the tests of pingpong.parquet (links, sizes, reps), positive, 1 MiB dearer than 1 B."""
+    pp, x = pl.read_parquet(out / "pingpong.parquet"), pl.read_parquet(out / "exchange.parquet")
+    keys = ["link", "size_bytes", "rep"]
+    assert x.columns == COLUMNS["exchange.parquet"] and x.select(keys).sort(keys).equals(pp.select(keys).sort(keys))
+    best = x.group_by("size_bytes").agg(pl.col("time_s").min()).sort("size_bytes")["time_s"].to_numpy()
+    assert (best > 0).all()
+    if x["size_bytes"].max() >= 1 << 20:
+        assert best[-1] > 5 * best[0]  # 1 MiB costs more than 1 B
+
+
 def test_arguments_carry_every_parameter_with_kernels_py_defaults():
     assert arguments("kernels", {"sizes": [8, 64], "overlap_s": 0}) == [
         "sizes=8,64", "halo_n=4,16,64", "overlap_s=0.0", "trailing_s=0.0001", "iterations=20", "reps=3", "test_chunks=1"]
@@ -83,12 +95,13 @@ def test_pingpong(tools, mpi, tmp_path, cli, env):
     out = tmp_path / "pp"
     r = measure(cli, env, "pingpong", out, "--mpicc", mpicc, "--mpiexec", mpiexec, "--json",
                 *sets(max_bytes=1 << 20, reps=3, iterations=5))
-    assert json.loads(r.stdout)["files"] == ["machine.json", "pingpong.parquet"]
+    assert json.loads(r.stdout)["files"] == ["exchange.parquet", "machine.json", "pingpong.parquet"]
     d = pl.read_parquet(out / "pingpong.parquet")
     assert d.columns == COLUMNS["pingpong.parquet"] and d["link"].unique().to_list() == ["on_node"]
     assert d["size_bytes"].unique().sort().to_list() == [1 << k for k in range(21)] and d.height == 21 * 3
     best = d.group_by("size_bytes").agg(pl.col("time_s").min()).sort("size_bytes")["time_s"].to_numpy()
     assert (best > 0).all() and best[-1] > 5 * best[0]  # 1 MiB costs more than 1 B
+    check_exchange(out)
     m = machine(out, mpi, 2)
     assert (m["mpicc"], m["mpiexec"], m["timer"], m["under_launcher"]) == (mpicc, mpiexec, "C", False)
     assert m["params"] == {"max_bytes": 1 << 20, "reps": 3, "iterations": 5}
@@ -132,6 +145,7 @@ def test_under_the_users_launcher(tools, mpi, tmp_path, env):
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.count("wrote") == 1 and "Traceback" not in p.stderr
     assert pl.read_parquet(out / "pingpong.parquet").height == 13 * 2
+    check_exchange(out)
     m = machine(out, mpi, 2)
     assert m["under_launcher"] and m["mpiexec"] is None
 
@@ -168,7 +182,8 @@ def test_the_default_path_records_the_same_machine(tmp_path, cli, env):
     measure(cli, env, "pingpong", tmp_path / "c", "--mpicc", WHEEL[0], *sets(max_bytes=4096, reps=2, iterations=2))
     c = machine(tmp_path / "c", "Open MPI v5.0", 2)
     assert set(m) - set(c) == {"mpi4py"}
-    assert pl.read_parquet(default / "pingpong.parquet").schema == pl.read_parquet(tmp_path / "c" / "pingpong.parquet").schema
+    for name in ("pingpong.parquet", "exchange.parquet"):
+        assert pl.read_parquet(default / name).schema == pl.read_parquet(tmp_path / "c" / name).schema
     # built once: a second run finds the program in the cache
     cache = Path(env["XDG_CACHE_HOME"]) / "idlewave"
     built = {p.name: p.stat().st_mtime_ns for p in cache.iterdir() if not p.name.startswith(".")}

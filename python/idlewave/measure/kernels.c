@@ -29,8 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* iw_pingpong, the timed round trips: the very loop the mpi4py path loads
-   with ctypes, so that both paths time messages the same way. */
+/* iw_pingpong and iw_exchange, the timed round trips and exchanges: the very
+   loops the mpi4py path loads with ctypes, so that both paths time messages
+   the same way. */
 #include "pingpong.c"
 
 /* Starts every message for the user, so that Python can find them among
@@ -167,9 +168,11 @@ static const char *host_of(int r) { return hosts + (size_t)r * MPI_MAX_PROCESSOR
 
 /* ------------------------------------------------------------------ */
 /* pingpong: kernels.py `pingpong` (Krylov paper §5.2). Rank 0 and its first
-   partner on the same node, then on another node where there is one: a
-   warm-up, then per test a barrier, a delay to clear the network and
-   `iterations` round trips, `reps` times per size. */
+   partner on the same node, then on another node where there is one: per
+   size, a warm-up, then per test a barrier, a delay to clear the network and
+   `iterations` round trips, `reps` times (pingpong.csv); then the same with
+   `iterations` simultaneous exchanges, both ranks sending at once
+   (exchange.csv). */
 
 static void run_pingpong(void) {
     long long max_bytes = arg_int("max_bytes"), reps = arg_int("reps"), iterations = arg_int("iterations");
@@ -186,10 +189,14 @@ static void run_pingpong(void) {
         if (!same && peers[1] < 0)
             peers[1] = r;
     }
-    char *buf = xcalloc((size_t)max_bytes, 1);
-    FILE *f = rank == 0 ? open_out("pingpong.csv") : NULL;
-    if (f)
-        fprintf(f, "link,size_bytes,rep,time_s\n");
+    char *buf = xcalloc((size_t)max_bytes, 1), *recvbuf = xcalloc((size_t)max_bytes, 1);
+    FILE *files[2] = {NULL, NULL}; /* 0: the ping-pong, 1: the exchange */
+    if (rank == 0) {
+        files[0] = open_out("pingpong.csv");
+        files[1] = open_out("exchange.csv");
+        for (int x = 0; x < 2; x++)
+            fprintf(files[x], "link,size_bytes,rep,time_s\n");
+    }
     for (int l = 0; l < 2; l++) {
         int peer = peers[l];
         if (peer < 0)
@@ -197,21 +204,30 @@ static void run_pingpong(void) {
         int role = rank == 0 ? 0 : rank == peer ? 1 : -1;
         int other = role == 0 ? peer : 0;
         for (long long size = 1; size <= max_bytes; size *= 2) {
-            if (role >= 0)
-                iw_pingpong(role, other, buf, (int)size, 2); /* warm-up */
-            for (long long rep = 0; rep < reps; rep++) {
-                MPI_Barrier(MPI_COMM_WORLD);
-                busy(delay_s, NULL, 0, 1);
-                if (role >= 0) {
-                    double t = iw_pingpong(role, other, buf, (int)size, (int)iterations);
-                    if (role == 0)
-                        fprintf(f, "%s,%lld,%lld,%.17g\n", link_names[l], size, rep, t);
+            for (int x = 0; x < 2; x++) {
+                if (role >= 0) { /* warm-up */
+                    if (x == 0)
+                        iw_pingpong(role, other, buf, (int)size, 2);
+                    else
+                        iw_exchange(other, buf, recvbuf, (int)size, 2);
+                }
+                for (long long rep = 0; rep < reps; rep++) {
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    busy(delay_s, NULL, 0, 1);
+                    if (role >= 0) {
+                        double t = x == 0 ? iw_pingpong(role, other, buf, (int)size, (int)iterations)
+                                          : iw_exchange(other, buf, recvbuf, (int)size, (int)iterations);
+                        if (role == 0)
+                            fprintf(files[x], "%s,%lld,%lld,%.17g\n", link_names[l], size, rep, t);
+                    }
                 }
             }
         }
     }
-    close_out(f);
+    close_out(files[0]);
+    close_out(files[1]);
     free(buf);
+    free(recvbuf);
 }
 
 /* ------------------------------------------------------------------ */

@@ -40,10 +40,10 @@ def _partners(comm) -> dict[str, int]:
     return out
 
 
-def _compiled_loop(comm):
-    """The C ping-pong loop (pingpong.c) built with the mpicc of this MPI, or
-    None if it cannot be built; rank 0 builds it once into a cache keyed by
-    the source and compiler, the other ranks load it."""
+def _compiled_library(comm):
+    """The C loops (pingpong.c) built with the mpicc of this MPI, or None if
+    they cannot be built; rank 0 builds them once into a cache keyed by the
+    source and compiler, the other ranks load them."""
     import ctypes
     import hashlib
     import os
@@ -74,10 +74,12 @@ def _compiled_loop(comm):
     ok = comm.bcast(ok and path is not None, root=0)
     if not ok:
         return None
-    fn = ctypes.CDLL(str(path)).iw_pingpong
-    fn.restype = ctypes.c_double
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-    return fn
+    lib = ctypes.CDLL(str(path))
+    lib.iw_pingpong.restype = ctypes.c_double
+    lib.iw_pingpong.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    lib.iw_exchange.restype = ctypes.c_double
+    lib.iw_exchange.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    return lib
 
 
 def _python_loop(comm):
@@ -96,40 +98,68 @@ def _python_loop(comm):
     return loop
 
 
+def _python_exchange(comm):
+    """The exchange loop in mpi4py: seconds per simultaneous exchange (MPI_Sendrecv) of `iterations`."""
+    def exchange(peer: int, send, recv, iterations: int) -> float:
+        t0 = MPI.Wtime()
+        for _ in range(iterations):
+            comm.Sendrecv([send, MPI.BYTE], peer, 8, [recv, MPI.BYTE], peer, 8)
+        return (MPI.Wtime() - t0) / iterations
+
+    return exchange
+
+
+def _timers(comm):
+    """(name, ping-pong loop(me, peer, buf, iterations) → one-way seconds,
+    exchange loop(peer, send, recv, iterations) → seconds per exchange):
+    the C loops where they build, else mpi4py's."""
+    c = _compiled_library(comm) if comm.Get_size() > 1 else None
+    if c is not None:
+        return ("C", lambda me, peer, buf, iterations: c.iw_pingpong(me, peer, buf.ctypes.data, buf.nbytes, iterations),
+                lambda peer, send, recv, iterations: c.iw_exchange(peer, send.ctypes.data, recv.ctypes.data, send.nbytes,
+                                                                   iterations))
+    return "mpi4py (includes the interpreter's per-call overhead)", _python_loop(comm), _python_exchange(comm)
+
+
 def _timer(comm):
     """(name, loop(me, peer, buf, iterations) → one-way seconds): the C loop where it builds, else mpi4py's."""
-    c = _compiled_loop(comm) if comm.Get_size() > 1 else None
-    if c is not None:
-        return "C", lambda me, peer, buf, iterations: c(me, peer, buf.ctypes.data, buf.nbytes, iterations)
-    return "mpi4py (includes the interpreter's per-call overhead)", _python_loop(comm)
+    name, loop, _ = _timers(comm)
+    return name, loop
 
 
 def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 20, delay_s: float = 1e-3) -> dict:
     """Krylov paper §5.2: a warm-up, then per test a barrier and a delay to
     clear the network, `iterations` round trips, repeated `reps` times; for
-    the on-node and (when present) off-node pair of rank 0."""
+    the on-node and (when present) off-node pair of rank 0. Then, per size
+    in the same way, `iterations` simultaneous exchanges (both ranks send at
+    once, MPI_Sendrecv): "exchange", the time per exchange, which exceeds the
+    one-way time where the CPU copies the messages (shared memory)."""
     rank = comm.Get_rank()
     if comm.Get_size() < 2:
         raise SystemExit("pingpong needs at least 2 ranks")
     rows: dict[str, list] = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
-    timer, loop = _timer(comm)
+    xrows: dict[str, list] = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
+    timer, loop, exchange = _timers(comm)
     for link, peer in _partners(comm).items():
         for size in _sizes(max_bytes):
             buf = np.zeros(size, dtype=np.uint8)
+            recv = np.zeros(size, dtype=np.uint8)
             role = 0 if rank == 0 else 1 if rank == peer else None
-            if role is not None:
-                loop(role, peer if role == 0 else 0, buf, 2)  # warm-up
-            for rep in range(reps):
-                comm.Barrier()
-                busy(delay_s)
-                if role is not None:
-                    t = loop(role, peer if role == 0 else 0, buf, iterations)
-                    if role == 0:
-                        rows["link"].append(link)
-                        rows["size_bytes"].append(size)
-                        rows["rep"].append(rep)
-                        rows["time_s"].append(t)
-    return {"pingpong": rows, "timer": timer}
+            other = peer if role == 0 else 0
+            for out in (rows, xrows):  # the ping-pong, then the exchange
+                for rep in range(-1, reps):  # -1: the warm-up, untimed
+                    if rep >= 0:
+                        comm.Barrier()
+                        busy(delay_s)
+                    if role is not None:
+                        n = 2 if rep < 0 else iterations
+                        t = loop(role, other, buf, n) if out is rows else exchange(other, buf, recv, n)
+                        if role == 0 and rep >= 0:
+                            out["link"].append(link)
+                            out["size_bytes"].append(size)
+                            out["rep"].append(rep)
+                            out["time_s"].append(t)
+    return {"pingpong": rows, "exchange": xrows, "timer": timer}
 
 
 def multipair(comm, max_bytes: int = 1 << 20, min_bytes: int = 1 << 14, reps: int = 5, iterations: int = 10,

@@ -48,7 +48,8 @@ PREFIX = "idlewave kernels: "
 # The tables of kernels.py, column by column: the CSV files of kernels.c
 # read with these types become the same Parquet files.
 TABLES: dict[str, dict[str, dict[str, type[pl.DataType]]]] = {
-    "pingpong": {"pingpong": {"link": pl.String, "size_bytes": pl.Int64, "rep": pl.Int64, "time_s": pl.Float64}},
+    "pingpong": {"pingpong": {"link": pl.String, "size_bytes": pl.Int64, "rep": pl.Int64, "time_s": pl.Float64},
+                 "exchange": {"link": pl.String, "size_bytes": pl.Int64, "rep": pl.Int64, "time_s": pl.Float64}},
     "multipair": {"multipair": {"pairs": pl.Int64, "size_bytes": pl.Int64, "rep": pl.Int64, "time_s": pl.Float64}},
     "kernels": {"kernels": {"kernel": pl.String, "mode": pl.String, "size_bytes": pl.Int64, "n": pl.Int64, "rep": pl.Int64,
                             "time_s": pl.Float64, "overlap_s": pl.Float64, "trailing_s": pl.Float64}},
