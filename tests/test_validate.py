@@ -97,6 +97,10 @@ def test_a_failing_program_and_no_program_are_clear_errors(tmp_path):
     p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "1", "--mpiexec",
                         str(tmp_path / "nope"), "--", "true"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--mpiexec" in p.stderr and "no such file" in p.stderr and "Traceback" not in p.stderr
+    # a platform that is not one is refused before the program runs
+    p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", str(tmp_path / "nope.toml"), "-n", "1",
+                        "--out", str(tmp_path / "w"), "--", "true"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "neither a preset" in p.stderr and not (tmp_path / "w.partial").exists()
 
 
 def _summary(makespan: float, replayed_mpi: float) -> dict:

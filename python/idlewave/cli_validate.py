@@ -43,6 +43,12 @@ def validate(
         fail("give the program to run after --, e.g. `idlewave validate --platform P -n 2 -- ./app`")
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
+    try:  # the platform is checked before the program runs, not after
+        from idlewave.scenario import validate as check_scenario
+
+        check_scenario({"network": {"platform": platform}})
+    except ScenarioError as e:
+        fail(f"--platform: {str(e).split('network.platform: ', 1)[-1]}")
     say = (lambda _: None) if quiet or as_json else (lambda m: err.print(f"[dim]{escape(m)}[/]", highlight=False))
     try:
         mpi = find_mpi(mpiexec, mpicc)
