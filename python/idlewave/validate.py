@@ -98,7 +98,11 @@ def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], lo
     from idlewave.measure.native import CONTAINER_ENV, accepts_oversubscribe, physical_cores
 
     # the settings `measure` runs with, so that the platform and the program see the same library
-    env = {**{k: v for k, v in CONTAINER_ENV.items() if k not in os.environ}, **os.environ, **env_extra}
+    env = {**{k: v for k, v in CONTAINER_ENV.items() if k not in os.environ}, **os.environ}
+    if not mpi.env_args(env_extra):
+        # a launcher that cannot pass variables to the ranks (srun, …) gives them its own; the others
+        # get them as arguments, so that the tracer is not preloaded into the launcher itself
+        env.update(env_extra)
     oversubscribe = ["--oversubscribe"] if ranks > physical_cores() and accepts_oversubscribe(mpi.mpiexec, env) else []
     cmd = [mpi.mpiexec, *oversubscribe, *mpi.env_args(env_extra), "-n", str(ranks), *command]
     before = os.times()
