@@ -189,6 +189,7 @@ static const char *const iw_built_dirs[] = {NULL};
 #endif
 
 #define IW_MISMATCH_EXIT 78 /* EX_CONFIG */
+#define IW_QUIET_EXIT_DELAY_S 3 /* the speaking process's head start */
 static char iw_ran_library[PATH_MAX]; /* the libmpi this process calls (real path) */
 
 /* The process that speaks for the job: rank 0 in the launcher's environment,
@@ -286,6 +287,14 @@ static void iw_built_name(char *out, size_t n) {
     else snprintf(out, n, "the MPI of %s", IW_BUILT_MPICC[0] ? IW_BUILT_MPICC : "its mpicc");
 }
 
+/* The processes that do not speak exit a little later: a launcher aborts the
+ * job at the first non-zero exit and would kill the speaking process before
+ * its line is out. */
+static void iw_mismatch_exit(void) {
+    if (!iw_speaks()) sleep(IW_QUIET_EXIT_DELAY_S);
+    _exit(IW_MISMATCH_EXIT);
+}
+
 /* One line for the job (from the process that speaks for it), then every
  * process exits: never a run that looks traced and is not. */
 static void iw_refuse(const char *running, const char *suggest_for) {
@@ -299,7 +308,7 @@ static void iw_refuse(const char *running, const char *suggest_for) {
                 built, iw_built_dirs[0] ? iw_built_dirs[0] : "(unknown)", running, cc);
         fflush(stderr);
     }
-    _exit(IW_MISMATCH_EXIT);
+    iw_mismatch_exit();
 }
 
 /* Before MPI_Init: the libmpi the tracer calls must be the one it was built
@@ -350,7 +359,7 @@ static void iw_fortran_unwrapped(void) {
                 cc);
         fflush(stderr);
     }
-    _exit(IW_MISMATCH_EXIT);
+    iw_mismatch_exit();
 }
 
 /* Whether `text` holds `word` with no digit or dot on either side. */
