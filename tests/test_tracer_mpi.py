@@ -203,8 +203,11 @@ def test_a_matching_run_traces_and_records_what_the_tracer_was_built_for_and_ran
         p = run(str(DEB / "mpiexec"), deb_env(out), tracer, app)
     assert p.returncode == 0 and not tracer_lines(p), p.stdout + p.stderr
     for t in read(out):
-        assert t.info == {"built_for": mpi.name, "built_for_library": mpi.library, "built_with_mpicc": mpi.mpicc,
-                          "ran_with_library": mpi.library}
+        assert {k: v for k, v in t.info.items() if not k.startswith(("tracer_", "clock_"))} == {
+            "built_for": mpi.name, "built_for_library": mpi.library, "built_with_mpicc": mpi.mpicc,
+            "ran_with_library": mpi.library}
+        assert t.info["tracer_overhead"] == "removed" and float(t.info["tracer_s"]) >= 0
+        assert 0 < float(t.info["clock_read_s"]) < 1e-5
         assert t.library.startswith(f"Open MPI v{mpi.version}")
         assert [c for c in t.records["op"] if c == CODES["allreduce"]] and t.clock == "wall"
 
@@ -345,3 +348,81 @@ def test_the_header_clock_round_trips_in_both_readers_and_older_traces_mean_wall
     with pytest.raises(Exception, match="unknown clock 9"):
         replay(old)
     assert HEADER.size == 64
+
+
+# ------------------------------------------------------ the tracer's own time
+
+POLL = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+static volatile double sink;
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int r, p; MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &p);
+    long n = atol(argv[1]);
+    double x = 1, y = 0, acc = 0;
+    MPI_Request q;
+    int flag = 0;
+    MPI_Irecv(&y, 1, MPI_DOUBLE, (r + 1) % p, 1, MPI_COMM_WORLD, &q);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < n; i++) {            /* every poll fails: the message is sent after the barrier */
+        for (int k = 0; k < 20; k++) acc += 1e-9 * (double)(i ^ k);
+        MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+    }
+    double t1 = MPI_Wtime();
+    sink = acc;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Send(&x, 1, MPI_DOUBLE, (r + p - 1) % p, 1, MPI_COMM_WORLD);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    printf("LOOP %d %.9f %d\n", r, t1 - t0, flag);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_the_tracers_own_time_is_taken_out_of_a_polling_loop(lib, tmp_path):
+    """A loop of a little work and a failed MPI_Test, millions of times: the
+    tracer's clock reads and bookkeeping cost about as much as the loop. Left
+    in (IDLEWAVE_TRACE_OVERHEAD=keep) the replay computes several times the
+    untraced loop; taken out (the default) it computes what the loop takes
+    untraced. Ratios of runs taken back to back, medians of three."""
+    app = compile_c(tmp_path, "poll", POLL)
+    n = "1500000"
+
+    def loop_s(p):
+        return max(float(m.group(1)) for m in re.finditer(r"LOOP \d+ (\S+) 0", p.stdout))
+
+    untraced = []
+    for _ in range(3):
+        p = subprocess.run([mpiexec(), "-n", "2", str(app), n], env=wheel_env(tmp_path / "none"), capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0 and "LOOP 1" in p.stdout, p.stdout + p.stderr
+        untraced.append(loop_s(p))
+    replayed = {}
+    for mode in ("keep", "remove"):
+        got = []
+        for i in range(3):
+            out = tmp_path / f"{mode}{i}"
+            env = {**wheel_env(out), "IDLEWAVE_TRACE_OVERHEAD": mode}
+            p = subprocess.run([mpiexec(), "-n", "2", "-x", f"LD_PRELOAD={lib}", "-x", "IDLEWAVE_TRACE_DIR", "-x",
+                                "IDLEWAVE_TRACE_OVERHEAD", str(app), n], env=env, capture_output=True, text=True,
+                               timeout=120)
+            assert p.returncode == 0 and not tracer_lines(p), p.stdout + p.stderr
+            traces = read(out)
+            assert {t.info["tracer_overhead"] for t in traces} == {"kept" if mode == "keep" else "removed"}
+            # the loop is one merged poll record per rank; its span is what the replay computes
+            polls = [t.records[t.records["op"] == CODES["poll"]] for t in traces]
+            assert all(len(q) == 1 and q["bytes"][0] == int(n) for q in polls), [q["bytes"] for q in polls]
+            got.append(max(float(q["t1"][0] - q["t0"][0]) for q in polls))
+            if mode == "remove":
+                assert all(float(t.info["tracer_s"]) > 0.3 * got[-1] for t in traces), [t.info for t in traces]
+                # the replay reports what was taken out, per traced rank
+                taken = replay(out).trace_report["tracer_s"]
+                assert taken == pytest.approx([float(t.info["tracer_s"]) for t in traces], rel=1e-9)
+        replayed[mode] = float(np.median(got))
+    base = float(np.median(untraced))
+    assert 0.6 < replayed["remove"] / base < 1.4, (replayed, untraced)
+    assert replayed["keep"] > 1.5 * replayed["remove"], (replayed, untraced)

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from idlewave.cli_common import err, fail, out
-from idlewave.results import unreplaceable
+from idlewave.results import seconds, unreplaceable
 
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
 
@@ -150,6 +150,9 @@ def _print_replay(s: dict, rep: dict) -> None:
     clock = {"cpu": "thread CPU time (IDLEWAVE_TRACE_CLOCK=cpu)", "mixed": "thread CPU time on some ranks, the wall "
              "clock on others"}.get(s.get("trace_clock", "wall"), "the wall clock")
     out.print(f"  computation     timed by {clock}", highlight=False)
+    if rep.get("tracer_s"):
+        out.print(f"  tracer's time   {seconds(sum(rep['tracer_s']) / len(rep['tracer_s']))} per traced rank, taken out "
+                  "of the trace by the tracer", highlight=False)
     out.print(traced_vs_predicted(s))
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")
     for title, rows in (("Not modelled (charged as computation of their traced length)", rep["unmodelled"]),
@@ -174,8 +177,6 @@ def traced_vs_predicted(s: dict):
     """The replay's makespan and time in MPI beside the traced run's (at
     the traced size: an extrapolation has no traced counterpart)."""
     from rich.table import Table
-
-    from idlewave.results import seconds
 
     same = not s["extrapolation"]
     t = Table(title="Traced and predicted" if same else f"Predicted at {s['ranks']:,} ranks; traced at {s['traced_ranks']:,}",

@@ -109,6 +109,8 @@ def show(v: dict) -> None:
     t.add_row("total time", f"{seconds(m['total_s'])} (median of {runs}, {seconds(m['total_min_s'])}…{seconds(m['total_max_s'])})",
               seconds(p["total_s"]), pct(e["total_s"]))
     t.add_row("  MPI_Init…Finalize", f"{seconds(m['span_s'])} (traced run)", seconds(p["span_s"]), "")
+    if m.get("tracer_s"):
+        t.add_row("  tracer's own time", f"{seconds(m['tracer_s'])} (taken out of the trace)", "", "")
     t.add_row("time in MPI, mean per rank", f"{seconds(m['mpi_s'])} (traced run)", seconds(p["mpi_s"]), pct(e["mpi_s"]))
     if m["polls_s"] or m["unmodelled_s"]:
         t.add_row("  charged as computation", f"{seconds(m['polls_s'] + m['unmodelled_s'])} (failed polls, calls not modelled)", "", "")

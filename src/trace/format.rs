@@ -286,6 +286,9 @@ pub struct Footer {
     pub library: String,
     /// (MPI function name, calls, seconds inside), in index order.
     pub functions: Vec<(String, u64, f64)>,
+    /// The tracer's own time taken out of the timeline (entry `tracer_s`;
+    /// None in older traces and in those written with the overhead kept).
+    pub tracer_s: Option<f64>,
 }
 
 /// The header of a rank file.
@@ -369,8 +372,6 @@ pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
     let lib_len = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
     let library = String::from_utf8_lossy(take(lib_len)?).trim_end_matches('\0').trim().to_string();
     let count = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
-    // (a table of what the tracer was built for and ran with may follow the
-    // functions: the replay does not need it)
     let mut functions = Vec::with_capacity(count.min(4096));
     for _ in 0..count {
         let l = u16::from_le_bytes(take(2)?.try_into().unwrap()) as usize;
@@ -379,7 +380,22 @@ pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
         let secs = f64::from_bits(u64::from_le_bytes(take(8)?.try_into().unwrap()));
         functions.push((fname, calls, secs));
     }
-    Ok(Footer { library, functions })
+    // (key, value) entries follow in newer traces: what the tracer was built
+    // for and ran with (not needed here), and the time it took out
+    let mut tracer_s = None;
+    if let Ok(count) = take(4) {
+        let entries = u32::from_le_bytes(count.try_into().unwrap());
+        for _ in 0..entries {
+            let kl = u16::from_le_bytes(take(2)?.try_into().unwrap()) as usize;
+            let key = take(kl)?.to_vec();
+            let vl = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
+            let value = take(vl)?;
+            if key == b"tracer_s" {
+                tracer_s = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0);
+            }
+        }
+    }
+    Ok(Footer { library, functions, tracer_s })
 }
 
 /// The rank files of a trace directory, checked for completeness.
@@ -671,7 +687,7 @@ mod clock_tests {
             Some(c) => w.with_clock(c),
             None => w,
         };
-        w.finish(&Footer { library: "x".into(), functions: vec![] }).unwrap();
+        w.finish(&Footer { library: "x".into(), functions: vec![], tracer_s: None }).unwrap();
         path
     }
 

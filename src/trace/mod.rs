@@ -475,6 +475,10 @@ pub struct Report {
     pub traced_mpi_s: Vec<f64>,
     /// Per traced rank: first to last call, seconds.
     pub traced_span_s: Vec<f64>,
+    /// Per traced rank: the tracer's own time taken out of that span (empty
+    /// for traces that do not say: older ones, or the overhead kept).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tracer_s: Vec<f64>,
     /// Per simulated rank: computation charged, seconds.
     pub calc_s: Vec<f64>,
     /// With `by_call`: the traced and the replayed time inside MPI by call.
@@ -569,6 +573,10 @@ fn report_of<'a>(t: &Opened, shared: &Shared, reporting: impl Iterator<Item = &'
         r.unresolved_wildcards += s.unresolved;
         r.traced_mpi_s.push(s.mpi_s);
         r.traced_span_s.push((s.t_last - s.t_first).max(0.0));
+        r.tracer_s.push(t.footers[c.source_rank as usize].tracer_s.unwrap_or(0.0));
+    }
+    if t.footers.iter().all(|f| f.tracer_s.is_none()) {
+        r.tracer_s.clear();
     }
     r.calc_s = calc_s;
     r.resized_v_collectives = resized;
@@ -668,7 +676,7 @@ pub fn write_synthetic(dir: &Path, ranks: u32, iterations: u64) -> std::io::Resu
         }
         rec(&mut w, op::FINALIZE, -1, 0, 0, 0, 0.0)?;
         let names = vec![("MPI_Irecv".into(), iterations, 0.0), ("MPI_Isend".into(), iterations, 0.0)];
-        w.finish(&Footer { library: "synthetic".into(), functions: names })?;
+        w.finish(&Footer { library: "synthetic".into(), functions: names, tracer_s: None })?;
     }
     Ok(())
 }
@@ -750,7 +758,7 @@ pub fn write_synthetic_cart(dir: &Path, dims: &[u32], periodic: &[bool], iterati
         }
         rec(&mut w, op::COLL_BASE + format::Coll::Allreduce as u16, 2, -1, 0, 8, 0, 1e-6, &[])?;
         rec(&mut w, op::FINALIZE, 0, -1, 0, 0, 0, 1e-6, &[])?;
-        w.finish(&Footer { library: "synthetic".into(), functions: vec![] })?;
+        w.finish(&Footer { library: "synthetic".into(), functions: vec![], tracer_s: None })?;
     }
     Ok(())
 }

@@ -89,7 +89,7 @@ impl Rank {
     }
     fn finish_as(mut self, library: &str) {
         self.rec(Record { op: op::FINALIZE, peer: -1, ..Default::default() }, &[]);
-        self.w.finish(&Footer { library: library.into(), functions: self.functions }).unwrap();
+        self.w.finish(&Footer { library: library.into(), functions: self.functions, tracer_s: None }).unwrap();
     }
 }
 

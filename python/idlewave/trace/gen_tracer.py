@@ -616,7 +616,7 @@ def c_wrapper(idx: int, proto: Proto, spec: Spec, large: bool) -> str:
     locked_pre = f"IW_LOCK();\n    {spec.pre}\n    IW_UNLOCK();" if spec.pre else ""
     body = [*pre, locked_pre, "double t0 = iw_enter();", f"int rc = PMPI_{proto.name}({args});",
             "double t1 = iw_leave(t0);", "IW_LOCK();", f"iw_count({idx}, t0, t1);", *record.split("\n"),
-            "IW_UNLOCK();", *cleanup, "iw_depth--;", "return rc;"]
+            "IW_UNLOCK();", *cleanup, "iw_tracer_spent(t1);", "iw_depth--;", "return rc;"]
     return (f"int MPI_{proto.name}({c_params(proto, names)}) {{\n"
             f"    if (!IW_ACTIVE()) return PMPI_{proto.name}({args});\n"
             f"    iw_depth++;\n" + "".join(f"    {line}\n" for line in body if line) + "}\n")
@@ -656,6 +656,7 @@ def c_generic(idx: int, proto: Proto) -> str:
             f"    iw_count({idx}, t0, t1);\n"
             f"    iw_other({idx}, {comm}, {req}, {newcomm}, t0, t1);\n"
             f"    IW_UNLOCK();\n"
+            f"    iw_tracer_spent(t1);\n"
             f"    iw_depth--;\n"
             f"    return rc;\n}}\n")
 
@@ -828,14 +829,16 @@ def f_wrapper(sym: str, reals: list[str], idx: int, proto: Proto, names: list[st
             conv.append(f"MPI_Comm iw_nc = PMPI_Comm_f2c(*(const MPI_Fint *)f_{newcomm});")
             newcomm = "&iw_nc"
         body = ["double t0 = iw_enter();", f"{call}({fargs});", "double t1 = iw_leave(t0);", *conv, "IW_LOCK();",
-                f"iw_count({idx}, t0, t1);", f"iw_other({idx}, {comm}, {req}, {newcomm}, t0, t1);", "IW_UNLOCK();"]
+                f"iw_count({idx}, t0, t1);", f"iw_other({idx}, {comm}, {req}, {newcomm}, t0, t1);", "IW_UNLOCK();",
+                "iw_tracer_spent(t1);"]
     else:
         pre, realargs, post, cleanup = f_convert(proto.name.removesuffix("_c"), proto, names, spec, False)
         real_call_args = ", ".join(realargs + ["f_ierr"])
         record = spec.record.replace("{C}", "").replace("{F}", "1")
         locked_pre = f"IW_LOCK();\n    {spec.pre}\n    IW_UNLOCK();" if spec.pre else ""
         body = [*pre, locked_pre, "double t0 = iw_enter();", f"{call}({real_call_args});", "double t1 = iw_leave(t0);",
-                *post, "IW_LOCK();", f"iw_count({idx}, t0, t1);", *record.split("\n"), "IW_UNLOCK();", *cleanup]
+                *post, "IW_LOCK();", f"iw_count({idx}, t0, t1);", *record.split("\n"), "IW_UNLOCK();", *cleanup,
+                "iw_tracer_spent(t1);"]
     return (f"void {sym}({fparams}) {{\n" + f_resolver(reals) +
             f"    if (!IW_ACTIVE()) {{ {call}({fargs}); return; }}\n"
             f"    iw_depth++;\n" + "".join(f"    {line}\n" for line in body if line) + "    iw_depth--;\n}\n")

@@ -128,6 +128,15 @@ static inline double iw_mono(void) {
 enum { IW_CLOCK_WALL = 0, IW_CLOCK_CPU = 1 };
 static int iw_clock;
 static double iw_wtime_offset;
+/* The tracer's own time after each call (recording, buffer flushes) is taken
+ * out of the timeline, so the computation the replay sees is the program's,
+ * not the program's plus the tracer's: a code that polls MPI millions of
+ * times would otherwise replay tens of percent slower than it runs.
+ * IDLEWAVE_TRACE_OVERHEAD=keep leaves it in (the raw wall clock). The total
+ * removed goes to the footer (`tracer_s`). Process-wide, in nanoseconds, so
+ * that the threads of one rank keep one timeline. */
+static int iw_remove_overhead = 1;
+static int64_t iw_hidden_ns;
 typedef struct { double v, cpu, wall_in; int started; } iw_vclock;
 static __thread iw_vclock iw_vc __attribute__((tls_model("initial-exec")));
 
@@ -137,8 +146,16 @@ static inline double iw_cpu(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Takes `ns` of the tracer's time out of the timeline (atomically only when
+ * threads may call MPI at once: a locked add per call is measurable). */
+static inline void iw_hide(int64_t ns) {
+    if (iw_threaded) __atomic_fetch_add(&iw_hidden_ns, ns, __ATOMIC_RELAXED);
+    else iw_hidden_ns += ns;
+}
+
 static inline double iw_now(void) {
-    if (iw_clock == IW_CLOCK_WALL) return iw_mono() + iw_wtime_offset;
+    if (iw_clock == IW_CLOCK_WALL)
+        return iw_mono() + iw_wtime_offset - 1e-9 * (double)__atomic_load_n(&iw_hidden_ns, __ATOMIC_RELAXED);
     if (!iw_vc.started) {
         iw_vc.v = iw_mono() + iw_wtime_offset;
         iw_vc.cpu = iw_cpu();
@@ -154,12 +171,69 @@ static inline double iw_enter(void) {
     return t;
 }
 
+static double iw_read_s; /* what one clock read costs (iw_calibrate) */
+
 static inline double iw_leave(double t0) {
-    if (iw_clock == IW_CLOCK_WALL) return iw_now();
+    if (iw_clock == IW_CLOCK_WALL) {
+        double t1 = iw_now();
+        if (!iw_remove_overhead) return t1;
+        /* the end of t0's read and the start of this one are the tracer's */
+        double d = t1 - t0 < iw_read_s ? t1 - t0 : iw_read_s;
+        if (d > 0) iw_hide((int64_t)(d * 1e9));
+        return t1 - d;
+    }
     double t1 = t0 + (iw_mono() - iw_vc.wall_in);
     iw_vc.v = t1;
     iw_vc.cpu = iw_cpu();
     return t1;
+}
+
+/* The end of a wrapper. The tracer's time from t1 on is the rest of t1's
+ * read, its bookkeeping and the start of the next call's t0 read: one read
+ * and the bookkeeping. A clock read here would cost as much again, so one
+ * call in IW_SAMPLE reads it and measures the bookkeeping (a flush has
+ * already taken itself out); the others take the median of the last
+ * IW_KEPT samples, none before IW_FIRST samples (a cold first call must not
+ * be taken for every call). With the CPU clock the next gap's CPU time
+ * starts here instead. */
+#define IW_SAMPLE 32
+#define IW_KEPT 8
+#define IW_FIRST 3
+static __thread unsigned iw_calls_seen __attribute__((tls_model("initial-exec")));
+static __thread unsigned iw_samples __attribute__((tls_model("initial-exec")));
+static __thread double iw_sampled[IW_KEPT] __attribute__((tls_model("initial-exec")));
+static __thread double iw_bookkeeping_s __attribute__((tls_model("initial-exec")));
+
+static int iw_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void iw_bookkeeping_sample(double b) {
+    iw_sampled[iw_samples++ % IW_KEPT] = b;
+    unsigned n = iw_samples < IW_KEPT ? iw_samples : IW_KEPT;
+    if (n < IW_FIRST) return;
+    double v[IW_KEPT];
+    memcpy(v, iw_sampled, n * sizeof v[0]);
+    qsort(v, n, sizeof v[0], iw_cmp_double);
+    iw_bookkeeping_s = v[n / 2];
+}
+
+static inline void iw_tracer_spent(double t1) {
+    if (!iw_remove_overhead) return;
+    if (iw_clock == IW_CLOCK_WALL) {
+        double spent = iw_read_s + iw_bookkeeping_s;
+        if (iw_calls_seen++ % IW_SAMPLE == 0) {
+            double now = iw_now(), b = now - t1 - iw_read_s; /* this read's own cost is the tracer's too */
+            iw_bookkeeping_sample(b > 0 ? b : 0);
+            spent = (now - t1) + iw_read_s;
+        }
+        iw_hide((int64_t)(spent * 1e9));
+    } else {
+        double cpu = iw_cpu();
+        iw_hide((int64_t)((cpu - iw_vc.cpu) * 1e9));
+        iw_vc.cpu = cpu;
+    }
 }
 
 static void iw_calibrate(void) {
@@ -168,6 +242,16 @@ static void iw_calibrate(void) {
         double m0 = iw_mono(), w = PMPI_Wtime(), m1 = iw_mono();
         if (m1 - m0 < best) { best = m1 - m0; iw_wtime_offset = w - 0.5 * (m0 + m1); }
     }
+    /* one read's cost: the median step between back-to-back reads */
+    enum { N = 255 };
+    double step[N], prev = iw_mono();
+    for (int i = 0; i < N; i++) {
+        double t = iw_mono();
+        step[i] = t - prev;
+        prev = t;
+    }
+    qsort(step, N, sizeof step[0], iw_cmp_double);
+    iw_read_s = step[N / 2];
 }
 
 static void iw_warn(const char *what) {
@@ -389,6 +473,13 @@ static void iw_check_version(void) {
 
 /* IDLEWAVE_TRACE_CLOCK: wall (the default) or cpu. */
 static void iw_choose_clock(void) {
+    const char *o = getenv("IDLEWAVE_TRACE_OVERHEAD");
+    iw_remove_overhead = 1;
+    if (o && !strcasecmp(o, "keep")) iw_remove_overhead = 0;
+    else if (o && *o && strcasecmp(o, "remove") && iw_speaks()) {
+        fprintf(stderr, "idlewave tracer: IDLEWAVE_TRACE_OVERHEAD=%s is neither remove nor keep: removing it\n", o);
+        fflush(stderr);
+    }
     const char *c = getenv("IDLEWAVE_TRACE_CLOCK");
     iw_clock = IW_CLOCK_WALL;
     if (!c || !*c || !strcasecmp(c, "wall")) return;
@@ -500,6 +591,7 @@ static void iw_write_all(const char *p, size_t n, uint64_t off) {
 /* Writes the buffer to the file. A trailing poll record stays in the buffer
  * so that the next failed poll can still extend it in memory. */
 static void iw_flush(int keep_poll) {
+    double t = iw_mono();
     size_t n = iw_len;
     if (keep_poll && iw_last != UINT64_MAX && iw_last >= iw_flushed
         && ((iw_rec *)(iw_buf + (iw_last - iw_flushed)))->op == OP_POLL)
@@ -508,6 +600,8 @@ static void iw_flush(int keep_poll) {
     memmove(iw_buf, iw_buf + n, iw_len - n);
     iw_len -= n;
     iw_flushed += n;
+    if (iw_remove_overhead && iw_clock == IW_CLOCK_WALL) /* the tracer's time, taken out at once */
+        iw_hide((int64_t)((iw_mono() - t) * 1e9));
 }
 
 /* Room for `need` bytes at the end of the buffer. */
@@ -1250,10 +1344,16 @@ static void iw_footer(void) {
     PMPI_Get_library_version(ver, &len);
     while (len > 0 && (ver[len - 1] == '\n' || ver[len - 1] == ' ' || ver[len - 1] == 0)) len--;
     const char *info[][2] = {{"built_for", NULL}, {"built_for_library", IW_BUILT_LIBRARY},
-                             {"built_with_mpicc", IW_BUILT_MPICC}, {"ran_with_library", iw_ran_library}};
-    char built[256];
+                             {"built_with_mpicc", IW_BUILT_MPICC}, {"ran_with_library", iw_ran_library},
+                             {"tracer_overhead", iw_remove_overhead ? "removed" : "kept"}, {"tracer_s", NULL},
+                             {"clock_read_s", NULL}};
+    char built[256], tracer_s[32], read_s[32];
     iw_built_name(built, sizeof built);
     info[0][1] = built;
+    snprintf(tracer_s, sizeof tracer_s, "%.9f", 1e-9 * (double)__atomic_load_n(&iw_hidden_ns, __ATOMIC_RELAXED));
+    info[5][1] = tracer_s;
+    snprintf(read_s, sizeof read_s, "%.9f", iw_read_s);
+    info[6][1] = read_s;
     size_t ninfo = sizeof info / sizeof info[0];
     size_t cap = 20 + (size_t)len + (size_t)iw_nslots * (2 + 64 + 16), n = 0;
     for (int s = 0; s < iw_nslots; s++) cap += strlen(iw_names[iw_order[s]]);
