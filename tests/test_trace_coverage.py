@@ -764,14 +764,21 @@ def test_lammps_peptide_is_traced_whole_and_replays(debian_lib, tmp_path):
 
 @pytest.mark.skipif(not Path("/usr/bin/lmp").exists() or not (DEB / "mpiexec").exists(),
                     reason="needs Debian's LAMMPS and Open MPI (apt-get install lammps libopenmpi-dev)")
-def test_lammps_melt_on_a_1x3x3_grid_extrapolates_keeping_its_single_rank_dimension(debian_lib, tmp_path):
-    """LAMMPS's melt example on 9 ranks lays its ranks out 1×3×3: the dimension
-    of one rank keeps its size, the others grow (it used to be refused)."""
+def test_lammps_melt_on_a_1x3x3_grid_grows_as_mpi_dims_create_or_is_refused(debian_lib, tmp_path):
+    """LAMMPS's melt example on 9 ranks lays its ranks out 1×3×3, the grid
+    MPI_Dims_create makes. At 36 ranks it would make 3×4×3 (so would LAMMPS):
+    the dimension of one traced rank grows, which the trace cannot show, so
+    --scale-to refuses and says why; keeping it (1×6×6) was a silent guess.
+    --grid gives the grid the user knows, and the other dimensions grow."""
+    from idlewave._engine import SimulationError
     from idlewave.trace import replay
 
     run_lammps(debian_lib, tmp_path, "melt", 9)
     traced = replay(tmp_path / "tr")
-    big = replay(tmp_path / "tr", scale_to=36)
+    with pytest.raises(SimulationError) as refused:
+        replay(tmp_path / "tr", scale_to=36)
+    assert "MPI_Dims_create's 3×4×3" in str(refused.value) and "dimension 0 grows from 1 to 3" in str(refused.value)
+    big = replay(tmp_path / "tr", grid="1x6x6")
     assert big.summary["ranks"] == 36 and "1×3×3 (periodic) → 1×6×6" in big.summary["extrapolation"]
     # every one of the 36 ranks replays a template rank's calls: 4× the traced ranks' events
     assert 3.5 * traced.summary["events"] < big.summary["events"] < 4.5 * traced.summary["events"]

@@ -125,6 +125,58 @@ pub fn dims_create_fixed(n: u32, fixed: &[u32]) -> Option<Vec<u32>> {
     Some(fixed.iter().map(|&d| if d == 0 { spread.next().unwrap_or(1) } else { d }).collect())
 }
 
+/// The grid the program makes on `ranks` ranks, as far as the trace tells,
+/// and how it was chosen. A traced grid that is MPI_Dims_create's for the
+/// traced size (in some order of its dimensions) is taken to be made by it:
+/// the target is MPI_Dims_create's for `ranks`, dealt to the dimensions in
+/// the same order of size; a dimension it grows must have an interior in
+/// the trace. Another traced grid keeps its dimensions of fewer than 3 ranks
+/// and spreads the rest over the others (the description says so).
+pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), String> {
+    let n = g.dims.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| g.dims[b].cmp(&g.dims[a]));
+    let sorted: Vec<u32> = order.iter().map(|&d| g.dims[d]).collect();
+    if sorted == dims_create(g.size(), n) {
+        let mut target = vec![0; n];
+        for (&d, big) in order.iter().zip(dims_create(ranks, n)) {
+            target[d] = big;
+        }
+        if let Some(d) = (0..n).find(|&d| g.dims[d] < 3 && target[d] != g.dims[d]) {
+            let cube = 3u32.pow(n as u32);
+            return Err(format!(
+                "at {ranks} ranks the program's grid would be MPI_Dims_create's {} (as {} is at {}): dimension {d} grows from {} to {} ranks, and with {} traced rank{} it has no interior to repeat. Trace with at least 3 ranks along every dimension that grows (MPI_Dims_create gives that from {cube} ranks; with more ranks than cores, trace with IDLEWAVE_TRACE_CLOCK=cpu), or give --grid if the program keeps that dimension's size",
+                describe_dims(&target),
+                describe_dims(&g.dims),
+                g.size(),
+                g.dims[d],
+                target[d],
+                g.dims[d],
+                if g.dims[d] == 1 { "" } else { "s" }
+            ));
+        }
+        return Ok((target, "MPI_Dims_create's, as the traced grid is"));
+    }
+    // dimensions of fewer than 3 ranks keep their size (see Extrapolation::new)
+    let fixed: Vec<u32> = g.dims.iter().map(|&a| if a < 3 { a } else { 0 }).collect();
+    let dims = dims_create_fixed(ranks, &fixed).ok_or_else(|| match fixed.iter().filter(|&&d| d != 0).product::<u32>() {
+        _ if !fixed.contains(&0) => format!(
+            "every dimension of the traced grid {} has fewer than 3 ranks, so none has an interior to repeat: trace at least 3 ranks along one",
+            g.describe()
+        ),
+        kept => format!(
+            "the traced grid {} keeps the size of its dimensions of fewer than 3 ranks, so it extrapolates to multiples of {kept} ranks, not to {ranks}",
+            g.describe()
+        ),
+    })?;
+    let how = if fixed.contains(&0) && fixed.iter().any(|&d| d != 0) {
+        "not MPI_Dims_create's: dimensions of fewer than 3 traced ranks keep their size, give --grid if the program makes another"
+    } else {
+        "not MPI_Dims_create's: give --grid if the program makes another"
+    };
+    Ok((dims, how))
+}
+
 /// Parses "6x6" or "4x4x8" (also with '×').
 pub fn parse_dims(s: &str) -> Result<Vec<u32>, String> {
     let dims: Result<Vec<u32>, _> = s.split(['x', '×', 'X']).map(|p| p.trim().parse::<u32>()).collect();
@@ -181,6 +233,8 @@ pub struct Extrapolation {
     pub target: Grid,
     /// Strong scaling: messages ∝ subdomain surface, computation ∝ volume.
     pub strong: bool,
+    /// How the target grid was chosen, for the description ("" when given).
+    pub chosen: &'static str,
 }
 
 impl Extrapolation {
@@ -211,7 +265,7 @@ impl Extrapolation {
             }
         }
         let target = Grid::new(target_dims, template.periodic.clone())?;
-        Ok(Extrapolation { template, target, strong })
+        Ok(Extrapolation { template, target, strong, chosen: "" })
     }
 
     /// The template coordinate of a target coordinate along `d`: edges to
@@ -535,6 +589,27 @@ mod tests {
         assert_eq!(dims_create(24, 3), vec![4, 3, 2]);
         assert_eq!(dims_create(7, 2), vec![7, 1]);
         assert_eq!(dims_create(1 << 20, 2), vec![1024, 1024]);
+    }
+
+    #[test]
+    fn a_dims_create_grid_grows_as_dims_create_or_is_refused() {
+        let g = |d: &[u32]| Grid::new(d.to_vec(), vec![false; d.len()]).unwrap();
+        // LAMMPS traced at 16 ranks (4×2×2): at 32 MPI_Dims_create gives 4×4×2,
+        // which grows a dimension of 2 traced ranks; never the silent 8×2×2
+        let e = target_dims(&g(&[4, 2, 2]), 32).unwrap_err();
+        assert!(e.contains("MPI_Dims_create's 4×4×2") && e.contains("dimension 1 grows from 2 to 4"), "{e}");
+        assert!(e.contains("from 27 ranks") && e.contains("--grid"), "{e}");
+        assert_eq!(target_dims(&g(&[3, 3, 3]), 216).unwrap().0, vec![6, 6, 6]);
+        assert_eq!(target_dims(&g(&[3, 3]), 12).unwrap().0, vec![4, 3]);
+        // the traced order of the dimensions is kept: 3×4 → 3×4 at 12, 4×6 at 24
+        assert_eq!(target_dims(&g(&[3, 4]), 24).unwrap().0, vec![4, 6]);
+        let (dims, how) = target_dims(&g(&[4, 4, 4]), 128).unwrap();
+        assert_eq!((dims, how), (vec![8, 4, 4], "MPI_Dims_create's, as the traced grid is"));
+        // a grid MPI_Dims_create does not make keeps its small dimensions, and says so
+        let (dims, how) = target_dims(&g(&[6, 2]), 24).unwrap();
+        assert_eq!(dims, vec![12, 2]);
+        assert!(how.starts_with("not MPI_Dims_create's"), "{how}");
+        assert!(target_dims(&g(&[2, 2, 1]), 8).unwrap_err().contains("no interior"));
     }
 
     #[test]

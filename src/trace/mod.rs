@@ -157,9 +157,10 @@ impl Plan {
                 let g = &e.template;
                 let short = (0..g.dims.len()).any(|d| g.periodic[d] && g.dims[d] == 3);
                 Some(format!(
-                    "Cartesian grid {} → {}, {} scaling{}",
+                    "Cartesian grid {} → {}{}, {} scaling{}",
                     g.describe(),
                     grid::describe_dims(&e.target.dims),
+                    if e.chosen.is_empty() { String::new() } else { format!(" ({})", e.chosen) },
                     if e.strong { "strong" } else { "weak" },
                     if short {
                         " (3 traced ranks along a periodic dimension: an exchange 2 ranks away reads as one with the neighbour on the other side; trace 5 to rule it out)"
@@ -218,24 +219,13 @@ fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u
         .first()
         .is_some_and(|l| (0..l.records.len()).any(|i| l.get(i).is_some_and(|(r, p)| grid::from_cart_create(r, p, traced).is_some())));
     let on_grid = |g: grid::Grid| -> Result<Plan, String> {
-        let dims = match &spec.grid {
-            Some(s) => grid::parse_dims(s)?,
-            None => {
-                // dimensions of fewer than 3 ranks keep their size (see Extrapolation::new)
-                let fixed: Vec<u32> = g.dims.iter().map(|&a| if a < 3 { a } else { 0 }).collect();
-                grid::dims_create_fixed(ranks, &fixed).ok_or_else(|| match fixed.iter().filter(|&&d| d != 0).product::<u32>() {
-                    _ if !fixed.contains(&0) => format!(
-                        "every dimension of the traced grid {} has fewer than 3 ranks, so none has an interior to repeat: trace at least 3 ranks along one",
-                        g.describe()
-                    ),
-                    kept => format!(
-                        "the traced grid {} keeps the size of its dimensions of fewer than 3 ranks, so it extrapolates to multiples of {kept} ranks, not to {ranks}",
-                        g.describe()
-                    ),
-                })?
-            }
+        let (dims, chosen) = match &spec.grid {
+            Some(s) => (grid::parse_dims(s)?, ""),
+            None => grid::target_dims(&g, ranks)?,
         };
-        Ok(Plan::Grid(Rc::new(grid::Extrapolation::new(g, dims, spec.strong)?)))
+        let mut e = grid::Extrapolation::new(g, dims, spec.strong)?;
+        e.chosen = chosen;
+        Ok(Plan::Grid(Rc::new(e)))
     };
     if cart || spec.grid.is_some() || spec.strong {
         return on_grid(template_grid(templates).map_err(|e| format!("cannot extrapolate on a grid: {e}"))?);

@@ -640,7 +640,9 @@ fn extrapolations_compiled_per_class_replay_as_their_goal_export() {
 /// A halo and a row allreduce traced on a small grid and extrapolated
 /// replays exactly as the same program traced on the target grid, also
 /// where a dimension of fewer than 3 ranks keeps its size (LAMMPS on 9
-/// ranks traces 1×3×3); `--scale-to` keeps such dimensions too.
+/// ranks traces 1×3×3). `--scale-to` grows a grid MPI_Dims_create made as
+/// MPI_Dims_create would, and refuses where that grows a dimension with no
+/// interior in the trace.
 #[test]
 fn extrapolated_grids_replay_as_the_program_traced_at_their_size() {
     let cases: [(&[u32], &[bool], &[u32]); 5] = [
@@ -660,17 +662,24 @@ fn extrapolated_grids_replay_as_the_program_traced_at_their_size() {
         assert_eq!((got.0, got.1), (want.0.clone(), want.1), "{small:?} to {big:?}");
         let ranks = big.iter().product::<u32>();
         let scaled = replay(&TraceSpec { scale_to: Some(ranks), ..spec(&d) });
-        if small[0] < 3 {
-            // the small dimension is kept, the others split as MPI_Dims_create does: the same grid
-            assert_eq!(scaled.unwrap().0, want.0, "{small:?} to {ranks} ranks");
+        match i {
+            // MPI_Dims_create's grid at the traced size and at the target: the same grid
+            1 | 3 => assert_eq!(scaled.unwrap().0, want.0, "{small:?} to {ranks} ranks"),
+            // 2×4 at 18 ranks would be MPI_Dims_create's 3×6: the 2 would grow
+            4 => {
+                let e = scaled.unwrap_err();
+                assert!(e.contains("MPI_Dims_create's 3×6") && e.contains("dimension 0 grows from 2 to 3"), "{e}");
+            }
+            _ => {}
         }
     }
     let d = tmp("grid-no-interior");
     write_synthetic_cart(&d, &[1, 2, 2], &[true; 3], 1).unwrap();
     let e = replay(&TraceSpec { scale_to: Some(16), ..spec(&d) }).unwrap_err();
-    assert!(e.contains("every dimension of the traced grid 1×2×2"), "{e}");
+    assert!(e.contains("MPI_Dims_create's 2×4×2") && e.contains("no interior to repeat"), "{e}");
+    // a grid MPI_Dims_create does not make keeps its small dimensions
     let d = tmp("grid-not-a-multiple");
-    write_synthetic_cart(&d, &[2, 3], &[false; 2], 1).unwrap();
+    write_synthetic_cart(&d, &[2, 6], &[false; 2], 1).unwrap();
     let e = replay(&TraceSpec { scale_to: Some(15), ..spec(&d) }).unwrap_err();
     assert!(e.contains("multiples of 2 ranks, not to 15"), "{e}");
 }
