@@ -1,7 +1,7 @@
 """Reproduces the validation table: idlewave's predictions against measured runs
 of real MPI applications on this machine, with Debian's Open MPI.
 
-    .venv/bin/python scripts/validation.py [--repeat K] [--apps lammps,gromacs,hpcc,qe,fortran]
+    .venv/bin/python scripts/validation.py [--repeat K] [--traced-runs T] [--apps lammps,gromacs,hpcc,qe,fortran]
                                            [--out DIR] [--quick]
 
 1. Calibrates: `idlewave measure pingpong` with Debian's MPI (C kernels built
@@ -9,8 +9,8 @@ of real MPI applications on this machine, with Debian's Open MPI.
    `idlewave fit postal` into DIR/platform.toml. A refused fit stops here
    (--force-fit writes it anyway, and the table says it was forced).
 2. For each application that is installed, writes a small realistic input in
-   DIR/<app>/ and runs `idlewave validate` on 2 ranks: K untraced runs, one
-   traced, the trace replayed on the platform. An application that is not
+   DIR/<app>/ and runs `idlewave validate` on 2 ranks: K untraced runs, T
+   traced, the traces replayed on the platform. An application that is not
    installed is skipped with the reason.
 3. Writes DIR/validation.json (everything, with each validate result whole)
    and DIR/validation.md (the table, ready for docs/validation.md), and prints
@@ -382,14 +382,15 @@ def postal(fit: dict) -> str:
     return " | ".join(parts)
 
 
-def validate(name: str, d: Path, prepared: Prepared, platform_file: Path, repeat: int, timeout: float) -> dict:
+def validate(name: str, d: Path, prepared: Prepared, platform_file: Path, repeat: int, traced: int, timeout: float) -> dict:
     """idlewave validate on one application; returns its JSON result."""
     cmd = [IDLEWAVE, "validate", "--platform", str(platform_file), "--mpiexec", MPIEXEC, "--mpicc", MPICC, "-n", str(RANKS),
-           "--repeat", str(repeat), "--timeout", str(timeout), "--json", "--out", str(d / "v"), "--", *prepared.command]
+           "--repeat", str(repeat), "--traced-runs", str(traced), "--timeout", str(timeout), "--json", "--out", str(d / "v"),
+           "--", *prepared.command]
     say(f"{name}: (cd {d} && {' '.join(cmd)})")
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(cmd, cwd=d, env=env(), capture_output=True, text=True, timeout=timeout * (repeat + 2))
+        p = subprocess.run(cmd, cwd=d, env=env(), capture_output=True, text=True, timeout=timeout * (repeat + traced + 1))
     except subprocess.TimeoutExpired:
         raise Failed(f"(cd {d} && {' '.join(cmd)}) did not finish") from None
     took = time.perf_counter() - t0
@@ -455,15 +456,15 @@ def row(app: dict) -> dict:
         "measured_total": f"{sec(m['total_s'])} ({sec(m['total_min_s'])}–{sec(m['total_max_s'])})",
         "predicted_total": sec(p["total_s"]),
         "error_total": pct(e["total_s"]),
-        "measured_mpi": sec(m["mpi_s"]),
-        "predicted_mpi": sec(p["mpi_s"]),
+        "measured_mpi": f"{sec(m['mpi_s'])} ({sec(m['mpi_min_s'])}–{sec(m['mpi_max_s'])})" if "mpi_min_s" in m else sec(m["mpi_s"]),
+        "predicted_mpi": f"{sec(p['mpi_s'])} ({sec(p['mpi_min_s'])}–{sec(p['mpi_max_s'])})" if "mpi_min_s" in p else sec(p["mpi_s"]),
         "error_mpi": pct(e["mpi_s"]),
         "by_call": calls or "—",
     }
 
 
 HEADERS = ("Application", "MPI library", "Ranks", "Measured total (min–max)", "Predicted total", "Error",
-           "Measured in MPI", "Predicted in MPI", "Error", "Largest errors by call (measured → predicted)")
+           "Measured in MPI (min–max)", "Predicted in MPI (min–max)", "Error", "Largest errors by call (measured → predicted)")
 KEYS = ("application", "mpi", "ranks", "measured_total", "predicted_total", "error_total", "measured_mpi", "predicted_mpi", "error_mpi", "by_call")
 
 
@@ -475,7 +476,8 @@ def markdown(report: dict) -> str:
     lines = [
         f"Measured on {report['date']}: {mc['hostname']}, {mc['nproc']} cores (nproc){', ' + mc['cpu'] if mc.get('cpu') else ''}; "
         f"load average {' / '.join(map(str, report['load_before']))} before and {' / '.join(map(str, report['load_after']))} after (1/5/15 min); "
-        f"K = {report['repeat']} untraced runs per application{' (--quick inputs)' if report['quick'] else ''}.",
+        f"K = {report['repeat']} untraced and T = {report.get('traced', 1)} traced runs per application"
+        f"{' (--quick inputs)' if report['quick'] else ''}.",
         "",
     ]
     if "refused" in cal:
@@ -487,7 +489,8 @@ def markdown(report: dict) -> str:
         + (" — given with --platform, not calibrated here" if cal.get("given") else "") + "."
         + (f" Fitted: {cal['postal']}." if cal.get("postal") else ""),
         "",
-        "Times are medians of the K untraced runs with their min–max; time in MPI is the traced run's, mean per rank. "
+        "Total times are medians of the K untraced runs with their min–max; time in MPI, mean per rank, is the median of "
+        "the T traced runs with their min–max, predicted from the median run's trace (min–max over the T traces). "
         "Error = (predicted − measured) / measured.",
         "",
     ]
@@ -562,6 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="docs/validation.md describes the table and how it is made.")
     ap.add_argument("--repeat", "-k", type=int, default=5, help="untraced runs per application (default 5)")
+    ap.add_argument("--traced-runs", "-t", type=int, default=3, help="traced runs per application (default 3)")
     ap.add_argument("--apps", default=",".join(APPS), help=f"comma-separated, of {','.join(APPS)} (default: all)")
     ap.add_argument("--out", type=Path, default=Path("validation-out"), help="where everything goes (default validation-out)")
     ap.add_argument("--quick", action="store_true", help="small inputs (seconds per run): checks that everything works, "
@@ -576,8 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in apps if a not in APPS]
     if unknown or not apps:
         ap.error(f"--apps: unknown {', '.join(unknown) or '(none given)'}; choose among {','.join(APPS)}")
-    if args.repeat < 1:
-        ap.error("--repeat must be at least 1")
+    if args.repeat < 1 or args.traced_runs < 1:
+        ap.error("--repeat and --traced-runs must be at least 1")
     for tool in (MPICC, MPIEXEC):
         if not Path(tool).exists():
             raise SystemExit(f"{tool} not found: the table is made with Debian's Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
@@ -585,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     claim(out)
     report: dict = {"command": [sys.executable, *sys.argv], "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                    "machine": machine(), "load_before": load(), "out": str(out), "repeat": args.repeat, "quick": args.quick, "ranks": RANKS,
+                    "machine": machine(), "load_before": load(), "out": str(out), "repeat": args.repeat, "traced": args.traced_runs, "quick": args.quick, "ranks": RANKS,
                     "mpi": {"mpicc": MPICC, "mpiexec": MPIEXEC, "mpifort": MPIFORT, "env": ENV}, "apps": []}
     for name in ("validation.json", "validation.md"):
         fresh(out / name)
@@ -641,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         entry.update(input=prepared.input, command=prepared.command)
         try:
-            result = validate(name, d, prepared, platform_file, args.repeat, args.timeout)
+            result = validate(name, d, prepared, platform_file, args.repeat, args.traced_runs, args.timeout)
         except Failed as e:
             entry.update(status="failed", reason=str(e), notes=prepared.notes + prepared.after(d))
             say(f"{name}: FAILED:\n{e}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from idlewave.validate import Runs, compare
+from idlewave.validate import Runs, Traced, compare
 
 BIN = Path(sys.executable).parent
 PROGRAM = Path(__file__).parent / "programs" / "halo_reduce.c"
@@ -74,9 +74,17 @@ def test_validate_a_c_program_on_the_wheels_mpi(tmp_path):
                              "--out", str(tmp_path / "r4")], capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
     assert scaled.returncode == 0 and "Predicted at 4 ranks; traced at 2" in scaled.stdout, scaled.stdout + scaled.stderr
     assert "inf" not in scaled.stdout
+    # three traced runs (the default): the compared one is the median of their time in MPI
+    mpi = v["measured"]["mpi_runs_s"]
+    assert len(mpi) == 3 and v["measured"]["mpi_s"] == sorted(mpi)[1] == mpi[v["compared_traced_run"] - 1]
+    assert len(v["predicted"]["mpi_runs_s"]) == 3
+    assert v["predicted"]["mpi_runs_s"][v["compared_traced_run"] - 1] == v["predicted"]["mpi_s"]
+    assert sorted(p.name for p in (tmp_path / "v").glob("traced-*") if p.is_dir()) == [
+        f"traced-{k}" for k in (1, 2, 3) if k != v["compared_traced_run"]]
     # a second validation replaces the first whole
-    again = _validate(tmp_path, exe, repeat=1)
+    again = _validate(tmp_path, exe, "--traced-runs", "1", repeat=1)
     assert len(again["measured"]["total_runs_s"]) == 1 and not (tmp_path / "v" / "run-2.log").exists()
+    assert len(again["measured"]["mpi_runs_s"]) == 1 and not (tmp_path / "v" / "traced-2.log").exists()
     assert not (tmp_path / "v.partial").exists()
 
 
@@ -111,14 +119,24 @@ def _summary(makespan: float, replayed_mpi: float) -> dict:
 def test_errors_beyond_the_measured_spread_are_warned_and_within_it_not():
     runs = Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.51)
     report = {"by_call": [], "poll_s": 0.4, "unmodelled": [["MPI_Win_fence", 3, 0.2, 0.1]]}
-    close = compare(runs, _summary(makespan=1.0, replayed_mpi=0.21), report)
+    # time in MPI of three traced runs: 0.18, 0.2, 0.23 (the median, 0.2, is the summary's)
+    traced = Traced.median_of([0.23, 0.2, 0.18], [0.22, 0.21, 0.2])
+    assert traced.chosen == 1
+    close = compare(runs, _summary(makespan=1.0, replayed_mpi=0.21), report, traced)
     assert close["warnings"] == []
     assert close["error"]["total_s"] == pytest.approx((1.0 + 0.51 - 1.50) / 1.50)
     assert close["measured"]["polls_s"] == pytest.approx(0.2) and close["measured"]["unmodelled_s"] == pytest.approx(0.1)
-    far = compare(runs, _summary(makespan=0.8, replayed_mpi=0.1), report)
+    assert (close["measured"]["mpi_min_s"], close["measured"]["mpi_max_s"]) == (0.18, 0.23)
+    assert (close["predicted"]["mpi_min_s"], close["predicted"]["mpi_max_s"]) == (0.2, 0.22)
+    # 0.1 s off in MPI: beyond the traced runs' 0.05 s; 0.29 s off in total: beyond the untraced 0.04 s
+    far = compare(runs, _summary(makespan=0.8, replayed_mpi=0.1), report, traced)
     assert len([w for w in far["warnings"] if "more than the spread" in w]) == 2
+    assert any("spread of the 3 traced runs" in w for w in far["warnings"])
+    # 0.04 s off in MPI is within the traced runs' spread, though beyond the untraced runs' total spread
+    assert not any("time in MPI" in w for w in compare(runs, _summary(1.0, 0.24), report, traced)["warnings"])
     one = compare(Runs(wall_s=[1.5], cpu_s=[3.0], traced_wall_s=1.51), _summary(1.0, 0.2), report)
     assert any("spread is unknown" in w for w in one["warnings"])
+    assert any("one traced run" in w for w in one["warnings"])
     # a traced run far from the untraced ones is named
     slow = compare(Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.9), _summary(1.0, 0.2), report)
     assert any("the traced run took" in w for w in slow["warnings"])

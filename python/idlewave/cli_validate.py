@@ -22,22 +22,24 @@ def validate(
     mpicc: str | None = typer.Option(None, "--mpicc", help="The compiler wrapper of the program's MPI, to build "
                                      "the tracer (default: the one beside --mpiexec)."),
     repeat: int = typer.Option(5, "--repeat", "-k", min=1, help="Untraced runs (their median and spread)."),
+    traced_runs: int = typer.Option(3, "--traced-runs", "-t", min=1, help="Traced runs (time in MPI: their median "
+                                    "and spread; the median run is compared call by call)."),
     timeout: float = typer.Option(3600.0, "--timeout", min=1.0, help="Seconds one run may take."),
     out_dir: Path = typer.Option(Path("validate-out"), "--out", help="Where the trace, the runs' output, the "
                                  "replay and validate.json go."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
 ):
-    """Run a program K times untraced and once traced, replay the trace on a
-    platform, and compare measured with predicted: total time and time in MPI
-    (mean per rank), then by MPI call, largest error first.
+    """Run a program K times untraced and T times traced, replay the traces on
+    a platform, and compare measured with predicted: total time and time in
+    MPI (mean per rank), then by MPI call, largest error first.
 
     Example: `idlewave validate --platform fit.toml -n 2 -- ./app input`"""
     from idlewave._engine import SimulationError
     from idlewave.results import unreplaceable, write_json
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import replay
-    from idlewave.validate import ValidateError, compare, find_mpi, run_program
+    from idlewave.validate import Traced, ValidateError, compare, find_mpi, run_program
 
     if not command:
         fail("give the program to run after --, e.g. `idlewave validate --platform P -n 2 -- ./app`")
@@ -62,9 +64,16 @@ def validate(
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
-        runs, trace_dir = run_program(mpi, ranks, command, work, repeat, timeout, say)
-        say("replaying the trace")
-        r = replay(trace_dir, base={"network": {"platform": platform}}, by_call=True)
+        runs, dirs = run_program(mpi, ranks, command, work, repeat, timeout, say, traced_runs)
+        replays = []
+        for k, d in enumerate(dirs):
+            say(f"replaying trace {k + 1} of {len(dirs)}")
+            replays.append(replay(d, base={"network": {"platform": platform}}, by_call=True))
+        traced = Traced.median_of([r.summary["traced_mpi_s"] for r in replays],
+                                  [r.summary["replayed_mpi_s"] for r in replays])
+        r = replays[traced.chosen]
+        runs.traced_wall_s = runs.traced_walls_s[traced.chosen]
+        dirs[traced.chosen].rename(work / "trace")  # the compared run's trace; the others stay as traced-K
     except ValidateError as e:
         fail(str(e))
     except (SimulationError, ScenarioError) as e:
@@ -73,7 +82,8 @@ def validate(
         fail(f"--out {out_dir}: {e.strerror or e}")
     except KeyboardInterrupt:
         fail("interrupted", code=130)
-    result = compare(runs, r.summary, r.trace_report)
+    result = compare(runs, r.summary, r.trace_report, traced)
+    result["compared_traced_run"] = traced.chosen + 1
     library = (r.summary.get("mpi_library") or "").splitlines()[0:1]
     result["mpi"] = {"mpiexec": mpi.mpiexec, "mpicc": mpi.mpicc, "launcher": mpi.version,
                      "library": library[0].split(", package")[0].strip() if library else ""}
@@ -111,11 +121,17 @@ def show(v: dict) -> None:
     t.add_row("  MPI_Init…Finalize", f"{seconds(m['span_s'])} (traced run)", seconds(p["span_s"]), "")
     if m.get("tracer_s"):
         t.add_row("  tracer's own time", f"{seconds(m['tracer_s'])} (taken out of the trace)", "", "")
-    t.add_row("time in MPI, mean per rank", f"{seconds(m['mpi_s'])} (traced run)", seconds(p["mpi_s"]), pct(e["mpi_s"]))
+    n = len(m["mpi_runs_s"])
+    t.add_row("time in MPI, mean per rank",
+              f"{seconds(m['mpi_s'])} (traced run)" if n == 1 else
+              f"{seconds(m['mpi_s'])} (median of {n} traced, {seconds(m['mpi_min_s'])}…{seconds(m['mpi_max_s'])})",
+              seconds(p["mpi_s"]) if n == 1 else
+              f"{seconds(p['mpi_s'])} ({seconds(p['mpi_min_s'])}…{seconds(p['mpi_max_s'])})", pct(e["mpi_s"]))
     if m["polls_s"] or m["unmodelled_s"]:
         t.add_row("  charged as computation", f"{seconds(m['polls_s'] + m['unmodelled_s'])} (failed polls, calls not modelled)", "", "")
     out.print(t)
-    calls = Table(title="By MPI call (seconds are means per rank)", title_justify="left")
+    which = f", traced run {v['compared_traced_run']} of {n}" if n > 1 and "compared_traced_run" in v else ""
+    calls = Table(title=f"By MPI call{which} (seconds are means per rank)", title_justify="left")
     for col in ("call", "calls", "bytes", "measured", "predicted", "error"):
         calls.add_column(col, justify="left" if col == "call" else "right")
     for row in v["by_call"]:

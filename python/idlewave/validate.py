@@ -2,16 +2,18 @@
 prediction on a platform.
 
 The program runs K times untraced (timed by the wall clock around the
-launcher), once under the tracer, and the trace is replayed on the platform
-with the replay's time inside MPI attributed to the traced calls. What is
-compared (docs/validate.md says why):
+launcher), T times under the tracer, and each trace is replayed on the
+platform with the replay's time inside MPI attributed to the traced calls.
+The traced run whose time in MPI is the median is the one compared call by
+call. What is compared (docs/validation.md says why):
 
 - total time: the untraced runs' median wall time, against the replayed span
   (MPI_Init to MPI_Finalize) plus what the traced run spent outside that span
   (launch, start-up and tear-down, which the replay does not simulate);
-- time in MPI, mean per rank: the traced run's time inside the calls the
-  replay models as communication, against the replay's time outside the
-  computation. Failed polls and calls the replay does not model are charged
+- time in MPI, mean per rank: the traced runs' time inside the calls the
+  replay models as communication (their median and spread), against the
+  replay's time outside the computation (of the median run's trace, and the
+  spread over the T traces). Failed polls and calls the replay does not model are charged
   as computation on both sides, and shown apart.
 """
 
@@ -88,8 +90,26 @@ class Runs:
 
     wall_s: list[float]
     cpu_s: list[float]  # the launched processes' user + system CPU time, per run
-    traced_wall_s: float
+    traced_wall_s: float  # the compared traced run's
     logs: list[Path] = field(default_factory=list)
+    # every traced run's wall time, in run order (empty: only the compared one)
+    traced_walls_s: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Traced:
+    """Every traced run replayed: (traced time in MPI, predicted time in MPI),
+    mean per rank, in run order; which one is compared."""
+
+    mpi_s: list[float]
+    predicted_mpi_s: list[float]
+    chosen: int
+
+    @staticmethod
+    def median_of(traced_mpi_s: list[float], predicted_mpi_s: list[float]) -> Traced:
+        """The run whose traced time in MPI is the median (the lower of two)."""
+        order = sorted(range(len(traced_mpi_s)), key=lambda i: traced_mpi_s[i])
+        return Traced(traced_mpi_s, predicted_mpi_s, order[(len(order) - 1) // 2])
 
 
 def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], log: Path, timeout: float) -> tuple[float, float]:
@@ -123,8 +143,9 @@ def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], lo
 
 
 def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int, timeout: float,
-                say=lambda _: None) -> tuple[Runs, Path]:
-    """K untraced runs, then one traced; returns the measurements and the trace directory."""
+                say=lambda _: None, traced_runs: int = 1) -> tuple[Runs, list[Path]]:
+    """K untraced runs, then T traced; returns the measurements and the trace
+    directories (OUT/traced-1 …), in run order."""
     from idlewave.trace import TraceError, build
 
     try:
@@ -139,21 +160,29 @@ def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int
         walls.append(w)
         cpus.append(c)
         logs.append(log)
-    trace_dir = out / "trace"
-    say("traced run")
-    env = {"LD_PRELOAD": str(lib.resolve()), "IDLEWAVE_TRACE_DIR": str(trace_dir.resolve())}
-    if "IDLEWAVE_TRACE_CLOCK" in os.environ:
-        env["IDLEWAVE_TRACE_CLOCK"] = os.environ["IDLEWAVE_TRACE_CLOCK"]
-    traced, _ = _run(mpi, ranks, command, env, out / "traced.log", timeout)
-    files = sorted(trace_dir.glob("rank-*.iwt")) if trace_dir.is_dir() else []
-    if len(files) != ranks:
-        raise ValidateError(f"the traced run wrote {len(files)} rank files of {ranks} in {trace_dir} "
-                            f"(output: {out / 'traced.log'})")
-    return Runs(walls, cpus, traced, logs), trace_dir
+    dirs, traced = [], []
+    for k in range(traced_runs):
+        trace_dir = out / f"traced-{k + 1}"
+        say(f"traced run {k + 1} of {traced_runs}")
+        env = {"LD_PRELOAD": str(lib.resolve()), "IDLEWAVE_TRACE_DIR": str(trace_dir.resolve())}
+        for name in ("IDLEWAVE_TRACE_CLOCK", "IDLEWAVE_TRACE_OVERHEAD"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        log = out / f"traced-{k + 1}.log"
+        w, _ = _run(mpi, ranks, command, env, log, timeout)
+        files = sorted(trace_dir.glob("rank-*.iwt")) if trace_dir.is_dir() else []
+        if len(files) != ranks:
+            raise ValidateError(f"the traced run wrote {len(files)} rank files of {ranks} in {trace_dir} "
+                                f"(output: {log})")
+        dirs.append(trace_dir)
+        traced.append(w)
+    return Runs(walls, cpus, traced[0], logs, traced), dirs
 
 
-def compare(runs: Runs, summary: dict, report: dict) -> dict:
-    """The measured and predicted figures, the table by call, and warnings."""
+def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = None) -> dict:
+    """The measured and predicted figures, the table by call, and warnings;
+    `summary` and `report` are the compared traced run's replay, `traced`
+    what every traced run measured and its replay predicted."""
     ranks = max(summary["traced_ranks"], 1)
     median = statistics.median(runs.wall_s)
     spread = max(runs.wall_s) - min(runs.wall_s)
@@ -175,6 +204,8 @@ def compare(runs: Runs, summary: dict, report: dict) -> dict:
         "outside_span_s": outside,
         "tracer_s": sum(tracer_s) / ranks,
         "mpi_s": summary["traced_mpi_s"],
+        "mpi_runs_s": traced.mpi_s if traced else [summary["traced_mpi_s"]],
+        "traced_total_runs_s": runs.traced_walls_s or [runs.traced_wall_s],
         "polls_s": report.get("poll_s", 0.0) / ranks,
         "unmodelled_s": sum(s for _, _, s, _ in report.get("unmodelled", [])) / ranks,
     }
@@ -182,7 +213,10 @@ def compare(runs: Runs, summary: dict, report: dict) -> dict:
         "total_s": summary["makespan_s"] + outside,
         "span_s": summary["makespan_s"],
         "mpi_s": summary["replayed_mpi_s"],
+        "mpi_runs_s": traced.predicted_mpi_s if traced else [summary["replayed_mpi_s"]],
     }
+    for side in (measured, predicted):
+        side["mpi_min_s"], side["mpi_max_s"] = min(side["mpi_runs_s"]), max(side["mpi_runs_s"])
     error = {k: (predicted[k] - measured[k]) / measured[k] if measured[k] > 0 else None for k in ("total_s", "mpi_s")}
     by_call = [{"call": r["call"], "calls": r["calls"], "bytes": r["bytes"], "measured_s": r["traced_s"] / ranks,
                 "predicted_s": r["replayed_s"] / ranks} for r in report.get("by_call", [])]
@@ -191,11 +225,19 @@ def compare(runs: Runs, summary: dict, report: dict) -> dict:
         warnings.append("one untraced run: its spread is unknown, so no error can be told apart from run-to-run "
                         "variation (use --repeat 5)")
     else:
-        for key, what in (("total_s", "total time"), ("mpi_s", "time in MPI")):
-            diff = abs(predicted[key] - measured[key])
-            if diff > spread:
-                warnings.append(f"the predicted {what} differs from the measured by {_s(diff)}, more than the "
-                                f"spread of the {len(runs.wall_s)} untraced runs ({_s(spread)})")
+        diff = abs(predicted["total_s"] - measured["total_s"])
+        if diff > spread:
+            warnings.append(f"the predicted total time differs from the measured by {_s(diff)}, more than the "
+                            f"spread of the {len(runs.wall_s)} untraced runs ({_s(spread)})")
+    # time in MPI is measured only in traced runs: their spread is its run-to-run variation
+    traced_n = len(measured["mpi_runs_s"])
+    diff = abs(predicted["mpi_s"] - measured["mpi_s"])
+    if traced_n < 2:
+        warnings.append("one traced run: its time in MPI is one sample, whose run-to-run variation is unknown "
+                        "(use --traced-runs 3)")
+    elif diff > (mpi_spread := measured["mpi_max_s"] - measured["mpi_min_s"]):
+        warnings.append(f"the predicted time in MPI differs from the measured by {_s(diff)}, more than the spread "
+                        f"of the {traced_n} traced runs ({_s(mpi_spread)})")
     deviation = (runs.traced_wall_s - median) / median if median > 0 else 0.0
     if len(runs.wall_s) >= 2 and abs(runs.traced_wall_s - median) > spread:
         warnings.append(f"the traced run took {runs.traced_wall_s:.4g} s, {deviation:+.1%} from the untraced median, "
