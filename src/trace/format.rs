@@ -391,7 +391,8 @@ pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
             let vl = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
             let value = take(vl)?;
             if key == b"tracer_s" {
-                tracer_s = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0);
+                tracer_s =
+                    std::str::from_utf8(value).ok().and_then(|v| v.trim().parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0);
             }
         }
     }
