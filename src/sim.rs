@@ -323,6 +323,7 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
         Replay::Class(p) => run_replay(p, cfg, noise, progress, extrapolated).map(|(r, p)| (r, Replay::Class(p))),
     }?;
     let mut report = crate::trace::replay_report(&t, &replay);
+    crate::trace::add_classes(&mut report, &replay, &r.finish_times);
     if spec.by_call {
         let (spans, truncated) = if cfg.timeline_spans > 0 { r.timeline.clone() } else { r.timeline.take() }.unwrap_or_default();
         if truncated {

@@ -60,6 +60,10 @@ def test_extrapolated_grid_has_the_messages_and_makespan_of_a_real_trace(lib, st
     a = replay(template, scale_to=big, compute_scale=0.0)
     b = replay(real, compute_scale=0.0)
     assert a.summary["makespan_s"] == pytest.approx(b.summary["makespan_s"], rel=0.05)
+    # the replay counts the real trace's messages and bytes; a class per template rank holds every rank once
+    assert (a.summary["messages"], a.summary["bytes"]) == (b.summary["messages"], b.summary["bytes"])
+    assert len(a.summary["classes"]) == small and sum(c["ranks"] for c in a.summary["classes"]) == big
+    assert len(b.summary["classes"]) == big and all(c["ranks"] == 1 for c in b.summary["classes"])
     # an extrapolation has no traced time in MPI to hold the replay's against (it once said "inf s")
     assert not [w for w in a.summary["warnings"] if "inside MPI" in w]
     kind = "(periodic)" if periodic else "(non-periodic)"

@@ -155,6 +155,9 @@ def _print_replay(s: dict, rep: dict) -> None:
                   "of the trace by the tracer", highlight=False)
     out.print(traced_vs_predicted(s))
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")
+    out.print(f"  messages        {s['messages']:,} ({s['bytes']:,} bytes)")
+    if s["extrapolation"] and s["classes"]:
+        out.print(_classes_table(s["classes"]))
     for title, rows in (("Not modelled (charged as computation of their traced length)", rep["unmodelled"]),
                         ("Replayed at no cost", rep["zero_cost"])):
         if not rows:
@@ -171,6 +174,22 @@ def _print_replay(s: dict, rep: dict) -> None:
         out.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if not s["approximate"]:
         out.print("every traced call was modelled")
+
+
+def _classes_table(classes: list[dict], shown: int = 12):
+    """Per rank class, the classes whose ranks spend longest in MPI first."""
+    from rich.table import Table
+
+    rows = sorted(classes, key=lambda c: -c["mpi_s"])
+    t = Table(title="By rank class (the ranks that replay one traced rank; means per rank)"
+              + (f", {shown} of {len(rows)} classes with the most time in MPI" if len(rows) > shown else ""),
+              title_justify="left")
+    for col in ("traced rank", "ranks", "messages", "bytes", "in MPI", "computing"):
+        t.add_column(col, justify="right")
+    for c in rows[:shown]:
+        t.add_row(str(c["traced_rank"]), f"{c['ranks']:,}", f"{c['messages']:,}", f"{c['bytes']:,}", seconds(c["mpi_s"]),
+                  seconds(c["calc_s"]))
+    return t
 
 
 def traced_vs_predicted(s: dict):

@@ -559,6 +559,8 @@ pub struct ClassProgram {
     ready: Vec<(u32, ReadyOp)>,
     error: Option<String>,
     max_initial: u32,
+    /// By template rank: messages its class's ranks sent, and their bytes.
+    sent: Vec<(u64, u64)>,
 }
 
 impl ClassProgram {
@@ -576,7 +578,8 @@ impl ClassProgram {
             classes[tr as usize].as_mut().expect("a rank's class is compiled").members += 1;
             cursors.push(Cursor { class: tr, ..Default::default() });
         }
-        let mut p = ClassProgram { shared, layout, classes, cursors, ready: Vec::new(), error: None, max_initial: 0 };
+        let sent = vec![(0, 0); classes.len()];
+        let mut p = ClassProgram { shared, layout, classes, cursors, ready: Vec::new(), error: None, max_initial: 0, sent };
         p.max_initial = p.count_initial()?;
         Ok(p)
     }
@@ -610,6 +613,23 @@ impl ClassProgram {
     /// Per simulated rank, the computation its class charges (ns).
     pub fn calc_ns_by_rank(&self) -> impl Iterator<Item = u64> + '_ {
         (0..self.cursors.len() as u32).map(|r| self.class(r).conv.stats.calc_ns)
+    }
+
+    /// Per template rank: (messages, bytes) its class's ranks sent.
+    pub fn sent_by_class(&self) -> &[(u64, u64)] {
+        &self.sent
+    }
+
+    /// The template rank whose class rank `r` belongs to.
+    pub fn class_of(&self, r: u32) -> u32 {
+        self.cursors[r as usize].class & !BEGUN
+    }
+
+    fn count_send(&mut self, r: u32, bytes: u64) {
+        let k = self.class_of(r) as usize;
+        let c = &mut self.sent[k];
+        c.0 += 1;
+        c.1 += bytes;
     }
 
     fn class(&self, r: u32) -> &Class {
@@ -650,6 +670,9 @@ impl ClassProgram {
                 let peer = self.layout.moved(r, it.peer);
                 let collective = it.kind.is_message() && self.shared.is_collective_tag(it.tag);
                 let op = ReadyOp { kind: it.kind, peer, tag: it.tag, size: it.size, id: j, cpu: 0, nic: 0, collective };
+                if it.kind == OpKind::Send {
+                    self.count_send(r, it.size);
+                }
                 self.ready.push((r, op));
             }
             return;
@@ -816,6 +839,9 @@ impl ClassProgram {
                 }
                 let id = COLLECTIVE_OP | if fan { FAN_OP } else { 0 } | (x.slot as u32) << SLOT_SHIFT | local;
                 let kind = if m.send { OpKind::Send } else { OpKind::Recv };
+                if m.send {
+                    self.count_send(r, m.bytes);
+                }
                 self.ready.push((r, ReadyOp { kind, peer, tag, size: m.bytes, id, cpu: 0, nic: 0, collective: true }));
             }
         }

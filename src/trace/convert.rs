@@ -224,6 +224,9 @@ pub struct RankStats {
     pub resized: u64,
     /// Computations charged so far (the gaps that became a Calc op).
     pub calcs: u32,
+    /// Messages sent by the replay (point-to-point and collectives'), and their bytes.
+    pub messages: u64,
+    pub bytes: u64,
     /// When the replay's time inside MPI is attributed to the calls
     /// (`TraceSpec::by_call`): every modelled call record, in order.
     pub calls: Option<Vec<CallSeg>>,

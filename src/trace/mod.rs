@@ -473,6 +473,67 @@ pub struct Report {
     pub calc_s: Vec<f64>,
     /// With `by_call`: the traced and the replayed time inside MPI by call.
     pub by_call: Vec<by_call::CallRow>,
+    /// Messages the replay sent (point-to-point and collectives'), and their bytes.
+    pub messages: u64,
+    pub bytes: u64,
+    /// Per rank class (the simulated ranks that replay one traced rank), by traced rank.
+    pub classes: Vec<ClassRow>,
+}
+
+/// The simulated ranks that replay one traced rank: a traced rank itself in
+/// a replay as traced; its class on a grid; every traced-size-th rank
+/// periodically.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ClassRow {
+    pub traced_rank: u32,
+    pub ranks: u64,
+    pub messages: u64,
+    pub bytes: u64,
+    /// Means per rank of the class: time inside MPI (finish − computation) and computation.
+    pub mpi_s: f64,
+    pub calc_s: f64,
+}
+
+/// The replay's figures per rank class and in total (messages, bytes), from
+/// the finish times of a run of `replay` and the report's computation per rank.
+pub fn add_classes(report: &mut Report, replay: &Replay, finish: &[crate::time::Time]) {
+    let traced = report.traced_ranks as usize;
+    let mut rows: Vec<ClassRow> = (0..traced as u32).map(|r| ClassRow { traced_rank: r, ..Default::default() }).collect();
+    let mut add = |class: usize, q: usize| {
+        let row = &mut rows[class];
+        row.ranks += 1;
+        let calc = report.calc_s.get(q).copied().unwrap_or(0.0);
+        row.calc_s += calc;
+        row.mpi_s += finish.get(q).map_or(0.0, |&t| crate::time::to_seconds(t) - calc);
+    };
+    match replay {
+        Replay::Window(p) => {
+            for (q, c) in p.convs.iter().enumerate() {
+                add(c.source_rank as usize, q);
+            }
+            for c in &p.convs {
+                let row = &mut rows[c.source_rank as usize];
+                row.messages += c.stats.messages;
+                row.bytes += c.stats.bytes;
+            }
+        }
+        Replay::Class(p) => {
+            for q in 0..report.ranks {
+                add(p.class_of(q) as usize, q as usize);
+            }
+            for (row, &(m, b)) in rows.iter_mut().zip(p.sent_by_class()) {
+                (row.messages, row.bytes) = (m, b);
+            }
+        }
+    }
+    rows.retain(|r| r.ranks > 0);
+    for row in &mut rows {
+        row.mpi_s /= row.ranks as f64;
+        row.calc_s /= row.ranks as f64;
+    }
+    report.messages = rows.iter().map(|r| r.messages).sum();
+    report.bytes = rows.iter().map(|r| r.bytes).sum();
+    report.classes = rows;
 }
 
 impl Report {

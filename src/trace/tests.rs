@@ -43,7 +43,9 @@ fn replay(spec: &TraceSpec) -> Result<(Vec<Time>, u64, Report), String> {
         Replay::Window(p) => run(p).map(|(f, e, p)| (f, e, Replay::Window(p)))?,
         Replay::Class(p) => run(p).map(|(f, e, p)| (f, e, Replay::Class(p)))?,
     };
-    Ok((finish, events, replay_report(&t, &replayed)))
+    let mut report = replay_report(&t, &replayed);
+    add_classes(&mut report, &replayed, &finish);
+    Ok((finish, events, report))
 }
 
 /// Replays the exported GOAL schedule.
@@ -659,7 +661,18 @@ fn extrapolated_grids_replay_as_the_program_traced_at_their_size() {
         let want = replay(&spec(&direct)).unwrap();
         let name = big.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("x");
         let got = replay(&TraceSpec { grid: Some(name), ..spec(&d) }).unwrap();
-        assert_eq!((got.0, got.1), (want.0.clone(), want.1), "{small:?} to {big:?}");
+        assert_eq!((got.0.clone(), got.1), (want.0.clone(), want.1), "{small:?} to {big:?}");
+        // the same messages and bytes, counted per class and in total
+        let ranks_in = |r: &Report| r.classes.iter().map(|c| c.ranks).sum::<u64>();
+        assert_eq!((got.2.messages, got.2.bytes), (want.2.messages, want.2.bytes), "{small:?} to {big:?}");
+        assert!(want.2.messages > 0 && want.2.bytes > 0);
+        assert_eq!((ranks_in(&got.2), ranks_in(&want.2)), (want.0.len() as u64, want.0.len() as u64));
+        assert_eq!(got.2.classes.len(), small.iter().product::<u32>() as usize, "a class per template rank");
+        assert_eq!(got.2.classes.iter().map(|c| c.messages).sum::<u64>(), got.2.messages);
+        // a class's time in MPI is its ranks' (finish − computation), on average
+        let mean_mpi: f64 = got.2.classes.iter().map(|c| c.mpi_s * c.ranks as f64).sum::<f64>() / want.0.len() as f64;
+        let direct: f64 = got.0.iter().zip(&got.2.calc_s).map(|(&f, c)| crate::time::to_seconds(f) - c).sum::<f64>();
+        assert!((mean_mpi - direct / want.0.len() as f64).abs() < 1e-9);
         let ranks = big.iter().product::<u32>();
         let scaled = replay(&TraceSpec { scale_to: Some(ranks), ..spec(&d) });
         match i {

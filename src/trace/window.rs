@@ -270,9 +270,14 @@ impl Program for TraceProgram {
             return Err(e);
         }
         let w = &mut self.windows[rank as usize];
+        let stats = &mut self.convs[rank as usize].stats;
         for slot in w.ready.drain(..) {
             let n = &mut w.nodes[slot as usize];
             n.state = State::Ready;
+            if n.kind == OpKind::Send {
+                stats.messages += 1;
+                stats.bytes += n.size;
+            }
             let collective = n.kind.is_message() && self.shared.is_collective_tag(n.tag);
             out.push(ReadyOp { kind: n.kind, peer: n.peer, tag: n.tag, size: n.size, id: slot, cpu: 0, nic: 0, collective });
         }

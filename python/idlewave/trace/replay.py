@@ -67,6 +67,10 @@ def summarise(report: dict, finish_times_s) -> dict:
         "traced_makespan_s": max(report["traced_span_s"], default=0.0),
         "traced_mpi_s": mean(traced_mpi),
         "replayed_mpi_s": mean(replayed_mpi),
+        "messages": report.get("messages", 0),
+        "bytes": report.get("bytes", 0),
+        # per rank class: the simulated ranks that replay one traced rank
+        "classes": report.get("classes", []),
         "approximate": bool(report["unmodelled"]) or report["unresolved_wildcards"] > 0 or report["resized_v_collectives"] > 0,
         "unmodelled_calls": sum(n for _, n, _, _ in report["unmodelled"]),
         "unmodelled_share": sum(share for *_, share in report["unmodelled"]),
