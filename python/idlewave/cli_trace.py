@@ -181,14 +181,15 @@ def _classes_table(classes: list[dict], shown: int = 12):
     from rich.table import Table
 
     rows = sorted(classes, key=lambda c: -c["mpi_s"])
-    t = Table(title="By rank class (the ranks that replay one traced rank; means per rank)"
+    t = Table(title="By rank class (the ranks that replay one traced rank; per rank, their mean)"
               + (f", {shown} of {len(rows)} classes with the most time in MPI" if len(rows) > shown else ""),
               title_justify="left")
     for col in ("traced rank", "ranks", "messages", "bytes", "in MPI", "computing"):
         t.add_column(col, justify="right")
     for c in rows[:shown]:
-        t.add_row(str(c["traced_rank"]), f"{c['ranks']:,}", f"{c['messages']:,}", f"{c['bytes']:,}", seconds(c["mpi_s"]),
-                  seconds(c["calc_s"]))
+        per = max(c["ranks"], 1)  # the JSON has the class's totals; the table, like its times, per rank
+        t.add_row(str(c["traced_rank"]), f"{c['ranks']:,}", f"{c['messages'] / per:,.4g}", f"{c['bytes'] / per:,.4g}",
+                  seconds(c["mpi_s"]), seconds(c["calc_s"]))
     return t
 
 
