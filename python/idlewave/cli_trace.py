@@ -188,7 +188,7 @@ def _classes_table(classes: list[dict], shown: int = 12):
         t.add_column(col, justify="right")
     for c in rows[:shown]:
         per = max(c["ranks"], 1)  # the JSON has the class's totals; the table, like its times, per rank
-        t.add_row(str(c["traced_rank"]), f"{c['ranks']:,}", f"{c['messages'] / per:,.4g}", f"{c['bytes'] / per:,.4g}",
+        t.add_row(str(c["traced_rank"]), f"{c['ranks']:,}", f"{c['messages'] / per:,.1f}", f"{c['bytes'] / per:,.0f}",
                   seconds(c["mpi_s"]), seconds(c["calc_s"]))
     return t
 
