@@ -74,6 +74,7 @@ def test_validate_a_c_program_on_the_wheels_mpi(tmp_path):
                              "--out", str(tmp_path / "r4")], capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
     assert scaled.returncode == 0 and "Predicted at 4 ranks; traced at 2" in scaled.stdout, scaled.stdout + scaled.stderr
     assert "inf" not in scaled.stdout
+    assert "By rank class" in scaled.stdout and "messages" in scaled.stdout
     # three traced runs (the default): the compared one is the median of their time in MPI
     mpi = v["measured"]["mpi_runs_s"]
     assert len(mpi) == 3 and v["measured"]["mpi_s"] == sorted(mpi)[1] == mpi[v["compared_traced_run"] - 1]
