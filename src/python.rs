@@ -428,6 +428,12 @@ fn trace_ops() -> Vec<(u16, String)> {
     crate::trace::format::all_ops()
 }
 
+/// The process grid of a trace directory, as an extrapolation finds it: (dims, periodic).
+#[pyfunction]
+fn trace_grid(dir: &str) -> PyResult<(Vec<u32>, Vec<bool>)> {
+    crate::trace::grid_of(std::path::Path::new(dir)).map_err(err)
+}
+
 /// Writes the synthetic ring trace the benchmark uses (tests, examples).
 #[pyfunction]
 fn write_synthetic_trace(dir: &str, ranks: u32, iterations: u64) -> PyResult<()> {
@@ -494,6 +500,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_export_goal, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops, m)?)?;
     m.add_function(wrap_pyfunction!(write_synthetic_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_grid, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

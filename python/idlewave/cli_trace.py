@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import typer
@@ -80,7 +81,8 @@ def export_cmd(
 
 @trace_app.command("replay")
 def replay_cmd(
-    trace_dir: Path = typer.Argument(..., help="Directory of rank-*.iwt files."),
+    trace_dirs: list[Path] = typer.Argument(..., help="Directory of rank-*.iwt files; several: traces of one program "
+                                            "at different sizes, whose growth --scale-to fits (`trace model`)."),
     platform: str | None = typer.Option(None, "--platform", help="Preset or platform file to replay on."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
     scale_to: int | None = typer.Option(None, "--scale-to", min=1, help="Extrapolate to this many ranks: on the traced "
@@ -88,7 +90,9 @@ def replay_cmd(
     grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64 "
                                     "(default: MPI_Dims_create's grid of --scale-to ranks)."),
     strong: bool = typer.Option(False, "--strong", help="Strong scaling on the grid: halo sizes ∝ subdomain "
-                                "surface, compute ∝ volume (default: weak scaling)."),
+                                "surface, compute ∝ volume (default: weak scaling, or with several traces what they show)."),
+    weak: bool = typer.Option(False, "--weak", help="Weak scaling: every rank keeps its traced messages and computation "
+                              "(with several traces: the largest's, instead of what they show)."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Multiply the computation between MPI calls."),
     scenario: Path | None = typer.Option(None, "--scenario", help="Take [network], [[noise]] and seed from this scenario TOML."),
     seed: int | None = typer.Option(None, "--seed"),
@@ -110,6 +114,26 @@ def replay_cmd(
         fail(f"--compute-scale must be a finite number ≥ 0, got {compute_scale}")
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
+    if weak and strong:
+        fail("--weak and --strong: give one")
+    model = None
+    trace_dir = trace_dirs[-1]
+    if len(trace_dirs) > 1:
+        from idlewave.trace.format import TraceError
+        from idlewave.trace.multi import build, write_template
+
+        if scale_to is None and grid is None:
+            fail("several traces: give --scale-to N (or --grid) to extrapolate them to")
+        try:
+            model = build(trace_dirs)
+            trace_dir = model.dirs[-1]
+            if not (weak or strong):
+                target = scale_to or _grid_ranks(grid or "")
+                trace_dir = write_template(model, target, out_dir.with_name(f".{out_dir.name}.fitted-trace"))
+        except (TraceError, OSError) as e:  # a ModelError is a TraceError
+            fail(str(e))
+        except ValueError:
+            fail(f"--grid {grid}: expected sizes joined by 'x', e.g. 64x64")
     base: dict = {}
     if scenario:
         try:
@@ -125,7 +149,17 @@ def replay_cmd(
         fail(str(e))
     except KeyboardInterrupt:
         fail("interrupted; nothing was written", code=130)
+    if model is not None:
+        how = "as the traces show" if not (weak or strong) else f"--{'weak' if weak else 'strong'} on the largest (the traces show {model.scaling})"
+        r.summary["extrapolation"] = f"{model.describe()}, extrapolated {how}; {r.summary['extrapolation']}"
+        r.summary["scaling"] = model.scaling
+        r.summary["traces"] = [str(d) for d in model.dirs]
+        if trace_dir != model.dirs[-1]:
+            r.scenario["workload"]["dir"] = str((out_dir / "fitted-trace").resolve())
     r.write(out_dir)
+    if model is not None and trace_dir != model.dirs[-1]:
+        shutil.rmtree(out_dir / "fitted-trace", ignore_errors=True)
+        Path(trace_dir).rename(out_dir / "fitted-trace")  # the template at the target's numbers, beside the results
     s, rep = r.summary, r.trace_report
     if as_json:
         x = {"explain": r.explain.to_json()} if r.explain is not None else {}
@@ -174,6 +208,55 @@ def _print_replay(s: dict, rep: dict) -> None:
         out.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if not s["approximate"]:
         out.print("every traced call was modelled")
+
+
+def _grid_ranks(grid: str) -> int:
+    """The ranks of a grid given as AxB[xC] (ValueError if it is not one)."""
+    sizes = [int(x) for x in grid.replace("×", "x").lower().split("x")]
+    if not sizes or min(sizes) < 1:
+        raise ValueError(grid)
+    return math.prod(sizes)
+
+
+@trace_app.command("model")
+def model_cmd(
+    trace_dirs: list[Path] = typer.Argument(..., help="Traces of one program at different sizes (directories)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the model as JSON."),
+):
+    """Fit how a program's traces grow with the number of ranks: per rank class
+    of the largest trace, its computation and every message size that changes,
+    as c·p^i·log2(p)^j or c0 + c1·p^i·log2(p)^j, with the error predicting each
+    traced size from the others. `trace replay DIR… --scale-to N` uses it."""
+    from rich.table import Table
+
+    from idlewave.trace.format import TraceError
+    from idlewave.trace.multi import build
+
+    try:
+        m = build(trace_dirs)
+    except (TraceError, OSError) as e:  # a ModelError is a TraceError
+        fail(str(e))
+    if as_json:
+        print(json.dumps(m.to_json(), indent=2))
+        return
+    out.print(f"{m.describe()}; {m.constant_bytes:,} message records keep their bytes at every size", highlight=False)
+    from idlewave.trace.multi import class_name
+
+    t = Table(title=f"Per rank class of the {m.sizes[-1]}-rank trace (the first of its ranks; their ranks in the "
+              f"traces at {', '.join(map(str, m.sizes))})", title_justify="left")
+    for col in ("class", "ranks", "in the traces", "computation", "rule", "error", "message sizes that change"):
+        t.add_column(col, justify="left" if col in ("class", "rule", "message sizes that change") else "right")
+    classes: dict[str, list] = {}
+    for r in m.ranks:
+        classes.setdefault(class_name(r.rank, m.dims[-1]), []).append(r)
+    for name, members in classes.items():
+        r = members[0]
+        varying = sorted({(r.calls[k], b.describe()) for k, b in r.bytes.items()})
+        shown = "; ".join(f"{c}: {d}" for c, d in varying[:2]) + (f"; … ({len(varying)} rules)" if len(varying) > 2 else "")
+        t.add_row(name, str(len(members)), ", ".join(map(str, r.ranks)), ", ".join(seconds(c) for c in r.computed_s),
+                  escape(r.compute.describe()) + " s", f"{max(x.compute.error for x in members):.1%}",
+                  escape(shown or "none"))
+    out.print(t)
 
 
 def _classes_table(classes: list[dict], shown: int = 12):

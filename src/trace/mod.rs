@@ -173,6 +173,16 @@ impl Plan {
     }
 }
 
+/// The process grid of the trace in `dir` (as an extrapolation finds it):
+/// its dimensions and which are periodic.
+pub fn grid_of(dir: &Path) -> Result<(Vec<u32>, Vec<bool>), String> {
+    let t = open(dir)?;
+    let templates: Vec<Rc<format::Loaded>> =
+        t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?;
+    let g = template_grid(&templates)?;
+    Ok((g.dims, g.periodic))
+}
+
 /// The template's grid: a world-sized MPI_Cart_create on rank 0, else
 /// inferred from the neighbour pairs of every rank.
 fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, String> {

@@ -1,0 +1,346 @@
+"""Extrapolation from traces of one program taken at several sizes.
+
+The largest trace is the template. Every other trace is matched to it rank
+class by rank class (grid.rs's classes: per dimension the low edge, the
+interior or the high edge) and call by call, and each quantity that changes
+with the number of ranks p is fitted with a performance-model normal form,
+as Extra-P does: c·p^i·log2(p)^j or c0 + c1·p^i·log2(p)^j, the form chosen
+by leave-one-out cross-validation over the traces. The template's quantities
+are then evaluated at the target size and written as a trace of the
+template's size, which the grid extrapolation takes to the target: the
+structure (peers, communicators, the grid) from the grid rules, the numbers
+from the fits.
+
+Fitted, per rank of the template:
+- the bytes of every message and collective record (a constant where the
+  traces agree; a rule must give every traced size's bytes exactly);
+- its computation between calls, as one total: the gaps of a rank are scaled
+  together (single gaps are too noisy to fit one by one).
+
+Refused, with the rank, the call and what the traces showed: traces that are
+not of one grid code, fewer than 3 ranks along a dimension, call sequences
+that differ between sizes, bytes that no rule gives exactly, and computation
+no rule gives within COMPUTE_TOLERANCE.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from idlewave.trace.format import CODES, OPS, TraceError, read, write_rank
+
+EXPONENTS = (-1.0, -2 / 3, -0.5, -1 / 3, 0.0, 1 / 3, 0.5, 2 / 3, 1.0, 4 / 3, 1.5, 2.0)
+LOG_POWERS = (0, 1, 2)
+COMPUTE_TOLERANCE = 0.25  # leave-one-out relative error of a rank's computation
+COMPUTE_SLACK = 0.05  # a simpler rule for the computation, if it predicts the traces within 5 points of the best
+SKIPPED = {CODES["comm_member"], CODES["poll"]}  # their number depends on the size or the timing
+MESSAGES = {CODES[n] for n in ("send", "recv", "isend", "irecv", "sendrecv_send", "sendrecv_recv", "mrecv", "imrecv",
+                               "send_init", "recv_init")} | set(range(32, 128))
+
+
+class ModelError(TraceError):
+    """Traces that no model of the kind built here fits; the message says where."""
+
+
+def _fraction(x: float) -> str:
+    for d in (1, 2, 3, 4):
+        if abs(x * d - round(x * d)) < 1e-9:
+            n = round(x * d)
+            return str(n) if d == 1 else f"{n}/{d}"
+    return f"{x:.3g}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """q(p) = c0 + c1 · p^i · log2(p)^j (terms: 0 a constant c0, 1 without c0, 2 both)."""
+
+    terms: int
+    c0: float = 0.0
+    c1: float = 0.0
+    i: float = 0.0
+    j: int = 0
+    error: float = 0.0  # largest relative error predicting a traced size from the others
+
+    def __call__(self, p: float) -> float:
+        if self.terms == 0:
+            return self.c0
+        return self.c0 + self.c1 * _term(p, self.i, self.j)
+
+    def describe(self) -> str:
+        if self.terms == 0:
+            return f"{self.c0:.6g}"
+        if self.i == 0 and self.j == 0:
+            return f"{self.c1:.4g}"
+        f = "" if self.i == 0 else ("p" if self.i == 1 else f"p^({_fraction(self.i)})")
+        if self.j:
+            f += ("·" if f else "") + ("log2(p)" if self.j == 1 else f"log2(p)^{self.j}")
+        body = f"{self.c1:.4g}·{f}"
+        return body if self.terms == 1 else f"{self.c0:.4g} {'+' if self.c1 >= 0 else '−'} {abs(self.c1):.4g}·{f}"
+
+
+def _term(p, i: float, j: int):
+    p = np.asarray(p, dtype=float)
+    return p ** i * np.log2(p) ** j
+
+
+def _solve(ps: np.ndarray, vs: np.ndarray, i: float, j: int, terms: int) -> tuple[float, float] | None:
+    f = _term(ps, i, j)
+    a = np.column_stack([np.ones_like(f), f]) if terms == 2 else f[:, None]
+    if len(ps) < a.shape[1] or not np.all(np.isfinite(a)):
+        return None
+    coef, *_ = np.linalg.lstsq(a, vs, rcond=None)
+    return (float(coef[0]), float(coef[1])) if terms == 2 else (0.0, float(coef[0]))
+
+
+def fit(ps: list[int], values: list[float], slack: float = 0.0) -> Rule:
+    """The normal form that best predicts each traced size from the others;
+    the simplest within `slack` (relative error) of the best, for a noisy
+    quantity that a flatter form would only fit to its noise."""
+    p, v = np.asarray(ps, dtype=float), np.asarray(values, dtype=float)
+    if np.all(v == v[0]):
+        return Rule(0, c0=float(v[0]))
+    if len(p) < 3:
+        raise ValueError("varies over only two sizes: a third trace is needed to choose how it grows")
+    scale = np.maximum(np.abs(v), 1e-12)
+    best: list[tuple[float, int, int, float, Rule]] = []
+    # two terms need four traces: with three, leaving one out leaves an exact fit of two points, which
+    # cannot tell a real second term from the noise of one trace
+    for terms in (1, 2) if len(p) >= 4 else (1,):
+        for j in LOG_POWERS:
+            for i in EXPONENTS:
+                if i == 0 and j == 0 and terms == 2:
+                    continue  # c0 + c1: one constant (terms 1, i = j = 0: a noisy quantity that does not grow)
+                worst = 0.0
+                for k in range(len(p)):
+                    keep = np.arange(len(p)) != k
+                    c = _solve(p[keep], v[keep], i, j, terms)
+                    if c is None:
+                        worst = math.inf
+                        break
+                    worst = max(worst, abs(c[0] + c[1] * float(_term(p[k], i, j)) - v[k]) / scale[k])
+                c = _solve(p, v, i, j, terms)
+                if c is not None and math.isfinite(worst):
+                    best.append((worst, terms, j, abs(i), Rule(terms, c[0], c[1], i, j, worst)))
+    least = min(b[0] for b in best)
+    # the simplest form within a little of the best: fewer terms, no logarithm, a smaller exponent
+    simple = [b for b in best if b[0] <= least * 1.25 + 1e-3 + slack]
+    return min(simple, key=lambda b: (b[1], b[2], b[3]))[4]
+
+
+@dataclass
+class RankModel:
+    """One template rank: its class's ranks in every trace, and its rules."""
+
+    rank: int
+    ranks: list[int]  # per trace, smallest first: the rank of the same class
+    compute: Rule
+    computed_s: list[float]
+    bytes: dict[int, Rule] = field(default_factory=dict)  # record index in the template → rule (varying only)
+    calls: dict[int, str] = field(default_factory=dict)  # record index → the call's name
+
+
+@dataclass
+class Model:
+    dirs: list[Path]
+    sizes: list[int]
+    dims: list[list[int]]
+    periodic: list[bool]
+    ranks: list[RankModel]
+    constant_bytes: int  # message records whose bytes are the same at every size
+    scaling: str  # "weak", "strong" or a description of neither
+
+    def describe(self) -> str:
+        return (f"fitted from traces at {', '.join(map(str, self.sizes))} ranks "
+                f"({', '.join('×'.join(map(str, d)) for d in self.dims)}), {self.scaling} scaling inferred")
+
+    def to_json(self) -> dict:
+        def rule(r: Rule) -> dict:
+            return {"rule": r.describe(), "terms": r.terms, "c0": r.c0, "c1": r.c1, "i": r.i, "j": r.j, "error": r.error}
+
+        return {"traces": [str(d) for d in self.dirs], "sizes": self.sizes, "grids": self.dims, "periodic": self.periodic,
+                "scaling": self.scaling, "constant_message_records": self.constant_bytes,
+                "ranks": [{"rank": m.rank, "ranks_in_traces": m.ranks, "computation": rule(m.compute),
+                           "computation_s": m.computed_s,
+                           "bytes": [{"record": k, "call": m.calls[k], **rule(r)} for k, r in sorted(m.bytes.items())]}
+                          for m in self.ranks]}
+
+
+def _same_class(rank: int, dims: list[int], to: list[int]) -> int:
+    """The rank of grid `to` in the class of `rank` on grid `dims`: an edge
+    stays on its edge, an interior coordinate stays inside."""
+    coords, r = [], rank
+    for n in reversed(dims):
+        coords.append(r % n)
+        r //= n
+    coords.reverse()
+    out = 0
+    for c, n, m in zip(coords, dims, to):
+        c2 = 0 if c == 0 else m - 1 if c == n - 1 else min(max(c, 1), m - 2)
+        out = out * m + c2
+    return out
+
+
+def _class_key(rank: int, dims: list[int]) -> tuple[int, ...]:
+    """Per dimension 0 (low edge), 1 (interior) or 2 (high edge)."""
+    key = []
+    for n in reversed(dims):
+        c = rank % n
+        rank //= n
+        key.append(0 if c == 0 else 2 if c == n - 1 else 1)
+    return tuple(reversed(key))
+
+
+def class_name(rank: int, dims: list[int]) -> str:
+    """The class of a rank of the grid, in words: 'low×interior', …"""
+    return "×".join(("low", "interior", "high")[k] for k in _class_key(rank, dims))
+
+
+def _calls(records: np.ndarray) -> np.ndarray:
+    """Indices of the records that make the call sequence compared across sizes."""
+    return np.flatnonzero(~np.isin(records["op"], list(SKIPPED)))
+
+
+def _computation(records: np.ndarray) -> float:
+    """The time between calls, and in failed polls: what the replay computes."""
+    t0, t1 = records["t0"], records["t1"]
+    gaps = np.maximum(t0[1:] - t1[:-1], 0.0).sum() if len(records) > 1 else 0.0
+    polls = records["op"] == CODES["poll"]
+    return float(gaps + (t1[polls] - t0[polls]).sum())
+
+
+def build(dirs: list[Path]) -> Model:
+    """Reads the traces and fits the model; raises ModelError where it cannot."""
+    from idlewave._engine import SimulationError, trace_grid
+
+    if len(dirs) < 2:
+        raise ModelError("a model needs traces at two sizes or more")
+    traces = []
+    for d in dirs:
+        ranks = read(d)
+        try:
+            dims, periodic = trace_grid(str(d))
+        except SimulationError as e:
+            raise ModelError(f"{d}: several traces extrapolate codes on a Cartesian process grid; {e}") from None
+        traces.append((len(ranks), Path(d), list(dims), list(periodic), ranks))
+    traces.sort(key=lambda t: t[0])
+    sizes = [t[0] for t in traces]
+    if len(set(sizes)) != len(sizes):
+        raise ModelError(f"two traces of the same size ({sizes}): give traces at different sizes")
+    for _, d, dims, periodic, _ in traces:
+        if len(dims) != len(traces[-1][2]) or periodic != traces[-1][3]:
+            raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} (periodic {periodic}) is not of the same "
+                             f"shape as the {sizes[-1]}-rank trace's {'×'.join(map(str, traces[-1][2]))} "
+                             f"(periodic {traces[-1][3]})")
+        if min(dims) < 3:
+            raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} has a dimension of fewer than 3 ranks, so "
+                             "its classes (edges and interior) are not all there to match")
+    template = traces[-1]
+    # a class's computation in each trace: the median over its ranks (one rank's is noisy)
+    class_compute: list[dict[tuple[int, ...], float]] = []
+    for _, _, dims, _, ranks in traces:
+        by_class: dict[tuple[int, ...], list[float]] = {}
+        for r, tr in enumerate(ranks):
+            by_class.setdefault(_class_key(r, dims), []).append(_computation(tr.records))
+        class_compute.append({k: float(np.median(v)) for k, v in by_class.items()})
+    models, constant = [], 0
+    for t, tr in enumerate(template[4]):
+        mapped = [_same_class(t, template[2], tr_dims) for _, _, tr_dims, _, _ in traces]
+        calls_t = _calls(tr.records)
+        ops_t = tr.records["op"][calls_t]
+        seqs = []
+        for (p, _, _, _, ranks), r in zip(traces, mapped):
+            rec = ranks[r].records
+            idx = _calls(rec)
+            ops = rec["op"][idx]
+            if len(ops) != len(ops_t) or not np.array_equal(ops, ops_t):
+                k = next((k for k in range(min(len(ops), len(ops_t))) if ops[k] != ops_t[k]), min(len(ops), len(ops_t)))
+                what = lambda o, k: OPS.get(int(o[k]), f"op {int(o[k])}") if k < len(o) else "the end"  # noqa: E731
+                raise ModelError(f"rank {t} of the {sizes[-1]}-rank trace and rank {r} of the {p}-rank trace (the same "
+                                 f"class) differ at call {k}: {what(ops_t, k)} against {what(ops, k)} ({len(ops_t)} and "
+                                 f"{len(ops)} calls): the program's calls change with the size in a way no rule here "
+                                 "fits (loop counts?)")
+            seqs.append(rec[idx])
+        key = _class_key(t, template[2])
+        computed = [c[key] for c in class_compute]
+        try:
+            compute = fit(sizes, computed, COMPUTE_SLACK)
+        except ValueError as e:
+            raise ModelError(f"rank {t}: its computation {e}") from None
+        if compute.error > COMPUTE_TOLERANCE:
+            raise ModelError(f"rank {t}: no rule gives its computation within {COMPUTE_TOLERANCE:.0%} "
+                             f"(traced {', '.join(f'{c:.4g} s at {p}' for c, p in zip(computed, sizes))}; best "
+                             f"{compute.describe()}, {compute.error:.0%} off): trace on a quiet machine, or with "
+                             "IDLEWAVE_TRACE_CLOCK=cpu when ranks share cores")
+        rules: dict[int, Rule] = {}
+        names: dict[int, str] = {}
+        by_values: dict[tuple, Rule] = {}
+        for k in np.flatnonzero(np.isin(ops_t, list(MESSAGES))).tolist():
+            values = tuple(int(s["bytes"][k]) for s in seqs)
+            if len(set(values)) == 1:
+                constant += 1
+                continue
+            if values not in by_values:
+                try:
+                    rule = fit(sizes, list(values))
+                except ValueError as e:
+                    raise ModelError(f"rank {t}, call {k} ({OPS.get(int(ops_t[k]))}): its bytes {list(values)} {e}") from None
+                exact = all(round(rule(p)) == v for p, v in zip(sizes, values))
+                if not exact:
+                    raise ModelError(f"rank {t}, call {k} ({OPS.get(int(ops_t[k]))}): its bytes "
+                                     f"{', '.join(f'{v} at {p}' for v, p in zip(values, sizes))} ranks follow no rule "
+                                     f"exactly (best {rule.describe()})")
+                by_values[values] = rule
+            rules[int(calls_t[k])] = by_values[values]
+            names[int(calls_t[k])] = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
+        models.append(RankModel(t, mapped, compute, computed, rules, names))
+    return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], models, constant,
+                 _scaling(sizes, models))
+
+
+def _scaling(sizes: list[int], models: list[RankModel]) -> str:
+    """Weak (computation per rank constant), strong (∝ 1/p) or neither."""
+    total = [sum(m.compute(p) for m in models) for p in (sizes[0], sizes[-1])]
+    if min(total) <= 0:
+        return "weak"
+    e = math.log(total[1] / total[0]) / math.log(sizes[-1] / sizes[0])
+    if abs(e) < 0.2:
+        return "weak"
+    if abs(e + 1) < 0.2:
+        return "strong"
+    return f"neither weak nor strong (computation per rank ∝ p^{e:.2f})"
+
+
+def write_template(model: Model, ranks: int, out: Path) -> Path:
+    """The template trace with its quantities at `ranks` ranks, written to `out`."""
+    template = read(model.dirs[-1])
+    tmp = out.with_name(out.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    for m, tr in zip(model.ranks, template):
+        rec = tr.records.copy()
+        for k, rule in m.bytes.items():
+            rec["bytes"][k] = max(round(rule(ranks)), 0)
+        was = m.compute(model.sizes[-1])
+        factor = m.compute(ranks) / was if was > 0 else 1.0
+        if factor < 0:
+            raise ModelError(f"rank {m.rank}: its computation rule {m.compute.describe()} is negative at {ranks} ranks")
+        if len(rec) > 1:
+            t0, t1 = rec["t0"].copy(), rec["t1"].copy()
+            poll = rec["op"] == CODES["poll"]
+            gaps = t0[1:] - t1[:-1]
+            gaps = np.where(gaps > 0, gaps * factor, gaps)
+            spans = np.where(poll, (t1 - t0) * factor, t1 - t0)
+            start = t0[0] + np.concatenate([[0.0], np.cumsum(spans[:-1] + gaps)])
+            rec["t0"], rec["t1"] = start, start + spans
+        write_rank(tmp / f"rank-{tr.rank}.iwt", tr.rank, tr.size, rec, tr.payloads, tr.functions, tr.library, tr.t_init,
+                   tr.clock, tr.info)
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out
