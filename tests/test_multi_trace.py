@@ -107,6 +107,10 @@ def test_the_cli_fits_shows_and_extrapolates(strong, tmp_path, cli):
                           "--json").stdout)
     assert "--weak on the largest (the traces show strong)" in over["extrapolation"]
     assert over["bytes"] > r["bytes"]
+    # the same fitted schedule as a GOAL file: the real 36-rank trace's, op for op
+    x = json.loads(cli("trace", "export", *small, "--scale-to", str(TARGET), "-o", tmp_path / "x.goal", "--json").stdout)
+    real = json.loads(cli("trace", "export", strong[-1], "-o", tmp_path / "r.goal", "--json").stdout)
+    assert x["ranks"] == real["ranks"] == TARGET and x["ops"] == real["ops"]
 
 
 @pytest.mark.parametrize("form,values", [

@@ -53,26 +53,33 @@ def _replay_options(algorithm: list[str] | None) -> list[str]:
 
 @trace_app.command("export")
 def export_cmd(
-    trace_dir: Path = typer.Argument(..., help="Directory of rank-*.iwt files."),
+    trace_dirs: list[Path] = typer.Argument(..., help="Directory of rank-*.iwt files; several: traces of one program "
+                                            "at different sizes, whose growth --scale-to fits (`trace model`)."),
     output: Path = typer.Option(..., "-o", "--output", help="GOAL file to write."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
     scale_to: int | None = typer.Option(None, "--scale-to", min=1, help="Extrapolate to this many ranks."),
     grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64."),
     strong: bool = typer.Option(False, "--strong", help="Strong scaling: halo sizes ∝ surface, compute ∝ volume."),
+    weak: bool = typer.Option(False, "--weak", help="Weak scaling (with several traces: the largest's, instead of "
+                              "what they show)."),
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ):
     """Write the replay's schedule as a GOAL file (LogGOPSim's format), streamed."""
+    import tempfile
+
     from idlewave._engine import SimulationError
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import export_goal
 
-    try:
-        ranks, ops = export_goal(trace_dir, output, algorithms=_replay_options(algorithm), scale_to=scale_to,
-                                 grid=grid, strong=strong)
-    except (SimulationError, ScenarioError, OSError) as e:
-        fail(str(e))
-    except KeyboardInterrupt:
-        fail("interrupted; nothing was written", code=130)
+    with tempfile.TemporaryDirectory(prefix="idlewave-fitted-") as tmp:
+        trace_dir, _ = _fitted(trace_dirs, scale_to, grid, weak, strong, Path(tmp) / "fitted-trace")
+        try:
+            ranks, ops = export_goal(trace_dir, output, algorithms=_replay_options(algorithm), scale_to=scale_to,
+                                     grid=grid, strong=strong)
+        except (SimulationError, ScenarioError, OSError) as e:
+            fail(str(e))
+        except KeyboardInterrupt:
+            fail("interrupted; nothing was written", code=130)
     if as_json:
         print(json.dumps({"goal": str(output), "ranks": ranks, "ops": ops}))
         return
@@ -114,26 +121,7 @@ def replay_cmd(
         fail(f"--compute-scale must be a finite number ≥ 0, got {compute_scale}")
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
-    if weak and strong:
-        fail("--weak and --strong: give one")
-    model = None
-    trace_dir = trace_dirs[-1]
-    if len(trace_dirs) > 1:
-        from idlewave.trace.format import TraceError
-        from idlewave.trace.multi import build, write_template
-
-        if scale_to is None and grid is None:
-            fail("several traces: give --scale-to N (or --grid) to extrapolate them to")
-        try:
-            model = build(trace_dirs)
-            trace_dir = model.dirs[-1]
-            if not (weak or strong):
-                target = scale_to or _grid_ranks(grid or "")
-                trace_dir = write_template(model, target, out_dir.with_name(f".{out_dir.name}.fitted-trace"))
-        except (TraceError, OSError) as e:  # a ModelError is a TraceError
-            fail(str(e))
-        except ValueError:
-            fail(f"--grid {grid}: expected sizes joined by 'x', e.g. 64x64")
+    trace_dir, model = _fitted(trace_dirs, scale_to, grid, weak, strong, out_dir.with_name(f".{out_dir.name}.fitted-trace"))
     base: dict = {}
     if scenario:
         try:
@@ -208,6 +196,30 @@ def _print_replay(s: dict, rep: dict) -> None:
         out.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if not s["approximate"]:
         out.print("every traced call was modelled")
+
+
+def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool, strong: bool, where: Path):
+    """The trace to replay or export, and the model of several traces (None
+    for one): with several and neither --weak nor --strong, their template
+    at the target's numbers, written to `where` (trace/multi.py)."""
+    from idlewave.trace.format import TraceError
+    from idlewave.trace.multi import build, write_template
+
+    if weak and strong:
+        fail("--weak and --strong: give one")
+    if len(dirs) == 1:
+        return dirs[0], None
+    if scale_to is None and grid is None:
+        fail("several traces: give --scale-to N (or --grid) to extrapolate them to")
+    try:
+        model = build(dirs)
+        if weak or strong:
+            return model.dirs[-1], model
+        return write_template(model, scale_to or _grid_ranks(grid or ""), where), model
+    except (TraceError, OSError) as e:  # a ModelError is a TraceError
+        fail(str(e))
+    except ValueError:
+        fail(f"--grid {grid}: expected sizes joined by 'x', e.g. 64x64")
 
 
 def _grid_ranks(grid: str) -> int:

@@ -152,18 +152,19 @@ class Model:
     periodic: list[bool]
     ranks: list[RankModel]
     constant_bytes: int  # message records whose bytes are the same at every size
-    scaling: str  # "weak", "strong" or a description of neither
+    scaling: str  # "weak", "strong" or "neither weak nor strong"
+    growth: str  # how computation and bytes per rank grow, as exponents of p
 
     def describe(self) -> str:
         return (f"fitted from traces at {', '.join(map(str, self.sizes))} ranks "
-                f"({', '.join('×'.join(map(str, d)) for d in self.dims)}), {self.scaling} scaling inferred")
+                f"({', '.join('×'.join(map(str, d)) for d in self.dims)}), {self.scaling} scaling inferred ({self.growth})")
 
     def to_json(self) -> dict:
         def rule(r: Rule) -> dict:
             return {"rule": r.describe(), "terms": r.terms, "c0": r.c0, "c1": r.c1, "i": r.i, "j": r.j, "error": r.error}
 
         return {"traces": [str(d) for d in self.dirs], "sizes": self.sizes, "grids": self.dims, "periodic": self.periodic,
-                "scaling": self.scaling, "constant_message_records": self.constant_bytes,
+                "scaling": self.scaling, "growth": self.growth, "constant_message_records": self.constant_bytes,
                 "ranks": [{"rank": m.rank, "ranks_in_traces": m.ranks, "computation": rule(m.compute),
                            "computation_s": m.computed_s,
                            "bytes": [{"record": k, "call": m.calls[k], **rule(r)} for k, r in sorted(m.bytes.items())]}
@@ -248,6 +249,7 @@ def build(dirs: list[Path]) -> Model:
             by_class.setdefault(_class_key(r, dims), []).append(_computation(tr.records))
         class_compute.append({k: float(np.median(v)) for k, v in by_class.items()})
     models, constant = [], 0
+    sent = [0.0] * len(traces)  # per trace: the point-to-point bytes the template ranks' classes send
     for t, tr in enumerate(template[4]):
         mapped = [_same_class(t, template[2], tr_dims) for _, _, tr_dims, _, _ in traces]
         calls_t = _calls(tr.records)
@@ -298,21 +300,28 @@ def build(dirs: list[Path]) -> Model:
             rules[int(calls_t[k])] = by_values[values]
             names[int(calls_t[k])] = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
         models.append(RankModel(t, mapped, compute, computed, rules, names))
+        sends = np.isin(ops_t, [CODES[n] for n in ("send", "isend", "sendrecv_send", "send_init")])
+        for n, seq in enumerate(seqs):
+            sent[n] += float(seq["bytes"][sends].sum())
     return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], models, constant,
-                 _scaling(sizes, models))
+                 *_scaling(sizes, models, sent))
 
 
-def _scaling(sizes: list[int], models: list[RankModel]) -> str:
-    """Weak (computation per rank constant), strong (∝ 1/p) or neither."""
+def _scaling(sizes: list[int], models: list[RankModel], sent: list[float]) -> tuple[str, str]:
+    """Weak (computation per rank constant), strong (∝ 1/p) or neither, with
+    how the bytes a rank sends grow (`sent`: per trace, the template ranks'
+    classes' bytes; constant in weak scaling, shrinking with the surface in
+    strong)."""
     total = [sum(m.compute(p) for m in models) for p in (sizes[0], sizes[-1])]
-    if min(total) <= 0:
-        return "weak"
-    e = math.log(total[1] / total[0]) / math.log(sizes[-1] / sizes[0])
-    if abs(e) < 0.2:
-        return "weak"
-    if abs(e + 1) < 0.2:
-        return "strong"
-    return f"neither weak nor strong (computation per rank ∝ p^{e:.2f})"
+    span = math.log(sizes[-1] / sizes[0])
+    e = math.log(total[1] / total[0]) / span if min(total) > 0 else 0.0
+    b = math.log(sent[-1] / sent[0]) / span if min(sent[0], sent[-1]) > 0 else 0.0
+    growth = f"computation per rank ∝ p^{e:.2f}, bytes sent per rank ∝ p^{b:.2f}"
+    if abs(e) < 0.2 and abs(b) < 0.2:
+        return "weak", growth
+    if abs(e + 1) < 0.2 and b < 0.1:
+        return "strong", growth
+    return "neither weak nor strong", growth
 
 
 def write_template(model: Model, ranks: int, out: Path) -> Path:
