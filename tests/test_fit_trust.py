@@ -231,6 +231,16 @@ def test_one_host_in_machine_json_gives_ranks_per_node_and_no_invented_off_node_
     # a run on the four ranks keeps every message on the node, at the fitted on-node values
     n = 4000
     assert bcast(tmp_path / "one.toml", n) == pytest.approx(r["on_node"]["eager"]["alpha_s"] + r["on_node"]["eager"]["beta_s_per_byte"] * (n - 1), rel=1e-6)
+    # the file says so in the schema too, and a run beyond the node is warned about, on four ranks it is not
+    assert net["off_node_measured"] is False
+    scn = tmp_path / "eight.toml"
+    scn.write_text(f'[network]\nplatform = "{tmp_path / "one.toml"}"\n[workload]\nkind = "collective"\n'
+                   'collective = "bcast"\nranks = 8\niterations = 1\n')
+    p = cli("simulate", scn, env={"COLUMNS": "300"})
+    assert "off_node_measured = false" in p.stderr and "8 ranks, 4 per node" in p.stderr
+    four = idlewave.simulate({"network": {"platform": str(tmp_path / "one.toml")},
+                              "workload": {"kind": "collective", "collective": "bcast", "ranks": 4, "iterations": 1}})
+    assert "warnings" not in four.summary
     # --ranks-per-node given wins: one rank per node leaves nothing measured to write
     p = cli("fit", "postal", data, "-o", tmp_path / "x.toml", "--ranks-per-node", "1", check=False)
     assert p.returncode == 2 and "only on-node measurements" in p.stderr and not (tmp_path / "x.toml").exists()

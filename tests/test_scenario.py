@@ -68,6 +68,7 @@ def test_empty_scenario_is_fully_defaulted():
         "memory": None,
         "regimes": [],
         "mpi_library": None,
+        "off_node_measured": True,
     }
     assert s["noise"] == []
     assert s["workload"] == {

@@ -135,6 +135,9 @@ def simulate(
         show_summary(result.summary, out_dir)
         if result.explain is not None:
             show_explanation(result.explain)
+    if not as_json:
+        for w in result.summary.get("warnings", []):
+            err.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
     if result.summary.get("timeline_truncated"):
         from idlewave.timeline import DEFAULT_SPANS
 

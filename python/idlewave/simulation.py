@@ -126,6 +126,13 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
 
         result.trace_report = json.loads(raw["trace_report"])
         summary.update(summarise(result.trace_report, result.finish_times_s))
+    net = scn.get("network", {})
+    per_node = net.get("ranks_per_node", 1)
+    if net.get("off_node_measured") is False and summary["ranks"] > per_node:
+        summary.setdefault("warnings", []).append(
+            f"the platform measured no message between nodes (off_node_measured = false): this run of "
+            f"{summary['ranks']:,} ranks, {per_node} per node, sends messages between nodes at values nobody "
+            "measured (the engine's defaults unless the scenario gives them)")
     if "explain" in raw:
         result.explain = Explanation.of_engine(raw["explain"])
         result.explain.by_iteration = timers.get("waiting")

@@ -335,6 +335,10 @@ pub struct NetworkSpec {
     /// The MPI library whose collective rules `algorithm = "auto"` follows
     /// (none: a trace's own library, else Open MPI).
     pub mpi_library: Option<crate::collectives::MpiLibrary>,
+    /// Whether the values between nodes were measured. A platform fitted on
+    /// one host says false: a run on more than ranks_per_node ranks then
+    /// sends messages between nodes at values nobody measured, and says so.
+    pub off_node_measured: bool,
 }
 
 impl Default for NetworkSpec {
@@ -359,6 +363,7 @@ impl Default for NetworkSpec {
             memory: None,
             regimes: Vec::new(),
             mpi_library: None,
+            off_node_measured: true,
         }
     }
 }

@@ -656,7 +656,7 @@ def platform_toml(off: LinkModel | None, on: LinkModel | None = None, *, ranks_p
         extra = [f"ranks_per_node = {ranks_per_node}"]
     else:
         body = ["[network]"] + [comment(x) for x in off_node_comment]
-        extra = [f"ranks_per_node = {ranks_per_node}"]
+        extra = [f"ranks_per_node = {ranks_per_node}", "off_node_measured = false"]
     if node_bw > 0:
         extra.append(f"node_bandwidth_bytes_per_s = {node_bw:.6e}")
     if mpi_library:  # the measured library's collective rules for algorithm = "auto"
