@@ -49,7 +49,7 @@ def strong(lib, program, tmp_path_factory):
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
-    for attempt in range(3):
+    for _ in range(3):
         d = tmp_path_factory.mktemp("strong")
         dirs = [trace(lib, program, d / str(p), p, "strong") for p in (*SIZES, TARGET)]
         work = [p * float(np.median([_computation(t.records) for t in read(x)])) for p, x in zip((*SIZES, TARGET), dirs)]
