@@ -3,7 +3,9 @@
    strong scaling ("strong": a 720×720 domain shared by the ranks). A halo
    message carries the block's face, the computation is proportional to its
    area. argv[2] = 1: the number of iterations grows with the ranks, a change
-   of structure that no rule fits. */
+   of structure that no rule fits. argv[3] = 1: each send carries up to 10
+   doubles more, by rank and iteration (sizes that depend on the data, as in
+   molecular dynamics); receives are posted for the most. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,7 @@ static volatile double sink;
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int p, me; MPI_Comm_size(MPI_COMM_WORLD, &p); MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    int strong = !strcmp(argv[1], "strong"), grow = argc > 2 && atoi(argv[2]);
+    int strong = !strcmp(argv[1], "strong"), grow = argc > 2 && atoi(argv[2]), jitter = argc > 3 && atoi(argv[3]);
     int dims[2] = {0, 0}, periods[2] = {1, 1};
     MPI_Dims_create(p, 2, dims);
     MPI_Comm grid;
@@ -27,11 +29,12 @@ int main(int argc, char **argv) {
         int n = 0;
         for (int d = 0; d < 2; d++) {
             int lo, hi, face = d == 0 ? ny : nx;  /* crossing dimension d: the other dimension's extent */
+            int extra = jitter ? (me * 7 + it * 3 + d) % 11 : 0, most = jitter ? 250 : face;  /* 250 ≥ any face + extra */
             MPI_Cart_shift(grid, d, 1, &lo, &hi);
-            MPI_Irecv(in[2 * d], face, MPI_DOUBLE, lo, d, grid, &q[n++]);
-            MPI_Irecv(in[2 * d + 1], face, MPI_DOUBLE, hi, 10 + d, grid, &q[n++]);
-            MPI_Isend(out[2 * d], face, MPI_DOUBLE, hi, d, grid, &q[n++]);
-            MPI_Isend(out[2 * d + 1], face, MPI_DOUBLE, lo, 10 + d, grid, &q[n++]);
+            MPI_Irecv(in[2 * d], most, MPI_DOUBLE, lo, d, grid, &q[n++]);
+            MPI_Irecv(in[2 * d + 1], most, MPI_DOUBLE, hi, 10 + d, grid, &q[n++]);
+            MPI_Isend(out[2 * d], face + extra, MPI_DOUBLE, hi, d, grid, &q[n++]);
+            MPI_Isend(out[2 * d + 1], face + extra, MPI_DOUBLE, lo, 10 + d, grid, &q[n++]);
         }
         MPI_Waitall(n, q, MPI_STATUSES_IGNORE);
         double x = me, y;

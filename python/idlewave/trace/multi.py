@@ -38,6 +38,8 @@ EXPONENTS = (-1.0, -2 / 3, -0.5, -1 / 3, 0.0, 1 / 3, 0.5, 2 / 3, 1.0, 4 / 3, 1.5
 LOG_POWERS = (0, 1, 2)
 COMPUTE_TOLERANCE = 0.25  # leave-one-out relative error of a rank's computation
 COMPUTE_SLACK = 0.05  # a simpler rule for the computation, if it predicts the traces within 5 points of the best
+DATA_TOLERANCE = 0.25  # a data-dependent message size: its class medians' rule, at most this far off
+DATA_SLACK = 0.05
 SKIPPED = {CODES["comm_member"], CODES["poll"]}  # their number depends on the size or the timing
 MESSAGES = {CODES[n] for n in ("send", "recv", "isend", "irecv", "sendrecv_send", "sendrecv_recv", "mrecv", "imrecv",
                                "send_init", "recv_init")} | set(range(32, 128))
@@ -154,17 +156,25 @@ class Model:
     constant_bytes: int  # message records whose bytes are the same at every size
     scaling: str  # "weak", "strong" or "neither weak nor strong"
     growth: str  # how computation and bytes per rank grow, as exponents of p
+    data_dependent: int = 0  # message records whose bytes follow no exact rule: fitted to their class medians
+    data_error: float = 0.0  # the largest error of those rules against the medians
+    data_spread: float = 0.0  # how much one call's bytes varied over a class's ranks (max/min − 1)
 
     def describe(self) -> str:
+        data = (f"; {self.data_dependent:,} message sizes vary with the data (up to {self.data_spread:.0%} between ranks "
+                f"of a class): each is its class's median, fitted within {self.data_error:.0%}") if self.data_dependent else ""
         return (f"fitted from traces at {', '.join(map(str, self.sizes))} ranks "
-                f"({', '.join('×'.join(map(str, d)) for d in self.dims)}), {self.scaling} scaling inferred ({self.growth})")
+                f"({', '.join('×'.join(map(str, d)) for d in self.dims)}), {self.scaling} scaling inferred ({self.growth})"
+                + data)
 
     def to_json(self) -> dict:
         def rule(r: Rule) -> dict:
             return {"rule": r.describe(), "terms": r.terms, "c0": r.c0, "c1": r.c1, "i": r.i, "j": r.j, "error": r.error}
 
         return {"traces": [str(d) for d in self.dirs], "sizes": self.sizes, "grids": self.dims, "periodic": self.periodic,
-                "scaling": self.scaling, "growth": self.growth, "constant_message_records": self.constant_bytes,
+                "scaling": self.scaling, "growth": self.growth, "data_dependent_message_records": self.data_dependent,
+                "data_dependent_error": self.data_error, "data_dependent_spread": self.data_spread,
+                "constant_message_records": self.constant_bytes,
                 "ranks": [{"rank": m.rank, "ranks_in_traces": m.ranks, "computation": rule(m.compute),
                            "computation_s": m.computed_s,
                            "bytes": [{"record": k, "call": m.calls[k], **rule(r)} for k, r in sorted(m.bytes.items())]}
@@ -249,7 +259,9 @@ def build(dirs: list[Path]) -> Model:
             by_class.setdefault(_class_key(r, dims), []).append(_computation(tr.records))
         class_compute.append({k: float(np.median(v)) for k, v in by_class.items()})
     models, constant = [], 0
+    varied: list[float] = []  # per data-dependent message record: its rule's error
     sent = [0.0] * len(traces)  # per trace: the point-to-point bytes the template ranks' classes send
+    members = _Members(traces)
     for t, tr in enumerate(template[4]):
         mapped = [_same_class(t, template[2], tr_dims) for _, _, tr_dims, _, _ in traces]
         calls_t = _calls(tr.records)
@@ -291,11 +303,9 @@ def build(dirs: list[Path]) -> Model:
                     rule = fit(sizes, list(values))
                 except ValueError as e:
                     raise ModelError(f"rank {t}, call {k} ({OPS.get(int(ops_t[k]))}): its bytes {list(values)} {e}") from None
-                exact = all(round(rule(p)) == v for p, v in zip(sizes, values))
-                if not exact:
-                    raise ModelError(f"rank {t}, call {k} ({OPS.get(int(ops_t[k]))}): its bytes "
-                                     f"{', '.join(f'{v} at {p}' for v, p in zip(values, sizes))} ranks follow no rule "
-                                     f"exactly (best {rule.describe()})")
+                if not all(round(rule(p)) == v for p, v in zip(sizes, values)):
+                    rule = _data_dependent(t, k, ops_t, key, sizes, values, members)
+                    varied.append(rule.error)
                 by_values[values] = rule
             rules[int(calls_t[k])] = by_values[values]
             names[int(calls_t[k])] = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
@@ -304,7 +314,52 @@ def build(dirs: list[Path]) -> Model:
         for n, seq in enumerate(seqs):
             sent[n] += float(seq["bytes"][sends].sum())
     return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], models, constant,
-                 *_scaling(sizes, models, sent))
+                 *_scaling(sizes, models, sent), len(varied), max(varied, default=0.0), members.spread)
+
+
+class _Members:
+    """The call records of every rank of a class, per trace, read when a
+    message size is data-dependent (only then are all the members needed)."""
+
+    def __init__(self, traces: list) -> None:
+        self.traces = traces
+        self.calls: dict[tuple[int, tuple[int, ...]], list[np.ndarray]] = {}
+        self.spread = 0.0  # the largest max/min − 1 of one call's bytes over a class's ranks in one trace
+
+    def bytes_at(self, n: int, key: tuple[int, ...], k: int, ops: np.ndarray) -> np.ndarray:
+        if (n, key) not in self.calls:
+            _, _, dims, _, ranks = self.traces[n]
+            found = []
+            for r, tr in enumerate(ranks):
+                if _class_key(r, dims) == key:
+                    rec = tr.records[_calls(tr.records)]
+                    if len(rec) == len(ops) and np.array_equal(rec["op"], ops):
+                        found.append(rec)
+            self.calls[(n, key)] = found
+        values = np.array([rec["bytes"][k] for rec in self.calls[(n, key)]], dtype=float)
+        if len(values) and values.min() > 0:
+            self.spread = max(self.spread, float(values.max() / values.min() - 1))
+        return values
+
+
+def _data_dependent(t: int, k: int, ops: np.ndarray, key: tuple[int, ...], sizes: list[int], values: tuple,
+                    members: _Members) -> Rule:
+    """A message size that follows no exact rule (it depends on the data, as
+    molecular dynamics' do): the median over the class's ranks in each trace,
+    fitted within DATA_TOLERANCE, else refused."""
+    name = OPS.get(int(ops[k]), f"op {int(ops[k])}")
+    medians = [float(np.median(members.bytes_at(n, key, k, ops))) for n in range(len(sizes))]
+    try:
+        rule = fit(sizes, medians, DATA_SLACK)
+    except ValueError as e:
+        raise ModelError(f"rank {t}, call {k} ({name}): its bytes {list(values)} {e}") from None
+    worst = max(rule.error, *(abs(rule(p) - m) / max(m, 1.0) for p, m in zip(sizes, medians)))
+    if worst > DATA_TOLERANCE:
+        raise ModelError(f"rank {t}, call {k} ({name}): its bytes ({', '.join(f'{v} at {p}' for v, p in zip(values, sizes))}"
+                         f" ranks; class medians {', '.join(f'{m:.0f}' for m in medians)}) follow no exact rule, and no "
+                         f"rule gives their medians within {DATA_TOLERANCE:.0%} (best {rule.describe()}, "
+                         f"{worst:.0%} off)")
+    return Rule(rule.terms, rule.c0, rule.c1, rule.i, rule.j, worst)
 
 
 def _scaling(sizes: list[int], models: list[RankModel], sent: list[float]) -> tuple[str, str]:
