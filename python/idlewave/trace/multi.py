@@ -90,48 +90,58 @@ def _term(p, i: float, j: int):
     return p ** i * np.log2(p) ** j
 
 
-def _solve(ps: np.ndarray, vs: np.ndarray, i: float, j: int, terms: int) -> tuple[float, float] | None:
-    f = _term(ps, i, j)
-    a = np.column_stack([np.ones_like(f), f]) if terms == 2 else f[:, None]
-    if len(ps) < a.shape[1] or not np.all(np.isfinite(a)):
-        return None
-    coef, *_ = np.linalg.lstsq(a, vs, rcond=None)
-    return (float(coef[0]), float(coef[1])) if terms == 2 else (0.0, float(coef[0]))
+CANDIDATES = [(i, j) for j in LOG_POWERS for i in EXPONENTS]
+_TERMS: dict[tuple[int, ...], np.ndarray] = {}
+
+
+def _terms(ps: tuple[int, ...]) -> np.ndarray:
+    """f(p) = p^i·log2(p)^j of every candidate (rows) at every size (columns)."""
+    if ps not in _TERMS:
+        with np.errstate(all="ignore"):
+            _TERMS[ps] = np.array([_term(ps, i, j) for i, j in CANDIDATES])
+    return _TERMS[ps]
 
 
 def fit(ps: list[int], values: list[float], slack: float = 0.0) -> Rule:
     """The normal form that best predicts each traced size from the others;
     the simplest within `slack` (relative error) of the best, for a noisy
-    quantity that a flatter form would only fit to its noise."""
+    quantity that a flatter form would only fit to its noise. Every
+    candidate and every left-out size at once, by the normal equations."""
     p, v = np.asarray(ps, dtype=float), np.asarray(values, dtype=float)
     if np.all(v == v[0]):
         return Rule(0, c0=float(v[0]))
     if len(p) < 3:
         raise ValueError("varies over only two sizes: a third trace is needed to choose how it grows")
+    f = _terms(tuple(int(x) for x in ps))  # (candidates, sizes)
     scale = np.maximum(np.abs(v), 1e-12)
-    best: list[tuple[float, int, int, float, Rule]] = []
-    # two terms need four traces: with three, leaving one out leaves an exact fit of two points, which
-    # cannot tell a real second term from the noise of one trace
-    for terms in (1, 2) if len(p) >= 4 else (1,):
-        for j in LOG_POWERS:
-            for i in EXPONENTS:
-                if i == 0 and j == 0 and terms == 2:
-                    continue  # c0 + c1: one constant (terms 1, i = j = 0: a noisy quantity that does not grow)
-                worst = 0.0
-                for k in range(len(p)):
-                    keep = np.arange(len(p)) != k
-                    c = _solve(p[keep], v[keep], i, j, terms)
-                    if c is None:
-                        worst = math.inf
-                        break
-                    worst = max(worst, abs(c[0] + c[1] * float(_term(p[k], i, j)) - v[k]) / scale[k])
-                c = _solve(p, v, i, j, terms)
-                if c is not None and math.isfinite(worst):
-                    best.append((worst, terms, j, abs(i), Rule(terms, c[0], c[1], i, j, worst)))
-    least = min(b[0] for b in best)
+    rows = []  # (loo error, terms, j, |i|, c0, c1, i)
+    with np.errstate(all="ignore"):
+        # one term, c·f: c = Σfv / Σf²; leaving size m out removes its share of both sums
+        sfv, sff = (f * v).sum(1), (f * f).sum(1)
+        c_out = (sfv[:, None] - f * v) / (sff[:, None] - f * f)
+        loo = (np.abs(c_out * f - v) / scale).max(1)
+        c = sfv / sff
+        for n, (i, j) in enumerate(CANDIDATES):
+            if np.isfinite(loo[n]) and np.isfinite(c[n]):
+                rows.append((float(loo[n]), 1, j, abs(i), 0.0, float(c[n]), i))
+        # two terms, c0 + c1·f (not f = 1), from four sizes on: a least-squares line in f
+        if len(p) >= 4:
+            def line(k, s1, s2, sy, sfy):
+                slope = (k * sfy - s1 * sy) / (k * s2 - s1 * s1)
+                return (sy - slope * s1) / k, slope
+
+            k = len(p)
+            s1, s2, sy, sfy = f.sum(1), (f * f).sum(1), v.sum(), (f * v).sum(1)
+            a0, a1 = line(k - 1, s1[:, None] - f, s2[:, None] - f * f, sy - v, sfy[:, None] - f * v)
+            loo2 = (np.abs(a0 + a1 * f - v) / scale).max(1)
+            b0, b1 = line(k, s1, s2, sy, sfy)
+            for n, (i, j) in enumerate(CANDIDATES):
+                if (i, j) != (0.0, 0) and np.isfinite(loo2[n]) and np.isfinite(b0[n]) and np.isfinite(b1[n]):
+                    rows.append((float(loo2[n]), 2, j, abs(i), float(b0[n]), float(b1[n]), i))
+    least = min(r[0] for r in rows)
     # the simplest form within a little of the best: fewer terms, no logarithm, a smaller exponent
-    simple = [b for b in best if b[0] <= least * 1.25 + 1e-3 + slack]
-    return min(simple, key=lambda b: (b[1], b[2], b[3]))[4]
+    best = min((r for r in rows if r[0] <= least * 1.25 + 1e-3 + slack), key=lambda r: (r[1], r[2], r[3]))
+    return Rule(best[1], best[4], best[5], best[6], best[2], best[0])
 
 
 @dataclass
@@ -319,19 +329,27 @@ def build(dirs: list[Path]) -> Model:
 
 class _Members:
     """The call records of every rank of a class, per trace, read when a
-    message size is data-dependent (only then are all the members needed)."""
+    message size is data-dependent (only then are all the members needed).
+    Along a periodic dimension every position is alike, so the ranks that
+    differ from a class only there are pooled with it: more ranks, a steadier
+    median (the calls must still be the same)."""
 
     def __init__(self, traces: list) -> None:
         self.traces = traces
+        self.periodic: list[bool] = traces[-1][3]
         self.calls: dict[tuple[int, tuple[int, ...]], list[np.ndarray]] = {}
         self.spread = 0.0  # the largest max/min − 1 of one call's bytes over a class's ranks in one trace
 
+    def pooled(self, key: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(1 if p else c for c, p in zip(key, self.periodic))
+
     def bytes_at(self, n: int, key: tuple[int, ...], k: int, ops: np.ndarray) -> np.ndarray:
+        key = self.pooled(key)
         if (n, key) not in self.calls:
             _, _, dims, _, ranks = self.traces[n]
             found = []
             for r, tr in enumerate(ranks):
-                if _class_key(r, dims) == key:
+                if self.pooled(_class_key(r, dims)) == key:
                     rec = tr.records[_calls(tr.records)]
                     if len(rec) == len(ops) and np.array_equal(rec["op"], ops):
                         found.append(rec)
