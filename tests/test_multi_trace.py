@@ -108,6 +108,10 @@ def test_the_cli_fits_shows_and_extrapolates(strong, tmp_path, cli):
                           "--json").stdout)
     assert "--weak on the largest (the traces show strong)" in over["extrapolation"]
     assert over["bytes"] > r["bytes"]
+    # a replay that fails (a platform that is none) says so and leaves no fitted template behind
+    bad = cli("trace", "replay", *small, "--scale-to", str(TARGET), "--platform", "nope", "--out", tmp_path / "b",
+              check=False)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and not list(tmp_path.glob(".b*"))
     # the same fitted schedule as a GOAL file: the real 36-rank trace's, op for op
     x = json.loads(cli("trace", "export", *small, "--scale-to", str(TARGET), "-o", tmp_path / "x.goal", "--json").stdout)
     real = json.loads(cli("trace", "export", strong[-1], "-o", tmp_path / "r.goal", "--json").stdout)

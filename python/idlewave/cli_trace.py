@@ -122,42 +122,47 @@ def replay_cmd(
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
     trace_dir, model = _fitted(trace_dirs, scale_to, grid, weak, strong, out_dir.with_name(f".{out_dir.name}.fitted-trace"))
-    base: dict = {}
-    if scenario:
-        try:
-            base = load_scenario(scenario)
-        except (ScenarioError, OSError) as e:
-            fail(str(e))
-    if platform:
-        base["network"] = {**base.get("network", {}), "platform": platform}
+    fitted = trace_dir if model is not None and trace_dir != model.dirs[-1] else None
     try:
-        r = replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to, compute_scale=compute_scale,
-                   base=base, seed=seed, grid=grid, strong=strong, explain=explain)
-    except (SimulationError, ScenarioError) as e:
-        fail(str(e))
-    except KeyboardInterrupt:
-        fail("interrupted; nothing was written", code=130)
-    if model is not None:
-        how = "as the traces show" if not (weak or strong) else f"--{'weak' if weak else 'strong'} on the largest (the traces show {model.scaling})"
-        r.summary["extrapolation"] = f"{model.describe()}, extrapolated {how}; {r.summary['extrapolation']}"
-        r.summary["scaling"] = model.scaling
-        r.summary["traces"] = [str(d) for d in model.dirs]
-        if trace_dir != model.dirs[-1]:
-            r.scenario["workload"]["dir"] = str((out_dir / "fitted-trace").resolve())
-    r.write(out_dir)
-    if model is not None and trace_dir != model.dirs[-1]:
-        shutil.rmtree(out_dir / "fitted-trace", ignore_errors=True)
-        Path(trace_dir).rename(out_dir / "fitted-trace")  # the template at the target's numbers, beside the results
-    s, rep = r.summary, r.trace_report
-    if as_json:
-        x = {"explain": r.explain.to_json()} if r.explain is not None else {}
-        print(json.dumps({**s, "unmodelled": rep["unmodelled"], "zero_cost": rep["zero_cost"], **x}, indent=2))
-        return
-    _print_replay(s, rep)
-    if r.explain is not None:
-        from idlewave.cli_explain import show_explanation
+        base: dict = {}
+        if scenario:
+            try:
+                base = load_scenario(scenario)
+            except (ScenarioError, OSError) as e:
+                fail(str(e))
+        if platform:
+            base["network"] = {**base.get("network", {}), "platform": platform}
+        try:
+            r = replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to, compute_scale=compute_scale,
+                       base=base, seed=seed, grid=grid, strong=strong, explain=explain)
+        except (SimulationError, ScenarioError) as e:
+            fail(str(e))
+        except KeyboardInterrupt:
+            fail("interrupted; nothing was written", code=130)
+        if model is not None:
+            how = "as the traces show" if not (weak or strong) else f"--{'weak' if weak else 'strong'} on the largest (the traces show {model.scaling})"
+            r.summary["extrapolation"] = f"{model.describe()}, extrapolated {how}; {r.summary['extrapolation']}"
+            r.summary["scaling"] = model.scaling
+            r.summary["traces"] = [str(d) for d in model.dirs]
+            if fitted is not None:
+                r.scenario["workload"]["dir"] = str((out_dir / "fitted-trace").resolve())
+        r.write(out_dir)
+        if fitted is not None:
+            shutil.rmtree(out_dir / "fitted-trace", ignore_errors=True)
+            Path(trace_dir).rename(out_dir / "fitted-trace")  # the template at the target's numbers, beside the results
+        s, rep = r.summary, r.trace_report
+        if as_json:
+            x = {"explain": r.explain.to_json()} if r.explain is not None else {}
+            print(json.dumps({**s, "unmodelled": rep["unmodelled"], "zero_cost": rep["zero_cost"], **x}, indent=2))
+            return
+        _print_replay(s, rep)
+        if r.explain is not None:
+            from idlewave.cli_explain import show_explanation
 
-        show_explanation(r.explain)
+            show_explanation(r.explain)
+    finally:  # a replay that failed leaves no fitted template behind (one that ran moved it into --out)
+        if fitted is not None and Path(fitted).exists():
+            shutil.rmtree(fitted, ignore_errors=True)
 
 
 def _print_replay(s: dict, rep: dict) -> None:
