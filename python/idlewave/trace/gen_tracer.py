@@ -600,7 +600,7 @@ def c_wrapper(idx: int, proto: Proto, spec: Spec, large: bool) -> str:
         elif n == "array_of_requests":
             cn = count_name(names)
             pre.append(f"MPI_Request iw_reqs_small[IW_SMALL], *iw_reqs = {cn} <= IW_SMALL ? iw_reqs_small "
-                       f": malloc(sizeof(MPI_Request) * (size_t){cn});")
+                       f": iw_xmalloc(sizeof(MPI_Request) * (size_t){cn});")
             pre.append(f"if ({cn} > 0) memcpy(iw_reqs, {n}, sizeof(MPI_Request) * (size_t){cn});")
             cleanup.append("if (iw_reqs != iw_reqs_small) free(iw_reqs);")
         elif n == "status":
@@ -611,7 +611,7 @@ def c_wrapper(idx: int, proto: Proto, spec: Spec, large: bool) -> str:
             pre.append("MPI_Status iw_sts_small[IW_SMALL], *iw_sts_heap = NULL;")
             pre.append(f"if (array_of_statuses == MPI_STATUSES_IGNORE)\n"
                        f"        array_of_statuses = {cn} <= IW_SMALL ? iw_sts_small "
-                       f": (iw_sts_heap = malloc(sizeof(MPI_Status) * (size_t){cn}));")
+                       f": (iw_sts_heap = iw_xmalloc(sizeof(MPI_Status) * (size_t){cn}));")
             cleanup.append("free(iw_sts_heap);")
     locked_pre = f"IW_LOCK();\n    {spec.pre}\n    IW_UNLOCK();" if spec.pre else ""
     body = [*pre, locked_pre, "double t0 = iw_enter();", f"int rc = PMPI_{proto.name}({args});",
@@ -746,11 +746,11 @@ def f_convert(fn: str, proto: Proto, names: list[str], spec: Spec | None, large:
             post.append(f"MPI_Status iw_cst, *status = &iw_cst;\n    PMPI_Status_f2c((MPI_Fint *){f}_r, &iw_cst);")
         elif n == "array_of_statuses" and "array_of_statuses" in used:
             pre.append(f"MPI_Fint iw_fsts_small[IW_SMALL * IW_FSTRIDE], *iw_fsts = {cn} <= IW_SMALL ? iw_fsts_small "
-                       f": malloc(sizeof(MPI_Fint) * IW_FSTRIDE * (size_t){cn});")
+                       f": iw_xmalloc(sizeof(MPI_Fint) * IW_FSTRIDE * (size_t){cn});")
             pre.append(f"void *{f}_r = iw_fstatuses_ignored((const MPI_Fint *){f}) ? (void *)iw_fsts : {f};")
             realargs[-1] = f"{f}_r"
             arrays_post.append(f"MPI_Status iw_csts_small[IW_SMALL], *array_of_statuses = {cn} <= IW_SMALL ? "
-                               f"iw_csts_small : malloc(sizeof(MPI_Status) * (size_t){cn});\n"
+                               f"iw_csts_small : iw_xmalloc(sizeof(MPI_Status) * (size_t){cn});\n"
                                f"    for (int iw_i = 0; iw_i < {cn}; iw_i++)\n"
                                f"        PMPI_Status_f2c((MPI_Fint *){f}_r + iw_i * IW_FSTRIDE, &array_of_statuses[iw_i]);")
             cleanup.append("if (iw_fsts != iw_fsts_small) free(iw_fsts);")
@@ -765,7 +765,7 @@ def f_convert(fn: str, proto: Proto, names: list[str], spec: Spec | None, large:
             pre.append(f"const void *{n} = iw_fbuf({f});")
         elif t in ("const int *", "int *") and n == "array_of_indices":
             arrays_post.append(f"int iw_idx_small[IW_SMALL], *{n} = *outcount <= IW_SMALL || *outcount == MPI_UNDEFINED "
-                               f"? iw_idx_small : malloc(sizeof(int) * (size_t)*outcount);\n"
+                               f"? iw_idx_small : iw_xmalloc(sizeof(int) * (size_t)*outcount);\n"
                                f"    for (int iw_i = 0; *outcount != MPI_UNDEFINED && iw_i < *outcount; iw_i++) "
                                f"{n}[iw_i] = (int)((const MPI_Fint *){f})[iw_i] - 1; /* Fortran indices are 1-based */")
             cleanup.append(f"if ({n} != iw_idx_small) free({n});")

@@ -258,6 +258,46 @@ static void iw_warn(const char *what) {
     fprintf(stderr, "idlewave tracer (rank %d): %s\n", iw_rank, what);
 }
 
+/* ------------------------------------------------ memory: checked, always */
+
+#define IW_OOM_EXIT 71 /* EX_OSERR */
+static void iw_flush(int keep_poll);
+
+/* Out of memory: one line and a non-zero exit, never a trace that silently
+ * lost records. What the buffer holds goes to the file first; the header
+ * stays incomplete, which readers report. */
+static void iw_out_of_memory(size_t n) {
+    static int dying;
+    if (!dying) {
+        dying = 1;
+        fprintf(stderr, "idlewave tracer (rank %d): out of memory (allocating %zu bytes): the trace is incomplete; exiting\n",
+                iw_rank, n);
+        fflush(stderr);
+        if (iw_on) { iw_on = 0; iw_flush(0); }
+    }
+    _exit(IW_OOM_EXIT);
+}
+
+/* Every allocation of the tracer (tracer_core.c and the generated wrappers)
+ * goes through these. */
+static void *iw_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) iw_out_of_memory(n);
+    return p;
+}
+
+static void *iw_xcalloc(size_t k, size_t n) {
+    void *p = calloc(k ? k : 1, n ? n : 1);
+    if (!p) iw_out_of_memory(k * n);
+    return p;
+}
+
+static void *iw_xrealloc(void *q, size_t n) {
+    void *p = realloc(q, n ? n : 1);
+    if (!p) iw_out_of_memory(n);
+    return p;
+}
+
 /* ------------------------------------------------ the MPI it was built for */
 
 /* gen_tracer.py defines what it found at generation: the MPI's name and
@@ -530,8 +570,7 @@ static void iw_count(int idx, double t0, double t1) {
     static void NAME##_grow(NAME##_t *m) {                                                     \
         NAME##_t old = *m;                                                                     \
         m->cap = old.cap ? old.cap * 2 : 64; m->n = 0;                                         \
-        m->e = calloc(m->cap, sizeof(NAME##_e));                                               \
-        if (!m->e) { iw_warn("out of memory"); abort(); }                                      \
+        m->e = iw_xcalloc(m->cap, sizeof(NAME##_e));                                           \
         /* from an empty slot on, so entries of one key keep their order */                    \
         size_t s = 0;                                                                          \
         while (s < old.cap && old.e[s].used) s++;                                              \
@@ -610,9 +649,8 @@ static char *iw_reserve(size_t need) {
     if (iw_len + need > iw_cap) {
         size_t cap = iw_cap;
         while (iw_len + need > cap) cap *= 2;
-        char *b = realloc(iw_buf, cap);
-        if (!b) { iw_warn("out of memory"); abort(); }
-        iw_buf = b; iw_cap = cap;
+        iw_buf = iw_xrealloc(iw_buf, cap);
+        iw_cap = cap;
     }
     return iw_buf + iw_len;
 }
@@ -692,7 +730,7 @@ static void iw_comm_unref(iw_comm *cm) {
 /* World ranks of a group's members (MPI_UNDEFINED for processes outside
  * MPI_COMM_WORLD, e.g. spawned ones, is recorded as -1). */
 static int *iw_group_world(MPI_Group g, int n) {
-    int *local = calloc((size_t)n + 1, sizeof(int)), *world = calloc((size_t)n + 1, sizeof(int));
+    int *local = iw_xcalloc((size_t)n + 1, sizeof(int)), *world = iw_xcalloc((size_t)n + 1, sizeof(int));
     for (int i = 0; i < n; i++) local[i] = i;
     PMPI_Group_translate_ranks(g, n, local, iw_world_group, world);
     for (int i = 0; i < n; i++) if (world[i] == MPI_UNDEFINED) world[i] = IW_NONE;
@@ -708,8 +746,8 @@ static void iw_comm_records(iw_comm *cm, uint32_t parent, int kind, MPI_Comm c, 
     if (status == MPI_CART) { /* payload [ndims, dims..., periods...] */
         int nd = 0;
         PMPI_Cartdim_get(c, &nd);
-        int small[3 * IW_SMALL], *a = nd <= IW_SMALL ? small : malloc(sizeof(int) * 3 * (size_t)nd);
-        uint64_t vsmall[1 + 2 * IW_SMALL], *v = nd <= IW_SMALL ? vsmall : malloc(8 * (1 + 2 * (size_t)nd));
+        int small[3 * IW_SMALL], *a = nd <= IW_SMALL ? small : iw_xmalloc(sizeof(int) * 3 * (size_t)nd);
+        uint64_t vsmall[1 + 2 * IW_SMALL], *v = nd <= IW_SMALL ? vsmall : iw_xmalloc(8 * (1 + 2 * (size_t)nd));
         PMPI_Cart_get(c, nd, a, a + nd, a + 2 * nd);
         v[0] = (uint64_t)nd;
         for (int i = 0; i < 2 * nd; i++) v[1 + i] = (uint64_t)(int64_t)a[i];
@@ -727,14 +765,14 @@ static void iw_comm_records(iw_comm *cm, uint32_t parent, int kind, MPI_Comm c, 
  * meant before). `like` (dup/idup) gives the members without touching c,
  * which idup forbids until its request completes. */
 static iw_comm *iw_comm_register(MPI_Comm c, const iw_comm *like) {
-    iw_comm *cm = calloc(1, sizeof *cm);
+    iw_comm *cm = iw_xcalloc(1, sizeof *cm);
     cm->id = iw_next_comm++;
     cm->refs = 1;
     if (like) {
         cm->inter = like->inter; cm->me = like->me; cm->n = like->n; cm->rn = like->rn;
-        cm->world = malloc(sizeof(int) * (size_t)(cm->n ? cm->n : 1));
+        cm->world = iw_xmalloc(sizeof(int) * (size_t)(cm->n ? cm->n : 1));
         for (int i = 0; i < cm->n; i++) cm->world[i] = like->world ? like->world[i] : i;
-        if (cm->rn) { cm->rworld = malloc(sizeof(int) * (size_t)cm->rn); memcpy(cm->rworld, like->rworld, sizeof(int) * (size_t)cm->rn); }
+        if (cm->rn) { cm->rworld = iw_xmalloc(sizeof(int) * (size_t)cm->rn); memcpy(cm->rworld, like->rworld, sizeof(int) * (size_t)cm->rn); }
     } else {
         MPI_Group g;
         PMPI_Comm_test_inter(c, &cm->inter);
@@ -840,7 +878,7 @@ static void iw_neighbours(iw_comm *cm, MPI_Comm c) {
         int nd = 0;
         PMPI_Cartdim_get(c, &nd);
         nin = nout = 2 * nd;
-        in = malloc(sizeof(int) * (size_t)(nin + 1));
+        in = iw_xmalloc(sizeof(int) * (size_t)(nin + 1));
         for (int d = 0; d < nd; d++) PMPI_Cart_shift(c, d, 1, &in[2 * d], &in[2 * d + 1]);
         out = in;
     } else if (status == MPI_GRAPH) {
@@ -848,20 +886,20 @@ static void iw_neighbours(iw_comm *cm, MPI_Comm c) {
         PMPI_Comm_rank(c, &me);
         PMPI_Graph_neighbors_count(c, me, &nin);
         nout = nin;
-        in = malloc(sizeof(int) * (size_t)(nin + 1));
+        in = iw_xmalloc(sizeof(int) * (size_t)(nin + 1));
         PMPI_Graph_neighbors(c, me, nin, in);
         out = in;
     } else if (status == MPI_DIST_GRAPH) {
         int weighted = 0;
         PMPI_Dist_graph_neighbors_count(c, &nin, &nout, &weighted);
-        in = malloc(sizeof(int) * (size_t)(nin + 1));
-        out = malloc(sizeof(int) * (size_t)(nout + 1));
-        int *wi = malloc(sizeof(int) * (size_t)(nin + 1)), *wo = malloc(sizeof(int) * (size_t)(nout + 1));
+        in = iw_xmalloc(sizeof(int) * (size_t)(nin + 1));
+        out = iw_xmalloc(sizeof(int) * (size_t)(nout + 1));
+        int *wi = iw_xmalloc(sizeof(int) * (size_t)(nin + 1)), *wo = iw_xmalloc(sizeof(int) * (size_t)(nout + 1));
         PMPI_Dist_graph_neighbors(c, nin, in, weighted ? wi : MPI_UNWEIGHTED, nout, out, weighted ? wo : MPI_UNWEIGHTED);
         free(wi); free(wo);
     }
     cm->nin = nin; cm->nout = nout;
-    cm->nbr = malloc(sizeof(int) * (size_t)(nin + nout + 1));
+    cm->nbr = iw_xmalloc(sizeof(int) * (size_t)(nin + nout + 1));
     for (int i = 0; i < nin; i++) cm->nbr[i] = iw_peer(cm, in[i]);
     for (int i = 0; i < nout; i++) cm->nbr[nin + i] = iw_peer(cm, out[i]);
     if (out != in) free(out);
@@ -1095,7 +1133,7 @@ static void iw_imrecv(MPI_Message m, int64_t count, MPI_Datatype t, MPI_Request 
 /* Up to IW_SMALL u64 values on the caller's stack, more on the heap. */
 typedef struct { uint64_t small[2 * IW_SMALL + 2]; uint64_t *v; } iw_vals;
 static uint64_t *iw_vals_get(iw_vals *b, size_t n) {
-    b->v = n <= sizeof b->small / 8 ? b->small : malloc(8 * (n ? n : 1));
+    b->v = n <= sizeof b->small / 8 ? b->small : iw_xmalloc(8 * (n ? n : 1));
     return b->v;
 }
 static void iw_vals_free(iw_vals *b) { if (b->v != b->small) free(b->v); }
@@ -1257,10 +1295,95 @@ static void iw_other(int idx, MPI_Comm c, const MPI_Request *req, const MPI_Comm
 
 /* --------------------------------------------------------- init, finalize */
 
+/* The trace directory and any missing parents, private to the user (0700,
+ * less the umask): traces show what a program did and when. A directory
+ * that exists keeps its permissions. */
+#define IW_DIR_MODE 0700
+#define IW_FILE_MODE 0600
 static void iw_mkdirs(char *path) {
     for (char *p = path + 1; *p; p++)
-        if (*p == '/') { *p = 0; mkdir(path, 0777); *p = '/'; }
-    mkdir(path, 0777);
+        if (*p == '/') { *p = 0; mkdir(path, IW_DIR_MODE); *p = '/'; }
+    mkdir(path, IW_DIR_MODE);
+}
+
+/* The trace directory (IDLEWAVE_TRACE_DIR, else ./idlewave-trace). */
+static const char *iw_trace_dir(void) {
+    const char *dir = getenv("IDLEWAVE_TRACE_DIR");
+    return dir && *dir ? dir : "idlewave-trace";
+}
+
+/* The longest IDLEWAVE_TRACE_DIR: its rank files' paths, <dir>/rank-<r>.iwt
+ * for any int r, must fit in PATH_MAX (terminating NUL included). A longer
+ * one would be cut short, so it is refused instead. */
+#define IW_RANK_NAME_MAX (sizeof "/rank-2147483647.iwt" - 1)
+#define IW_DIR_MAX ((size_t)PATH_MAX - 1 - IW_RANK_NAME_MAX)
+
+/* Before MPI_Init: a trace directory too long to hold the rank files is one
+ * line for the job and a non-zero exit from every process (as a mismatched
+ * MPI is, iw_refuse). */
+static void iw_check_trace_dir(void) {
+    size_t n = strlen(iw_trace_dir());
+    if (n <= IW_DIR_MAX) return;
+    if (iw_speaks()) {
+        fprintf(stderr,
+                "idlewave tracer: IDLEWAVE_TRACE_DIR is %zu characters long; the limit is %zu (its files, "
+                "<dir>/rank-<r>.iwt, must fit in PATH_MAX = %d). No trace is written: choose a shorter directory\n",
+                n, IW_DIR_MAX, PATH_MAX);
+        fflush(stderr);
+    }
+    iw_mismatch_exit();
+}
+
+/* A rank file that cannot be written: one line from the process that
+ * speaks for the job, the others say theirs after its head start (by then a
+ * launcher has usually ended the job on the first exit, so a trace directory
+ * every rank fails on gives one line), and a non-zero exit: a rank that runs
+ * on untraced would leave a trace that cannot be replayed, found out only
+ * afterwards. */
+#define IW_CANTCREAT_EXIT 73 /* EX_CANTCREAT */
+static void iw_cannot_write(const char *path, const char *why) {
+    int speaks = iw_speaks();
+    if (!speaks) sleep(IW_QUIET_EXIT_DELAY_S);
+    fprintf(stderr, "idlewave tracer (rank %d): cannot write %s: %s. No trace is written\n", iw_rank, path, why);
+    fflush(stderr);
+    _exit(IW_CANTCREAT_EXIT);
+}
+
+/* Opens this rank's file for writing: never through a symbolic link
+ * (O_NOFOLLOW), only a regular file with no other name (a hard link's
+ * other name would be overwritten too), created private to the user. The
+ * file is truncated only after those checks. */
+static int iw_create(const char *path) {
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, IW_FILE_MODE);
+    if (fd < 0) {
+        char why[256];
+        if (errno == ELOOP) {
+            struct stat l;
+            if (!lstat(path, &l) && S_ISLNK(l.st_mode)) {
+                iw_cannot_write(path, "it is a symbolic link, and the tracer does not write through links (remove it)");
+            }
+        }
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        iw_cannot_write(path, why);
+    }
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        iw_cannot_write(path, "it exists and is not a regular file (remove it)");
+    }
+    if (st.st_nlink > 1) {
+        close(fd);
+        iw_cannot_write(path, "it is a hard link to another file, which the tracer would overwrite (remove it)");
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    if (ftruncate(fd, 0)) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        close(fd);
+        iw_cannot_write(path, why);
+    }
+    return fd;
 }
 
 static void iw_atexit(void) {
@@ -1286,19 +1409,15 @@ static void iw_open(double t) {
         iw_warn("a spawned process (MPI_Comm_spawn) is not traced");
         return;
     }
-    const char *dir = getenv("IDLEWAVE_TRACE_DIR");
-    if (!dir || !*dir) dir = "idlewave-trace";
-    char path[4096];
+    const char *dir = iw_trace_dir();
+    char path[PATH_MAX];
+    /* (iw_check_trace_dir refused a longer directory before MPI_Init: never cut short) */
+    int n = snprintf(path, sizeof path, "%s/rank-%d.iwt", dir, iw_rank);
+    if (n < 0 || (size_t)n >= sizeof path) iw_cannot_write(dir, "the path of its rank file is longer than PATH_MAX");
     snprintf(path, sizeof path, "%s", dir);
     iw_mkdirs(path);
     snprintf(path, sizeof path, "%s/rank-%d.iwt", dir, iw_rank);
-    iw_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (iw_fd < 0) {
-        char msg[4200];
-        snprintf(msg, sizeof msg, "cannot write %s (%s): this rank is not traced", path, strerror(errno));
-        iw_warn(msg);
-        return;
-    }
+    iw_fd = iw_create(path);
     char h[IW_HEADER] = {0};
     int32_t rs[2] = {iw_rank, iw_size};
     uint64_t unset = UINT64_MAX;
@@ -1310,7 +1429,7 @@ static void iw_open(double t) {
     uint32_t clock_code = (uint32_t)iw_clock;
     memcpy(h + 40, &clock_code, 4);
     iw_cap = (size_t)4 << 20;
-    iw_buf = malloc(iw_cap);
+    iw_buf = iw_xmalloc(iw_cap);
     iw_on = 1;
     iw_write_all(h, sizeof h, 0);
     atexit(iw_atexit);
@@ -1318,7 +1437,10 @@ static void iw_open(double t) {
 }
 
 /* Right before MPI_Init or MPI_Init_thread. */
-static void iw_starting(void) { iw_check_libraries(); }
+static void iw_starting(void) {
+    iw_check_libraries();
+    iw_check_trace_dir();
+}
 
 /* Right after MPI_Init or MPI_Init_thread (t0: iw_mono() before it). */
 static void iw_started(int idx, double t0) {
@@ -1358,7 +1480,7 @@ static void iw_footer(void) {
     size_t cap = 20 + (size_t)len + (size_t)iw_nslots * (2 + 64 + 16), n = 0;
     for (int s = 0; s < iw_nslots; s++) cap += strlen(iw_names[iw_order[s]]);
     for (size_t i = 0; i < ninfo; i++) cap += 6 + strlen(info[i][0]) + strlen(info[i][1]);
-    char *f = malloc(cap);
+    char *f = iw_xmalloc(cap);
     uint32_t u32 = (uint32_t)len;
     memcpy(f, "IWFOOT02", 8); n = 8;
     memcpy(f + n, &u32, 4); n += 4;
@@ -1497,7 +1619,7 @@ static int iw_fstatuses_ignored(const MPI_Fint *st) {
 /* Handle arrays converted on the stack up to IW_SMALL entries. */
 #define IW_FREQS(name, fname, n)                                                                     \
     MPI_Request name##_small[IW_SMALL], *name = (n) <= IW_SMALL ? name##_small                        \
-                                                              : malloc(sizeof(MPI_Request) * (size_t)(n)); \
+                                                              : iw_xmalloc(sizeof(MPI_Request) * (size_t)(n)); \
     for (int iw_i = 0; iw_i < (n); iw_i++) name[iw_i] = PMPI_Request_f2c((fname)[iw_i])
 #define IW_FREE_SMALL(name) do { if (name != name##_small) free(name); } while (0)
 #endif
