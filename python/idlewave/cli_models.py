@@ -14,6 +14,7 @@ from rich.table import Table
 
 from idlewave import _engine
 from idlewave.cli_common import err, fail, lazy, out
+from idlewave.inputs import describe_columns
 from idlewave.scenario import PS_PER_S, default
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ def _read_table(path: Path, needed: list[str], positive: tuple[str, ...] = ()) -
         fail(f"{path}: {e}")
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        fail(f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(frame.columns)})")
+        fail(f"{path}: missing column(s) {', '.join(missing)} ({describe_columns(frame.columns)})")
     if frame.height == 0:
         fail(f"{path}: no measurements (the table has a header and no rows)")
     for c in needed:

@@ -25,3 +25,14 @@ def read_bytes(path: str | Path, what: str) -> bytes:
         if st.st_size > MAX_TOML_BYTES:
             raise OSError(f"{path}: the {what} is {st.st_size >> 20} MiB, more than the {MAX_TOML_BYTES >> 20} MiB read")
         return f.read(MAX_TOML_BYTES + 1)
+
+
+def describe_columns(columns: list[str]) -> str:
+    """A table's column names for an error message, or only how many there
+    are when they do not look like names: a file that is not a table at all
+    (a password file read as CSV has its first line as the "header") must not
+    have its contents copied into the message."""
+    names = all(len(c) <= 32 and c.replace("_", "").replace(" ", "").isalnum() for c in columns)
+    if names and len(columns) <= 20:
+        return f"has {', '.join(columns)}" if columns else "has no columns"
+    return f"has {len(columns)} column(s) whose names do not look like a measurement table's"

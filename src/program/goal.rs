@@ -294,6 +294,16 @@ fn describe(tok: Tok<'_>) -> String {
     }
 }
 
+/// What kind of token `tok` is, without its text (for a file not yet known to be GOAL).
+fn kind_of(tok: Tok<'_>) -> String {
+    match tok {
+        Tok::Word(s) => format!("a word of {} characters", s.chars().count()),
+        Tok::Int(s) => format!("a number of {} digits", s.chars().count()),
+        Tok::Other(c) if !(c.is_ascii_punctuation() || c.is_whitespace() || c.is_control()) => "a character that is not ASCII".to_string(),
+        other => describe(other),
+    }
+}
+
 struct Lexer<'a> {
     src: &'a str,
     pos: usize,
@@ -483,16 +493,32 @@ impl<'a> Parser<'a> {
     fn parse(mut self) -> PResult<GoalSchedule> {
         // Like txt2bin, `num_ranks N`, `rank N {` and `}` need no newline after them;
         // blank lines between statements are skipped here.
+        // Until a first statement shows the file is a schedule, an error names
+        // only the kind of token found: the file may be anything (a password
+        // file given by mistake), and its contents must not reach a terminal or log.
+        let mut recognised = false;
         loop {
             let t = self.next()?;
             match t.tok {
                 Tok::Newline => {}
                 Tok::Eof => return self.finish(t.pos),
-                Tok::Word("num_ranks") => self.parse_num_ranks(t.pos)?,
-                Tok::Word("rank") => self.parse_rank_block(t.pos)?,
+                Tok::Word("num_ranks") => {
+                    self.parse_num_ranks(t.pos)?;
+                    recognised = true;
+                }
+                Tok::Word("rank") => {
+                    self.parse_rank_block(t.pos)?;
+                    recognised = true;
+                }
                 Tok::RBrace => return fail(t.pos, "expected 'num_ranks' or 'rank', found '}' without an open rank block"),
                 Tok::Word(w) if is_op_keyword(w) => {
                     return fail(t.pos, format!("operation outside a rank block: expected 'num_ranks' or 'rank', found '{w}'"))
+                }
+                other if !recognised => {
+                    return fail(
+                        t.pos,
+                        format!("not a GOAL schedule: it must begin with 'num_ranks N' or 'rank N {{', found {}", kind_of(other)),
+                    )
                 }
                 other => return fail(t.pos, format!("expected 'num_ranks' or 'rank', found {}", describe(other))),
             }
@@ -1298,6 +1324,19 @@ l4: calc 7
         assert_err("num_ranks 1\n}\n", 2, 1, &["found '}' without an open rank block"]);
         assert_err("num_ranks 1\nsend 1b to 0\n", 2, 1, &["operation outside a rank block", "found 'send'"]);
         assert_err("num_ranks 1\nl1: calc 3\n", 2, 1, &["expected 'num_ranks' or 'rank', found 'l1'"]);
+        // A file that is not a schedule: the kind of its first token, never its text.
+        for (text, kind) in [
+            ("password=hunter2\n", "a word of 8 characters"),
+            ("root:$6$SECRET:19000\n", "a word of 4 characters"),
+            ("12345 secret\n", "a number of 5 digits"),
+            ("{\"token\": \"s3cr3t\"}\n", "'{'"),
+        ] {
+            let e = parse_err(text);
+            assert!(e.message.contains("not a GOAL schedule") && e.message.contains(kind), "{}", e.message);
+            for secret in ["password", "hunter2", "root", "SECRET", "12345", "token", "s3cr3t"] {
+                assert!(!e.message.contains(secret), "{:?} echoes {secret:?}", e.message);
+            }
+        }
         assert_err("rank 0 {\n}\nnum_ranks 1\n", 1, 1, &["rank block before 'num_ranks'"]);
         assert_err(
             "num_ranks 2\nrank 0 {\nrank 1 {\n}\n}\n",

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from idlewave.inputs import describe_columns
+
 
 class DataError(ValueError):
     """Timing data that cannot be analysed; the message says why."""
@@ -39,7 +41,7 @@ def check(T: np.ndarray, source: str = "data") -> np.ndarray:
 def from_long(frame: pl.DataFrame, source: str, time: str = "time") -> np.ndarray:
     for c in ("rank", "iteration", time):
         if c not in frame.columns:
-            raise DataError(f"{source}: missing column {c!r} (has {', '.join(frame.columns)})")
+            raise DataError(f"{source}: missing column {c!r} ({describe_columns(frame.columns)})")
     for c in ("rank", "iteration", time):
         missing = frame[c].is_null().arg_true()
         if missing.len():
