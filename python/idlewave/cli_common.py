@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from types import ModuleType
 from typing import NoReturn
@@ -22,16 +22,18 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def lazy(name: str) -> ModuleType:
-    """A module that is imported on first attribute access (the stdlib's
-    LazyLoader recipe), so that `idlewave --help` does not load numpy,
-    polars or scipy."""
+    """A module that is imported on first attribute access, so that
+    `idlewave --help` does not load numpy, polars or scipy.
+
+    It is imported the ordinary way, then: a Ctrl-C in the middle undoes the
+    import (the stdlib's LazyLoader would leave a half-initialised module in
+    sys.modules, and everything importing it later would meet "module
+    'polars' has no attribute 'DataFrame'")."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    assert spec is not None and spec.loader is not None, name
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+    return _Lazy(name)
+
+
+class _Lazy(ModuleType):
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self.__name__), attr)

@@ -88,6 +88,27 @@ class Result:
 
 Progress = Callable[[float, int], bool]
 
+_numpy_api = False
+
+
+def numpy_api_ready() -> None:
+    """Lets the engine look numpy's C API up now, with Ctrl-C held back.
+
+    The engine (rust-numpy) does it the first time it returns an array: it
+    imports numpy's core and reads its version, Python code that a pending
+    Ctrl-C interrupts, and then it panics ("Failed to access NumPy array API
+    capsule"). A run interrupted in its last moments ended so. A tiny run
+    here does the look-up once per process, where an interrupt waits until
+    it is over."""
+    global _numpy_api
+    if _numpy_api:
+        return
+    from idlewave.interrupts import held
+
+    with held():
+        _engine.simulate(json.dumps(validate({"workload": {"kind": "bsp", "ranks": 2, "iterations": 1}})))
+        _numpy_api = True
+
 
 def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: Progress | None = None,
              timeline: bool = False, explain: bool = False) -> Result:
@@ -116,6 +137,7 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         from idlewave.timeline import DEFAULT_SPANS
 
         spans = DEFAULT_SPANS
+    numpy_api_ready()
     with engine_errors(source):
         raw = _engine.simulate(json.dumps(scn), progress, spans, explain, _takes_done(progress))
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}

@@ -1,0 +1,92 @@
+"""Ctrl-C at any moment of a command: exit code 130 and one line, never a
+traceback or a panic.
+
+A command goes through three stages, each with its own answer to SIGINT:
+
+- loading (from the console script's first import of idlewave until
+  `idlewave.cli.main` starts): nothing has been written, so the process
+  ends at once (`exit_at_once`);
+- running: Ctrl-C is Python's KeyboardInterrupt, which the engine's loops
+  also raise; the commands that keep something say what (sweep: the finished
+  points), every other ends with exit code 130 (Typer's answer to an
+  interrupt, with the line `main` adds);
+- finishing (after the command's answer, while the interpreter shuts down
+  Dask and flushes files): the process ends at once again.
+
+Two things must never meet an interrupt half-way, because nothing could
+clean up after them: a module's first import (a lazily loaded module left
+half-initialised says "module 'polars' has no attribute 'DataFrame'" later:
+`idlewave.cli_common.lazy` imports for real, which an interrupt undoes), and
+the engine's first look-up of numpy's C API (Python code run from Rust, which
+panics when it fails: `held` keeps Ctrl-C back while it happens, see
+`idlewave.simulation`).
+
+Only stdlib modules here: this runs before anything else is imported.
+"""
+
+from __future__ import annotations
+
+# os and sys are loaded with the interpreter, and _signal is built in: this
+# module takes no time to import (a Ctrl-C during an import of its own could
+# not be answered)
+import _signal
+import os
+import sys
+
+#: What an interrupted command says (stderr), however it was interrupted.
+MESSAGE = "error: interrupted"
+
+
+def _exit_now(signum, frame) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a stream interrupted mid-write, or closed: the line below still goes out
+            pass
+    try:
+        os.write(2, (MESSAGE + "\n").encode())
+    finally:
+        os._exit(130)
+
+
+def _swap(expected, handler) -> None:
+    """Installs `handler` for SIGINT if the current one is `expected` (never
+    over a handler somebody else chose, nor over SIGINT ignored)."""
+    try:
+        if _signal.getsignal(_signal.SIGINT) is expected:
+            _signal.signal(_signal.SIGINT, handler)
+    except ValueError:  # not the main thread: signals are the main thread's business
+        pass
+
+
+def exit_at_once() -> None:
+    """From now on Ctrl-C ends the process at once with exit code 130 and `MESSAGE`."""
+    _swap(_signal.default_int_handler, _exit_now)
+
+
+def raise_interrupts() -> None:
+    """From now on Ctrl-C raises KeyboardInterrupt (undoes `exit_at_once`)."""
+    _swap(_exit_now, _signal.default_int_handler)
+
+
+class held:
+    """`with held():` Ctrl-C held back while the block runs, and acted on
+    (by the handler in place before) as soon as it ends. Outside the main
+    thread, nothing changes."""
+
+    def __enter__(self) -> None:
+        self.pending: list[int] = []
+        try:
+            self.before = _signal.signal(_signal.SIGINT, lambda signum, frame: self.pending.append(signum))
+        except ValueError:  # not the main thread
+            self.before = False
+
+    def __exit__(self, *exc: object) -> None:
+        if self.before is False:
+            return
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL if self.before is None else self.before)
+        if self.pending:
+            _signal.raise_signal(_signal.SIGINT)  # the handler before answers it now
+
+
+__all__ = ["MESSAGE", "exit_at_once", "raise_interrupts", "held"]

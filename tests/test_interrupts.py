@@ -1,0 +1,118 @@
+"""Ctrl-C at any moment of a command ends it with exit code 130 and one
+line: no traceback, no Rust panic (idlewave.interrupts)."""
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+EXE = str(Path(sys.executable).parent / "idlewave")
+
+SCENARIO = """
+seed = 1
+[[noise]]
+kind = "poisson"
+rate_hz = 1000.0
+duration_s = 5e-6
+[workload]
+kind = "bsp"
+ranks = 1024
+iterations = 25
+compute_s = 1e-4
+distances = [1, 2]
+message_bytes = 1024
+barrier = true
+"""
+
+
+def interrupted(cmd: list[str], delay: float) -> subprocess.CompletedProcess | None:
+    """`cmd` sent SIGINT after `delay` seconds; None if it had finished by then."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    if p.poll() is not None:
+        p.communicate()
+        return None
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+@pytest.mark.parametrize("explain", [False, True], ids=["simulate", "simulate --explain"])
+def test_ctrl_c_at_any_moment_exits_130_without_a_traceback_or_panic(tmp_path, explain):
+    scn = tmp_path / "s.toml"
+    scn.write_text(SCENARIO)
+    cmd = [EXE, "simulate", str(scn), "--quiet", "--out", str(tmp_path / "out")] + (["--explain"] if explain else [])
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    whole = time.perf_counter() - start
+    # from the imports (0.05 s) to the last moments (writing, printing, shutting down)
+    moments = [0.05 + (whole - 0.05) * i / 9 for i in range(10)]
+    hit = 0
+    for delay in moments:
+        p = interrupted(cmd, delay)
+        if p is None:
+            continue
+        hit += 1
+        where = f"SIGINT after {delay:.3f} s of {whole:.3f} s: exit {p.returncode}\n{p.stderr}"
+        assert "Traceback" not in p.stderr and "panicked" not in p.stderr and "Panic" not in p.stderr, where
+        # 130; or, in the last instant of the interpreter's shutdown (Python has put
+        # back the default action), death by SIGINT, which a shell reports as 130 too
+        assert p.returncode in (130, -signal.SIGINT), where
+        if p.returncode == 130:
+            assert "interrupted" in p.stderr and len(p.stderr.strip().splitlines()) == 1, where
+    assert hit >= 6, f"only {hit} of 10 moments came before the run ended ({whole:.2f} s)"
+
+
+def test_held_keeps_ctrl_c_back_until_the_block_ends():
+    from idlewave.interrupts import held
+
+    with pytest.raises(KeyboardInterrupt):
+        with held():
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):  # bytecode runs, the handler is asked, the interrupt waits
+                pass
+            done = True
+    assert done
+
+
+def test_a_lazy_module_interrupted_while_importing_is_imported_again():
+    """The stdlib's LazyLoader left a half-initialised module in sys.modules
+    when an import was interrupted ("module 'polars' has no attribute
+    'DataFrame'"); lazy() imports the ordinary way, which an interrupt undoes."""
+    import importlib
+    import types
+
+    from idlewave.cli_common import lazy
+
+    name = "idlewave_lazy_probe"
+    calls = {"n": 0}
+
+    class Finder:
+        def find_spec(self, fullname, path, target=None):
+            if fullname != name:
+                return None
+            return importlib.util.spec_from_loader(name, Loader())
+
+    class Loader:
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module: types.ModuleType) -> None:
+            calls["n"] += 1
+            module.early = 1
+            if calls["n"] == 1:
+                raise KeyboardInterrupt
+            module.late = 2
+
+    sys.meta_path.insert(0, Finder())
+    try:
+        m = lazy(name)
+        with pytest.raises(KeyboardInterrupt):
+            _ = m.late
+        assert m.late == 2 and calls["n"] == 2
+    finally:
+        sys.meta_path.pop(0)
+        sys.modules.pop(name, None)
