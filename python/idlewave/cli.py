@@ -155,9 +155,9 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
         t.add_row("iteration time", f"mean {it['mean']:.6g} s, p95 {it['p95']:.6g} s, max {it['max']:.6g} s")
     t.add_row("events", f"{s['events']:,} in {s['wall_s']:.3f} s ({(s['events_per_s'] or 0) / 1e6:.2f} M/s)")
     t.add_row("peak engine memory", f"{s['peak_memory_bytes'] / 2**20:.1f} MiB")
-    if out_dir is not None:
-        t.add_row("results", str(out_dir))
     out.print(t)
+    if out_dir is not None:  # a line of its own: a table cell would cut a long path
+        out.print(f"results: {out_dir}", markup=False, highlight=False, soft_wrap=True)
     if "traced_makespan_s" in s:  # a trace replayed: what it predicts beside what was traced
         from idlewave.cli_trace import traced_vs_predicted
 
@@ -293,7 +293,7 @@ def init(
         print(json.dumps({"written": [str(p) for p in written]}))
     else:
         out.print("wrote " + ", ".join(str(p) for p in written) + f"; run it with idlewave "
-                  f"{'sweep' if name.startswith('study-') else 'simulate'} {target}")
+                  f"{'sweep' if name.startswith('study-') else 'simulate'} {target}", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -411,7 +411,7 @@ def reproduce(
         if name in ("chebfd", "grid-broadcasts"):
             for v in result["verdicts"]:
                 out.print(f"  {v['figure']}: {v['verdict']}. Ours: {v['ours']}. The paper: {v['paper']}", highlight=False)
-            out.print(f"figure: {result['figure']}", highlight=False)
+            out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
             continue
         apps = list(result["verdicts"][0]["values"]) if result["verdicts"] else []
         t = Table(title=escape(f"{name}: makespan ratios per application (Fig. 5, 7: blocking / idealized allreduce "
@@ -423,7 +423,7 @@ def reproduce(
         out.print(t)
         for fig, (says, _) in rp.PAPER.items():
             out.print(f"  {fig}, the paper: {says}", highlight=False)
-        out.print(f"figure: {result['figure']}", highlight=False)
+        out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _print_krylov(result: dict) -> None:
@@ -439,7 +439,7 @@ def _print_krylov(result: dict) -> None:
     out.print(t)
     for v in result["verdicts"]:
         out.print(f"  {v['figure']}: {v['verdict']}. The paper: {v['paper']}", highlight=False)
-    out.print(f"figure: {result['figure']}", highlight=False)
+    out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _print_micro(result: dict) -> None:
@@ -459,7 +459,7 @@ def _print_micro(result: dict) -> None:
     out.print(t)
     for v in result["verdicts"]:
         out.print(f"  {v['figure']} ({v['noise']}): {v['verdict']}. The paper: {v['paper']}", highlight=False)
-    out.print(f"figure: {result['figure']}", highlight=False)
+    out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
 
 
 analyze_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Measurements on results: idle-wave speed and decay, desynchronization P_D.")
@@ -543,6 +543,8 @@ def regimes(
     for label in labels:  # a name becomes a file name inside --out
         if not label or label in (".", "..") or "/" in label or "\\" in label or label.startswith("."):
             fail(f"--name {label!r}: a name is used as a file name inside --out; no '/', no leading '.'")
+    if (why := unreplaceable(out_dir)) is not None:  # before the fit, not after
+        fail(f"--out {why}")
     try:
         sets = {n: load(p, timer) for n, p in zip(labels, data)}
         extra = {}
@@ -558,12 +560,12 @@ def regimes(
     except DataError as e:
         fail(str(e))
     except KeyboardInterrupt:
-        fail(f"interrupted; {out_dir} may hold part of the output", code=130)
+        fail(f"interrupted; {out_dir} is as it was (nothing of this run was written)", code=130)
     if as_json:
         print(json.dumps(summary, indent=2))
         return
     for name, s in summary["datasets"].items():
-        t = Table(title=f"{name}: {s['n_regimes']} regimes ({s['series']})", title_justify="left")
+        t = Table(title=escape(f"{name}: {s['n_regimes']} regimes ({s['series']})"), title_justify="left")
         for c in ("regime", "mean (s)", "sd (s)", "share", "fitted μ (s)", "fitted σ (s)"):
             t.add_column(c)
         for r in s["regimes"]:
@@ -574,8 +576,8 @@ def regimes(
         if "note" in summary["comparisons"]:
             out.print(f"note: {escape(summary['comparisons']['note'])}")
         for k in summary["comparisons"]["ks"]:
-            out.print(f"KS {k['a']} vs {k['b']}: D = {k['statistic']:.3f}, p = {k['pvalue']:.3g}")
-    out.print(f"results: {out_dir}")
+            out.print(f"KS {k['a']} vs {k['b']}: D = {k['statistic']:.3f}, p = {k['pvalue']:.3g}", markup=False, soft_wrap=True)
+    out.print(f"results: {out_dir}", markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -593,9 +595,11 @@ def sweep(
     strategies per condition with confidence intervals (ranking.json, ranking.png)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from idlewave.results import check_writable
     from idlewave.sweep import run_sweep
 
     try:
+        check_writable(out_dir / "study.json")  # a read-only disk: said before a cluster starts
         if quiet or not sys.stderr.isatty():
             frame = run_sweep(study, out_dir, scheduler, workers)
         else:
@@ -619,7 +623,7 @@ def sweep(
         if ranking:
             show_ranking(ranking)
         out.print(f"{frame.height} points ({failed} failed, {reused} reused from an earlier run of the same scenario) in "
-                  f"{out_dir}; table: {out_dir / 'sweep.parquet'}")
+                  f"{out_dir}; table: {out_dir / 'sweep.parquet'}", markup=False, soft_wrap=True)
     if failed:
         err.print(f"{failed} of {frame.height} points failed (their error.json says why)")
         raise typer.Exit(1)
@@ -671,7 +675,7 @@ def report(
     if as_json:
         print(json.dumps({"report": str(path), "left_out": left_out}))
     else:
-        out.print(f"report: {path}")
+        out.print(f"report: {path}", markup=False, soft_wrap=True)
     if left_out:  # the page is written but incomplete: a script must notice, as with a sweep's failed points
         fail(f"{len(left_out)} result(s) under {directory} could not be read and are left out of {path}", code=1)
 
@@ -707,6 +711,12 @@ def main() -> None:
         sys.exit(130)
     except ResultsError as e:  # a result that cannot be written, from any command
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except OSError as e:  # any other file a command could not write or read: its path and the reason, no traceback
+        if e.errno is None and e.filename is None:
+            raise
+        where = f"{e.filename}: " if e.filename is not None else ""
+        err.print(f"[bold red]error:[/] {escape(where + (e.strerror or str(e)))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except ModuleNotFoundError as e:
         extra = EXTRAS.get((e.name or "").split(".")[0])

@@ -164,13 +164,20 @@ def explain(
     if out_dir is not None:
         from idlewave.results import write_json
 
+        existed = out_dir.is_dir()
+        before = set(out_dir.iterdir()) if existed else set()
         try:
             write_json(out_dir / "explain.json", doc)
             tables = ex.write_tables(x, out_dir)
             for p in wanted or ["L"]:
                 figures = ex.figures(x, curves.get(p), p, out_dir)
-        except (OSError, ResultsError) as e:
-            fail(f"{out_dir}: cannot write: {e}")
+        except OSError as e:  # a ResultsError names the file; nothing new is left behind
+            if out_dir.is_dir():
+                for f in set(out_dir.iterdir()) - before:
+                    f.unlink(missing_ok=True)
+                if not existed and next(out_dir.iterdir(), None) is None:
+                    out_dir.rmdir()
+            fail(str(e) if isinstance(e, ResultsError) else f"{out_dir}: cannot write: {e.strerror or e}", code=1)
     if as_json:
         print(json.dumps(finite(doc), indent=2, allow_nan=False))
     else:
@@ -183,4 +190,4 @@ def explain(
                       "--no-tolerance skips them)")
         if out_dir is not None:
             names = [f.name for f in [*tables, *figures] if not f.name.startswith("t_of_")]
-            out.print(f"written: {out_dir / 'explain.json'}, " + ", ".join(names) + "".join(f", t_of_{p}.png" for p in curves))
+            out.print(f"written: {out_dir / 'explain.json'}, " + ", ".join(names) + "".join(f", t_of_{p}.png" for p in curves), markup=False, soft_wrap=True)

@@ -62,7 +62,7 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = 
     if as_json:
         print(json.dumps({"kind": kind, "out": str(out_dir), "files": files}))
         return
-    out.print(f"{kind}: wrote {', '.join(files)} in {out_dir}")
+    out.print(f"{kind}: wrote {', '.join(files)} in {out_dir}", markup=False, soft_wrap=True)
 
 
 def _command(kind: str):
@@ -108,4 +108,4 @@ def compare_cmd(
         t.add_row(r["kernel"], r["mode"], str(r["size_bytes"]), f"{r['measured_s'] * 1e6:.2f}",
                   f"{r['predicted_s'] * 1e6:.2f}", f"{r['error_pct']:+.1f}")
     out.print(t)
-    out.print(f"figure: {out_dir / 'compare.png'}")
+    out.print(f"figure: {out_dir / 'compare.png'}", markup=False, soft_wrap=True)

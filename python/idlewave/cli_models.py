@@ -154,7 +154,7 @@ def _read_table(path: Path, needed: list[str], positive: tuple[str, ...] = ()) -
     finite (and above 0 in the `positive` ones), or a clear error naming
     the first bad row."""
     try:
-        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#")
+        frame = pl.read_parquet(path, glob=False) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#", glob=False)
     except (OSError, pl.exceptions.PolarsError) as e:
         fail(f"{path}: {e}")
     missing = [c for c in needed if c not in frame.columns]

@@ -41,7 +41,7 @@ def build_cmd(
                           "mpi_library": b.mpi_library, "mpi_library_dirs": b.mpi_dirs, "mpicc_note": b.describe()}))
         return
     out.print(f"using {escape(b.describe())}", highlight=False, soft_wrap=True)
-    out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app")
+    out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app", markup=False, soft_wrap=True)
 
 
 def _replay_options(algorithm: list[str] | None) -> list[str]:
@@ -83,7 +83,7 @@ def export_cmd(
     if as_json:
         print(json.dumps({"goal": str(output), "ranks": ranks, "ops": ops}))
         return
-    out.print(f"wrote {output} ({ranks} ranks, {ops} ops)")
+    out.print(f"wrote {output} ({ranks} ranks, {ops} ops)", markup=False, soft_wrap=True)
 
 
 @trace_app.command("replay")
@@ -335,4 +335,4 @@ def import_cmd(
     if as_json:
         print(json.dumps({"ranks": len(traces), "out": str(out_dir), "notes": notes}))
         return
-    out.print(f"imported {len(traces)} ranks into {out_dir}")
+    out.print(f"imported {len(traces)} ranks into {out_dir}", markup=False, soft_wrap=True)

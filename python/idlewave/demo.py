@@ -147,5 +147,5 @@ def run_demo(out: Path, console: Console, quiet: bool = False) -> dict:
                 console.print(t)
             for line in h["notes"]:
                 console.print(escape(line if h["columns"] else f"{h['title']}: {line}"), highlight=False)
-        console.print(f"report: {report}")
+        console.print(f"report: {report}", markup=False, soft_wrap=True)
     return summary

@@ -389,9 +389,16 @@ def read(result_dir: Path) -> tuple[dict, Explanation | None]:
     return scenario, x
 
 
+def _schema(path: Path) -> dict:
+    """A Parquet file's columns, read from the file itself (polars would take
+    brackets in its name for a glob pattern)."""
+    with open(path, "rb") as f:
+        return dict(pl.read_parquet_schema(f))
+
+
 def _read_tables(x: Explanation, result_dir: Path) -> None:
     if (result_dir / "waits.parquet").exists():
-        w = pl.read_parquet(result_dir / "waits.parquet")
+        w = pl.read_parquet(result_dir / "waits.parquet", glob=False)
         missing = [f"{k}_s" for k in WAITS if f"{k}_s" not in w.columns]
         if missing:
             raise ValueError(f"waits.parquet has no {', '.join(missing)} (written by an older idlewave? explain the run again)")
@@ -399,10 +406,10 @@ def _read_tables(x: Explanation, result_dir: Path) -> None:
         x.waits["longest_ps"] = np.rint(w["longest_wait_s"].to_numpy() * 1e12).astype(np.uint64)
         x.waits["longest_on"] = w["longest_wait_on"].to_numpy()
     if (result_dir / "route.parquet").exists():
-        x.route = pl.read_parquet(result_dir / "route.parquet")
+        x.route = pl.read_parquet(result_dir / "route.parquet", glob=False)
     timers = result_dir / "timers.parquet"
-    if timers.exists() and "waiting_s" in pl.read_parquet_schema(timers):
-        t = pl.read_parquet(timers, columns=["rank", "iteration", "waiting_s"]).sort(["rank", "iteration"])
+    if timers.exists() and "waiting_s" in _schema(timers):
+        t = pl.read_parquet(timers, columns=["rank", "iteration", "waiting_s"], glob=False).sort(["rank", "iteration"])
         ranks, iters = t["rank"].n_unique(), t["iteration"].n_unique()
         x.by_iteration = t["waiting_s"].to_numpy().reshape(ranks, iters)
 

@@ -118,7 +118,7 @@ def slowest_iteration_mean(point_dir: Path) -> float | None:
     t = point_dir / "timers.parquet"
     if not t.exists():
         return None
-    frame = pl.read_parquet(t)
+    frame = pl.read_parquet(t, glob=False)
     if "iteration_s" not in frame.columns or frame.height == 0:
         return None
     per = frame.group_by("iteration").agg(pl.col("iteration_s").max())["iteration_s"].drop_nans().drop_nulls()

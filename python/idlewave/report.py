@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import string
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,36 +25,68 @@ from idlewave.results import UnreadableResult, figure_png, read_json, read_parqu
 Skip = Callable[[Path, UnreadableResult], None]
 
 
-def _png(fig) -> str:
+class Html(str):
+    """Text that is HTML already: made by `h` or `join` only. Everything else
+    put into the page (any value read from a result, a path, a name) is text
+    and is escaped on the way in, so a value can never become markup."""
+
+
+class _Escaping(string.Formatter):
+    def format_field(self, value, format_spec: str) -> str:
+        if isinstance(value, Html):
+            return value
+        try:
+            text = format(value, format_spec)
+        except (TypeError, ValueError):  # a value of another type than idlewave writes: shown as it is
+            text = str(value)
+        return html.escape(text, quote=True)
+
+
+_ESCAPING = _Escaping()
+
+
+def h(template: str, /, *args, **kwargs) -> Html:
+    """`template` (markup written here, never read from data) with every
+    field filled by an escaped argument (an Html argument goes in as it is).
+    The one way a value reaches the page."""
+    return Html(_ESCAPING.format(template, *args, **kwargs))
+
+
+def join(parts, sep: str = "") -> Html:
+    """The parts in a row; text among them is escaped."""
+    return Html(sep.join(h("{}", p) for p in parts))
+
+
+def _png(fig) -> Html:
     return _img(figure_png(fig))
 
 
-def _img(data: bytes, alt: str = "figure") -> str:
-    return f'<img class="fig" alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+def _img(data: bytes, alt: str = "figure") -> Html:
+    return h('<img class="fig" alt="{}" src="data:image/png;base64,{}">', alt, base64.b64encode(data).decode())
 
 
-def _table(rows: list[dict], cols: list[str] | None = None) -> str:
+def _table(rows: list[dict], cols: list[str] | None = None) -> Html:
     if not rows:
-        return "<p>(none)</p>"
+        return Html("<p>(none)</p>")
     cols = cols or list(rows[0])
 
-    def cell(v):
+    def cell(v) -> Html:
         if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "—"  # a failed point's or an empty run's missing value
+            return Html("—")  # a failed point's or an empty run's missing value
         if isinstance(v, float):
-            return f"{v:.6g}"
-        return html.escape(str(v))
+            return h("{:.6g}", v)
+        return h("{}", v)
 
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{cell(r.get(c, ''))}</td>" for c in cols) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    head = join(h("<th>{}</th>", c) for c in cols)
+    body = join(h("<tr>{}</tr>", join(h("<td>{}</td>", cell(r.get(c, ""))) for c in cols)) for r in rows)
+    return h("<table><tr>{}</tr>{}</table>", head, body)
 
 
 #: Runs drawn at most in the report's overview plot (the table lists all).
 _RUNS_PLOTTED = 12
 
 
-def _runs(dirs: list[Path], root: Path, skip: Skip) -> str:
+def _runs(dirs: list[Path], root: Path, skip: Skip) -> Html:
     from idlewave.results import pyplot
 
     plt = pyplot()
@@ -79,7 +112,7 @@ def _runs(dirs: list[Path], root: Path, skip: Skip) -> str:
                      "iterations": s.get("iterations"), "makespan_s": s.get("makespan_s"),
                      "iteration mean s": it.get("mean"), "iteration p95 s": it.get("p95"), "events": s.get("events")})
     if not rows:  # every run left out
-        return ""
+        return Html("")
     parts.append(_table(rows))
     if series:
         shown = series[:_RUNS_PLOTTED]
@@ -115,7 +148,7 @@ def _runs(dirs: list[Path], root: Path, skip: Skip) -> str:
         except AnalysisError as e:  # said on the page: a run with a delay but no measurable wave
             wave_notes.append(f"{d.relative_to(root)}: no idle wave measured: {e}")
     if waves or wave_notes:
-        parts.insert(1, "<h3>Idle waves</h3>" + (_table(waves) if waves else "") + _notes(wave_notes))
+        parts.insert(1, h("<h3>Idle waves</h3>{}{}", _table(waves) if waves else Html(""), _notes(wave_notes)))
     pairs, pair_notes = [], []
     for d in readable:
         if d.name.endswith("barrier"):
@@ -131,16 +164,16 @@ def _runs(dirs: list[Path], root: Path, skip: Skip) -> str:
                 except AnalysisError as e:  # e.g. the pair is not the same run apart from the barrier
                     pair_notes.append(f"{d.relative_to(root)} / {free.name}: no P_D: {e}")
     if pairs or pair_notes:
-        parts.insert(1, "<h3>Desynchronization (P_D, barrier cost subtracted)</h3>" + (_table(pairs) if pairs else "")
-                     + _notes(pair_notes))
-    return "\n".join(parts)
+        parts.insert(1, h("<h3>Desynchronization (P_D, barrier cost subtracted)</h3>{}{}",
+                          _table(pairs) if pairs else Html(""), _notes(pair_notes)))
+    return join(parts, "\n")
 
 
-def _notes(lines: list[str]) -> str:
-    return "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+def _notes(lines: list[str]) -> Html:
+    return join(h("<p>{}</p>", line) for line in lines)
 
 
-def _heat(d: Path, title: str) -> str:
+def _heat(d: Path, title: str) -> Html:
     import matplotlib.pyplot as plt
 
     frame = read_parquet(d / "timers.parquet")
@@ -159,24 +192,24 @@ def _heat(d: Path, title: str) -> str:
     return _png(fig)
 
 
-def _ranking(d: Path) -> str:
+def _ranking(d: Path) -> Html:
     """A study's strategy ranking: per condition, the table and the verdicts, and the grouped bars."""
     ranking = read_json(d / "ranking.json")
-    parts = [f"<h3>Which {html.escape(ranking['strategy'])} wins ({ranking['level']:.0%} CI over "
-             f"{ranking['replications']} seeds)</h3>"]
+    parts = [h("<h3>Which {} wins ({:.0%} CI over {} seeds)</h3>", ranking["strategy"], ranking["level"],
+               ranking["replications"])]
     for c in ranking["conditions"]:
         cond = ", ".join(f"{k} = {v}" for k, v in c["condition"].items()) or "all points"
-        parts.append(f"<p><b>{html.escape(cond)}</b></p>")
+        parts.append(h("<p><b>{}</b></p>", cond))
         parts.append(_table([{"rank": r["rank"], "strategy": r["strategy"], "makespan mean s": r["makespan_mean_s"],
                               "± s": r["makespan_ci_s"], "slowest rank's iteration s": r["slowest_iteration_mean_s"],
                               "slower than the best": r.get("slower_than_best")} for r in c["ranking"]]))
-        parts += [f"<p>{html.escape(r['verdict'])}</p>" for r in c["ranking"] if "verdict" in r]
+        parts += [h("<p>{}</p>", r["verdict"]) for r in c["ranking"] if "verdict" in r]
     if (d / "ranking.png").exists():
         parts.append(_img((d / "ranking.png").read_bytes(), "ranking"))
-    return "\n".join(parts)
+    return join(parts, "\n")
 
 
-def _sweep(d: Path) -> str:
+def _sweep(d: Path) -> Html:
     frame = read_parquet(d / "sweep.parquet")
     parts = [_ranking(d)] if (d / "ranking.json").exists() else []
     parts.append(_table(frame.to_dicts()))
@@ -200,11 +233,11 @@ def _sweep(d: Path) -> str:
             for r in joined.iter_rows(named=True):
                 rows.append({**{c: r[c] for c in others}, k: f"{v} vs {values[0]}", "speedup": r["base"] / r["makespan_s"]})
         if rows:
-            parts.append(f"<h3>Speedup by {html.escape(k)}</h3>" + _table(rows))
-    return "\n".join(parts)
+            parts.append(h("<h3>Speedup by {}</h3>{}", k, _table(rows)))
+    return join(parts, "\n")
 
 
-def _regimes(d: Path, root: Path) -> str:
+def _regimes(d: Path, root: Path) -> Html:
     s = read_json(d / "summary.json")
     parts = []
     sets = s["datasets"] if "datasets" in s else {d.name: s}
@@ -214,22 +247,23 @@ def _regimes(d: Path, root: Path) -> str:
         # the decoded samples' mean and sd first, then the fitted emission's μ and σ
         rows = [{"regime": r["regime"], "share": r["share"], "mean (s)": r.get("mean"), "sd (s)": r.get("sd"),
                  "fitted μ (s)": r["mu"], "fitted σ (s)": r["sigma"]} for r in ds["regimes"]]
-        parts.append(f"<h3>{html.escape(name)}: {ds['n_regimes']} regimes</h3>" + _table(rows))
-        sub = d / name if (d / name).is_dir() else d
+        parts.append(h("<h3>{}: {} regimes</h3>{}", name, ds["n_regimes"], _table(rows)))
+        plain = isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+        sub = d / name if plain and (d / name).is_dir() else d  # a name read from the file never leads elsewhere
         for f in ("series.png", "cdf_boxplot.png", "cdf_regimes.png", "in_out.png", "heatmap.png"):
             if (sub / f).exists():
                 parts.append(_img((sub / f).read_bytes(), f))
     comp = s.get("comparisons") or {}
     if comp:
-        parts.append("<h3>Comparisons</h3>" + (f"<p>{html.escape(comp['note'])}</p>" if "note" in comp else "")
-                     + _table(comp.get("ks", [])))
+        parts.append(h("<h3>Comparisons</h3>{}{}", h("<p>{}</p>", comp["note"]) if "note" in comp else Html(""),
+                       _table(comp.get("ks", []))))
         parts.append(_table([{"pair": k, "total T^max difference %": v} for k, v in comp.get("percent_difference_total_tmax", {}).items()]))
         if (d / "cumulative.png").exists():
             parts.append(_img((d / "cumulative.png").read_bytes(), "cumulative"))
-    return "\n".join(parts)
+    return join(parts, "\n")
 
 
-def _explained(d: Path, root: Path) -> str:
+def _explained(d: Path, root: Path) -> Html:
     """An explained run: the makespan by cause, the derivatives, the
     tolerances (if `idlewave explain` found them) and the figures."""
     from idlewave.explain import CAUSES, WAITS, Explanation, increase, non_monotonic_note
@@ -238,39 +272,48 @@ def _explained(d: Path, root: Path) -> str:
     doc = read_json(d / "explain.json")
     x = Explanation(doc)
     total = x.makespan_s
-    parts.append(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}: bound by {html.escape(CAUSES[x.bound()])}</h3>")
+    parts.append(h("<h3>{}: bound by {}</h3>", str(d.relative_to(root)) or ".", CAUSES[x.bound()]))
     parts.append(_table([{"cause": CAUSES[k], "seconds": v, "share": f"{v / total:.1%}" if total else "-"}
                          for k, v in x.causes_s().items() if v > 0]))
     parts.append(_table([{"parameter": p, "dT/dθ (ps per ps, or per ps/byte)": n} for p, n in x.derivatives().items()]))
     route = doc.get("route") or {}
     if route:
-        longest = ", ".join(f"rank {r['rank']} ({r['share']:.1%})" for r in route["longest_on"])
-        partial = (f" The route is partial: it starts at {route['from_s']:.6g} s (earlier stretches dropped to bound memory)."
-                   if route.get("from_s", 0) > 0 else "")
-        parts.append(f"<p>The critical path runs through {route['segments']:,} stretches on {route['ranks']:,} ranks; "
-                     f"longest on {html.escape(longest)} of the makespan.{partial}</p>")
+        longest = join((h("rank {} ({:.1%})", r["rank"], r["share"]) for r in route["longest_on"]), ", ")
+        start = route.get("from_s", 0)
+        partial = (h(" The route is partial: it starts at {:.6g} s (earlier stretches dropped to bound memory).", start)
+                   if not isinstance(start, (int, float)) or start > 0 else Html(""))
+        parts.append(h("<p>The critical path runs through {:,} stretches on {:,} ranks; longest on {} of the makespan.{}</p>",
+                       route["segments"], route["ranks"], longest, partial))
     waits = doc.get("waits_total_s") or {}
     if waits:
-        said = ", ".join(f"{label} {waits[k]:.6g} s" for k, label in WAITS.items() if k in waits)
-        parts.append(f"<p>Time ranks sat idle, summed over ranks, by what ended the wait: {html.escape(said)}.</p>")
+        said = join((h("{} {:.6g} s", label, waits[k]) for k, label in WAITS.items() if k in waits), ", ")
+        parts.append(h("<p>Time ranks sat idle, summed over ranks, by what ended the wait: {}.</p>", said))
     tol = doc.get("tolerance") or {}
     if tol:
-        parts.append(_table([{"parameter": p, **{f"slows by {float(f):.0%}": increase(p, v) if isinstance(v, (int, float)) else v
+        parts.append(_table([{"parameter": p, **{h("slows by {:.0%}", _number(f)): increase(p, v) if isinstance(v, (int, float)) else v
                                                  for f, v in t.items()}} for p, t in tol.items()]))
         note = non_monotonic_note(doc.get("non_monotonic_by") or {}, bool(doc.get("noisy")))
         if note:
-            parts.append(f"<p>{html.escape(note)}</p>")
+            parts.append(h("<p>{}</p>", note))
     for f in sorted(d.glob("*.png")):
         if f.name in ("breakdown.png", "waits.png", "waits_by_iteration.png", "route.png") or f.name.startswith("t_of_"):
             parts.append(_img(f.read_bytes(), f.name))
-    return "\n".join(parts)
+    return join(parts, "\n")
 
 
-def _compare(d: Path) -> str:
+def _number(v):
+    """`v` as a float where it is one (a key such as "0.05"), else as it is (shown as text)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def _compare(d: Path) -> Html:
     frame = read_parquet(d / "compare.parquet")
     out = _table(frame.to_dicts())
     if (d / "compare.png").exists():
-        out += _img((d / "compare.png").read_bytes(), "measured vs predicted")
+        out = join([out, _img((d / "compare.png").read_bytes(), "measured vs predicted")])
     return out
 
 
@@ -282,22 +325,22 @@ CHECK = """<script>window.addEventListener('load',()=>{const im=[...document.ima
 document.body.dataset.figures=im.length;document.body.dataset.rendered=im.filter(i=>i.complete&&i.naturalWidth>0).length;});</script>"""
 
 
-def _headline(root: Path) -> str:
+def _headline(root: Path) -> Html:
     """The tables the run's summary names as its headline (the demo's), as
     the terminal showed them."""
     try:
         tables = read_json(root / "summary.json").get("headline") or []
     except FileNotFoundError:
-        return ""
+        return Html("")
     parts = []
-    for h in tables:
-        parts.append(f"<h3>{html.escape(h['title'])}</h3>")
-        if h["columns"]:
-            head = "".join(f"<th>{html.escape(c)}</th>" for c in h["columns"])
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in h["rows"])
-            parts.append(f"<table><tr>{head}</tr>{body}</table>")
-        parts.extend(f"<p>{html.escape(line)}</p>" for line in h["notes"])
-    return "".join(parts)
+    for t in tables:
+        parts.append(h("<h3>{}</h3>", t["title"]))
+        if t["columns"]:
+            head = join(h("<th>{}</th>", c) for c in t["columns"])
+            body = join(h("<tr>{}</tr>", join(h("<td>{}</td>", v) for v in row)) for row in t["rows"])
+            parts.append(h("<table><tr>{}</tr>{}</table>", head, body))
+        parts.extend(h("<p>{}</p>", line) for line in t["notes"])
+    return join(parts)
 
 
 def build(root: str | Path, out: str | Path | None = None, title: str = "idlewave report",
@@ -321,17 +364,17 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
             raise e
         left_out.append(str(e))
 
-    def section(d: Path, make: Callable[[Path], str]) -> str:
+    def section(d: Path, make: Callable[[Path], Html]) -> Html:
         """make(d), or "" with d left out when its files cannot be read."""
         try:
             return make(d)
         except UnreadableResult as e:
             skip(d, e)
-        except (KeyError, TypeError, AttributeError, pl.exceptions.PolarsError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, pl.exceptions.PolarsError) as e:
             # files that parse but lack the keys or columns idlewave writes
             why = (str(e).strip().splitlines() or [""])[0]
             skip(d, UnreadableResult(f"{d}: its files are not the result idlewave writes ({type(e).__name__}: {why})"))
-        return ""
+        return Html("")
 
     sweeps = sorted(p.parent for p in root.rglob("sweep.parquet"))
     earlier = _earlier_points(sweeps)
@@ -347,38 +390,39 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
     compares = sorted(p.parent for p in root.rglob("compare.parquet"))
     explained = sorted(p.parent for p in root.rglob("explain.json")
                        if (p.parent / "scenario.json").exists() and p.parent not in earlier)
-    sections = []
+    sections: list[Html] = []
     headline = section(root, _headline)
     if headline:
-        sections.append("<h2>Headline</h2>" + headline)
-    sweep_parts = "".join(f"<h3>{html.escape(str(d.relative_to(root)) or '.')}</h3>" + part
-                          for d in sweeps if (part := section(d, _sweep)))
+        sections.append(h("<h2>Headline</h2>{}", headline))
+    sweep_parts = join(h("<h3>{}</h3>{}", str(d.relative_to(root)) or ".", part)
+                       for d in sweeps if (part := section(d, _sweep)))
     if sweep_parts:
-        sections.append("<h2>Sweeps</h2>" + sweep_parts)
+        sections.append(h("<h2>Sweeps</h2>{}", sweep_parts))
     if runs and (runs_part := _runs(runs, root, skip)):
-        sections.append("<h2>Runs</h2>" + runs_part)
-    explained_parts = "".join(section(d, lambda d: _explained(d, root)) for d in explained)
+        sections.append(h("<h2>Runs</h2>{}", runs_part))
+    explained_parts = join(section(d, lambda d: _explained(d, root)) for d in explained)
     if explained_parts:
-        sections.append("<h2>What bounds this run</h2>" + explained_parts)
-    regime_parts = "".join(section(d, lambda d: _regimes(d, root)) for d in sorted(regime_roots))
+        sections.append(h("<h2>What bounds this run</h2>{}", explained_parts))
+    regime_parts = join(section(d, lambda d: _regimes(d, root)) for d in sorted(regime_roots))
     if regime_parts:
-        sections.append("<h2>Regimes</h2>" + regime_parts)
-    compare_parts = "".join(section(d, _compare) for d in compares)
+        sections.append(h("<h2>Regimes</h2>{}", regime_parts))
+    compare_parts = join(section(d, _compare) for d in compares)
     if compare_parts:
-        sections.append("<h2>Model vs simulation vs measurement</h2>" + compare_parts)
+        sections.append(h("<h2>Model vs simulation vs measurement</h2>{}", compare_parts))
     if not sections and left_out:
         raise UnreadableResult(f"{root}: no readable results: " + "; ".join(left_out))
     if not sections:
         raise FileNotFoundError(f"{root}: no results found (run idlewave simulate --out, sweep, regimes or measure first)")
     if earlier:
-        sections.append(f"<p>Not shown: {len(earlier)} point directories of earlier runs of a sweep (their scenario "
-                        "or its files have changed since; the sweep's table no longer lists them).</p>")
+        sections.append(h("<p>Not shown: {} point directories of earlier runs of a sweep (their scenario or its files "
+                          "have changed since; the sweep's table no longer lists them).</p>", len(earlier)))
     if left_out:
-        sections.insert(0, "<h2>Left out</h2><p>These results could not be read and are not in this report (a damaged "
-                           "result below the report's directory is left out; one that is the directory itself fails "
-                           "the report):</p><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in left_out) + "</ul>")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head>"
-            f"<body><h1>{html.escape(title)}</h1><p>From {html.escape(str(root.resolve()))}.</p>{''.join(sections)}{CHECK}</body></html>")
+        sections.insert(0, h("<h2>Left out</h2><p>These results could not be read and are not in this report (a damaged "
+                             "result below the report's directory is left out; one that is the directory itself fails "
+                             "the report):</p><ul>{}</ul>", join(h("<li>{}</li>", m) for m in left_out)))
+    page = h("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{css}</style></head>"
+             "<body><h1>{title}</h1><p>From {root}.</p>{sections}{check}</body></html>", title=title, css=Html(CSS),
+             root=str(root.resolve()), sections=join(sections), check=Html(CHECK))
     write_text(out, page)
     for m in left_out:
         (warn or _warn)(f"left out of the report: {m}")

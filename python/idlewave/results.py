@@ -72,7 +72,7 @@ def read_parquet(path: Path, columns: list[str] | None = None):
     if not path.is_file():  # polars would read a directory's files, or wait on a FIFO
         raise UnreadableResult(f"{path}: not a regular file")
     try:
-        return pl.read_parquet(path, columns=columns)
+        return pl.read_parquet(path, columns=columns, glob=False)  # a path is a name, never a pattern
     except OSError as e:
         raise UnreadableResult(f"{path}: cannot read: {e.strerror or e}") from None
     except pl.exceptions.PolarsError as e:
@@ -80,19 +80,83 @@ def read_parquet(path: Path, columns: list[str] | None = None):
         raise UnreadableResult(f"{path}: not a readable Parquet table ({reason})") from None
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
-    if path.exists() and not path.is_file():
-        # renaming over a device, FIFO or directory would replace it with a file
-        raise ResultsError(f"{path}: exists and is not a regular file; it is not replaced")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+def cannot_write(path: Path, e: OSError, what: str = "cannot write") -> ResultsError:
+    """The one error for a write that failed (a read-only or full disk, a
+    missing permission): `path: what: reason`, with the reason (strerror)
+    kept as the error's strerror for callers that wrap it."""
+    if isinstance(e, ResultsError) and e.strerror is None:
+        return e  # already says what and where
+    reason = e.strerror or str(e) or type(e).__name__
+    error = ResultsError(f"{path}: {what}: {reason}")
+    error.strerror = reason
+    return error
+
+
+def _makedirs(d: Path) -> list[Path]:
+    """Creates `d` and its missing parents; returns those it created, deepest first."""
+    missing = []
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    created: list[Path] = []
     try:
+        for m in reversed(missing):
+            m.mkdir(exist_ok=True)
+            created.insert(0, m)
+    except BaseException:
+        _remove_empty(created)
+        raise
+    return created
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    for d in dirs:  # deepest first: only what this write created, and only while empty
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
+def check_writable(path: Path) -> None:
+    """Raises the ResultsError a write to `path` would end in when its
+    nearest existing directory refuses new entries (a read-only disk, no
+    permission), creating and removing a probe there: for commands that
+    would otherwise find out after a long run or only inside workers."""
+    d = Path(path).parent
+    while not d.exists() and d != d.parent:
+        d = d.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".idlewave-probe.", dir=d))
+    except OSError as e:
+        raise cannot_write(Path(path), e) from None
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """Lets `write` fill a temporary file beside `path`, then renames it into
+    place. Any OSError (a read-only or full disk) becomes a ResultsError
+    naming `path`, with nothing left behind: neither the temporary file nor
+    the directories created for it."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_file():
+            # renaming over a device, FIFO or directory would replace it with a file
+            raise ResultsError(f"{path}: exists and is not a regular file; it is not replaced")
+        created = _makedirs(path.parent)
+    except OSError as e:
+        raise cannot_write(path, e) from None
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        _remove_empty(created)
+        if isinstance(e, OSError):
+            raise cannot_write(path, e) from None
         raise
 
 
@@ -113,6 +177,7 @@ FIGURE_STYLE = {
     "xtick.labelsize": "small",
     "ytick.labelsize": "small",
     "figure.constrained_layout.use": False,
+    "text.usetex": False,  # a user's matplotlibrc must not send names through LaTeX
 }
 
 
@@ -131,11 +196,36 @@ def save_figure(fig, path: Path, dpi: int = 150, also: tuple[str, ...] = ()) -> 
     """Writes a matplotlib figure as PNG (and in the formats `also`, beside
     it) under unpredictable temporary names, renames each into place and
     closes the figure."""
+    literal_text(fig)
     write_file(path, functools.partial(_savefig, fig, "png", dpi))
     for fmt in also:
         write_file(path.with_suffix(f".{fmt}"), functools.partial(_savefig, fig, fmt, dpi))
     _close(fig, str(path))
     return path
+
+
+def literal_text(fig) -> None:
+    """Every text a figure shows from words (titles, axis labels, legends,
+    notes, names on ticks: run directories, --name labels, strategies) is
+    drawn as written, never parsed as mathtext, where `$x^$` would end the
+    figure in a ParseFatalException and `$x$` turn into math. Numbers a tick
+    formatter writes (10^-3 on a log axis, an offset) keep their math. No
+    figure of this package asks for mathtext in words."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import EngFormatter, LogFormatter, PercentFormatter, ScalarFormatter
+
+    numeric = (ScalarFormatter, LogFormatter, EngFormatter, PercentFormatter)  # names given as tick labels are words
+    formatted = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatted.add(id(axis.get_offset_text()))
+            for ticks, formatter in ((axis.get_major_ticks(), axis.get_major_formatter()),
+                                     (axis.get_minor_ticks(), axis.get_minor_formatter())):
+                if isinstance(formatter, numeric):
+                    formatted.update(id(t) for tick in ticks for t in (tick.label1, tick.label2))
+    for text in fig.findobj(Text):
+        if id(text) not in formatted:
+            text.set_parse_math(False)
 
 
 def _savefig(fig, fmt: str, dpi: int, path: Path) -> None:
@@ -146,6 +236,7 @@ def figure_png(fig, dpi: int = 100) -> bytes:
     """A figure as PNG bytes (for pages that embed it); closes the figure."""
     import io
 
+    literal_text(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     _close(fig, "embedded figure " + repr(fig.axes[0].get_title() if fig.axes else ""))
@@ -259,11 +350,13 @@ def write_dir(out: Path, fill: Callable[[Path], None]) -> Path:
     out = Path(out)
     if (why := unreplaceable(out)) is not None:
         raise ResultsError(why)
+    created: list[Path] = []
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
+        created = _makedirs(out.parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     except OSError as e:
-        raise ResultsError(f"{out}: cannot create the result directory: {e.strerror or e}") from None
+        _remove_empty(created)
+        raise cannot_write(out, e, "cannot create the result directory") from None
     old = None
     try:
         fill(tmp)
@@ -276,9 +369,12 @@ def write_dir(out: Path, fill: Callable[[Path], None]) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         if old is not None and not out.exists():
             os.replace(old / "previous", out)  # put the previous result back
-        raise ResultsError(f"{out}: cannot write results: {e.strerror or e}") from None
+        if not out.exists():
+            _remove_empty(created)
+        raise cannot_write(out, e, "cannot write results") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_empty(created)
         raise
     finally:
         if old is not None:

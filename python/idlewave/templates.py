@@ -56,7 +56,14 @@ def write(name: str, output: Path, force: bool = False) -> list[Path]:
         raise TemplateError(f"{existing[0]}: exists (--force to overwrite)")
     from idlewave.results import write_text
 
-    write_text(output, text)
-    for s in sides:
-        write_text(output.parent / s.name, s.read_text())
+    written: list[Path] = []
+    try:  # all or none of the new files: a write that fails removes the ones this call created
+        for target, content in zip(targets, [text] + [s.read_text() for s in sides]):
+            write_text(target, content)
+            if target not in existing:
+                written.append(target)
+    except BaseException:
+        for w in written:
+            w.unlink(missing_ok=True)
+        raise
     return targets

@@ -49,7 +49,7 @@ def predict(row: dict, ranks: int, platform: str, iterations: int = 20) -> float
 
 def compare(kernels_dir: str | Path, platform: str, out: str | Path) -> pl.DataFrame:
     kd, out = Path(kernels_dir), Path(out)
-    frame = pl.read_parquet(kd / "kernels.parquet")
+    frame = pl.read_parquet(kd / "kernels.parquet", glob=False)
     ranks = json.loads((kd / "machine.json").read_text())["ranks"]
     measured = (frame.group_by(["kernel", "mode", "size_bytes", "n", "overlap_s", "trailing_s"])
                 .agg(pl.col("time_s").median().alias("measured_s")).sort(["kernel", "mode", "size_bytes"]))

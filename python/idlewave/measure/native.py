@@ -396,7 +396,7 @@ def convert(kind: str, raw: Path, out: Path, meta: dict, note: Callable[[str], N
     frames = {}
     for name, schema in TABLES[kind].items():
         try:
-            frames[name] = pl.read_csv(raw / f"{name}.csv", schema=schema)
+            frames[name] = pl.read_csv(raw / f"{name}.csv", schema=schema, glob=False)
         except (OSError, pl.exceptions.PolarsError) as e:
             raise MeasureError(f"{kind}: cannot read the C program's {name}.csv: {e}") from None
     values, hosts = _machine_tsv(raw / "machine.tsv")

@@ -59,11 +59,11 @@ def _read_csv(p: Path) -> pl.DataFrame:
     """A CSV; when every column name is a number, the file has no header and
     its first line is data (polars would take it for the header), unless
     the names count the columns (0, 1, 2, … or 1, 2, 3, …: iteration numbers)."""
-    frame = pl.read_csv(p, comment_prefix="#")
+    frame = pl.read_csv(p, comment_prefix="#", glob=False)
     names = frame.columns
     counted = names in ([str(k) for k in range(len(names))], [str(k + 1) for k in range(len(names))])
     if names and not counted and all(_is_number(c) for c in names):
-        frame = pl.read_csv(p, comment_prefix="#", has_header=False)
+        frame = pl.read_csv(p, comment_prefix="#", has_header=False, glob=False)
     return _without_trailing_blank_lines(frame)
 
 
@@ -94,7 +94,7 @@ def load(path: str | Path, timer: str | None = None) -> np.ndarray:
         f = p / "timers.parquet"
         if not f.exists():
             raise DataError(f"{src}: not a result directory (no timers.parquet)")
-        frame = pl.read_parquet(f)
+        frame = pl.read_parquet(f, glob=False)
         timers = [c[:-2] for c in frame.columns if c.endswith("_s")]
         if timer is None:
             timer = "matvec" if "matvec" in timers else "iteration"
@@ -117,7 +117,7 @@ def load(path: str | Path, timer: str | None = None) -> np.ndarray:
             raise DataError(f"{src}: {p.stat().st_size / 2**30:.3g} GiB, too large to load into memory") from None
         return check(array, src)
     try:
-        frame = pl.read_parquet(p) if p.suffix == ".parquet" else _read_csv(p)
+        frame = pl.read_parquet(p, glob=False) if p.suffix == ".parquet" else _read_csv(p)
     except (OSError, pl.exceptions.PolarsError) as e:
         raise DataError(f"{src}: cannot read it as {'Parquet' if p.suffix == '.parquet' else 'CSV'} ({type(e).__name__})") from None
     except BaseException as e:  # polars raises a PanicException (a BaseException) on some corrupt files

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from idlewave.results import write_json, write_parquet
+from idlewave.results import write_dir, write_json, write_parquet
 from idlewave.stats import compare, figures
 from idlewave.stats.data import DataError
 from idlewave.stats.regimes import decode, fit, gmm
@@ -20,9 +20,19 @@ def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int 
             space: str = "log", note: Callable[[str], None] | None = None) -> dict:
     """Per dataset: Algorithm 1 (or the T^max series, Remark 1), regimes of
     every sample, regime table, GMM alternative; across datasets: KS tests,
-    cumulative sums and percentage differences, fast-regime means."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    cumulative sums and percentage differences, fast-regime means.
+
+    `out` is written whole (results.write_dir): a failure (bad data, a full
+    or read-only disk, an interrupt) leaves the previous result, or nothing."""
+    summary: dict = {}
+    write_dir(Path(out), lambda tmp: summary.update(_analyze(
+        datasets, tmp, n_regimes=n_regimes, seed=seed, restarts=restarts, use_max=use_max, figures_on=figures_on,
+        extra=extra, space=space, note=note)))
+    return summary
+
+
+def _analyze(datasets: dict[str, np.ndarray], out: Path, *, n_regimes: int | None, seed: int, restarts: int,
+             use_max: bool, figures_on: bool, extra: dict | None, space: str, note: Callable[[str], None] | None) -> dict:
     summary: dict[str, dict] = {"datasets": {}, "comparisons": {}}
     tmax = {}
     for name, T in datasets.items():
