@@ -327,3 +327,53 @@ def test_paths_with_brackets_are_neither_globs_nor_markup(inputs, tmp_path):
     assert p.returncode == 0 and "p[/x].toml" in p.stdout, p.stdout + p.stderr
     p = run_cli("sweep", inputs / "study.toml", "--out", tmp_path / "sw[red]", "--workers", "1", "--quiet")
     assert "sw[red]" in p.stdout
+
+
+# --- degenerate numbers: refused with the reason, or null with a warning; JSON always valid (item 11) ---
+
+def strict_json(text: str):
+    """json.loads that refuses NaN and Infinity, as RFC 8259 and most parsers do."""
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_regimes_of_extreme_magnitudes_give_valid_json_and_true_moments(tmp_path, scale):
+    rng = np.random.default_rng(0)
+    x = np.exp(0.1 * rng.standard_normal((4, 200)))
+    np.save(tmp_path / "t.npy", scale * x)
+    p = run_cli("regimes", tmp_path / "t.npy", "--out", tmp_path / "o", "--regimes", "1", "--restarts", "1",
+                "--no-figures", "--json")
+    assert "Warning" not in p.stderr, p.stderr  # no raw numpy overflow warning
+    r = strict_json(p.stdout)["datasets"]["t"]["regimes"][0]
+    assert r["sd"] == pytest.approx(scale * x.std(), rel=1e-9) and r["mean"] == pytest.approx(scale * x.mean(), rel=1e-9)
+    assert strict_json((tmp_path / "o" / "summary.json").read_text())["regimes"][0]["sd"] == r["sd"]
+
+
+def test_json_text_gives_null_for_non_finite_numbers_and_says_where():
+    from idlewave.results import json_text
+
+    said = []
+    text = json_text({"a": [1.0, float("nan")], "b": {"c": float("inf")}, "d": "x"}, warn=said.append)
+    assert strict_json(text) == {"a": [1.0, None], "b": {"c": None}, "d": "x"}
+    assert said and "a[1]" in said[0] and "b.c" in said[0]
+
+
+def test_fit_refuses_degenerate_times_and_bandwidths(inputs, tmp_path):
+    pingpong(tmp_path / "tiny.csv", scale=1e-300)
+    p = run_cli("fit", "postal", tmp_path / "tiny.csv", "-o", tmp_path / "a.toml", check=False)
+    assert p.returncode == 2 and "time_s below 10 ns" in p.stderr and "np.float64" not in p.stderr
+    assert not (tmp_path / "a.toml").exists()
+    for row, why in (("1,1048576,1e-300", "time_s below 10 ns"), ("1,1048576,5e-9", "time_s below 10 ns"),
+                     ("1000,1048576,1e-6", "the multi-pair bandwidth is 1.049e+15 B/s")):  # 1 PB/s
+        (tmp_path / "mp.csv").write_text(f"pairs,size_bytes,time_s\n{row}\n")
+        p = run_cli("fit", "postal", inputs / "pp.csv", "--multipair", tmp_path / "mp.csv", "-o", tmp_path / "b.toml",
+                    "--force", check=False)
+        assert p.returncode == 2 and why in p.stderr, p.stderr
+        assert not (tmp_path / "b.toml").exists()
+    (tmp_path / "mp.csv").write_text("pairs,size_bytes,time_s\n1,1048576,1e-4\n4,1048576,2e-4\n")
+    p = run_cli("fit", "postal", inputs / "pp.csv", "--multipair", tmp_path / "mp.csv", "-o", tmp_path / "c.toml",
+                "--json")
+    assert strict_json(p.stdout)["node_bandwidth_bytes_per_s"] == pytest.approx(4 * 1048576 / 2e-4)

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import err, fail, out
+from idlewave.cli_common import err, fail, out, print_json
 from idlewave.cli_explain import explain, show_explanation
 from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
@@ -219,7 +219,7 @@ def loggopsim(
         doc = {"hosts_ps": list(times_ps), "max_host": host, "max_ps": times_ps[host], "events": events, "wall_s": wall}
         if explanation is not None:
             doc["explain"] = explanation.to_json()
-        print(json.dumps(finite(doc)))
+        print_json(doc, None)
         return
     print(f"size: {p}; L={L}, o={o} g={g}, G={_num(G)}, O={_num(O)}, P={p}, S={S}")
     print(f"PERFORMANCE: Processes: {p} \t Events: {events} \t Time: {wall:.3f} s \t Speed: {events / max(wall, 1e-9):.2f} ev/s")
@@ -399,7 +399,7 @@ def reproduce(
         except OSError as e:  # e.g. a full disk
             fail(f"--out {out_dir / name}: cannot write the study's results: {e.strerror or e}")
     if as_json:
-        print(json.dumps(finite(results)))
+        print_json(results, None)
         return
     for name, result in results.items():
         if name == "noise-collectives":
@@ -486,7 +486,7 @@ def analyze_idle_wave(
 
     r = _analysis(lambda: idle_wave(result, threshold))
     if as_json:
-        print(json.dumps(r, indent=2))
+        print_json(r)
         return
     t = Table(show_header=False, box=None)
     t.add_row("source", f"rank {r['source_rank']}, delay {r['delay_s']:.6g} s")
@@ -508,7 +508,7 @@ def analyze_pd(
 
     r = _analysis(lambda: pd(barrier_dir, free_dir, barrier_cost))
     if as_json:
-        print(json.dumps(r, indent=2))
+        print_json(r)
         return
     t = Table(show_header=False, box=None)
     t.add_row("P_D", f"{r['pd']:.4g}")
@@ -562,7 +562,7 @@ def regimes(
     except KeyboardInterrupt:
         fail(f"interrupted; {out_dir} is as it was (nothing of this run was written)", code=130)
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print_json(summary)
         return
     for name, s in summary["datasets"].items():
         t = Table(title=escape(f"{name}: {s['n_regimes']} regimes ({s['series']})"), title_justify="left")

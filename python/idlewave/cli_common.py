@@ -37,3 +37,12 @@ def lazy(name: str) -> ModuleType:
 class _Lazy(ModuleType):
     def __getattr__(self, attr: str):
         return getattr(importlib.import_module(self.__name__), attr)
+
+
+def print_json(data, indent: int | None = 2, **kw) -> None:
+    """Prints `data` as valid JSON on stdout: a NaN or an infinity is null,
+    with a warning on stderr naming where (results.json_text)."""
+    from idlewave.results import json_text
+
+    print(json_text(data, indent, warn=lambda m: err.print(f"[yellow]warning:[/] {escape(m)}", highlight=False,
+                                                          soft_wrap=True), **kw), flush=True)

@@ -14,8 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import err, fail, out
-from idlewave.results import ResultsError, finite
+from idlewave.cli_common import err, fail, out, print_json
+from idlewave.results import ResultsError
 
 
 def show_explanation(x, tolerances: dict | None = None) -> None:
@@ -179,7 +179,7 @@ def explain(
                     out_dir.rmdir()
             fail(str(e) if isinstance(e, ResultsError) else f"{out_dir}: cannot write: {e.strerror or e}", code=1)
     if as_json:
-        print(json.dumps(finite(doc), indent=2, allow_nan=False))
+        print_json(doc)
     else:
         show_explanation(x, tolerances)
         if tolerance:

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from idlewave.cli_common import err, fail, out
+from idlewave.cli_common import err, fail, out, print_json
 
 measure_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
 
@@ -101,7 +101,7 @@ def compare_cmd(
     except Exception as e:  # scenario and simulation errors carry user-facing messages
         fail(str(e))
     if as_json:
-        print(json.dumps(table.to_dicts(), indent=2))
+        print_json(table.to_dicts())
         return
     t = Table("kernel", "mode", "bytes", "measured µs", "predicted µs", "error %")
     for r in table.iter_rows(named=True):

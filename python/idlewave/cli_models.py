@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import err, fail, lazy, out
+from idlewave.cli_common import err, fail, lazy, out, print_json
 from idlewave.inputs import describe_columns
 from idlewave.scenario import PS_PER_S, default
 
@@ -190,7 +190,7 @@ def nbc_bound(
     if table1:
         rows = nbc.table1()
         if as_json:
-            print(json.dumps(rows, indent=2))
+            print_json(rows)
         else:
             t = Table("application", "β", "max speedup")
             for r in rows:
@@ -535,7 +535,11 @@ def fit_postal(
     bw = 0.0
     if multipair is not None:
         mp = _read_table(multipair, ["pairs", "size_bytes", "time_s"], positive=("pairs", "size_bytes", "time_s"))
+        if why := fitting.degenerate(mp["size_bytes"].cast(pl.Float64).to_numpy(), mp["time_s"].cast(pl.Float64).to_numpy()):
+            fail(f"{multipair}: {why}")
         bw = fitting.node_bandwidth(mp["pairs"].to_numpy(), mp["size_bytes"].to_numpy(), mp["time_s"].to_numpy())
+        if why := fitting.implausible_node_bandwidth(bw):
+            fail(f"{multipair}: {why}")
 
     cpu, cpu_notes = _cpu_per_byte(exchange if exchange is not None else data.parent / "exchange.parquet",
                                    exchange is not None, assessed, statistic)
@@ -566,7 +570,7 @@ def fit_postal(
     if refusals and not force:
         summary["platform"] = None
         if as_json:
-            print(json.dumps(summary, indent=2, allow_nan=False))
+            print_json(summary)
         else:
             _fit_report(assessed, statistic)
         _fit_warnings(assessed)
@@ -590,7 +594,7 @@ def fit_postal(
     write_text(output, text)
     summary["platform"] = str(output)
     if as_json:
-        print(json.dumps(summary, indent=2, allow_nan=False))
+        print_json(summary)
     else:
         out.print(escape(f"wrote {output}" + (f" ({note})" if note else "")) + (" [bold red](FORCED: the fit was refused)[/]" if forced else ""),
                   highlight=False)

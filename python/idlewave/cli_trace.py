@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from idlewave.cli_common import err, fail, out
+from idlewave.cli_common import err, fail, out, print_json
 from idlewave.results import seconds, unreplaceable
 
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
@@ -153,7 +153,7 @@ def replay_cmd(
         s, rep = r.summary, r.trace_report
         if as_json:
             x = {"explain": r.explain.to_json()} if r.explain is not None else {}
-            print(json.dumps({**s, "unmodelled": rep["unmodelled"], "zero_cost": rep["zero_cost"], **x}, indent=2))
+            print_json({**s, "unmodelled": rep["unmodelled"], "zero_cost": rep["zero_cost"], **x})
             return
         _print_replay(s, rep)
         if r.explain is not None:
@@ -254,7 +254,7 @@ def model_cmd(
     except (TraceError, OSError) as e:  # a ModelError is a TraceError
         fail(str(e))
     if as_json:
-        print(json.dumps(m.to_json(), indent=2))
+        print_json(m.to_json())
         return
     out.print(f"{m.describe()}; {m.constant_bytes:,} message records keep their bytes at every size", highlight=False)
     from idlewave.trace.multi import class_name

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
-from idlewave.cli_common import err, fail, out
+from idlewave.cli_common import err, fail, out, print_json
 
 
 def validate(
@@ -99,7 +98,7 @@ def validate(
     except OSError as e:
         fail(f"--out {out_dir}: cannot write the results: {e.strerror or e}")
     if as_json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return
     show(result)
     out.print(f"results: {escape(str(out_dir))}/validate.json", highlight=False)

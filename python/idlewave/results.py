@@ -284,6 +284,28 @@ def finite(data):
     return data
 
 
+def not_finite(data, where: str = "") -> list[str]:
+    """Where `data` holds a NaN or an infinity (a dotted path per value), which
+    `finite` turns into null."""
+    if isinstance(data, float):
+        return [] if math.isfinite(data) else [where or "(the value)"]
+    if isinstance(data, dict):
+        return [p for k, v in data.items() for p in not_finite(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(data, (list, tuple)):
+        return [p for i, v in enumerate(data) for p in not_finite(v, f"{where}[{i}]")]
+    return []
+
+
+def json_text(data, indent: int | None = None, warn: Callable[[str], None] | None = None, **kw) -> str:
+    """`data` as valid JSON (RFC 8259 has no NaN or Infinity): every
+    non-finite number is null, and `warn` is told which ones."""
+    bad = not_finite(data)
+    if bad and warn is not None:
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        warn(f"not a finite number (an overflow or an undefined result), given as null: {', '.join(bad[:5])}{more}")
+    return json.dumps(finite(data), indent=indent, allow_nan=False, **kw)
+
+
 def write_json(path: Path, data: dict) -> None:
     def write(tmp: Path) -> None:
         with open(tmp, "w") as f:

@@ -25,6 +25,11 @@ ALPHA_MIN_S = 10e-9  # no MPI message costs less than 10 ns (between two cores o
 ALPHA_MAX_S = 1e-3  # nor 1 ms per message on any protocol (TCP over Ethernet: tens of µs)
 BETA_MIN_S_PER_BYTE = 1e-12  # 1 TB/s: faster than any link or memory copy an MPI makes
 BETA_MAX_S_PER_BYTE = 1e-6  # 1 MB/s: slower than 10 Mbit/s Ethernet
+# A node's aggregate off-node bandwidth (--multipair): at least one slowest
+# link, at most 100 pairs at the fastest transfer (100 TB/s; a node of 2025
+# has a few 50 GB/s ports)
+NODE_BANDWIDTH_MIN = 1 / BETA_MAX_S_PER_BYTE
+NODE_BANDWIDTH_MAX = 100 / BETA_MIN_S_PER_BYTE
 RENDEZVOUS_ALPHA_FACTOR = 20.0  # a rendezvous adds a handshake (a round trip and a registration) ...
 RENDEZVOUS_ALPHA_SLACK_S = 50e-6  # ... α_rendezvous ≤ 20·α_eager + 50 µs
 # Measured one-way times outside these are not measurements of an MPI message.
@@ -109,7 +114,7 @@ def degenerate(sizes, times) -> str | None:
     for bad, rule in checks:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            return f"{rule}, got size {n[i]:g} B, time {t[i]!r} s in data row {i + 1} ({int(bad.sum())} such row(s))"
+            return f"{rule}, got size {n[i]:g} B, time {float(t[i])!r} s in data row {i + 1} ({int(bad.sum())} such row(s))"
     return None
 
 
@@ -589,6 +594,15 @@ def node_bandwidth(pairs, sizes, times) -> float:
     pairs × bytes / one-way time (bytes/s)."""
     p, n, t = (np.asarray(x, dtype=float) for x in (pairs, sizes, times))
     return float(np.max(p * n / t))
+
+
+def implausible_node_bandwidth(bw: float) -> str | None:
+    """Why a multi-pair bandwidth cannot be a node's (refused even with
+    --force), or None."""
+    if not NODE_BANDWIDTH_MIN <= bw <= NODE_BANDWIDTH_MAX:  # also NaN and inf
+        return (f"the multi-pair bandwidth is {bw:.4g} B/s, outside {NODE_BANDWIDTH_MIN:g}–{NODE_BANDWIDTH_MAX:g} B/s "
+                "(1 MB/s to 100 pairs at 1 TB/s): are the times one-way seconds and the sizes bytes?")
+    return None
 
 
 def comments(name: str, a: Assessment) -> list[str]:

@@ -56,7 +56,13 @@ class Fit:
 
         def moments(i: int) -> tuple[float | None, float | None]:
             x = T[labels == i]
-            return (float(x.mean()), float(x.std())) if x.size else (None, None)
+            if not x.size:
+                return None, None
+            top = float(np.max(np.abs(x)))
+            if 0 < top and not 1e-100 < top < 1e100:  # squares would overflow (sd inf) or underflow (sd 0): scaled
+                y = x / top
+                return float(y.mean()) * top, float(y.std()) * top
+            return float(x.mean()), float(x.std())
 
         regimes = []
         for i in range(self.n_regimes):
