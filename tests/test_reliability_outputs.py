@@ -74,6 +74,8 @@ def writers(i: Path, target: Path) -> dict[str, list]:
         "regimes": ["regimes", i / "res", "--out", target / "reg", "--regimes", "1", "--restarts", "1"],
         "explain": ["explain", i / "res", "--out", target / "ex", "--no-tolerance"],
         "sweep": ["sweep", i / "study.toml", "--out", target / "sw", "--workers", "1", "--quiet"],
+        "reproduce": ["reproduce", "krylov-kernels", "--out", target / "rep"],
+        "demo": ["demo", "--out", target / "demo", "--quiet"],
     }
 
 
@@ -132,7 +134,8 @@ def test_a_full_disk_is_a_one_line_error_and_leaves_nothing(inputs, tmp_path, co
     assert listing(inputs) == before
 
 
-@pytest.mark.parametrize("command", ["init", "simulate", "fit postal", "report", "regimes", "explain", "sweep"])
+@pytest.mark.parametrize("command", ["init", "simulate", "fit postal", "report", "regimes", "explain", "sweep",
+                                     "reproduce", "demo"])
 def test_a_read_only_directory_is_a_one_line_error(inputs, read_only, command):
     name = "idlewave-test-not-written"
     p = run_cli(*writers(inputs, read_only / name)[command], check=False)

@@ -337,8 +337,10 @@ def demo(
 ):
     """The seeds' headline studies in about a minute (noise vs nonblocking collectives, idle waves and P_D, MatVec hiding under latency regimes), ending in report.html."""
     from idlewave.demo import run_demo
+    from idlewave.results import check_writable
 
     try:
+        check_writable(out_dir / "summary.json")  # a read-only disk: said before a minute of runs
         run_demo(out_dir, console=out, quiet=quiet)
     except (ScenarioError, _engine.SimulationError) as e:
         fail(str(e))
