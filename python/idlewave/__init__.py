@@ -8,11 +8,16 @@
 import sys
 
 if sys.argv and sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("idlewave", "idlewave.exe"):
-    # the console script imports all of idlewave.cli before its main() runs:
-    # a Ctrl-C meanwhile ends it at once, with one line (see idlewave.interrupts)
-    from idlewave.interrupts import exit_at_once
+    from idlewave import interrupts
 
-    exit_at_once()
+    if "multiprocessing" not in sys.modules:
+        # the console script imports all of idlewave.cli before its main() runs:
+        # a Ctrl-C meanwhile ends it at once, with one line (see idlewave.interrupts)
+        interrupts.exit_at_once()
+    else:
+        # a worker process of `sweep`'s local cluster (spawned with the command's argv):
+        # a Ctrl-C at the terminal is the command's to answer, and it stops its workers
+        interrupts.ignore_interrupts()
 
 from typing import Any  # noqa: E402
 

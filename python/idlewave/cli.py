@@ -590,11 +590,26 @@ def sweep(
     workers: int | None = typer.Option(None, "--workers", help="Local cluster workers (default 2)."),
     quiet: bool = typer.Option(False, "--quiet"),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome (and the strategy ranking) as JSON."),
+    worker_timeout: float = typer.Option(60.0, "--worker-timeout", min=0.1,  # idlewave.sweep.WORKER_TIMEOUT_S
+                                         help="Seconds to wait for a Dask worker: at the start on --scheduler, and "
+                                              "whenever the scheduler has had none since (a lost worker); then the "
+                                              "sweep stops (exit code 2), keeping the finished points."),
 ):
     """Run many scenarios on Dask; each point is written as it finishes, finished points are skipped.
 
     With `strategy = "key"` and `replications = N` in the study, rank the
-    strategies per condition with confidence intervals (ranking.json, ranking.png)."""
+    strategies per condition with confidence intervals (ranking.json, ranking.png).
+
+    Points are planned as they go to the workers: the first starts within
+    seconds and the progress counts k of N points, up to 2,000,000 points
+    (a larger study is refused, with advice). A scheduler that cannot be
+    reached, or does not answer as a Dask scheduler, within 10 s is an error
+    (exit code 2), as is one without a worker for --worker-timeout seconds;
+    rerunning the sweep then skips every point written.
+
+    A seeded sweep writes the same bytes run after run, with any number of
+    workers, locally or on a scheduler, except two timing fields of each
+    point's summary.json: wall_s and events_per_s (wall-clock time)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from idlewave.results import check_writable
@@ -603,11 +618,12 @@ def sweep(
     try:
         check_writable(out_dir / "study.json")  # a read-only disk: said before a cluster starts
         if quiet or not sys.stderr.isatty():
-            frame = run_sweep(study, out_dir, scheduler, workers)
+            frame = run_sweep(study, out_dir, scheduler, workers, worker_timeout=worker_timeout)
         else:
             with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err) as bar:
                 task = bar.add_task("points", total=None)
-                frame = run_sweep(study, out_dir, scheduler, workers, lambda i, n: bar.update(task, completed=i, total=n))
+                frame = run_sweep(study, out_dir, scheduler, workers, lambda i, n: bar.update(task, completed=i, total=n),
+                                  worker_timeout)
     except (ScenarioError, FileNotFoundError, ResultsError) as e:
         fail(str(e))
     except OSError as e:  # e.g. a scheduler that cannot be reached

@@ -89,7 +89,9 @@ class Explanation:
         ranks it spends longest on with their share of the makespan."""
         if self.route is None or self.route.height == 0:
             return {}
-        per_rank = (self.route.group_by("rank").agg(pl.col("duration_s").sum())
+        # each rank's seconds summed in the route's order (a float sum in a hash
+        # group_by's order can differ in its last bits from run to run)
+        per_rank = (self.route.group_by("rank", maintain_order=True).agg(pl.col("duration_s").sum())
                     .sort(["duration_s", "rank"], descending=[True, False]))
         return {
             "segments": self.route.height,
@@ -466,7 +468,7 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     kinds = {f"{k}_s": label for k, label in WAITS.items()}
     n = frame.height
     per = max(1, -(-n // 256))
-    blocks = frame.with_columns((pl.col("rank") // per).alias("block")).group_by("block").agg(
+    blocks = frame.with_columns((pl.col("rank") // per).alias("block")).group_by("block", maintain_order=True).agg(
         [pl.col(k).mean() for k in kinds]).sort("block")
     total = max(float(frame.select(pl.sum_horizontal(list(kinds))).max().item()), 1e-300)
     scale, unit = time_unit(total)

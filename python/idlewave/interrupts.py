@@ -69,6 +69,13 @@ def raise_interrupts() -> None:
     _swap(_exit_now, _signal.default_int_handler)
 
 
+def ignore_interrupts() -> None:
+    """From now on this process ignores Ctrl-C (a worker the command started:
+    a Ctrl-C at the terminal signals every process of the command, and the
+    command itself answers it, stopping its workers)."""
+    _swap(_signal.default_int_handler, _signal.SIG_IGN)
+
+
 class held:
     """`with held():` Ctrl-C held back while the block runs, and acted on
     (by the handler in place before) as soon as it ends. Outside the main
@@ -89,4 +96,4 @@ class held:
             _signal.raise_signal(_signal.SIGINT)  # the handler before answers it now
 
 
-__all__ = ["MESSAGE", "exit_at_once", "raise_interrupts", "held"]
+__all__ = ["MESSAGE", "exit_at_once", "raise_interrupts", "ignore_interrupts", "held"]

@@ -121,7 +121,10 @@ def slowest_iteration_mean(point_dir: Path) -> float | None:
     frame = pl.read_parquet(t, glob=False)
     if "iteration_s" not in frame.columns or frame.height == 0:
         return None
-    per = frame.group_by("iteration").agg(pl.col("iteration_s").max())["iteration_s"].drop_nans().drop_nulls()
+    # the mean over iterations in iteration order: a float sum in the order a
+    # hash group_by happens to give differed in its last bits from run to run
+    per = (frame.group_by("iteration", maintain_order=True).agg(pl.col("iteration_s").max()).sort("iteration")
+           ["iteration_s"].drop_nans().drop_nulls())
     return float(per.to_numpy().mean()) if per.len() else None
 
 

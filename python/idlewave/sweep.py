@@ -13,16 +13,34 @@ points. `OUT/sweep.parquet` tabulates every point at the end.
 values are the strategies to rank: `OUT/ranking.json` and `ranking.png`
 then say, per condition, which strategy wins and by how much (see
 idlewave.ranking).
+
+Reliability (docs/sweeps.md):
+
+- Points are planned as they go to the workers, a few more than the workers
+  have threads at a time: the first starts within seconds and the progress
+  counts k of N, however large the study, up to MAX_POINTS (a larger study
+  is refused at once, with advice).
+- A seeded sweep writes the same bytes run after run, with any number of
+  workers and on any scheduler, except the TIMING_FIELDS: the table is in
+  the study's order, every float is summed in a fixed order.
+- A scheduler given with --scheduler must answer as a Dask scheduler within
+  CONNECT_TIMEOUT_S and have a worker within the worker timeout; a sweep
+  whose scheduler has had no worker for that long (the last one lost) stops.
+  Each is a SchedulerError saying what was kept: every point finished is
+  written, and running the sweep again skips it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import itertools
 import json
+import math
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import overload
 
 import polars as pl
 
@@ -34,15 +52,96 @@ from idlewave.scenario import ScenarioError, read_toml, validate
 
 STUDY_KEYS = ("name", "base", "grid", "points", "replications", "strategy")
 
+#: The most points a study may have (its [grid]'s product and its [[points]],
+#: times its replications): the client keeps about 300 bytes per point, and
+#: plans about a thousand points a second.
+MAX_POINTS = 2_000_000
+
+#: Seconds to reach a scheduler given with --scheduler and have it answer as one.
+CONNECT_TIMEOUT_S = 10.0
+
+#: Seconds a sweep waits for a worker (the default of --worker-timeout): at
+#: the start on a scheduler given with --scheduler, and whenever the
+#: scheduler has had no worker since (one lost).
+WORKER_TIMEOUT_S = 60.0
+
+#: The fields that say how long something took (wall-clock time) and so
+#: differ between runs; every other byte a seeded sweep writes is the same
+#: from run to run, whatever the number of workers or the scheduler.
+TIMING_FIELDS = ("summary.json: wall_s", "summary.json: events_per_s")
+
 
 class SchedulerError(OSError):
-    """A scheduler that cannot be reached; the message says which and why."""
+    """A scheduler that cannot be reached, does not answer as a Dask
+    scheduler, or has no worker for too long; the message says which and
+    what was kept."""
 
 
-def load_study(path: str | Path) -> tuple[dict, list[dict], str, Path]:
-    """(base scenario, list of override dicts, name, the directory the base's
-    relative paths start from: the base file's, or the study's for an
-    inline [base]); see `study_options`."""
+class Points(Sequence[dict]):
+    """A study's points as overrides, made on demand: point i of the
+    cartesian product of the grid (its last key varying fastest), then the
+    [[points]] list, each `replications` times (with `seed` and `replica`)."""
+
+    def __init__(self, grid: dict[str, list], extra: list[dict], replications: int = 1, first_seed: int = 1):
+        self.grid, self.extra = grid, extra
+        self.replications, self.first_seed = replications, first_seed
+        self._keys = list(grid)
+        self._sizes = [len(v) for v in grid.values()]
+        self._in_grid = math.prod(self._sizes) if grid else 0
+        self._distinct = (self._in_grid + len(extra)) or 1
+
+    def __len__(self) -> int:
+        return self._distinct * self.replications
+
+    @overload
+    def __getitem__(self, i: int) -> dict: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict]: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        j, replica = divmod(i, self.replications)
+        if j < self._in_grid:
+            point = {}
+            for key, size in zip(reversed(self._keys), reversed(self._sizes)):
+                j, k = divmod(j, size)
+                point[key] = self.grid[key][k]
+            point = {k: point[k] for k in self._keys}
+        elif self.extra:
+            point = dict(self.extra[j - self._in_grid])
+        else:
+            point = {}
+        if self.replications > 1:
+            point |= {"seed": self.first_seed + replica, "replica": replica}
+        return point
+
+    def every_point_sets(self, key: str) -> bool:
+        return (bool(self.grid) or bool(self.extra)) and (not self.grid or key in self.grid) and all(key in x for x in self.extra)
+
+    def some_point_sets(self, key: str) -> bool:
+        return (bool(self.grid) and key in self.grid) or any(key in x for x in self.extra)
+
+    def keys(self) -> list[str]:
+        """Every overridden key, in order of first appearance."""
+        keys = dict.fromkeys(self._keys)
+        for x in self.extra:
+            keys |= dict.fromkeys(x)
+        if self.replications > 1:
+            keys |= dict.fromkeys(("seed", "replica"))
+        return list(keys)
+
+
+def load_study(path: str | Path) -> tuple[dict, Points, str, Path]:
+    """(base scenario, its points (override dicts, made on demand), name,
+    the directory the base's relative paths start from: the base file's, or
+    the study's for an inline [base]); see `study_options`. The points are
+    without replications: `study_options` says how many."""
     p = Path(path)
     raw = read_toml(p, "study")
     unknown = set(raw) - set(STUDY_KEYS)
@@ -58,18 +157,16 @@ def load_study(path: str | Path) -> tuple[dict, list[dict], str, Path]:
     grid = raw.get("grid", {})
     if not isinstance(grid, dict) or any(not isinstance(v, list) or not v for v in grid.values()):
         raise ScenarioError(f"{p}: [grid] maps key paths to non-empty lists of values")
-    points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] if grid else []
     extra = raw.get("points", [])
     if not isinstance(extra, list) or not all(isinstance(x, dict) for x in extra):
         raise ScenarioError(f"{p}: points must be an array of tables ([[points]])")
-    points += [dict(_flatten(x)) for x in extra]
-    if not points:
-        points = [{}]
+    points = Points(grid, [dict(_flatten(x)) for x in extra])
     return base, points, raw.get("name", p.stem), base_dir
 
 
-def study_options(path: str | Path, points: list[dict]) -> tuple[int, str | None]:
-    """The study's replications (≥ 1) and strategy key (a swept key), checked."""
+def study_options(path: str | Path, points: Points) -> tuple[int, str | None]:
+    """The study's replications (≥ 1) and strategy key (a swept key), checked,
+    and its size: at most MAX_POINTS points."""
     p = Path(path)
     raw = read_toml(p, "study")
     reps = raw.get("replications", 1)
@@ -77,10 +174,16 @@ def study_options(path: str | Path, points: list[dict]) -> tuple[int, str | None
         raise ScenarioError(f"{p}: replications must be a whole number from 1 to 10000, got {reps!r}")
     strategy = raw.get("strategy")
     if strategy is not None:
-        if not isinstance(strategy, str) or not all(strategy in pt for pt in points):
+        if not isinstance(strategy, str) or not points.every_point_sets(strategy):
             raise ScenarioError(f"{p}: strategy must name a key that every point sets (a [grid] key), got {strategy!r}")
-    if reps > 1 and any("seed" in pt for pt in points):
+    if reps > 1 and points.some_point_sets("seed"):
         raise ScenarioError(f"{p}: replications set each point's seed; drop 'seed' from [grid] and [[points]]")
+    if len(points) * reps > MAX_POINTS:
+        sizes = " × ".join(str(len(v)) for v in points.grid.values()) or "1"
+        raise ScenarioError(f"{p}: {len(points) * reps:,} points ([grid] {sizes}, {len(points.extra)} [[points]], "
+                            f"{reps} replication(s)) is more than a sweep takes ({MAX_POINTS:,}); split the study "
+                            "into several (each with its own --out), sweep fewer values per key, or list the points "
+                            "worth running with [[points]]")
     return reps, strategy
 
 
@@ -145,21 +248,32 @@ def _holds(d: Path, scn: dict) -> bool:
 
 def run_point(scn: dict, out: str, point: dict | None = None) -> dict:
     """One point (runs on a worker): its result, or its error, written as one
-    directory. A point already written is not run again: Dask re-runs the
-    tasks whose answers a lost worker held, and those had finished."""
+    directory; returns its row of the sweep's table (`point_row`). A point
+    already written is not run again: Dask re-runs the tasks whose answers a
+    lost worker held, and those had finished."""
     from idlewave.simulation import simulate
 
     d = Path(out)
-    if _holds(d, scn):
-        return {"status": "done", "wall_s": 0.0, "written_before": True}
-    start = time.perf_counter()
-    try:
-        r = simulate(scn)
-    except Exception as e:  # recorded, not raised: one failure must not stop the study
-        _write_error(d, point or {}, e)
-        return {"status": "failed", "error": str(e)}
-    r.write(d, {"point.json": point or {}})
-    return {"status": "done", "wall_s": time.perf_counter() - start}
+    if not _holds(d, scn):
+        try:
+            r = simulate(scn)
+        except Exception as e:  # recorded, not raised: one failure must not stop the study
+            _write_error(d, point or {}, e)
+            return point_row(d)
+        r.write(d, {"point.json": point or {}})
+    return point_row(d)
+
+
+def point_row(d: Path) -> dict:
+    """A point's columns in the sweep's table, from what its directory holds
+    (the same whether it ran now, on whichever worker, or in an earlier run)."""
+    if (d / "summary.json").exists():
+        s = json.loads((d / "summary.json").read_text())
+        return {"status": "done", "makespan_s": s["makespan_s"], "events": s["events"],
+                "iteration_mean_s": (s.get("iteration_s") or {}).get("mean"),
+                "slowest_iteration_mean_s": slowest_iteration_mean(d)}
+    err = json.loads((d / "error.json").read_text())["error"] if (d / "error.json").exists() else "not run"
+    return {"status": "failed", "error": err}
 
 
 def _write_error(d: Path, point: dict, e: Exception) -> None:
@@ -171,80 +285,326 @@ def _write_error(d: Path, point: dict, e: Exception) -> None:
 
 
 def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, workers: int | None = None,
-              progress=None) -> pl.DataFrame:
-    from distributed import Client, LocalCluster, as_completed
+              progress=None, worker_timeout: float = WORKER_TIMEOUT_S) -> pl.DataFrame:
+    """Runs a study's points (see the module's doc); `progress(done, total)`
+    is called as points finish or are found written, from (0, total) on.
+
+    Points are planned as they are sent to the workers, a few at a time, so
+    the first starts within seconds however many the study has. Raises
+    SchedulerError (keeping every point finished) when the scheduler cannot
+    be reached or is not one, or has had no worker for `worker_timeout` s."""
+    import distributed  # noqa: F401  (the 'sweep' extra: missing, it is said before anything else)
 
     study = Path(study)
     base, points, name, base_dir = load_study(study)
     replications, strategy = study_options(study, points)
     if replications > 1:
-        first = base.get("seed", 1)
-        points = [{**pt, "seed": first + r, "replica": r} for pt in points for r in range(replications)]
+        points = Points(points.grid, points.extra, replications, base.get("seed", 1))
     # workers write the points: an absolute path means the same place for
     # them as for us (on a cluster, `out` must be on a file system they share)
     out = Path(out).resolve()
-    todo, table, reused = [], [], 0
-    ids = []
-    for ov in points:
+    total = len(points)
+    ids: list[str] = []  # by point index
+    rows: dict[str, tuple] = {}  # by point id: its `_ROW` values
+    reused = 0
+    done = 0
+    if progress:
+        progress(0, total)
+
+    def plan(i: int) -> tuple[str, dict, dict] | None:
+        """Point i's id, scenario and point.json, or None when it needs no run."""
+        nonlocal reused, done
+        ov = points[i]
         try:
             scn = scenario_of(base, {k: v for k, v in ov.items() if k != "replica"}, base_dir, study)
         except ScenarioError as e:  # an invalid point is a failed point; the others still run
             pid = "invalid-" + hashlib.sha1(json.dumps(ov, sort_keys=True, default=str).encode()).hexdigest()[:12]
             ids.append(pid)
             _write_error(out / "points" / pid, {"id": pid, "overrides": ov}, e)
-            continue
+            rows[pid] = _compact(point_row(out / "points" / pid))
+            done += 1
+            return None
         pid = point_id(scn)
         ids.append(pid)
-        d = out / "points" / pid
-        if _holds(d, scn):
-            reused += 1
-            continue
-        todo.append((pid, scn, str(d), {"id": pid, "overrides": ov}))
-    if todo:
-        cluster = None
-        if scheduler:
-            try:
-                client = Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError, ValueError) as e:
-                raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
-        else:
-            cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None)
-            client = Client(cluster)
-        try:
-            futures = {client.submit(run_point, scn, d, point, key=f"idlewave-{pid}", pure=False): pid for pid, scn, d, point in todo}
-            for i, fut in enumerate(as_completed(futures), 1):
-                fut.result()
-                # its answer is ours now: a worker lost later has nothing of it to redo
-                fut.release()
-                if progress:
-                    progress(i, len(todo))
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
-    for ov, pid in zip(points, ids):
-        d = out / "points" / pid
-        row = {"id": pid, **{k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in ov.items()}}
-        if (d / "summary.json").exists():
-            s = json.loads((d / "summary.json").read_text())
-            row |= {"status": "done", "makespan_s": s["makespan_s"], "events": s["events"],
-                    "iteration_mean_s": (s.get("iteration_s") or {}).get("mean"),
-                    "slowest_iteration_mean_s": slowest_iteration_mean(d)}
-        else:
-            err = json.loads((d / "error.json").read_text())["error"] if (d / "error.json").exists() else "not run"
-            row |= {"status": "failed", "error": err}
-        table.append(row)
-    frame = pl.DataFrame(table, infer_schema_length=None)
-    if "replica" not in frame.columns:
-        frame = frame.with_columns(pl.lit(0).alias("replica"))
+        if pid in rows or _holds(out / "points" / pid, scn):
+            if pid not in rows:
+                reused += 1
+                rows[pid] = _compact(point_row(out / "points" / pid))
+            done += 1
+            return None
+        return pid, scn, {"id": pid, "overrides": ov}
+
+    i = 0
+    first = None
+    while i < total and first is None:  # no cluster until a point needs one
+        first = plan(i)
+        i += 1
+        if progress and first is None:
+            progress(done, total)
+    if first is not None:
+        with _client(scheduler, workers, worker_timeout) as client:
+            _run(client, out, plan, first, i, total, rows, progress, lambda: done, scheduler or "the local cluster",
+                 worker_timeout)
+            done = total
+    frame = _table(points, ids, rows)
     write_parquet(out / "sweep.parquet", frame)
     if strategy is not None and "makespan_s" in frame.columns and frame.filter(pl.col("status") == "done").height:
         result = rank(frame, strategy)
         write_json(out / "ranking.json", {"strategy": strategy, "replications": replications, "level": LEVEL,
                                           "conditions": result})
         figure(result, strategy, out)
-    write_json(out / "study.json", {"name": name, "points": len(points), "reused": reused, "study": str(study.resolve())})
+    write_json(out / "study.json", {"name": name, "points": total, "reused": reused, "study": str(study.resolve())})
     return frame
 
 
-__all__ = ["load_study", "run_sweep", "run_point", "point_id"]
+def _run(client, out: Path, plan, first, i: int, total: int, rows: dict, progress, planned_done, where: str,
+         worker_timeout: float) -> None:
+    """Sends the points from `first` (point i - 1) on to the workers, a few
+    more than they have threads at a time, and records each as it finishes."""
+    from distributed import wait
+    from distributed.scheduler import KilledWorker
+
+    running: dict = {}  # future -> point id
+    sent: set[str] = set()
+    finished = 0
+    window, checked = 8, 0.0
+    no_worker_since: float | None = None
+    nxt = first
+
+    def kept() -> int:
+        """Points done: those answered, and those written by workers lost before they could say so."""
+        return finished + planned_done() + sum((out / "points" / pid / "summary.json").exists() for pid in running.values())
+
+    while True:
+        now = time.monotonic()
+        if now - checked > 1.0:  # as many in flight as keeps every worker busy, and is there one?
+            checked = now
+            try:
+                nthreads = sum(client.nthreads().values())
+            except Exception:  # the scheduler went away: counted as no worker
+                nthreads = 0
+            window = max(8, 2 * nthreads)
+            if nthreads:
+                no_worker_since = None
+            elif no_worker_since is None:
+                no_worker_since = now
+            elif now - no_worker_since > worker_timeout:
+                raise SchedulerError(f"{where} has had no worker for {worker_timeout:g} s (--worker-timeout): "
+                                     f"{kept()} of {total} points are done and kept in {out / 'points'}; run the sweep "
+                                     "again, with workers, to do the rest")
+        budget = 50  # planning takes time: look at the answers between batches
+        while (nxt is not None or i < total) and len(running) < window and budget:
+            if nxt is None:
+                nxt = plan(i)
+                i += 1
+                if nxt is None:
+                    if progress:
+                        progress(finished + planned_done(), total)
+                    continue
+            pid, scn, point = nxt
+            nxt = None
+            budget -= 1
+            if pid in sent:  # the same scenario twice: one run
+                continue
+            sent.add(pid)
+            running[client.submit(run_point, scn, str(out / "points" / pid), point, key=f"idlewave-{pid}", pure=False)] = pid
+        if not running:
+            if nxt is None and i >= total:
+                return
+            continue
+        try:
+            ready = wait(list(running), timeout=0.5, return_when="FIRST_COMPLETED").done
+        except TimeoutError:
+            continue
+        got = 0
+        for fut in ready:
+            pid = running[fut]
+            d = out / "points" / pid
+            # the answer is read from the point's directory, not fetched from the worker: one lost
+            # meanwhile would leave the fetch waiting (Dask would run the task again, on no worker)
+            if fut.status in ("pending", "lost"):  # its worker was lost since: Dask runs it again
+                continue
+            if fut.status == "error":
+                e = fut.exception()
+                if not isinstance(e, KilledWorker):
+                    raise SchedulerError(f"{where} lost point {pid} ({type(e).__name__}: {e}): {kept()} of {total} "
+                                         f"points are done and kept in {out / 'points'}; run the sweep again to do the "
+                                         "rest")
+                # the point took its worker down, again and again (memory?)
+                _write_error(d, {"id": pid}, RuntimeError(f"the worker running this point died every time it ran it "
+                                                          f"(out of memory?): {e}"))
+            elif fut.status != "finished":  # cancelled: the scheduler restarted or forgot it
+                raise SchedulerError(f"{where} lost point {pid} ({fut.status}): {kept()} of {total} points are done "
+                                     f"and kept in {out / 'points'}; run the sweep again to do the rest")
+            rows[pid] = _compact(point_row(d))
+            del running[fut]
+            # its answer is ours now: a worker lost later has nothing of it to redo
+            fut.release()
+            finished += 1
+            got += 1
+            if progress:
+                progress(finished + planned_done(), total)
+        if got:
+            no_worker_since = None
+
+
+#: A point's columns in the table, as `point_row` gives them.
+_ROW = ("status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error")
+
+
+def _compact(row: dict) -> tuple:
+    return tuple(row.get(k) for k in _ROW)
+
+
+def _expand(values: tuple) -> dict:
+    row = dict(zip(_ROW, values))
+    if row["status"] == "done":
+        del row["error"]
+        return row
+    return {"status": row["status"], "error": row["error"]}
+
+
+def _table(points: Points, ids: list[str], rows: dict[str, tuple]) -> pl.DataFrame:
+    """The sweep's table: one row per point, in the study's order; built in
+    chunks so that a large study never holds all its rows as dicts."""
+    frames = []
+    chunk = 100_000
+    for lo in range(0, len(ids), chunk):
+        part = []
+        for j in range(lo, min(lo + chunk, len(ids))):
+            ov, pid = points[j], ids[j]
+            part.append({"id": pid, **{k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in ov.items()},
+                         **_expand(rows[pid])})
+        frames.append(pl.DataFrame(part, infer_schema_length=None))
+    frame = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    if "replica" not in frame.columns:
+        frame = frame.with_columns(pl.lit(0).alias("replica"))
+    return frame
+
+
+@contextlib.contextmanager
+def _client(scheduler: str | None, workers: int | None, worker_timeout: float):
+    """A Dask client: on the scheduler at `scheduler` (checked to be one and
+    to have a worker within `worker_timeout` s), or on a local cluster."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from idlewave.interrupts import held
+
+    cluster = client = None
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_TIMEOUT_S:g}s"}):
+            if scheduler:
+                _check_scheduler(scheduler)
+                try:
+                    client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S:g}s")
+                except Exception as e:  # OSError, TimeoutError, ValueError, and whatever a stranger's answer causes
+                    raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+            else:
+                # Ctrl-C waits until the cluster has started: one interrupted while its workers
+                # start cannot be closed (and Dask's exit hook says so with a traceback)
+                with held(), _workers_ignore_ctrl_c():
+                    cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+                    client = Client(cluster)
+        if scheduler:
+            try:
+                client.wait_for_workers(1, timeout=worker_timeout)
+            except TimeoutError:
+                raise SchedulerError(f"the Dask scheduler at {scheduler} has no worker, and none joined within "
+                                     f"{worker_timeout:g} s (--worker-timeout); start workers "
+                                     f"(dask worker {scheduler}) and run the sweep again") from None
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c():
+    """Worker processes started meanwhile ignore SIGINT from their first
+    instruction: a Ctrl-C at the terminal signals every process of the
+    command, and each worker would print a traceback; the command answers
+    it and closes the cluster, which stops them. (Python processes start
+    with SIGINT raising KeyboardInterrupt unless it is ignored when they
+    start: they start through `sh`, which ignores it, then runs Python.)"""
+    import multiprocessing.spawn
+    import shlex
+    import tempfile
+
+    before = multiprocessing.spawn.get_executable()
+    if os.name != "posix" or before is None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="idlewave-") as tmp:
+        exe = Path(tmp) / "python"
+        exe.write_text(f"#!/bin/sh\ntrap '' INT\nexec {shlex.quote(os.fsdecode(before))} \"$@\"\n")
+        exe.chmod(0o755)
+        multiprocessing.spawn.set_executable(str(exe))
+        try:
+            yield
+        finally:
+            multiprocessing.spawn.set_executable(before)
+
+
+def _check_scheduler(address: str) -> None:
+    """Whether a TCP address answers as a Dask scheduler does: with a small
+    handshake message (8 bytes of length, then that many bytes that frame
+    themselves). Dask itself would take the first 8 bytes of anything for a
+    length and try to allocate it (a MemoryError, or gigabytes)."""
+    import socket
+    import struct
+
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+
+    try:
+        protocol, loc = parse_address(address)
+        if protocol != "tcp":
+            return  # tls, ucx, …: Dask's own checks
+        host, port = parse_host_port(loc)
+    except (ValueError, TypeError) as e:
+        raise SchedulerError(f"{address}: not a scheduler address (tcp://host:port): {e}") from None
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    other = "it answered with something else than a Dask handshake"
+
+    class Closed(Exception):
+        pass
+
+    def read(sock: socket.socket, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            sock.settimeout(max(deadline - time.monotonic(), 0.01))
+            more = sock.recv(min(n - len(data), 1 << 16))
+            if not more:
+                raise Closed
+            data += more
+        return data
+
+    try:
+        sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+    except OSError as e:
+        raise SchedulerError(f"cannot reach the Dask scheduler at {address}: {e.strerror or e}") from None
+    why = None
+    try:
+        with sock:
+            (size,) = struct.unpack("<Q", read(sock, 8))
+            if not 16 <= size <= 1 << 20:  # a handshake is a few hundred bytes
+                why = other
+            else:
+                (frames,) = struct.unpack_from("<Q", read(sock, size))
+                if not 1 <= frames <= 64 or 8 * (frames + 1) > size:
+                    why = other
+    except Closed:
+        why = "it closed the connection without a Dask handshake"
+    except TimeoutError:
+        why = f"no Dask handshake within {CONNECT_TIMEOUT_S:g} s"
+    except OSError as e:
+        why = f"the connection failed: {e.strerror or e}"
+    if why is not None:
+        raise SchedulerError(f"{address} is not a Dask scheduler: {why}")
+
+
+__all__ = ["load_study", "run_sweep", "run_point", "point_id", "Points", "SchedulerError", "MAX_POINTS", "TIMING_FIELDS"]

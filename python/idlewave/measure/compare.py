@@ -51,8 +51,8 @@ def compare(kernels_dir: str | Path, platform: str, out: str | Path) -> pl.DataF
     kd, out = Path(kernels_dir), Path(out)
     frame = pl.read_parquet(kd / "kernels.parquet", glob=False)
     ranks = json.loads((kd / "machine.json").read_text())["ranks"]
-    measured = (frame.group_by(["kernel", "mode", "size_bytes", "n", "overlap_s", "trailing_s"])
-                .agg(pl.col("time_s").median().alias("measured_s")).sort(["kernel", "mode", "size_bytes"]))
+    keys = ["kernel", "mode", "size_bytes", "n", "overlap_s", "trailing_s"]  # rows in one order, run after run
+    measured = frame.group_by(keys, maintain_order=True).agg(pl.col("time_s").median().alias("measured_s")).sort(keys)
     preds = [predict(row, ranks, platform) for row in measured.iter_rows(named=True)]
     table = measured.with_columns(pl.Series("predicted_s", preds)).with_columns(
         ((pl.col("predicted_s") / pl.col("measured_s") - 1) * 100).alias("error_pct"))
