@@ -199,6 +199,9 @@ fn simulate<'py>(
     }
     out.set_item("wall_s", r.wall_s)?;
     out.set_item("peak_memory_bytes", r.peak_bytes)?;
+    if let Some(e) = r.estimated_bytes {
+        out.set_item("estimated_memory_bytes", e)?;
+    }
     let derived = PyDict::new(py);
     for (k, v) in &r.derived {
         derived.set_item(k, v)?;
@@ -222,6 +225,39 @@ fn simulate<'py>(
         tl.set_item("truncated", truncated)?;
         out.set_item("timeline", tl)?;
     }
+    Ok(out)
+}
+
+/// What a scenario (the checked document, as JSON) is estimated to need
+/// before it runs, without running it: ranks (0 for a GOAL file, known once
+/// read), estimated_memory_bytes, max_memory_bytes and limit (what the
+/// limit is; both None where no limit is known), and refused: the message
+/// the run would be refused with, or None.
+#[pyfunction]
+#[pyo3(signature = (doc_json, timeline_spans=0, explain=false))]
+fn estimate_memory<'py>(py: Python<'py>, doc_json: &str, timeline_spans: u64, explain: bool) -> PyResult<Bound<'py, PyDict>> {
+    let mut cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
+    cfg.timeline_spans = timeline_spans;
+    cfg.explain |= explain;
+    let out = PyDict::new(py);
+    let refused = match sim::estimate(&cfg) {
+        Ok(e) => {
+            out.set_item("ranks", e.ranks)?;
+            out.set_item("estimated_memory_bytes", e.bytes)?;
+            sim::check_memory(e.bytes, cfg.max_memory_bytes).err()
+        }
+        // a skeleton's or app's calibration run that would not fit
+        Err(e @ SimError::MemoryLimit(_)) => Some(e),
+        Err(e) => return Err(sim_err(e)),
+    };
+    if !out.contains("ranks")? {
+        out.set_item("ranks", py.None())?;
+        out.set_item("estimated_memory_bytes", py.None())?;
+    }
+    let limit = sim::memory_limit(cfg.max_memory_bytes);
+    out.set_item("max_memory_bytes", limit.map(|l| l.0))?;
+    out.set_item("limit", limit.map(|l| l.1))?;
+    out.set_item("refused", refused.map(|e| e.to_string()))?;
     Ok(out)
 }
 
@@ -479,6 +515,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioRuleError", m.py().get_type::<ScenarioRuleError>())?;
     m.add("MAX_INPUT_PS", crate::time::MAX_INPUT)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;

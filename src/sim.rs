@@ -107,6 +107,8 @@ pub struct RunResult {
     pub wall_s: f64,
     /// Peak heap bytes allocated by the engine during the run.
     pub peak_bytes: usize,
+    /// The peak the run was estimated to need, and checked against, before it allocated.
+    pub estimated_bytes: Option<u128>,
     /// Quantities the workload derived (e.g. a skeleton's computation time), in seconds.
     pub derived: Vec<(String, f64)>,
     /// The captured timeline, if asked for, and whether it hit its limit.
@@ -143,15 +145,18 @@ fn size(bytes: u128) -> String {
     }
 }
 
+/// The limit runs are checked against, and what it is: the configured one,
+/// or 80% of the available memory (None where that is not known).
+pub fn memory_limit(limit: Option<u64>) -> Option<(u128, &'static str)> {
+    match limit {
+        Some(l) => Some((l as u128, "the configured max_memory_bytes")),
+        None => available_memory().map(|a| (a as u128 * 8 / 10, "80% of available memory")),
+    }
+}
+
 /// Refuses a run whose estimated footprint exceeds the limit, before allocating.
 pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> {
-    let (limit, what) = match limit {
-        Some(l) => (l as u128, "the configured max_memory_bytes"),
-        None => match available_memory() {
-            Some(a) => (a as u128 * 8 / 10, "80% of available memory"),
-            None => return Ok(()),
-        },
-    };
+    let Some((limit, what)) = memory_limit(limit) else { return Ok(()) };
     if estimate > limit {
         return Err(SimError::MemoryLimit(format!(
             "this run needs about {}, more than {what} ({}); reduce ranks or iterations, or disable timer recording",
@@ -162,21 +167,157 @@ pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> 
     Ok(())
 }
 
-/// Engine bytes per rank besides the program: clocks and match lists (32),
-/// about one queued event (40) and one match entry (24) at peak, the
-/// finish time (8) and the noise cache (12).
-const ENGINE_BYTES_PER_RANK: u128 = 32 + 40 + 24 + 8 + 12;
+/// Engine bytes per rank whatever the workload: the clocks and match lists
+/// of one CPU and one NIC (32) and the finish times the run returns (8).
+const ENGINE_BYTES_PER_RANK: u128 = 32 + 8;
 
-/// The engine's bytes per rank with the platform's per-node and per-socket tables.
+/// The engine's fixed bytes per rank with the platform's per-node and per-socket tables.
 fn engine_bytes_per_rank(cfg: &Config) -> u128 {
-    // each NIC port beyond the first adds a send and a receive clock
+    // each NIC port beyond the first adds a send and a receive clock; a
+    // progress thread a CPU clock
     let ports = 16 * (cfg.network.nic_ports.max(1) as u128 - 1);
-    ENGINE_BYTES_PER_RANK + ports + crate::engine::Fabric::bytes_per_rank_bound(&cfg.network)
+    let cpus = if cfg.async_progress { 8 } else { 0 };
+    // one periodic or Poisson source is cached: 12 bytes per rank
+    let noise = if cfg.noise.is_empty() { 0 } else { 12 };
+    ENGINE_BYTES_PER_RANK + ports + cpus + noise + crate::engine::Fabric::bytes_per_rank_bound(&cfg.network)
 }
+
+/// The event queue's bytes whatever the ranks: its ring of 4,096 windows.
+const QUEUE_FIXED_BYTES: u128 = 56 << 10;
 
 /// The engine's bytes for `ranks` ranks, with what does not grow with them.
 fn engine_bytes(cfg: &Config, ranks: u128) -> u128 {
-    ranks * engine_bytes_per_rank(cfg) + crate::engine::Fabric::fixed_bytes(&cfg.network)
+    ranks * engine_bytes_per_rank(cfg) + QUEUE_FIXED_BYTES + crate::engine::Fabric::fixed_bytes(&cfg.network)
+}
+
+/// Bytes per rank the event queue and the match lists hold at their peak
+/// (with the spare capacity of their growth), and what a workload keeps per
+/// rank beside its program state (partner tables). This depends on how
+/// many messages and computations a rank has outstanding at once, which
+/// the workload's shape gives: measured for each workload kind at 256 Ki
+/// and 1 Mi ranks (tests/test_memory_estimate.py) and set a little above.
+pub fn in_flight_bytes_per_rank(workload: &WorkloadSpec) -> u128 {
+    use crate::workloads::{ChebMode, CollectiveMode, KernelOp, SpmvMode};
+    // messages a rank sends in one exchange, to partners at the given distances
+    let halo = |distances: usize| 2 * distances as u128;
+    match workload {
+        // a rank's small messages are all in flight at once (64 bytes each: an
+        // event and a posted receive); large ones take turns on the NIC
+        WorkloadSpec::Bsp(w) => 8 + if w.message_bytes <= 256 { 64 } else { 40 } * halo(w.distances.len()),
+        // long sweeps: their completions wait beyond the queue's ring, in a heap that grows by doubling
+        WorkloadSpec::StreamTriad(w) => 140 + 16 * halo(w.max_distance as usize),
+        // (whatever the hiding: testing for messages keeps no more in flight than waiting)
+        WorkloadSpec::FemMatvec(w) => 156 + 12 * halo(w.distances.len()),
+        WorkloadSpec::Krylov(w) => 80 + 20 * (w.stencil as u128 - 1),
+        WorkloadSpec::KrylovKernel(w) => match w.kernel {
+            KernelOp::Allreduce => 80,
+            KernelOp::Halo => 60 + 24 * (w.stencil as u128 - 1),
+        },
+        WorkloadSpec::Chebfd(w) => match w.mode {
+            ChebMode::NonSplit => 170,
+            ChebMode::SplitWait | ChebMode::Pipeline => 180,
+        },
+        WorkloadSpec::Spmv(w) => match w.mode {
+            SpmvMode::NonSplit | SpmvMode::SplitWait => 290,
+        },
+        WorkloadSpec::Collective(w) => match w.mode {
+            CollectiveMode::Nonblocking => 72,
+            CollectiveMode::Blocking | CollectiveMode::Ideal => 48,
+        },
+        WorkloadSpec::Skeleton(_) => 80,
+        WorkloadSpec::App(w) => {
+            // neighbours: 2 of a slab, 6 faces or all 26 of a 3-D block
+            let neighbours = w.profile().map_or(26, |p| match (p.dims, p.all_neighbours) {
+                (1, _) => 2,
+                (_, false) => 6,
+                (_, true) => 26,
+            });
+            85 + 25 * neighbours
+        }
+        WorkloadSpec::Dense2d(_) => 8,
+        // one queued event (40) and one match entry (24)
+        WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => 64,
+    }
+}
+
+/// What a run is estimated to need before it allocates, and against what it is checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub ranks: u32,
+    /// Peak heap bytes of the run (engine, program, timers, results).
+    pub bytes: u128,
+}
+
+/// Estimates the peak memory of a generated workload.
+struct EstimateStream<'a> {
+    cfg: &'a Config,
+}
+
+impl WorkloadVisitor for EstimateStream<'_> {
+    type Out = Estimate;
+    fn visit<W: Workload + Clone>(self, w: W) -> Self::Out {
+        Estimate { ranks: w.num_ranks(), bytes: stream_bytes(&w, self.cfg) }
+    }
+}
+
+/// A generated workload's estimated peak bytes: the engine, the program,
+/// the timers (and one timer's matrix more while they are handed over), a
+/// critical path and a timeline if asked for.
+fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
+    let (p, iters) = (w.num_ranks(), w.iterations());
+    let waits = cfg.record_timers && cfg.explain;
+    let matrix = p as u128 * iters as u128 * std::mem::size_of::<Time>() as u128;
+    let timers = w.timer_names().len() + usize::from(waits);
+    // handing the timers over copies one matrix, where there are several
+    let handover = if timers > 1 { matrix } else { 0 };
+    let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(w.timer_names().len(), p, iters) + handover } else { 0 }
+        + if waits { Recorder::wait_bytes_needed(p, iters) } else { 0 };
+    let program_bytes = p as u128 * StreamProgram::<W>::state_bytes_per_rank(w) as u128;
+    let dynamic = p as u128 * in_flight_bytes_per_rank(&cfg.workload);
+    let explain = if cfg.explain { p as u128 * crate::engine::explain_bytes_per_rank() } else { 0 };
+    let spans = cfg.timeline_spans.max(cfg.computation_spans) as u128 * crate::engine::timeline::Timeline::SPAN_BYTES;
+    engine_bytes(cfg, p as u128) + program_bytes + timer_bytes + dynamic + explain + spans
+}
+
+/// The estimate the run is checked against before it allocates (a GOAL
+/// file or trace is opened, not loaded). None for a skeleton or app whose
+/// program comes from a calibration run that did not fit.
+pub fn estimate(cfg: &Config) -> Result<Estimate, SimError> {
+    match &cfg.workload {
+        WorkloadSpec::Goal { path } => {
+            let size = goal_file_size(path)?;
+            // the ranks are known once the file is read
+            Ok(Estimate { ranks: 0, bytes: goal_bytes(cfg, size) })
+        }
+        WorkloadSpec::Trace(spec) => {
+            let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
+            let ranks = crate::trace::simulated_ranks(spec, &t)?;
+            let cfg = &*mapped(cfg, ranks)?;
+            Ok(Estimate { ranks, bytes: trace_bytes(spec, &t, ranks, cfg) })
+        }
+        generated => {
+            if let WorkloadSpec::Skeleton(Skeleton { ranks, .. }) | WorkloadSpec::App(App { ranks, .. }) = generated {
+                check_memory(calibration_bytes(cfg, *ranks), cfg.max_memory_bytes)?;
+            }
+            let (e, _) = generated.visit(&cfg.network, EstimateStream { cfg })?.expect("a generated workload");
+            Ok(e)
+        }
+    }
+}
+
+/// A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
+fn goal_bytes(cfg: &Config, size: u64) -> u128 {
+    size as u128 * 4 + crate::engine::Fabric::fixed_bytes(&cfg.network)
+}
+
+fn trace_bytes(spec: &crate::trace::TraceSpec, t: &crate::trace::Opened, ranks: u32, cfg: &Config) -> u128 {
+    engine_bytes(cfg, ranks as u128) + ranks as u128 * in_flight_bytes_per_rank(&cfg.workload) + crate::trace::bytes_needed(spec, t, ranks)
+}
+
+/// A skeleton or app first runs its collective once on every rank (to
+/// calibrate): that run must fit as well (its program state well within 128 B/rank).
+fn calibration_bytes(cfg: &Config, ranks: u32) -> u128 {
+    engine_bytes(cfg, ranks as u128) + ranks as u128 * (128 + in_flight_bytes_per_rank(&WorkloadSpec::Collective(Default::default())))
 }
 
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
@@ -281,20 +422,26 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
     match &cfg.workload {
         WorkloadSpec::Goal { path } => {
             let size = goal_file_size(path)?;
-            // A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
-            check_memory(size as u128 * 4 + crate::engine::Fabric::fixed_bytes(&cfg.network), cfg.max_memory_bytes)?;
+            check_memory(goal_bytes(cfg, size), cfg.max_memory_bytes)?;
             let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
             let cfg = &*mapped(cfg, sched.num_ranks)?;
+            // the engine's share, once the file gives the ranks
+            let estimated = goal_bytes(cfg, size)
+                + engine_bytes(cfg, sched.num_ranks as u128)
+                + sched.num_ranks as u128 * in_flight_bytes_per_rank(&cfg.workload);
+            check_memory(estimated, cfg.max_memory_bytes)?;
             let noise = Noise::new(&cfg.noise, cfg.seed, sched.num_ranks)?;
             let program = GoalProgram::from_schedule(sched);
-            run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(r, _)| r)
+            run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(mut r, _)| {
+                r.estimated_bytes = Some(estimated);
+                r
+            })
         }
         WorkloadSpec::Trace(spec) => run_trace(spec, cfg, progress),
         generated => {
             if let WorkloadSpec::Skeleton(Skeleton { ranks, .. }) | WorkloadSpec::App(App { ranks, .. }) = generated {
-                // they first run their collective once on every rank (to calibrate), before the
-                // run's own check: that run must fit as well (its program state well within 128 B/rank)
-                check_memory(engine_bytes(cfg, *ranks as u128) + *ranks as u128 * 128, cfg.max_memory_bytes)?;
+                // the calibration run comes before the run's own check
+                check_memory(calibration_bytes(cfg, *ranks), cfg.max_memory_bytes)?;
             }
             let visitor = RunStream { cfg, progress: progress.take() };
             let (result, derived) = generated.visit(&cfg.network, visitor)?.expect("a generated workload");
@@ -315,7 +462,8 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
         cfg.to_mut().computation_spans = records + ranks as u64;
     }
     let cfg = &*cfg;
-    check_memory(engine_bytes(cfg, ranks as u128) + crate::trace::bytes_needed(spec, &t, ranks), cfg.max_memory_bytes)?;
+    let estimated = trace_bytes(spec, &t, ranks, cfg);
+    check_memory(estimated, cfg.max_memory_bytes)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, ranks)?;
     let extrapolated = crate::trace::extrapolates(spec, &t);
     let (mut r, replay) = match crate::trace::program(spec, &t)? {
@@ -332,6 +480,7 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
         report.by_call = crate::trace::attribute(&replay, &spans, &r.finish_times).map_err(SimError::Invalid)?;
     }
     r.trace_report = Some(report);
+    r.estimated_bytes = Some(estimated);
     Ok(r)
 }
 
@@ -360,22 +509,43 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     let (p, iters) = (w.num_ranks(), w.iterations());
     let names = w.timer_names();
     let waits = cfg.record_timers && cfg.explain;
-    let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(names.len(), p, iters) } else { 0 }
-        + if waits { Recorder::wait_bytes_needed(p, iters) } else { 0 };
-    let program_bytes = p as u128 * StreamProgram::<W>::state_bytes_per_rank(&w) as u128;
-    check_memory(engine_bytes(cfg, p as u128) + program_bytes + timer_bytes, cfg.max_memory_bytes)?;
+    if cfg.explain {
+        check_explain(p, cfg)?;
+    }
+    let estimated = stream_bytes(&w, cfg);
+    check_memory(estimated, cfg.max_memory_bytes).map_err(|e| match e {
+        SimError::MemoryLimit(m) if cfg.explain => SimError::MemoryLimit(format!(
+            "{m} (of it, explaining keeps about {} bytes per rank; run without explain)",
+            crate::engine::explain_bytes_per_rank()
+        )),
+        e => e,
+    })?;
     let noise = Noise::new(&cfg.noise, cfg.seed, p)?; // its cache is in engine_bytes_per_rank
     let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
     // explained: each rank's idle time per iteration, as one more timer
     let recorder = if waits { recorder.tracking_waits() } else { recorder };
     let program = StreamProgram::new(w, recorder).with_async_progress(cfg.async_progress);
-    run_program(program, cfg, noise, progress, |prog: &StreamProgram<W>| {
-        let rec = &prog.recorder;
-        let timers = (0..rec.names().len()).map(|t| rec.seconds(t)).collect();
+    run_program(program, cfg, noise, progress, |prog: &mut StreamProgram<W>| {
+        // converted in place: one timer's matrix is copied at a time
+        let timers = prog.recorder.take_seconds();
         // the workload's iterations, timed or not (P_D subtracts one barrier per iteration)
-        (rec.names().to_vec(), timers, iters)
+        (prog.recorder.names().to_vec(), timers, iters)
     })
-    .map(|(r, _)| r)
+    .map(|(mut r, _)| {
+        r.estimated_bytes = Some(estimated);
+        r
+    })
+}
+
+/// Refuses to explain a run whose critical path alone would not fit.
+fn check_explain(ranks: u32, cfg: &Config) -> Result<(), SimError> {
+    check_memory(ranks as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| match e {
+        SimError::MemoryLimit(m) => SimError::MemoryLimit(format!(
+            "{m} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
+            crate::engine::explain_bytes_per_rank()
+        )),
+        e => e,
+    })
 }
 
 fn run_program<P: Program>(
@@ -383,7 +553,7 @@ fn run_program<P: Program>(
     cfg: &Config,
     noise: Noise,
     progress: Option<Progress>,
-    extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
+    extract: impl FnOnce(&mut P) -> (Vec<String>, Vec<Vec<f64>>, u32),
 ) -> Result<(RunResult, P), SimError> {
     let wall = Instant::now();
     let mut net = cfg.network.clone();
@@ -391,13 +561,7 @@ fn run_program<P: Program>(
         pl.seed = cfg.seed;
     }
     if cfg.explain {
-        check_memory(program.num_ranks() as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| match e {
-            SimError::MemoryLimit(m) => SimError::MemoryLimit(format!(
-                "{m} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
-                crate::engine::explain_bytes_per_rank()
-            )),
-            e => e,
-        })?;
+        check_explain(program.num_ranks(), cfg)?;
         drive(Engine::new_explained(program, net, noise)?, cfg, progress, extract, wall)
     } else {
         drive(Engine::new(program, net, noise)?, cfg, progress, extract, wall)
@@ -409,7 +573,7 @@ fn drive<P: Program, const X: bool>(
     mut engine: Engine<P, X>,
     cfg: &Config,
     mut progress: Option<Progress>,
-    extract: impl Fn(&P) -> (Vec<String>, Vec<Vec<f64>>, u32),
+    extract: impl FnOnce(&mut P) -> (Vec<String>, Vec<Vec<f64>>, u32),
     wall: Instant,
 ) -> Result<(RunResult, P), SimError> {
     if cfg.timeline_spans > 0 {
@@ -441,7 +605,7 @@ fn drive<P: Program, const X: bool>(
     let p = engine.num_ranks();
     let finish_times: Vec<Time> = (0..p).map(|r| engine.finish_time(r)).collect();
     let makespan = finish_times.iter().copied().max().unwrap_or(0);
-    let (timer_names, timers, iterations) = extract(&engine.program);
+    let (timer_names, timers, iterations) = extract(&mut engine.program);
     let timeline = engine.timeline.take().map(|t| (t.spans, t.truncated));
     let mut derived = node_traffic(engine.node_traffic());
     derived.extend(link_traffic(engine.link_traffic()));
@@ -456,6 +620,7 @@ fn drive<P: Program, const X: bool>(
         events: engine.events,
         wall_s,
         peak_bytes: alloc::peak_bytes(),
+        estimated_bytes: None,
         derived,
         timeline,
         trace_report: None,
@@ -520,4 +685,49 @@ pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Res
         }
     }
     Ok(((0..engine.num_ranks()).map(|r| engine.finish_time(r)).collect(), engine.events))
+}
+
+#[cfg(test)]
+mod estimate_tests {
+    use super::*;
+
+    fn config(doc: &str) -> Config {
+        crate::scenario::config_of(doc).expect("a valid scenario")
+    }
+
+    #[test]
+    fn the_run_is_checked_against_the_estimate_it_reports() {
+        let cfg = config(r#"{"workload": {"kind": "bsp", "ranks": 64, "iterations": 3}}"#);
+        let e = estimate(&cfg).unwrap();
+        assert_eq!(e.ranks, 64);
+        let r = run(&cfg, None).unwrap();
+        assert_eq!(r.estimated_bytes, Some(e.bytes));
+        // a limit just below the estimate refuses the run before it allocates
+        let tight = Config { max_memory_bytes: Some(e.bytes as u64 - 1), ..cfg };
+        assert!(matches!(run(&tight, None), Err(SimError::MemoryLimit(_))));
+    }
+
+    #[test]
+    fn the_estimate_grows_with_the_messages_a_rank_keeps_in_flight() {
+        let one = config(r#"{"workload": {"kind": "bsp", "ranks": 1000, "distances": [1]}}"#);
+        let two = config(r#"{"workload": {"kind": "bsp", "ranks": 1000, "distances": [1, 2]}}"#);
+        assert!(in_flight_bytes_per_rank(&two.workload) > in_flight_bytes_per_rank(&one.workload));
+        assert!(estimate(&two).unwrap().bytes > estimate(&one).unwrap().bytes);
+    }
+
+    #[test]
+    fn timers_are_handed_over_as_they_read() {
+        let mut rec = Recorder::new(vec!["a".into(), "b".into(), "c".into()], 3, 2);
+        rec.start(0, 1, 0, 5);
+        rec.stop(0, 1, 0, 1_000_005);
+        rec.start(2, 2, 1, 0);
+        rec.stop(2, 2, 1, 7);
+        let want: Vec<Vec<f64>> = (0..3).map(|t| rec.seconds(t)).collect();
+        let got = rec.take_seconds();
+        assert_eq!(got.len(), 3);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.len(), 6);
+            assert!(g.iter().zip(w).all(|(a, b)| a == b || a.is_nan() && b.is_nan()));
+        }
+    }
 }

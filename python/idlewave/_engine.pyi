@@ -19,8 +19,12 @@ class ScenarioRuleError(ValueError):
 def simulate(doc_json: str, progress: Callable[..., bool] | None = None, timeline_spans: int = 0,
              explain: bool = False, progress_done: bool = False) -> dict[str, Any]:
     """Runs one checked scenario document (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
-    ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, derived, and
+    ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, estimated_memory_bytes, derived, and
     timeline / trace_report when produced."""
+
+def estimate_memory(doc_json: str, timeline_spans: int = 0, explain: bool = False) -> dict[str, Any]:
+    """What a checked scenario document is estimated to need, without running it; keys: ranks,
+    estimated_memory_bytes, max_memory_bytes, limit (what the limit is), refused (the refusal's message or None)."""
 
 def loggopsim(
     path: str,

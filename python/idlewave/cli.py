@@ -84,6 +84,8 @@ def simulate(
     timeline: bool = typer.Option(False, "--timeline", help="Also write timeline.json (Perfetto) and timeline.png into --out."),
     explain_run: bool = typer.Option(False, "--explain",
                                      help="Keep the critical path: the makespan by cause and its derivatives (explain.json)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the memory the run is estimated to need (per rank and in "
+                                 "all), the limit and whether it would be refused; simulate nothing."),
 ):
     """Run one scenario."""
     from idlewave.simulation import simulate as run_scenario
@@ -111,6 +113,9 @@ def simulate(
         fail("give a scenario file (or --list to see the workloads)")
     if seed is not None and seed < 0:
         fail("--seed must be a non-negative integer")
+    if dry_run:  # nothing is run or written (--timeline and --explain add to the estimate)
+        show_estimate(scenario, as_json, timeline, explain_run)
+        return
     if timeline and out_dir is None:
         fail("--timeline writes into the --out directory; give --out")
     if out_dir is not None and (why := unreplaceable(out_dir)) is not None:
@@ -146,6 +151,39 @@ def simulate(
                   "(timeline.json covers its start)", highlight=False)
 
 
+def show_estimate(scenario: Path, as_json: bool, timeline: bool, explain_run: bool) -> None:
+    """`simulate --dry-run`: the memory estimate the run is checked against, and the verdict."""
+    from idlewave.simulation import estimate_memory
+
+    try:
+        e = estimate_memory(scenario, timeline=timeline, explain=explain_run)
+    except FileNotFoundError as ex:
+        fail(f"{ex.filename}: no such file")
+    except (ScenarioError, _engine.SimulationError) as ex:
+        fail(str(ex))
+    if as_json:
+        print(json.dumps(e, indent=2))
+        return
+    t = Table(show_header=False, box=None)
+
+    def size(b: int) -> str:
+        return f"{b / 2**20:,.1f} MiB" if b >= 2**20 else f"{b / 2**10:,.1f} KiB"
+
+    if e["ranks"]:
+        t.add_row("ranks", f"{e['ranks']:,}")
+    if e["estimated_memory_bytes"] is not None:
+        per_rank = f" ({e['bytes_per_rank']:,.0f} bytes per rank)" if e["bytes_per_rank"] is not None else ""
+        t.add_row("estimated memory", f"{size(e['estimated_memory_bytes'])}{per_rank}")
+    if e["max_memory_bytes"] is not None:
+        t.add_row("limit", f"{size(e['max_memory_bytes'])} ({e['limit']})")
+    else:
+        t.add_row("limit", "none known (available memory unknown)")
+    t.add_row("verdict", "refused" if e["refused"] else "fits: it would run")
+    out.print(t)
+    if e["refused"]:
+        err.print(f"[yellow]would be refused:[/] {escape(e['refused'])}", highlight=False)
+
+
 def show_summary(s: dict, out_dir: Path | None) -> None:
     t = Table(show_header=False, box=None)
     t.add_row("ranks × iterations", f"{s['ranks']:,} × {s['iterations']:,}")
@@ -154,7 +192,8 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
         it = s["iteration_s"]
         t.add_row("iteration time", f"mean {it['mean']:.6g} s, p95 {it['p95']:.6g} s, max {it['max']:.6g} s")
     t.add_row("events", f"{s['events']:,} in {s['wall_s']:.3f} s ({(s['events_per_s'] or 0) / 1e6:.2f} M/s)")
-    t.add_row("peak engine memory", f"{s['peak_memory_bytes'] / 2**20:.1f} MiB")
+    estimated = f" (estimated {s['estimated_memory_bytes'] / 2**20:.1f} MiB)" if s.get("estimated_memory_bytes") else ""
+    t.add_row("peak engine memory", f"{s['peak_memory_bytes'] / 2**20:.1f} MiB{estimated}")
     out.print(t)
     if out_dir is not None:  # a line of its own: a table cell would cut a long path
         out.print(f"results: {out_dir}", markup=False, highlight=False, soft_wrap=True)

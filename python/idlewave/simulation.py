@@ -165,6 +165,31 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     return result
 
 
+def estimate_memory(scenario: str | Path | dict, *, timeline: bool = False, explain: bool = False) -> dict:
+    """What a run of the scenario is estimated to need, without running it
+    (the estimate `simulate` checks before it allocates): ``ranks``,
+    ``estimated_memory_bytes`` and ``bytes_per_rank`` (None for a GOAL file,
+    whose ranks are known once it is read), ``max_memory_bytes`` and
+    ``limit`` (what that limit is; None where none is known), and
+    ``refused``: the message the run would be refused with, or None."""
+    if isinstance(scenario, (str, Path)):
+        source, scn = str(scenario), load_scenario(scenario)
+    else:
+        source, scn = "<scenario>", validate(dict(scenario))
+    spans = 0
+    if timeline:
+        from idlewave.timeline import DEFAULT_SPANS
+
+        spans = DEFAULT_SPANS
+    with engine_errors(source):
+        e = dict(_engine.estimate_memory(json.dumps(scn), spans, explain))
+    if e["ranks"] == 0:  # a GOAL file: estimated from its size, its ranks known once it is read
+        e["ranks"] = None
+    total, ranks = e["estimated_memory_bytes"], e["ranks"]
+    e["bytes_per_rank"] = total / ranks if total is not None and ranks else None
+    return e
+
+
 def spmv_partners(scenario: str | Path | dict) -> str:
     """The partner file of a banded ``spmv`` scenario (rows, bandwidth): each
     rank's partners with the x elements sent and received, and its local and
@@ -202,6 +227,8 @@ def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
         "wall_s": wall,
         "events_per_s": raw["events"] / wall if wall > 0 else None,
         "peak_memory_bytes": raw["peak_memory_bytes"],
+        # what the run was estimated to need, and checked against, before it allocated
+        **({"estimated_memory_bytes": raw["estimated_memory_bytes"]} if "estimated_memory_bytes" in raw else {}),
         "engine_version": _engine.__version__,
         **raw["derived"],
     }

@@ -142,6 +142,26 @@ impl Recorder {
         self.data[timer * n..(timer + 1) * n].iter().map(|&v| if v == UNSET { f64::NAN } else { to_seconds(v) }).collect()
     }
 
+    /// Every timer in seconds (NaN where unset), as `seconds` gives them,
+    /// taking the matrices: converted in place, so handing them over copies
+    /// one timer's matrix at a time, not all of them.
+    pub fn take_seconds(&mut self) -> Vec<Vec<f64>> {
+        let n = self.ranks * self.iterations;
+        let mut data = std::mem::take(&mut self.data);
+        let convert = |v: Vec<Time>| -> Vec<f64> { v.into_iter().map(|v| if v == UNSET { f64::NAN } else { to_seconds(v) }).collect() };
+        let mut out = Vec::with_capacity(self.names.len());
+        for t in (1..self.names.len()).rev() {
+            let tail = data.split_off(t * n);
+            data.shrink_to_fit();
+            out.push(convert(tail));
+        }
+        if !self.names.is_empty() {
+            out.push(convert(data));
+        }
+        out.reverse();
+        out
+    }
+
     /// Raw picosecond durations of one timer (for exact comparisons).
     pub fn picos(&self, timer: usize) -> &[Time] {
         let n = self.ranks * self.iterations;

@@ -17,7 +17,7 @@ pub use bsp::{Bsp, StreamTriad};
 pub use chebfd::{table7 as chebfd_table7, ChebFd, ChebMode};
 pub use collective::{CollectiveLoop, CollectiveMode, Communicator};
 pub use dense2d::{Dense2d, Kernel as DenseKernel};
-pub use krylov::{Krylov, KrylovKernel, Method as KrylovMethod};
+pub use krylov::{KernelOp, Krylov, KrylovKernel, Method as KrylovMethod};
 pub use matvec::{next_alpha as matvec_next_alpha, FemMatvec, Hiding};
 pub use script::{Script, ScriptState};
 pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};
