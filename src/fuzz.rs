@@ -176,6 +176,337 @@ proptest! {
     }
 }
 
+/// One record of a near-valid trace: any op of the table (and a few no
+/// table has), peers around the run's ranks, communicators that exist or
+/// not, a handful of request ids (so waits meet posts, or do not), sizes and
+/// times at the edges, sometimes a payload.
+fn trace_record() -> impl Strategy<Value = (crate::trace::format::Record, Vec<u64>)> {
+    use crate::trace::format::{all_ops, Record};
+    let mut codes: Vec<u16> = all_ops().into_iter().map(|(c, _)| c).collect();
+    codes.extend([0, 23, 31, 54, 118, 131, 254]);
+    let op = prop::sample::select(codes);
+    let peer = prop_oneof![4 => -3i32..6, 1 => Just(i32::MIN), 1 => Just(i32::MAX)];
+    let comm = prop_oneof![4 => 0u32..4, 1 => Just(u32::MAX)];
+    let bytes = prop_oneof![4 => 0u64..10_000, 1 => Just(crate::engine::MAX_MESSAGE_BYTES - 1), 1 => Just(u64::MAX), 1 => Just(1u64 << 40)];
+    let flags = prop_oneof![3 => Just(0u16), 1 => 0u16..0x200, 1 => any::<u16>()];
+    let time = prop_oneof![8 => 0.0f64..1e-3, 1 => Just(-1.0), 1 => Just(1e300), 1 => Just(f64::NAN)];
+    let value = prop_oneof![4 => 0u64..8, 1 => Just(u64::MAX), 1 => Just(u64::MAX - 1), 1 => Just(1u64 << 50)];
+    let payload = prop_oneof![3 => Just(Vec::new()), 2 => prop::collection::vec(value, 0..14)];
+    (op, flags, comm, peer, -2i32..5, bytes, 0u64..7, time, 0.0f64..1e-4, payload).prop_map(
+        |(op, flags, comm, peer, tag, bytes, req, t0, took, payload)| {
+            (Record { op, flags, comm, peer, tag, bytes, req, t0, t1: t0 + took }, payload)
+        },
+    )
+}
+
+/// How a fuzzed trace is broken after it is written.
+#[derive(Debug, Clone)]
+enum Damage {
+    None,
+    /// The file cut at this fraction of its length.
+    Truncate(f64),
+    /// (offset, byte) written over the file.
+    Flip(Vec<(usize, u8)>),
+    /// The file replaced by these bytes, behind a valid magic or not.
+    Bytes(bool, Vec<u8>),
+}
+
+fn damage() -> impl Strategy<Value = Damage> {
+    prop_oneof![
+        4 => Just(Damage::None),
+        1 => (0.0f64..1.0).prop_map(Damage::Truncate),
+        1 => prop::collection::vec((0usize..4096, any::<u8>()), 1..6).prop_map(Damage::Flip),
+        1 => (any::<bool>(), prop::collection::vec(any::<u8>(), 0..300)).prop_map(|(m, b)| Damage::Bytes(m, b)),
+    ]
+}
+
+/// A trace of 1 to 3 ranks: per rank init, random records (times made to
+/// advance unless a record's own are odd), finalize; then one rank's file
+/// damaged. Returns the directory.
+fn write_fuzzed_trace(name: &str, ranks: &[Vec<(crate::trace::format::Record, Vec<u64>)>], hit: usize, how: &Damage) -> std::path::PathBuf {
+    use crate::trace::format::{op, Footer, Record, Writer, MAGIC};
+    let dir = std::env::temp_dir().join(format!("idlewave-fuzz-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = ranks.len() as i32;
+    for (r, recs) in ranks.iter().enumerate() {
+        let path = dir.join(format!("rank-{r}.iwt"));
+        let mut w = Writer::create(&path, r as i32, n).unwrap();
+        let mut t = 0.0;
+        w.record(&Record { op: op::INIT, peer: -1, ..Default::default() }, &[]).unwrap();
+        for (x, payload) in recs {
+            let mut x = *x;
+            if (0.0..1.0).contains(&x.t0) {
+                let took = x.t1 - x.t0;
+                (x.t0, x.t1) = (t + x.t0, t + x.t0 + took);
+                t = x.t1;
+            }
+            w.record(&x, payload).unwrap();
+        }
+        w.record(&Record { op: op::FINALIZE, peer: -1, t0: t, t1: t, ..Default::default() }, &[]).unwrap();
+        w.finish(&Footer { library: "Open MPI v5.0.0".into(), functions: vec![("MPI_Win_fence".into(), 1, 0.1)], tracer_s: None }).unwrap();
+    }
+    let file = dir.join(format!("rank-{}.iwt", hit % ranks.len()));
+    let mut bytes = std::fs::read(&file).unwrap();
+    match how {
+        Damage::None => {}
+        Damage::Truncate(f) => bytes.truncate((bytes.len() as f64 * f) as usize),
+        Damage::Flip(flips) => {
+            for &(at, b) in flips {
+                let n = bytes.len();
+                bytes[at % n] = b;
+            }
+        }
+        Damage::Bytes(magic, b) => {
+            bytes = if *magic { MAGIC.to_vec() } else { Vec::new() };
+            bytes.extend_from_slice(b);
+        }
+    }
+    std::fs::write(&file, bytes).unwrap();
+    dir
+}
+
+/// Everything that reads a trace, on `dir`: the replay (as traced, with the
+/// time by call, extrapolated periodically and on a grid), the GOAL export,
+/// the grid finder. Each gives an answer or an error.
+fn read_every_way(dir: &std::path::Path) {
+    let base = crate::trace::TraceSpec {
+        dir: dir.display().to_string(),
+        algorithms: vec![],
+        compute_scale: 1.0,
+        scale_to: None,
+        grid: None,
+        strong: false,
+        by_call: false,
+        library: None,
+    };
+    let traced = crate::trace::format::rank_files(dir).map_or(1, |f| f.len() as u32);
+    let specs = [
+        base.clone(),
+        crate::trace::TraceSpec { by_call: true, ..base.clone() },
+        crate::trace::TraceSpec { scale_to: Some(2 * traced), ..base.clone() },
+        crate::trace::TraceSpec { grid: Some("2x2".into()), ..base.clone() },
+    ];
+    for spec in specs {
+        let _ = crate::trace::export_goal(&spec, &mut std::io::sink());
+        let cfg = Config { workload: sim::WorkloadSpec::Trace(spec), timeline_spans: 10_000, ..crate::bench::config("bcast_1m").unwrap() };
+        run_briefly(cfg);
+    }
+    let _ = crate::trace::grid_of(dir);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Near-valid traces (every op, peers, communicators, requests, sizes
+    /// and times at the edges, payloads), some damaged after writing: the
+    /// reader, the replay and the export answer or refuse, never panic or hang.
+    #[test]
+    fn fuzz_traces_are_replayed_or_refused(
+        ranks in prop::collection::vec(prop::collection::vec(trace_record(), 0..24), 1..4),
+        hit in 0usize..4,
+        how in damage(),
+    ) {
+        let dir = write_fuzzed_trace("records", &ranks, hit, &how);
+        read_every_way(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Traces of programs that make sense (every rank runs the same steps:
+    /// ring exchanges, persistent requests, collectives on the world and on
+    /// a communicator made for them, nonblocking collectives, polls, calls
+    /// not modelled), then one field of one record set to an edge value and
+    /// sometimes the file damaged: replayed or refused, never a panic.
+    #[test]
+    fn fuzz_plausible_programs_are_replayed_or_refused(
+        steps in prop::collection::vec((0u8..12, 1u64..3000), 0..16),
+        ranks in 1usize..5,
+        mutation in prop::option::of((0usize..400, 0u8..8, prop_oneof![Just(-3i64), Just(-1), Just(0), Just(1), Just(7), Just(i64::MAX), Just(u32::MAX as i64)])),
+        hit in 0usize..4,
+        how in damage(),
+    ) {
+        let mut per_rank: Vec<_> = (0..ranks as i32).map(|r| plausible_program(r, ranks as i32, &steps)).collect();
+        if let Some((at, field, v)) = mutation {
+            let recs = &mut per_rank[hit % ranks];
+            if !recs.is_empty() {
+                let n = recs.len();
+                let x = &mut recs[at % n].0;
+                match field {
+                    0 => x.op = v as u16,
+                    1 => x.flags = v as u16,
+                    2 => x.comm = v as u32,
+                    3 => x.peer = v as i32,
+                    4 => x.tag = v as i32,
+                    5 => x.bytes = v as u64,
+                    6 => x.req = v as u64,
+                    _ => x.t1 = x.t0 + v as f64 * 1e-3,
+                }
+            }
+        }
+        let dir = write_fuzzed_trace("programs", &per_rank, hit, &how);
+        read_every_way(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A halo exchange on a Cartesian grid (the template the grid
+    /// extrapolation compiles per class), with a few words of one rank's
+    /// file overwritten by edge values: extrapolated, replayed and exported,
+    /// or refused.
+    #[test]
+    fn fuzz_grid_traces_extrapolate_or_refuse(
+        periodic in any::<bool>(),
+        words in prop::collection::vec((0usize..200, prop_oneof![Just(0u64), Just(1), Just(2), Just(u64::MAX), Just(u32::MAX as u64), Just(1u64 << 31), Just(0x8000), 0u64..16]), 0..4),
+        half in any::<bool>(),
+        hit in 0usize..4,
+    ) {
+        let dir = std::env::temp_dir().join(format!("idlewave-fuzz-grid-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::trace::write_synthetic_cart(&dir, &[2, 2], &[periodic, false], 2).unwrap();
+        let file = dir.join(format!("rank-{hit}.iwt"));
+        let mut bytes = std::fs::read(&file).unwrap();
+        for (w, v) in words {
+            // a u32 or u64 field of a record, or of a payload, past the header
+            let at = 64 + 4 * w;
+            let b = if half { (v as u32).to_le_bytes().to_vec() } else { v.to_le_bytes().to_vec() };
+            if at + b.len() <= bytes.len() {
+                bytes[at..at + b.len()].copy_from_slice(&b);
+            }
+        }
+        std::fs::write(&file, bytes).unwrap();
+        read_every_way(&dir);
+        for spec in [("4x4", None), ("2x2", Some(8)), ("4x2", None)] {
+            let spec = crate::trace::TraceSpec {
+                dir: dir.display().to_string(), algorithms: vec![], compute_scale: 1.0, scale_to: spec.1, grid: Some(spec.0.into()),
+                strong: spec.1.is_none(), by_call: false, library: None,
+            };
+            let _ = crate::trace::export_goal(&spec, &mut std::io::sink());
+            let cfg = Config { workload: sim::WorkloadSpec::Trace(spec), ..crate::bench::config("bcast_1m").unwrap() };
+            run_briefly(cfg);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Traces the trace fuzzers found panicking: each is replayed or refused now.
+#[test]
+fn found_trace_cases_are_refused() {
+    use crate::trace::format::{op, Coll, Record};
+    // a Cartesian payload whose ndims, doubled, wraps around to its length (1 + 2 × (2^63 + 2) = 5)
+    let cart = Record { op: op::COMM_NEW, peer: 1, tag: 7, ..Default::default() };
+    let wraps = [(1u64 << 63) + 2, 2, 2, 0, 0];
+    assert!(matches!(crate::trace::grid::from_cart_create(&cart, &wraps, 4), Some(Err(_))));
+    // and a neighbourhood payload whose counts do
+    let nbr = Record { op: op::COLL_BASE + Coll::NeighborAlltoall as u16, peer: -1, ..Default::default() };
+    let wraps = [u64::MAX, 1, 0, 0];
+    assert!(crate::trace::collective::neighbour_round(&wraps).is_err());
+    let mut pairs = Vec::new();
+    crate::trace::grid::pairs_of(0, &nbr, &wraps, &mut pairs);
+    assert!(pairs.is_empty());
+    let dir = std::env::temp_dir().join(format!("idlewave-fuzz-found-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::trace::write_synthetic_cart(&dir, &[2, 2], &[false, false], 2).unwrap();
+    let file = dir.join("rank-0.iwt");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[172..180].copy_from_slice(&(1u64 << 31).to_le_bytes());
+    std::fs::write(&file, bytes).unwrap();
+    read_every_way(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One rank's records of a program every rank runs alike (see
+/// `fuzz_plausible_programs_are_replayed_or_refused`): `steps` are (what, bytes).
+fn plausible_program(r: i32, n: i32, steps: &[(u8, u64)]) -> Vec<(crate::trace::format::Record, Vec<u64>)> {
+    use crate::trace::format::{op, Coll, Record};
+    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    let mut out = Vec::new();
+    let mut next_req = 1u64;
+    let mut req = || {
+        next_req += 1;
+        next_req
+    };
+    let rec = |op: u16, comm: u32, peer: i32, tag: i32, bytes: u64, req: u64| Record {
+        op,
+        comm,
+        peer,
+        tag,
+        bytes,
+        req,
+        t0: 1e-6,
+        t1: 2e-6,
+        ..Default::default()
+    };
+    let mut comms = 0u32;
+    for &(what, bytes) in steps {
+        match what {
+            0 => {
+                let (a, b) = (req(), req());
+                out.push((rec(op::IRECV, 0, left, 1, bytes, a), vec![]));
+                out.push((rec(op::ISEND, 0, right, 1, bytes, b), vec![]));
+                out.push((rec(op::WAIT, 0, left, 1, 0, a), vec![]));
+                out.push((rec(op::WAIT, 0, -1, 0, 0, b), vec![]));
+            }
+            1 => {
+                out.push((rec(op::SENDRECV_SEND, 0, right, 2, bytes, 0), vec![]));
+                out.push((rec(op::SENDRECV_RECV, 0, left, 2, bytes, 0), vec![]));
+            }
+            2 => {
+                let (a, b) = (req(), req());
+                out.push((rec(op::RECV_INIT, 0, left, 3, bytes, a), vec![]));
+                out.push((rec(op::SEND_INIT, 0, right, 3, bytes, b), vec![]));
+                for _ in 0..2 {
+                    out.push((rec(op::START, 0, left, 3, 0, a), vec![]));
+                    out.push((rec(op::START, 0, right, 3, 0, b), vec![]));
+                    out.push((rec(op::WAIT, 0, left, 3, 0, a), vec![]));
+                    out.push((rec(op::WAIT, 0, -1, 0, 0, b), vec![]));
+                }
+                out.push((rec(op::REQUEST_FREE, 0, -1, 0, 0, a), vec![]));
+                out.push((rec(op::REQUEST_FREE, 0, -1, 0, 0, b), vec![]));
+            }
+            3 => out.push((rec(op::COLL_BASE + Coll::Allreduce as u16, comms, -1, 0, bytes, 0), vec![])),
+            4 => out.push((rec(op::COLL_BASE + Coll::Bcast as u16, comms, 0, 0, bytes, 0), vec![])),
+            5 => {
+                let v = vec![bytes; 2 * n as usize];
+                out.push((rec(op::COLL_BASE + Coll::Alltoallv as u16, 0, -1, 0, bytes * n as u64, 0), v));
+            }
+            6 => {
+                let v: Vec<u64> = (0..n).map(|q| bytes + q as u64).collect();
+                out.push((rec(op::COLL_BASE + Coll::Allgatherv as u16, 0, -1, 0, bytes + r as u64, 0), v));
+            }
+            7 => {
+                // a duplicate of the world, then its collectives go there
+                comms += 1;
+                out.push((rec(op::COMM_NEW, 0, comms as i32, 3, 0, 0), vec![]));
+                for m in 0..n {
+                    out.push((rec(op::COMM_MEMBER, comms, m, m, 0, 0), vec![]));
+                }
+            }
+            8 => {
+                let a = req();
+                out.push((rec(op::COLL_BASE + op::NONBLOCKING + Coll::Barrier as u16, 0, -1, 0, 0, a), vec![]));
+                out.push((rec(op::POLL, 0, -1, 0, 5, a), vec![]));
+                out.push((rec(op::WAIT, 0, -1, 0, 0, a), vec![]));
+            }
+            9 => {
+                // neighbours on a ring: [nin, nout, sources, destinations, receive bytes, send bytes]
+                let v = vec![2, 2, left as u64, right as u64, left as u64, right as u64, bytes, bytes, bytes, bytes];
+                out.push((rec(op::COLL_BASE + Coll::NeighborAlltoall as u16, 0, -1, 0, bytes, 0), v));
+            }
+            10 => out.push((rec(op::OTHER, 0, -1, 0, 0, 0), vec![])),
+            _ => {
+                let a = req();
+                out.push((rec(op::OTHER, 0, -1, 0, 0, a), vec![]));
+                out.push((rec(op::WAIT, u32::MAX, -1, 0, 0, a), vec![]));
+                out.push((rec(op::WAIT, u32::MAX, -1, 0, 0, req()), vec![]));
+            }
+        }
+    }
+    out
+}
+
 /// A random GOAL schedule with contention: several ranks, two CPUs and two
 /// NICs, zero-length calcs, eager and rendezvous sends, dependencies.
 fn contended_goal() -> impl Strategy<Value = String> {

@@ -260,10 +260,7 @@ pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, S
 /// neighbours (−2) move nothing.
 pub fn neighbour_round(payload: &[u64]) -> Result<Vec<Msg>, String> {
     let bad = || "neighbourhood collective: payload does not match its neighbour counts".to_string();
-    let (ns, nd) = (*payload.first().ok_or_else(bad)? as usize, *payload.get(1).ok_or_else(bad)? as usize);
-    if payload.len() != 2 + 2 * (ns + nd) {
-        return Err(bad());
-    }
+    let (ns, nd) = super::format::neighbour_counts(payload).ok_or_else(bad)?;
     let srcs = &payload[2..2 + ns];
     let dsts = &payload[2 + ns..2 + ns + nd];
     let rb = &payload[2 + ns + nd..2 + 2 * ns + nd];

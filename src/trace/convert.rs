@@ -730,11 +730,14 @@ impl RankConv {
         if r.peer < 0 || r.peer as u32 >= sh.ranks {
             // (the tracer writes -1 for a process outside the run: spawned, or connected)
             let outside = if r.peer == -1 {
-                " (a process outside the traced run, e.g. made by MPI_Comm_spawn or reached by MPI_Comm_connect:                  a replay cannot model it)"
+                " (a process outside the traced run, e.g. made by MPI_Comm_spawn or reached by MPI_Comm_connect: a replay cannot model it)"
             } else {
                 ""
             };
             return Err(format!("peer {} is not a rank of this {}-rank run{outside}", r.peer, sh.ranks));
+        }
+        if r.tag < 0 && kind == GoalKind::Send {
+            return Err(format!("a send with tag {} (MPI tags are ≥ 0)", r.tag));
         }
         if r.tag < 0 {
             return Err("a receive with MPI_ANY_TAG that the tracer did not resolve".into());
@@ -1021,10 +1024,9 @@ fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload
     if !coll.name().starts_with("neighbor_") || payload.len() < 2 {
         return Ok(());
     }
-    let (ns, nd) = (payload[0] as usize, payload[1] as usize);
-    if payload.len() != 2 + 2 * (ns + nd) {
+    let Some((ns, nd)) = format::neighbour_counts(payload) else {
         return Err("neighbourhood collective: payload does not match its neighbour counts".into());
-    }
+    };
     let (peers, sizes) = payload[2..].split_at_mut(ns + nd);
     for (p, size) in peers.iter_mut().zip(sizes.iter_mut()) {
         if (*p as i64) >= 0 {

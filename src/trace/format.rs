@@ -243,6 +243,22 @@ pub fn all_ops() -> Vec<(u16, String)> {
     codes.into_iter().map(|c| (c, op_name(c))).collect()
 }
 
+/// A neighbourhood collective's payload, `[n_sources, n_destinations,
+/// sources…, destinations…, receive bytes…, send bytes…]`: the two counts,
+/// if its length is what they say.
+pub fn neighbour_counts(payload: &[u64]) -> Option<(usize, usize)> {
+    let (&ns, &nd) = (payload.first()?, payload.get(1)?);
+    let n = ns.checked_add(nd)?;
+    (n.checked_mul(2)?.checked_add(2)? == payload.len() as u64).then_some((ns as usize, nd as usize))
+}
+
+/// A Cartesian communicator's payload, `[ndims, dims…, periods…]`: ndims,
+/// if its length is what it says.
+pub fn cart_dims(payload: &[u64]) -> Option<usize> {
+    let &nd = payload.first()?;
+    (nd.checked_mul(2)?.checked_add(1)? == payload.len() as u64).then_some(nd as usize)
+}
+
 /// One record, decoded.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Record {
@@ -455,6 +471,8 @@ pub struct RecordReader {
     buf: Vec<u8>,
     pos: usize,
     chunk: usize,
+    /// What each record must make sense as (check.rs).
+    check: super::check::Checker,
 }
 
 impl RecordReader {
@@ -469,6 +487,7 @@ impl RecordReader {
             buf: Vec::new(),
             pos: 0,
             chunk: chunk.max(RECORD_BYTES * 4),
+            check: super::check::Checker::new(h.size),
         }
     }
 
@@ -539,6 +558,9 @@ impl RecordReader {
             payload.extend(self.buf[self.pos..self.pos + bytes].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
             self.pos += bytes;
         }
+        self.check
+            .check(self.index, &r, payload)
+            .map_err(|e| format!("{}: record {} ({}): {e}", self.path.display(), self.index, op_name(r.op)))?;
         self.left -= 1;
         self.index += 1;
         Ok(Some(r))

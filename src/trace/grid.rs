@@ -483,13 +483,14 @@ pub fn from_cart_create(r: &Record, payload: &[u64], world: u32) -> Option<Resul
     if r.op != op::COMM_NEW || r.tag != 7 || payload.is_empty() {
         return None;
     }
-    let nd = payload[0] as usize;
-    if payload.len() != 1 + 2 * nd {
+    let Some(nd) = format::cart_dims(payload) else {
         return Some(Err("MPI_Cart_create record with a malformed payload".into()));
-    }
-    let dims: Vec<u32> = payload[1..1 + nd].iter().map(|&d| d as u32).collect();
+    };
+    let Ok(dims) = payload[1..1 + nd].iter().map(|&d| u32::try_from(d)).collect::<Result<Vec<u32>, _>>() else {
+        return Some(Err("MPI_Cart_create record with a dimension of more than 2^32 ranks".into()));
+    };
     let periodic: Vec<bool> = payload[1 + nd..].iter().map(|&p| p != 0).collect();
-    if dims.iter().map(|&d| d as u64).product::<u64>() != world as u64 {
+    if dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64)) != Some(world as u64) {
         return None; // a grid over part of the world: not the template's layout
     }
     Some(Grid::new(dims, periodic))
@@ -566,7 +567,7 @@ pub fn pairs_of(rank: u32, r: &Record, payload: &[u64], out: &mut Vec<(u32, u32)
         out.push((rank, r.peer as u32));
     } else if let Some((c, _)) = format::collective_of(r.op) {
         if c.name().starts_with("neighbor_") && payload.len() >= 2 {
-            let n = (payload[0] + payload[1]) as usize;
+            let n = format::neighbour_counts(payload).map_or(0, |(ns, nd)| ns + nd);
             for &p in payload.get(2..2 + n).unwrap_or(&[]) {
                 if (p as i64) >= 0 {
                     out.push((rank, p as u32));

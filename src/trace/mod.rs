@@ -6,6 +6,7 @@
 //! rank q; either way each template rank is converted once ([`class`]).
 
 pub mod by_call;
+pub mod check;
 pub mod class;
 pub mod collective;
 pub mod convert;

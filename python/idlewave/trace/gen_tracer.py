@@ -169,12 +169,8 @@ MODELLED.update({
                             "iw_comm_created(K_SPLIT_TYPE, comm, *newcomm, t0, t1);"),
     "Comm_dup": Spec("comm newcomm", "iw_comm_duped(K_DUP, comm, *newcomm, t0, t1);"),
     "Comm_dup_with_info": Spec("comm info newcomm", "iw_comm_duped(K_DUP, comm, *newcomm, t0, t1);"),
-    "Comm_idup": Spec("comm newcomm request",
-                      "iw_comm_duped(K_IDUP, comm, *newcomm, t0, t1);\n"
-                      "iw_req_new(*request, R_COLL, iw_comm_get(comm), IW_NONE, IW_NOTAG, 0, 0, UINT64_MAX);"),
-    "Comm_idup_with_info": Spec("comm info newcomm request",
-                                "iw_comm_duped(K_IDUP, comm, *newcomm, t0, t1);\n"
-                                "iw_req_new(*request, R_COLL, iw_comm_get(comm), IW_NONE, IW_NOTAG, 0, 0, UINT64_MAX);"),
+    "Comm_idup": Spec("comm newcomm request", "iw_comm_iduped(comm, *newcomm, *request, t0, t1);"),
+    "Comm_idup_with_info": Spec("comm info newcomm request", "iw_comm_iduped(comm, *newcomm, *request, t0, t1);"),
     "Comm_create": Spec("comm group newcomm", "iw_comm_created(K_CREATE, comm, *newcomm, t0, t1);"),
     "Comm_create_group": Spec("comm group tag newcomm", "iw_comm_created(K_CREATE_GROUP, comm, *newcomm, t0, t1);"),
     "Cart_create": Spec("comm_old ndims dims periods reorder comm_cart",

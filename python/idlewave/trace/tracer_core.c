@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -694,6 +695,12 @@ static void iw_patch(uint64_t pos, int flags, int set_peer, int32_t peer, int32_
     if (in_file) iw_write_all((const char *)&r, sizeof r, pos);
 }
 
+/* Sets the req field of the record at `pos`, in the buffer or in the file. */
+static void iw_patch_req(uint64_t pos, uint64_t req) {
+    if (pos >= iw_flushed) { ((iw_rec *)(iw_buf + (pos - iw_flushed)))->req = req; return; }
+    iw_write_all((const char *)&req, sizeof req, pos + offsetof(iw_rec, req));
+}
+
 /* A failed poll: extends the previous record if it is a poll, else starts one. */
 static void iw_poll(uint64_t req, uint32_t comm, double t0, double t1) {
     if (iw_last != UINT64_MAX && iw_last >= iw_flushed) {
@@ -939,6 +946,16 @@ static uint64_t iw_req_new(MPI_Request r, int kind, iw_comm *cm, int32_t peer, i
     e->kind = (uint8_t)kind; e->wild = (uint8_t)wild; e->persistent = (uint8_t)persistent;
     e->active = !persistent; e->cancel = 0;
     return e->id;
+}
+
+/* Comm_idup: the comm_new record names the request its wait completes
+ * (its req field), so that no wait in the trace names a request no record posted. */
+static void iw_comm_iduped(MPI_Comm parent, MPI_Comm c, MPI_Request r, double t0, double t1) {
+    iw_comm *pc = iw_comm_get(parent); /* (a parent first seen here has its records first) */
+    uint64_t at = iw_flushed + iw_len;  /* where iw_comm_duped's comm_new goes */
+    iw_comm_duped(K_IDUP, parent, c, t0, t1);
+    uint64_t id = iw_req_new(r, R_COLL, pc, IW_NONE, IW_NOTAG, 0, 0, UINT64_MAX);
+    if (id) iw_patch_req(at, id);
 }
 
 static void iw_req_drop(MPI_Request r, iw_req *e) {
