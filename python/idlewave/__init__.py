@@ -19,7 +19,7 @@ if sys.argv and sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("idlewave"
         # a Ctrl-C at the terminal is the command's to answer, and it stops its workers
         interrupts.ignore_interrupts()
 
-from typing import Any  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from idlewave._engine import DeadlockError, MemoryLimitError, SimulationError, UnmatchedError  # noqa: E402
 from idlewave.scenario import ScenarioError, load_scenario  # noqa: E402
@@ -30,11 +30,20 @@ __all__ = ["simulate", "spmv_partners", "Result", "load_scenario", "ScenarioErro
            "DeadlockError", "UnmatchedError", "MemoryLimitError"]
 __version__ = "0.1.0"
 
+# simulation pulls in numpy and polars: importing it on first use (PEP 562) keeps
+# `import idlewave` and `idlewave --help` quick; type checkers see the names here
+_LAZY = ("simulate", "spmv_partners", "Result")
+if TYPE_CHECKING:
+    from idlewave.simulation import Result, simulate, spmv_partners
+
 
 def __getattr__(name: str) -> Any:
-    # simulation pulls in polars; importing it on first use keeps `idlewave --help` fast
-    if name in ("simulate", "spmv_partners", "Result"):
+    if name in _LAZY:
         from idlewave import simulation
 
         return getattr(simulation, name)
     raise AttributeError(f"module 'idlewave' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

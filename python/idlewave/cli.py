@@ -341,14 +341,32 @@ def bench(
     repeat: int = typer.Option(1, "--repeat", min=1, max=100, help="Run each case this many times and print the "
                                "median of each rate, with the range of events_per_cpu_s."),
 ):
-    """Engine benchmark: one JSON line per case (events/s, bytes/rank)."""
-    cases = case or list(_engine.bench_cases())
+    """Engine benchmark: one JSON line per case (events/s, bytes/rank), and the CPU time of `idlewave --help` (case cli_help)."""
+    cases = case or [*_engine.bench_cases(), HELP_CASE]
     for c in cases:
         try:
-            runs = [dict(_engine.bench_case(c)) for _ in range(repeat)]
+            runs = [help_cpu() if c == HELP_CASE else dict(_engine.bench_case(c)) for _ in range(repeat)]
         except _engine.SimulationError as e:
             fail(str(e))
         print(json.dumps(median_of_runs(runs)), flush=True)
+
+
+HELP_CASE = "cli_help"
+
+
+def help_cpu() -> dict:
+    """The CPU time (user + system) of `idlewave --help` in a new process: the
+    start-up every command pays before it does anything (imports, Typer)."""
+    import resource
+    import subprocess
+
+    script = Path(sys.executable).parent / "idlewave"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "idlewave"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([*cmd, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"case": HELP_CASE, "help_cpu_s": round(cpu, 3)}
 
 
 def median_of_runs(runs: list[dict]) -> dict:
