@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import err, fail, out, print_json
+from idlewave.cli_common import QUIET, Steps, err, fail, out, print_json, progress_bar, scenario_sets
 from idlewave.cli_explain import explain, show_explanation
 from idlewave.cli_measure import measure_app
 from idlewave.cli_models import fit_app, model_app
@@ -22,6 +22,7 @@ from idlewave.cli_validate import validate
 from idlewave.interrupts import MESSAGE, exit_at_once, raise_interrupts
 from idlewave.results import ResultsError, finite, unreplaceable
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
+from idlewave.units import fmt_bytes, fmt_rate, fmt_time
 
 app = typer.Typer(
     add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
@@ -78,9 +79,12 @@ def simulate(
     scenario: Path | None = typer.Argument(None, help="Scenario TOML file."),
     out_dir: Path | None = typer.Option(None, "--out", help="Write ranks.parquet, timers.parquet, summary.json here."),
     seed: int | None = typer.Option(None, "--seed", help="Override the scenario's seed."),
+    sets: list[str] | None = typer.Option(None, "--set", metavar="KEY.PATH=VALUE",
+                                          help="Override a scenario value (repeatable), e.g. --set workload.ranks=64 "
+                                               "--set network.L_s=5e-6; a TOML value, else a string."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     list_: bool = typer.Option(False, "--list", help="List workloads and noise sources with their parameters."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress display."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
     timeline: bool = typer.Option(False, "--timeline", help="Also write timeline.json (Perfetto) and timeline.png into --out."),
     explain_run: bool = typer.Option(False, "--explain",
                                      help="Keep the critical path: the makespan by cause and its derivatives (explain.json)."),
@@ -113,8 +117,9 @@ def simulate(
         fail("give a scenario file (or --list to see the workloads)")
     if seed is not None and seed < 0:
         fail("--seed must be a non-negative integer")
+    overrides = scenario_sets(sets)
     if dry_run:  # nothing is run or written (--timeline and --explain add to the estimate)
-        show_estimate(scenario, as_json, timeline, explain_run)
+        show_estimate(scenario, as_json, timeline, explain_run, overrides)
         return
     if timeline and out_dir is None:
         fail("--timeline writes into the --out directory; give --out")
@@ -122,7 +127,8 @@ def simulate(
         fail(f"--out {why}")
     try:
         result = run_with_progress(
-            lambda cb: run_scenario(scenario, seed=seed, progress=cb, timeline=timeline, explain=explain_run), quiet or as_json)
+            lambda cb: run_scenario(scenario, seed=seed, progress=cb, timeline=timeline, explain=explain_run,
+                                    overrides=overrides), quiet)
     except FileNotFoundError as e:
         fail(f"{e.filename}: no such file")
     except (ScenarioError, _engine.SimulationError) as e:
@@ -151,12 +157,12 @@ def simulate(
                   "(timeline.json covers its start)", highlight=False)
 
 
-def show_estimate(scenario: Path, as_json: bool, timeline: bool, explain_run: bool) -> None:
+def show_estimate(scenario: Path, as_json: bool, timeline: bool, explain_run: bool, overrides: dict | None = None) -> None:
     """`simulate --dry-run`: the memory estimate the run is checked against, and the verdict."""
     from idlewave.simulation import estimate_memory
 
     try:
-        e = estimate_memory(scenario, timeline=timeline, explain=explain_run)
+        e = estimate_memory(scenario, timeline=timeline, explain=explain_run, overrides=overrides)
     except FileNotFoundError as ex:
         fail(f"{ex.filename}: no such file")
     except (ScenarioError, _engine.SimulationError) as ex:
@@ -167,7 +173,7 @@ def show_estimate(scenario: Path, as_json: bool, timeline: bool, explain_run: bo
     t = Table(show_header=False, box=None)
 
     def size(b: int) -> str:
-        return f"{b / 2**20:,.1f} MiB" if b >= 2**20 else f"{b / 2**10:,.1f} KiB"
+        return fmt_bytes(b, binary=True)
 
     if e["ranks"]:
         t.add_row("ranks", f"{e['ranks']:,}")
@@ -187,13 +193,13 @@ def show_estimate(scenario: Path, as_json: bool, timeline: bool, explain_run: bo
 def show_summary(s: dict, out_dir: Path | None) -> None:
     t = Table(show_header=False, box=None)
     t.add_row("ranks × iterations", f"{s['ranks']:,} × {s['iterations']:,}")
-    t.add_row("makespan", f"{s['makespan_s']:.9g} s")
+    t.add_row("makespan", fmt_time(s["makespan_s"], 9))
     if "iteration_s" in s:
         it = s["iteration_s"]
-        t.add_row("iteration time", f"mean {it['mean']:.6g} s, p95 {it['p95']:.6g} s, max {it['max']:.6g} s")
-    t.add_row("events", f"{s['events']:,} in {s['wall_s']:.3f} s ({(s['events_per_s'] or 0) / 1e6:.2f} M/s)")
-    estimated = f" (estimated {s['estimated_memory_bytes'] / 2**20:.1f} MiB)" if s.get("estimated_memory_bytes") else ""
-    t.add_row("peak engine memory", f"{s['peak_memory_bytes'] / 2**20:.1f} MiB{estimated}")
+        t.add_row("iteration time", f"mean {fmt_time(it['mean'], 6)}, p95 {fmt_time(it['p95'], 6)}, max {fmt_time(it['max'], 6)}")
+    t.add_row("events", f"{s['events']:,} in {fmt_time(s['wall_s'])} ({fmt_rate(s['events_per_s'] or 0, 'events/s')})")
+    estimated = f" (estimated {fmt_bytes(s['estimated_memory_bytes'], binary=True)})" if s.get("estimated_memory_bytes") else ""
+    t.add_row("peak engine memory", f"{fmt_bytes(s['peak_memory_bytes'], binary=True)}{estimated}")
     out.print(t)
     if out_dir is not None:  # a line of its own: a table cell would cut a long path
         out.print(f"results: {out_dir}", markup=False, highlight=False, soft_wrap=True)
@@ -228,6 +234,7 @@ def loggopsim(
                                      "derivatives (the schedule is simulated a second time, with the path kept)."),
     as_json: bool = typer.Option(False, "--json", help="Print the hosts' finishing times (ps) and the run's figures as JSON "
                                  "instead of LogGOPSim's lines."),
+    quiet: bool = QUIET,
 ):
     """LogGOPSim-compatible run of a GOAL schedule: same flags, same 'Host i: t' output."""
     if goal is not None and filename is not None and goal != filename:
@@ -305,6 +312,7 @@ def init(
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
     list_: bool = typer.Option(False, "--list", help="List the templates."),
     as_json: bool = typer.Option(False, "--json", help="Print the list (or what was written) as JSON."),
+    quiet: bool = QUIET,
 ):
     """Start a scenario or a study from a commented template (the shipped examples)."""
     from idlewave.templates import TemplateError, templates, write
@@ -340,6 +348,8 @@ def bench(
     case: list[str] = typer.Option(None, "--case", help="Run only these cases (repeatable)."),
     repeat: int = typer.Option(1, "--repeat", min=1, max=100, help="Run each case this many times and print the "
                                "median of each rate, with the range of events_per_cpu_s."),
+    as_json: bool = typer.Option(True, "--json", hidden=True, help="Accepted: bench prints JSON lines only."),
+    quiet: bool = QUIET,
 ):
     """Engine benchmark: one JSON line per case (events/s, bytes/rank), and the CPU time of `idlewave --help` (case cli_help)."""
     cases = case or [*_engine.bench_cases(), HELP_CASE]
@@ -390,7 +400,9 @@ def median_of_runs(runs: list[dict]) -> dict:
 @app.command()
 def demo(
     out_dir: Path = typer.Option(Path("demo-out"), "--out", help="Where to write results."),
-    quiet: bool = typer.Option(False, "--quiet"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (the results are in --out)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the studies' figures, the headline tables and the "
+                                 "report's path as JSON (summary.json in --out holds the same)."),
 ):
     """The seeds' headline studies in about a minute (noise vs nonblocking collectives, idle waves and P_D, MatVec hiding under latency regimes), ending in report.html."""
     from idlewave.demo import run_demo
@@ -398,22 +410,26 @@ def demo(
 
     try:
         check_writable(out_dir / "summary.json")  # a read-only disk: said before a minute of runs
-        run_demo(out_dir, console=out, quiet=quiet)
+        summary = run_demo(out_dir, console=out, quiet=quiet or as_json)
     except (ScenarioError, _engine.SimulationError) as e:
         fail(str(e))
+    if as_json:
+        print_json(summary)
 
 
 @app.command()
 def reproduce(
     names: list[str] = typer.Argument(None, help="Studies to run (default: all); `--list` names them."),
     out_dir: Path = typer.Option(Path("reproduce-out"), "--out", help="Where to write each study's JSON and figure."),
-    ranks: str = typer.Option(None, "--ranks", help="Comma-separated scales, e.g. 1024,4096 (default: the study's; "
-                              "chebfd and grid-broadcasts take one, krylov-kernels none)."),
+    ranks: list[str] | None = typer.Option(None, "--ranks", help="A scale (repeatable, or comma-separated: --ranks 1024 "
+                                           "--ranks 4096 or --ranks 1024,4096; default: the study's; chebfd and "
+                                           "grid-broadcasts take one, krylov-kernels none)."),
     iterations: int = typer.Option(None, "--iterations", min=1, help="Iterations per run (default: the study's; "
                                    "chebfd: the polynomial degree; grid-broadcasts takes none)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the noise (default 1; noise-apps and noise-collectives only)."),
     list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-run lines on stderr."),
 ):
     """Run a paper's study as the paper ran it and print, per figure, what the paper says, what we get and the verdict."""
     from idlewave import reproduce as rp
@@ -425,12 +441,13 @@ def reproduce(
     unknown = [n for n in names or [] if n not in rp.STUDIES]
     if unknown:
         fail(f"unknown study {unknown[0]!r} (known: {', '.join(rp.STUDIES)})")
+    given = ",".join(ranks) if ranks else None
     try:
-        scales = tuple(int(x) for x in ranks.split(",")) if ranks is not None else None
+        scales = tuple(int(x) for x in given.split(",")) if given is not None else None
     except ValueError:
-        fail(f"--ranks: comma-separated integers, got {ranks!r}")
+        fail(f"--ranks: integers (repeatable, or comma-separated), got {given!r}")
     if scales and min(scales) < 2:
-        fail(f"--ranks: every scale needs at least 2 ranks, got {ranks!r}")
+        fail(f"--ranks: every scale needs at least 2 ranks, got {given!r}")
     studies = names or list(rp.STUDIES)
     for name in studies:  # all refusals before the first (possibly long) run
         if error := rp.flag_error(name, scales, iterations, seed):
@@ -446,7 +463,7 @@ def reproduce(
     for name in studies:
         default_ranks, default_iterations = rp.DEFAULTS[name]
         done = lambda row: err.print("  " + "  ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()),
-                                     highlight=False) if not as_json else None
+                                     highlight=False) if not (as_json or quiet) else None
         try:
             results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
                                          1 if seed is None else seed, on_row=done)
@@ -539,6 +556,7 @@ def analyze_idle_wave(
     result: Path = typer.Argument(..., help="A result directory (idlewave simulate --out)."),
     threshold: float = typer.Option(0.1, "--threshold", help="Extra waiting, as a fraction of the delay, that marks a rank reached."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    quiet: bool = QUIET,
 ):
     """Speed (ranks/s) and decay of the idle wave a one-off delay launched."""
     from idlewave.analyze import idle_wave
@@ -561,6 +579,7 @@ def analyze_pd(
     free_dir: Path = typer.Argument(..., help="Result of the same run without barriers."),
     barrier_cost: float | None = typer.Option(None, "--barrier-cost", help="Seconds per barrier to subtract (default: simulate a noiseless barrier on the same network)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    quiet: bool = QUIET,
 ):
     """Desynchronization speedup P_D (idle-waves paper Eq. 1), barrier cost subtracted."""
     from idlewave.analyze import pd
@@ -590,8 +609,12 @@ def regimes(
     space: str = typer.Option("log", "--space", help="Fit log times (default: skewed, heavy-tailed timings) or linear times."),
     no_figures: bool = typer.Option(False, "--no-figures"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr (errors and warnings still)."),
 ):
-    """Regimes of noisy timings (HMM paper Algorithm 1) and their comparison across inputs."""
+    """Regimes of noisy timings (HMM paper Algorithm 1) and their comparison across inputs.
+
+    On a terminal, the progress counts k of N steps (each count of regimes
+    tried per input, decoding, figures) with the time elapsed and left."""
     from idlewave.stats import DataError, analyze, load
 
     if not 0 <= seed < 2**32:  # scikit-learn's range for a seed
@@ -604,7 +627,10 @@ def regimes(
             fail(f"--name {label!r}: a name is used as a file name inside --out; no '/', no leading '.'")
     if (why := unreplaceable(out_dir)) is not None:  # before the fit, not after
         fail(f"--out {why}")
+    steps = Steps(1, quiet)
     try:
+        steps.__enter__()
+        steps("reading the inputs", k=1)
         sets = {n: load(p, timer) for n, p in zip(labels, data)}
         extra = {}
         for n, p in zip(labels, data):
@@ -615,11 +641,15 @@ def regimes(
                     pass
         summary = analyze(sets, out_dir, n_regimes=n_regimes, seed=seed, restarts=restarts, use_max=use_max,
                           figures_on=not no_figures, extra={k: v for k, v in extra.items() if v[0].size}, space=space,
-                          note=lambda m: err.print(f"note: {escape(m)}"))
+                          note=None if quiet else lambda m: err.print(f"note: {m}", markup=False, highlight=False),
+                          progress=lambda what, k, n: steps(what, k=k + 1, total=n + 1))
+        steps.finish()
     except DataError as e:
         fail(str(e))
     except KeyboardInterrupt:
         fail(f"interrupted; {out_dir} is as it was (nothing of this run was written)", code=130)
+    finally:
+        steps.__exit__(None, None, None)
     if as_json:
         print_json(summary)
         return
@@ -643,9 +673,12 @@ def regimes(
 def sweep(
     study: Path = typer.Argument(..., help="Study TOML: [base] scenario (or base = file), [grid] and/or [[points]]."),
     out_dir: Path = typer.Option(Path("sweep-out"), "--out"),
+    sets: list[str] | None = typer.Option(None, "--set", metavar="KEY.PATH=VALUE",
+                                          help="Override a value of the study's base scenario (repeatable; each point's "
+                                               "own values go over it), e.g. --set network.L_s=5e-6."),
     scheduler: str | None = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (default: a local cluster)."),
     workers: int | None = typer.Option(None, "--workers", help="Local cluster workers (default 2)."),
-    quiet: bool = typer.Option(False, "--quiet"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome (and the strategy ranking) as JSON."),
     worker_timeout: float = typer.Option(60.0, "--worker-timeout", min=0.1,  # idlewave.sweep.WORKER_TIMEOUT_S
                                          help="Seconds to wait for a Dask worker: at the start on --scheduler, and "
@@ -667,20 +700,19 @@ def sweep(
     A seeded sweep writes the same bytes run after run, with any number of
     workers, locally or on a scheduler, except two timing fields of each
     point's summary.json: wall_s and events_per_s (wall-clock time)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     from idlewave.results import check_writable
     from idlewave.sweep import run_sweep
 
+    overrides = scenario_sets(sets)
     try:
         check_writable(out_dir / "study.json")  # a read-only disk: said before a cluster starts
-        if quiet or not sys.stderr.isatty():
-            frame = run_sweep(study, out_dir, scheduler, workers, worker_timeout=worker_timeout)
+        if quiet or not err.is_terminal:
+            frame = run_sweep(study, out_dir, scheduler, workers, worker_timeout=worker_timeout, base_overrides=overrides)
         else:
-            with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err) as bar:
-                task = bar.add_task("points", total=None)
+            with progress_bar(err, transient=False) as bar:
+                task = bar.add_task("sweep: points", total=None)
                 frame = run_sweep(study, out_dir, scheduler, workers, lambda i, n: bar.update(task, completed=i, total=n),
-                                  worker_timeout)
+                                  worker_timeout, base_overrides=overrides)
     except (ScenarioError, FileNotFoundError, ResultsError) as e:
         fail(str(e))
     except OSError as e:  # e.g. a scheduler that cannot be reached
@@ -729,6 +761,7 @@ def report(
     directory: Path = typer.Argument(..., help="A directory of results (simulate --out, sweep, regimes, measure compare)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)."),
     as_json: bool = typer.Option(False, "--json", help="Print the page's path as JSON."),
+    quiet: bool = QUIET,
 ):
     """One self-contained HTML page from results.
 
@@ -756,7 +789,10 @@ def report(
 
 
 @app.command("schema")
-def schema_cmd():
+def schema_cmd(
+    as_json: bool = typer.Option(True, "--json", hidden=True, help="Accepted: the schema is JSON."),
+    quiet: bool = QUIET,
+):
     """Print the scenario's JSON Schema (for editors that validate TOML, e.g. Taplo or Even Better TOML)."""
     sys.stdout.write(json.dumps(schema(), indent=2) + "\n")
 

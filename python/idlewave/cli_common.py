@@ -46,3 +46,81 @@ def print_json(data, indent: int | None = 2, **kw) -> None:
 
     print(json_text(data, indent, warn=lambda m: err.print(f"[yellow]warning:[/] {escape(m)}", highlight=False,
                                                           soft_wrap=True), **kw), flush=True)
+
+
+#: Widths that keep a progress line within 80 columns with the count, the
+#: elapsed time and the time left always shown (docs/cli-conventions.md):
+#: description 22 + bar 16 + "k/N" up to 13 + elapsed 7 + "ETA" 11 + gaps.
+DESCRIPTION_WIDTH, BAR_WIDTH = 22, 16
+
+
+def progress_bar(console: Console | None = None, *, transient: bool = True):
+    """The one progress line of every command: what runs (cut to fit), a
+    bar, "k/N", the time elapsed and "ETA h:mm:ss", within 80 columns."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.table import Column
+
+    return Progress(
+        TextColumn("{task.description}", markup=False, table_column=Column(width=DESCRIPTION_WIDTH, no_wrap=True, overflow="ellipsis")),
+        BarColumn(bar_width=BAR_WIDTH), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+        TimeRemainingColumn(), console=console or err, transient=transient)
+
+
+class Steps:
+    """k of N steps of a long command, shown on stderr on a terminal (nothing
+    with --quiet, --json or stderr redirected): `step(what)` says the next
+    step begins, `done()` (or leaving the `with`) ends the line."""
+
+    def __init__(self, total: int, quiet: bool = False, console: Console | None = None):
+        console = console or err
+        self.total, self.k = total, 0
+        self.bar = None if quiet or not console.is_terminal else progress_bar(console)
+        if self.bar is not None:
+            self.task = self.bar.add_task("starting", total=total)
+
+    def __enter__(self) -> Steps:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, what: str, k: int | None = None, total: int | None = None) -> None:
+        """Step `k` (default: the next) of `total` (default: as before) begins: `what`."""
+        self.k = self.k + 1 if k is None else k
+        if total is not None:
+            self.total = total
+        self.total = max(self.total, self.k)  # an estimate that fell short grows, never shows k > N
+        if self.bar is not None:
+            self.bar.update(self.task, description=what, completed=self.k - 1, total=self.total)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.total)
+
+
+def scenario_sets(sets: list[str] | None, flag: str = "--set") -> dict:
+    """`--set key.path=value`, repeatable, as overrides of a scenario
+    (idlewave.overrides.apply): the value is read as TOML (5e-6, true,
+    "text", [1, 2], {kind = "x"}), and as a plain string where it is not."""
+    import tomllib
+
+    overrides: dict = {}
+    for s in sets or []:
+        key, sep, value = s.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            fail(f"{flag} expects key.path=value (e.g. {flag} network.L_s=5e-6), got {s!r}")
+        try:
+            overrides[key] = tomllib.loads(f"v = {value.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            overrides[key] = value.strip()
+    return overrides
+
+
+#: --quiet on every command (docs/cli-conventions.md): no progress, notes or
+#: chatter on stderr; errors and warnings still print. A command that prints
+#: none accepts it all the same, so that a script can pass it everywhere.
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr (errors and warnings still print).")

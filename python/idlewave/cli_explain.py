@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -14,8 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import err, fail, out, print_json
+from idlewave.cli_common import Steps, err, fail, out, print_json, scenario_sets
 from idlewave.results import ResultsError
+from idlewave.units import fmt_time
 
 
 def show_explanation(x, tolerances: dict | None = None) -> None:
@@ -66,20 +65,19 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
         out.print(tt)
 
 
-@contextmanager
-def _resimulating(base_s: float) -> Iterator[Callable | None]:
-    """On a terminal, a live line while the tolerances re-simulate: which
-    parameter, how many runs so far, and what the last one gave."""
+def _resimulating(base_s: float, total: int, quiet: bool):
+    """k of N runs of the tolerance search on a terminal's stderr, with the
+    time elapsed and left: which parameter, and what the last run gave."""
     from idlewave.explain import increase
 
-    if not err.is_terminal:
-        yield None
-        return
-    with err.status("re-simulating to find the tolerances") as status:
-        def progress(param: str, delta: float, makespan_s: float, runs: int) -> None:
-            status.update(f"tolerance of {param}: run {runs}, {param} {increase(param, delta)} gives "
-                          f"{makespan_s:.6g} s ({makespan_s / base_s - 1:+.2%}) · Ctrl-C stops")
-        yield progress
+    steps = Steps(total, quiet)
+    done = {"runs": 0}
+
+    def progress(param: str, delta: float, makespan_s: float, runs: int) -> None:
+        done["runs"] += 1
+        steps(f"{param} {increase(param, delta)}: {makespan_s / base_s - 1:+.2%}", k=done["runs"] + 1)
+
+    return steps, progress
 
 
 def _check_same_run(result_dir: Path, makespan_ps: int) -> None:
@@ -95,20 +93,33 @@ def _check_same_run(result_dir: Path, makespan_ps: int) -> None:
 
 def explain(
     target: Path = typer.Argument(..., help="A result directory (from `simulate --out`) or a scenario TOML file."),
-    params: str = typer.Option("L,G", "--params", help="Parameters to find tolerances for (comma-separated: L, o, g, G, O)."),
-    tolerance: bool = typer.Option(True, "--tolerance/--no-tolerance",
-                                   help="Re-simulate to find the tolerances and the makespan curve (several runs)."),
+    params: list[str] | None = typer.Option(None, "--params", "--param", help="A parameter to find the tolerance of "
+                                            "(L, o, g, G, O; repeatable, or comma-separated; default L and G). "
+                                            "Giving it asks for the tolerance search."),
+    tolerance: bool | None = typer.Option(None, "--tolerance/--no-tolerance",
+                                          help="Re-simulate to find the tolerances and the makespan curve (about 38 "
+                                               "runs per parameter; the count is said first). Default: no search, "
+                                               "unless --params is given."),
+    sets: list[str] | None = typer.Option(None, "--set", metavar="KEY.PATH=VALUE",
+                                          help="Override a scenario value (repeatable), e.g. --set network.L_s=5e-6; "
+                                               "a TOML value, else a string. With a scenario file, not a result directory."),
     out_dir: Path | None = typer.Option(None, "--out", help="Write explain.json and figures here (default: the result directory)."),
     as_json: bool = typer.Option(False, "--json", help="Print the explanation as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr (errors and warnings still)."),
 ):
-    """Explain a run: the makespan split along the critical path by cause,
-    its derivatives in L, o, g, G and O, and how much more L (or G) it
-    tolerates before it slows by 1%, 5% or 10%."""
+    """Explain a run: the makespan split along the critical path by cause and
+    its derivatives in L, o, g, G and O (one simulation of a scenario file,
+    none of an explained result). With --tolerance (or --params): how much
+    more L (or G) it tolerates before it slows by 1%, 5% or 10%, found by
+    re-simulating (tens of runs per parameter, counted k of N with the time
+    left)."""
     from idlewave import explain as ex
     from idlewave.scenario import ScenarioError, load_scenario
     from idlewave.simulation import simulate
 
-    wanted = [p.strip() for p in params.split(",") if p.strip()]
+    wanted = list(dict.fromkeys(p.strip() for v in params or ["L,G"] for p in v.split(",") if p.strip()))
+    search = tolerance if tolerance is not None else bool(params)
+    overrides = scenario_sets(sets)
     unknown = [p for p in wanted if p not in ex.PARAMS]
     if unknown:
         fail(f"--params: unknown parameter {unknown[0]!r} (known: {', '.join(ex.PARAMS)})")
@@ -118,12 +129,14 @@ def explain(
              "a result, a directory it wrote before, or a new or empty one")
     try:
         if target.is_dir():
+            if overrides:
+                fail("--set changes a scenario: give the scenario file (a result directory is explained as it ran)")
             if not (target / "scenario.json").exists():
                 fail(f"{target}: not a result directory (no scenario.json); give one written by `simulate --out`")
             scenario, x = ex.read(target)
             out_dir = out_dir or target
         elif target.exists():
-            scenario, x = load_scenario(target), None
+            scenario, x = load_scenario(target, overrides), None
         else:
             fail(f"{target}: no such file or directory")
         if x is None:
@@ -133,9 +146,16 @@ def explain(
                 _check_same_run(target, x.raw["makespan_ps"])
         assert x is not None
         tolerances, curves, runs = {}, {}, {}
-        if tolerance:
+        if search:
             started = time.monotonic()
-            with _resimulating(x.makespan_s) as progress:
+            total = ex.estimated_runs(len(wanted))
+            if not quiet:
+                err.print(f"tolerance search: about {total} runs of the scenario ({', '.join(wanted)}; "
+                          f"{fmt_time(x.makespan_s)} simulated each, longer as the parameters grow); Ctrl-C stops",
+                          highlight=False, markup=False, soft_wrap=True)
+            steps, progress = _resimulating(x.makespan_s, total, quiet)
+            with steps:
+                steps(f"{wanted[0]}: first run" if wanted else "", k=1)
                 for p in wanted:
                     runs[p] = ex.Runs(scenario, p, x.makespan_s, progress)
                     tolerances[p] = ex.tolerance(scenario, x, p, runs=runs[p])
@@ -145,6 +165,7 @@ def explain(
                     top = 2 * found if found else 2 * (x.first_order_tolerance(p, 0.10) or 0)
                     if top:
                         curves[p] = ex.curve(runs[p], [top * k / 8 for k in range(9)])
+                steps.finish()
             resimulated = {p: len(r.seen) - 1 for p, r in runs.items()}
             spreads = {p: r.spread() for p, r in runs.items()}
             took = time.monotonic() - started
@@ -160,7 +181,7 @@ def explain(
                          for p, t in tolerances.items()},
            "curves": {p: [{"value": v, "makespan_s": m} for v, m in c] for p, c in curves.items()},
            **({"resimulations": resimulated, "non_monotonic_by": spreads, "noisy": bool(scenario.get("noise"))}
-              if tolerance else {})}
+              if search else {})}
     if out_dir is not None:
         from idlewave.results import write_json
 
@@ -182,12 +203,15 @@ def explain(
         print_json(doc)
     else:
         show_explanation(x, tolerances)
-        if tolerance:
+        if search:
             note = ex.non_monotonic_note(spreads, bool(scenario.get("noise")))
             if note:
                 out.print(note)
-            out.print(f"(tolerances found by {sum(resimulated.values()):,} re-simulations in {took:.3g} s; "
-                      "--no-tolerance skips them)")
+            out.print(f"(tolerances found by {sum(resimulated.values()):,} re-simulations in {fmt_time(took)}; "
+                      "without --tolerance and --params they are skipped)")
+        elif not quiet:
+            err.print("no tolerance search (how much more L or G the run tolerates): --tolerance runs it, "
+                      f"about {ex.estimated_runs(len(wanted))} runs", highlight=False, markup=False, soft_wrap=True)
         if out_dir is not None:
             names = [f.name for f in [*tables, *figures] if not f.name.startswith("t_of_")]
             out.print(f"written: {out_dir / 'explain.json'}, " + ", ".join(names) + "".join(f", t_of_{p}.png" for p in curves), markup=False, soft_wrap=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from idlewave.cli_common import err, fail, out, print_json
+from idlewave.cli_common import QUIET, err, fail, out, print_json
 
 measure_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
 
@@ -43,7 +43,7 @@ def _note(text: str) -> None:
 
 
 def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False, mpicc: str | None = None,
-         mpiexec: str | None = None) -> None:
+         mpiexec: str | None = None, quiet: bool = False) -> None:
     import os
 
     from idlewave.measure import MeasureError, launch, under_mpi
@@ -52,7 +52,7 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = 
         fail("--ranks must be at least 1")
     params = _params(sets)
     try:
-        launch(kind, ranks, params, out_dir, mpicc=mpicc, mpiexec=mpiexec, note=_note)
+        launch(kind, ranks, params, out_dir, mpicc=mpicc, mpiexec=mpiexec, note=(lambda t: _note(t) if t.startswith("warning: ") else None) if quiet else _note)
     except MeasureError as e:
         fail(str(e))
     rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID") if v in os.environ), "0")
@@ -73,8 +73,9 @@ def _command(kind: str):
         as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
         mpicc: str | None = typer.Option(None, "--mpicc", metavar="PATH", help="Measure with this MPI: the C kernels built with its compiler wrapper (pingpong, multipair, kernels, noise)."),
         mpiexec: str | None = typer.Option(None, "--mpiexec", metavar="PATH", help="The launcher of the same MPI (default: the one beside --mpicc)."),
+        quiet: bool = QUIET,
     ):
-        _run(kind, ranks, out_dir, sets or [], as_json, mpicc, mpiexec)
+        _run(kind, ranks, out_dir, sets or [], as_json, mpicc, mpiexec, quiet)
 
     cmd.__doc__ = HELP[kind]
     return cmd
@@ -90,6 +91,7 @@ def compare_cmd(
     platform: Path = typer.Option(..., "--platform", help="Platform TOML (e.g. from `idlewave fit postal`)."),
     out_dir: Path = typer.Option(Path("measure-compare"), "--out"),
     as_json: bool = typer.Option(False, "--json"),
+    quiet: bool = QUIET,
 ):
     """Measured kernels against the simulator's prediction: compare.parquet and compare.png."""
     from idlewave.measure.compare import compare

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import err, fail, lazy, out, print_json
+from idlewave.cli_common import QUIET, err, fail, lazy, out, print_json
 from idlewave.inputs import describe_columns
 from idlewave.scenario import PS_PER_S, default
 
@@ -63,8 +63,12 @@ HOPS = typer.Option("average", "--hops", help="Hops per off-node message for the
                     "best, average or max over the pattern's messages in the platform's topology, or a number.")
 
 
-def _penalties(text: str) -> tuple[str, ...]:
-    pens = tuple(p for p in text.split(",") if p)
+PENALTIES = typer.Option(None, "--penalties", help="A penalty: maxrate, hops or congestion (repeatable, or comma-separated).")
+
+
+def _penalties(given: list[str] | None) -> tuple[str, ...]:
+    """--penalties, repeatable or comma-separated (or both)."""
+    pens = tuple(dict.fromkeys(p.strip() for v in given or [] for p in v.split(",") if p.strip()))
     bad = [p for p in pens if p not in ("maxrate", "hops", "congestion")]
     if bad:
         fail(f"--penalties: unknown {', '.join(bad)} (choose from maxrate, hops, congestion)")
@@ -185,6 +189,7 @@ def nbc_bound(
     inflation: float = typer.Option(1.0, "--inflation", help="Noise inflation of communication Σ(c+n)/Σc (Eq. 6, 7)."),
     table1: bool = typer.Option(False, "--table1", help="Print Table 1 of the noise paper."),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """Upper bound on the speedup of nonblocking collectives, Eq. (4)–(7)."""
     if table1:
@@ -216,6 +221,7 @@ def postal_message(
     maxrate: bool = typer.Option(False, "--maxrate"),
     congestion: bool = typer.Option(False, "--congestion"),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """One message: postal time per protocol and class, with penalties."""
     _at_most("--bytes", nbytes, MAX_MESSAGE_BYTES)
@@ -230,10 +236,11 @@ def allreduce_model(
     platform: str = PLATFORM,
     flop_s: float = typer.Option(0.0, "--flop-s", help="Seconds per flop of the local reduction."),
     hops: str = HOPS,
-    penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
+    penalties: list[str] | None = PENALTIES,
     nonblocking: bool = typer.Option(False, "--nonblocking", help="The penalties overlap --overlap-s of computation (§6)."),
     overlap_s: float = typer.Option(0.0, "--overlap-s", help="Computation between start and wait (nonblocking)."),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """Recursive doubling on the node, then between nodes (Krylov paper §5.3); blocking or nonblocking with overlap."""
     _at_most("--bytes", nbytes, MAX_MESSAGE_BYTES)
@@ -261,10 +268,11 @@ def halo_model(
     platform: str = PLATFORM,
     nonblocking: bool = typer.Option(False, "--nonblocking"),
     overlap_s: float = typer.Option(0.0, "--overlap-s", help="Computation between start and wait (nonblocking)."),
-    penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
+    penalties: list[str] | None = PENALTIES,
     hops: str = typer.Option("each", "--hops", help="Hops per off-node message: 'each' (from the topology, message by "
                              "message), best, average, max (one count for all), or a number."),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """3-D halo exchange from the on/off-node message counts of a mapping; average and slowest rank."""
     _seconds("--overlap-s", overlap_s)
@@ -318,13 +326,14 @@ def pcg_model(
     nodes: int | None = typer.Option(None, "--nodes", min=1, help="Model the allreduces on this many nodes of --platform "
                                      "(with --penalties; a nonblocking one overlaps only its penalty terms, §6)."),
     platform: str = PLATFORM,
-    penalties: str = typer.Option("", "--penalties", help="Comma list of maxrate, hops, congestion."),
+    penalties: list[str] | None = PENALTIES,
     hops: str = HOPS,
     grid: str | None = typer.Option(None, "--grid", help="Model the halo: process grid px,py,pz (slowest rank)."),
     local: str = typer.Option("32,32,32", "--local", help="Points per rank nx,ny,nz (with --grid)."),
     stencil: int = typer.Option(27, "--stencil", help="7 or 27 (with --grid)."),
     mapping: str = typer.Option("block", "--mapping", help="block or cartesian (with --grid)."),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """The PCG family (PCG, SAPCG, NBPCG, PIPECG, PIPE2CG) per iteration, from measured or modelled allreduce and halo times."""
     method = method.lower()  # the README and the papers write PCG, SAPCG, …
@@ -372,6 +381,7 @@ def idle_wave_model(
     t_comm: float = typer.Option(0.0, "--t-comm"),
     sigma: float = typer.Option(1.0, "--sigma"),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """Idle-wave speed σ·d/(T_exec + T_comm) in ranks/s."""
     _at_most("--distance", distance, UINT32_MAX)
@@ -387,6 +397,7 @@ def idle_wave_model(
 def hyperbolic_model(
     data: Path = typer.Argument(..., help="CSV or Parquet with columns eta, value."),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """Fit y = aη/(η+d) (weighted log least squares and the quick approximation) and compare with y = a − c/η."""
     frame = _read_table(data, ["eta", "value"])
@@ -411,6 +422,7 @@ def loggops_model(
     O: float = typer.Option(default("network.O_s_per_byte"), "--O-s-per-byte"),
     S: int = typer.Option(default("network.S_bytes"), "--S-bytes"),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """LogGOPS closed forms, charged as the engine charges them (eager messages)."""
     for flag, value in (("--L-s", L), ("--o-s", o), ("--g-s", g), ("--G-s-per-byte", G), ("--O-s-per-byte", O)):
@@ -470,6 +482,7 @@ def fit_postal(
     force: bool = typer.Option(False, "--force", help="Write a refused fit anyway, marked as forced (a comment at the "
                                "top of the file, \"forced\": true in the JSON)."),
     as_json: bool = JSON,
+    quiet: bool = QUIET,
 ):
     """α, β per protocol (limits found as breakpoints or given) → a platform file the simulator reads, with the
     confidence intervals, the error per size range and plausibility checks (docs/fit.md); an implausible fit or one

@@ -10,7 +10,8 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from idlewave.cli_common import err, fail, out, print_json
+from idlewave.cli_common import QUIET, err, fail, out, print_json, scenario_sets
+from idlewave.overrides import apply
 from idlewave.results import seconds, unreplaceable
 
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
@@ -22,6 +23,7 @@ def build_cmd(
     mpicc: str | None = typer.Option(None, "--mpicc", help="The MPI compiler wrapper of your application's MPI."),
     as_json: bool = typer.Option(False, "--json", help="Print the library's path as JSON."),
     legacy_out: Path | None = typer.Option(None, "-o", hidden=True),
+    quiet: bool = QUIET,
 ):
     """Compile the PMPI tracer with your mpicc."""
     from idlewave.trace import TraceError, build_tracer
@@ -63,6 +65,7 @@ def export_cmd(
     weak: bool = typer.Option(False, "--weak", help="Weak scaling (with several traces: the largest's, instead of "
                               "what they show)."),
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    quiet: bool = QUIET,
 ):
     """Write the replay's schedule as a GOAL file (LogGOPSim's format), streamed."""
     import tempfile
@@ -102,9 +105,13 @@ def replay_cmd(
                               "(with several traces: the largest's, instead of what they show)."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Multiply the computation between MPI calls."),
     scenario: Path | None = typer.Option(None, "--scenario", help="Take [network], [[noise]] and seed from this scenario TOML."),
+    sets: list[str] | None = typer.Option(None, "--set", metavar="KEY.PATH=VALUE",
+                                          help="Override a value of network, noise, seed or limits (repeatable; over "
+                                               "--scenario), e.g. --set network.L_s=5e-6; a TOML value, else a string."),
     seed: int | None = typer.Option(None, "--seed"),
     out_dir: Path = typer.Option(Path("replay-out"), "--out"),
     as_json: bool = typer.Option(False, "--json"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
     explain: bool = typer.Option(False, "--explain", help="Keep the critical path: what bounds the replayed run "
                                  "(explain.json, waits.parquet; see `idlewave explain`)."),
 ):
@@ -121,20 +128,26 @@ def replay_cmd(
         fail(f"--compute-scale must be a finite number ≥ 0, got {compute_scale}")
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
+    overrides = scenario_sets(sets)
+    if bad := [k for k in overrides if k.split(".")[0] not in ("seed", "network", "noise", "limits")]:
+        fail(f"--set {bad[0]}: a replay takes network, noise, seed and limits from a scenario (the workload is the trace)")
     trace_dir, model = _fitted(trace_dirs, scale_to, grid, weak, strong, out_dir.with_name(f".{out_dir.name}.fitted-trace"))
     fitted = trace_dir if model is not None and trace_dir != model.dirs[-1] else None
     try:
         base: dict = {}
-        if scenario:
+        if scenario or overrides:
             try:
-                base = load_scenario(scenario)
+                base = load_scenario(scenario, overrides) if scenario else apply({}, overrides, lambda k, m: fail(f"--set {k}: {m}"))
             except (ScenarioError, OSError) as e:
                 fail(str(e))
         if platform:
             base["network"] = {**base.get("network", {}), "platform": platform}
         try:
-            r = replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to, compute_scale=compute_scale,
-                       base=base, seed=seed, grid=grid, strong=strong, explain=explain)
+            from idlewave.cli import run_with_progress
+
+            r = run_with_progress(lambda cb: replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to,
+                                                    compute_scale=compute_scale, base=base, seed=seed, grid=grid,
+                                                    strong=strong, explain=explain, progress=cb), quiet)
         except (SimulationError, ScenarioError) as e:
             fail(str(e))
         except KeyboardInterrupt:
@@ -192,10 +205,10 @@ def _print_replay(s: dict, rep: dict) -> None:
         if s["extrapolation"]:  # the footers count the traced ranks' calls, not those replayed at scale
             title += f", as traced on the {s['traced_ranks']} traced ranks"
         t = Table(title=title, title_justify="left")
-        for col in ("call", "calls", "seconds", "share of traced time"):
+        for col in ("call", "calls", "time", "share of traced time"):
             t.add_column(col, justify="left" if col == "call" else "right")
         for name, calls, secs, share in rows:
-            t.add_row(name, f"{calls:,}", f"{secs:.4g}", f"{100 * share:.2f}%")
+            t.add_row(name, f"{calls:,}", seconds(secs), f"{100 * share:.2f}%")
         out.print(t)
     for w in s["warnings"]:
         out.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
@@ -239,6 +252,7 @@ def _grid_ranks(grid: str) -> int:
 def model_cmd(
     trace_dirs: list[Path] = typer.Argument(..., help="Traces of one program at different sizes (directories)."),
     as_json: bool = typer.Option(False, "--json", help="Print the model as JSON."),
+    quiet: bool = QUIET,
 ):
     """Fit how a program's traces grow with the number of ranks: per rank class
     of the largest trace, its computation and every message size that changes,
@@ -318,6 +332,7 @@ def import_cmd(
     source: Path = typer.Argument(..., help="An OTF2 archive: its directory or traces.otf2 (Score-P)."),
     out_dir: Path = typer.Option(Path("imported-trace"), "--out", help="Where to write rank-*.iwt."),
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    quiet: bool = QUIET,
 ):
     """Import an OTF2 trace (Score-P) into idlewave's trace format, for replay and export."""
     from idlewave.trace import TraceError
@@ -330,8 +345,8 @@ def import_cmd(
         fail(str(e))
     except OSError as e:
         fail(f"--out {out_dir}: cannot write the trace: {e.strerror or e}")
-    for note in notes:
-        err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
+    for note in [] if quiet else notes:
+        err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     if as_json:
         print(json.dumps({"ranks": len(traces), "out": str(out_dir), "notes": notes}))
         return

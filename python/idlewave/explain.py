@@ -276,6 +276,14 @@ class Runs:
         return lo, hi
 
 
+def estimated_runs(params: int, slowdowns: int = len(SLOWDOWNS), rel_tol: float = 0.01) -> int:
+    """About how many re-simulations `tolerance` and the curve take for
+    `params` parameters, said before the search starts: per slowdown, a
+    bisection to `rel_tol` and three checks; per parameter, the curve's
+    eight points (a run 1,024 ranks long took 75 for L and G: this says 76)."""
+    return params * (slowdowns * (math.ceil(math.log2(1 / rel_tol)) + 3) + 8)
+
+
 def tolerance(scenario: dict, explanation: Explanation, param: str = "L",
               slowdowns: tuple[float, ...] = SLOWDOWNS, rel_tol: float = 0.01, runs: Runs | None = None) -> dict[float, float]:
     """The largest increase of `param` for which the makespan grows by at

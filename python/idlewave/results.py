@@ -266,11 +266,11 @@ def time_unit(seconds: float) -> tuple[float, str]:
 
 
 def seconds(value: float, digits: int = 3) -> str:
-    """A duration with an SI prefix: 1.23 ms, 845 µs, −2.1 s (`digits` significant)."""
-    if not math.isfinite(value):
-        return f"{value} s"
-    scale, unit = time_unit(abs(value)) if value else (1.0, "s")
-    return f"{value * scale:.{digits}g} {unit}".replace("-", "−")
+    """A duration with an SI prefix: 1.23 ms, 845 µs, −2.1 s (`digits`
+    significant); the command line's one formatter, idlewave.units.fmt_time."""
+    from idlewave.units import fmt_time
+
+    return fmt_time(value, digits)
 
 
 def finite(data):

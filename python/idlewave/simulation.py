@@ -14,8 +14,9 @@ import polars as pl
 
 from idlewave import _engine
 from idlewave.explain import Explanation
+from idlewave.overrides import apply
 from idlewave.results import write_dir, write_json, write_parquet
-from idlewave.scenario import engine_errors, load_scenario, validate
+from idlewave.scenario import _fail, engine_errors, load_scenario, validate
 
 
 @dataclass
@@ -111,7 +112,7 @@ def numpy_api_ready() -> None:
 
 
 def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: Progress | None = None,
-             timeline: bool = False, explain: bool = False) -> Result:
+             timeline: bool = False, explain: bool = False, overrides: dict | None = None) -> Result:
     """Runs a scenario: a TOML path, or a dict in the scenario file's layout.
 
     ``explain`` (or ``[record] explain``) keeps the critical path: ``Result.explain``.
@@ -119,10 +120,12 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     ``progress(sim_time_s, events)`` is called every ~1M events; return False to stop.
     A callback taking a third argument also gets the share of the work done
     (0 to 1, from the ranks' iterations), or None where the program does not know it.
+    ``overrides`` (``{"network.L_s": 5e-6}``, idlewave.overrides.apply) go
+    over the scenario, as ``--set`` on the command line; ``seed`` over them.
     Raises ScenarioError for bad input and SimulationError for runs that cannot
     complete (deadlock, unmatched messages, too large for memory).
     """
-    overrides = {"seed": seed} if seed is not None else None
+    overrides = {**(overrides or {}), **({"seed": seed} if seed is not None else {})} or None
     source = "<scenario>"
     if isinstance(scenario, (str, Path)):
         source = str(scenario)
@@ -130,7 +133,7 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     else:
         raw = dict(scenario)
         if overrides:
-            raw.update(overrides)
+            raw = apply(raw, overrides, _override_error)
         scn = validate(raw)
     spans = 0
     if timeline:
@@ -165,7 +168,8 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     return result
 
 
-def estimate_memory(scenario: str | Path | dict, *, timeline: bool = False, explain: bool = False) -> dict:
+def estimate_memory(scenario: str | Path | dict, *, timeline: bool = False, explain: bool = False,
+                    overrides: dict | None = None) -> dict:
     """What a run of the scenario is estimated to need, without running it
     (the estimate `simulate` checks before it allocates): ``ranks``,
     ``estimated_memory_bytes`` and ``bytes_per_rank`` (None for a GOAL file,
@@ -173,9 +177,9 @@ def estimate_memory(scenario: str | Path | dict, *, timeline: bool = False, expl
     ``limit`` (what that limit is; None where none is known), and
     ``refused``: the message the run would be refused with, or None."""
     if isinstance(scenario, (str, Path)):
-        source, scn = str(scenario), load_scenario(scenario)
+        source, scn = str(scenario), load_scenario(scenario, overrides)
     else:
-        source, scn = "<scenario>", validate(dict(scenario))
+        source, scn = "<scenario>", validate(apply(dict(scenario), overrides or {}, _override_error))
     spans = 0
     if timeline:
         from idlewave.timeline import DEFAULT_SPANS
@@ -242,3 +246,7 @@ def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
                 "max": float(finite.max()),
             }
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in s.items()}
+
+
+def _override_error(key: str, msg: str) -> None:
+    _fail("<scenario>", key, msg)

@@ -285,9 +285,10 @@ def _write_error(d: Path, point: dict, e: Exception) -> None:
 
 
 def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, workers: int | None = None,
-              progress=None, worker_timeout: float = WORKER_TIMEOUT_S) -> pl.DataFrame:
+              progress=None, worker_timeout: float = WORKER_TIMEOUT_S, base_overrides: dict | None = None) -> pl.DataFrame:
     """Runs a study's points (see the module's doc); `progress(done, total)`
-    is called as points finish or are found written, from (0, total) on.
+    is called as points finish or are found written, from (0, total) on;
+    `base_overrides` (`--set`) go over the study's base, under each point's.
 
     Points are planned as they are sent to the workers, a few at a time, so
     the first starts within seconds however many the study has. Raises
@@ -297,6 +298,11 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
 
     study = Path(study)
     base, points, name, base_dir = load_study(study)
+    if base_overrides:
+        def refuse(key: str, msg: str) -> None:
+            raise ScenarioError(f"--set {key}: {msg}", source=str(study), key=key)
+
+        base = apply(base, base_overrides, refuse)
     replications, strategy = study_options(study, points)
     if replications > 1:
         points = Points(points.grid, points.extra, replications, base.get("seed", 1))

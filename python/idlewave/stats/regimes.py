@@ -233,9 +233,10 @@ def expected_seconds(samples: int, candidates: list[int], restarts: int) -> floa
 
 def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ranks: int = 20,
         max_iterations: int = 8192, restarts: int = 5, seed: int = 0, criterion: str = "bic",
-        space: str = "log", note: Callable[[str], None] | None = None) -> Fit:
+        space: str = "log", note: Callable[[str], None] | None = None, step: Callable[[str], None] | None = None) -> Fit:
     """Algorithm 1's fitting steps on T[p, k] (a single series for T^max);
-    `note` hears of a fit that may take more than five minutes."""
+    `note` hears of a fit that may take more than five minutes; `step(what)`
+    of each of its `fit_steps` steps as it begins."""
     T = np.asarray(T, dtype=float)
     sub = T[representative_ranks(T, ranks)][:, :max_iterations] if T.shape[0] > 1 else T[:, :max_iterations]
     sub = _space(sub, space)
@@ -260,6 +261,8 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
     models, crit = {}, {}
     sweep = _sweep_restarts(candidates, restarts)
     for n in candidates:
+        if step:
+            step(f"fitting {n} regime{'s' if n > 1 else ''}")
         m = _hmm(n, X, lengths, seed + n, sweep)
         models[n] = m
         crit[n] = {"bic": float(m.bic(X, lengths)), "aic": float(m.aic(X, lengths)), "persistent": _persistent(m)}
@@ -267,6 +270,8 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
     # (outliers, a heavy tail): counts with such a state are not chosen
     admissible = [n for n in crit if crit[n]["persistent"]] or [1]
     chosen = n_regimes or min(admissible, key=lambda n: crit[n][criterion])
+    if step:
+        step(f"refitting {chosen} regimes")
     m = models[chosen] if sweep == restarts else _hmm(chosen, X, lengths, seed + chosen, restarts)
     order = np.argsort(m.means_[:, 0])
     rank_of = np.empty_like(order)
@@ -276,6 +281,11 @@ def fit(T: np.ndarray, n_regimes: int | None = None, *, max_regimes: int = 6, ra
         mean, sd = np.exp(mean + sd**2 / 2), np.exp(mean + sd**2 / 2) * np.sqrt(np.expm1(sd**2))
     return Fit(chosen, mean, sd, m.transmat_[np.ix_(order, order)], m.startprob_[order], float(m.score(X, lengths)),
                crit, m, rank_of, loc, scale, space)
+
+
+def fit_steps(n_regimes: int | None, max_regimes: int = 6) -> int:
+    """How many times `fit` calls its `step`: each count of regimes tried, and the final fit."""
+    return (1 if n_regimes else max_regimes) + 1
 
 
 def which_counts(candidates: list[int]) -> str:

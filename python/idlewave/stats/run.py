@@ -12,37 +12,54 @@ import polars as pl
 from idlewave.results import write_dir, write_json, write_parquet
 from idlewave.stats import compare, figures
 from idlewave.stats.data import DataError
-from idlewave.stats.regimes import decode, fit, gmm
+from idlewave.stats.regimes import decode, fit, fit_steps, gmm
 
 
 def analyze(datasets: dict[str, np.ndarray], out: str | Path, *, n_regimes: int | None = None, seed: int = 0,
             restarts: int = 5, use_max: bool = False, figures_on: bool = True, extra: dict | None = None,
-            space: str = "log", note: Callable[[str], None] | None = None) -> dict:
+            space: str = "log", note: Callable[[str], None] | None = None,
+            progress: Callable[[str, int, int], None] | None = None) -> dict:
     """Per dataset: Algorithm 1 (or the T^max series, Remark 1), regimes of
     every sample, regime table, GMM alternative; across datasets: KS tests,
     cumulative sums and percentage differences, fast-regime means.
 
     `out` is written whole (results.write_dir): a failure (bad data, a full
-    or read-only disk, an interrupt) leaves the previous result, or nothing."""
+    or read-only disk, an interrupt) leaves the previous result, or nothing.
+    `progress(what, k, n)`: step k of n begins."""
     summary: dict = {}
     write_dir(Path(out), lambda tmp: summary.update(_analyze(
         datasets, tmp, n_regimes=n_regimes, seed=seed, restarts=restarts, use_max=use_max, figures_on=figures_on,
-        extra=extra, space=space, note=note)))
+        extra=extra, space=space, note=note, progress=progress)))
     return summary
 
 
 def _analyze(datasets: dict[str, np.ndarray], out: Path, *, n_regimes: int | None, seed: int, restarts: int,
-             use_max: bool, figures_on: bool, extra: dict | None, space: str, note: Callable[[str], None] | None) -> dict:
+             use_max: bool, figures_on: bool, extra: dict | None, space: str, note: Callable[[str], None] | None,
+             progress: Callable[[str, int, int], None] | None = None) -> dict:
     summary: dict[str, dict] = {"datasets": {}, "comparisons": {}}
     tmax = {}
+    # per dataset: the fit's steps, then decoding, then the figures; then the comparison
+    total = len(datasets) * (fit_steps(n_regimes) + 1 + figures_on) + (len(datasets) > 1)
+    done = [0]
+
+    def step(what: str) -> None:
+        done[0] += 1
+        if progress:
+            progress(what, done[0], total)
+
     for name, T in datasets.items():
+        where = f"{name}: " if len(datasets) > 1 else ""
         d = out / name if len(datasets) > 1 else out
         d.mkdir(parents=True, exist_ok=True)
         series = T.max(axis=0, keepdims=True) if use_max else T
+        def fit_step(what: str, where: str = where) -> None:
+            step(where + what)
+
         try:
-            f = fit(series, n_regimes, seed=seed, restarts=restarts, space=space, note=note)
+            f = fit(series, n_regimes, seed=seed, restarts=restarts, space=space, note=note, step=fit_step)
         except DataError as e:
             raise DataError(f"{name}: {e}") from None
+        step(f"{where}decoding")
         labels = decode(f, series)
         mu, sigma, glabels = gmm(series, f.n_regimes, seed)
         ranks, iters = series.shape
@@ -60,6 +77,7 @@ def _analyze(datasets: dict[str, np.ndarray], out: Path, *, n_regimes: int | Non
         s["fast_regime_mean"] = compare.fast_mean(series, labels)
         s["mean"] = float(series.mean())
         if figures_on:
+            step(f"{where}figures")
             figs = figures.heatmap(T, d) + figures.cdf_boxplot(T, d)
             if not use_max:
                 figs += figures.regime_cdfs(series, labels, d)
@@ -72,6 +90,7 @@ def _analyze(datasets: dict[str, np.ndarray], out: Path, *, n_regimes: int | Non
         write_json(d / "summary.json", s)
         summary["datasets"][name] = s
     if len(datasets) > 1:
+        step("comparing the inputs")
         names = list(datasets)
         # totals compare like with like: over the iterations every input has
         common = min(t.size for t in tmax.values())

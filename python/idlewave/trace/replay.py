@@ -33,10 +33,11 @@ def workload(trace_dir: str | Path, algorithms: list[str] | None = None, scale_t
 
 def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_to: int | None = None,
            compute_scale: float = 1.0, base: dict | None = None, seed: int | None = None,
-           grid: str | None = None, strong: bool = False, explain: bool = False, by_call: bool = False):
+           grid: str | None = None, strong: bool = False, explain: bool = False, by_call: bool = False,
+           progress=None):
     """Runs the replay; `base` gives the scenario's network, noise and seed;
     `by_call`: the report's `by_call` rows attribute the replay's time in MPI
-    to the traced calls (a replay as traced only).
+    to the traced calls (a replay as traced only); `progress` as simulate's.
     Returns the Result, with `.trace_report` (what was not modelled) and
     summary keys comparing the traced and replayed time inside MPI (`summarise`)."""
     from idlewave.simulation import simulate
@@ -45,7 +46,7 @@ def replay(trace_dir: str | Path, *, algorithms: list[str] | None = None, scale_
     scn["workload"] = workload(trace_dir, algorithms, scale_to, compute_scale, grid, strong)
     if by_call:
         scn["workload"]["by_call"] = True
-    return simulate(scn, seed=seed, explain=explain)
+    return simulate(scn, seed=seed, explain=explain, progress=progress)
 
 
 def summarise(report: dict, finish_times_s) -> dict:

@@ -1,0 +1,245 @@
+"""The command-line conventions (docs/cli-conventions.md), checked on every
+command and subcommand in-process (typer's CliRunner: ~35 `--help`s in
+about a second), and the progress line, the explain default and the number
+formatter they rest on."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+
+import pytest
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from idlewave.cli import app
+from idlewave.cli_common import DESCRIPTION_WIDTH, Steps, progress_bar, scenario_sets
+from idlewave.units import fmt_bytes, fmt_count, fmt_rate, fmt_si, fmt_time
+
+
+def commands() -> dict[str, object]:
+    """Every leaf command, by its words ("trace replay")."""
+    found: dict[str, object] = {}
+
+    def walk(cmd, path: list[str]) -> None:
+        if hasattr(cmd, "commands"):
+            for name, sub in cmd.commands.items():
+                walk(sub, [*path, name])
+        else:
+            found[" ".join(path)] = cmd
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+COMMANDS = commands()
+
+
+def flags(cmd) -> set[str]:
+    """Every option name of a command, hidden ones included."""
+    return {o for p in cmd.params for o in [*getattr(p, "opts", []), *getattr(p, "secondary_opts", [])]}
+
+
+#: Commands that write a directory (--out) or one file (-o/--output).
+WRITES_DIR = {"simulate", "explain", "sweep", "regimes", "reproduce", "demo", "validate", "trace build", "trace import",
+              "trace replay", "measure compare"} | {c for c in COMMANDS if c.startswith("measure ")}
+WRITES_FILE = {"init", "report", "fit postal", "trace export"}
+#: Commands that take a scenario (a file, a study's base, or a replay's network and noise).
+TAKES_SCENARIO = {"simulate", "explain", "sweep", "trace replay"}
+MARKUP = re.compile(r"\[/?(?:bold|dim|italic|red|green|yellow|blue|cyan|magenta|white|link)\b[^\]]*\]|\[/\]")
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_the_inventory_is_complete():
+    # a new command is a decision about the conventions: add it to the sets above
+    assert len(COMMANDS) >= 35
+    assert {"simulate", "explain", "sweep", "regimes", "trace replay", "validate", "model postal"} <= set(COMMANDS)
+    assert (WRITES_DIR | WRITES_FILE | TAKES_SCENARIO) <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_follows_the_conventions(name):
+    cmd = COMMANDS[name]
+    names = flags(cmd)
+    assert "--quiet" in names and "-q" in names, f"{name}: no --quiet/-q"
+    assert "--json" in names, f"{name}: no --json"
+    if name in WRITES_DIR:
+        assert "--out" in names, f"{name}: writes a directory without --out"
+    if name in WRITES_FILE:
+        assert {"-o", "--output"} <= names, f"{name}: writes a file without -o/--output"
+    if name in TAKES_SCENARIO:
+        assert "--set" in names, f"{name}: takes a scenario without --set"
+        assert next(p for p in cmd.params if "--set" in getattr(p, "opts", [])).multiple, f"{name}: --set not repeatable"
+    # -o names a file: a directory is --out (trace build's -o DIR is a hidden, deprecated alias)
+    visible_o = [p for p in cmd.params if "-o" in getattr(p, "opts", []) and not getattr(p, "hidden", False)]
+    if name != "loggopsim":  # LogGOPSim's -o is its overhead o, a contract with its users
+        assert all("--output" in p.opts for p in visible_o), f"{name}: -o that is not --output"
+    result = run(*name.split(), "--help")
+    assert result.exit_code == 0, result.output
+    assert not MARKUP.search(result.output), f"{name}: rich markup left in the help: {MARKUP.search(result.output)}"
+    assert "--quiet" in result.output
+
+
+@pytest.mark.parametrize("args", [
+    ["model", "postal", "--bytes", "8", "--json", "--quiet"],
+    ["simulate", "--list", "--json"],
+    ["init", "--list", "--json", "-q"],
+    ["schema", "--json"],
+])
+def test_json_outputs_parse(args):
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout)
+
+
+def test_repeatable_lists_mean_the_same_as_comma_lists():
+    comma = run("model", "allreduce", "--nodes", "4", "--penalties", "maxrate,hops,congestion", "--json")
+    repeated = run("model", "allreduce", "--nodes", "4", "--penalties", "maxrate", "--penalties", "hops",
+                   "--penalties", "congestion", "--json")
+    assert comma.exit_code == 0 and comma.stdout == repeated.stdout
+    assert json.loads(comma.stdout)["penalty_s"] > 0
+
+
+def test_set_values_are_read_as_toml():
+    assert scenario_sets(["network.L_s=5e-6", "workload.barrier=true", "name=plain text", "workload.distances=[1, 2]"]) == {
+        "network.L_s": 5e-6, "workload.barrier": True, "name": "plain text", "workload.distances": [1, 2]}
+
+
+BSP = '[workload]\nkind = "bsp"\nranks = 8\niterations = 10\ncompute_s = 1e-5\ndistances = [1]\nbarrier = false\n'
+
+
+def test_simulate_set_overrides_the_scenario(tmp_path):
+    (tmp_path / "bsp.toml").write_text(BSP)
+    result = run("simulate", str(tmp_path / "bsp.toml"), "--set", "workload.ranks=4", "--set", "workload.iterations=3",
+                 "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["ranks"], doc["iterations"]) == (4, 3)
+    bad = run("simulate", str(tmp_path / "bsp.toml"), "--set", "workload.ranks")
+    assert bad.exit_code == 2 and "key.path=value" in bad.stderr
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts the simulations (the first run, and each of the tolerance search's)."""
+    import idlewave.explain as ex
+    import idlewave.simulation as sim
+
+    runs = {"first": 0, "search": 0}
+    first, again = sim.simulate, ex._makespan
+
+    def simulate(*a, **kw):
+        runs["first"] += 1
+        return first(*a, **kw)
+
+    def makespan(*a, **kw):
+        runs["search"] += 1
+        return again(*a, **kw)
+
+    monkeypatch.setattr(sim, "simulate", simulate)
+    monkeypatch.setattr(ex, "_makespan", makespan)
+    return runs
+
+
+def test_explain_runs_one_simulation_by_default(tmp_path, counted):
+    (tmp_path / "bsp.toml").write_text(BSP)
+    result = run("explain", str(tmp_path / "bsp.toml"), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert counted == {"first": 1, "search": 0}
+    assert doc["tolerance"] == {} and "resimulations" not in doc and doc["derivatives"]["L"] == 10
+    # said how to ask for the search, and what it costs
+    assert "--tolerance runs it, about 76 runs" in run("explain", str(tmp_path / "bsp.toml")).stderr
+    assert "tolerance" not in run("explain", str(tmp_path / "bsp.toml"), "-q").stderr
+
+
+def test_explain_tolerance_says_its_runs_first(tmp_path, counted):
+    (tmp_path / "bsp.toml").write_text(BSP)
+    result = run("explain", str(tmp_path / "bsp.toml"), "--tolerance", "--param", "L", "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("tolerance search: about 38 runs of the scenario (L;")
+    doc = json.loads(result.stdout)
+    assert counted["search"] == doc["resimulations"]["L"] > 8 and set(doc["tolerance"]) == {"L"}
+    # --params (repeatable or comma-separated) asks for the search, as when it was the default
+    counted.update(first=0, search=0)
+    again = run("explain", str(tmp_path / "bsp.toml"), "--params", "L", "--json", "--quiet")
+    assert json.loads(again.stdout)["tolerance"] == doc["tolerance"] and again.stderr == ""
+    assert run("explain", str(tmp_path / "bsp.toml"), "--params", "L,G", "--no-tolerance", "--json").exit_code == 0
+
+
+def test_explain_set_needs_a_scenario_file(tmp_path):
+    (tmp_path / "bsp.toml").write_text(BSP)
+    assert run("simulate", str(tmp_path / "bsp.toml"), "--explain", "--out", str(tmp_path / "run"), "-q").exit_code == 0
+    refused = run("explain", str(tmp_path / "run"), "--set", "workload.ranks=4")
+    assert refused.exit_code == 2 and "give the scenario file" in refused.stderr
+    doc = json.loads(run("explain", str(tmp_path / "bsp.toml"), "--set", "workload.ranks=4", "--json").stdout)
+    assert doc["derivatives"]["L"] == 10  # 4 ranks, the same 10 latencies on the path
+
+
+def rendered(bar) -> list[str]:
+    console = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    console.print(bar.make_tasks_table(bar.tasks))
+    return console.file.getvalue().splitlines()
+
+
+def test_progress_fits_80_columns_with_count_and_eta():
+    bar = progress_bar(Console(file=io.StringIO(), width=80, force_terminal=True))
+    task = bar.add_task("tolerance of L: run 12, +1.234 µs gives 1.5 s (+0.8%) and a long tail", total=1076)
+    for k in (1, 2, 12):
+        bar.update(task, completed=k)
+        time.sleep(0.02)
+    lines = [line for line in rendered(bar) if line.strip()]
+    assert len(lines) == 1 and len(lines[0]) <= 80, lines
+    line = lines[0]
+    assert "12/1076" in line and re.search(r"\d:\d\d:\d\d ETA (\d:\d\d:\d\d|-:--:--)", line), line
+    assert line.startswith("tolerance of L: run 1") and "…" in line  # the description gives way, not the ETA
+    assert len(line.split("12/1076")[0].split("  ")[0]) <= DESCRIPTION_WIDTH
+
+
+def test_progress_prints_brackets_literally():
+    bar = progress_bar(Console(file=io.StringIO(), width=80, force_terminal=True))
+    bar.add_task("[bold]run/[a] b", total=3)
+    assert rendered(bar)[0].startswith("[bold]run/[a] b")
+
+
+def test_steps_are_silent_off_a_terminal_and_when_quiet():
+    for console, quiet in ((Console(file=io.StringIO(), force_terminal=False), False),
+                           (Console(file=io.StringIO(), force_terminal=True), True)):
+        with Steps(3, quiet, console) as steps:
+            steps("one")
+            steps("two")
+            assert steps.k == 2 and steps.bar is None
+        assert console.file.getvalue() == ""
+    with Steps(2, False, Console(file=io.StringIO(), force_terminal=True, width=80)) as steps:
+        steps("a", k=1)
+        steps("b", k=5)  # an estimate that fell short grows
+        assert steps.total == 5 and steps.bar is not None
+
+
+def test_bracketed_paths_print_literally(tmp_path):
+    target = tmp_path / "[bold]x" / "[b]scenario.toml"
+    target.parent.mkdir()
+    result = run("init", "bsp", "-o", str(target))
+    assert result.exit_code == 0, result.output
+    assert f"wrote {target}" in result.stdout
+    assert target.exists()
+
+
+@pytest.mark.parametrize("value, text", [
+    (0.000845, "845 µs"), (1.5e-3, "1.5 ms"), (0.99996, "1 s"), (12.5, "12.5 s"), (4200, "70 min"), (0, "0 s"),
+    (-2.1e-6, "−2.1 µs"), (2e-12, "2 ps"),
+])
+def test_fmt_time(value, text):
+    assert fmt_time(value) == text
+
+
+def test_fmt_bytes_rate_count():
+    assert fmt_bytes(3_500_000) == "3.5 MB" and fmt_bytes(512) == "512 B" and fmt_bytes(3 * 2**20, binary=True) == "3 MiB"
+    assert fmt_rate(2.5e7, "events/s") == "25 M events/s" and fmt_rate(1.2e9, "B/s") == "1.2 GB/s"
+    assert fmt_count(1234) == "1,234" and fmt_count(1_234_567) == "1.23 M" and fmt_si(5e-9, "F") == "5 nF"
