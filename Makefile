@@ -17,7 +17,7 @@ install: $(STAMP)
 $(STAMP): $(SOURCES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test,docs]'
 	touch $@
 
 demo: install
@@ -45,10 +45,18 @@ lint: install
 	$(BIN)/ruff check --no-cache python tests scripts
 	$(BIN)/mypy
 
-test: install system-deps lint
+test: install system-deps lint docs
 	cargo test --quiet
 	$(BIN)/python -m pytest -q
 	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
+
+# The documentation site (docs/, mkdocs.yml) into site/: the reference pages are generated
+# first (docs/reference/, not committed); --strict fails on a dead link or anchor and on a
+# page missing from the nav or left out of it.
+.PHONY: docs
+docs: install
+	$(BIN)/python scripts/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
 
 # The property tests (src/fuzz.rs, tests/test_fuzz.py) at length; `make test` runs a few cases of each.
 fuzz: install

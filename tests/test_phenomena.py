@@ -27,7 +27,7 @@ def test_idle_wave_speed_grows_with_distance_and_falls_with_the_period():
     assert one["speed_ranks_per_iteration"] == pytest.approx(1.0, rel=0.02)
     assert two["speed_ranks_per_s"] == pytest.approx(2 * one["speed_ranks_per_s"], rel=0.03)
     assert slow["speed_ranks_per_s"] == pytest.approx(one["speed_ranks_per_s"] / 2, rel=0.03)
-    assert one["ranks_reached"] == 63 and abs(one["decay_per_rank"]) < 1e-4  # README: 6.5e-5
+    assert one["ranks_reached"] == 63 and abs(one["decay_per_rank"]) < 1e-4  # docs/phenomena.md: 6.5e-5
 
 
 def test_no_wave_is_reported_without_a_one_off_delay():
@@ -40,7 +40,7 @@ def test_no_wave_is_reported_without_a_one_off_delay():
 
 def test_noise_damps_the_idle_wave():
     noisy = wave([1], 1e-4, [{"kind": "poisson", "rate_hz": 2000.0, "duration_s": 2e-5}])
-    assert 5e-3 < noisy["decay_per_rank"] < 1e-2  # README: 0.007–0.009 over seeds 1–5
+    assert 5e-3 < noisy["decay_per_rank"] < 1e-2  # docs/phenomena.md: 0.007–0.009 over seeds 1–5
 
 
 def triad(barrier: bool, memory: bool, timers: bool = True) -> idlewave.Result:

@@ -29,7 +29,7 @@ def test_fig5a_system_noise_gives_almost_no_speedup(study):
 
 def test_fig5b_daemon_noise_helps_amg_and_cth_by_over_10_percent_and_not_lammps(study):
     """Fig. 5b, the part we reproduce: AMG and CTH above 10%, LAMMPS (rare
-    allreduces) below. (HPCCG, LULESH and miniFE also exceed 10% here: README.)"""
+    allreduces) below. (HPCCG, LULESH and miniFE also exceed 10% here: docs/reproductions.md.)"""
     s = speedups(study, "daemon")
     assert s["AMG2006"] > 1.1 and s["CTH"] > 1.1, s
     assert s["LAMMPS"] < 1.1, s

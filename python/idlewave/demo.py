@@ -30,12 +30,12 @@ DEMO_APPS = ("CTH", "HPCCG", "LAMMPS")
 RANKS = 1024
 
 # Printed under study 1 and stored in its summary: which of the paper's
-# claims these three applications reproduce (README, "Reproductions").
+# claims these three applications reproduce (docs/reproductions.md).
 PAPER_SAYS = (
     "As the paper: almost no speedup under system noise (Fig. 5a); under the daemon CTH gains over 10% and "
     "LAMMPS (rare allreduces) almost nothing (Fig. 5b); under checkpoints large factors for HPCCG and CTH, "
     "little for LAMMPS (Fig. 7). Unlike the paper, HPCCG also gains about 10% under the daemon (Fig. 5b "
-    "says only AMG and CTH exceed 10%): see the README's Reproductions.")
+    "says only AMG and CTH exceed 10%): see docs/reproductions.md.")
 
 
 def study_collectives(out: Path) -> tuple[list[dict], dict]:

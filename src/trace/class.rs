@@ -991,7 +991,7 @@ impl Program for ClassProgram {
 
 #[cfg(test)]
 mod tests {
-    /// What an extrapolation keeps per simulated rank (README, Performance (g)).
+    /// What an extrapolation keeps per simulated rank (docs/performance.md, (g)).
     #[test]
     fn a_rank_takes_48_bytes_and_72_more_inside_a_collective() {
         assert_eq!(std::mem::size_of::<super::Cursor>(), 48);

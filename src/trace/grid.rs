@@ -1,4 +1,4 @@
-//! Extrapolation of a code on a Cartesian process grid (README, "Your code
+//! Extrapolation of a code on a Cartesian process grid (docs/how-to/extrapolate.md, "Your code
 //! at scale"; docs/engine-semantics.md). A trace on a grid of at least 3 ranks per dimension is
 //! a template of rank classes: per dimension a rank sits on the low edge, in
 //! the interior or on the high edge (periodic dimensions keep the same

@@ -57,7 +57,7 @@ pub struct Profile {
 }
 
 /// The six applications of the paper (Table 1's β; the structure from each
-/// application's algorithm, see the README's "noise applications" table).
+/// application's algorithm, see the "noise paper's applications" table in docs/workloads.md).
 pub const PROFILES: [Profile; 6] = [
     // V-cycle: halo exchanges on each level, a residual norm, and the
     // coarse levels' allgather (Fig. 2: the only other collective that matters).

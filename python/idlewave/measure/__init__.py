@@ -19,7 +19,7 @@ from pathlib import Path
 
 KINDS = ("pingpong", "multipair", "kernels", "noise", "stream", "cg")
 
-# Settings that make Open MPI work in containers and VMs (see the README).
+# Settings that make Open MPI work in containers and VMs (see docs/how-to/measure-a-machine.md).
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_smsc": "^cma",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
