@@ -140,7 +140,7 @@ def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path):
     page = (tmp_path / "d" / "report.html").read_text()
     assert "Desynchronization" in page and "Idle waves" in page and "Regimes" in page and "What bounds this run" in page
     # the report carries the demo's headline tables, as the terminal shows them
-    assert "<h2>Headline</h2>" in page and "FEM MatVec under Markov latency regimes" in page
+    assert ">Headline</h2>" in page and "FEM MatVec under Markov latency regimes" in page
     # each regime: its share, the decoded samples' mean and sd, then the fitted emission's
     assert "<tr><th>regime</th><th>share</th><th>mean (s)</th><th>sd (s)</th><th>fitted μ (s)</th>" in page
     assert all(row[0] in page for table in s["headline"] for row in table["rows"])

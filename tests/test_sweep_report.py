@@ -3,6 +3,7 @@ Chromium when it is installed)."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -53,8 +54,8 @@ def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
     assert "Not shown: 4 point directories of earlier runs" in page
     current = pl.read_parquet(tmp_path / "out" / "sweep.parquet")["id"].to_list()
     earlier = [d.name for d in (tmp_path / "out" / "points").iterdir() if d.name not in current]
-    assert len(earlier) == 4 and not any(f"points/{e}" in page for e in earlier)
-    assert all(f"points/{c}" in page for c in current if not c.startswith("invalid-"))
+    assert len(earlier) == 4 and not any(e in page for e in earlier)
+    assert all(page.count(f"<td>{c}</td>") == 1 for c in current)  # each point once, in the sweep's table
     # the barrier costs more than it saves under noise, in every pair
     m = {(r["workload.barrier"], r["noise"] != "[]"): r["makespan_s"] for r in t.filter(pl.col("status") == "done").to_dicts()}
     assert m[True, False] > m[False, False] and m[True, True] > m[False, True]
@@ -90,34 +91,88 @@ def test_a_sweep_reads_its_base_files_where_they_are_and_reruns_points_whose_fil
 
 
 def test_report_is_self_contained_and_renders(cli, tmp_path):
+    import re
+
     study = tmp_path / "study.toml"
     study.write_text(STUDY)
     cli("sweep", study, "--out", tmp_path / "r" / "sweep", "--quiet", check=False)
     cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "r" / "iw", "--quiet")
     cli("report", tmp_path / "r")
     page = (tmp_path / "r" / "report.html").read_text()
-    assert "Speedup by workload.barrier" in page and "Idle waves" in page
+    assert "speedup by workload.barrier (vs False)" in page and "Idle waves" in page
     assert "src=\"http" not in page and "<link" not in page  # nothing external
-    assert page.count("data:image/png;base64,") >= 2
+    # figures are SVG, inline, by default; PNG on request
+    assert page.count("<figure class=\"fig\"><svg") >= 2 and 'src="data:image/png' not in page
+    cli("report", tmp_path / "r", "--png", "-o", tmp_path / "png.html")
+    png = (tmp_path / "png.html").read_text()
+    assert png.count("data:image/png;base64,") >= 2 and "<svg" not in png
+    # a table of contents whose every link leads to a heading of the page, one per section
+    toc = re.search(r'<nav class="toc".*?</nav>', page, re.DOTALL)[0]
+    links = re.findall(r'href="#([^"]+)"', toc)
+    ids = re.findall(r'<h[23] id="([^"]+)"', page)
+    assert links and sorted(links) == sorted(ids) and len(set(ids)) == len(ids)
+    assert page.index("<nav class=\"toc\"") < page.index("<h1>")  # at the top
+    # each result once: the sweep's points in one table (speedups as its columns), not again as runs
+    assert page.count("<h2") == len(re.findall(r"<h2 id=", page)) == 2  # Sweeps and Runs (the idle wave)
+    assert page.count("<table>") == 3  # the sweep's points, the runs, the idle waves
+    assert ">Speedup by" not in page and "points/" not in page
+    assert page.count("@media print") == 1 and "break-inside:avoid" in page and "nav.toc{display:none}" in page
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("chromium is not installed (apt-get install chromium) — the page was checked statically only")
-    p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--dump-dom",
-                        (tmp_path / "r" / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0
-    import re
-    figs, rendered = map(int, re.search(r'data-figures="(\d+)" data-rendered="(\d+)"', p.stdout).groups())
-    assert figs >= 2 and rendered == figs
-    assert "Uncaught" not in p.stderr
-    # the page as a reader sees it: drawn, neither blank nor a solid block
-    shot = tmp_path / "shot.png"
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1150,3000",
-                    f"--screenshot={shot}", (tmp_path / "r" / "report.html").as_uri()], capture_output=True, timeout=120)
     import matplotlib.image
 
-    pixels = matplotlib.image.imread(shot)[..., :3]
-    inked = (pixels.mean(axis=2) < 0.9).mean()
-    assert 0.02 < inked < 0.6, inked
+    for width in (1280, 800):  # the sidebar's width and a narrow window: drawn, nothing wider than the window
+        p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                            f"--window-size={width},900", "--virtual-time-budget=5000", "--dump-dom",
+                            (tmp_path / "r" / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and "Uncaught" not in p.stderr
+        figs, rendered, wide = map(int, re.search(r'data-figures="(\d+)" data-rendered="(\d+)" data-width="(\d+)"',
+                                                  p.stdout).groups())
+        assert figs >= 2 and rendered == figs
+        assert wide <= width, (width, wide)  # a wide table scrolls in its own box
+        # the page as a reader sees it: drawn, neither blank nor a solid block
+        shot = tmp_path / f"shot{width}.png"
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--window-size={width},3000", f"--screenshot={shot}", (tmp_path / "r" / "report.html").as_uri()],
+                       capture_output=True, timeout=120)
+        pixels = matplotlib.image.imread(shot)[..., :3]
+        inked = (pixels.mean(axis=2) < 0.9).mean()
+        assert 0.02 < inked < 0.6, (width, inked)
+
+
+def test_one_colour_per_series_in_every_figure(cli, tmp_path):
+    """A series (a strategy, a run, a cause) has one colour, taken from
+    results.series_colour by every figure: the report's inline SVGs draw it so."""
+    from idlewave import explain, report, results, timeline
+    from idlewave.stats import figures
+
+    assert results.series_colour("a run") == results.series_colour("a run") != results.series_colour("another run")
+    assert explain._COLOUR == {k: results.series_colour(k) for k in explain.CAUSES}
+    assert timeline.NOISE_COLOUR == results.series_colour("noise")
+    assert figures.COLORS == list(results.PALETTE)
+    for name in ("iw", "iw-again"):
+        cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "r" / name, "--quiet")
+    ranking = {"strategy": "workload.algorithm", "level": 0.95, "replications": 2, "conditions": [
+        {"condition": {"noise": "[]"}, "ranking": [
+            {"rank": 1, "strategy": "iw", "makespan_mean_s": 1e-3, "makespan_ci_s": 1e-4, "replications": 2,
+             "slowest_iteration_mean_s": 1e-4},
+            {"rank": 2, "strategy": "binomial", "makespan_mean_s": 2e-3, "makespan_ci_s": 1e-4, "replications": 2,
+             "slowest_iteration_mean_s": 2e-4, "slower_than_best": 2.0}]}]}
+    import polars as pl
+
+    (tmp_path / "r" / "study").mkdir()
+    pl.DataFrame({"id": ["a", "b"], "status": ["done", "done"], "workload.algorithm": ["iw", "binomial"],
+                  "makespan_s": [1e-3, 2e-3]}).write_parquet(tmp_path / "r" / "study" / "sweep.parquet")
+    (tmp_path / "r" / "study" / "ranking.json").write_text(json.dumps(ranking))
+    page = report.build(tmp_path / "r").read_text()
+    svgs = re.findall(r"<svg.*?</svg>", page, re.DOTALL)
+    bars = next(s for s in svgs if f"fill: {results.series_colour('binomial')}" in s)  # the ranking's
+    lines = next(s for s in svgs if f"stroke: {results.series_colour('iw-again')}" in s)  # the runs'
+    assert bars != lines
+    # "iw" is a strategy in the bars and a run in the lines: the same colour in both
+    assert f"fill: {results.series_colour('iw')}" in bars and f"stroke: {results.series_colour('iw')}" in lines
+    assert results.series_colour("iw") != results.series_colour("iw-again")
 
 
 def test_report_of_an_empty_directory_is_an_error(cli, tmp_path):

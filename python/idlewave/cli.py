@@ -761,6 +761,7 @@ def report(
     directory: Path = typer.Argument(..., help="A directory of results (simulate --out, sweep, regimes, measure compare)."),
     output: Path | None = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)."),
     as_json: bool = typer.Option(False, "--json", help="Print the page's path as JSON."),
+    png: bool = typer.Option(False, "--png", help="Figures as PNG images (default: SVG, inline)."),
     quiet: bool = QUIET,
 ):
     """One self-contained HTML page from results.
@@ -777,7 +778,7 @@ def report(
         err.print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
     try:
-        path = build(directory, output, warn=warn)
+        path = build(directory, output, warn=warn, figures="png" if png else "svg")
     except FileNotFoundError as e:
         fail(str(e))
     if as_json:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from idlewave.results import time_unit
+from idlewave.results import series_colour, time_unit
 
 #: The engine's causes, as a reader names them.
 CAUSES = {
@@ -445,7 +445,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
     ax.set_xlabel(f"makespan [{unit}]")
     ax.set_title("What bounds this run: the critical path by cause")
     fig.legend(loc="outside lower center", ncol=2, frameon=False, fontsize="small")
-    written.append(save_figure(fig, out / "breakdown.png"))
+    written.append(save_figure(fig, out / "breakdown.png", also=("svg",)))
     frame = explanation.waits_frame()
     if frame is not None and frame.height > 1:
         written.append(_waits_figure(frame, out))
@@ -463,7 +463,7 @@ def figures(explanation: Explanation, t_of_param: list[tuple[float, float]] | No
         ax.set_ylabel(f"makespan [{unit}]")
         ax.set_title(f"Makespan against {param} (re-simulated)")
         ax.grid(alpha=0.3)
-        written.append(save_figure(fig, out / f"t_of_{param}.png"))
+        written.append(save_figure(fig, out / f"t_of_{param}.png", also=("svg",)))
     return written
 
 
@@ -483,19 +483,19 @@ def _waits_figure(frame: pl.DataFrame, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
     bottom = np.zeros(blocks.height)
     x = blocks["block"].to_numpy() * per
-    for i, (k, label) in enumerate(kinds.items()):
+    for k, label in kinds.items():
         v = blocks[k].to_numpy() * scale
-        ax.bar(x, v, width=per, bottom=bottom, color=f"C{i}", label=label, align="edge")
+        ax.bar(x, v, width=per, bottom=bottom, color=series_colour(k[:-2]), label=label, align="edge")
         bottom += v
     ax.set_xlabel("rank" if per == 1 else f"rank (mean over blocks of {per})")
     ax.set_ylabel(f"idle [{unit}]")
     ax.set_title("What each rank waited for")
     fig.legend(loc="outside lower center", ncol=4, frameon=False, fontsize="small")
-    return save_figure(fig, out / "waits.png")
+    return save_figure(fig, out / "waits.png", also=("svg",))
 
 
 #: One colour per cause, the same in every figure.
-_COLOUR = {k: f"C{i}" for i, k in enumerate(CAUSES)}
+_COLOUR = {k: series_colour(k) for k in CAUSES}
 
 
 #: Routes longer than this are drawn without their jumps between ranks
@@ -532,7 +532,7 @@ def _route_figure(route: pl.DataFrame, makespan_s: float, out: Path) -> Path:
     handles = [Line2D([], [], color=_COLOUR[c], lw=3) for c in shown]
     fig.legend(handles, [f"mostly {CAUSES[c]}" for c in shown], loc="outside lower center", ncol=min(3, len(shown)),
                frameon=False, fontsize="small")
-    return save_figure(fig, out / "route.png")
+    return save_figure(fig, out / "route.png", also=("svg",))
 
 
 #: Heatmap cells at most along each axis (beyond, ranks or iterations are
@@ -567,6 +567,6 @@ def _waits_by_iteration_figure(m: np.ndarray, out: Path) -> Path:
     ax.set_xlabel("iteration" if per_iter == 1 else f"iteration (blocks of {per_iter})")
     ax.set_ylabel("rank" if per_rank == 1 else f"rank (blocks of {per_rank})")
     ax.set_title("When and where ranks waited: idle time per rank and iteration")
-    return save_figure(fig, out / "waits_by_iteration.png")
+    return save_figure(fig, out / "waits_by_iteration.png", also=("svg",))
 
 

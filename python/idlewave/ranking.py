@@ -130,11 +130,19 @@ def slowest_iteration_mean(point_dir: Path) -> float | None:
 
 def figure(result: list[dict], strategy: str, out: Path) -> Path:
     """A grouped bar chart: per condition, each strategy's mean makespan with its interval."""
+    from idlewave.results import save_figure
+
+    return save_figure(draw(result, strategy), out / "ranking.png")
+
+
+def draw(result: list[dict], strategy: str):
+    """The figure of `figure`, not yet written (the report shows it as SVG);
+    each strategy in its colour of every figure (series_colour)."""
     from idlewave.results import pyplot
 
     plt = pyplot()
 
-    from idlewave.results import save_figure, time_unit
+    from idlewave.results import series_colour, time_unit
 
     strategies = sorted({r["strategy"] for c in result for r in c["ranking"]})
     labels = [condition_label(c["condition"]) for c in result]
@@ -152,10 +160,10 @@ def figure(result: list[dict], strategy: str, out: Path) -> Path:
                 xs.append(j + (i - (len(strategies) - 1) / 2) * width)
                 ys.append(r["makespan_mean_s"] * scale)
                 es.append((r["makespan_ci_s"] or 0) * scale)
-        ax.bar(xs, ys, width, yerr=es, capsize=3, label=s, color=f"C{i}")
+        ax.bar(xs, ys, width, yerr=es, capsize=3, label=s, color=series_colour(s))
     ax.set_xticks(range(len(result)), labels)
     ax.set_ylabel(f"makespan [{unit}]")
     n = max(r["replications"] for c in result for r in c["ranking"])
     ax.set_title(f"Mean makespan ± {LEVEL:.0%} CI ({n} seeds)", fontsize="medium")
     fig.legend(loc="outside right upper", frameon=False, fontsize="small", title=strategy.split(".")[-1])
-    return save_figure(fig, out / "ranking.png")
+    return fig

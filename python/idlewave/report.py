@@ -1,15 +1,20 @@
-"""`idlewave report DIR`: one self-contained HTML page (figures embedded as
-data URIs, no external files) from everything under DIR: simulation
-results, sweeps (with speedups between the values of each swept key),
-idle-wave measurements, regime analyses, and measured-vs-predicted tables.
-A damaged result below DIR is left out with a warning; a damaged DIR fails
-the report (see `build`)."""
+"""`idlewave report DIR`: one self-contained HTML page (no external files)
+from everything under DIR: simulation results, sweeps (each point once, with
+the speedups between the values of each swept key), idle-wave measurements,
+regime analyses, and measured-vs-predicted tables. A table of contents
+leads to every section; each series has one colour in every figure
+(results.series_colour); figures are SVG (inline, or as data URIs for those
+read from a result's files), PNG on request (`figures="png"`); a print
+stylesheet keeps figures whole. A damaged result below DIR is left out with
+a warning; a damaged DIR fails the report (see `build`)."""
 
 from __future__ import annotations
 
 import base64
 import html
+import itertools
 import math
+import re
 import string
 import sys
 from collections.abc import Callable
@@ -18,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from idlewave.results import UnreadableResult, figure_png, read_json, read_parquet, write_text
+from idlewave.results import UnreadableResult, figure_png, figure_svg, read_json, read_parquet, series_colour, write_text
 
 #: A result below the report's directory that cannot be read, and why (the
 #: UnreadableResult naming its file): it is left out with a warning.
@@ -57,12 +62,51 @@ def join(parts, sep: str = "") -> Html:
     return Html(sep.join(h("{}", p) for p in parts))
 
 
+#: How the figures the report draws are put in the page: "svg" (inline) or
+#: "png" (data URIs); set by `build` for the page it writes.
+_FORMAT = "svg"
+_FIGURE_IDS = itertools.count(1)
+
+#: What an SVG of matplotlib's never holds and a page must not run.
+_ACTIVE = re.compile(r"<\s*(script|foreignObject|iframe|object|embed)\b|\son\w+\s*=|javascript:", re.IGNORECASE)
+
+
 def _png(fig) -> Html:
-    return _img(figure_png(fig))
+    """A figure the report drew: inline SVG, or a PNG when the page asks for PNG."""
+    if _FORMAT == "png":
+        return _img(figure_png(fig))
+    return _svg(figure_svg(fig))
 
 
-def _img(data: bytes, alt: str = "figure") -> Html:
-    return h('<img class="fig" alt="{}" src="data:image/png;base64,{}">', alt, base64.b64encode(data).decode())
+def _svg(text: str) -> Html:
+    """matplotlib's SVG of a figure as inline markup. Its text (names of runs,
+    strategies) is escaped by matplotlib's writer and drawn as paths; the
+    document is checked to hold nothing active all the same. Its ids get the
+    figure's own prefix: two figures on one page never share a clip path."""
+    start = text.find("<svg")
+    text = re.sub(r"<!--.*?-->\n?", "", text[start:], flags=re.DOTALL)  # the words drawn, as comments: not needed
+    if start < 0 or _ACTIVE.search(text):
+        raise ValueError("matplotlib wrote an SVG this report does not embed")
+    prefix = f"f{next(_FIGURE_IDS)}-"
+    body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m[1]}"', text)
+    body = re.sub(r'(url\(#|href="#)([^)"]+)', lambda m: f"{m[1]}{prefix}{m[2]}", body)
+    return Html(f'<figure class="fig">{body}</figure>')
+
+
+def _img(data: bytes, alt: str = "figure", kind: str = "png") -> Html:
+    mime = "image/svg+xml" if kind == "svg" else "image/png"
+    return h('<figure class="fig"><img class="fig" alt="{}" src="data:{};base64,{}"></figure>', alt, mime,
+             base64.b64encode(data).decode())
+
+
+def _file_figure(png: Path, alt: str) -> Html:
+    """A figure a command wrote: its SVG beside `png` when there is one (as
+    a data URI: an image, so nothing in the file can act on the page),
+    else the PNG; the PNG when the page asks for PNG."""
+    svg = png.with_suffix(".svg")
+    if _FORMAT == "svg" and svg.is_file():
+        return _img(svg.read_bytes(), alt, "svg")
+    return _img(png.read_bytes(), alt)
 
 
 def _table(rows: list[dict], cols: list[str] | None = None) -> Html:
@@ -77,9 +121,12 @@ def _table(rows: list[dict], cols: list[str] | None = None) -> Html:
             return h("{:.6g}", v)
         return h("{}", v)
 
+    def td(v) -> Html:  # a long text (an error) wraps; numbers and names stay on their line
+        return h('<td class="long">{}</td>', cell(v)) if isinstance(v, str) and len(v) > 60 else h("<td>{}</td>", cell(v))
+
     head = join(h("<th>{}</th>", c) for c in cols)
-    body = join(h("<tr>{}</tr>", join(h("<td>{}</td>", cell(r.get(c, ""))) for c in cols)) for r in rows)
-    return h("<table><tr>{}</tr>{}</table>", head, body)
+    body = join(h("<tr>{}</tr>", join(td(r.get(c, "")) for c in cols)) for r in rows)
+    return h('<div class="tw"><table><tr>{}</tr>{}</table></div>', head, body)
 
 
 #: Runs drawn at most in the report's overview plot (the table lists all).
@@ -119,8 +166,12 @@ def _runs(dirs: list[Path], root: Path, skip: Skip) -> Html:
         top = max(float(np.nanmax(y)) for _, _, y in shown)
         scale, unit = time_unit(top)
         fig, ax = plt.subplots(figsize=(8, 3.2 + 0.18 * -(-len(shown) // 2)), constrained_layout=True)
-        for label, x, y in shown:
-            ax.plot(x, y * scale, label=label, lw=1)
+        # a run's colour is its directory's name's (a regimes dataset of the run is named so by default),
+        # its path's where two runs drawn share a name
+        names = [Path(label).name for label, _, _ in shown]
+        unique = len(set(names)) == len(names)
+        for (label, x, y), name in zip(shown, names):
+            ax.plot(x, y * scale, label=label, lw=1, color=series_colour(name if unique else label))
         medians = [float(np.nanmedian(y)) for _, _, y in shown]
         if min(medians) > 0 and max(medians) / min(medians) > 20:  # runs of very different scales
             ax.set_yscale("log")
@@ -195,7 +246,7 @@ def _heat(d: Path, title: str) -> Html:
 def _ranking(d: Path) -> Html:
     """A study's strategy ranking: per condition, the table and the verdicts, and the grouped bars."""
     ranking = read_json(d / "ranking.json")
-    parts = [h("<h3>Which {} wins ({:.0%} CI over {} seeds)</h3>", ranking["strategy"], ranking["level"],
+    parts = [h("<h4>Which {} wins ({:.0%} CI over {} seeds)</h4>", ranking["strategy"], ranking["level"],
                ranking["replications"])]
     for c in ranking["conditions"]:
         cond = ", ".join(f"{k} = {v}" for k, v in c["condition"].items()) or "all points"
@@ -204,36 +255,64 @@ def _ranking(d: Path) -> Html:
                               "± s": r["makespan_ci_s"], "slowest rank's iteration s": r["slowest_iteration_mean_s"],
                               "slower than the best": r.get("slower_than_best")} for r in c["ranking"]]))
         parts += [h("<p>{}</p>", r["verdict"]) for r in c["ranking"] if "verdict" in r]
-    if (d / "ranking.png").exists():
-        parts.append(_img((d / "ranking.png").read_bytes(), "ranking"))
+    parts.append(_ranking_figure(d, ranking))
     return join(parts, "\n")
 
 
+def _ranking_figure(d: Path, ranking: dict) -> Html:
+    """The grouped bars, drawn again from ranking.json (each strategy in its
+    colour of every figure), or ranking.png as the sweep wrote it."""
+    from idlewave.ranking import draw
+
+    try:
+        return _png(draw(ranking["conditions"], ranking["strategy"]))
+    except (KeyError, TypeError, ValueError):  # a ranking.json of an older idlewave
+        return _file_figure(d / "ranking.png", "ranking") if (d / "ranking.png").exists() else Html("")
+
+
+#: Points of a sweep listed open; a longer table (or one under a ranking) is folded.
+_POINTS_OPEN = 30
+
+
 def _sweep(d: Path) -> Html:
+    """A sweep: its ranking (if a study named a strategy), then one table of
+    its points, each once, with a column per swept key of the speedup over
+    the key's first value (the point with every other key the same)."""
     frame = read_parquet(d / "sweep.parquet")
-    parts = [_ranking(d)] if (d / "ranking.json").exists() else []
-    parts.append(_table(frame.to_dicts()))
+    ranked = (d / "ranking.json").exists()
+    parts = [_ranking(d)] if ranked else []
     measured = ("id", "status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error", "replica")
     keys = [c for c in frame.columns if c not in measured]
     if "replica" in frame.columns and frame["replica"].n_unique() > 1:
         keys = [c for c in keys if c != "seed"]  # set by the replications (ranked above with intervals)
     done = frame.filter(pl.col("status") == "done") if "status" in frame.columns else frame
     keys = [c for c in keys if done[c].null_count() < done.height]  # keys only failed points set
+    table = frame.with_row_index("_row")
+    speedups = []
     for k in keys:
         values = done[k].unique(maintain_order=True).to_list()
         if len(values) < 2 or "makespan_s" not in done.columns:
             continue
         # replicas pair with their own (the same seed) in every comparison
         others = [c for c in keys if c != k] + (["replica"] if "replica" in done.columns else [])
-        base = done.filter(pl.col(k) == values[0]).select([*others, pl.col("makespan_s").alias("base")])
-        rows = []
-        for v in values[1:]:
-            part = done.filter(pl.col(k) == v)
-            joined = part.join(base, on=others, how="inner") if others else part.with_columns(pl.lit(base["base"][0]).alias("base"))
-            for r in joined.iter_rows(named=True):
-                rows.append({**{c: r[c] for c in others}, k: f"{v} vs {values[0]}", "speedup": r["base"] / r["makespan_s"]})
-        if rows:
-            parts.append(h("<h3>Speedup by {}</h3>{}", k, _table(rows)))
+        col = f"speedup by {k} (vs {values[0]})"
+        base = done.filter(pl.col(k) == values[0]).select([*others, pl.col("makespan_s").alias(col)])
+        if not base.height:
+            continue
+        if others:
+            table = table.join(base.unique(subset=others, keep="first", maintain_order=True), on=others, how="left")
+        else:
+            table = table.with_columns(pl.lit(base[col][0]).alias(col))
+        table = table.with_columns((pl.col(col) / pl.col("makespan_s")).alias(col))
+        speedups.append(col)
+    table = table.sort("_row").drop("_row")
+    first = [c for c in frame.columns if c != "error"]
+    cols = first[: first.index("makespan_s") + 1] + speedups + first[first.index("makespan_s") + 1:] if speedups else first
+    cols += ["error"] if "error" in frame.columns else []
+    rows = table.select(cols).to_dicts()
+    said = f"All {len(rows)} points" + (", with the speedup of each swept key's values over its first" if speedups else "")
+    fold = Html("") if (ranked or len(rows) > _POINTS_OPEN) else Html(" open")
+    parts.append(h('<details class="points"{}><summary>{}</summary>{}</details>', fold, said, _table(rows, cols)))
     return join(parts, "\n")
 
 
@@ -252,14 +331,14 @@ def _regimes(d: Path, root: Path) -> Html:
         sub = d / name if plain and (d / name).is_dir() else d  # a name read from the file never leads elsewhere
         for f in ("series.png", "cdf_boxplot.png", "cdf_regimes.png", "in_out.png", "heatmap.png"):
             if (sub / f).exists():
-                parts.append(_img((sub / f).read_bytes(), f))
+                parts.append(_file_figure(sub / f, f))
     comp = s.get("comparisons") or {}
     if comp:
         parts.append(h("<h3>Comparisons</h3>{}{}", h("<p>{}</p>", comp["note"]) if "note" in comp else Html(""),
                        _table(comp.get("ks", []))))
         parts.append(_table([{"pair": k, "total T^max difference %": v} for k, v in comp.get("percent_difference_total_tmax", {}).items()]))
         if (d / "cumulative.png").exists():
-            parts.append(_img((d / "cumulative.png").read_bytes(), "cumulative"))
+            parts.append(_file_figure(d / "cumulative.png", "cumulative"))
     return join(parts, "\n")
 
 
@@ -297,7 +376,7 @@ def _explained(d: Path, root: Path) -> Html:
             parts.append(h("<p>{}</p>", note))
     for f in sorted(d.glob("*.png")):
         if f.name in ("breakdown.png", "waits.png", "waits_by_iteration.png", "route.png") or f.name.startswith("t_of_"):
-            parts.append(_img(f.read_bytes(), f.name))
+            parts.append(_file_figure(f, f.name))
     return join(parts, "\n")
 
 
@@ -313,16 +392,53 @@ def _compare(d: Path) -> Html:
     frame = read_parquet(d / "compare.parquet")
     out = _table(frame.to_dicts())
     if (d / "compare.png").exists():
-        out = join([out, _img((d / "compare.png").read_bytes(), "measured vs predicted")])
+        out = join([out, _file_figure(d / "compare.png", "measured vs predicted")])
     return out
 
 
-CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:.5em 0;font-size:13px}
-td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}img.fig{max-width:100%;display:block;margin:.5em 0}
-h2{border-bottom:2px solid #3b0f70;margin-top:1.5em}"""
+CSS = """body{font-family:system-ui,sans-serif;margin:0;color:#222;line-height:1.4}
+main{max-width:1100px;margin:1em 2em 3em;min-width:0}
+nav.toc{margin:1em 2em 0;padding:.4em 1em;border:1px solid #ddd;background:#fafafa;font-size:14px}
+nav.toc ol{margin:.2em 0;padding-left:1.4em}nav.toc a{color:#3b0f70;text-decoration:none}nav.toc a:hover{text-decoration:underline}
+nav.toc>b{display:block;margin:.2em 0}
+@media (min-width:1200px){body{display:grid;grid-template-columns:270px minmax(0,1fr)}
+nav.toc{position:sticky;top:0;align-self:start;max-height:100vh;overflow-y:auto;margin:0;border:0;border-right:1px solid #ddd;
+box-sizing:border-box;padding:1em}main{margin:1em 2.5em 3em}}
+.tw{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:.5em 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}th{background:#eee}
+td.long{white-space:normal;min-width:20em;text-align:left}
+figure.fig{margin:.5em 0}figure.fig svg,figure.fig img{max-width:100%;height:auto;display:block}
+h2{border-bottom:2px solid #3b0f70;margin-top:1.5em}h2,h3{scroll-margin-top:.5em}
+details.points>summary{cursor:pointer;margin:.5em 0;color:#3b0f70}
+@media print{body{display:block;font-size:11pt}nav.toc{display:none}main{margin:0;max-width:none}
+figure,table,tr,img,svg{break-inside:avoid}h2,h3{break-after:avoid}.tw{overflow:visible}
+details>summary{list-style:none}a[href]:not([href^="#"])::after{content:" (" attr(href) ")";font-size:90%}}"""
 
-CHECK = """<script>window.addEventListener('load',()=>{const im=[...document.images];
-document.body.dataset.figures=im.length;document.body.dataset.rendered=im.filter(i=>i.complete&&i.naturalWidth>0).length;});</script>"""
+#: After loading: how many figures the page has and how many are drawn (an
+#: image decoded, an inline SVG laid out), for a browser check; every
+#: folded table is opened for printing.
+CHECK = """<script>window.addEventListener('load',()=>{const f=[...document.querySelectorAll('figure.fig')];
+document.body.dataset.figures=f.length;document.body.dataset.rendered=f.filter(e=>{const i=e.querySelector('img');
+if(i)return i.complete&&i.naturalWidth>0;const g=e.querySelector('svg');return g&&g.getBoundingClientRect().width>0;}).length;
+document.body.dataset.width=document.documentElement.scrollWidth;});
+window.addEventListener('beforeprint',()=>document.querySelectorAll('details').forEach(d=>d.open=true));</script>"""
+
+
+def _contents(sections: list[tuple[str, Html]]) -> tuple[Html, Html]:
+    """The table of contents and the sections, each h2 and h3 with the id it links to."""
+    entries, bodies = [], []
+    for i, (title, body) in enumerate(sections, 1):
+        subs: list[Html] = []
+
+        def anchor(m, i=i, subs=subs) -> str:
+            subs.append(Html(m[1]))  # the heading's content: made by h(), escaped already
+            return f'<h3 id="s{i}-{len(subs)}">{m[1]}</h3>'
+
+        body = Html(re.sub(r"<h3>(.*?)</h3>", anchor, body, flags=re.DOTALL))
+        sub = join(h('<li><a href="#s{}-{}">{}</a></li>', i, j, t) for j, t in enumerate(subs, 1))
+        entries.append(h('<li><a href="#s{}">{}</a>{}</li>', i, title, h("<ol>{}</ol>", sub) if subs else Html("")))
+        bodies.append(h('<section><h2 id="s{}">{}</h2>{}</section>', i, title, body))
+    return h('<nav class="toc" aria-label="Contents"><b>Contents</b><ol>{}</ol></nav>', join(entries)), join(bodies, "\n")
 
 
 def _headline(root: Path) -> Html:
@@ -338,14 +454,18 @@ def _headline(root: Path) -> Html:
         if t["columns"]:
             head = join(h("<th>{}</th>", c) for c in t["columns"])
             body = join(h("<tr>{}</tr>", join(h("<td>{}</td>", v) for v in row)) for row in t["rows"])
-            parts.append(h("<table><tr>{}</tr>{}</table>", head, body))
+            parts.append(h('<div class="tw"><table><tr>{}</tr>{}</table></div>', head, body))
         parts.extend(h("<p>{}</p>", line) for line in t["notes"])
     return join(parts)
 
 
 def build(root: str | Path, out: str | Path | None = None, title: str = "idlewave report",
-          warn: Callable[[str], None] | None = None) -> Path:
+          warn: Callable[[str], None] | None = None, figures: str = "svg") -> Path:
     """Writes the page for everything under `root` and returns its path.
+
+    Figures are SVG (`figures="svg"`: those the report draws inline, those
+    a command wrote as files from their SVG beside the PNG) or PNG
+    (`figures="png"`); either way the page needs no other file.
 
     A result below `root` whose files cannot be read (truncated, not JSON,
     not what idlewave writes) is left out, listed at the top of the page and
@@ -353,7 +473,17 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
     of a large sweep should not cost the report of the others. A damaged
     result that is `root` itself (the report of one run or sweep), or nothing
     readable at all, is an UnreadableResult naming the file, and no page."""
-    root = Path(root)
+    global _FORMAT
+    if figures not in ("svg", "png"):
+        raise ValueError(f"figures must be 'svg' or 'png', not {figures!r}")
+    before, _FORMAT = _FORMAT, figures
+    try:
+        return _build(Path(root), out, title, warn)
+    finally:
+        _FORMAT = before
+
+
+def _build(root: Path, out: str | Path | None, title: str, warn: Callable[[str], None] | None) -> Path:
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: not a directory")
     out = Path(out) if out else root / "report.html"
@@ -377,9 +507,10 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
         return Html("")
 
     sweeps = sorted(p.parent for p in root.rglob("sweep.parquet"))
-    earlier = _earlier_points(sweeps)
+    earlier, points = _points(sweeps)
+    # a sweep's points are its table's rows: not listed again as runs
     runs = sorted(p.parent for p in root.rglob("timers.parquet")
-                  if (p.parent / "summary.json").exists() and p.parent not in earlier)
+                  if (p.parent / "summary.json").exists() and p.parent not in earlier and p.parent not in points)
     regime_roots = set()
     for d in sorted({p.parent for p in root.rglob("regimes.parquet")}):
         try:
@@ -390,57 +521,73 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
     compares = sorted(p.parent for p in root.rglob("compare.parquet"))
     explained = sorted(p.parent for p in root.rglob("explain.json")
                        if (p.parent / "scenario.json").exists() and p.parent not in earlier)
-    sections: list[Html] = []
+    for d in sorted(regime_roots):  # their datasets first: in the colours the regimes command drew them in
+        try:
+            s = read_json(d / "summary.json")
+            for name in (s["datasets"] if isinstance(s.get("datasets"), dict) else {}):
+                series_colour(name)
+        except (UnreadableResult, FileNotFoundError):
+            pass  # said by the regimes section
+    sections: list[tuple[str, Html]] = []
     headline = section(root, _headline)
     if headline:
-        sections.append(h("<h2>Headline</h2>{}", headline))
+        sections.append(("Headline", headline))
     sweep_parts = join(h("<h3>{}</h3>{}", str(d.relative_to(root)) or ".", part)
                        for d in sweeps if (part := section(d, _sweep)))
     if sweep_parts:
-        sections.append(h("<h2>Sweeps</h2>{}", sweep_parts))
+        sections.append(("Sweeps", sweep_parts))
     if runs and (runs_part := _runs(runs, root, skip)):
-        sections.append(h("<h2>Runs</h2>{}", runs_part))
+        sections.append(("Runs", runs_part))
     explained_parts = join(section(d, lambda d: _explained(d, root)) for d in explained)
     if explained_parts:
-        sections.append(h("<h2>What bounds this run</h2>{}", explained_parts))
+        sections.append(("What bounds this run", explained_parts))
     regime_parts = join(section(d, lambda d: _regimes(d, root)) for d in sorted(regime_roots))
     if regime_parts:
-        sections.append(h("<h2>Regimes</h2>{}", regime_parts))
+        sections.append(("Regimes", regime_parts))
     compare_parts = join(section(d, _compare) for d in compares)
     if compare_parts:
-        sections.append(h("<h2>Model vs simulation vs measurement</h2>{}", compare_parts))
+        sections.append(("Model vs simulation vs measurement", compare_parts))
     if not sections and left_out:
         raise UnreadableResult(f"{root}: no readable results: " + "; ".join(left_out))
     if not sections:
         raise FileNotFoundError(f"{root}: no results found (run idlewave simulate --out, sweep, regimes or measure first)")
+    not_shown = Html("")
     if earlier:
-        sections.append(h("<p>Not shown: {} point directories of earlier runs of a sweep (their scenario or its files "
-                          "have changed since; the sweep's table no longer lists them).</p>", len(earlier)))
+        not_shown = h("<p>Not shown: {} point directories of earlier runs of a sweep (their scenario or its files "
+                      "have changed since; the sweep's table no longer lists them).</p>", len(earlier))
     if left_out:
-        sections.insert(0, h("<h2>Left out</h2><p>These results could not be read and are not in this report (a damaged "
-                             "result below the report's directory is left out; one that is the directory itself fails "
-                             "the report):</p><ul>{}</ul>", join(h("<li>{}</li>", m) for m in left_out)))
-    page = h("<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{css}</style></head>"
-             "<body><h1>{title}</h1><p>From {root}.</p>{sections}{check}</body></html>", title=title, css=Html(CSS),
-             root=str(root.resolve()), sections=join(sections), check=Html(CHECK))
+        sections.insert(0, ("Left out", h("<p>These results could not be read and are not in this report (a damaged "
+                                          "result below the report's directory is left out; one that is the directory "
+                                          "itself fails the report):</p><ul>{}</ul>",
+                                          join(h("<li>{}</li>", m) for m in left_out))))
+    toc, body = _contents(sections)
+    page = h("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             "<meta name='viewport' content='width=device-width, initial-scale=1'><title>{title}</title>"
+             "<style>{css}</style></head><body>{toc}<main><h1>{title}</h1><p>From {root}.</p>{body}{not_shown}</main>"
+             "{check}</body></html>", title=title, css=Html(CSS), toc=toc, root=str(root.resolve()), body=body,
+             not_shown=not_shown, check=Html(CHECK))
     write_text(out, page)
     for m in left_out:
         (warn or _warn)(f"left out of the report: {m}")
     return out
 
 
-def _earlier_points(sweeps: list[Path]) -> set[Path]:
-    """The point directories of each sweep that its table does not list: runs
-    of an earlier base or input files, kept on disk but not part of the sweep."""
+def _points(sweeps: list[Path]) -> tuple[set[Path], set[Path]]:
+    """The point directories of each sweep that its table does not list
+    (runs of an earlier base or input files, kept on disk but not part of
+    the sweep), and those it lists (shown in its table, not as runs)."""
     earlier: set[Path] = set()
+    listed: set[Path] = set()
     for d in sweeps:
         try:
             current = set(read_parquet(d / "sweep.parquet", columns=["id"])["id"].to_list())
         except UnreadableResult:
             continue  # the sweep's own section reports the damaged table
         if (d / "points").is_dir():
-            earlier |= {p for p in (d / "points").iterdir() if p.is_dir() and p.name not in current}
-    return earlier
+            for p in (d / "points").iterdir():
+                if p.is_dir():
+                    (listed if p.name in current else earlier).add(p)
+    return earlier, listed
 
 
 def _warn(message: str) -> None:

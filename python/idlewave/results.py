@@ -181,6 +181,37 @@ FIGURE_STYLE = {
 }
 
 
+#: The colours of series, in the order they are handed out (Tableau 10: told
+#: apart in colour-blind vision and in greyscale print, mostly).
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+           "#bab0ac")
+
+#: Series this package names itself, each with its colour in every figure:
+#: what bounds a run (explain's causes; the timeline's noise detours are
+#: the "noise" cause) and what ended a wait.
+FIXED_SERIES = {
+    "compute": "#4e79a7", "cpu_overhead": "#f28e2b", "nic_gap": "#76b7b2", "wire_latency": "#59a14f",
+    "penalty": "#9c755f", "noise": "#b07aa1", "memory_contention": "#ff9da7",
+    "late_sender": "#e15759", "late_receiver": "#edc948", "collective": "#4b4b8f", "other": "#bab0ac",
+}
+
+_series: dict[str, str] = {}
+
+
+def series_colour(name) -> str:
+    """The one colour of the series `name` (a strategy, a run, a dataset, a
+    regime, a cause) in every figure this process draws: a name of the
+    package's own (FIXED_SERIES) has its colour; any other name takes the
+    next colour of PALETTE the first time it is drawn and keeps it (after
+    ten names the colours repeat, for other names only)."""
+    name = str(name)
+    if name in FIXED_SERIES:
+        return FIXED_SERIES[name]
+    if name not in _series:
+        _series[name] = PALETTE[len(_series) % len(PALETTE)]
+    return _series[name]
+
+
 def pyplot():
     """matplotlib.pyplot on the file backend, with FIGURE_STYLE."""
     import matplotlib
@@ -239,6 +270,23 @@ def figure_png(fig, dpi: int = 100) -> bytes:
     literal_text(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
+    _close(fig, "embedded figure " + repr(fig.axes[0].get_title() if fig.axes else ""))
+    return buf.getvalue()
+
+
+def figure_svg(fig) -> str:
+    """A figure as an SVG document (for pages that show it inline, e.g. the
+    report); closes the figure. Its text is drawn as paths (the page looks
+    the same without matplotlib's fonts) and it carries no date, so the same
+    figure is the same text."""
+    import io
+
+    import matplotlib
+
+    literal_text(fig)
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "idlewave"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     _close(fig, "embedded figure " + repr(fig.axes[0].get_title() if fig.axes else ""))
     return buf.getvalue()
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from idlewave.results import save_figure, write_text
+from idlewave.results import FIXED_SERIES, save_figure, write_text
 
 COMPUTE, SEND, RECV, MESSAGE, NOISE = 0, 1, 2, 3, 4
-NOISE_COLOUR, MPI_COLOUR = "#7b3294", "#d62728"
+NOISE_COLOUR, MPI_COLOUR = FIXED_SERIES["noise"], "#d62728"  # noise: the colour of explain's noise detours
 DEFAULT_SPANS = 2_000_000
 MAX_LINES = 20_000
 

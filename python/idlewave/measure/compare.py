@@ -78,4 +78,4 @@ def _figure(table: pl.DataFrame, path: Path) -> None:
         ax.set_ylabel("µs per iteration")
         ax.set_title(kernel)
         ax.legend(fontsize=7)
-    save_figure(fig, path, dpi=120)
+    save_figure(fig, path, dpi=120, also=("svg",))

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from idlewave.results import pyplot, save_figure, time_unit
+from idlewave.results import PALETTE, pyplot, save_figure, series_colour, time_unit
 from idlewave.stats.compare import band_depth, cdf_curves, cumulative_sorted
 
 plt = pyplot()
 
-COLORS = ["#3b0f70", "#21a6b5", "#f5c20a", "#d1495b", "#66a182", "#8c564b"]
+COLORS = list(PALETTE)  # regime i in every figure
 
 
 def _save(fig, out: Path, name: str) -> list[str]:
@@ -147,8 +147,10 @@ def regime_cdfs(T: np.ndarray, labels: np.ndarray, out: Path, name: str = "cdf_r
 def cumulative(tmax: dict[str, np.ndarray], out: Path, name: str = "cumulative") -> list[str]:
     scale, unit = time_unit(max(float(cumulative_sorted(t)[-1]) for t in tmax.values()) if tmax else 1.0)
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    for label in sorted(tmax):  # in the order the report meets them (summary.json's): the same colours there
+        series_colour(label)
     for label, t in tmax.items():
-        ax.plot(cumulative_sorted(t) * scale, label=label)
+        ax.plot(cumulative_sorted(t) * scale, label=label, color=series_colour(label))
     ax.set_xlabel("K (iterations, sorted by time)")
     ax.set_ylabel(f"S_K [{unit}]")
     ax.set_title("Cumulative sum of the sorted slowest-rank times")
