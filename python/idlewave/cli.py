@@ -22,7 +22,7 @@ from idlewave.cli_validate import validate
 from idlewave.interrupts import MESSAGE, exit_at_once, raise_interrupts
 from idlewave.results import ResultsError, finite, unreplaceable
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
-from idlewave.units import fmt_bytes, fmt_rate, fmt_time
+from idlewave.units import fmt_bytes, fmt_count, fmt_rate, fmt_time
 
 app = typer.Typer(
     add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
@@ -54,17 +54,12 @@ def run_with_progress(run, quiet: bool):
     if quiet or not sys.stderr.isatty():
         return run(None)
     start = time.perf_counter()
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    # what matters first: a line cut at the terminal's width loses only the details
-    columns = (SpinnerColumn(), TaskProgressColumn(), BarColumn(bar_width=10), TimeRemainingColumn(), TextColumn("left ·"),
-               TimeElapsedColumn(), TextColumn("elapsed · {task.description}"))
-    with Progress(*columns, console=err, transient=True) as bar:
+    with progress_bar(err, percent=True) as bar:
         task = bar.add_task("simulating", total=None)
 
         def update(sim_s: float, events: int, done: float | None = None) -> bool:
             rate = events / max(time.perf_counter() - start, 1e-9)
-            text = f"simulated {sim_s:.6g} s · {events:,} events · {rate / 1e6:.1f} M events/s"
+            text = f"simulated {fmt_time(sim_s)} · {fmt_count(events)} events · {fmt_rate(rate, 'events/s')}"
             if done is None:
                 bar.update(task, description=text)
             else:

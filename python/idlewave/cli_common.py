@@ -48,22 +48,33 @@ def print_json(data, indent: int | None = 2, **kw) -> None:
                                                           soft_wrap=True), **kw), flush=True)
 
 
-#: Widths that keep a progress line within 80 columns with the count, the
-#: elapsed time and the time left always shown (docs/cli-conventions.md):
-#: description 22 + bar 16 + "k/N" up to 13 + elapsed 7 + "ETA" 11 + gaps.
-DESCRIPTION_WIDTH, BAR_WIDTH = 22, 16
+#: The fixed part of a progress line (docs/cli-conventions.md): the count
+#: ("k/N" up to 9,999,999/9,999,999, or a percentage), a bar, the time
+#: elapsed, "ETA" and the time left; what runs takes the rest of the line,
+#: cut with "…" (at 80 columns, 32 characters after "k/N", 43 after a percentage), so that the count and the
+#: times are never squeezed out.
+COUNT_WIDTH, BAR_WIDTH, TIME_WIDTH = 15, 10, 7
+FIXED_WIDTH = BAR_WIDTH + TIME_WIDTH + len("ETA") + TIME_WIDTH + 5  # and the count; 5 gaps
 
 
-def progress_bar(console: Console | None = None, *, transient: bool = True):
-    """The one progress line of every command: what runs (cut to fit), a
-    bar, "k/N", the time elapsed and "ETA h:mm:ss", within 80 columns."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def progress_bar(console: Console | None = None, *, transient: bool = True, percent: bool = False):
+    """The one progress line of every command: "k/N" (or the percentage
+    done), a bar, the time elapsed, "ETA h:mm:ss", then what runs, printed
+    literally and cut to fit the terminal (80 columns: one line)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.table import Column
 
-    return Progress(
-        TextColumn("{task.description}", markup=False, table_column=Column(width=DESCRIPTION_WIDTH, no_wrap=True, overflow="ellipsis")),
-        BarColumn(bar_width=BAR_WIDTH), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
-        TimeRemainingColumn(), console=console or err, transient=transient)
+    console = console or err
+
+    def fixed(width: int) -> Column:
+        return Column(min_width=width, no_wrap=True, justify="right")
+
+    width = 4 if percent else COUNT_WIDTH
+    count = TaskProgressColumn(table_column=fixed(width)) if percent else MofNCompleteColumn(table_column=fixed(width))
+    description = Column(width=max(8, console.width - width - FIXED_WIDTH - 1), no_wrap=True, overflow="ellipsis")
+    return Progress(count, BarColumn(bar_width=BAR_WIDTH), TimeElapsedColumn(table_column=fixed(TIME_WIDTH)), TextColumn("ETA"),
+                    TimeRemainingColumn(table_column=fixed(TIME_WIDTH)),
+                    TextColumn("{task.description}", markup=False, table_column=description), console=console, transient=transient)
 
 
 class Steps:
