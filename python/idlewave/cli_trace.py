@@ -13,6 +13,7 @@ from rich.markup import escape
 from idlewave.cli_common import QUIET, err, fail, out, print_json, scenario_sets
 from idlewave.overrides import apply
 from idlewave.results import seconds, unreplaceable
+from idlewave.units import fmt_bytes
 
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
 
@@ -182,9 +183,9 @@ def _print_replay(s: dict, rep: dict) -> None:
     from rich.table import Table
 
     out.print(f"replayed {s['ranks']} ranks ({s['traced_ranks']} traced, {s['records']:,} records"
-              f"{', ' + s['mpi_library'].split(',')[0] if s['mpi_library'] else ''})")
-    if s["extrapolation"]:
-        out.print(f"  extrapolated    {s['extrapolation']}")
+              f"{', ' + s['mpi_library'].split(',')[0] if s['mpi_library'] else ''})", markup=False)
+    if s["extrapolation"]:  # may name the traces' directories: never markup
+        out.print(f"  extrapolated    {s['extrapolation']}", markup=False)
     rules = {"openmpi": "Open MPI's", "mpich": "MPICH's"}[s["collective_rules"]]
     out.print(f"  collectives     {rules} rules (where --algorithm gives none)")
     clock = {"cpu": "thread CPU time (IDLEWAVE_TRACE_CLOCK=cpu)", "mixed": "thread CPU time on some ranks, the wall "
@@ -195,7 +196,7 @@ def _print_replay(s: dict, rep: dict) -> None:
                   "of the trace by the tracer", highlight=False)
     out.print(traced_vs_predicted(s))
     out.print(f"  events          {s['events']:,}   failed polls {s['failed_polls']:,} (charged as computation)")
-    out.print(f"  messages        {s['messages']:,} ({s['bytes']:,} bytes)")
+    out.print(f"  messages        {s['messages']:,} ({fmt_bytes(s['bytes'])}, {s['bytes']:,} bytes)")
     if s["extrapolation"] and s["classes"]:
         out.print(_classes_table(s["classes"]))
     for title, rows in (("Not modelled (charged as computation of their traced length)", rep["unmodelled"]),
@@ -270,7 +271,8 @@ def model_cmd(
     if as_json:
         print_json(m.to_json())
         return
-    out.print(f"{m.describe()}; {m.constant_bytes:,} message records keep their bytes at every size", highlight=False)
+    out.print(f"{m.describe()}; {m.constant_bytes:,} message records keep their bytes at every size", highlight=False,
+              markup=False)
     from idlewave.trace.multi import class_name
 
     t = Table(title=f"Per rank class of the {m.sizes[-1]}-rank trace (the first of its ranks; their ranks in the "
