@@ -245,3 +245,23 @@ def test_fmt_bytes_rate_count():
     assert fmt_bytes(3_500_000) == "3.5 MB" and fmt_bytes(512) == "512 B" and fmt_bytes(3 * 2**20, binary=True) == "3 MiB"
     assert fmt_rate(2.5e7, "events/s") == "25 M events/s" and fmt_rate(1.2e9, "B/s") == "1.2 GB/s"
     assert fmt_count(1234) == "1,234" and fmt_count(1_234_567) == "1.23 M" and fmt_si(5e-9, "F") == "5 nF"
+
+
+def test_trace_replay_set_takes_what_a_replay_takes_from_a_scenario(tmp_path):
+    refused = run("trace", "replay", str(tmp_path / "trace"), "--set", "workload.ranks=4", "--out", str(tmp_path / "r"))
+    assert refused.exit_code == 2 and "the workload is the trace" in refused.stderr
+
+
+def test_regimes_progress_counts_every_step(tmp_path):
+    import numpy as np
+
+    from idlewave.stats import analyze
+
+    rng = np.random.default_rng(0)
+    T = np.where(rng.random((4, 200)) < 0.5, 1e-3, 2e-3) * rng.lognormal(0, 0.02, (4, 200))
+    seen: list[tuple[str, int, int]] = []
+    analyze({"a": T, "[b]": T * 1.1}, tmp_path / "out", n_regimes=2, restarts=1, figures_on=False,
+            progress=lambda what, k, n: seen.append((what, k, n)))
+    assert [k for _, k, _ in seen] == list(range(1, len(seen) + 1)) and {n for *_, n in seen} == {len(seen)}
+    assert seen[0][0] == "a: fitting 2 regimes" and seen[-1][0] == "comparing the inputs"
+    assert any(what.startswith("[b]: ") for what, *_ in seen)

@@ -105,9 +105,13 @@ def compare_cmd(
     if as_json:
         print_json(table.to_dicts())
         return
-    t = Table("kernel", "mode", "bytes", "measured µs", "predicted µs", "error %")
+    from idlewave.units import fmt_bytes, fmt_time
+
+    t = Table("kernel", "mode", "size", "measured", "predicted", "error")
+    for col in t.columns[2:]:
+        col.justify = "right"
     for r in table.iter_rows(named=True):
-        t.add_row(r["kernel"], r["mode"], str(r["size_bytes"]), f"{r['measured_s'] * 1e6:.2f}",
-                  f"{r['predicted_s'] * 1e6:.2f}", f"{r['error_pct']:+.1f}")
+        t.add_row(r["kernel"], r["mode"], fmt_bytes(r["size_bytes"], binary=True), fmt_time(r["measured_s"]), fmt_time(r["predicted_s"]),
+                  f"{r['error_pct']:+.1f}%")
     out.print(t)
     out.print(f"figure: {out_dir / 'compare.png'}", markup=False, soft_wrap=True)
