@@ -23,14 +23,16 @@ def test_pingpong_structure_and_monotonic_cost(pingpong_dir):
     assert d["link"].unique().to_list() == ["on_node"]  # one machine
     assert d["size_bytes"].unique().sort().to_list() == [1 << k for k in range(21)]
     # the fastest of the repetitions: load on this machine only ever adds time
+    # 1 MiB costs more than small messages (1-32 B: their median, as a loaded machine can preempt every
+    # repetition of one size)
     best = d.group_by("size_bytes").agg(pl.col("time_s").min()).sort("size_bytes")["time_s"].to_numpy()
-    assert (best > 0).all() and best[-1] > 5 * best[0]  # 1 MiB costs more than 1 B
+    assert (best > 0).all() and best[-1] > 5 * np.median(best[:6]), best
     # both ranks sending at once: the same tests, in exchange.parquet
     x = pl.read_parquet(pingpong_dir / "exchange.parquet")
     keys = ["link", "size_bytes", "rep"]
     assert x.columns == d.columns and x.select(keys).sort(keys).equals(d.select(keys).sort(keys))
     best = x.group_by("size_bytes").agg(pl.col("time_s").min()).sort("size_bytes")["time_s"].to_numpy()
-    assert (best > 0).all() and best[-1] > 5 * best[0]
+    assert (best > 0).all() and best[-1] > 5 * np.median(best[:6]), best
     m = json.loads((pingpong_dir / "machine.json").read_text())
     assert m["ranks"] == 2 and m["nodes"] == 1 and m["mpi_library"].startswith("Open MPI")
     assert m["timer"] == "C"  # the loop is timed in C, without mpi4py's per-call overhead

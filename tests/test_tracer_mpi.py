@@ -418,7 +418,10 @@ def test_the_tracers_own_time_is_taken_out_of_a_polling_loop(lib, tmp_path):
             assert all(len(q) == 1 and q["bytes"][0] == int(n) for q in polls), [q["bytes"] for q in polls]
             got.append(max(float(q["t1"][0] - q["t0"][0]) for q in polls))
             if mode == "remove":
-                assert all(float(t.info["tracer_s"]) > 0.3 * got[-1] for t in traces), [t.info for t in traces]
+                # about as much as the loop itself: against the fastest untraced run, which load on a
+                # shared machine lengthens least (the traced span above grows with it, tracer_s does not)
+                assert all(float(t.info["tracer_s"]) > 0.3 * min(untraced) for t in traces), ([t.info for t in traces],
+                                                                                            untraced)
                 # the replay reports what was taken out, per traced rank
                 taken = replay(out).trace_report["tracer_s"]
                 assert taken == pytest.approx([float(t.info["tracer_s"]) for t in traces], rel=1e-9)
