@@ -650,11 +650,11 @@ def regimes(
         return
     for name, s in summary["datasets"].items():
         t = Table(title=escape(f"{name}: {s['n_regimes']} regimes ({s['series']})"), title_justify="left")
-        for c in ("regime", "mean (s)", "sd (s)", "share", "fitted μ (s)", "fitted σ (s)"):
-            t.add_column(c)
+        for c in ("regime", "mean", "sd", "share", "fitted μ", "fitted σ"):
+            t.add_column(c, justify="left" if c == "regime" else "right")
         for r in s["regimes"]:
-            mean, sd = ("-", "-") if r["mean"] is None else (f"{r['mean']:.4g}", f"{r['sd']:.3g}")
-            t.add_row(str(r["regime"]), mean, sd, f"{r['share']:.2f}", f"{r['mu']:.4g}", f"{r['sigma']:.3g}")
+            mean, sd = ("-", "-") if r["mean"] is None else (fmt_time(r["mean"], 4), fmt_time(r["sd"]))
+            t.add_row(str(r["regime"]), mean, sd, f"{r['share']:.2f}", fmt_time(r["mu"], 4), fmt_time(r["sigma"]))
         out.print(t)
     if summary["comparisons"]:
         if "note" in summary["comparisons"]:
