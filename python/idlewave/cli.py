@@ -622,7 +622,7 @@ def regimes(
             fail(f"--name {label!r}: a name is used as a file name inside --out; no '/', no leading '.'")
     if (why := unreplaceable(out_dir)) is not None:  # before the fit, not after
         fail(f"--out {why}")
-    steps = Steps(1, quiet)
+    steps = Steps(1, quiet, first="reading the inputs")
     try:
         steps.__enter__()
         steps("reading the inputs", k=1)

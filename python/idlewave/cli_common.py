@@ -82,12 +82,12 @@ class Steps:
     with --quiet, --json or stderr redirected): `step(what)` says the next
     step begins, `done()` (or leaving the `with`) ends the line."""
 
-    def __init__(self, total: int, quiet: bool = False, console: Console | None = None):
+    def __init__(self, total: int, quiet: bool = False, console: Console | None = None, first: str = "starting"):
         console = console or err
         self.total, self.k = total, 0
         self.bar = None if quiet or not console.is_terminal else progress_bar(console)
         if self.bar is not None:
-            self.task = self.bar.add_task("starting", total=total)
+            self.task = self.bar.add_task(first, total=total)
 
     def __enter__(self) -> Steps:
         if self.bar is not None:

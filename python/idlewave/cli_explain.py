@@ -65,12 +65,12 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
         out.print(tt)
 
 
-def _resimulating(base_s: float, total: int, quiet: bool):
+def _resimulating(base_s: float, total: int, quiet: bool, first: str):
     """k of N runs of the tolerance search on a terminal's stderr, with the
     time elapsed and left: which parameter, and what the last run gave."""
     from idlewave.explain import increase
 
-    steps = Steps(total, quiet)
+    steps = Steps(total, quiet, first=first)
     done = {"runs": 0}
 
     def progress(param: str, delta: float, makespan_s: float, runs: int) -> None:
@@ -153,9 +153,8 @@ def explain(
                 err.print(f"tolerance search: about {total} runs of the scenario ({', '.join(wanted)}; "
                           f"{fmt_time(x.makespan_s)} simulated each, longer as the parameters grow); Ctrl-C stops",
                           highlight=False, markup=False, soft_wrap=True)
-            steps, progress = _resimulating(x.makespan_s, total, quiet)
+            steps, progress = _resimulating(x.makespan_s, total, quiet, f"{wanted[0]}: first run" if wanted else "")
             with steps:
-                steps(f"{wanted[0]}: first run" if wanted else "", k=1)
                 for p in wanted:
                     runs[p] = ex.Runs(scenario, p, x.makespan_s, progress)
                     tolerances[p] = ex.tolerance(scenario, x, p, runs=runs[p])
