@@ -9,7 +9,7 @@ SOURCES := $(shell find src python -name '*.rs' -o -name '*.py' 2>/dev/null) Car
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: install demo test lint bench clean system-deps check-examples fuzz
+.PHONY: install demo test lint bench clean system-deps check-examples fuzz wheel wheel-check
 
 install: $(STAMP)
 
@@ -78,5 +78,16 @@ bench: install
 	$(BIN)/idlewave bench --repeat 3
 	$(BIN)/python -m idlewave.stats.bench
 
+# The wheel (release engine, no debug info) in dist/; wheel-check installs it into a
+# fresh venv with only the core dependencies (linked from .venv: no index needed)
+# and runs `idlewave --version` and a small simulation (tests/test_packaging.py).
+wheel:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	rm -f dist/idlewave-*.whl
+	$(BIN)/python -m pip wheel . --no-deps --quiet -w dist/
+
+wheel-check: install wheel
+	IDLEWAVE_SLOW=1 IDLEWAVE_WHEEL="$$(ls dist/idlewave-*.whl)" $(BIN)/python -m pytest -q tests/test_packaging.py
+
 clean:
-	rm -rf $(VENV) target demo-out
+	rm -rf $(VENV) target demo-out dist
