@@ -265,3 +265,121 @@ def test_regimes_progress_counts_every_step(tmp_path):
     assert [k for _, k, _ in seen] == list(range(1, len(seen) + 1)) and {n for *_, n in seen} == {len(seen)}
     assert seen[0][0] == "a: fitting 2 regimes" and seen[-1][0] == "comparing the inputs"
     assert any(what.startswith("[b]: ") for what, *_ in seen)
+
+
+# --- the number formatter in the commands' human output (idlewave.units), not raw floats
+
+RAW = re.compile(r"\d\.\d+e[-+]\d")  # 1.87893e-05: a number printed raw
+
+
+def test_model_tables_print_units():
+    postal = run("model", "postal", "--bytes", "65536")
+    assert postal.exit_code == 0, postal.output
+    assert re.search(r"total +[\d.]+ µs", postal.stdout) and not RAW.search(postal.stdout), postal.stdout
+    loggops = run("model", "loggops", "--bytes", "8")
+    assert re.search(r"bytes +8 B", loggops.stdout) and re.search(r"time_s +[\d.]+ µs", loggops.stdout), loggops.stdout
+    speed = run("model", "idle-wave", "--t-exec", "1e-6")
+    assert "1 M ranks/s" in speed.stdout, speed.stdout
+    # --json keeps plain numbers in SI base units
+    assert json.loads(run("model", "postal", "--bytes", "65536", "--json").stdout)["total"] < 1e-3
+
+
+def test_analyze_prints_units(monkeypatch):
+    import idlewave.analyze as an
+
+    monkeypatch.setattr(an, "idle_wave", lambda *a: {
+        "source_rank": 3, "delay_s": 2.5e-3, "speed_ranks_per_s": 12345.6, "speed_ranks_per_iteration": 1.0,
+        "period_s": 8.1e-5, "ranks_reached": 7, "ranks": 8, "decay_per_rank": 0.01})
+    monkeypatch.setattr(an, "pd", lambda *a: {
+        "pd": 0.12, "runtime_barrier_s": 1.2345678e-2, "barrier_cost_s": 3.2e-6, "runtime_free_s": 1.1e-2, "iterations": 1000})
+    wave = run("analyze", "idle-wave", "anywhere")
+    assert wave.exit_code == 0, wave.output
+    assert "delay 2.5 ms" in wave.stdout and "12.3 k ranks/s" in wave.stdout and "of 81 µs" in wave.stdout, wave.stdout
+    desync = run("analyze", "pd", "a", "b")
+    assert desync.exit_code == 0, desync.output
+    assert "12.35 ms, minus 1,000 × 3.2 µs barrier cost" in desync.stdout and "11 ms" in desync.stdout, desync.stdout
+
+
+def test_sweep_ranking_prints_units(capsys):
+    from idlewave.cli import show_ranking
+
+    rows = [{"rank": 1, "strategy": "a", "makespan_mean_s": 1.2345e-3, "makespan_ci_s": 1.2e-5,
+             "slowest_iteration_mean_s": 4.5e-6, "slowest_iteration_ci_s": None},
+            {"rank": 2, "strategy": "b", "makespan_mean_s": 2.5e-3, "makespan_ci_s": 2e-5, "slowest_iteration_mean_s": None,
+             "slowest_iteration_ci_s": None, "slower_than_best": 2.03, "slower_than_best_ci": 0.04, "verdict": "a wins"}]
+    show_ranking({"strategy": "s", "level": 0.95, "conditions": [{"condition": {}, "ranking": rows}]})
+    text = capsys.readouterr().out
+    assert "1.234 ms ± 12 µs" in text and "4.5 µs" in text and "2.03 ± 0.04×" in text and "[ms]" not in text, text
+
+
+# --- progress on validate and reproduce: the one progress line (cli_common.Steps), on a terminal
+
+class Recorded(Steps):
+    """Steps on a fake terminal, remembering each step."""
+    made: list[Recorded] = []
+
+    def __init__(self, total: int, quiet: bool = False, console=None, first: str = "starting"):
+        super().__init__(total, quiet, Console(file=io.StringIO(), force_terminal=True, width=80), first)
+        self.calls: list[str] = []
+        Recorded.made.append(self)
+
+    def __call__(self, what: str, k: int | None = None, total: int | None = None) -> None:
+        self.calls.append(what)
+        super().__call__(what, k, total)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    import idlewave.cli
+    import idlewave.cli_validate
+
+    Recorded.made = []
+    monkeypatch.setattr(idlewave.cli, "Steps", Recorded)
+    monkeypatch.setattr(idlewave.cli_validate, "Steps", Recorded)
+    return Recorded.made
+
+
+def test_reproduce_shows_progress_over_its_rows(tmp_path, recorded):
+    result = run("reproduce", "krylov-kernels", "--iterations", "1", "--out", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    (steps,) = recorded
+    # 50 rows: row 1 begins, then each finished row starts the next; no per-row lines beside the bar
+    assert steps.bar is not None and steps.total == 50 and steps.k == 50 and len(steps.calls) == 50
+    assert steps.calls[0] == "krylov-kernels: first row" and steps.calls[-1].startswith("krylov-kernels: Fig. 2 ")
+    assert "krylov-kernels: " not in result.stderr
+    # the table's times through the formatter
+    assert "time per iteration (1 ms overlapped" in result.stdout and re.search(r"\d ms", result.stdout), result.stdout
+    recorded.clear()
+    quiet = run("reproduce", "krylov-kernels", "--iterations", "1", "--out", str(tmp_path / "q"), "-q")
+    assert recorded[0].bar is None and quiet.stderr == ""
+
+
+def test_reproduce_off_a_terminal_prints_a_line_per_row(tmp_path):
+    result = run("reproduce", "krylov-kernels", "--iterations", "1", "--out", str(tmp_path / "r"))
+    lines = [line for line in result.stderr.splitlines() if line.startswith("  krylov-kernels: ")]
+    assert len(lines) == 50 and re.search(r"\d (ns|µs|ms)$", lines[0]) and not RAW.search(result.stderr), result.stderr
+
+
+def test_validate_shows_progress_over_runs_and_replays(tmp_path, recorded, monkeypatch):
+    import idlewave.validate as va
+
+    class Mpi:
+        version, mpiexec, mpicc, chosen = "fake MPI", "mpiexec", "mpicc", "given"
+
+    def run_program(mpi, ranks, command, out, repeat, timeout, say, traced_runs):
+        for k in range(repeat):
+            say(f"untraced run {k + 1} of {repeat}")
+        for k in range(traced_runs):
+            say(f"traced run {k + 1} of {traced_runs}")
+        raise va.ValidateError("the program failed (exit 3; output: run.log)")
+
+    monkeypatch.setattr(va, "find_mpi", lambda *a: Mpi())
+    monkeypatch.setattr(va, "run_program", run_program)
+    result = run("validate", "--platform", "blue_waters", "-n", "1", "-k", "2", "-t", "3", "--out", str(tmp_path / "v"),
+                 "--", "./app")
+    assert result.exit_code == 2 and "the program failed (exit 3" in result.stderr, result.output  # failures still say why
+    (steps,) = recorded
+    assert steps.bar is not None and steps.total == 2 + 2 * 3  # K untraced, T traced, T replays
+    assert steps.calls == ["untraced run 1 of 2", "untraced run 2 of 2", "traced run 1 of 3", "traced run 2 of 3",
+                           "traced run 3 of 3"]
+    assert "untraced run" not in result.stderr  # the progress line instead of a line per run

@@ -6,6 +6,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -455,20 +456,37 @@ def reproduce(
         except OSError as e:
             fail(f"--out {out_dir}: cannot create {out_dir / name}: {e.strerror or e}")
     results = {}
-    for name in studies:
-        default_ranks, default_iterations = rp.DEFAULTS[name]
-        done = lambda row: err.print("  " + "  ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()),
-                                     highlight=False) if not (as_json or quiet) else None
-        try:
-            results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
-                                         1 if seed is None else seed, on_row=done)
-        except ScenarioError as e:  # a bound flag_error does not know: name the flag, not the study's internal scenario
-            flag = {"seed": "--seed", "workload.ranks": "--ranks", "workload.iterations": "--iterations"}.get(e.key)
-            fail(f"{flag}: {str(e).removeprefix(f'{e.source}: {e.key}: ')} ({name})" if flag else f"{name}: {e}")
-        except _engine.SimulationError as e:
-            fail(f"{name}: {e}")
-        except OSError as e:  # e.g. a full disk
-            fail(f"--out {out_dir / name}: cannot write the study's results: {e.strerror or e}")
+    # on a terminal one progress line over every study's rows (row k of N, elapsed, ETA, the row last done);
+    # elsewhere (a log) one line per finished row; nothing with --quiet or --json
+    total = sum(rp.rows_expected(name, scales or rp.DEFAULTS[name][0]) for name in studies)
+    steps = Steps(total, quiet or as_json, first=f"{studies[0]}: first row")
+    finished = [0]
+
+    def done(name: str) -> Callable[[dict], None]:
+        return lambda row: finish(row, name)
+
+    def finish(row: dict, name: str) -> None:
+        finished[0] += 1
+        text = _row_text(row)
+        if steps.bar is None and not (as_json or quiet):
+            err.print(f"  {name}: {text}", highlight=False, markup=False)
+        elif finished[0] < steps.total:
+            steps(f"{name}: {text}")
+
+    with steps:
+        steps(f"{studies[0]}: first row")  # row 1 begins; each finished row starts the next
+        for name in studies:
+            default_ranks, default_iterations = rp.DEFAULTS[name]
+            try:
+                results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
+                                             1 if seed is None else seed, on_row=done(name))
+            except ScenarioError as e:  # a bound flag_error does not know: name the flag, not the study's internal scenario
+                flag = {"seed": "--seed", "workload.ranks": "--ranks", "workload.iterations": "--iterations"}.get(e.key)
+                fail(f"{flag}: {str(e).removeprefix(f'{e.source}: {e.key}: ')} ({name})" if flag else f"{name}: {e}")
+            except _engine.SimulationError as e:
+                fail(f"{name}: {e}")
+            except OSError as e:  # e.g. a full disk
+                fail(f"--out {out_dir / name}: cannot write the study's results: {e.strerror or e}")
     if as_json:
         print_json(results, None)
         return
@@ -497,16 +515,31 @@ def reproduce(
         out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
 
 
+def _row_text(row: dict) -> str:
+    """A study's finished row for people: times and sizes through idlewave.units, ratios to three digits."""
+    def one(key: str, v) -> str:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return str(v)
+        if key.endswith("_s") or key == "seconds":
+            return fmt_time(v)
+        if key.endswith("bytes"):
+            return fmt_bytes(v, binary=True)
+        return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
+
+    return "  ".join(one(k, v) for k, v in row.items())
+
+
 def _print_krylov(result: dict) -> None:
     rows = result["rows"]
-    t = Table(title="krylov-kernels: time per iteration in ms (1 ms overlapped, 0.1 ms after)")
+    t = Table(title="krylov-kernels: time per iteration (1 ms overlapped, 0.1 ms after)")
     for c in ("figure", "variant", "bytes", "blocking", "nonblocking"):
         t.add_column(c, justify="right")
     for r in rows:
         if r["mode"] == "blocking":
             nb = next(x for x in rows if (x["figure"], x["variant"], x["bytes"], x["mode"]) ==
                       (r["figure"], r["variant"], r["bytes"], "nonblocking"))
-            t.add_row(r["figure"], r["variant"], f"{r['bytes']:,}", f"{r['iteration_s'] * 1e3:.3f}", f"{nb['iteration_s'] * 1e3:.3f}")
+            t.add_row(r["figure"], r["variant"], fmt_bytes(r["bytes"], binary=True), fmt_time(r["iteration_s"], 4),
+                      fmt_time(nb["iteration_s"], 4))
     out.print(t)
     for v in result["verdicts"]:
         out.print(f"  {v['figure']}: {v['verdict']}. The paper: {v['paper']}", highlight=False)
@@ -519,7 +552,7 @@ def _print_micro(result: dict) -> None:
     rows = result["rows"]
     scales = sorted({r["ranks"] for r in rows})
     t = Table(title="noise-collectives: blocking / idealized makespan of a loop of one collective (8 B, "
-                    f"{result['compute_s'] * 1e3:g} ms of computation between calls)")
+                    f"{fmt_time(result['compute_s'])} of computation between calls)")
     for c in ("noise", "collective", *(f"{p:,}" for p in scales)):
         t.add_column(c, justify="right")
     for noise in rp.NOISE_ENVIRONMENTS:
@@ -561,8 +594,9 @@ def analyze_idle_wave(
         print_json(r)
         return
     t = Table(show_header=False, box=None)
-    t.add_row("source", f"rank {r['source_rank']}, delay {r['delay_s']:.6g} s")
-    t.add_row("speed", f"{r['speed_ranks_per_s']:.6g} ranks/s ({r['speed_ranks_per_iteration']:.3g} ranks per iteration of {r['period_s']:.6g} s)")
+    t.add_row("source", f"rank {r['source_rank']}, delay {fmt_time(r['delay_s'])}")
+    t.add_row("speed", f"{fmt_rate(r['speed_ranks_per_s'], 'ranks/s')} ({r['speed_ranks_per_iteration']:.3g} ranks per "
+                       f"iteration of {fmt_time(r['period_s'])})")
     t.add_row("reached", f"{r['ranks_reached']} of {r['ranks'] - 1} ranks")
     t.add_row("decay", f"{r['decay_per_rank']:.4g} per rank (ln of the extra waiting)")
     out.print(t)
@@ -585,8 +619,9 @@ def analyze_pd(
         return
     t = Table(show_header=False, box=None)
     t.add_row("P_D", f"{r['pd']:.4g}")
-    t.add_row("with barriers", f"{r['runtime_barrier_s']:.6g} s, minus {r['iterations']} × {r['barrier_cost_s']:.3g} s barrier cost")
-    t.add_row("without", f"{r['runtime_free_s']:.6g} s")
+    t.add_row("with barriers", f"{fmt_time(r['runtime_barrier_s'], 4)}, minus {r['iterations']:,} × "
+                               f"{fmt_time(r['barrier_cost_s'])} barrier cost")
+    t.add_row("without", fmt_time(r["runtime_free_s"], 4))
     out.print(t)
 
 
@@ -733,18 +768,22 @@ def sweep(
 
 def show_ranking(ranking: dict) -> None:
     """Per condition, the strategies ranked, with intervals and the verdicts in words."""
-    def pm(mean, half, scale=1e3):
-        return "-" if mean is None else f"{mean * scale:.4g}" + ("" if half is None else f" ± {half * scale:.2g}")
+    def pm(mean, half, time=True):
+        if mean is None:
+            return "-"
+        if time:  # idlewave.units: 1.234 ms ± 12 µs
+            return fmt_time(mean, 4) + ("" if half is None else f" ± {fmt_time(half, 2)}")
+        return f"{mean:.4g}" + ("" if half is None else f" ± {half:.2g}")
 
     for c in ranking["conditions"]:
         cond = ", ".join(f"{k} = {v}" for k, v in c["condition"].items()) or "all points"
         t = Table(title=escape(f"{ranking['strategy']} ranked: {cond} ({ranking['level']:.0%} CI)"), title_justify="left")
-        for col in ("rank", "strategy", "makespan [ms]", "slowest rank's iteration [ms]", "slower than the best"):
+        for col in ("rank", "strategy", "makespan", "slowest rank's iteration", "slower than the best"):
             t.add_column(escape(col), justify="left" if col == "strategy" else "right")
         for r in c["ranking"]:
             t.add_row(str(r["rank"]), escape(r["strategy"]), pm(r["makespan_mean_s"], r["makespan_ci_s"]),
                       pm(r["slowest_iteration_mean_s"], r["slowest_iteration_ci_s"]),
-                      pm(r.get("slower_than_best"), r.get("slower_than_best_ci"), 1) + ("×" if "slower_than_best" in r else ""))
+                      pm(r.get("slower_than_best"), r.get("slower_than_best_ci"), False) + ("×" if "slower_than_best" in r else ""))
         out.print(t)
         for r in c["ranking"][1:]:
             if "verdict" in r:

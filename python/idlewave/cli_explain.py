@@ -25,12 +25,12 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
     t = Table(title=escape(f"What bounds this run: {CAUSES[x.bound()]} (critical path ends on rank {x.raw['last_rank']})"),
               title_justify="left")
     t.add_column("cause")
-    t.add_column(escape("time [s]"), justify="right")
+    t.add_column("time", justify="right")
     t.add_column("share", justify="right")
     for k, v in x.causes_s().items():
         if v > 0:
-            t.add_row(CAUSES[k], f"{v:.6g}", f"{v / total:.1%}" if total else "-")
-    t.add_row("makespan", f"{total:.9g}", "100%", style="bold")
+            t.add_row(CAUSES[k], fmt_time(v, 4), f"{v / total:.1%}" if total else "-")
+    t.add_row("makespan", fmt_time(total, 6), "100%", style="bold")
     out.print(t)
     d = Table(title="Derivatives of the makespan: time added per unit of each parameter", title_justify="left")
     d.add_column("parameter")
@@ -43,16 +43,16 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
     waits = x.raw.get("waits_total_s") or x.wait_totals_s()
     if waits:
         out.print("Time ranks sat idle, summed over ranks: "
-                  f"{waits['late_sender']:.6g} s waiting for late senders, {waits['late_receiver']:.6g} s for late receivers "
-                  f"(rendezvous), {waits['collective']:.6g} s inside collectives for late members (collective imbalance), "
-                  f"{waits['other']:.6g} s for anything else (waits.parquet: per rank, and on whom)")
+                  f"{fmt_time(waits['late_sender'], 4)} waiting for late senders, {fmt_time(waits['late_receiver'], 4)} for "
+                  f"late receivers (rendezvous), {fmt_time(waits['collective'], 4)} inside collectives for late members "
+                  f"(collective imbalance), {fmt_time(waits['other'], 4)} for anything else (waits.parquet: per rank, and on whom)")
     route = x.route_summary() if x.route is not None else x.raw.get("route")
     if route:
         longest = ", ".join(f"rank {r['rank']} {r['share']:.1%}" for r in route["longest_on"])
         out.print(f"The critical path runs through {route['segments']:,} stretches on {route['ranks']:,} ranks; "
                   f"longest on {longest} of the makespan (route.parquet: each stretch, its times and causes)")
         if route.get("from_s", 0) > 0:
-            out.print(f"The route is partial: it starts at {route['from_s']:.6g} s (earlier stretches were dropped "
+            out.print(f"The route is partial: it starts at {fmt_time(route['from_s'], 6)} (earlier stretches were dropped "
                       "to bound memory; the breakdown above still covers the whole run)")
     if tolerances:
         tt = Table(title="Tolerance: the largest increase for which the makespan grows by at most", title_justify="left")

@@ -16,6 +16,7 @@ from idlewave import _engine
 from idlewave.cli_common import QUIET, err, fail, lazy, out, print_json
 from idlewave.inputs import describe_columns
 from idlewave.scenario import PS_PER_S, default
+from idlewave.units import fmt_bytes, fmt_rate, fmt_si, fmt_time
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,7 +37,25 @@ model_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help=
 fit_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Calibrate models from measurements; writes a platform TOML.")
 
 
-def _show(result: dict, as_json: bool, inputs: str = "an input") -> None:
+def _human(key: str, value, times: tuple[str, ...] = ()) -> str:
+    """One value of a model's result for people (idlewave.units): a key in
+    `times` or ending in _s is a time, one naming bytes a size, _per_s a
+    rate; other numbers to six significant digits, as JSON keeps them."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_human(k, v)}" for k, v in value.items())
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if key.endswith("_per_s"):
+        word = key.removesuffix("_per_s").rsplit("_", 1)[-1]
+        return fmt_rate(value, "B/s" if word == "bytes" else f"{word}/s", 4)
+    if key in times or key.endswith("_s"):
+        return fmt_time(value, 4)
+    if key == "bytes" or key.endswith("_bytes"):
+        return fmt_bytes(value, 4, binary=True)
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _show(result: dict, as_json: bool, inputs: str = "an input", times: tuple[str, ...] = ()) -> None:
     try:  # the inputs are checked, but extreme ones can still overflow a formula: say so, never print NaN/inf
         text = json.dumps(result, indent=2, allow_nan=False)
     except ValueError:
@@ -47,7 +66,7 @@ def _show(result: dict, as_json: bool, inputs: str = "an input") -> None:
         return
     t = Table(show_header=False, box=None)
     for k, v in result.items():
-        t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
+        t.add_row(k, _human(k, v, times))
     out.print(t)
 
 
@@ -226,7 +245,8 @@ def postal_message(
     """One message: postal time per protocol and class, with penalties."""
     _at_most("--bytes", nbytes, MAX_MESSAGE_BYTES)
     _at_most("--hops", hops, UINT32_MAX)
-    _show(_platform(platform).message(nbytes, on_node=on_node, hops=hops, maxrate=maxrate, congestion=congestion), as_json)
+    _show(_platform(platform).message(nbytes, on_node=on_node, hops=hops, maxrate=maxrate, congestion=congestion), as_json,
+          times=("postal", "maxrate", "hops", "congestion", "total"))
 
 
 @model_app.command("allreduce")
@@ -654,10 +674,10 @@ def _cpu_report(cpu: dict) -> None:
     for name, rows in cpu.items():
         t = Table(title=f"{name}: CPU per byte O (from simultaneous exchanges)", title_justify="left", box=box.SIMPLE_HEAD,
                   padding=(0, 1), pad_edge=False, show_edge=False)
-        for col in ("protocol", "O (ns/B)", "exchange sizes", "error"):
+        for col in ("protocol", "O", "exchange sizes", "error"):
             t.add_column(col)
         for r in rows:
-            t.add_row(r.protocol, f"{r.O_s_per_byte * 1e9:.4g}" + (" (capped at β)" if r.capped else ""), str(r.sizes),
+            t.add_row(r.protocol, fmt_si(r.O_s_per_byte, "s/B", 4) + (" (capped at β)" if r.capped else ""), str(r.sizes),
                       "–" if r.rms_relative_error is None else f"{r.rms_relative_error:.1%}")
         out.print(t)
 
@@ -747,6 +767,12 @@ def _mpi_rules(machine: dict | None) -> str | None:
     return "openmpi" if lib.startswith("open mpi") else "mpich" if lib.startswith("mpich") else None
 
 
+def _span(lo: str, hi: str) -> str:
+    """An interval of two formatted values, the unit once where they share it: 2.39–2.42 µs."""
+    (a, _, unit), (_, _, other) = lo.partition(" "), hi.partition(" ")
+    return f"{a}–{hi}" if unit == other else f"{lo}–{hi}"
+
+
 def _fit_report(assessed: dict, statistic: str) -> None:
     """The fit per link class: limits, α and β with their intervals, the error per protocol and per size range."""
     for name, a in assessed.items():
@@ -764,15 +790,15 @@ def _fit_report(assessed: dict, statistic: str) -> None:
         out.print(f"[bold]{name}[/]: {escape('; '.join(lims))}; RMS relative error {a.fit.rms_relative_error:.1%}",
                   highlight=False)
         t = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True, show_edge=False)
-        for col in ("protocol", "sizes", "α (µs)", "95% CI", "β (ns/B)", "95% CI", "error"):
-            t.add_column(col, overflow="fold")
+        for col in ("protocol", "sizes", "α", "95% CI", "β", "95% CI", "error"):
+            t.add_column(col, no_wrap=col != "sizes")
         for p in fitting.PROTOCOLS:
             pr = getattr(link, p)
             pc = next(x for x in a.pieces if x.label == p)
             ca, cb = a.ci.get(f"{p}.alpha_s"), a.ci.get(f"{p}.beta_s_per_byte")
-            t.add_row(p, f"{fitting.bytes_text(pc.lo)}–{fitting.bytes_text(pc.hi)}", f"{pr.alpha * 1e6:.4g}",
-                      f"{ca[0] * 1e6:.3g}–{ca[1] * 1e6:.3g}" if ca else "–", f"{pr.beta * 1e9:.4g}",
-                      f"{cb[0] * 1e9:.3g}–{cb[1] * 1e9:.3g}" if cb else "–", f"{pc.rms_relative_error:.1%}")
+            t.add_row(p, f"{fitting.bytes_text(pc.lo)}–{fitting.bytes_text(pc.hi)}", fmt_time(pr.alpha, 4),
+                      _span(fmt_time(ca[0]), fmt_time(ca[1])) if ca else "–", fmt_si(pr.beta, "s/B", 4),
+                      _span(fmt_si(cb[0], "s/B"), fmt_si(cb[1], "s/B")) if cb else "–", f"{pc.rms_relative_error:.1%}")
         out.print(t)
         out.print(f"{name}: RMS relative error by size range (per-size {statistic})", highlight=False)
         r = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True, show_edge=False)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
-from idlewave.cli_common import err, fail, out, print_json
+from idlewave.cli_common import Steps, err, fail, out, print_json
 
 
 def validate(
@@ -27,7 +28,7 @@ def validate(
     out_dir: Path = typer.Option(Path("validate-out"), "--out", help="Where the trace, the runs' output, the "
                                  "replay and validate.json go."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
 ):
     """Run a program K times untraced and T times traced, replay the traces on
     a platform, and compare measured with predicted: total time and time in
@@ -63,11 +64,15 @@ def validate(
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
-        runs, dirs = run_program(mpi, ranks, command, work, repeat, timeout, say, traced_runs)
-        replays = []
-        for k, d in enumerate(dirs):
-            say(f"replaying trace {k + 1} of {len(dirs)}")
-            replays.append(replay(d, base={"network": {"platform": platform}}, by_call=True))
+        # one progress line on a terminal (K untraced runs, T traced, T replays: run k of N, elapsed, ETA);
+        # elsewhere (a log) one line per run, as before; nothing with --quiet or --json
+        with Steps(repeat + 2 * traced_runs, quiet or as_json, first="building the tracer") as steps:
+            step: Callable[[str], None] = say if steps.bar is None else steps
+            runs, dirs = run_program(mpi, ranks, command, work, repeat, timeout, step, traced_runs)
+            replays = []
+            for k, d in enumerate(dirs):
+                step(f"replaying trace {k + 1} of {len(dirs)}")
+                replays.append(replay(d, base={"network": {"platform": platform}}, by_call=True))
         traced = Traced.median_of([r.summary["traced_mpi_s"] for r in replays],
                                   [r.summary["replayed_mpi_s"] for r in replays])
         r = replays[traced.chosen]

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from idlewave.units import fmt_si, fmt_time
+
 #: Confidence level of every interval.
 LEVEL = 0.95
 
@@ -105,7 +107,7 @@ def condition_label(condition: dict) -> str:
         if isinstance(v, list):
             return " + ".join(short(x) for x in v) if v else "none"
         if isinstance(v, dict):
-            figures = [f"{v[k]:g} Hz" for k in ("rate_hz",) if k in v] + [f"{v[k] * 1e6:g} µs" for k in ("duration_s",) if k in v]
+            figures = [fmt_si(v[k], "Hz") for k in ("rate_hz",) if k in v] + [fmt_time(v[k]) for k in ("duration_s",) if k in v]
             return " ".join([str(v.get("kind", "table")), *figures])
         return str(v)
 

@@ -502,6 +502,22 @@ def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, see
     return result
 
 
+def rows_expected(name: str, ranks: tuple[int, ...]) -> int:
+    """How many rows (each an `on_row` call) study `name` produces at `ranks`:
+    the N of `reproduce`'s progress line."""
+    if name == "noise-apps":
+        return len(ranks) * len(APPS) * len(NOISE_ENVIRONMENTS)
+    if name == "noise-collectives":
+        return len(ranks) * len(COLLECTIVES) * len(NOISE_ENVIRONMENTS)
+    if name == "chebfd":
+        return len(CHEB_BLOCKS) * len(CHEB_MODES) * len(CHEB_PRESETS)
+    if name == "krylov-kernels":  # Fig. 3 and 13: two variants each, per face size; Fig. 2 per size; two modes
+        return 2 * (4 * len(KRYLOV_FACES) + len(KRYLOV_ALLREDUCE_BYTES))
+    if name == "grid-broadcasts":  # per port count: APSP (plain, chunked) and HPL per broadcast, Fig. 12's chunks; 4 sides
+        return len(reproduce_grid.PORTS) * (3 * len(reproduce_grid.VARIANTS) + len(reproduce_grid.CHUNKS_FIG12)) + 4
+    raise ValueError(f"unknown study {name!r} (known: {', '.join(STUDIES)})")
+
+
 def micro_figure(result: dict, path: Path) -> Path:
     """Speedup against ranks per collective, one panel per noise environment."""
     from idlewave.results import pyplot

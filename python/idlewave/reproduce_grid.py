@@ -23,6 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from idlewave.simulation import simulate
+from idlewave.units import fmt_bytes
 
 RINGS = ("ring", "modified_ring", "two_ring", "two_ring_modified")
 VARIANTS = (*RINGS, "binomial")
@@ -126,7 +127,7 @@ def grid_verdicts(rows: list[dict]) -> list[dict]:
                                   + ("" if first == "ring" else f", the 1-ring {gap:+.1%}") for p, first, gap in fig10)})
     out.append({"figure": "Fig. 12", "paper": PAPER["Fig. 12"],
                 "verdict": "reproduced" if all(best in (2 << 20, 4 << 20) for _, best in fig12) else "differs",
-                "ours": "; ".join(f"{p} port{'s' * (p > 1)}: best {best >> 20 if best >= 1 << 20 else best / (1 << 20):g} MiB"
+                "ours": "; ".join(f"{p} port{'s' * (p > 1)}: best {fmt_bytes(best, binary=True)}"
                                   for p, best in fig12)})
     bw = sorted((r["side"], r["seconds"]) for r in rows if r["study"] == "bandwidth")
     kept = [(a[0], b[0], a[1] / b[1]) for a, b in zip(bw, bw[1:])]

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from idlewave.models.postal import LinkModel, Protocol
+from idlewave.units import fmt_time
 
 PROTOCOLS = ("short", "eager", "rendezvous")
 
@@ -90,11 +91,9 @@ def bytes_text(n: float) -> str:
 
 
 def seconds_text(t: float) -> str:
-    """A time with a unit it reads well in: 850 ns, 3.2 µs, 10 ms, 1.5 s."""
-    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
-        if abs(t) * scale >= 1:
-            return f"{t * scale:.4g} {unit}"
-    return f"{t * 1e9:.4g} ns"
+    """A time with a unit it reads well in: 850 ns, 3.2 µs, 10 ms, 1.5 s
+    (idlewave.units, four significant digits)."""
+    return fmt_time(t, 4)
 
 
 def degenerate(sizes, times) -> str | None:
