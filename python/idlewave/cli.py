@@ -425,7 +425,7 @@ def reproduce(
     seed: int | None = typer.Option(None, "--seed", help="Seed of the noise (default 1; noise-apps and noise-collectives only)."),
     list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-run lines on stderr."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
 ):
     """Run a paper's study as the paper ran it and print, per figure, what the paper says, what we get and the verdict."""
     from idlewave import reproduce as rp
