@@ -46,15 +46,16 @@ def strong(lib, program, tmp_path_factory):
     This VM switches between two speeds for 5-60 s at a time, which moves
     even CPU time (docs/validation.md); in strong scaling a rank's computation
     times p is the same at every size by construction, so a set of traces
-    where it is not (by more than 15%) straddled a switch and is taken again."""
+    where it is not (by more than 10%) straddled a switch or met other load
+    and is taken again."""
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
-    for _ in range(3):
+    for _ in range(4):
         d = tmp_path_factory.mktemp("strong")
         dirs = [trace(lib, program, d / str(p), p, "strong") for p in (*SIZES, TARGET)]
         work = [p * float(np.median([_computation(t.records) for t in read(x)])) for p, x in zip((*SIZES, TARGET), dirs)]
-        if max(work) < 1.15 * min(work):
+        if max(work) < 1.10 * min(work):
             return dirs
     pytest.fail(f"the machine's speed moved during every set of traces: computation × p {work}")
 
@@ -71,7 +72,9 @@ def test_strong_scaling_from_three_traces_predicts_the_fourth(strong, tmp_path):
     direct = replay(real)
     # the messages and bytes of the real 36-rank run, and its makespan
     assert (fitted.summary["messages"], fitted.summary["bytes"]) == (direct.summary["messages"], direct.summary["bytes"])
-    assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=0.1)
+    # within what the traces themselves may differ by (the fixture's 10% in computation × p) plus the
+    # fit's error; the growth law itself is checked exactly above (p^-1, not p^-1/2: 20% more at 36 ranks)
+    assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=0.15)
     # the largest trace alone, weak-scaled, keeps its 25-rank halos and computation: far off
     weak = replay(small[-1], scale_to=TARGET)
     assert weak.summary["bytes"] > 1.1 * direct.summary["bytes"]
