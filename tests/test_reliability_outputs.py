@@ -120,8 +120,7 @@ def listing(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
 
 
-# (sweep is left out: with no byte writable, its Dask cluster cannot start, before the sweep writes anything)
-@pytest.mark.parametrize("command", ["init", "simulate", "fit postal", "report", "regimes", "explain"])
+@pytest.mark.parametrize("command", ["init", "simulate", "fit postal", "report", "regimes", "explain", "sweep"])
 def test_a_full_disk_is_a_one_line_error_and_leaves_nothing(inputs, tmp_path, command):
     target = tmp_path / "out"
     target.mkdir()

@@ -119,14 +119,20 @@ def _remove_empty(dirs: list[Path]) -> None:
 
 def check_writable(path: Path) -> None:
     """Raises the ResultsError a write to `path` would end in when its
-    nearest existing directory refuses new entries (a read-only disk, no
-    permission), creating and removing a probe there: for commands that
-    would otherwise find out after a long run or only inside workers."""
+    nearest existing directory refuses new entries or bytes (a read-only or
+    full disk, no permission), writing and removing a one-byte probe there:
+    for commands that would otherwise find out after a long run or only
+    inside workers."""
     d = Path(path).parent
     while not d.exists() and d != d.parent:
         d = d.parent
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".idlewave-probe.", dir=d))
+        fd, probe = tempfile.mkstemp(prefix=".idlewave-probe.", dir=d)
+        try:
+            os.write(fd, b"\0")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
     except OSError as e:
         raise cannot_write(Path(path), e) from None
 

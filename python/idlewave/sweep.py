@@ -37,6 +37,7 @@ import hashlib
 import json
 import math
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -510,9 +511,14 @@ def _client(scheduler: str | None, workers: int | None, worker_timeout: float):
                 # Ctrl-C waits until the cluster has started: one interrupted while its workers
                 # start cannot be closed (and Dask's exit hook says so with a traceback)
                 with held(), _workers_ignore_ctrl_c():
-                    cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
-                    client = Client(cluster)
+                    try:
+                        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
+                                               dashboard_address=None)
+                        client = Client(cluster)
+                    except (OSError, RuntimeError, TimeoutError) as e:
+                        # a full or read-only temporary directory: the workers cannot start
+                        raise SchedulerError(f"cannot start a local Dask cluster: {e} (is the temporary directory "
+                                             f"{tempfile.gettempdir()} full or read-only?)") from None
         if scheduler:
             try:
                 client.wait_for_workers(1, timeout=worker_timeout)
@@ -538,7 +544,6 @@ def _workers_ignore_ctrl_c():
     start: they start through `sh`, which ignores it, then runs Python.)"""
     import multiprocessing.spawn
     import shlex
-    import tempfile
 
     before = multiprocessing.spawn.get_executable()
     if os.name != "posix" or before is None:
