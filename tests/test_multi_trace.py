@@ -40,24 +40,29 @@ def trace(lib: Path, program: Path, out: Path, ranks: int, *args: str) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def strong(lib, program, tmp_path_factory):
-    """Traces at 9, 16, 25 and 36 ranks taken in one state of the machine.
-    This VM switches between two speeds for 5-60 s at a time, which moves
-    even CPU time (docs/validation.md); in strong scaling a rank's computation
-    times p is the same at every size by construction, so a set of traces
-    where it is not (by more than 10%) straddled a switch or met other load
-    and is taken again."""
+def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], mode: str) -> list[Path]:
+    """Traces at `sizes` taken in one state of the machine. This VM switches
+    between two speeds (2-3x) for 5-60 s at a time, which moves even CPU time
+    (docs/validation.md). By construction a rank's computation is the same
+    at every size in weak scaling, and its computation times p in strong
+    scaling; a set of traces where it is not (by more than 10%) straddled a
+    switch or met other load, and is taken again."""
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
-    for _ in range(4):
-        d = tmp_path_factory.mktemp("strong")
-        dirs = [trace(lib, program, d / str(p), p, "strong") for p in (*SIZES, TARGET)]
-        work = [p * float(np.median([_computation(t.records) for t in read(x)])) for p, x in zip((*SIZES, TARGET), dirs)]
+    for attempt in range(4):
+        d = root / f"set{attempt}"
+        dirs = [trace(lib, program, d / str(p), p, mode) for p in sizes]
+        work = [(p if mode == "strong" else 1) * float(np.median([_computation(t.records) for t in read(x)]))
+                for p, x in zip(sizes, dirs)]
         if max(work) < 1.10 * min(work):
             return dirs
-    pytest.fail(f"the machine's speed moved during every set of traces: computation × p {work}")
+    pytest.fail(f"the machine's speed moved during every set of traces: computation per rank ({mode}) {work}")
+
+
+@pytest.fixture(scope="module")
+def strong(lib, program, tmp_path_factory):
+    return steady_traces(lib, program, tmp_path_factory.mktemp("strong"), (*SIZES, TARGET), "strong")
 
 
 def test_strong_scaling_from_three_traces_predicts_the_fourth(strong, tmp_path):
@@ -81,8 +86,7 @@ def test_strong_scaling_from_three_traces_predicts_the_fourth(strong, tmp_path):
 
 
 def test_weak_scaling_is_inferred_and_keeps_every_quantity(lib, program, tmp_path):
-    dirs = [trace(lib, program, tmp_path / str(p), p, "weak") for p in SIZES]
-    m = build(dirs)
+    m = build(steady_traces(lib, program, tmp_path, SIZES, "weak"))
     assert m.scaling == "weak" and all(not r.bytes for r in m.ranks)
     # the computation per rank does not grow: at 36 ranks within the noise of oversubscribed CPU timing of
     # the 25-rank trace's (a rule may still follow a trend in that noise)
