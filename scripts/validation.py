@@ -623,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
             say("warning: the fit was refused and --force-fit wrote it anyway; the table says so. Why it was refused:\n  "
                 + "\n  ".join(report["calibration"]["refused_reasons"]))
 
-    from idlewave.cli_validate import show as show_validate
+    from idlewave.cli.validate import show as show_validate
 
     failed = False
     for name in apps:

@@ -250,7 +250,7 @@ def test_help_starts_without_the_heavy_libraries():
     # imports no numerics, dataframes, plotting or Dask until a command runs
     code = ("import sys, idlewave.cli; heavy = ('numpy', 'polars', 'scipy', 'matplotlib', 'distributed', 'sklearn', "
             "'statsmodels', 'hmmlearn', 'mpi4py'); "
-            # a module imported lazily (cli_common.lazy) is registered but runs on first use
+            # a module imported lazily (cli.common.lazy) is registered but runs on first use
             "print(','.join(m for m in heavy if m in sys.modules and type(sys.modules[m]).__name__ != '_LazyModule'))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == ""

@@ -16,7 +16,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from idlewave.cli import app
-from idlewave.cli_common import Steps, progress_bar, scenario_sets
+from idlewave.cli.common import Steps, progress_bar, scenario_sets
 from idlewave.units import fmt_bytes, fmt_count, fmt_rate, fmt_si, fmt_time
 
 
@@ -312,7 +312,7 @@ def test_sweep_ranking_prints_units(capsys):
     assert "1.234 ms ± 12 µs" in text and "4.5 µs" in text and "2.03 ± 0.04×" in text and "[ms]" not in text, text
 
 
-# --- progress on validate and reproduce: the one progress line (cli_common.Steps), on a terminal
+# --- progress on validate and reproduce: the one progress line (cli.common.Steps), on a terminal
 
 class Recorded(Steps):
     """Steps on a fake terminal, remembering each step."""
@@ -331,11 +331,11 @@ class Recorded(Steps):
 @pytest.fixture
 def recorded(monkeypatch):
     import idlewave.cli
-    import idlewave.cli_validate
+    import idlewave.cli.validate
 
     Recorded.made = []
     monkeypatch.setattr(idlewave.cli, "Steps", Recorded)
-    monkeypatch.setattr(idlewave.cli_validate, "Steps", Recorded)
+    monkeypatch.setattr(idlewave.cli.validate, "Steps", Recorded)
     return Recorded.made
 
 

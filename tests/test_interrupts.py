@@ -106,7 +106,7 @@ def test_a_lazy_module_interrupted_while_importing_is_imported_again():
     import importlib
     import types
 
-    from idlewave.cli_common import lazy
+    from idlewave.cli.common import lazy
 
     name = "idlewave_lazy_probe"
     calls = {"n": 0}

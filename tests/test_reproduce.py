@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from idlewave.cli import app
-from idlewave.reproduce import APPS, noise_apps, verdicts
+from idlewave.studies.reproduce import APPS, noise_apps, verdicts
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_fig9_checkpoints_speed_dissemination_collectives_up_and_binomial_ones_b
     """Fig. 9: under checkpoint noise the dissemination collectives gain a
     large factor from the idealized version; binomial ones under 10%, as
     their dependencies reach only a rank's ancestors (Fig. 10)."""
-    from idlewave.reproduce import noise_collectives
+    from idlewave.studies.reproduce import noise_collectives
 
     rows = noise_collectives(ranks=(1024,), iterations=100)["rows"]
     s = {r["collective"]: r["speedup"] for r in rows if r["noise"] == "checkpoint"}
@@ -93,7 +93,7 @@ def test_krylov_kernels_fig3_and_fig13_blocking_as_the_paper():
     """Krylov paper Fig. 3 (a DMA NIC lets the nonblocking halo hide large
     faces, saving at most the 1 ms overlap) and Fig. 13 (blocking halos:
     eager at least 5% faster than a handshake rendezvous from 32 KiB)."""
-    from idlewave.reproduce import krylov
+    from idlewave.studies.reproduce import krylov
 
     r = krylov(iterations=2)
     verdict = {v["figure"]: v["verdict"] for v in r["verdicts"]}
@@ -105,7 +105,7 @@ def test_krylov_kernels_fig3_and_fig13_blocking_as_the_paper():
 
 
 def test_chebfd_verdicts_follow_the_papers_order_both_ways():
-    from idlewave.reproduce import CHEB_BLOCKS, CHEB_GAP, CHEB_MODES, CHEB_ORDER, chebfd_verdicts
+    from idlewave.studies.reproduce import CHEB_BLOCKS, CHEB_GAP, CHEB_MODES, CHEB_ORDER, chebfd_verdicts
 
     def rows(order):
         out = []

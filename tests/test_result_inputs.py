@@ -11,9 +11,9 @@ import pytest
 import idlewave
 from conftest import run_cli
 from idlewave import analyze
-from idlewave.reproduce import CHEB_MIN_RANKS
 from idlewave.results import UnreadableResult
 from idlewave.scenario import ScenarioError, validate
+from idlewave.studies.reproduce import CHEB_MIN_RANKS
 
 
 def bsp(**kw) -> dict:

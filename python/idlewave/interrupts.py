@@ -16,7 +16,7 @@ A command goes through three stages, each with its own answer to SIGINT:
 Two things must never meet an interrupt half-way, because nothing could
 clean up after them: a module's first import (a lazily loaded module left
 half-initialised says "module 'polars' has no attribute 'DataFrame'" later:
-`idlewave.cli_common.lazy` imports for real, which an interrupt undoes), and
+`idlewave.cli.common.lazy` imports for real, which an interrupt undoes), and
 the engine's first look-up of numpy's C API (Python code run from Rust, which
 panics when it fails: `held` keeps Ctrl-C back while it happens, see
 `idlewave.simulation`).

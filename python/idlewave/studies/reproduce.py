@@ -15,9 +15,9 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from idlewave import reproduce_grid
 from idlewave.results import save_figure, write_json
 from idlewave.simulation import simulate
+from idlewave.studies import reproduce_grid
 
 APPS = ("AMG2006", "CTH", "HPCCG", "LAMMPS", "LULESH", "miniFE")
 

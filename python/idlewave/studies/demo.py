@@ -21,10 +21,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from idlewave import reproduce
 from idlewave.analyze import idle_wave, pd
 from idlewave.results import write_json
 from idlewave.simulation import simulate
+from idlewave.studies import reproduce
 
 DEMO_APPS = ("CTH", "HPCCG", "LAMMPS")
 RANKS = 1024

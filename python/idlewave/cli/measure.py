@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from idlewave.cli_common import QUIET, err, fail, out, print_json
+from idlewave.cli.common import QUIET, err, fail, out, print_json
 
 measure_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import Steps, err, fail, out, print_json, scenario_sets
+from idlewave.cli.common import Steps, err, fail, out, print_json, scenario_sets
 from idlewave.results import ResultsError
 from idlewave.units import fmt_time
 

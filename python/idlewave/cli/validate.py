@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from idlewave.cli_common import Steps, err, fail, out, print_json
+from idlewave.cli.common import Steps, err, fail, out, print_json
 
 
 def validate(

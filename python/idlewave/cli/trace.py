@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from idlewave.cli_common import QUIET, err, fail, out, print_json, scenario_sets
+from idlewave.cli.common import QUIET, err, fail, out, print_json, scenario_sets
 from idlewave.overrides import apply
 from idlewave.results import seconds, unreplaceable
 from idlewave.units import fmt_bytes
@@ -171,7 +171,7 @@ def replay_cmd(
             return
         _print_replay(s, rep)
         if r.explain is not None:
-            from idlewave.cli_explain import show_explanation
+            from idlewave.cli.explain import show_explanation
 
             show_explanation(r.explain)
     finally:  # a replay that failed leaves no fitted template behind (one that ran moved it into --out)

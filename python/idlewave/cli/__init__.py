@@ -14,12 +14,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import QUIET, Steps, err, fail, out, print_json, progress_bar, scenario_sets
-from idlewave.cli_explain import explain, show_explanation
-from idlewave.cli_measure import measure_app
-from idlewave.cli_models import fit_app, model_app
-from idlewave.cli_trace import trace_app
-from idlewave.cli_validate import validate
+from idlewave.cli import explain, validate  # modules: their commands are registered below
+from idlewave.cli.common import QUIET, Steps, err, fail, out, print_json, progress_bar, scenario_sets
+from idlewave.cli.explain import show_explanation
+from idlewave.cli.measure import measure_app
+from idlewave.cli.models import fit_app, model_app
+from idlewave.cli.trace import trace_app
 from idlewave.interrupts import MESSAGE, exit_at_once, raise_interrupts
 from idlewave.results import ResultsError, finite, unreplaceable
 from idlewave.scenario import ScenarioError, default, describe_noise, describe_workloads, schema
@@ -200,7 +200,7 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
     if out_dir is not None:  # a line of its own: a table cell would cut a long path
         out.print(f"results: {out_dir}", markup=False, highlight=False, soft_wrap=True)
     if "traced_makespan_s" in s:  # a trace replayed: what it predicts beside what was traced
-        from idlewave.cli_trace import traced_vs_predicted
+        from idlewave.cli.trace import traced_vs_predicted
 
         out.print(traced_vs_predicted(s))
 
@@ -298,7 +298,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-app.command()(explain)
+app.command()(explain.explain)
 
 
 @app.command()
@@ -401,8 +401,8 @@ def demo(
                                  "report's path as JSON (summary.json in --out holds the same)."),
 ):
     """The seeds' headline studies in about a minute (noise vs nonblocking collectives, idle waves and P_D, MatVec hiding under latency regimes), ending in report.html."""
-    from idlewave.demo import run_demo
     from idlewave.results import check_writable
+    from idlewave.studies.demo import run_demo
 
     try:
         check_writable(out_dir / "summary.json")  # a read-only disk: said before a minute of runs
@@ -428,7 +428,7 @@ def reproduce(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
 ):
     """Run a paper's study as the paper ran it and print, per figure, what the paper says, what we get and the verdict."""
-    from idlewave import reproduce as rp
+    from idlewave.studies import reproduce as rp
 
     if list_:
         for name, what in rp.STUDIES.items():
@@ -547,7 +547,7 @@ def _print_krylov(result: dict) -> None:
 
 
 def _print_micro(result: dict) -> None:
-    from idlewave import reproduce as rp
+    from idlewave.studies import reproduce as rp
 
     rows = result["rows"]
     scales = sorted({r["ranks"] for r in rows})
@@ -836,7 +836,7 @@ app.add_typer(model_app, name="model")
 app.add_typer(fit_app, name="fit")
 app.add_typer(measure_app, name="measure")
 app.add_typer(trace_app, name="trace")
-app.command("validate", context_settings={"allow_interspersed_args": False})(validate)
+app.command("validate", context_settings={"allow_interspersed_args": False})(validate.validate)
 
 
 #: Optional modules and the extra that brings each (pyproject.toml).

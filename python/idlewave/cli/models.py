@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave import _engine
-from idlewave.cli_common import QUIET, err, fail, lazy, out, print_json
+from idlewave.cli.common import QUIET, err, fail, lazy, out, print_json
 from idlewave.inputs import describe_columns
 from idlewave.scenario import PS_PER_S, default
 from idlewave.units import fmt_bytes, fmt_rate, fmt_si, fmt_time
