@@ -91,7 +91,7 @@ def test_bench_repeat_prints_the_median_and_range(cli):
 
 
 def test_median_of_runs_takes_each_varying_figure_apart():
-    from idlewave.cli import median_of_runs
+    from idlewave.cli.bench import median_of_runs
 
     runs = [{"case": "c", "events": 10, "wall_s": w, "events_per_cpu_s": r, "bytes_per_rank": 8.0}
             for w, r in [(3.0, 5.0), (1.0, 9.0), (2.0, 1.0)]]

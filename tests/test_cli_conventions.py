@@ -301,7 +301,7 @@ def test_analyze_prints_units(monkeypatch):
 
 
 def test_sweep_ranking_prints_units(capsys):
-    from idlewave.cli import show_ranking
+    from idlewave.cli.sweep import show_ranking
 
     rows = [{"rank": 1, "strategy": "a", "makespan_mean_s": 1.2345e-3, "makespan_ci_s": 1.2e-5,
              "slowest_iteration_mean_s": 4.5e-6, "slowest_iteration_ci_s": None},
@@ -330,11 +330,11 @@ class Recorded(Steps):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    import idlewave.cli
+    import idlewave.cli.studies
     import idlewave.cli.validate
 
     Recorded.made = []
-    monkeypatch.setattr(idlewave.cli, "Steps", Recorded)
+    monkeypatch.setattr(idlewave.cli.studies, "Steps", Recorded)
     monkeypatch.setattr(idlewave.cli.validate, "Steps", Recorded)
     return Recorded.made
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from types import ModuleType
 from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from idlewave.units import fmt_count, fmt_rate, fmt_time
 
 out = Console()
 err = Console(stderr=True)
@@ -135,3 +138,25 @@ def scenario_sets(sets: list[str] | None, flag: str = "--set") -> dict:
 #: chatter on stderr; errors and warnings still print. A command that prints
 #: none accepts it all the same, so that a script can pass it everywhere.
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr (errors and warnings still print).")
+
+
+def run_with_progress(run, quiet: bool):
+    """Runs `run(progress_callback)` with a live line: simulated time,
+    events/s and, where the program knows how far it is (its ranks'
+    iterations), the percentage done and the time left."""
+    if quiet or not sys.stderr.isatty():
+        return run(None)
+    start = time.perf_counter()
+    with progress_bar(err, percent=True) as bar:
+        task = bar.add_task("simulating", total=None)
+
+        def update(sim_s: float, events: int, done: float | None = None) -> bool:
+            rate = events / max(time.perf_counter() - start, 1e-9)
+            text = f"simulated {fmt_time(sim_s)} · {fmt_count(events)} events · {fmt_rate(rate, 'events/s')}"
+            if done is None:
+                bar.update(task, description=text)
+            else:
+                bar.update(task, description=text, total=1.0, completed=done)
+            return True
+
+        return run(update)

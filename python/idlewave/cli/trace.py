@@ -144,7 +144,7 @@ def replay_cmd(
         if platform:
             base["network"] = {**base.get("network", {}), "platform": platform}
         try:
-            from idlewave.cli import run_with_progress
+            from idlewave.cli.common import run_with_progress
 
             r = run_with_progress(lambda cb: replay(trace_dir, algorithms=_replay_options(algorithm), scale_to=scale_to,
                                                     compute_scale=compute_scale, base=base, seed=seed, grid=grid,

@@ -1,0 +1,186 @@
+"""`idlewave demo` and `idlewave reproduce`: the studies of idlewave.studies, run and printed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from idlewave import _engine
+from idlewave.cli.common import Steps, err, fail, out, print_json
+from idlewave.scenario import ScenarioError
+from idlewave.units import fmt_bytes, fmt_time
+
+
+def demo(
+    out_dir: Path = typer.Option(Path("demo-out"), "--out", help="Where to write results."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (the results are in --out)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the studies' figures, the headline tables and the "
+                                 "report's path as JSON (summary.json in --out holds the same)."),
+):
+    """The seeds' headline studies in about a minute (noise vs nonblocking collectives, idle waves and P_D, MatVec hiding under latency regimes), ending in report.html."""
+    from idlewave.results import check_writable
+    from idlewave.studies.demo import run_demo
+
+    try:
+        check_writable(out_dir / "summary.json")  # a read-only disk: said before a minute of runs
+        summary = run_demo(out_dir, console=out, quiet=quiet or as_json)
+    except (ScenarioError, _engine.SimulationError) as e:
+        fail(str(e))
+    if as_json:
+        print_json(summary)
+
+
+def reproduce(
+    names: list[str] = typer.Argument(None, help="Studies to run (default: all); `--list` names them."),
+    out_dir: Path = typer.Option(Path("reproduce-out"), "--out", help="Where to write each study's JSON and figure."),
+    ranks: list[str] | None = typer.Option(None, "--ranks", help="A scale (repeatable, or comma-separated: --ranks 1024 "
+                                           "--ranks 4096 or --ranks 1024,4096; default: the study's; chebfd and "
+                                           "grid-broadcasts take one, krylov-kernels none)."),
+    iterations: int = typer.Option(None, "--iterations", min=1, help="Iterations per run (default: the study's; "
+                                   "chebfd: the polynomial degree; grid-broadcasts takes none)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the noise (default 1; noise-apps and noise-collectives only)."),
+    list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
+):
+    """Run a paper's study as the paper ran it and print, per figure, what the paper says, what we get and the verdict."""
+    from idlewave.studies import reproduce as rp
+
+    if list_:
+        for name, what in rp.STUDIES.items():
+            out.print(f"{name}: {what}", highlight=False)
+        return
+    unknown = [n for n in names or [] if n not in rp.STUDIES]
+    if unknown:
+        fail(f"unknown study {unknown[0]!r} (known: {', '.join(rp.STUDIES)})")
+    given = ",".join(ranks) if ranks else None
+    try:
+        scales = tuple(int(x) for x in given.split(",")) if given is not None else None
+    except ValueError:
+        fail(f"--ranks: integers (repeatable, or comma-separated), got {given!r}")
+    if scales and min(scales) < 2:
+        fail(f"--ranks: every scale needs at least 2 ranks, got {given!r}")
+    studies = names or list(rp.STUDIES)
+    for name in studies:  # all refusals before the first (possibly long) run
+        if error := rp.flag_error(name, scales, iterations, seed):
+            fail(error + ("" if names else " (with no study named, every study runs; name the ones to run)"))
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: exists and is not a directory; each study writes a directory inside it")
+    for name in studies:
+        try:
+            (out_dir / name).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            fail(f"--out {out_dir}: cannot create {out_dir / name}: {e.strerror or e}")
+    results = {}
+    # on a terminal one progress line over every study's rows (row k of N, elapsed, ETA, the row last done);
+    # elsewhere (a log) one line per finished row; nothing with --quiet or --json
+    total = sum(rp.rows_expected(name, scales or rp.DEFAULTS[name][0]) for name in studies)
+    steps = Steps(total, quiet or as_json, first=f"{studies[0]}: first row")
+    finished = [0]
+
+    def done(name: str) -> Callable[[dict], None]:
+        return lambda row: finish(row, name)
+
+    def finish(row: dict, name: str) -> None:
+        finished[0] += 1
+        text = _row_text(row)
+        if steps.bar is None and not (as_json or quiet):
+            err.print(f"  {name}: {text}", highlight=False, markup=False)
+        elif finished[0] < steps.total:
+            steps(f"{name}: {text}")
+
+    with steps:
+        steps(f"{studies[0]}: first row")  # row 1 begins; each finished row starts the next
+        for name in studies:
+            default_ranks, default_iterations = rp.DEFAULTS[name]
+            try:
+                results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
+                                             1 if seed is None else seed, on_row=done(name))
+            except ScenarioError as e:  # a bound flag_error does not know: name the flag, not the study's internal scenario
+                flag = {"seed": "--seed", "workload.ranks": "--ranks", "workload.iterations": "--iterations"}.get(e.key)
+                fail(f"{flag}: {str(e).removeprefix(f'{e.source}: {e.key}: ')} ({name})" if flag else f"{name}: {e}")
+            except _engine.SimulationError as e:
+                fail(f"{name}: {e}")
+            except OSError as e:  # e.g. a full disk
+                fail(f"--out {out_dir / name}: cannot write the study's results: {e.strerror or e}")
+    if as_json:
+        print_json(results, None)
+        return
+    for name, result in results.items():
+        if name == "noise-collectives":
+            _print_micro(result)
+            continue
+        if name == "krylov-kernels":
+            _print_krylov(result)
+            continue
+        if name in ("chebfd", "grid-broadcasts"):
+            for v in result["verdicts"]:
+                out.print(f"  {v['figure']}: {v['verdict']}. Ours: {v['ours']}. The paper: {v['paper']}", highlight=False)
+            out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
+            continue
+        apps = list(result["verdicts"][0]["values"]) if result["verdicts"] else []
+        t = Table(title=escape(f"{name}: makespan ratios per application (Fig. 5, 7: blocking / idealized allreduce "
+                               f"under noise; Fig. 11: idealized under noise / no noise)"))
+        for c in ("figure", "noise", "ranks", *apps, "verdict"):
+            t.add_column(c, justify="right" if c in apps or c == "ranks" else "left")
+        for v in result["verdicts"]:
+            t.add_row(v["figure"], v["noise"], f"{v['ranks']:,}", *(f"{v['values'][a]:.2f}" for a in apps), v["verdict"])
+        out.print(t)
+        for fig, (says, _) in rp.PAPER.items():
+            out.print(f"  {fig}, the paper: {says}", highlight=False)
+        out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _row_text(row: dict) -> str:
+    """A study's finished row for people: times and sizes through idlewave.units, ratios to three digits."""
+    def one(key: str, v) -> str:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return str(v)
+        if key.endswith("_s") or key == "seconds":
+            return fmt_time(v)
+        if key.endswith("bytes"):
+            return fmt_bytes(v, binary=True)
+        return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
+
+    return "  ".join(one(k, v) for k, v in row.items())
+
+
+def _print_krylov(result: dict) -> None:
+    rows = result["rows"]
+    t = Table(title="krylov-kernels: time per iteration (1 ms overlapped, 0.1 ms after)")
+    for c in ("figure", "variant", "bytes", "blocking", "nonblocking"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        if r["mode"] == "blocking":
+            nb = next(x for x in rows if (x["figure"], x["variant"], x["bytes"], x["mode"]) ==
+                      (r["figure"], r["variant"], r["bytes"], "nonblocking"))
+            t.add_row(r["figure"], r["variant"], fmt_bytes(r["bytes"], binary=True), fmt_time(r["iteration_s"], 4),
+                      fmt_time(nb["iteration_s"], 4))
+    out.print(t)
+    for v in result["verdicts"]:
+        out.print(f"  {v['figure']}: {v['verdict']}. The paper: {v['paper']}", highlight=False)
+    out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_micro(result: dict) -> None:
+    from idlewave.studies import reproduce as rp
+
+    rows = result["rows"]
+    scales = sorted({r["ranks"] for r in rows})
+    t = Table(title="noise-collectives: blocking / idealized makespan of a loop of one collective (8 B, "
+                    f"{fmt_time(result['compute_s'])} of computation between calls)")
+    for c in ("noise", "collective", *(f"{p:,}" for p in scales)):
+        t.add_column(c, justify="right")
+    for noise in rp.NOISE_ENVIRONMENTS:
+        for coll, algorithm in rp.COLLECTIVES.items():
+            values = [next(r["speedup"] for r in rows if r["collective"] == coll and r["noise"] == noise and r["ranks"] == p)
+                      for p in scales]
+            t.add_row(noise, f"{coll} ({algorithm})", *(f"{v:.2f}" for v in values))
+    out.print(t)
+    for v in result["verdicts"]:
+        out.print(f"  {v['figure']} ({v['noise']}): {v['verdict']}. The paper: {v['paper']}", highlight=False)
+    out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
