@@ -6,13 +6,18 @@ import importlib
 import sys
 import time
 from types import ModuleType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from idlewave.units import fmt_count, fmt_rate, fmt_time
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import polars as pl
 
 out = Console()
 err = Console(stderr=True)
@@ -139,6 +144,9 @@ def scenario_sets(sets: list[str] | None, flag: str = "--set") -> dict:
 #: none accepts it all the same, so that a script can pass it everywhere.
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr (errors and warnings still print).")
 
+#: --json of `idlewave model …` and `idlewave fit …`.
+JSON = typer.Option(False, "--json", help="Print JSON.")
+
 
 def run_with_progress(run, quiet: bool):
     """Runs `run(progress_callback)` with a live line: simulated time,
@@ -160,3 +168,34 @@ def run_with_progress(run, quiet: bool):
             return True
 
         return run(update)
+
+
+def read_table(path: Path, needed: list[str], positive: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A measurement table with the `needed` numeric columns, every value
+    finite (and above 0 in the `positive` ones), or a clear error naming
+    the first bad row (`idlewave model hyperbolic`, `idlewave fit postal`)."""
+    import numpy as np
+    import polars as pl
+
+    from idlewave.inputs import describe_columns
+
+    try:
+        frame = pl.read_parquet(path, glob=False) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#", glob=False)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        fail(f"{path}: {e}")
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        fail(f"{path}: missing column(s) {', '.join(missing)} ({describe_columns(frame.columns)})")
+    if frame.height == 0:
+        fail(f"{path}: no measurements (the table has a header and no rows)")
+    for c in needed:
+        try:
+            values = frame[c].cast(pl.Float64, strict=True).to_numpy()
+        except pl.exceptions.PolarsError:
+            fail(f"{path}: column {c} must hold numbers, got {frame[c].dtype}")
+        bad = ~np.isfinite(values) | ((values <= 0) if c in positive else False)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            rule = "a positive number" if c in positive else "a finite number"
+            fail(f"{path}: {c} must be {rule}, got {frame[c][i]} in data row {i + 1}")
+    return frame
