@@ -1,4 +1,5 @@
-"""`idlewave bench`: the engine's benchmark cases and the CPU time of `idlewave --help`."""
+"""`idlewave bench`: the engine's benchmark cases and the CPU time of `idlewave --help`.
+Its commands are registered on the app in idlewave/cli/__init__.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What every command group shares: the consoles and the one way to fail."""
+"""What every command group shares: the consoles, the one way to fail, the progress line,
+--quiet and --json, and the reader of measurement tables."""
 
 from __future__ import annotations
 

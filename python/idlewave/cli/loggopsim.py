@@ -1,4 +1,5 @@
-"""`idlewave loggopsim`: a GOAL schedule run as LogGOPSim runs it (same flags, same output)."""
+"""`idlewave loggopsim`: a GOAL schedule run as LogGOPSim runs it (same flags, same output).
+Its commands are registered on the app in idlewave/cli/__init__.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`idlewave regimes`: regimes of noisy timings (idlewave.stats)."""
+"""`idlewave regimes`: regimes of noisy timings (idlewave.stats).
+Its commands are registered on the app in idlewave/cli/__init__.py."""
 
 from __future__ import annotations
 

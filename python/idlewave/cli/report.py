@@ -1,4 +1,5 @@
-"""`idlewave report`: one self-contained HTML page from results."""
+"""`idlewave report`: one self-contained HTML page from results.
+Its commands are registered on the app in idlewave/cli/__init__.py."""
 
 from __future__ import annotations
 
