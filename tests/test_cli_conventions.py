@@ -19,6 +19,8 @@ from idlewave.cli import app
 from idlewave.cli.common import Steps, progress_bar, scenario_sets
 from idlewave.units import fmt_bytes, fmt_count, fmt_rate, fmt_si, fmt_time
 
+pytestmark = pytest.mark.integration
+
 
 def commands() -> dict[str, object]:
     """Every leaf command, by its words ("trace replay")."""

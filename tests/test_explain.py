@@ -14,6 +14,8 @@ from idlewave.explain import WAITS, Explanation, Runs, perturbed, tolerance
 from idlewave.scenario import load_scenario
 from idlewave.simulation import simulate
 
+pytestmark = pytest.mark.integration
+
 # the examples that run in well under a second: platforms, memory domains,
 # noise, nonblocking collectives, 2-D broadcasts, partner files
 QUICK = ["allreduce-blue-waters", "desync-barrier", "desync-free", "floyd_warshall", "grid_bcast", "hpl_mxp",

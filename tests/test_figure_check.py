@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from idlewave import figure_check
 from idlewave.results import pyplot
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_checks_find_overlapping_texts_and_empty_axes():

@@ -5,18 +5,18 @@ it writes exactly as the fit's model says."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
+from conftest import invoke_cli
 from idlewave.models.fit import exchange_time
 from idlewave.simulation import simulate
 
-BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.integration
+
 SIZES = [1 << k for k in range(23)]  # 1 B … 4 MiB
 # (α, β, O) per protocol: short ≤ 256 B, eager ≤ 4 KiB, rendezvous above
 TRUE = {"short": (0.2e-6, 0.05e-9, 0.0), "eager": (0.35e-6, 0.1e-9, 0.05e-9), "rendezvous": (1.0e-6, 0.12e-9, 0.09e-9)}
@@ -46,8 +46,7 @@ def _data(tmp: Path, noise: float = 0.02, exchange: bool = True, seed: int = 3) 
 
 
 def _fit(data: Path, out: Path, *extra: str) -> dict:
-    p = subprocess.run([str(BIN / "idlewave"), "fit", "postal", str(data), "-o", str(out), "--json", *extra],
-                       capture_output=True, text=True, timeout=300)
+    p = invoke_cli("fit", "postal", data, "-o", out, "--json", *extra, check=False)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -85,8 +84,7 @@ def test_without_exchanges_o_is_zero_and_the_file_says_why(tmp_path):
     text = (tmp_path / "p.toml").read_text()
     assert "no simultaneous exchanges were measured" in text
     assert text.count("O_s_per_byte = 0.000000e+00") == 3
-    p = subprocess.run([str(BIN / "idlewave"), "fit", "postal", str(data), "-o", str(tmp_path / "q.toml"),
-                        "--exchange", str(tmp_path / "nope.parquet")], capture_output=True, text=True, timeout=300)
+    p = invoke_cli("fit", "postal", data, "-o", tmp_path / "q.toml", "--exchange", tmp_path / "nope.parquet", check=False)
     assert p.returncode == 2 and "no such file" in p.stderr and "Traceback" not in p.stderr
 
 

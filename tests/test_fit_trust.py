@@ -13,6 +13,8 @@ import pytest
 import idlewave
 from idlewave.models import fit
 
+pytestmark = pytest.mark.integration
+
 SIZES = [1 << k for k in range(23)]  # 1 B … 4 MiB, as `measure pingpong` sends them
 # three protocols: short up to 256 B, eager up to 8 KiB, rendezvous above
 TRUTH = {"short": (0.3e-6, 0.2e-9), "eager": (0.5e-6, 0.1e-9), "rendezvous": (3e-6, 0.08e-9)}
@@ -91,6 +93,7 @@ def test_the_switch_is_found_the_intervals_hold_the_truth_and_the_file_simulates
     assert f"[{lo:.4e}, {hi:.4e}]" in text
 
 
+@pytest.mark.serial  # the fit's wall time
 def test_the_intervals_cover_the_truth_about_as_often_as_they_claim():
     """Over 40 data sets, each of the six 95% intervals holds the true value in
     at least 85% of them (over 200: 94–98%), and the fit is fast."""

@@ -5,11 +5,14 @@ ScenarioError / DataError with a message, never another exception.
 import json
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from idlewave import scenario as sc
 from idlewave.stats.data import DataError, load
+
+pytestmark = pytest.mark.unit
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,8 +7,10 @@ import stat
 import pytest
 
 import idlewave
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, invoke_cli
 from idlewave import ScenarioError, SimulationError
+
+pytestmark = pytest.mark.integration
 
 
 def bsp(**kw):
@@ -53,22 +55,22 @@ def test_goal_calcs_past_the_limit_are_an_error(tmp_path):
     g.write_text("num_ranks 1\nrank 0 {\nl1: calc 10000000000000000\nl2: calc 10000000000000000\nl2 requires l1\n}\n")
     with pytest.raises(SimulationError, match="past the engine's limit"):
         idlewave.simulate({"workload": {"kind": "goal", "path": str(g)}})
-    p = run_cli("loggopsim", str(g), check=False)
+    p = invoke_cli("loggopsim", str(g), check=False)
     assert p.returncode == 1 and "past the engine's limit" in p.stderr
 
 
 def test_loggopsim_parameters_out_of_range_are_refused(tmp_path):
     g = tmp_path / "one.goal"
     g.write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\nrank 1 {\nl1: recv 8b from 0\n}\n")
-    p = run_cli("loggopsim", str(g), "-L", str(2**64), check=False)
+    p = invoke_cli("loggopsim", str(g), "-L", str(2**64), check=False)
     assert p.returncode != 0 and "-L must be between 0 and 2^64 - 1" in p.stderr and "Traceback" not in p.stderr
     for flag, value in (("-L", 2**63 - 1), ("-o", 2 * 10**15), ("-g", 2**60 // 1000 + 1)):
-        p = run_cli("loggopsim", str(g), flag, str(value), check=False)
+        p = invoke_cli("loggopsim", str(g), flag, str(value), check=False)
         # the flag and the value as given, in its unit (ns), not a saturated ps value
         assert p.returncode == 2 and f"{flag} must be at most 1152921504606846 ns (about 13 days), got {value}" in p.stderr
-    assert run_cli("loggopsim", str(g), "-L", str(2**60 // 1000), check=False).returncode == 0  # the limit itself runs
+    assert invoke_cli("loggopsim", str(g), "-L", str(2**60 // 1000), check=False).returncode == 0  # the limit itself runs
     # two schedules: refused, not one of them silently ignored
-    p = run_cli("loggopsim", str(g), "-f", str(tmp_path / "other.goal"), check=False)
+    p = invoke_cli("loggopsim", str(g), "-f", str(tmp_path / "other.goal"), check=False)
     assert p.returncode == 2 and "two GOAL files given" in p.stderr
 
 
@@ -103,11 +105,11 @@ def test_errors_from_files_a_scenario_names_say_which_scenario_and_which_file(tm
     (tmp_path / "s.toml").write_text(
         'name = "x"\n[network]\nranks_per_node = 2\n[network.mapping]\nkind = "file"\npath = "/dev/zero"\n'
         '[workload]\nkind = "bsp"\nranks = 8\n')
-    p = run_cli("simulate", tmp_path / "s.toml", "--out", tmp_path / "o", check=False)
+    p = invoke_cli("simulate", tmp_path / "s.toml", "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and f"{tmp_path / 's.toml'}: network.mapping.path: /dev/zero" in p.stderr, p.stderr
     (tmp_path / "t.toml").write_text('name = "x"\n[network.topology]\nkind = "torus"\ndims = [1, 1, 1]\n'
                                      '[workload]\nkind = "bsp"\nranks = 8\n')
-    p = run_cli("simulate", tmp_path / "t.toml", "--out", tmp_path / "o", check=False)
+    p = invoke_cli("simulate", tmp_path / "t.toml", "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and f"{tmp_path / 't.toml'}: network.topology.dims: a 1×1×1 torus has 1 node, the run " \
         "needs 8" in p.stderr, p.stderr
     with pytest.raises(SimulationError, match=r"noise\[0\]\.path: \S*quiet.txt: the noise trace holds no detours"):
@@ -137,7 +139,7 @@ def test_a_result_directory_is_one_run_complete(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary names left
     f = tmp_path / "file"
     f.write_text("x")
-    p = run_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", f, check=False)
+    p = invoke_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", f, check=False)
     assert p.returncode == 2 and "exists and is not a directory" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -149,7 +151,7 @@ def test_a_result_directory_is_one_run_complete(tmp_path):
 def test_malformed_scenarios_are_errors_not_tracebacks(tmp_path, text, says):
     f = tmp_path / "s.toml"
     f.write_text(text)
-    p = run_cli("simulate", f, check=False)
+    p = invoke_cli("simulate", f, check=False)
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
@@ -161,7 +163,7 @@ def test_malformed_scenarios_are_errors_not_tracebacks(tmp_path, text, says):
 def test_malformed_studies_are_errors_not_tracebacks(tmp_path, study, says):
     f = tmp_path / "study.toml"
     f.write_text(study)
-    p = run_cli("sweep", f, "--out", tmp_path / "o", check=False)
+    p = invoke_cli("sweep", f, "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
@@ -184,7 +186,7 @@ def test_regimes_inputs_that_are_not_timings_are_errors(tmp_path):
     (tmp_path / "corrupt.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
     cases["corrupt.parquet"] = "cannot read it"
     for name, says in cases.items():
-        p = run_cli("regimes", tmp_path / name, "--out", tmp_path / "o", check=False)
+        p = invoke_cli("regimes", tmp_path / name, "--out", tmp_path / "o", check=False)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (name, p.stderr)
 
 
@@ -192,7 +194,7 @@ def test_a_regimes_name_cannot_leave_the_output_directory(tmp_path):
     import numpy as np
 
     np.save(tmp_path / "t.npy", np.ones((2, 50)))
-    p = run_cli("regimes", tmp_path / "t.npy", "--name", "../../x", "--out", tmp_path / "o", check=False)
+    p = invoke_cli("regimes", tmp_path / "t.npy", "--name", "../../x", "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and "no '/'" in p.stderr
     assert not (tmp_path.parent / "x.png").exists()
 
@@ -204,6 +206,7 @@ def test_a_mapping_table_too_large_for_memory_is_refused_before_it_is_built():
                            "workload": {"kind": "krylov", "grid": [1024, 1024, 1024], "iterations": 1}})
 
 
+@pytest.mark.serial  # Ctrl-C once the run has used 0.4 s of CPU, an answer within 20 s
 def test_ctrl_c_stops_a_long_goal_parse(tmp_path):
     import signal
     import subprocess
@@ -249,12 +252,14 @@ def tiny_disk(tmp_path):
 
 
 def test_a_full_disk_is_an_error_and_keeps_the_previous_result(tiny_disk, tmp_path):
-    small = run_cli("simulate", EXAMPLES / "idle-wave.toml", "--quiet", "--out", tiny_disk / "r", check=False)
+    small = invoke_cli("simulate", EXAMPLES / "idle-wave.toml", "--quiet", "--out", tiny_disk / "r", check=False)
     assert small.returncode == 0, small.stderr
     before = {p.name: p.read_bytes() for p in (tiny_disk / "r").iterdir()}
     big = tmp_path / "big.toml"
-    big.write_text((EXAMPLES / "bsp_noise.toml").read_text().replace("ranks = 1024", "ranks = 4096"))
-    p = run_cli("simulate", big, "--quiet", "--out", tiny_disk / "r", check=False)
+    # 4,096 ranks × 50 iterations of noisy timers: megabytes, far past the 64 KiB (500 iterations took minutes to simulate)
+    big.write_text((EXAMPLES / "bsp_noise.toml").read_text().replace("ranks = 1024", "ranks = 4096")
+                   .replace("iterations = 500", "iterations = 50"))
+    p = invoke_cli("simulate", big, "--quiet", "--out", tiny_disk / "r", check=False)
     assert p.returncode == 2 and "cannot write results: No space left on device" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
     assert sorted(x.name for x in tiny_disk.iterdir()) == ["r"]  # no temporary left
@@ -272,9 +277,9 @@ def test_a_directory_that_is_not_a_result_is_never_replaced(tmp_path):
     mine = tmp_path / "mydata"
     (mine / "sub").mkdir(parents=True)
     (mine / "thesis.tex").write_text("precious")
-    p = run_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", mine, check=False)
+    p = invoke_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", mine, check=False)
     assert p.returncode == 2 and "not an idlewave result directory" in p.stderr and "Traceback" not in p.stderr
-    p = run_cli("trace", "replay", tmp_path / "no-trace", "--out", mine, check=False)
+    p = invoke_cli("trace", "replay", tmp_path / "no-trace", "--out", mine, check=False)
     assert p.returncode == 2 and "not an idlewave result directory" in p.stderr
     with pytest.raises(OSError, match="not an idlewave result directory"):
         idlewave.simulate({"workload": bsp()}).write(mine)
@@ -287,10 +292,10 @@ def test_a_directory_that_is_not_a_result_is_never_replaced(tmp_path):
 
 def test_outputs_never_replace_fifos_or_devices(tmp_path):
     out = tmp_path / "r"
-    run_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", out, "--quiet")
+    invoke_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", out, "--quiet")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    p = run_cli("report", out, "-o", fifo, check=False)
+    p = invoke_cli("report", out, "-o", fifo, check=False)
     assert p.returncode == 1 and "is not a regular file" in p.stderr and "Traceback" not in p.stderr
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
@@ -315,7 +320,7 @@ def test_a_poisson_rate_too_small_to_represent_is_refused():
 @pytest.mark.parametrize("flag, value", [("--scale-to", "0"), ("--scale-to", "-1"), ("--compute-scale", "nan"),
                                          ("--compute-scale", "-1")])
 def test_trace_replay_flags_out_of_range_name_the_flag(tmp_path, flag, value):
-    p = run_cli("trace", "replay", tmp_path, flag, value, "--out", tmp_path / "o", check=False)
+    p = invoke_cli("trace", "replay", tmp_path, flag, value, "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and flag in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
@@ -346,15 +351,15 @@ def test_measurements_refuse_bad_parameters_and_outputs_before_starting(tmp_path
     for setting, says in (("max_bytes=4294967296", "below 2^31 bytes"), ("iterations=0", "whole number ≥ 1"),
                           ("delay_s=-1", "must be ≥ 0"), ("reps=1.5", "whole number ≥ 1"),
                           ("bogus=1", "pingpong takes max_bytes, reps, iterations, delay_s")):
-        p = run_cli("measure", "pingpong", "--out", tmp_path / "m", "--set", setting, check=False)
+        p = invoke_cli("measure", "pingpong", "--out", tmp_path / "m", "--set", setting, check=False)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
         assert not (tmp_path / "m").exists()
     (tmp_path / "afile").write_text("x")
-    p = run_cli("measure", "pingpong", "--out", tmp_path / "afile", check=False)
+    p = invoke_cli("measure", "pingpong", "--out", tmp_path / "afile", check=False)
     assert p.returncode == 2 and "cannot create the directory" in p.stderr and "Traceback" not in p.stderr, p.stderr
     (tmp_path / "keep").mkdir()
     (tmp_path / "keep" / "notes.txt").write_text("mine")
-    p = run_cli("measure", "pingpong", "--out", tmp_path / "keep", check=False)
+    p = invoke_cli("measure", "pingpong", "--out", tmp_path / "keep", check=False)
     assert p.returncode == 2 and "holds files of something else" in p.stderr
 
 
@@ -369,7 +374,7 @@ def test_regimes_read_fwq_samples_and_refuse_fifos_and_bad_seeds(tmp_path):
     pl.DataFrame(rows, schema=["rank", "sample", "ns"], orient="row").write_parquet(tmp_path / "fwq.parquet")
     assert np.allclose(load(tmp_path / "fwq.parquet"), [[2.0e-5, 2.0007e-5, 2.0014e-5]] * 2)
     os.mkfifo(tmp_path / "t.csv")
-    p = run_cli("regimes", tmp_path / "t.csv", "--out", tmp_path / "o", check=False)
+    p = invoke_cli("regimes", tmp_path / "t.csv", "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and "must be a regular file" in p.stderr
-    p = run_cli("regimes", tmp_path / "fwq.parquet", "--seed", "-1", "--out", tmp_path / "o", check=False)
+    p = invoke_cli("regimes", tmp_path / "fwq.parquet", "--seed", "-1", "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and "--seed must be from 0 to 2^32 - 1" in p.stderr and "Traceback" not in p.stderr

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
+
 EXE = str(Path(sys.executable).parent / "idlewave")
 
 SCENARIO = """

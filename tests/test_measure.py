@@ -9,14 +9,23 @@ import polars as pl
 import pytest
 
 import idlewave
+from conftest import preempted
 from idlewave.measure import MeasureError, launch
+
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
 
 
 @pytest.fixture(scope="module")
 def pingpong_dir(tmp_path_factory):
-    return launch("pingpong", 2, {"max_bytes": 1 << 20, "reps": 3, "iterations": 5}, tmp_path_factory.mktemp("pp"))
+    # the measurement is taken again (at most twice more) while preemption shows in it (conftest.preempted)
+    for _ in range(3):
+        out = launch("pingpong", 2, {"max_bytes": 1 << 20, "reps": 3, "iterations": 5}, tmp_path_factory.mktemp("pp"))
+        if not preempted(out):
+            break
+    return out
 
 
+@pytest.mark.serial
 def test_pingpong_structure_and_monotonic_cost(pingpong_dir):
     d = pl.read_parquet(pingpong_dir / "pingpong.parquet")
     assert set(d.columns) == {"link", "size_bytes", "rep", "time_s"}
@@ -38,10 +47,12 @@ def test_pingpong_structure_and_monotonic_cost(pingpong_dir):
     assert m["timer"] == "C"  # the loop is timed in C, without mpi4py's per-call overhead
 
 
+@pytest.mark.serial
 def test_the_c_loop_removes_the_interpreters_overhead_from_latency():
     """Back to back on the same ranks: mpi4py adds ~0.4 µs per call (four per
     round trip), which a C application does not pay; the C loop's 1-byte
-    one-way time is the lower one."""
+    one-way time is the lower one: in the median of the 15 pairs' ratios,
+    each pair taken back to back (a load that slows one pair slows both of its loops)."""
     import os
     import subprocess
     import sys
@@ -59,15 +70,17 @@ def test_the_c_loop_removes_the_interpreters_overhead_from_latency():
         "for _ in range(15):\n"
         "    c.Barrier(); t['c'].append(loop_c(me, 1 - me, b, 200))\n"
         "    c.Barrier(); t['py'].append(loop_py(me, 1 - me, b, 200))\n"
-        "if me == 0: print(name, statistics.median(t['c']), statistics.median(t['py']))\n"
+        "if me == 0: print(name, statistics.median(t['c']), statistics.median(t['py']),\n"
+        "                  statistics.median(p / c for c, p in zip(t['c'], t['py'])))\n"
     )
     p = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-c", script], env={**os.environ, **MPI_ENV},
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    name, c_s, py_s = p.stdout.split()
-    assert name == "C" and float(c_s) < float(py_s), p.stdout
+    name, c_s, py_s, ratio = p.stdout.split()
+    assert name == "C" and float(ratio) > 1, p.stdout
 
 
+@pytest.mark.serial  # beside pingpong_dir's other test: the module-scoped measurement taken once
 def test_fit_and_compare_close_the_loop(pingpong_dir, tmp_path, cli):
     # one node: nothing is written for messages between nodes unless the assumption is stated; with one
     # node per run (--ranks-per-node 1) that leaves nothing to write

@@ -15,8 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from conftest import preempted
 from idlewave.measure import launch
 from idlewave.measure.native import arguments, header_mismatch
+
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
 
 BIN = Path(sys.executable).parent
 IDLEWAVE = str(BIN / "idlewave")
@@ -90,11 +93,16 @@ def test_header_mismatch():
 
 
 @pytest.mark.parametrize("tools,mpi", MPIS)
+@pytest.mark.serial
 def test_pingpong(tools, mpi, tmp_path, cli, env):
     mpicc, mpiexec = tools
-    out = tmp_path / "pp"
-    r = measure(cli, env, "pingpong", out, "--mpicc", mpicc, "--mpiexec", mpiexec, "--json",
-                *sets(max_bytes=1 << 20, reps=3, iterations=5))
+    # the measurement (not the checks) is taken again, at most twice more, while preemption shows in it
+    for attempt in range(3):
+        out = tmp_path / f"pp{attempt}"
+        r = measure(cli, env, "pingpong", out, "--mpicc", mpicc, "--mpiexec", mpiexec, "--json",
+                    *sets(max_bytes=1 << 20, reps=3, iterations=5))
+        if not preempted(out):
+            break
     assert json.loads(r.stdout)["files"] == ["exchange.parquet", "machine.json", "pingpong.parquet"]
     d = pl.read_parquet(out / "pingpong.parquet")
     assert d.columns == COLUMNS["pingpong.parquet"] and d["link"].unique().to_list() == ["on_node"]

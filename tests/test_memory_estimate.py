@@ -16,6 +16,8 @@ import idlewave
 from idlewave import _engine
 from idlewave.simulation import estimate_memory
 
+pytestmark = pytest.mark.integration
+
 TOLERANCE = 0.15
 SLOW = os.environ.get("IDLEWAVE_SLOW") == "1"
 
@@ -70,6 +72,7 @@ def test_the_estimate_holds_with_timers_recorded(name):
     check(name, cases(1 << 18)[name], timers=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SLOW, reason="1 Mi ranks per workload: IDLEWAVE_SLOW=1")
 @pytest.mark.parametrize("name", list(cases(1 << 20)))
 def test_the_estimate_holds_at_a_million_ranks(name):

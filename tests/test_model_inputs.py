@@ -7,8 +7,10 @@ import math
 
 import pytest
 
-from conftest import run_cli
+from conftest import invoke_cli
 from idlewave.models import hyperbolic, nbc, postal
+
+pytestmark = pytest.mark.integration
 
 BAD = [
     # (arguments after `model`, the flag the error must name)
@@ -53,7 +55,7 @@ BAD = [
 
 @pytest.mark.parametrize(("args", "flag"), BAD, ids=[" ".join(a) for a, _ in BAD])
 def test_model_refuses_bad_numbers_naming_the_flag(args, flag):
-    p = run_cli("model", *args, check=False)
+    p = invoke_cli("model", *args, check=False)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
     assert "error:" in p.stderr and flag in p.stderr, p.stderr
@@ -61,7 +63,7 @@ def test_model_refuses_bad_numbers_naming_the_flag(args, flag):
 
 
 def test_model_refuses_huge_per_rank_lists_saying_how_much_memory():
-    p = run_cli("model", "loggops", "--kind", "bcast", "--ranks", "2000000000", check=False)
+    p = invoke_cli("model", "loggops", "--kind", "bcast", "--ranks", "2000000000", check=False)
     assert p.returncode == 2 and "GiB" in p.stderr, p.stderr
 
 
@@ -86,7 +88,7 @@ GOOD = [
 
 @pytest.mark.parametrize(("args", "expect"), GOOD, ids=[" ".join(a) for a, _ in GOOD])
 def test_model_takes_valid_edge_values(args, expect):
-    p = run_cli("model", *args, "--json", check=False)
+    p = invoke_cli("model", *args, "--json", check=False)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout, parse_constant=lambda c: pytest.fail(f"JSON holds {c}"))
     for k, v in expect.items():
@@ -96,7 +98,7 @@ def test_model_takes_valid_edge_values(args, expect):
 
 
 def test_model_nbc_table1_json_parses():
-    rows = json.loads(run_cli("model", "nbc-bound", "--table1", "--json").stdout)
+    rows = json.loads(invoke_cli("model", "nbc-bound", "--table1", "--json").stdout)
     assert len(rows) == 6
 
 
@@ -104,7 +106,7 @@ def test_model_nbc_table1_json_parses():
 def test_model_hyperbolic_refuses_non_finite_data(tmp_path, row):
     data = tmp_path / "perf.csv"
     data.write_text(f"eta,value\n1,1\n{row}\n4,3\n")
-    p = run_cli("model", "hyperbolic", data, check=False)
+    p = invoke_cli("model", "hyperbolic", data, check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "error:" in p.stderr and "finite" in p.stderr and "perf.csv" in p.stderr, p.stderr
 
@@ -121,10 +123,10 @@ def test_model_functions_refuse_what_has_no_finite_answer():
 def test_model_hyperbolic_refuses_a_single_eta(tmp_path):
     data = tmp_path / "one_eta.csv"
     data.write_text("eta,value\n1,1\n1,1\n1,1\n")
-    p = run_cli("model", "hyperbolic", data, check=False)
+    p = invoke_cli("model", "hyperbolic", data, check=False)
     assert p.returncode == 2 and "need at least two distinct eta values" in p.stderr, p.stderr
 
 
 def test_model_names_the_platform_flag_for_an_unknown_platform():
-    p = run_cli("model", "postal", "--platform", "nonexist", "--bytes", "8", check=False)
+    p = invoke_cli("model", "postal", "--platform", "nonexist", "--bytes", "8", check=False)
     assert p.returncode == 2 and "error: --platform: 'nonexist' is neither a preset" in p.stderr, p.stderr

@@ -12,6 +12,8 @@ from conftest import EXAMPLES
 from idlewave.cli import app as cli_app
 from idlewave.models import fit, hyperbolic, loggops, nbc, postal
 
+pytestmark = pytest.mark.integration
+
 
 def test_table1_of_the_noise_paper_to_the_printed_digits():
     printed = {"AMG2006": 1.63, "CTH": 1.80, "HPCCG": 1.01, "LAMMPS": 1.03, "LULESH": 1.23, "miniFE": 1.10}

@@ -18,7 +18,9 @@ from conftest import compile_c
 from idlewave.measure import MPI_ENV, mpiexec
 from idlewave.trace import replay
 from idlewave.trace.multi import ModelError, build, fit, write_template
-from test_trace_coverage import DEB, debian_env, debian_lib  # noqa: F401 (a fixture)
+from test_trace_coverage import DEB, debian_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
 
 PROGRAM = (Path(__file__).parent / "programs" / "stencil_scaling.c").read_text()
 SIZES, TARGET = (9, 16, 25), 36
@@ -65,6 +67,7 @@ def strong(lib, program, tmp_path_factory):
     return steady_traces(lib, program, tmp_path_factory.mktemp("strong"), (*SIZES, TARGET), "strong")
 
 
+@pytest.mark.serial  # steady_traces compares CPU times of traces taken one after another
 def test_strong_scaling_from_three_traces_predicts_the_fourth(strong, tmp_path):
     *small, real = strong
     m = build(small)
@@ -85,6 +88,7 @@ def test_strong_scaling_from_three_traces_predicts_the_fourth(strong, tmp_path):
     assert weak.summary["bytes"] > 1.1 * direct.summary["bytes"]
 
 
+@pytest.mark.serial  # steady_traces compares CPU times of traces taken one after another
 def test_weak_scaling_is_inferred_and_keeps_every_quantity(lib, program, tmp_path):
     m = build(steady_traces(lib, program, tmp_path, SIZES, "weak"))
     assert m.scaling == "weak" and all(not r.bytes for r in m.ranks)
@@ -100,6 +104,7 @@ def test_a_structure_that_changes_with_size_is_refused(lib, program, tmp_path):
         build(dirs)
 
 
+@pytest.mark.serial  # steady_traces compares CPU times of traces taken one after another
 def test_the_cli_fits_shows_and_extrapolates(strong, tmp_path, cli):
     *small, _ = strong
     shown = cli("trace", "model", *small, env={"COLUMNS": "200"})
@@ -193,9 +198,13 @@ run 100
 """
 
 
+# 175 oversubscribed LAMMPS ranks (LAMMPS's grids need 3 ranks per dimension: 27 is the smallest); the stencil's
+# weak scaling and data-dependent sizes above are the same mechanism in `make test`
+@pytest.mark.slow
+@pytest.mark.serial  # the makespans of traces taken one after another
 @pytest.mark.skipif(not Path("/usr/bin/lmp").exists() or not (DEB / "mpiexec").exists(),
                     reason="needs Debian's LAMMPS and Open MPI (apt-get install lammps libopenmpi-dev)")
-def test_lammps_in_weak_scaling_from_27_36_48_ranks_predicts_64(debian_lib, tmp_path):  # noqa: F811
+def test_lammps_in_weak_scaling_from_27_36_48_ranks_predicts_64(debian_lib, tmp_path):
     """LAMMPS's melt, 6×6×6 fcc cells per rank on MPI_Dims_create's grids,
     traced at 27, 36 and 48 ranks and extrapolated to 64: atom exchanges make
     thousands of message sizes data-dependent, and they are said; the real

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 SECRETS = ("hunter2", "SECRET", "s3cr3t")
 CONTENT = "hunter2:$6$SECRET:19000:0:99999:7:::\nalice:x:s3cr3t\n"
 

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.integration
+
 # Imported by the commands that use them, never at start-up: each costs from
 # tens of milliseconds (numpy) to a second (scikit-learn, dask) of CPU.
 HEAVY = {"numpy", "polars", "matplotlib", "scipy", "sklearn", "dask", "distributed", "pandas", "statsmodels", "hmmlearn",
@@ -101,7 +103,7 @@ def test_bench_reports_the_help_cpu_time(cli):
 # --- the wheel, installed alone (slow: a release build, a venv) ------------------------------------------------
 
 slow = pytest.mark.skipif(os.environ.get("IDLEWAVE_SLOW") != "1", reason="builds and installs the wheel: IDLEWAVE_SLOW=1 "
-                          "(make wheel-check)")
+                          "(make wheel-check, make test-full)")
 
 
 def _elf_sections(elf: bytes) -> list[str]:
@@ -163,6 +165,7 @@ message_bytes = 1024
 """
 
 
+@pytest.mark.slow
 @slow
 def test_the_wheel_installs_and_runs_alone(tmp_path):
     wheel = os.environ.get("IDLEWAVE_WHEEL")

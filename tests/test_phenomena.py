@@ -10,6 +10,8 @@ import idlewave
 from conftest import EXAMPLES
 from idlewave import analyze
 
+pytestmark = pytest.mark.integration
+
 NET = {"L_s": 1e-6, "o_s": 1e-7, "g_s": 1e-7, "G_s_per_byte": 1e-10}
 
 

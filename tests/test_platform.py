@@ -9,6 +9,8 @@ import idlewave
 from idlewave import mapping, platform
 from idlewave.scenario import ScenarioError, parse_scenario, rank_nodes
 
+pytestmark = pytest.mark.unit
+
 
 def pingpong(net: dict, size: int, iterations: int = 1) -> float:
     """One-way time of a message of `size` bytes from rank 0 to rank 1 (open BSP of 2 ranks)."""

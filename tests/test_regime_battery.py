@@ -11,6 +11,8 @@ import pytest
 
 from idlewave.stats import decode, fit
 
+pytestmark = pytest.mark.unit
+
 
 def chains(rng, ranks, iters, stay):
     """Independent per-rank Markov chains over len(stay) regimes (uniform exits)."""

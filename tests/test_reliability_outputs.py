@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import invoke_cli
+
+pytestmark = pytest.mark.integration
 
 EXE = Path(sys.executable).parent / "idlewave"
 SCENARIO = """seed = 1
@@ -58,7 +60,7 @@ def inputs(tmp_path_factory):
     """A scenario, its result, ping-pong times and a study, made once."""
     d = tmp_path_factory.mktemp("inputs")
     (d / "s.toml").write_text(SCENARIO)
-    run_cli("simulate", d / "s.toml", "--out", d / "res", "--quiet")
+    invoke_cli("simulate", d / "s.toml", "--out", d / "res", "--quiet")
     pingpong(d / "pp.csv")
     (d / "study.toml").write_text(STUDY)
     return d
@@ -137,7 +139,7 @@ def test_a_full_disk_is_a_one_line_error_and_leaves_nothing(inputs, tmp_path, co
                                      "reproduce", "demo"])
 def test_a_read_only_directory_is_a_one_line_error(inputs, read_only, command):
     name = "idlewave-test-not-written"
-    p = run_cli(*writers(inputs, read_only / name)[command], check=False)
+    p = invoke_cli(*writers(inputs, read_only / name)[command], check=False)
     assert p.returncode != 0, p.stdout
     assert "Traceback" not in p.stderr, p.stderr
     line = [x for x in p.stderr.splitlines() if "error:" in x]
@@ -148,7 +150,7 @@ def test_a_read_only_directory_is_a_one_line_error(inputs, read_only, command):
 def test_a_file_in_place_of_a_directory_is_a_one_line_error(inputs, tmp_path):
     (tmp_path / "file").write_text("x")
     for command in ("report", "fit postal", "init"):
-        p = run_cli(*writers(inputs, tmp_path / "file")[command], check=False)
+        p = invoke_cli(*writers(inputs, tmp_path / "file")[command], check=False)
         assert p.returncode != 0 and "Traceback" not in p.stderr and "error:" in p.stderr, p.stderr
         assert "Not a directory" in p.stderr or "File exists" in p.stderr, p.stderr
     assert (tmp_path / "file").read_text() == "x"
@@ -239,7 +241,7 @@ def test_the_report_escapes_every_value_it_reads(inputs, tmp_path):
     broken.mkdir()
     (broken / "sweep.parquet").write_bytes(b"not parquet " + evil("broken.file").encode())
 
-    p = run_cli("report", root, "-o", tmp_path / "page.html", check=False)
+    p = invoke_cli("report", root, "-o", tmp_path / "page.html", check=False)
     assert "Traceback" not in p.stderr, p.stderr
     page = (tmp_path / "page.html").read_text()
     assert "<script>alert" not in page and "<img src=x" not in page, page
@@ -270,13 +272,13 @@ def test_names_with_dollars_are_drawn_literally_in_every_figure(inputs, tmp_path
     from idlewave import ranking
 
     # regimes --name: the per-input figures and the cumulative comparison's legend
-    p = run_cli("regimes", inputs / "res", inputs / "res", "--name", MATH, "--name", "b$c$", "--out", tmp_path / "reg",
+    p = invoke_cli("regimes", inputs / "res", inputs / "res", "--name", MATH, "--name", "b$c$", "--out", tmp_path / "reg",
                 "--regimes", "1", "--restarts", "1", check=False)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     assert (tmp_path / "reg" / "cumulative.png").stat().st_size > 1000
     # a run directory's name: the report's plot legend and idle-wave heat map title
     shutil.copytree(inputs / "res", tmp_path / "runs" / MATH)
-    p = run_cli("report", tmp_path / "runs", check=False)
+    p = invoke_cli("report", tmp_path / "runs", check=False)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     # strategy names, conditions and the strategy key: the ranking figure's ticks, legend and title
     result = [{"condition": {"noise$": MATH}, "ranking": [
@@ -307,28 +309,31 @@ def test_literal_text_keeps_math_in_formatted_ticks():
 def test_paths_with_brackets_are_neither_globs_nor_markup(inputs, tmp_path):
     import shutil
 
+    def flat(text: str) -> str:  # a path longer than the line (80 columns) is broken across lines
+        return text.replace("\n", "")
+
     run = tmp_path / "res[1]"  # polars would take it for a pattern matching res1
     shutil.copytree(inputs / "res", run)
-    p = run_cli("report", run)
-    assert f"report: {run}/report.html" in p.stdout and (run / "report.html").exists()
+    p = invoke_cli("report", run)
+    assert f"report: {run}/report.html" in flat(p.stdout) and (run / "report.html").exists()
     for out in ("res[/x]", "res[red]x", "res[bold]"):  # a closing tag, a style, an unclosed one
-        p = run_cli("simulate", inputs / "s.toml", "--out", tmp_path / out, "--quiet", check=False)
+        p = invoke_cli("simulate", inputs / "s.toml", "--out", tmp_path / out, "--quiet", check=False)
         assert p.returncode == 0 and "Traceback" not in p.stderr and "MarkupError" not in p.stderr, p.stderr
-        assert out in p.stdout, p.stdout
+        assert out in flat(p.stdout), p.stdout
         assert (tmp_path / out / "summary.json").exists()
-    p = run_cli("regimes", run, "--name", "[red]x", "--out", tmp_path / "reg[/x]", "--regimes", "1", "--restarts", "1",
+    p = invoke_cli("regimes", run, "--name", "[red]x", "--out", tmp_path / "reg[/x]", "--regimes", "1", "--restarts", "1",
                 "--no-figures")
-    assert "[red]x: 1 regimes" in p.stdout and f"results: {tmp_path / 'reg[/x]'}" in p.stdout
-    p = run_cli("explain", run, "--no-tolerance", "--out", tmp_path / "ex[/b]")
-    assert f"{tmp_path / 'ex[/b]'}/explain.json" in p.stdout
-    p = run_cli("init", "bsp", "-o", tmp_path / "s[red].toml")
-    assert "s[red].toml" in p.stdout
+    assert "[red]x: 1 regimes" in p.stdout and f"results: {tmp_path / 'reg[/x]'}" in flat(p.stdout)
+    p = invoke_cli("explain", run, "--no-tolerance", "--out", tmp_path / "ex[/b]")
+    assert f"{tmp_path / 'ex[/b]'}/explain.json" in flat(p.stdout)
+    p = invoke_cli("init", "bsp", "-o", tmp_path / "s[red].toml")
+    assert "s[red].toml" in flat(p.stdout)
     (tmp_path / "d[1]").mkdir()
     pingpong(tmp_path / "d[1]" / "pp.csv")
-    p = run_cli("fit", "postal", tmp_path / "d[1]" / "pp.csv", "-o", tmp_path / "p[/x].toml", check=False)
-    assert p.returncode == 0 and "p[/x].toml" in p.stdout, p.stdout + p.stderr
-    p = run_cli("sweep", inputs / "study.toml", "--out", tmp_path / "sw[red]", "--workers", "1", "--quiet")
-    assert "sw[red]" in p.stdout
+    p = invoke_cli("fit", "postal", tmp_path / "d[1]" / "pp.csv", "-o", tmp_path / "p[/x].toml", check=False)
+    assert p.returncode == 0 and "p[/x].toml" in flat(p.stdout), p.stdout + p.stderr
+    p = invoke_cli("sweep", inputs / "study.toml", "--out", tmp_path / "sw[red]", "--workers", "1", "--quiet")
+    assert "sw[red]" in flat(p.stdout)
 
 
 # --- degenerate numbers: refused with the reason, or null with a warning; JSON always valid (item 11) ---
@@ -346,7 +351,7 @@ def test_regimes_of_extreme_magnitudes_give_valid_json_and_true_moments(tmp_path
     rng = np.random.default_rng(0)
     x = np.exp(0.1 * rng.standard_normal((4, 200)))
     np.save(tmp_path / "t.npy", scale * x)
-    p = run_cli("regimes", tmp_path / "t.npy", "--out", tmp_path / "o", "--regimes", "1", "--restarts", "1",
+    p = invoke_cli("regimes", tmp_path / "t.npy", "--out", tmp_path / "o", "--regimes", "1", "--restarts", "1",
                 "--no-figures", "--json")
     assert "Warning" not in p.stderr, p.stderr  # no raw numpy overflow warning
     r = strict_json(p.stdout)["datasets"]["t"]["regimes"][0]
@@ -365,17 +370,17 @@ def test_json_text_gives_null_for_non_finite_numbers_and_says_where():
 
 def test_fit_refuses_degenerate_times_and_bandwidths(inputs, tmp_path):
     pingpong(tmp_path / "tiny.csv", scale=1e-300)
-    p = run_cli("fit", "postal", tmp_path / "tiny.csv", "-o", tmp_path / "a.toml", check=False)
+    p = invoke_cli("fit", "postal", tmp_path / "tiny.csv", "-o", tmp_path / "a.toml", check=False)
     assert p.returncode == 2 and "time_s below 10 ns" in p.stderr and "np.float64" not in p.stderr
     assert not (tmp_path / "a.toml").exists()
     for row, why in (("1,1048576,1e-300", "time_s below 10 ns"), ("1,1048576,5e-9", "time_s below 10 ns"),
                      ("1000,1048576,1e-6", "the multi-pair bandwidth is 1.049e+15 B/s")):  # 1 PB/s
         (tmp_path / "mp.csv").write_text(f"pairs,size_bytes,time_s\n{row}\n")
-        p = run_cli("fit", "postal", inputs / "pp.csv", "--multipair", tmp_path / "mp.csv", "-o", tmp_path / "b.toml",
+        p = invoke_cli("fit", "postal", inputs / "pp.csv", "--multipair", tmp_path / "mp.csv", "-o", tmp_path / "b.toml",
                     "--force", check=False)
         assert p.returncode == 2 and why in p.stderr, p.stderr
         assert not (tmp_path / "b.toml").exists()
     (tmp_path / "mp.csv").write_text("pairs,size_bytes,time_s\n1,1048576,1e-4\n4,1048576,2e-4\n")
-    p = run_cli("fit", "postal", inputs / "pp.csv", "--multipair", tmp_path / "mp.csv", "-o", tmp_path / "c.toml",
+    p = invoke_cli("fit", "postal", inputs / "pp.csv", "--multipair", tmp_path / "mp.csv", "-o", tmp_path / "c.toml",
                 "--json")
     assert strict_json(p.stdout)["node_bandwidth_bytes_per_s"] == pytest.approx(4 * 1048576 / 2e-4)

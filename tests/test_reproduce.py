@@ -10,10 +10,21 @@ from typer.testing import CliRunner
 from idlewave.cli import app
 from idlewave.studies.reproduce import APPS, noise_apps, verdicts
 
+pytestmark = [pytest.mark.integration, pytest.mark.study]
 
-@pytest.fixture(scope="module")
-def study():
-    return noise_apps(ranks=(1024,), iterations=30, noises=("system", "daemon", "checkpoint"))
+NOISES = ("system", "daemon", "checkpoint")
+
+
+@pytest.fixture(scope="module", params=["reduced", pytest.param("full", marks=pytest.mark.slow)])
+def study(request):
+    """At the paper's 1,024 ranks. Full: 30 iterations. Reduced (`make test`): 10
+    iterations, every application but LAMMPS reducing in each; LAMMPS reduces
+    every 20 steps, so 20 (one allreduce: with none its speedup would be 1
+    whatever the noise, and the claims about it empty)."""
+    if request.param == "full":
+        return noise_apps(ranks=(1024,), iterations=30, noises=NOISES)
+    rows = noise_apps(ranks=(1024,), iterations=10, apps=tuple(a for a in APPS if a != "LAMMPS"), noises=NOISES)["rows"]
+    return {"rows": rows + noise_apps(ranks=(1024,), iterations=20, apps=("LAMMPS",), noises=NOISES)["rows"]}
 
 
 def speedups(study, noise):
@@ -71,22 +82,36 @@ def test_cli_lists_studies_and_refuses_unknown_ones():
     assert r.exit_code == 2 and "at least 2 ranks" in r.output
 
 
-def test_fig9_checkpoints_speed_dissemination_collectives_up_and_binomial_ones_barely():
+@pytest.fixture(scope="module")
+def collectives_1024():
+    from idlewave.studies.reproduce import noise_collectives
+
+    return noise_collectives(ranks=(1024,), iterations=100)["rows"]
+
+
+def test_fig9_checkpoints_speed_dissemination_collectives_up_and_binomial_ones_barely(collectives_1024):
     """Fig. 9: under checkpoint noise the dissemination collectives gain a
     large factor from the idealized version; binomial ones under 10%, as
     their dependencies reach only a rank's ancestors (Fig. 10)."""
-    from idlewave.studies.reproduce import noise_collectives
-
-    rows = noise_collectives(ranks=(1024,), iterations=100)["rows"]
-    s = {r["collective"]: r["speedup"] for r in rows if r["noise"] == "checkpoint"}
+    s = {r["collective"]: r["speedup"] for r in collectives_1024 if r["noise"] == "checkpoint"}
     assert min(s["allreduce"], s["allgather"]) > 10 * max(s["gather"], s["scatter"]), s
     assert max(s["gather"], s["scatter"]) < 1.1, s
-    # Fig. 6's growth of the binomial collectives' speedup with scale (low noise)
-    big = noise_collectives(ranks=(4096,), iterations=100)["rows"]
+
+
+@pytest.mark.parametrize("small,large", [(512, 1024), pytest.param(1024, 4096, marks=pytest.mark.slow)])
+def test_fig6_binomial_collectives_gain_more_from_the_idealized_version_at_larger_scale(collectives_1024, small, large):
+    """Fig. 6's growth of the binomial collectives' speedup with scale (low
+    noise): the paper's 1,024 → 4,096 ranks in the full tier, 512 → 1,024 in `make test`."""
+    from idlewave.studies.reproduce import noise_collectives
+
+    def rows(p):
+        return collectives_1024 if p == 1024 else noise_collectives(ranks=(p,), iterations=100)["rows"]
+
+    lo, hi = rows(small), rows(large)
     for coll in ("gather", "scatter"):
-        small = next(r["speedup"] for r in rows if r["collective"] == coll and r["noise"] == "system")
-        large = next(r["speedup"] for r in big if r["collective"] == coll and r["noise"] == "system")
-        assert large > small > 1.0, (coll, small, large)
+        a = next(r["speedup"] for r in lo if r["collective"] == coll and r["noise"] == "system")
+        b = next(r["speedup"] for r in hi if r["collective"] == coll and r["noise"] == "system")
+        assert b > a > 1.0, (coll, a, b)
 
 
 def test_krylov_kernels_fig3_and_fig13_blocking_as_the_paper():

@@ -11,6 +11,8 @@ import pytest
 from idlewave import simulate
 from idlewave.studies.reproduce_grid import CHUNK, PORTS, RINGS, VARIANTS, grid_broadcasts, grid_verdicts
 
+pytestmark = [pytest.mark.integration, pytest.mark.study]
+
 NET = {"L_s": 2e-6, "o_s": 1e-6, "g_s": 1e-6, "G_s_per_byte": 4e-11, "S_bytes": 65536}
 O, L, G_NIC = 1e-6, 2e-6, 1e-6
 

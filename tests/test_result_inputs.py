@@ -9,11 +9,13 @@ import polars as pl
 import pytest
 
 import idlewave
-from conftest import run_cli
+from conftest import invoke_cli
 from idlewave import analyze
 from idlewave.results import UnreadableResult
 from idlewave.scenario import ScenarioError, validate
 from idlewave.studies.reproduce import CHEB_MIN_RANKS
+
+pytestmark = pytest.mark.integration
 
 
 def bsp(**kw) -> dict:
@@ -39,19 +41,19 @@ DAMAGE = {"summary.json": b"{x", "explain.json": b"[1,\n", "timers.parquet": b"P
 def test_a_report_of_one_damaged_run_fails_naming_the_file(tmp_path, name):
     d = run(tmp_path / "run", explain=True)
     (d / name).write_bytes(DAMAGE[name])
-    refused(run_cli("report", d, check=False), 1, f"run/{name}")
+    refused(invoke_cli("report", d, check=False), 1, f"run/{name}")
     assert not (d / "report.html").exists()
 
 
 def test_a_report_of_a_damaged_sweep_fails_naming_the_file(tmp_path):
     (tmp_path / "sweep.parquet").write_bytes(b"PAR1")
-    refused(run_cli("report", tmp_path, check=False), 1, "sweep.parquet")
+    refused(invoke_cli("report", tmp_path, check=False), 1, "sweep.parquet")
 
 
 def test_a_damaged_result_below_the_directory_is_left_out_with_a_warning(tmp_path):
     run(tmp_path / "good")
     (run(tmp_path / "bad") / "timers.parquet").write_bytes(b"PAR1 cut short")
-    p = run_cli("report", tmp_path, check=False)
+    p = invoke_cli("report", tmp_path, check=False)
     refused(p, 1, "bad/timers.parquet", "left out")
     assert "warning: left out of the report: " in p.stderr
     page = (tmp_path / "report.html").read_text()
@@ -59,7 +61,7 @@ def test_a_damaged_result_below_the_directory_is_left_out_with_a_warning(tmp_pat
     # nothing readable at all: no page, an error listing what was left out
     (tmp_path / "good" / "summary.json").write_text("[]")
     (tmp_path / "report.html").unlink()
-    refused(run_cli("report", tmp_path, check=False), 1, "no readable results", "good/summary.json", "bad/timers.parquet")
+    refused(invoke_cli("report", tmp_path, check=False), 1, "no readable results", "good/summary.json", "bad/timers.parquet")
     assert not (tmp_path / "report.html").exists()
 
 
@@ -68,7 +70,7 @@ def test_missing_values_show_as_a_dash_not_none(tmp_path):
                   "makespan_s": [1e-3, None], "error": [None, "workload.ranks: must be between 1 and …"]}
                  ).write_parquet(tmp_path / "sweep.parquet")
     run(tmp_path / "empty", bsp(iterations=0))  # no iteration times at all
-    run_cli("report", tmp_path)
+    invoke_cli("report", tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert "None" not in page and page.count("<td>—</td>") >= 4
 
@@ -89,21 +91,21 @@ def test_analyze_pd_refuses_runs_that_are_not_one_run_with_and_without_barriers(
         analyze.pd(with_b, bcast)
     with pytest.raises(analyze.AnalysisError, match=r"workload.iterations \(3 vs 4\)"):
         analyze.pd(with_b, more)
-    refused(run_cli("analyze", "pd", free, with_b, check=False), 2, "give it first")
+    refused(invoke_cli("analyze", "pd", free, with_b, check=False), 2, "give it first")
     for cost in ("-1", "nan", "inf"):
         with pytest.raises(analyze.AnalysisError, match="--barrier-cost: seconds per barrier, a finite number >= 0"):
             analyze.pd(with_b, free, float(cost))
-    refused(run_cli("analyze", "pd", with_b, free, "--barrier-cost", "-1", check=False), 2, "--barrier-cost")
+    refused(invoke_cli("analyze", "pd", with_b, free, "--barrier-cost", "-1", check=False), 2, "--barrier-cost")
 
 
 def test_analyze_refuses_damaged_or_empty_results_naming_them(tmp_path):
-    refused(run_cli("analyze", "idle-wave", run(tmp_path / "it0", bsp(iterations=0)), check=False), 2, "it0", "0 iterations")
+    refused(invoke_cli("analyze", "idle-wave", run(tmp_path / "it0", bsp(iterations=0)), check=False), 2, "it0", "0 iterations")
     cut = run(tmp_path / "cut")
     (cut / "timers.parquet").write_bytes(b"PAR1 cut short")
-    refused(run_cli("analyze", "idle-wave", cut, check=False), 1, "cut/timers.parquet")
+    refused(invoke_cli("analyze", "idle-wave", cut, check=False), 1, "cut/timers.parquet")
     bad = run(tmp_path / "bad", bsp(barrier=True))
     (bad / "summary.json").write_text("{\n")
-    refused(run_cli("analyze", "pd", bad, run(tmp_path / "free", bsp(barrier=False)), check=False), 1, "bad/summary.json")
+    refused(invoke_cli("analyze", "pd", bad, run(tmp_path / "free", bsp(barrier=False)), check=False), 1, "bad/summary.json")
     # a timers table that does not match its summary (another run's file copied in)
     other = run(tmp_path / "other", bsp(ranks=6))
     (other / "timers.parquet").replace(bad / "timers.parquet")
@@ -114,7 +116,7 @@ def test_analyze_refuses_damaged_or_empty_results_naming_them(tmp_path):
 
 def test_reproduce_refuses_an_out_that_is_not_a_directory(tmp_path):
     (tmp_path / "afile").write_text("kept")
-    refused(run_cli("reproduce", "krylov-kernels", "--out", tmp_path / "afile", check=False), 2, "--out", "afile",
+    refused(invoke_cli("reproduce", "krylov-kernels", "--out", tmp_path / "afile", check=False), 2, "--out", "afile",
             "not a directory")
     assert (tmp_path / "afile").read_text() == "kept"
 
@@ -130,7 +132,7 @@ def test_reproduce_refuses_an_out_that_is_not_a_directory(tmp_path):
     (["noise-apps", "--ranks", "3000000000"], ["--ranks: at most 2147483648 ranks"]),
 ])
 def test_reproduce_refuses_flags_a_study_would_ignore_or_cannot_run_naming_the_flag(tmp_path, args, names):
-    p = run_cli("reproduce", *args, "--out", tmp_path / "out", check=False)
+    p = invoke_cli("reproduce", *args, "--out", tmp_path / "out", check=False)
     refused(p, 2, *names)
     assert "<dict>" not in p.stderr and not (tmp_path / "out").exists()  # refused before anything ran
 

@@ -10,6 +10,8 @@ import pytest
 
 import idlewave
 
+pytestmark = pytest.mark.unit
+
 
 def _load_scenario_module():
     """Imports idlewave.scenario; falls back to loading the file directly when the
@@ -406,18 +408,17 @@ def test_collective_sub_communicators_and_chunking_are_checked():
             sc.parse_scenario(f'[workload]\nkind = "collective"\nranks = 12\n{extra}\n')
 
 
+@pytest.mark.integration  # `idlewave schema`
 def test_the_printed_schema_validates_every_example_with_a_standard_validator():
     """`idlewave schema` is for editors: a stock JSON Schema validator accepts
     every shipped scenario and rejects what the front end rejects."""
-    import subprocess
-    import sys
     import tomllib
 
     import jsonschema
 
-    from conftest import EXAMPLES
+    from conftest import EXAMPLES, invoke_cli
 
-    printed = subprocess.run([sys.executable, "-m", "idlewave", "schema"], capture_output=True, text=True, check=True).stdout
+    printed = invoke_cli("schema").stdout
     validator = jsonschema.Draft202012Validator(json.loads(printed))
     assert json.loads(printed) == sc.schema()
     toml_files = sorted(EXAMPLES.glob("*.toml"))

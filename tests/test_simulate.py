@@ -11,6 +11,8 @@ import idlewave
 from conftest import EXAMPLES
 from idlewave import DeadlockError, MemoryLimitError, ScenarioError, SimulationError, UnmatchedError
 
+pytestmark = pytest.mark.unit
+
 L, O, G_, GB = 2.5e-6, 1.5e-6, 1.0e-6, 6e-9  # LogGOPSim defaults
 
 

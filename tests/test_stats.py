@@ -8,6 +8,8 @@ import pytest
 from idlewave.stats import DataError, analyze, decode, fit, load
 from idlewave.stats.regimes import gmm, representative_ranks
 
+pytestmark = pytest.mark.integration
+
 MU = np.array([1.0e-3, 1.3e-3, 2.0e-3])
 SD = np.array([0.02e-3, 0.03e-3, 0.3e-3])
 

@@ -17,6 +17,8 @@ import pytest
 
 from test_sweep_report import DASK, DASK_ENV, start_worker, stop
 
+pytestmark = pytest.mark.integration
+
 EXE = str(Path(sys.executable).parent / "idlewave")
 
 # two strategies × two conditions × two seeds, under noise: a ranking too
@@ -81,6 +83,7 @@ def test_a_seeded_sweep_writes_the_same_bytes_whatever_the_run_workers_or_schedu
         assert not differ, f"{name}: {differ} differ"
 
 
+@pytest.mark.serial  # the first point within seconds
 def test_a_million_point_grid_starts_its_first_point_within_seconds(tmp_path):
     values = ", ".join(str(i) for i in range(1, 1001))
     study = tmp_path / "big.toml"
@@ -118,6 +121,7 @@ if __name__ == "__main__":
     assert len(list((tmp_path / "out" / "points").glob("*/summary.json"))) >= 1
 
 
+@pytest.mark.serial  # refused within 10 s
 def test_a_study_beyond_the_bound_is_refused_at_once_with_advice(tmp_path):
     values = ", ".join(str(i) for i in range(1, 1001))
     study = tmp_path / "huge.toml"
@@ -158,6 +162,7 @@ def junk_listener():
     server.close()
 
 
+@pytest.mark.serial  # an answer within 20 s
 def test_a_listener_that_answers_junk_is_not_taken_for_a_scheduler(tmp_path, junk_listener):
     study = tmp_path / "study.toml"
     study.write_text(STUDY)
@@ -168,6 +173,7 @@ def test_a_listener_that_answers_junk_is_not_taken_for_a_scheduler(tmp_path, jun
     assert "Traceback" not in p.stderr and "MemoryError" not in p.stderr and len(p.stderr.strip().splitlines()) <= 3
 
 
+@pytest.mark.serial  # an answer within 20 s
 def test_a_scheduler_without_workers_is_an_error_after_the_worker_timeout(tmp_path):
     from distributed import LocalCluster
 
@@ -199,6 +205,7 @@ def lone_scheduler(tmp_path):
         proc.wait(timeout=30)
 
 
+@pytest.mark.serial  # stopped within 13 s
 def test_losing_the_only_worker_stops_the_sweep_in_bounded_time_and_a_rerun_resumes(tmp_path, lone_scheduler):
     """One real worker, killed once the first of 8 points is written: the
     sweep says so within --worker-timeout (it waited forever); the points

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import EXAMPLES
 
+pytestmark = pytest.mark.integration
+
 STUDY = """
 name = "barrier under noise"
 [base.workload]

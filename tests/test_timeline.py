@@ -8,6 +8,8 @@ import pytest
 
 import idlewave
 
+pytestmark = pytest.mark.integration
+
 
 def test_timeline_captures_every_computation_and_message(tmp_path, cli):
     scn = {"workload": {"kind": "bsp", "ranks": 8, "iterations": 5, "compute_s": 1e-5, "periodic": True}}

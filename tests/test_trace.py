@@ -15,6 +15,8 @@ from idlewave import _engine
 from idlewave._engine import SimulationError
 from idlewave.trace import TraceError, calls, export_goal, read, replay
 
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
+
 RING = r"""
 #include <mpi.h>
 int main(int argc, char **argv) {

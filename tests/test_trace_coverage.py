@@ -16,9 +16,10 @@ import pytest
 
 from conftest import compile_c
 from idlewave.measure import MPI_ENV, mpiexec
-from idlewave.trace import build
 from idlewave.trace.format import CODES, FLAGS, KINDS, RECORD, TraceError, calls, function_name, read, read_rank, write_rank
 from idlewave.trace.gen_tracer import LOCAL, MODELLED, generate, local_reason, parse_header, preprocess
+
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
 
 BIN = Path(sys.executable).parent
 PROC_NULL = -2
@@ -676,15 +677,6 @@ def debian_env(out: Path) -> dict:
     return {**keep, "PATH": f"/usr/bin:/bin:{keep.get('PATH', '')}", "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1",
             "IDLEWAVE_TRACE_DIR": str(out)}
-
-
-@pytest.fixture(scope="module")
-def debian_lib(tmp_path_factory):
-    missing = [p for p in ("mpifort", "mpicc", "mpiexec") if not (DEB / p).exists()]
-    if missing or not shutil.which("gfortran"):
-        pytest.skip(f"Fortran tests need Debian's gfortran and Open MPI (missing: {', '.join(missing) or 'gfortran'}); "
-                    "`make system-deps` installs them")
-    return build(tmp_path_factory.mktemp("deblib"), str(DEB / "mpicc"))
 
 
 def run_fortran(lib: Path, tmp: Path, name: str, src: str, ranks: int):

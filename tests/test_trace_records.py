@@ -8,6 +8,8 @@ import pytest
 
 from idlewave.trace.format import CODES, RECORD, write_rank
 
+pytestmark = pytest.mark.integration
+
 
 def write_pair(d, bad: dict | None = None) -> None:
     """Two ranks exchange 8 bytes with Isend/Irecv and wait for both;

@@ -10,8 +10,12 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import compile_c
 from idlewave.measure import MPI_ENV, mpiexec
+
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
 
 RING = r"""
 #include <mpi.h>
@@ -47,9 +51,10 @@ def tracer_lines(p: subprocess.CompletedProcess) -> list[str]:
 def test_a_trace_dir_too_long_for_its_files_is_one_line_and_a_non_zero_exit(lib, tmp_path):
     app = compile_c(tmp_path, "ring", RING)
     base = tmp_path / "long"
-    parts = []
-    while len(str(base)) + sum(len(x) + 1 for x in parts) <= DIR_MAX + 10:
-        parts.append("d" * 200)
+    parts, need = [], DIR_MAX + 10 - len(str(base))  # 10 characters past the limit, whatever tmp_path's length
+    while need > 1:
+        parts.append("d" * min(200, need - 1))
+        need -= len(parts[-1]) + 1
     long_dir = str(base.joinpath(*parts))
     assert DIR_MAX < len(long_dir) < PATH_MAX  # the old tracer cut `<dir>/rank-0.iwt` short at PATH_MAX
     p = run(lib, app, long_dir)

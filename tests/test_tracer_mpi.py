@@ -24,7 +24,9 @@ from idlewave.measure import MPI_ENV, mpiexec
 from idlewave.trace import build, read, replay
 from idlewave.trace.format import CODES, HEADER, RECORD, TraceError, read_rank, write_rank
 from idlewave.trace.gen_tracer import identify
-from test_trace_coverage import DEB, debian_env, debian_lib  # noqa: F401 (a fixture)
+from test_trace_coverage import DEB, debian_env
+
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
 
 RING = r"""
 #include <mpi.h>
@@ -116,7 +118,7 @@ def assert_refused(p: subprocess.CompletedProcess, trace_dir: Path, *expect: str
 
 
 @pytest.fixture(scope="module")
-def deb_mpi(debian_lib):  # noqa: F811 (the fixture imported above)
+def deb_mpi(debian_lib):
     return identify(str(DEB / "mpicc"))
 
 
@@ -128,7 +130,7 @@ def wheel_mpi():
 # ------------------------------------------------------------- mismatches
 
 
-def test_a_wheel_tracer_in_a_debian_c_program_refuses_naming_both_libraries(lib, debian_lib, deb_mpi, wheel_mpi,  # noqa: F811
+def test_a_wheel_tracer_in_a_debian_c_program_refuses_naming_both_libraries(lib, debian_lib, deb_mpi, wheel_mpi,
                                                                              tmp_path):
     """Today's failure: the program binds the wheel tracer to Debian's libmpi
     and the run wrote a plausible trace from a tracer of another mpi.h."""
@@ -139,7 +141,7 @@ def test_a_wheel_tracer_in_a_debian_c_program_refuses_naming_both_libraries(lib,
     assert "--mpicc /usr/bin/mpicc" in line  # the application's MPI's mpicc, found beside its libraries
 
 
-def test_a_wheel_tracer_in_a_debian_fortran_program_refuses_two_mpis_in_one_process(lib, debian_lib, wheel_mpi,  # noqa: F811
+def test_a_wheel_tracer_in_a_debian_fortran_program_refuses_two_mpis_in_one_process(lib, debian_lib, wheel_mpi,
                                                                                      deb_mpi, tmp_path):
     """Today's failure: Debian's Fortran library beside the wheel's libmpi,
     which the tracer pulled in; MPI_Init crashed (or left no trace)."""
@@ -150,7 +152,7 @@ def test_a_wheel_tracer_in_a_debian_fortran_program_refuses_two_mpis_in_one_proc
     assert "libmpi_mpifh" in line and "--mpicc /usr/bin/mpicc" in line
 
 
-def test_a_debian_tracer_in_a_wheel_program_refuses_naming_both_libraries(debian_lib, deb_mpi, wheel_mpi, tmp_path):  # noqa: F811
+def test_a_debian_tracer_in_a_wheel_program_refuses_naming_both_libraries(debian_lib, deb_mpi, wheel_mpi, tmp_path):
     """Today's failure: the wheel program binds the Debian tracer to the wheel's
     libmpi and the run wrote a trace from a tracer of Open MPI 4.1's mpi.h."""
     app = compile_c(tmp_path, "ring_whl", RING)
@@ -160,7 +162,7 @@ def test_a_debian_tracer_in_a_wheel_program_refuses_naming_both_libraries(debian
     assert f"--mpicc {WHEEL_MPICC}" in line
 
 
-def test_a_tracer_without_fortran_wrappers_refuses_a_fortran_program_of_its_own_mpi(debian_lib, deb_mpi, tmp_path,  # noqa: F811
+def test_a_tracer_without_fortran_wrappers_refuses_a_fortran_program_of_its_own_mpi(debian_lib, deb_mpi, tmp_path,
                                                                                      monkeypatch):
     """Built where the generator found no Fortran library (nm missing, say):
     a Fortran program's MPI_Init would pass the tracer by and nothing be traced."""
@@ -191,7 +193,7 @@ def test_the_same_library_of_another_version_is_refused_after_mpi_init(wheel_mpi
 
 
 @pytest.mark.parametrize("kind", ["debian C", "debian Fortran", "wheel C"])
-def test_a_matching_run_traces_and_records_what_the_tracer_was_built_for_and_ran_with(kind, lib, debian_lib,  # noqa: F811
+def test_a_matching_run_traces_and_records_what_the_tracer_was_built_for_and_ran_with(kind, lib, debian_lib,
                                                                                        deb_mpi, wheel_mpi, tmp_path):
     out = tmp_path / "tr"
     if kind == "wheel C":
@@ -268,6 +270,7 @@ def busy_run(lib: Path, app: Path, out: Path, ranks: int, clock: str | None) -> 
     return p
 
 
+@pytest.mark.serial
 def test_the_cpu_clock_replays_the_cpu_time_of_oversubscribed_computation(lib, tmp_path, cli):
     """Four ranks on two CPUs: by the wall clock each rank's computation takes
     at least twice its CPU time (it shares a core, and the waiting ranks poll);
@@ -383,6 +386,7 @@ int main(int argc, char **argv) {
 """
 
 
+@pytest.mark.serial
 def test_the_tracers_own_time_is_taken_out_of_a_polling_loop(lib, tmp_path):
     """A loop of a little work and a failed MPI_Test, millions of times: the
     tracer's clock reads and bookkeeping cost about as much as the loop. Left

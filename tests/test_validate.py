@@ -14,6 +14,8 @@ import pytest
 
 from idlewave.validate import Runs, Traced, compare
 
+pytestmark = [pytest.mark.integration, pytest.mark.mpi]
+
 BIN = Path(sys.executable).parent
 PROGRAM = Path(__file__).parent / "programs" / "halo_reduce.c"
 ITERATIONS, SPIN_US, HALO = 40, 300, 2048
