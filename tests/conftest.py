@@ -82,12 +82,32 @@ def cli_process():
 BIN = Path(sys.executable).parent
 
 
+def built_once(tmp_path_factory, name: str, make) -> Path:
+    """`make(directory)` once for the whole run: under pytest-xdist the first
+    worker to need it builds it in the directory the workers share, the
+    others wait for it and take the same file."""
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-of-USER/pytest-N, above each worker's popen-gwK
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = root / f"{name}.built"
+        if done.exists():
+            return Path(done.read_text())
+        (root / name).mkdir(exist_ok=True)
+        path = Path(make(root / name))
+        done.write_text(str(path))
+        return path
+
+
 @pytest.fixture(scope="session")
 def lib(tmp_path_factory):
-    """The PMPI tracer, built once for the session."""
+    """The PMPI tracer, built once for the run."""
     from idlewave.trace import build
 
-    return build(tmp_path_factory.mktemp("lib"))
+    return built_once(tmp_path_factory, "lib", build)
 
 
 def preempted(out: Path) -> bool:
@@ -107,7 +127,7 @@ def preempted(out: Path) -> bool:
 
 @pytest.fixture(scope="session")
 def debian_lib(tmp_path_factory):
-    """The PMPI tracer for Debian's Open MPI (C and Fortran), built once for the session."""
+    """The PMPI tracer for Debian's Open MPI (C and Fortran), built once for the run."""
     import shutil
 
     from idlewave.trace import build
@@ -117,7 +137,7 @@ def debian_lib(tmp_path_factory):
     if missing or not shutil.which("gfortran"):
         pytest.skip(f"Fortran tests need Debian's gfortran and Open MPI (missing: {', '.join(missing) or 'gfortran'}); "
                     "`make system-deps` installs them")
-    return build(tmp_path_factory.mktemp("deblib"), str(deb / "mpicc"))
+    return built_once(tmp_path_factory, "deblib", lambda d: build(d, str(deb / "mpicc")))
 
 
 def compile_c(tmp: Path, name: str, src: str) -> Path:
