@@ -51,9 +51,11 @@ lint: install
 # fixtures are built once), then the `serial` ones (they compare times of real
 # runs) alone. test-full adds the `slow` tier: full-size studies, the whole demo,
 # the IDLEWAVE_SLOW=1 cases (the wheel built and installed, 1 Mi-rank memory estimates).
+# (PYTEST_ARGS: more options for both calls, e.g. PYTEST_ARGS=--durations=15)
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
-PYTEST_SERIAL = $(BIN)/python -m pytest -q
+PYTEST_ARGS ?=
+PYTEST_PARALLEL = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
+PYTEST_SERIAL = $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test: install system-deps lint docs
 	cargo test --quiet
