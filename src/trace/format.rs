@@ -43,6 +43,27 @@ impl Coll {
     }
 }
 
+/// Ops of point-to-point calls whose peer is a rank of the trace (moved by
+/// extrapolation; here with the codes, for the converter and the grid alike).
+pub fn has_p2p_peer(code: u16) -> bool {
+    matches!(
+        code,
+        op::SEND
+            | op::RECV
+            | op::ISEND
+            | op::IRECV
+            | op::SENDRECV_SEND
+            | op::SENDRECV_RECV
+            | op::MRECV
+            | op::IMRECV
+            | op::WAIT
+            | op::TEST
+            | op::START
+            | op::SEND_INIT
+            | op::RECV_INIT
+    )
+}
+
 /// How a collective record was called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CollMode {
