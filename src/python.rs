@@ -341,48 +341,6 @@ fn loggopsim(
     crate::interrupt::with_check(no_signal, || sim::run_goal(path, Network::uniform(p), &noise, seed)).map_err(sim_err)
 }
 
-/// One collective step for Python: (kind, to, send_bytes, from, recv_bytes).
-type StepTuple = (&'static str, i64, u64, i64, u64);
-
-/// The steps of `rank` in a collective on `ranks` ranks, for trace replay:
-/// (kind, to, send_bytes, from, recv_bytes) with kind "send", "recv",
-/// "exchange", "fanout" or "waitfanout" (peers -1 where unused).
-#[pyfunction]
-#[pyo3(signature = (kind, algorithm, ranks, root, nbytes, rank, chunk_bytes=0))]
-fn collective_steps(
-    kind: &str,
-    algorithm: Option<&str>,
-    ranks: u32,
-    root: u32,
-    nbytes: u64,
-    rank: u32,
-    chunk_bytes: u64,
-) -> PyResult<Vec<StepTuple>> {
-    use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm, Step};
-    let kind: CollectiveKind =
-        serde_json::from_value(serde_json::Value::String(kind.into())).map_err(|e| err(format!("collective: {e}")))?;
-    let algorithm: Algorithm = match algorithm {
-        Some(a) => serde_json::from_value(serde_json::Value::String(a.into())).map_err(|e| err(format!("algorithm: {e}")))?,
-        None => kind.auto_algorithm(Default::default(), ranks, nbytes),
-    };
-    let c = Collective { kind, algorithm, ranks, root, bytes: nbytes, chunk_bytes, tag: 0, comm: Comm::World };
-    c.validate().map_err(err)?;
-    if rank >= ranks {
-        return Err(err(format!("rank {rank} out of range (0..{ranks})")));
-    }
-    Ok(c.steps(rank)
-        .into_iter()
-        .map(|s| match s {
-            Step::Send { to, bytes } => ("send", to as i64, bytes, -1, 0),
-            Step::Recv { from, bytes } => ("recv", -1, 0, from as i64, bytes),
-            Step::Exchange { to, send_bytes, from, recv_bytes } => ("exchange", to as i64, send_bytes, from as i64, recv_bytes),
-            Step::FanOut { to, bytes, .. } => ("fanout", to as i64, bytes, -1, 0),
-            Step::FanIn { from, bytes, .. } => ("fanin", -1, 0, from as i64, bytes),
-            Step::WaitFanOut { n } => ("waitfanout", -1, n as u64, -1, 0),
-        })
-        .collect())
-}
-
 /// Selfish detour recorder: (start_ns, duration_ns) of every gap above
 /// `threshold_ns` while spinning for `duration_s` (the GIL is released).
 #[pyfunction]
@@ -499,13 +457,6 @@ fn bench_cases() -> Vec<&'static str> {
     bench::CASES.to_vec()
 }
 
-/// Reads a detour trace (ns) and returns (start_s, duration_s) pairs; errors name file:line.
-#[pyfunction]
-fn read_noise_trace(path: &str) -> PyResult<Vec<(f64, f64)>> {
-    let d = crate::noise::read_noise_trace(std::path::Path::new(path)).map_err(err)?;
-    Ok(d.into_iter().map(|(s, l)| (to_seconds(s), to_seconds(l))).collect())
-}
-
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
@@ -529,11 +480,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cartesian_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(spmv_partners_text, m)?)?;
     m.add_function(wrap_pyfunction!(measure_selfish, m)?)?;
-    m.add_function(wrap_pyfunction!(collective_steps, m)?)?;
     m.add_function(wrap_pyfunction!(measure_fwq, m)?)?;
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
-    m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_export_goal, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops, m)?)?;
     m.add_function(wrap_pyfunction!(write_synthetic_trace, m)?)?;

@@ -181,6 +181,8 @@ def test_the_wheel_installs_and_runs_alone(tmp_path):
         engine = [n for n in names if n.startswith("idlewave/_engine") and n.endswith(".so")]
         assert len(engine) == 1, engine
         assert "idlewave/py.typed" in names and "idlewave/_engine.pyi" in names
+        # the tracer is compiled where it runs, from its core and the generated record codes
+        assert "idlewave/trace/tracer_core.c" in names and "idlewave/trace/iw_ops.h" in names
         assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
         so = z.read(engine[0])
     assert not [n for n in _elf_sections(so) if n.startswith(".debug")], "the engine has debug info (Cargo.toml [profile.release])"

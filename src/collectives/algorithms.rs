@@ -3,6 +3,8 @@
 
 use super::{ceil_log2, floor_pow2, Algorithm, Collective, CollectiveKind, Step};
 
+// Long: the table of every (collective, algorithm) pair, one arm each; the
+// arms are calls or a few lines, and one match keeps the dispatch inlined.
 #[inline]
 pub fn step(c: &Collective, rank: u32, i: u32) -> Option<Step> {
     use Algorithm::*;

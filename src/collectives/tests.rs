@@ -541,7 +541,7 @@ fn knomial_tree_has_radix_4_and_log4_depth() {
 
 #[test]
 fn auto_follows_open_mpi_and_mpich_bcast_and_allgather_tables() {
-    use super::{mpich_allgather, mpich_bcast, open_mpi_bcast};
+    use super::rules::{mpich, openmpi};
     use Algorithm::*;
     // (ranks, bytes, Open MPI's algorithm number in coll_tuned_decision_fixed.c → ours)
     for (p, n, want) in [
@@ -557,7 +557,7 @@ fn auto_follows_open_mpi_and_mpich_bcast_and_allgather_tables() {
         (1500, 1 << 20, ScatterAllgather), // 8
         (8192, 10_000, BinaryTree),        // 5
     ] {
-        assert_eq!(open_mpi_bcast(p, n), want, "open mpi bcast p={p} n={n}");
+        assert_eq!(openmpi::bcast(p, n), want, "open mpi bcast p={p} n={n}");
     }
     for (p, n, want) in [
         (4, 1 << 20, Binomial),
@@ -566,12 +566,12 @@ fn auto_follows_open_mpi_and_mpich_bcast_and_allgather_tables() {
         (64, 524289, ScatterRingAllgather),
         (100, 100_000, ScatterRingAllgather),
     ] {
-        assert_eq!(mpich_bcast(p, n), want, "mpich bcast p={p} n={n}");
+        assert_eq!(mpich::bcast(p, n), want, "mpich bcast p={p} n={n}");
     }
-    assert_eq!(mpich_allgather(64, 8000), RecursiveDoubling); // 512,000 B < 512 KiB
-    assert_eq!(mpich_allgather(64, 8200), Ring);
-    assert_eq!(mpich_allgather(100, 800), Bruck); // 80,000 B < 80 KiB
-    assert_eq!(mpich_allgather(100, 900), Ring);
+    assert_eq!(mpich::allgather(64, 8000), RecursiveDoubling); // 512,000 B < 512 KiB
+    assert_eq!(mpich::allgather(64, 8200), Ring);
+    assert_eq!(mpich::allgather(100, 800), Bruck); // 80,000 B < 80 KiB
+    assert_eq!(mpich::allgather(100, 900), Ring);
 }
 
 #[test]
@@ -604,7 +604,7 @@ fn alltoall_algorithms_deliver_every_block_once() {
 
 #[test]
 fn auto_follows_open_mpi_and_mpich_alltoall_tables() {
-    use super::{mpich_alltoall, open_mpi_alltoall};
+    use super::rules::{mpich, openmpi};
     use Algorithm::*;
     // (ranks, bytes per peer, Open MPI's number in coll_tuned_decision_fixed.c → ours)
     for (p, n, want) in [
@@ -617,18 +617,18 @@ fn auto_follows_open_mpi_and_mpich_alltoall_tables() {
         (100, 1 << 20, Pairwise), // 2
         (5000, 1000, Bruck),      // 3
     ] {
-        assert_eq!(open_mpi_alltoall(p, n), want, "open mpi alltoall p={p} n={n}");
+        assert_eq!(openmpi::alltoall(p, n), want, "open mpi alltoall p={p} n={n}");
     }
-    assert_eq!(mpich_alltoall(4, 32768), Linear);
-    assert_eq!(mpich_alltoall(4, 32769), Pairwise);
-    assert_eq!(mpich_alltoall(64, 256), Bruck);
-    assert_eq!(mpich_alltoall(64, 257), Linear);
-    assert_eq!(mpich_alltoall(64, 40_000), Pairwise);
+    assert_eq!(mpich::alltoall(4, 32768), Linear);
+    assert_eq!(mpich::alltoall(4, 32769), Pairwise);
+    assert_eq!(mpich::alltoall(64, 256), Bruck);
+    assert_eq!(mpich::alltoall(64, 257), Linear);
+    assert_eq!(mpich::alltoall(64, 40_000), Pairwise);
 }
 
 #[test]
 fn open_mpi_barrier_table() {
-    use super::open_mpi_barrier;
+    use super::rules::openmpi;
     use Algorithm::*;
     for (p, want) in [
         (2, RecursiveDoubling),
@@ -639,7 +639,7 @@ fn open_mpi_barrier_table() {
         (2000, Binomial),
         (5000, Dissemination),
     ] {
-        assert_eq!(open_mpi_barrier(p), want, "p={p}");
+        assert_eq!(openmpi::barrier(p), want, "p={p}");
     }
     assert_eq!(CollectiveKind::Barrier.auto_algorithm(MpiLibrary::Mpich, 300, 0), Dissemination);
     // the linear barrier's root works through 129 peers in runs of at most 62
@@ -650,7 +650,7 @@ fn open_mpi_barrier_table() {
 
 #[test]
 fn rabenseifner_reduce_gathers_the_whole_vector_at_the_root() {
-    use super::mpich_reduce;
+    use super::rules::mpich;
     for p in [2u32, 3, 4, 6, 8, 13, 16, 33] {
         for root in [0, p / 2, p - 1] {
             let n = 1u64 << 20;
@@ -669,9 +669,9 @@ fn rabenseifner_reduce_gathers_the_whole_vector_at_the_root() {
             assert_eq!(c.steps(root).last().map(|s| matches!(s, Step::Send { .. })), Some(false), "the root sends nothing last");
         }
     }
-    assert_eq!(mpich_reduce(64, 2048), Algorithm::Binomial);
-    assert_eq!(mpich_reduce(64, 4096), Algorithm::Rabenseifner);
-    assert_eq!(mpich_reduce(1024, 4096), Algorithm::Binomial); // 512 doubles < 1024
+    assert_eq!(mpich::reduce(64, 2048), Algorithm::Binomial);
+    assert_eq!(mpich::reduce(64, 4096), Algorithm::Rabenseifner);
+    assert_eq!(mpich::reduce(1024, 4096), Algorithm::Binomial); // 512 doubles < 1024
 }
 
 /// Bytes a call's ranks send in all.
@@ -745,7 +745,7 @@ fn reduce_scatter_algorithms_trade_latency_for_bandwidth() {
 
 #[test]
 fn auto_follows_open_mpi_gather_and_scatter_tables() {
-    use super::{open_mpi_gather, open_mpi_scatter};
+    use super::rules::openmpi;
     use Algorithm::*;
     // (ranks, bytes per block, Open MPI's algorithm number in coll_tuned_decision_fixed.c → ours)
     for (p, n, want) in [
@@ -759,7 +759,7 @@ fn auto_follows_open_mpi_gather_and_scatter_tables() {
         (300, 8192, Binomial),    // 2
         (5000, 4096, Binomial),
     ] {
-        assert_eq!(open_mpi_gather(p, n), want, "open mpi gather p={p} n={n}");
+        assert_eq!(openmpi::gather(p, n), want, "open mpi gather p={p} n={n}");
     }
     for (p, n, want) in [
         (3, 1000, Linear),      // 1
@@ -771,7 +771,7 @@ fn auto_follows_open_mpi_gather_and_scatter_tables() {
         (1024, 256, Binomial),  // 2
         (1024, 1024, Linear),   // 3 linear_nb
     ] {
-        assert_eq!(open_mpi_scatter(p, n), want, "open mpi scatter p={p} n={n}");
+        assert_eq!(openmpi::scatter(p, n), want, "open mpi scatter p={p} n={n}");
     }
     // auto follows them under Open MPI, and MPICH's only tree under MPICH
     assert_eq!(CollectiveKind::Scatter.auto_algorithm(MpiLibrary::OpenMpi, 1024, 1024), Linear);
@@ -781,7 +781,7 @@ fn auto_follows_open_mpi_gather_and_scatter_tables() {
 
 #[test]
 fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
-    use super::{mpich_reduce_scatter, open_mpi_allgather, open_mpi_reduce, open_mpi_reduce_scatter, open_mpi_reduce_scatter_block};
+    use super::rules::{mpich, openmpi};
     use Algorithm::*;
     // (ranks, bytes, Open MPI's algorithm number in coll_tuned_decision_fixed.c → ours)
     for (p, n, want) in [
@@ -796,7 +796,7 @@ fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
         (3000, 5000, Binomial),       // 5
         (10_000, 20, InOrderBinary),  // 6
     ] {
-        assert_eq!(open_mpi_reduce(p, n), want, "open mpi reduce p={p} n={n}");
+        assert_eq!(openmpi::reduce(p, n), want, "open mpi reduce p={p} n={n}");
     }
     for (p, n, want) in [
         (2, 1 << 20, RecursiveDoubling), // 6 two_proc: one exchange
@@ -810,7 +810,7 @@ fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
         (4096, 100, Bruck),              // 2
         (4096, 5000, NeighborExchange),  // 5
     ] {
-        assert_eq!(open_mpi_allgather(p, n), want, "open mpi allgather p={p} n={n}");
+        assert_eq!(openmpi::allgather(p, n), want, "open mpi allgather p={p} n={n}");
     }
     // reduce_scatter by the total vector (p blocks), reduce_scatter_block by one block
     for (p, block, want) in [
@@ -824,7 +824,7 @@ fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
         (100, 3, RecursiveHalving),  // 2: 300 B
         (5000, 1, RecursiveHalving), // 2: 5,000 B
     ] {
-        assert_eq!(open_mpi_reduce_scatter(p, block), want, "open mpi reduce_scatter p={p} block={block}");
+        assert_eq!(openmpi::reduce_scatter(p, block), want, "open mpi reduce_scatter p={p} block={block}");
     }
     for (p, block, want) in [
         (3, 2, RecursiveHalving),     // 2 recursive doubling, run as recursive halving
@@ -834,10 +834,10 @@ fn auto_follows_open_mpi_reduce_allgather_and_reduce_scatter_tables() {
         (100, 10, Nonoverlapping),    // 1
         (100, 1000, Butterfly),       // 4
     ] {
-        assert_eq!(open_mpi_reduce_scatter_block(p, block), want, "open mpi reduce_scatter_block p={p} block={block}");
+        assert_eq!(openmpi::reduce_scatter_block(p, block), want, "open mpi reduce_scatter_block p={p} block={block}");
     }
-    assert_eq!(mpich_reduce_scatter(64, 8191), RecursiveHalving); // 524,224 B < 512 KiB
-    assert_eq!(mpich_reduce_scatter(64, 8192), Pairwise);
+    assert_eq!(mpich::reduce_scatter(64, 8191), RecursiveHalving); // 524,224 B < 512 KiB
+    assert_eq!(mpich::reduce_scatter(64, 8192), Pairwise);
     assert_eq!(CollectiveKind::Scan.auto_algorithm(MpiLibrary::OpenMpi, 64, 8), Linear);
     assert_eq!(CollectiveKind::Exscan.auto_algorithm(MpiLibrary::Mpich, 64, 8), RecursiveDoubling);
 }

@@ -13,7 +13,7 @@
 //!   computation of their measured length, and are counted for the report.
 
 use super::collective::{self, Call, Msg, Round};
-use super::format::{self, collective_of, flag, op, Coll, CollMode, Loaded, Record, RecordReader, PROC_NULL};
+use super::format::{self, collective_of, flag, has_p2p_peer, op, Coll, CollMode, Loaded, Record, RecordReader, PROC_NULL};
 use super::grid::{Extrapolation, Strided};
 use crate::collectives::{Algorithm, CollectiveKind, MpiLibrary};
 use crate::program::goal::GoalKind;
@@ -405,26 +405,6 @@ pub struct RankConv {
     /// would otherwise keep millions of copies).
     pub reports: bool,
     pub finished: bool,
-}
-
-/// Ops of point-to-point calls whose peer is a rank of the trace (moved by extrapolation).
-pub fn has_p2p_peer(code: u16) -> bool {
-    matches!(
-        code,
-        op::SEND
-            | op::RECV
-            | op::ISEND
-            | op::IRECV
-            | op::SENDRECV_SEND
-            | op::SENDRECV_RECV
-            | op::MRECV
-            | op::IMRECV
-            | op::WAIT
-            | op::TEST
-            | op::START
-            | op::SEND_INIT
-            | op::RECV_INIT
-    )
 }
 
 impl RankConv {

@@ -33,139 +33,35 @@ pub const ANY_SOURCE: i32 = -1;
 pub const PROC_NULL: i32 = -2;
 pub const ANY_TAG: i32 = -1;
 
-/// Record ops (the `op` field).
-pub mod op {
-    pub const INIT: u16 = 1;
-    pub const FINALIZE: u16 = 2;
-    pub const SEND: u16 = 3;
-    pub const RECV: u16 = 4;
-    pub const ISEND: u16 = 5;
-    pub const IRECV: u16 = 6;
-    pub const SENDRECV_SEND: u16 = 7;
-    pub const SENDRECV_RECV: u16 = 8;
-    pub const PROBE: u16 = 9;
-    pub const IPROBE: u16 = 10;
-    pub const MPROBE: u16 = 11;
-    pub const MRECV: u16 = 12;
-    pub const WAIT: u16 = 13;
-    pub const TEST: u16 = 14;
-    pub const POLL: u16 = 15;
-    pub const SEND_INIT: u16 = 16;
-    pub const RECV_INIT: u16 = 17;
-    pub const START: u16 = 18;
-    pub const REQUEST_FREE: u16 = 19;
-    pub const CANCEL: u16 = 20;
-    pub const IMPROBE: u16 = 21;
-    pub const IMRECV: u16 = 22;
-    /// Blocking collectives are COLL_BASE + [`super::Coll`]; nonblocking
-    /// add NONBLOCKING, persistent (`*_init`) add PERSISTENT.
-    pub const COLL_BASE: u16 = 32;
-    pub const NONBLOCKING: u16 = 32;
-    pub const PERSISTENT: u16 = 64;
-    pub const COMM_NEW: u16 = 128;
-    pub const COMM_MEMBER: u16 = 129;
-    pub const COMM_FREE: u16 = 130;
-    pub const OTHER: u16 = 255;
-}
-
-/// Record flags.
-pub mod flag {
-    pub const SYNC: u16 = 0x0001;
-    pub const READY: u16 = 0x0002;
-    pub const BUFFERED: u16 = 0x0004;
-    pub const ANY_SOURCE: u16 = 0x0008;
-    pub const ANY_TAG: u16 = 0x0010;
-    pub const CANCELLED: u16 = 0x0020;
-    pub const UNRESOLVED: u16 = 0x0040;
-    pub const INTERCOMM: u16 = 0x0080;
-    pub const REMOTE: u16 = 0x0100;
-    pub const PAYLOAD: u16 = 0x8000;
-}
-
-/// The collectives, in record-code order (code = COLL_BASE + index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Coll {
-    Barrier,
-    Bcast,
-    Reduce,
-    Allreduce,
-    Gather,
-    Scatter,
-    Allgather,
-    Alltoall,
-    Gatherv,
-    Scatterv,
-    Allgatherv,
-    Alltoallv,
-    Alltoallw,
-    ReduceScatter,
-    ReduceScatterBlock,
-    Scan,
-    Exscan,
-    NeighborAllgather,
-    NeighborAllgatherv,
-    NeighborAlltoall,
-    NeighborAlltoallv,
-    NeighborAlltoallw,
-}
-
-pub const COLLS: [Coll; 22] = [
-    Coll::Barrier,
-    Coll::Bcast,
-    Coll::Reduce,
-    Coll::Allreduce,
-    Coll::Gather,
-    Coll::Scatter,
-    Coll::Allgather,
-    Coll::Alltoall,
-    Coll::Gatherv,
-    Coll::Scatterv,
-    Coll::Allgatherv,
-    Coll::Alltoallv,
-    Coll::Alltoallw,
-    Coll::ReduceScatter,
-    Coll::ReduceScatterBlock,
-    Coll::Scan,
-    Coll::Exscan,
-    Coll::NeighborAllgather,
-    Coll::NeighborAllgatherv,
-    Coll::NeighborAlltoall,
-    Coll::NeighborAlltoallv,
-    Coll::NeighborAlltoallw,
-];
+// op, OP_NAMES, flag, Coll, COLLS and Coll::name, from the one table the
+// tracer (C) and the Python reader share: src/trace/ops.txt.
+include!("ops_gen.rs");
 
 impl Coll {
-    pub fn name(self) -> &'static str {
-        match self {
-            Coll::Barrier => "barrier",
-            Coll::Bcast => "bcast",
-            Coll::Reduce => "reduce",
-            Coll::Allreduce => "allreduce",
-            Coll::Gather => "gather",
-            Coll::Scatter => "scatter",
-            Coll::Allgather => "allgather",
-            Coll::Alltoall => "alltoall",
-            Coll::Gatherv => "gatherv",
-            Coll::Scatterv => "scatterv",
-            Coll::Allgatherv => "allgatherv",
-            Coll::Alltoallv => "alltoallv",
-            Coll::Alltoallw => "alltoallw",
-            Coll::ReduceScatter => "reduce_scatter",
-            Coll::ReduceScatterBlock => "reduce_scatter_block",
-            Coll::Scan => "scan",
-            Coll::Exscan => "exscan",
-            Coll::NeighborAllgather => "neighbor_allgather",
-            Coll::NeighborAllgatherv => "neighbor_allgatherv",
-            Coll::NeighborAlltoall => "neighbor_alltoall",
-            Coll::NeighborAlltoallv => "neighbor_alltoallv",
-            Coll::NeighborAlltoallw => "neighbor_alltoallw",
-        }
-    }
-
     pub fn is_rooted(self) -> bool {
         matches!(self, Coll::Bcast | Coll::Reduce | Coll::Gather | Coll::Scatter | Coll::Gatherv | Coll::Scatterv)
     }
+}
+
+/// Ops of point-to-point calls whose peer is a rank of the trace (moved by
+/// extrapolation; here with the codes, for the converter and the grid alike).
+pub fn has_p2p_peer(code: u16) -> bool {
+    matches!(
+        code,
+        op::SEND
+            | op::RECV
+            | op::ISEND
+            | op::IRECV
+            | op::SENDRECV_SEND
+            | op::SENDRECV_RECV
+            | op::MRECV
+            | op::IMRECV
+            | op::WAIT
+            | op::TEST
+            | op::START
+            | op::SEND_INIT
+            | op::RECV_INIT
+    )
 }
 
 /// How a collective record was called.
@@ -201,45 +97,18 @@ pub fn op_name(code: u16) -> String {
             CollMode::Persistent => format!("{}_init", c.name()),
         };
     }
-    match code {
-        op::INIT => "init",
-        op::FINALIZE => "finalize",
-        op::SEND => "send",
-        op::RECV => "recv",
-        op::ISEND => "isend",
-        op::IRECV => "irecv",
-        op::SENDRECV_SEND => "sendrecv_send",
-        op::SENDRECV_RECV => "sendrecv_recv",
-        op::PROBE => "probe",
-        op::IPROBE => "iprobe",
-        op::MPROBE => "mprobe",
-        op::MRECV => "mrecv",
-        op::WAIT => "wait",
-        op::TEST => "test",
-        op::POLL => "poll",
-        op::SEND_INIT => "send_init",
-        op::RECV_INIT => "recv_init",
-        op::START => "start",
-        op::REQUEST_FREE => "request_free",
-        op::CANCEL => "cancel",
-        op::IMPROBE => "improbe",
-        op::IMRECV => "imrecv",
-        op::COMM_NEW => "comm_new",
-        op::COMM_MEMBER => "comm_member",
-        op::COMM_FREE => "comm_free",
-        op::OTHER => "other",
-        _ => return format!("op{code}"),
+    match OP_NAMES.iter().find(|(c, _)| *c == code) {
+        Some((_, name)) => name.to_string(),
+        None => format!("op{code}"),
     }
-    .to_string()
 }
 
 /// Every op code with its name (for the Python side's table check).
 pub fn all_ops() -> Vec<(u16, String)> {
-    let mut codes: Vec<u16> = (1..=22).collect();
+    let mut codes: Vec<u16> = OP_NAMES.iter().map(|(c, _)| *c).collect();
     for base in [op::COLL_BASE, op::COLL_BASE + op::NONBLOCKING, op::COLL_BASE + op::PERSISTENT] {
         codes.extend(base..base + COLLS.len() as u16);
     }
-    codes.extend([op::COMM_NEW, op::COMM_MEMBER, op::COMM_FREE, op::OTHER]);
     codes.into_iter().map(|c| (c, op_name(c))).collect()
 }
 

@@ -563,7 +563,7 @@ fn factorizations(n: u32, nd: usize) -> Vec<Vec<u32>> {
 
 /// The point-to-point (world rank) pairs of a template rank's records.
 pub fn pairs_of(rank: u32, r: &Record, payload: &[u64], out: &mut Vec<(u32, u32)>) {
-    if super::convert::has_p2p_peer(r.op) && r.peer >= 0 && r.comm == 0 {
+    if super::format::has_p2p_peer(r.op) && r.peer >= 0 && r.comm == 0 {
         out.push((rank, r.peer as u32));
     } else if let Some((c, _)) = format::collective_of(r.op) {
         if c.name().starts_with("neighbor_") && payload.len() >= 2 {

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from idlewave.trace.ops import FLAGS, OPS
+
 MAGIC = b"IWTRACE2"
 FOOTER_MAGIC = b"IWFOOT02"
 HEADER = struct.Struct("<8siiQQdI20x")
@@ -31,24 +33,9 @@ RECORD = np.dtype([("op", "<u2"), ("flags", "<u2"), ("comm", "<u4"), ("peer", "<
                    ("bytes", "<u8"), ("req", "<u8"), ("t0", "<f8"), ("t1", "<f8")])
 assert RECORD.itemsize == 48
 
-_COLLECTIVES = ["barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "gatherv",
-                "scatterv", "allgatherv", "alltoallv", "alltoallw", "reduce_scatter", "reduce_scatter_block", "scan",
-                "exscan", "neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv",
-                "neighbor_alltoallw"]
-
-OPS: dict[int, str] = {
-    1: "init", 2: "finalize", 3: "send", 4: "recv", 5: "isend", 6: "irecv", 7: "sendrecv_send", 8: "sendrecv_recv",
-    9: "probe", 10: "iprobe", 11: "mprobe", 12: "mrecv", 13: "wait", 14: "test", 15: "poll", 16: "send_init",
-    17: "recv_init", 18: "start", 19: "request_free", 20: "cancel", 21: "improbe", 22: "imrecv",
-    **{32 + i: name for i, name in enumerate(_COLLECTIVES)},
-    **{64 + i: "i" + name for i, name in enumerate(_COLLECTIVES)},
-    **{96 + i: name + "_init" for i, name in enumerate(_COLLECTIVES)},
-    128: "comm_new", 129: "comm_member", 130: "comm_free", 255: "other",
-}
+# the op codes and flags: generated from src/trace/ops.txt, the table the tracer and the engine share
 CODES: dict[str, int] = {v: k for k, v in OPS.items()}
 
-FLAGS = {"SYNC": 0x1, "READY": 0x2, "BUFFERED": 0x4, "ANY_SOURCE": 0x8, "ANY_TAG": 0x10, "CANCELLED": 0x20,
-         "UNRESOLVED": 0x40, "INTERCOMM": 0x80, "REMOTE": 0x100, "PAYLOAD": 0x8000}
 PAYLOAD = FLAGS["PAYLOAD"]
 
 # comm_new's tag: how the communicator was made

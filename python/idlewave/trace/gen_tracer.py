@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CORE = Path(__file__).with_name("tracer_core.c")
+# the record codes, generated from src/trace/ops.txt (scripts/gen_ops.py): pasted
+# where tracer_core.c includes them, since the tracer is compiled from one file
+OPS_H = Path(__file__).with_name("iw_ops.h")
 
 
 class GenError(RuntimeError):
@@ -904,6 +907,17 @@ def plan_functions(protos: dict[str, Proto], macros: set[str], plan: Plan) -> li
     return wrapped
 
 
+def core_source() -> str:
+    """tracer_core.c with iw_ops.h pasted in place of its #include (line markers kept right)."""
+    core = CORE.read_text()
+    include = f'#include "{OPS_H.name}"\n'
+    if core.count(include) != 1:
+        raise RuntimeError(f"{CORE.name} must include {OPS_H.name} once")
+    before, after = core.split(include)
+    line = before.count("\n") + 2
+    return f'{before}#line 1 "{OPS_H.name}"\n{OPS_H.read_text()}#line {line} "{CORE.name}"\n{after}'
+
+
 def generate(mpicc: str) -> tuple[str, Plan]:
     """C source of the tracer for the MPI behind `mpicc`, and what it wraps."""
     text, macros = preprocess(mpicc)
@@ -942,7 +956,7 @@ def generate(mpicc: str) -> tuple[str, Plan]:
     if fortran:
         out.append("#define IW_FORTRAN 1")
     out.append(f'#line 1 "{CORE.name}"')
-    out.append(CORE.read_text())
+    out.append(core_source())
     out.append('#line 1 "generated wrappers"')
     out.append(c_special(idx, {n: protos["MPI_" + n] for n in SPECIAL if "MPI_" + n in protos}))
     for name, spec in wrapped:

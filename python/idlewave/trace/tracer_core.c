@@ -31,25 +31,8 @@
 
 /* ---------------------------------------------------------------- format */
 
-enum {
-    OP_INIT = 1, OP_FINALIZE = 2, OP_SEND = 3, OP_RECV = 4, OP_ISEND = 5, OP_IRECV = 6,
-    OP_SENDRECV_SEND = 7, OP_SENDRECV_RECV = 8, OP_PROBE = 9, OP_IPROBE = 10, OP_MPROBE = 11, OP_MRECV = 12,
-    OP_WAIT = 13, OP_TEST = 14, OP_POLL = 15, OP_SEND_INIT = 16, OP_RECV_INIT = 17, OP_START = 18,
-    OP_REQUEST_FREE = 19, OP_CANCEL = 20, OP_IMPROBE = 21, OP_IMRECV = 22,
-    /* blocking collectives; nonblocking + IW_NB, persistent + IW_PERS */
-    OP_BARRIER = 32, OP_BCAST, OP_REDUCE, OP_ALLREDUCE, OP_GATHER, OP_SCATTER, OP_ALLGATHER, OP_ALLTOALL,
-    OP_GATHERV, OP_SCATTERV, OP_ALLGATHERV, OP_ALLTOALLV, OP_ALLTOALLW, OP_REDUCE_SCATTER,
-    OP_REDUCE_SCATTER_BLOCK, OP_SCAN, OP_EXSCAN, OP_NEIGHBOR_ALLGATHER, OP_NEIGHBOR_ALLGATHERV,
-    OP_NEIGHBOR_ALLTOALL, OP_NEIGHBOR_ALLTOALLV, OP_NEIGHBOR_ALLTOALLW,
-    OP_COMM_NEW = 128, OP_COMM_MEMBER = 129, OP_COMM_FREE = 130, OP_OTHER = 255
-};
-#define IW_NB 32
-#define IW_PERS 64
-
-enum {
-    F_SYNC = 0x1, F_READY = 0x2, F_BUFFERED = 0x4, F_ANY_SOURCE = 0x8, F_ANY_TAG = 0x10,
-    F_CANCELLED = 0x20, F_UNRESOLVED = 0x40, F_INTERCOMM = 0x80, F_REMOTE = 0x100, F_PAYLOAD = 0x8000
-};
+/* ops and flags: generated from src/trace/ops.txt, the table the readers share */
+#include "iw_ops.h"
 
 /* creation kinds (comm_new tag) */
 enum {
