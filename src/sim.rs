@@ -5,6 +5,7 @@ use crate::alloc;
 use crate::engine::{Engine, SimError};
 use crate::network::Network;
 use crate::noise::{Noise, NoiseSpec};
+use crate::probes::{Explain, Probe, Timeline};
 use crate::program::goal::read_goal_file;
 use crate::program::goal_program::GoalProgram;
 use crate::program::stream::{StreamProgram, Workload};
@@ -112,7 +113,7 @@ pub struct RunResult {
     /// Quantities the workload derived (e.g. a skeleton's computation time), in seconds.
     pub derived: Vec<(String, f64)>,
     /// The captured timeline, if asked for, and whether it hit its limit.
-    pub timeline: Option<(Vec<crate::engine::timeline::Span>, bool)>,
+    pub timeline: Option<(Vec<crate::probes::timeline::Span>, bool)>,
     /// For trace replays: what was not modelled, and the traced time in MPI.
     pub trace_report: Option<crate::trace::Report>,
     /// The makespan's critical path, if asked for.
@@ -275,7 +276,7 @@ fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
     let program_bytes = p as u128 * StreamProgram::<W>::state_bytes_per_rank(w) as u128;
     let dynamic = p as u128 * in_flight_bytes_per_rank(&cfg.workload);
     let explain = if cfg.explain { p as u128 * crate::engine::explain_bytes_per_rank() } else { 0 };
-    let spans = cfg.timeline_spans.max(cfg.computation_spans) as u128 * crate::engine::timeline::Timeline::SPAN_BYTES;
+    let spans = cfg.timeline_spans.max(cfg.computation_spans) as u128 * crate::probes::timeline::Timeline::SPAN_BYTES;
     engine_bytes(cfg, p as u128) + program_bytes + timer_bytes + dynamic + explain + spans
 }
 
@@ -560,17 +561,29 @@ fn run_program<P: Program>(
     if let Some(pl) = net.platform.as_mut() {
         pl.seed = cfg.seed;
     }
-    if cfg.explain {
-        check_explain(program.num_ranks(), cfg)?;
-        drive(Engine::new_explained(program, net, noise)?, cfg, progress, extract, wall)
+    // the probes asked for: each combination is its own engine, so that
+    // what is not asked for costs nothing (a timeline beside the critical
+    // path is decided at run time: one engine less to compile)
+    let timeline = if cfg.timeline_spans > 0 {
+        Some(Timeline::new(cfg.timeline_spans as usize))
+    } else if cfg.computation_spans > 0 {
+        Some(Timeline::computations(cfg.computation_spans as usize))
     } else {
-        drive(Engine::new(program, net, noise)?, cfg, progress, extract, wall)
+        None
+    };
+    match (cfg.explain, timeline) {
+        (true, timeline) => {
+            check_explain(program.num_ranks(), cfg)?;
+            drive(Engine::with_probe(program, net, noise, (Explain::default(), timeline))?, cfg, progress, extract, wall)
+        }
+        (false, Some(timeline)) => drive(Engine::with_probe(program, net, noise, timeline)?, cfg, progress, extract, wall),
+        (false, None) => drive(Engine::new(program, net, noise)?, cfg, progress, extract, wall),
     }
 }
 
-/// Runs an engine (keeping the critical path or not: `X`) to the end.
-fn drive<P: Program, const X: bool>(
-    mut engine: Engine<P, X>,
+/// Runs an engine (observed by probe `O`) to the end.
+fn drive<P: Program, O: Probe>(
+    mut engine: Engine<P, O>,
     cfg: &Config,
     mut progress: Option<Progress>,
     extract: impl FnOnce(&mut P) -> (Vec<String>, Vec<Vec<f64>>, u32),
@@ -583,11 +596,9 @@ fn drive<P: Program, const X: bool>(
                 engine.num_ranks()
             )));
         }
-        check_memory(cfg.timeline_spans as u128 * crate::engine::timeline::Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
-        engine.timeline = Some(crate::engine::timeline::Timeline::new(cfg.timeline_spans as usize));
+        check_memory(cfg.timeline_spans as u128 * Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
     } else if cfg.computation_spans > 0 {
-        check_memory(cfg.computation_spans as u128 * crate::engine::timeline::Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
-        engine.timeline = Some(crate::engine::timeline::Timeline::computations(cfg.computation_spans as usize));
+        check_memory(cfg.computation_spans as u128 * Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
     }
     loop {
         let finished = engine.step(CHUNK)?;
@@ -606,10 +617,9 @@ fn drive<P: Program, const X: bool>(
     let finish_times: Vec<Time> = (0..p).map(|r| engine.finish_time(r)).collect();
     let makespan = finish_times.iter().copied().max().unwrap_or(0);
     let (timer_names, timers, iterations) = extract(&mut engine.program);
-    let timeline = engine.timeline.take().map(|t| (t.spans, t.truncated));
+    let crate::probes::Findings { timeline, explained } = engine.findings();
     let mut derived = node_traffic(engine.node_traffic());
     derived.extend(link_traffic(engine.link_traffic()));
-    let explained = engine.explanation();
     let result = RunResult {
         finish_times,
         timer_names,

@@ -3,7 +3,7 @@ the makespan's derivatives in L, o, g, G and O, and how much more latency
 (or per-byte cost) a run tolerates before it slows by 1%, 5% or 10%.
 
 The engine keeps the path (``[record] explain``, ``simulate --explain``);
-see ``src/engine/explain.rs`` for how and ``docs/explain.md`` for the
+see ``src/probes/explain.rs`` for how and ``docs/explain.md`` for the
 meaning of each number.
 """
 

@@ -14,6 +14,8 @@
 
 use super::{Engine, EvKind, Event, SimError};
 use crate::network::{Links, MemoryDomains, RankCursor, RegimeCursor, Topology, OTHER_NODE};
+use crate::probes::explain::OTHER;
+use crate::probes::{Probe, Wait};
 use crate::program::Program;
 use crate::time::{Time, PAST_LIMIT};
 
@@ -162,7 +164,7 @@ impl Fabric {
     }
 }
 
-impl<P: Program, const X: bool> Engine<P, X> {
+impl<P: Program, O: Probe> Engine<P, O> {
     /// Counts a message between nodes of plain LogGOPS (block mapping).
     #[inline]
     pub(super) fn count_plain(&mut self, src: u32, dst: u32, size: u64) {
@@ -179,15 +181,13 @@ const REGIME_RANK: u64 = 0x5EC3_0000;
 /// Random stream of the per-link chains' seeds.
 const REGIME_LINK: u64 = 0x5EC4_0000;
 
-impl<P: Program, const X: bool> Engine<P, X> {
+impl<P: Program, O: Probe> Engine<P, O> {
     /// When a message leaving `src` at `depart` (its send overhead done)
     /// reaches `dst`, given the link class's latency `l`.
     pub(super) fn arrival(&mut self, src: u32, dst: u32, size: u64, depart: Time, l: Time) -> Time {
         let Some(pl) = self.net.platform.as_deref() else {
             self.count_plain(src, dst, size);
-            if self.explaining() {
-                self.x_flight(src, dst, l, 0, 0);
-            }
+            self.tell(|o, v| o.flew(v, (src, dst), l, 0, 0));
             return depart + l;
         };
         let class = pl.class(src, dst);
@@ -222,9 +222,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             }
         }
         if class != OTHER_NODE {
-            if self.explaining() {
-                self.x_flight(src, dst, latency, 0, 0);
-            }
+            self.tell(|o, v| o.flew(v, (src, dst), latency, 0, 0));
             return depart + latency;
         }
         let (ns, nd) = (pl.node(src), pl.node(dst));
@@ -245,10 +243,9 @@ impl<P: Program, const X: bool> Engine<P, X> {
             let busy = (size as f64 * pl.node_ps_per_byte).round().min(PAST_LIMIT as f64) as Time;
             *free = (start + busy).min(PAST_LIMIT);
         }
-        if self.explaining() {
-            // stalls and the wait for the node's link are the platform's penalties
-            self.x_flight(src, dst, latency, hop_latency, on_path - hop_latency + (start - depart));
-        }
+        // stalls and the wait for the node's link are the platform's penalties
+        let extra = on_path - hop_latency + (start - depart);
+        self.tell(|o, v| o.flew(v, (src, dst), latency, hop_latency, extra));
         start.saturating_add(latency).saturating_add(on_path).min(PAST_LIMIT)
     }
 
@@ -259,10 +256,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             self.defer(ev, self.clocks[c], [c, c]);
             return;
         }
-        if self.explaining() {
-            self.x_wait(ev.rank, self.clocks[c], ev.time, super::explain::OTHER, ev.rank);
-        }
-        self.x_mem_start(ev.rank, ev.cpu(), ev.size);
+        let wait = Wait { rank: ev.rank, before: self.clocks[c], at: ev.time, why: OTHER, on: ev.rank };
+        self.tell_wait(wait, |o, v, w| o.mem_started(v, w, ev.cpu(), ev.size));
         let d = self.net.platform.as_deref().expect("checked when issued").socket(ev.rank) as usize;
         let mem = self.fabric.memory.as_mut().expect("checked when issued");
         self.clocks[c] = MEM_BUSY;
@@ -281,6 +276,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// A memory-bound computation's scheduled end (ignored if stale).
     pub(super) fn on_mem_done(&mut self, ev: Event) {
         let mem = self.fabric.memory.as_mut().expect("memory events imply domains");
+        let core = mem.bw.core_bytes_per_ps;
         let d = self.net.platform.as_deref().expect("memory implies a platform").socket(ev.rank) as usize;
         let dom = &mut mem.domains[d];
         let version = (ev.peer as u64) << 32 | ev.tag as u64;
@@ -298,21 +294,13 @@ impl<P: Program, const X: bool> Engine<P, X> {
         });
         let c = self.o(a.rank, a.cpu);
         self.clocks[c] = self.noise.cpu_end(a.rank, a.start, ev.time - a.start);
-        if self.explaining() {
-            let core = self.fabric.memory.as_ref().expect("memory").bw.core_bytes_per_ps;
-            self.x_mem_end((a.rank, a.cpu, c), a.start, ev.time, core);
-        }
-        if self.timeline.is_some() {
-            self.record(a.rank, 0, (a.start, self.clocks[c]), super::timeline::Activity::Compute, (0, 0));
-        }
+        self.tell(|o, v| o.mem_finished(v, (a.rank, a.cpu, c), (a.start, ev.time), core));
         self.program.done(a.rank, a.id);
         self.touched.push(a.rank);
         self.events += 1;
         for mut e in released {
             e.time = self.clocks[c].max(self.now);
-            if self.explaining() {
-                self.x_queued(e.stamp(), self.x_latest(&[c], true));
-            }
+            self.tell(|o, v| o.released(v, e.stamp(), c));
             self.queue.push_again(e);
         }
         self.reschedule(d);

@@ -7,25 +7,30 @@
 //! as the receiver's CPU is free, and a rendezvous send completes when the
 //! receiver matches it, whether or not either side is inside an MPI call.
 
-mod explain;
 mod fabric;
+mod layout;
 mod matching;
 mod queue;
 #[cfg(test)]
 mod tests;
-pub mod timeline;
 mod waiting;
 
-pub use explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, Segment, Waits, CAUSES, CLASSES, PARAMS};
+// (explaining lives in probes/; its results are the engine's to report)
+pub use crate::probes::explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, Segment, Waits, CAUSES, CLASSES, PARAMS};
 pub use fabric::Fabric;
+pub(crate) use fabric::MEM_BUSY;
+pub use layout::Layout;
+pub(crate) use layout::LISTS;
 pub use matching::{Entry, Lists, Matcher, Queue, EMPTY_LISTS};
 pub use queue::{EvKind, Event, EventQueue};
+pub(crate) use waiting::Mix;
 
 use crate::network::{LogGOPS, Network, NicModel, Rendezvous};
 use crate::noise::Noise;
+use crate::probes::explain::{by_peer, Explain, COLLECTIVE, LATE_RECEIVER, LATE_SENDER, OTHER};
+use crate::probes::{Findings, Message, NoProbe, Probe, Receipt, Send, View, Wait};
 use crate::program::{OpKind, Program, ReadyOp, ANY};
 use crate::time::Time;
-use explain::{by_peer, LATE_RECEIVER, LATE_SENDER, OTHER};
 
 /// Why a run could not complete.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,27 +117,22 @@ fn prefetch_line(at: *const i8) {
 /// Largest message size the match queues can hold (128 TiB).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 47;
 
-/// Words per rank after its clocks: its two match lists share one.
-const LISTS: usize = 1;
-
 /// How many stuck ranks or leftover messages an error names.
 const REPORT_LIMIT: usize = 10;
 
-/// `X`: whether the run keeps its critical path (explain.rs); an engine
-/// without it has every explaining branch compiled out.
-pub struct Engine<P: Program, const X: bool = false> {
+/// `O`: what observes the run (probes/); without one ([`NoProbe`]) every
+/// call to it compiles away.
+pub struct Engine<P: Program, O: Probe = NoProbe> {
     pub program: P,
     net: Network,
     noise: Noise,
-    ncpu: usize,
-    nnic: usize,
     /// Per rank, side by side so one cache line serves an event: when each
     /// CPU is next free ("next_o"), then when each NIC can next inject
     /// ("next_gs"), then accept ("next_gr"), then its two match lists
     /// (posted receives, unexpected messages) in one word. Index with `o`,
-    /// `gs`, `gr`, `lists`.
+    /// `gs`, `gr`, `lists` (where they sit: `layout`).
     clocks: Vec<Time>,
-    stride: usize,
+    layout: Layout,
     matcher: Matcher,
     queue: EventQueue,
     now: Time,
@@ -143,10 +143,7 @@ pub struct Engine<P: Program, const X: bool = false> {
     started: bool,
     fabric: fabric::Fabric,
     waiting: waiting::Waiting,
-    /// What each rank did, when asked for (timelines).
-    pub timeline: Option<timeline::Timeline>,
-    /// The critical path, when asked for (`explain`).
-    explained: Option<Box<explain::Explain>>,
+    probe: O,
     /// Whether a message for a busy receiver is queued for its free moment
     /// (`handled_from`): with the shortcuts on (`set_shortcuts`), a
     /// LogGOPSim NIC and no memory-bound work.
@@ -155,27 +152,68 @@ pub struct Engine<P: Program, const X: bool = false> {
 
 impl<P: Program> Engine<P> {
     pub fn new(program: P, net: Network, noise: Noise) -> Result<Self, SimError> {
-        Self::build(program, net, noise)
+        Self::with_probe(program, net, noise, NoProbe)
     }
 }
 
-impl<P: Program> Engine<P, true> {
-    /// An engine that keeps the critical path (see explain.rs).
+impl<P: Program> Engine<P, Explain> {
+    /// An engine that keeps the critical path (see probes/explain.rs).
     pub fn new_explained(program: P, net: Network, noise: Noise) -> Result<Self, SimError> {
-        let mut e = Self::build(program, net, noise)?;
-        e.explain();
+        Self::with_probe(program, net, noise, Explain::default())
+    }
+
+    /// The makespan's path.
+    pub fn explanation(&self) -> Option<Explained> {
+        Some(self.probe.explanation(&self.view()))
+    }
+}
+
+impl<P: Program, O: Probe> Engine<P, O> {
+    /// An engine observed by `probe` (attached before the run starts).
+    pub fn with_probe(program: P, net: Network, noise: Noise, probe: O) -> Result<Self, SimError> {
+        let mut e = Self::build(program, net, noise, probe)?;
+        e.tell(|o, v| o.attach(v));
         Ok(e)
     }
-}
 
-impl<P: Program, const X: bool> Engine<P, X> {
-    /// Whether this run keeps its critical path (false at compile time for `X = false`).
+    /// The engine as probes see it.
     #[inline(always)]
-    fn explaining(&self) -> bool {
-        X && self.explained.is_some()
+    fn view(&self) -> View<'_, P> {
+        View { clocks: &self.clocks, now: self.now, net: &self.net, noise: &self.noise, program: &self.program, layout: self.layout }
     }
 
-    fn build(program: P, mut net: Network, noise: Noise) -> Result<Self, SimError> {
+    /// Tells the probe something, through `f`, with a view of the engine
+    /// (made here from the fields: `view` would borrow the probe too).
+    #[inline(always)]
+    fn tell<R>(&mut self, f: impl FnOnce(&mut O, &View<'_, P>) -> R) -> R {
+        let v =
+            View { clocks: &self.clocks, now: self.now, net: &self.net, noise: &self.noise, program: &self.program, layout: self.layout };
+        f(&mut self.probe, &v)
+    }
+
+    /// [`tell`](Self::tell) for a call that may end a CPU's `wait`: the
+    /// idle time the probe found goes to the program's wait timer.
+    #[inline(always)]
+    fn tell_wait(&mut self, wait: Wait, f: impl FnOnce(&mut O, &View<'_, P>, Wait) -> Time) {
+        let idle = self.tell(|o, v| f(o, v, wait));
+        if idle > 0 {
+            self.program.waited(wait.rank, idle);
+        }
+    }
+
+    /// The probe, to read what it keeps during the run.
+    pub fn probe(&self) -> &O {
+        &self.probe
+    }
+
+    /// What the probe found (after the run).
+    pub fn findings(&mut self) -> Findings {
+        let mut out = Findings::default();
+        self.tell(|o, v| o.report(v, &mut out));
+        out
+    }
+
+    fn build(program: P, mut net: Network, noise: Noise, probe: O) -> Result<Self, SimError> {
         net.validate().map_err(SimError::Invalid)?;
         net.prepare(program.num_ranks()).map_err(SimError::Invalid)?;
         let fabric = fabric::Fabric::new(&net, program.num_ranks());
@@ -190,7 +228,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
             )));
         }
         let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;
-        let stride = ncpu + 2 * nnic + LISTS;
+        let layout = Layout::new(ncpu, nnic);
+        let stride = layout.stride;
         let mut clocks = Vec::with_capacity(p * stride);
         for r in 0..p {
             // (at tens of millions of ranks this takes seconds, mostly the kernel zeroing pages)
@@ -202,10 +241,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let mut e = Engine {
             net,
             noise,
-            ncpu,
-            nnic,
             clocks,
-            stride,
+            layout,
             matcher: Matcher::new(),
             queue: EventQueue::new(),
             now: 0,
@@ -215,8 +252,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             started: false,
             fabric,
             waiting: waiting::Waiting::new(program.many_ready_ops()),
-            timeline: None,
-            explained: None,
+            probe,
             direct: false,
             program,
         };
@@ -236,8 +272,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// When rank `r` finished: the latest time any of its CPUs was busy
     /// (LogGOPSim's per-host time).
     pub fn finish_time(&self, r: u32) -> Time {
-        let base = r as usize * self.stride;
-        self.clocks[base..base + self.ncpu].iter().copied().max().unwrap_or(0)
+        self.view().finish_time(r)
     }
 
     /// Per node, bytes sent to and received from other nodes (empty
@@ -292,9 +327,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
                 return Err(self.past_limit(ev.time));
             }
             self.now = ev.time;
-            if self.explaining() {
-                self.x_begin(&ev);
-            }
+            self.tell(|o, v| o.begin(v, &ev));
             if self.queue.started_window() {
                 // a new window: its first events were out of the look-ahead's sight
                 for k in 0..PREFETCH_AHEAD {
@@ -305,14 +338,12 @@ impl<P: Program, const X: bool> Engine<P, X> {
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
                 // its clocks line arrived by now: fetch the tails of its match lists
                 self.matcher.prefetch(self.clocks[self.lists(soon.rank)]);
-                if self.explaining() {
-                    self.x_prefetch(soon, true);
-                }
+                self.probe.prefetch(&self.view(), soon, true);
             }
             self.process(ev);
             if let Some(next) = self.waiting.next_after(&ev, self.now) {
-                // it waited for what the head waited for: the head's path
-                self.x_queued_now(next.stamp());
+                // it waited for what the head waited for (explain: the head's path)
+                self.probe.requeued_now(next.stamp());
                 self.queue.push_again(next);
             }
             if !self.touched.is_empty() {
@@ -328,17 +359,15 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if let Some(soon) = self.queue.upcoming(k) {
             let r = soon.rank;
             // a rank's clocks may straddle two lines: fetch its first and last word's
-            prefetch(&self.clocks, r as usize * self.stride);
+            prefetch(&self.clocks, r as usize * self.layout.stride);
             prefetch(&self.clocks, self.lists(r));
             self.program.prefetch(r);
             self.noise.prefetch(r);
             if soon.kind() == EvKind::Send {
                 // the receiver's clocks: `handled_from` reads them
-                prefetch(&self.clocks, soon.peer as usize * self.stride);
+                prefetch(&self.clocks, soon.peer as usize * self.layout.stride);
             }
-            if self.explaining() {
-                self.x_prefetch(soon, false);
-            }
+            self.probe.prefetch(&self.view(), soon, false);
         }
     }
 
@@ -352,7 +381,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         self.queue.reserve_stamps(p as u64 * per_rank);
         let mut initial = Vec::new();
         for r in 0..p {
-            self.x_start(r);
+            self.probe.rank_started(r);
             self.program.collect(r, 0, 0, &mut initial).map_err(SimError::Invalid)?;
             initial.sort_by_key(|op| op.kind);
             for (i, op) in initial.drain(..).enumerate() {
@@ -387,27 +416,24 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
     }
 
-    /// Index of a CPU's clock in `clocks`.
     #[inline]
     fn o(&self, rank: u32, cpu: u8) -> usize {
-        rank as usize * self.stride + (cpu as usize).min(self.ncpu - 1)
+        self.layout.o(rank, cpu)
     }
 
-    /// Index of a NIC's send clock; its receive clock is `nnic` further on.
     #[inline]
     fn gs(&self, rank: u32, nic: u8) -> usize {
-        rank as usize * self.stride + self.ncpu + (nic as usize).min(self.nnic - 1)
+        self.layout.gs(rank, nic)
     }
 
     #[inline]
     fn gr(&self, rank: u32, nic: u8) -> usize {
-        self.gs(rank, nic) + self.nnic
+        self.layout.gr(rank, nic)
     }
 
-    /// Index of a rank's match lists.
     #[inline]
     fn lists(&self, rank: u32) -> usize {
-        (rank as usize + 1) * self.stride - LISTS
+        self.layout.lists(rank)
     }
 
     fn entries(&self, rank: u32, q: Queue) -> Vec<Entry> {
@@ -422,29 +448,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
-        if self.explaining() {
-            self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
-            self.x_compute(c, ev.time, ev.size);
-        }
-        if self.timeline.is_some() {
-            self.record(ev.rank, 0, (ev.time, self.clocks[c]), timeline::Activity::Compute, (0, 0));
-        }
+        self.tell_wait(Wait { rank: ev.rank, before, at: ev.time, why: OTHER, on: ev.rank }, |o, v, w| o.computed(v, w, c, ev.size));
         self.program.started(ev.rank, ev.id);
         self.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
         self.events += 1;
-    }
-
-    /// Adds a span to the timeline (kept out of the hot path's way).
-    #[cold]
-    #[inline(never)]
-    fn record(&mut self, rank: u32, peer: u32, (start, end): (Time, Time), what: timeline::Activity, msg: (u32, u64)) {
-        let Some(tl) = self.timeline.as_mut() else { return };
-        tl.push(rank, peer, (start, end), what, msg);
-        if what != timeline::Activity::Message {
-            // the detours that took this CPU interval, drawn as noise
-            self.noise.detours_in(rank, start, end, |s, e| tl.push(rank, rank, (s, e), timeline::Activity::Noise, (0, 0)));
-        }
     }
 
     /// A test first lets every event already due at its time run (messages
@@ -453,7 +461,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if ev.tag == 0 {
             ev.tag = 1;
             let stamp = self.queue.push_new(ev);
-            self.x_queued_now(stamp);
+            self.probe.requeued_now(stamp);
             return;
         }
         let c = self.o(ev.rank, ev.cpu());
@@ -463,10 +471,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
-        if self.explaining() {
-            self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
-            self.x_compute(c, ev.time, 0);
-        }
+        self.tell_wait(Wait { rank: ev.rank, before, at: ev.time, why: OTHER, on: ev.rank }, |o, v, w| o.tested(v, w, c));
         self.program.started(ev.rank, ev.id);
         self.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
@@ -490,32 +495,24 @@ impl<P: Program, const X: bool> Engine<P, X> {
             return self.send_control(ev.with_kind(EvKind::Rts), ev.peer, &p);
         }
         let depart = if self.net.nic_model == NicModel::Dma { ev.time.max(self.clocks[n]) } else { ev.time };
-        let before = self.clocks[c];
+        let before = [self.clocks[c], self.clocks[n]];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
         self.clocks[n] = depart + p.send_nic(ev.size);
-        if self.explaining() {
-            self.x_wait(ev.rank, before, ev.time, OTHER, ev.rank);
-            self.x_send(self.x_cur(), (c, n), ev.time, depart, &p, (ev.rank, ev.peer, ev.size));
-        }
+        let send = Send { c, n, n_before: before[1], depart, waited_for: None, src: ev.rank, dst: ev.peer, size: ev.size };
+        self.tell_wait(Wait { rank: ev.rank, before: before[0], at: ev.time, why: OTHER, on: ev.rank }, |o, v, w| o.sent(v, w, send, &p));
         let mut msg = ev.with_kind(EvKind::Msg);
         let arrive = if self.net.platform.is_none() {
             self.count_plain(ev.rank, ev.peer, ev.size);
-            if self.explaining() {
-                self.x_flight(ev.rank, ev.peer, p.l_ps, 0, 0);
-            }
+            self.tell(|o, v| o.flew(v, (ev.rank, ev.peer), p.l_ps, 0, 0));
             depart + p.o_ps + p.l_ps
         } else {
             self.arrival(ev.rank, ev.peer, ev.size, depart + p.o_ps, p.l_ps)
         };
         (msg.time, msg.rank, msg.peer) = (self.handled_from(ev.peer, ev.cpu(), ev.nic(), arrive), ev.peer, ev.rank);
-        if self.timeline.is_some() {
-            self.record(ev.rank, ev.peer, (ev.time, self.clocks[c]), timeline::Activity::Send, (ev.tag, ev.size));
-            self.record(ev.rank, ev.peer, (ev.time, arrive), timeline::Activity::Message, (ev.tag, ev.size));
-        }
         let stamp = self.queue.push_new(msg);
-        if self.explaining() {
-            self.x_queue_msg(stamp);
-        }
+        let cpu = Some((ev.time, self.clocks[c]));
+        let m = Message { stamp, src: ev.rank, dst: ev.peer, cpu, flight: (ev.time, arrive), tag: ev.tag, bytes: ev.size };
+        self.tell(|o, v| o.message_queued(v, m));
         if !p.is_rendezvous(ev.size) {
             self.program.done(ev.rank, ev.id);
         }
@@ -566,13 +563,9 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
-        if self.explaining() {
-            self.x_wait(dst, before, ev.time, by_peer(LATE_SENDER, &ev), src);
-            self.x_receive((c, n), &p, (src, dst, ev.size));
-        }
-        if self.timeline.is_some() {
-            self.record(dst, src, (ev.time, self.clocks[c]), timeline::Activity::Recv, (ev.tag, ev.size));
-        }
+        let receipt = Receipt { c, n: Some(n), src, dst, size: ev.size, tag: ev.tag };
+        let wait = Wait { rank: dst, before, at: ev.time, why: by_peer(LATE_SENDER, &ev), on: src };
+        self.tell_wait(wait, |o, v, w| o.received(v, w, receipt, &p));
         self.received(ev);
     }
 
@@ -586,7 +579,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// computing receiver. Not with a DMA NIC, which takes the data whatever
     /// the CPU does, nor with memory-bound work, which parks a CPU at a
     /// sentinel time (`may_deliver_directly`). When explaining, the message
-    /// keeps its arrival's path, which `x_begin` sets aside if it runs later.
+    /// keeps its arrival's path, which explain's `begin` sets aside if it runs later.
     #[inline(always)]
     fn handled_from(&self, rank: u32, cpu: u8, nic: u8, t: Time) -> Time {
         if !self.direct {
@@ -643,10 +636,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         self.clocks[n] = ev.time + p.recv_nic(ev.size);
         let mut landed = ev.with_kind(if ev.kind() == EvKind::Data { EvKind::DataLanded } else { EvKind::Landed });
         landed.time = self.clocks[n] - p.g_ps;
-        if self.explaining() {
-            let path = self.x_land(n, &p, (ev.peer, ev.rank, ev.size));
-            self.x_queued(landed.stamp(), path);
-        }
+        let stamp = landed.stamp();
+        self.tell(|o, v| o.landing(v, stamp, n, &p, (ev.peer, ev.rank, ev.size)));
         self.queue.push_again(landed);
     }
 
@@ -659,36 +650,24 @@ impl<P: Program, const X: bool> Engine<P, X> {
         }
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.net.params(src, dst, ev.size);
-        if self.explaining() {
-            self.x_wait(dst, self.clocks[c], ev.time, by_peer(LATE_SENDER, &ev), src);
-        }
+        let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
-        if self.explaining() {
-            self.x_landed(c, &p, (src, dst, ev.size));
-        }
-        if self.timeline.is_some() {
-            self.record(dst, src, (ev.time, self.clocks[c]), timeline::Activity::Recv, (ev.tag, ev.size));
-        }
+        let receipt = Receipt { c, n: None, src, dst, size: ev.size, tag: ev.tag };
+        let wait = Wait { rank: dst, before, at: ev.time, why: by_peer(LATE_SENDER, &ev), on: src };
+        self.tell_wait(wait, |o, v, w| o.received(v, w, receipt, &p));
         self.received(ev);
     }
 
     /// With `nic_ports` > 1, the port of `rank`'s NIC that is free first
     /// (the lowest-numbered at a tie).
-    #[cold]
     fn port(&self, rank: u32) -> u8 {
-        let first = self.gs(rank, 0);
-        let clocks = &self.clocks[first..first + self.nnic];
-        (0..self.nnic).min_by_key(|&i| clocks[i]).unwrap_or(0) as u8
+        self.layout.port(&self.clocks, rank)
     }
 
     /// The NIC a ready op uses: its own, or with ports the one free first.
     #[inline(always)]
     fn nic_for(&self, r: u32, op: &ReadyOp) -> u8 {
-        if self.net.nic_ports > 1 && op.kind == OpKind::Send {
-            self.port(r)
-        } else {
-            op.nic
-        }
+        self.layout.nic_for(&self.net, &self.clocks, r, op)
     }
 
     /// When `rank` can next post a send: its CPU is free, and with
@@ -705,10 +684,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// The clocks a send waits for (see `send_ready`), given its CPU's and NIC's.
     #[inline(always)]
     fn send_clocks(&self, c: usize, n: usize) -> [usize; 2] {
-        match self.net.nic_model {
-            NicModel::Loggopsim => [c, n],
-            NicModel::Dma => [c, c],
-        }
+        self.layout.send_clocks(self.net.nic_model, c, n)
     }
 
     /// Charges a send of `size` bytes posted at `t` (see `send_ready`): the
@@ -717,16 +693,13 @@ impl<P: Program, const X: bool> Engine<P, X> {
     #[allow(clippy::too_many_arguments)]
     fn charge_send(&mut self, (rank, dst): (u32, u32), cpu: u8, nic: u8, t: Time, size: u64, p: &LogGOPS) -> Time {
         let (c, n) = (self.o(rank, cpu), self.gs(rank, nic));
-        let base = self.explaining().then(|| self.x_latest(&self.send_clocks(c, n), false));
+        let before = [self.clocks[c], self.clocks[n]];
         let depart = t.max(self.clocks[n]);
-        if base.is_some() {
-            self.x_wait(rank, self.clocks[c], t, OTHER, rank);
-        }
         self.clocks[c] = self.noise.cpu_end(rank, t, p.send_cpu(size));
         self.clocks[n] = depart + p.send_nic(size);
-        if let Some(base) = base {
-            self.x_send(base, (c, n), t, depart, p, (rank, dst, size));
-        }
+        let waited_for = Some(self.send_clocks(c, n));
+        let send = Send { c, n, n_before: before[1], depart, waited_for, src: rank, dst, size };
+        self.tell_wait(Wait { rank, before: before[0], at: t, why: OTHER, on: rank }, |o, v, w| o.sent(v, w, send, p));
         depart
     }
 
@@ -739,24 +712,14 @@ impl<P: Program, const X: bool> Engine<P, X> {
     fn send_control(&mut self, mut ev: Event, to: u32, p: &LogGOPS) {
         let (from, t) = (ev.rank, ev.time);
         let c = self.o(from, ev.cpu());
-        // t is the later of the CPU's clock and now
-        let base = self.explaining().then(|| self.x_latest(&[c], true));
-        if self.explaining() {
-            self.x_wait(from, self.clocks[c], t, OTHER, from);
-        }
+        let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(from, t, p.o_ps);
-        if let Some(base) = base {
-            self.x_control(base, c, t, p, (from, to));
-        }
+        self.tell_wait(Wait { rank: from, before, at: t, why: OTHER, on: from }, |o, v, w| o.control_sent(v, w, c, to, p));
         ev.time = self.arrival(from, to, 0, t + p.o_ps, p.l_ps);
         (ev.rank, ev.peer) = (to, from);
-        if self.timeline.is_some() {
-            self.record(from, to, (t, ev.time), timeline::Activity::Message, (ev.tag, 0));
-        }
         let stamp = self.queue.push_new(ev);
-        if self.explaining() {
-            self.x_queue_msg(stamp);
-        }
+        let m = Message { stamp, src: from, dst: to, cpu: None, flight: (t, ev.time), tag: ev.tag, bytes: 0 };
+        self.tell(|o, v| o.message_queued(v, m));
     }
 
     /// Handles a control message's arrival on `ev.rank` (o, once the CPU is
@@ -766,15 +729,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
         if !self.free_or_defer(ev, c) {
             return false;
         }
-        if self.explaining() {
-            // a request to send means a late sender; a clear to send, a late receiver
-            let why = if ev.kind() == EvKind::Rts { LATE_SENDER } else { LATE_RECEIVER };
-            self.x_wait(ev.rank, self.clocks[c], ev.time, by_peer(why, &ev), ev.peer);
-        }
+        let before = self.clocks[c];
         self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
-        if self.explaining() {
-            self.x_control_in(c, p, (ev.peer, ev.rank));
-        }
+        // a request to send means a late sender; a clear to send, a late receiver
+        let why = by_peer(if ev.kind() == EvKind::Rts { LATE_SENDER } else { LATE_RECEIVER }, &ev);
+        self.tell_wait(Wait { rank: ev.rank, before, at: ev.time, why, on: ev.peer }, |o, v, w| o.control_received(v, w, c, p));
         true
     }
 
@@ -824,17 +783,12 @@ impl<P: Program, const X: bool> Engine<P, X> {
         let t = self.send_ready(src, ev.cpu(), ev.nic());
         let depart = self.charge_send((src, dst), ev.cpu(), ev.nic(), t, ev.size, &p);
         let arrive = self.arrival(src, dst, ev.size, depart + p.o_ps, p.l_ps);
-        if self.timeline.is_some() {
-            let c = self.o(src, ev.cpu());
-            self.record(src, dst, (t, self.clocks[c]), timeline::Activity::Send, (ev.tag, ev.size));
-            self.record(src, dst, (depart, arrive), timeline::Activity::Message, (ev.tag, ev.size));
-        }
         let mut data = ev.with_kind(EvKind::Data);
         (data.time, data.rank, data.peer) = (arrive, dst, src);
         let stamp = self.queue.push_new(data);
-        if self.explaining() {
-            self.x_queue_msg(stamp);
-        }
+        let cpu = Some((t, self.clocks[self.o(src, ev.cpu())]));
+        let m = Message { stamp, src, dst, cpu, flight: (depart, arrive), tag: ev.tag, bytes: ev.size };
+        self.tell(|o, v| o.message_queued(v, m));
         self.program.done(src, ev.id);
         self.touched.push(src);
         self.events += 1;
@@ -859,16 +813,11 @@ impl<P: Program, const X: bool> Engine<P, X> {
         self.program.done(src, send_id);
         self.touched.push(src);
         let (c, n) = (self.o(src, cpu), self.gs(src, nic));
-        let paths = self.explaining().then(|| [self.x_latest(&[c], true), self.x_latest(&[n], true)]);
-        if self.explaining() {
-            self.x_wait(src, self.clocks[c], now, if collective { explain::COLLECTIVE } else { LATE_RECEIVER }, dst);
-        }
+        let before = [self.clocks[c], self.clocks[n]];
         self.clocks[c] = self.clocks[c].max(now);
         self.clocks[n] = self.clocks[n].max(now);
-        if let Some([pc, pn]) = paths {
-            self.x_set(c, pc);
-            self.x_set(n, pn);
-        }
+        let why = if collective { COLLECTIVE } else { LATE_RECEIVER };
+        self.tell_wait(Wait { rank: src, before: before[0], at: now, why, on: dst }, |o, v, w| o.rendezvous_done(v, w, (c, n), before[1]));
     }
 
     /// Queues the ops freed on every touched rank: ranks in ascending order;
@@ -889,24 +838,13 @@ impl<P: Program, const X: bool> Engine<P, X> {
             for op in ready.drain(..) {
                 let ev = self.event_for(r, op)?;
                 let stamp = self.queue.push_new(ev);
-                if self.explaining() {
-                    self.x_issued(stamp, self.op_clocks(r, &op), op.kind == OpKind::Recv);
-                }
+                self.tell(|o, v| o.issued(v, stamp, r, &op));
             }
             self.ready = ready;
         }
         touched.clear();
         self.touched = touched;
         Ok(())
-    }
-
-    /// The clocks the event for `op` of rank `r` waits for (see `event_for`).
-    fn op_clocks(&self, r: u32, op: &ReadyOp) -> [usize; 2] {
-        let c = self.o(r, op.cpu);
-        match op.kind {
-            OpKind::Send => self.send_clocks(c, self.gs(r, self.nic_for(r, op))),
-            _ => [c, c],
-        }
     }
 
     /// The queue event that executes `op` of rank `r`, at the time its CPU
@@ -934,8 +872,8 @@ impl<P: Program, const X: bool> Engine<P, X> {
         // issues nothing while its CPU is in memory-bound work.)
         debug_assert!(time != fabric::MEM_BUSY);
         let time = time.max(self.now);
-        // (the mark only matters to `explain`: compiled out without it)
-        Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id).with_collective(X && op.collective))
+        // (the mark only matters to `explain`)
+        Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id).with_collective(op.collective))
     }
 
     /// Why `event_for` refuses `op` of rank `r`.

@@ -12,7 +12,7 @@
 
 use super::convert::CallSeg;
 use super::format;
-use crate::engine::timeline::{Activity, Span};
+use crate::probes::timeline::{Activity, Span};
 use crate::time::{to_seconds, Time};
 
 /// One row of the table: a kind of call over every rank.

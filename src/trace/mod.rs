@@ -577,7 +577,7 @@ pub fn replay_report(t: &Opened, replay: &Replay) -> Report {
 /// replay as traced, whose ranks are the traced ones.
 pub fn attribute(
     replay: &Replay,
-    spans: &[crate::engine::timeline::Span],
+    spans: &[crate::probes::timeline::Span],
     finish: &[crate::time::Time],
 ) -> Result<Vec<by_call::CallRow>, String> {
     let Replay::Window(p) = replay else { return Err("by_call: only for a replay as traced".into()) };

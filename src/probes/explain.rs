@@ -20,9 +20,10 @@
 //! breakdown still sums exactly but dT/dL is the count of messages, not
 //! their scaled sum.
 
-use super::{Engine, EvKind, Event};
+use super::{Findings, Message, Probe, Receipt, Send, View, Wait};
+use crate::engine::{prefetch, prefetch_whole, EvKind, Event, Mix, LISTS, MEM_BUSY};
 use crate::network::LogGOPS;
-use crate::program::Program;
+use crate::program::{OpKind, Program, ReadyOp};
 use crate::time::Time;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -220,7 +221,7 @@ pub struct Explain {
     /// Scratch: the path of the message being sent.
     msg: Path,
     /// Memory-bound computations running: their start's path and bytes.
-    mem: HashMap<(u32, u8), (Path, u64), BuildHasherDefault<super::waiting::Mix>>,
+    mem: HashMap<(u32, u8), (Path, u64), BuildHasherDefault<Mix>>,
     /// Per rank, what it waited for.
     pub waits: Vec<Waits>,
     /// Where each path entered each rank it went through: a tree, each hop
@@ -251,7 +252,7 @@ struct EventPaths {
     direct: Vec<Entry>,
     /// log2 of the direct table's size.
     bits: u32,
-    overflow: HashMap<u64, u32, BuildHasherDefault<super::waiting::Mix>>,
+    overflow: HashMap<u64, u32, BuildHasherDefault<Mix>>,
     slots: Vec<Path>,
     free: Vec<u32>,
 }
@@ -366,13 +367,13 @@ impl EventPaths {
     /// (far ahead), or the path that entry names (nearer).
     #[inline(always)]
     fn prefetch_entry(&self, stamp: u64) {
-        super::prefetch(&self.direct, self.entry(stamp).0);
+        prefetch(&self.direct, self.entry(stamp).0);
     }
     #[inline(always)]
     fn prefetch_path(&self, stamp: u64) {
         let slot = self.direct[self.entry(stamp).0].slot;
         if slot != FREE.slot {
-            super::prefetch_whole(&self.slots, slot as usize);
+            prefetch_whole(&self.slots, slot as usize);
         }
     }
 
@@ -528,11 +529,131 @@ impl Explain {
     }
 }
 
-impl<P: Program, const X: bool> Engine<P, X> {
+/// Explaining as a probe: each call extends the paths of the clocks the
+/// engine just set (the heavy work out of line, so that the engine's
+/// handlers stay small).
+impl Probe for Explain {
+    fn attach<P: Program>(&mut self, v: &View<P>) {
+        self.init(v);
+    }
+    #[inline(always)]
+    fn begin<P: Program>(&mut self, v: &View<P>, ev: &Event) {
+        self.begin_event(v, ev);
+    }
+    #[inline(always)]
+    fn prefetch<P: Program>(&self, v: &View<P>, soon: &Event, near: bool) {
+        self.prefetch_for(v, soon, near);
+    }
+    #[inline(always)]
+    fn rank_started(&mut self, rank: u32) {
+        // events run straight away at start-up take time 0's empty path, on that rank
+        self.cur = Path { hop: 1 + rank, ..Path::default() };
+        self.has_cur = true;
+        self.cur_clock = NO_CLOCK;
+    }
+    #[inline(always)]
+    fn issued<P: Program>(&mut self, v: &View<P>, stamp: u64, rank: u32, op: &ReadyOp) {
+        self.issue(v, stamp, v.op_clocks(rank, op), op.kind == OpKind::Recv);
+    }
+    #[inline(always)]
+    fn requeued_now(&mut self, stamp: u64) {
+        // it takes the current event's path (if it has one; else its clocks' when it runs)
+        if self.has_cur {
+            self.store(stamp, self.cur);
+        }
+    }
+    fn released<P: Program>(&mut self, v: &View<P>, stamp: u64, c: usize) {
+        let path = self.latest(v, [(c, v.clocks[c]); 2], true);
+        self.store(stamp, path);
+    }
+    #[inline(always)]
+    fn computed<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, work: Time) -> Time {
+        let idle = self.wait(wait);
+        self.compute(v, c, wait.at, work);
+        idle
+    }
+    #[inline(always)]
+    fn tested<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize) -> Time {
+        self.computed(v, wait, c, 0)
+    }
+    #[inline(always)]
+    fn sent<P: Program>(&mut self, v: &View<P>, wait: Wait, s: Send, p: &LogGOPS) -> Time {
+        // posted when its clocks freed up: the latest of them, as they were
+        let before = |i: usize| if i == s.c { wait.before } else { s.n_before };
+        let base = match s.waited_for {
+            None => self.cur_path(),
+            Some([a, b]) => self.latest(v, [(a, before(a)), (b, before(b))], false),
+        };
+        let idle = self.wait(wait);
+        self.send(v, base, (s.c, s.n), (wait.at, s.depart), p, (s.src, s.dst, s.size));
+        idle
+    }
+    #[inline(always)]
+    fn control_sent<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, to: u32, p: &LogGOPS) -> Time {
+        // it was sent at the later of the CPU's clock and now
+        let base = self.latest(v, [(c, wait.before); 2], true);
+        let idle = self.wait(wait);
+        self.control(v, base, c, wait.at, p, (wait.rank, to));
+        idle
+    }
+    #[inline(always)]
+    fn control_received<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, p: &LogGOPS) -> Time {
+        let idle = self.wait(wait);
+        self.control_in(v, c, p, (wait.on, wait.rank));
+        idle
+    }
+    #[inline(always)]
+    fn flew<P: Program>(&mut self, v: &View<P>, (src, dst): (u32, u32), latency: Time, hops: Time, extra: Time) {
+        let class = v.net.class(src, dst);
+        let m = &mut self.msg;
+        m.add(WIRE, latency + hops);
+        m.add_count(class, L, 1);
+        m.add(PENALTY, extra);
+    }
+    #[inline(always)]
+    fn message_queued<P: Program>(&mut self, _v: &View<P>, m: Message) {
+        // it takes the path built for it (`send`, `control`, then `flew`)
+        self.store(m.stamp, self.msg);
+    }
+    #[inline(always)]
+    fn rendezvous_done<P: Program>(&mut self, v: &View<P>, wait: Wait, (c, n): (usize, usize), n_before: Time) -> Time {
+        self.complete(v, wait, (c, n), n_before)
+    }
+    #[inline(always)]
+    fn received<P: Program>(&mut self, v: &View<P>, wait: Wait, r: Receipt, p: &LogGOPS) -> Time {
+        let idle = self.wait(wait);
+        match r.n {
+            Some(n) => self.receive(v, (r.c, n), p, (r.src, r.dst, r.size)),
+            None => self.landed(v, r.c, p, (r.src, r.dst, r.size)),
+        }
+        idle
+    }
+    #[inline(always)]
+    fn landing<P: Program>(&mut self, v: &View<P>, stamp: u64, n: usize, p: &LogGOPS, msg: (u32, u32, u64)) {
+        let path = self.land(v, n, p, msg);
+        self.store(stamp, path);
+    }
+    fn mem_started<P: Program>(&mut self, _v: &View<P>, wait: Wait, cpu: u8, bytes: u64) -> Time {
+        let idle = self.wait(wait);
+        let start = self.cur().copied().unwrap_or_default();
+        self.mem.insert((wait.rank, cpu), (start, bytes));
+        idle
+    }
+    #[inline(always)]
+    fn mem_finished<P: Program>(&mut self, v: &View<P>, at: (u32, u8, usize), span: (Time, Time), core_bytes_per_ps: f64) {
+        self.mem_end(v, at, span, core_bytes_per_ps);
+    }
+    fn report<P: Program>(&mut self, v: &View<P>, out: &mut Findings) {
+        out.explained = Some(self.explanation(v));
+    }
+}
+
+impl Explain {
     /// Keeps the critical path from now on (before the run starts).
-    pub(super) fn explain(&mut self) {
-        let per_rank = self.stride - super::LISTS;
-        let ranks = self.num_ranks() as usize;
+    fn init<P: Program>(&mut self, v: &View<P>) {
+        let stride = v.layout.stride;
+        let per_rank = stride - LISTS;
+        let ranks = v.num_ranks() as usize;
         // every clock starts on its rank, at hop 1 + rank
         let clocks = (0..ranks * per_rank).map(|i| Path { hop: (1 + i / per_rank) as u32, ..Path::default() });
         let hop_budget = MIN_HOP_BUDGET.max(HOPS_PER_RANK * ranks);
@@ -541,7 +662,7 @@ impl<P: Program, const X: bool> Engine<P, X> {
             0 => hop_budget,
             b => b,
         };
-        let mut x = Box::new(Explain {
+        *self = Explain {
             clocks: clocks.collect(),
             waits: vec![Waits::default(); ranks],
             hops: Vec::with_capacity(1 + ranks + HOPS_PER_EVENT),
@@ -551,50 +672,47 @@ impl<P: Program, const X: bool> Engine<P, X> {
             collect_at: if cfg!(test) { 64 } else { 2 * hop_budget },
             hop_budget,
             cur_clock: NO_CLOCK,
-            stride: Divisor::new(self.stride),
+            stride: Divisor::new(stride),
             ..Default::default()
-        });
-        x.push_hop(NO_RANK, NOWHERE);
+        };
+        self.push_hop(NO_RANK, NOWHERE);
         for rank in 0..ranks as u32 {
-            x.push_hop(rank, Hop { iteration: self.program.iteration(rank).unwrap_or(UNKNOWN), ..NOWHERE });
+            self.push_hop(rank, Hop { iteration: v.program.iteration(rank).unwrap_or(UNKNOWN), ..NOWHERE });
         }
-        self.explained = Some(x);
     }
 
     /// Brings into cache what the event `soon` is about to read: far ahead,
     /// its rank's clock paths and its entry in the events' table; nearer
     /// (`near`), the path that entry names.
     #[inline(always)]
-    pub(super) fn x_prefetch(&self, soon: &Event, near: bool) {
-        let x = self.explained.as_deref().expect("explaining");
+    fn prefetch_for<P: Program>(&self, v: &View<P>, soon: &Event, near: bool) {
         if near {
-            x.events.prefetch_path(soon.stamp());
+            self.events.prefetch_path(soon.stamp());
             return;
         }
-        x.events.prefetch_entry(soon.stamp());
+        self.events.prefetch_entry(soon.stamp());
         let rank = soon.rank;
         // its wait counters, added to when it ends a wait
-        super::prefetch(&x.waits, rank as usize);
-        let per_rank = self.stride - super::LISTS;
+        prefetch(&self.waits, rank as usize);
+        let per_rank = v.layout.stride - LISTS;
         let first = rank as usize * per_rank;
         for i in first..first + per_rank {
-            super::prefetch_whole(&x.clocks, i);
+            prefetch_whole(&self.clocks, i);
         }
     }
 
-    /// The makespan's path, if the run was explained.
-    pub fn explanation(&self) -> Option<Explained> {
-        let x = self.explained.as_deref()?;
-        let p = self.num_ranks();
-        let makespan = (0..p).map(|r| self.finish_time(r)).max().unwrap_or(0);
-        let last_rank = (0..p).find(|&r| self.finish_time(r) == makespan).unwrap_or(0);
+    /// The makespan's path.
+    pub fn explanation<P: Program>(&self, v: &View<P>) -> Explained {
+        let p = v.num_ranks();
+        let makespan = (0..p).map(|r| v.finish_time(r)).max().unwrap_or(0);
+        let last_rank = (0..p).find(|&r| v.finish_time(r) == makespan).unwrap_or(0);
         let inputs = (0..p)
-            .flat_map(|r| (0..self.ncpu).map(move |c| self.o(r, c as u8)))
-            .filter(|&i| self.clocks[i] == makespan)
-            .map(|i| (self.clocks[i], x.clock(i)));
+            .flat_map(|r| (0..v.layout.ncpu).map(move |c| v.layout.o(r, c as u8)))
+            .filter(|&i| v.clocks[i] == makespan)
+            .map(|i| (v.clocks[i], self.clock(i)));
         let path = latest(&inputs.collect::<Vec<_>>()).unwrap_or_default();
-        let route = x.route(&path);
-        Some(Explained { makespan, last_rank, path, peak_bytes: x.bytes(), waits: x.waits.clone(), route })
+        let route = self.route(&path);
+        Explained { makespan, last_rank, path, peak_bytes: self.bytes(), waits: self.waits.clone(), route }
     }
 
     /// An event was popped: its path becomes the current one. Only events
@@ -602,166 +720,114 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// ops freed by another resource's event); for the others it is the
     /// path of the clocks they waited for, which still hold their time.
     #[inline(never)]
-    pub(super) fn x_begin(&mut self, ev: &Event) {
-        let x = self.explained.as_deref_mut().expect("explaining");
-        if x.hops.len() >= x.collect_at {
-            x.collect();
+    fn begin_event<P: Program>(&mut self, v: &View<P>, ev: &Event) {
+        if self.hops.len() >= self.collect_at {
+            self.collect();
         }
         // a message queued for its receiver's free moment (`handled_from`)
         // carries its arrival's path: at a later time, it is the clocks'
         // (read in place: a stored path is 128 bytes, copied only into `cur`)
-        if let Some(s) = x.events.remove(ev.stamp()).filter(|s| s.total() == ev.time) {
+        if let Some(s) = self.events.remove(ev.stamp()).filter(|s| s.total() == ev.time) {
             // a path from the rank's own clocks is on that rank (`arrive` made
             // it so): only a stored one may come from elsewhere
-            let elsewhere = x.hop_rank[s.hop as usize] != ev.rank;
-            x.arriving = elsewhere.then_some(Arrival { rank: ev.rank, from: s.hop, at: s.ps, hop: None });
-            x.cur = *s;
-            x.has_cur = true;
-            x.cur_clock = NO_CLOCK;
+            let elsewhere = self.hop_rank[s.hop as usize] != ev.rank;
+            self.arriving = elsewhere.then_some(Arrival { rank: ev.rank, from: s.hop, at: s.ps, hop: None });
+            self.cur = *s;
+            self.has_cur = true;
+            self.cur_clock = NO_CLOCK;
         } else {
-            x.arriving = None;
+            self.arriving = None;
             let mut cur_clock = NO_CLOCK;
-            let cur = self.resources(ev).and_then(|[a, b]| {
-                let x = self.explained.as_deref().expect("explaining");
-                let at = [a, b].into_iter().filter(|&i| self.clocks[i] == ev.time);
-                let mut slots = at.map(|i| x.slot(i));
+            let cur = resources(v, ev).and_then(|[a, b]| {
+                let at = [a, b].into_iter().filter(|&i| v.clocks[i] == ev.time);
+                let mut slots = at.map(|i| self.slot(i));
                 let first = slots.next()?;
                 match slots.next().filter(|&s| s != first) {
                     // two clocks tie: their paths' counts are compared
-                    Some(second) => latest(&[first, second].map(|s| (ev.time, &x.clocks[s]))),
+                    Some(second) => latest(&[first, second].map(|s| (ev.time, &self.clocks[s]))),
                     None => {
                         cur_clock = first;
-                        Some(x.clocks[first])
+                        Some(self.clocks[first])
                     }
                 }
             });
-            let x = self.explained.as_deref_mut().expect("explaining");
-            x.has_cur = cur.is_some();
-            x.cur_clock = cur_clock;
+            self.has_cur = cur.is_some();
+            self.cur_clock = cur_clock;
             if let Some(p) = cur {
-                x.cur = p;
+                self.cur = p;
             }
         }
-        let x = self.explained.as_deref().expect("explaining");
-        debug_assert!(x.cur().is_none_or(|p| p.total() == ev.time), "path {:?} for {ev:?}", x.cur());
-        debug_assert!(x.cur().is_none_or(|p| (x.hop_rank[p.hop as usize] != ev.rank) == x.arriving.is_some()));
-    }
-
-    /// The clocks an event waits for before it runs (as `defer` is told).
-    fn resources(&self, ev: &Event) -> Option<[usize; 2]> {
-        let c = self.o(ev.rank, ev.cpu());
-        Some(match ev.kind() {
-            EvKind::Calc | EvKind::Probe | EvKind::Mem | EvKind::Recv => [c, c],
-            EvKind::Send => self.send_clocks(c, self.gs(ev.rank, ev.nic())),
-            EvKind::Msg | EvKind::Data if self.net.nic_model == crate::network::NicModel::Dma => {
-                let n = self.gr(ev.rank, ev.nic());
-                [n, n]
-            }
-            EvKind::Msg | EvKind::Data => [c, self.gr(ev.rank, ev.nic())],
-            EvKind::Rts | EvKind::Cts | EvKind::Landed | EvKind::DataLanded => [c, c],
-            EvKind::MemDone => return None,
-        })
+        debug_assert!(self.cur().is_none_or(|p| p.total() == ev.time), "path {:?} for {ev:?}", self.cur());
+        debug_assert!(self.cur().is_none_or(|p| (self.hop_rank[p.hop as usize] != ev.rank) == self.arriving.is_some()));
     }
 
     /// An op was queued with `stamp` for the latest of clocks `idx` and
     /// now: its path is stored if now decided its time, or if the op runs at
     /// that time whatever its clocks do by then (`fixed`: a receive is
     /// posted without waiting for the CPU).
-    pub(super) fn x_issued(&mut self, stamp: u64, idx: [usize; 2], fixed: bool) {
-        if fixed || idx.iter().all(|&i| self.clocks[i] <= self.now) {
-            let path = self.x_latest(&idx, true);
-            self.x_queued(stamp, path);
+    fn issue<P: Program>(&mut self, v: &View<P>, stamp: u64, [a, b]: [usize; 2], fixed: bool) {
+        if fixed || (v.clocks[a] <= v.now && v.clocks[b] <= v.now) {
+            let path = self.latest(v, [(a, v.clocks[a]), (b, v.clocks[b])], true);
+            self.store(stamp, path);
         }
     }
 
-    /// Rank `rank`'s CPU clock `c` was idle until `t`, when something ended
-    /// the wait (`why`: LATE_SENDER, LATE_RECEIVER, COLLECTIVE or OTHER) from rank `on`.
-    /// `before`: the clock's value until then.
-    pub(super) fn x_wait(&mut self, rank: u32, before: Time, t: Time, why: usize, on: u32) {
-        let idle = t.saturating_sub(before);
-        if idle == 0 || before == super::fabric::MEM_BUSY {
-            return;
+    /// A CPU's wait ended (see [`Wait`]): counted by what ended it. Returns
+    /// the idle time (0 if none, or if the CPU was in a memory-bound
+    /// computation, whose end is not a wait).
+    fn wait(&mut self, w: Wait) -> Time {
+        let idle = w.at.saturating_sub(w.before);
+        if idle == 0 || w.before == MEM_BUSY {
+            return 0;
         }
-        self.program.waited(rank, idle);
-        let x = self.explained.as_deref_mut().expect("explaining");
-        let w = &mut x.waits[rank as usize];
-        match why {
-            LATE_SENDER => w.late_sender += idle,
-            LATE_RECEIVER => w.late_receiver += idle,
-            COLLECTIVE => w.collective += idle,
-            _ => w.other += idle,
+        let waits = &mut self.waits[w.rank as usize];
+        match w.why {
+            LATE_SENDER => waits.late_sender += idle,
+            LATE_RECEIVER => waits.late_receiver += idle,
+            COLLECTIVE => waits.collective += idle,
+            _ => waits.other += idle,
         }
-        if idle > w.longest {
-            (w.longest, w.longest_on) = (idle, on);
+        if idle > waits.longest {
+            (waits.longest, waits.longest_on) = (idle, w.on);
         }
-    }
-
-    /// Events run straight away at start-up on `rank` take time 0's empty
-    /// path, on that rank.
-    pub(super) fn x_start(&mut self, rank: u32) {
-        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            x.cur = Path { hop: 1 + rank, ..Path::default() };
-            x.has_cur = true;
-            x.cur_clock = NO_CLOCK;
-        }
-    }
-
-    /// `ev` was queued (new or again) with `path`.
-    pub(super) fn x_queued(&mut self, stamp: u64, path: Path) {
-        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            x.store(stamp, path);
-        }
-    }
-
-    /// An event queued for now takes the current event's path (if it has
-    /// one; else its clocks' when it runs).
-    pub(super) fn x_queued_now(&mut self, stamp: u64) {
-        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            if x.has_cur {
-                x.store(stamp, x.cur);
-            }
-        }
+        idle
     }
 
     /// The current event's path (at its time).
-    pub(super) fn x_cur(&self) -> Path {
-        self.explained.as_deref().and_then(|x| x.cur()).copied().unwrap_or_default()
+    fn cur_path(&self) -> Path {
+        self.cur().copied().unwrap_or_default()
     }
 
-    /// The path of the latest of clocks `idx` and, if given, the current event.
-    pub(super) fn x_latest(&self, idx: &[usize], with_now: bool) -> Path {
-        let x = self.explained.as_deref().expect("explaining");
-        debug_assert!(matches!(idx.len(), 1 | 2));
-        let (a, b) = (idx[0], idx[idx.len() - 1]);
-        let (sa, sb) = (x.slot(a), x.slot(b));
+    /// The path of the latest of clocks `inputs` (index, time: a clock's
+    /// time may be the one it held before the charge the call is about)
+    /// and, if `with_now`, the current event. A clock given twice is one input.
+    fn latest<P: Program>(&self, v: &View<P>, [(a, ta), (b, tb)]: [(usize, Time); 2], with_now: bool) -> Path {
+        let (sa, sb) = (self.slot(a), self.slot(b));
         // the current path copies a clock now at its time: the same input
-        let is_cur = |i: usize, slot: usize| {
-            let same = slot == x.cur_clock && self.clocks[i] == self.now;
-            debug_assert!(!same || x.cur() == Some(&x.clocks[slot]), "clock {i} is not the current path");
+        let is_cur = |slot: usize, t: Time| {
+            let same = slot == self.cur_clock && t == v.now;
+            debug_assert!(!same || self.cur() == Some(&self.clocks[slot]), "clock slot {slot} is not the current path");
             same
         };
         // (a clock given twice is the same path: `latest` takes it once)
-        let inputs = [(self.clocks[a], &x.clocks[sa]), (self.clocks[b], &x.clocks[sb]), (self.now, &x.cur)];
-        let with_now = with_now && x.has_cur && !is_cur(a, sa) && !is_cur(b, sb);
+        let inputs = [(ta, &self.clocks[sa]), (tb, &self.clocks[sb]), (v.now, &self.cur)];
+        let with_now = with_now && self.has_cur && !is_cur(sa, ta) && !is_cur(sb, tb);
         latest(&inputs[..if with_now { 3 } else { 2 }]).unwrap_or_default()
     }
 
-    /// Clock `i` is now `self.clocks[i]`, reached by `path`.
-    pub(super) fn x_set(&mut self, i: usize, mut path: Path) {
-        let x = self.explained.as_deref_mut().expect("explaining");
-        let rank = x.stride.div(i) as u32;
-        debug_assert_eq!(path.total(), self.clocks[i], "clock {i}");
-        if x.slot(i) == x.cur_clock {
-            x.cur_clock = NO_CLOCK;
+    /// Clock `i` is now `v.clocks[i]`, reached by `path`.
+    fn set<P: Program>(&mut self, v: &View<P>, i: usize, mut path: Path) {
+        let rank = self.stride.div(i) as u32;
+        debug_assert_eq!(path.total(), v.clocks[i], "clock {i}");
+        if self.slot(i) == self.cur_clock {
+            self.cur_clock = NO_CLOCK;
         }
-        let hops = x.hops.len();
-        path.hop = x.arrive(&path, rank);
-        *x.clock_mut(i) = path;
-        if x.hops.len() > hops {
+        let hops = self.hops.len();
+        path.hop = self.arrive(&path, rank);
+        *self.clock_mut(i) = path;
+        if self.hops.len() > hops {
             // a new hop: the iteration the rank is in
-            let iteration = self.program.iteration(rank).unwrap_or(UNKNOWN);
-            let x = self.explained.as_deref_mut().expect("explaining");
-            x.hops[path.hop as usize].iteration = iteration;
+            self.hops[path.hop as usize].iteration = v.program.iteration(rank).unwrap_or(UNKNOWN);
         }
     }
 
@@ -770,99 +836,77 @@ impl<P: Program, const X: bool> Engine<P, X> {
     /// the charge starts when the detour ends whenever it was ready, so no
     /// parameter before it moves the end: the counts (the slopes) start
     /// again from zero there, while the causes still sum to the time.
-    fn x_charge_from(&mut self, path: &mut Path, c: usize, start: Time) {
-        let rank = self.explained.as_deref().expect("explaining").stride.div(c) as u32;
-        if self.noise.charge_started_in_detour(rank, start) {
+    fn charge_from<P: Program>(&self, v: &View<P>, path: &mut Path, c: usize, start: Time) {
+        let rank = self.stride.div(c) as u32;
+        if v.noise.charge_started_in_detour(rank, start) {
             path.restart_counts();
         }
     }
 
     /// A computation of `work` ps from the current event's time set CPU clock `c`.
     #[inline(never)]
-    pub(super) fn x_compute(&mut self, c: usize, start: Time, work: Time) {
-        let mut path = self.x_cur();
-        self.x_charge_from(&mut path, c, start);
+    fn compute<P: Program>(&mut self, v: &View<P>, c: usize, start: Time, work: Time) {
+        let mut path = self.cur_path();
+        self.charge_from(v, &mut path, c, start);
         path.add(COMPUTE, work);
-        path.noise(start, work, self.clocks[c]);
-        self.x_set(c, path);
+        path.noise(start, work, v.clocks[c]);
+        self.set(v, c, path);
     }
 
     /// A send of `size` bytes from `src` to `dst`, posted at `start` (path
     /// `base`), set CPU clock `c` and NIC clock `n`; its data left at
-    /// `depart`. Returns the path of `depart` + o (what `arrival` extends).
-    #[allow(clippy::too_many_arguments)]
+    /// `depart`. Leaves the path of `depart` + o (what `flew` extends) in `msg`.
     #[inline(never)]
-    pub(super) fn x_send(
+    fn send<P: Program>(
         &mut self,
+        v: &View<P>,
         base: Path,
         (c, n): (usize, usize),
-        start: Time,
-        depart: Time,
+        (start, depart): (Time, Time),
         p: &LogGOPS,
         (src, dst, size): (u32, u32, u64),
     ) {
-        let class = self.net.class(src, dst);
+        let class = v.net.class(src, dst);
         let mut cpu = base;
-        self.x_charge_from(&mut cpu, c, start);
+        self.charge_from(v, &mut cpu, c, start);
         cpu.send_cpu(class, p, size);
-        cpu.noise(start, p.send_cpu(size), self.clocks[c]);
-        self.x_set(c, cpu);
+        cpu.noise(start, p.send_cpu(size), v.clocks[c]);
+        self.set(v, c, cpu);
         // with a DMA NIC the data may leave after the NIC's previous message
-        let mut out = if depart > start { self.x_latest(&[n], false) } else { base };
+        // (the NIC clock's path, not yet set)
+        let mut out = if depart > start { self.clocks[self.slot(n)] } else { base };
         let mut nic = out;
         nic.nic(class, p, size);
-        self.x_set(n, nic);
+        self.set(v, n, nic);
         out.add(OVERHEAD, p.o_ps);
         out.add_count(class, O_CPU, 1);
-        self.explained.as_deref_mut().expect("explaining").msg = out;
-    }
-
-    /// The message just queued with `stamp` takes the path built for it.
-    pub(super) fn x_queue_msg(&mut self, stamp: u64) {
-        let x = self.explained.as_deref_mut().expect("explaining");
-        x.store(stamp, x.msg);
-    }
-
-    /// A message's path so far (see `x_send`), to be extended by `x_flight`.
-    pub(super) fn x_msg(&mut self) -> &mut Path {
-        &mut self.explained.as_deref_mut().expect("explaining").msg
-    }
-
-    /// The message from `src` to `dst` flew `latency` (L, regime-scaled),
-    /// then `hops` ps of per-hop latency and `extra` ps of platform
-    /// penalties (stalls, waiting for the node's link).
-    pub(super) fn x_flight(&mut self, src: u32, dst: u32, latency: Time, hops: Time, extra: Time) {
-        let class = self.net.class(src, dst);
-        let m = self.x_msg();
-        m.add(WIRE, latency + hops);
-        m.add_count(class, L, 1);
-        m.add(PENALTY, extra);
+        self.msg = out;
     }
 
     /// A message of `size` bytes from `src` arrived (the current event) and
     /// set CPU clock `c` and NIC clock `n` of its receiver.
     #[inline(never)]
-    pub(super) fn x_receive(&mut self, (c, n): (usize, usize), p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
-        let class = self.net.class(src, dst);
-        let base = self.x_cur();
+    fn receive<P: Program>(&mut self, v: &View<P>, (c, n): (usize, usize), p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
+        let class = v.net.class(src, dst);
+        let base = self.cur_path();
         let mut cpu = base;
-        self.x_charge_from(&mut cpu, c, self.now);
+        self.charge_from(v, &mut cpu, c, v.now);
         cpu.recv_cpu(class, p, size);
-        cpu.noise(self.now, p.recv_cpu(size), self.clocks[c]);
-        self.x_set(c, cpu);
+        cpu.noise(v.now, p.recv_cpu(size), v.clocks[c]);
+        self.set(v, c, cpu);
         let mut nic = base;
         nic.nic(class, p, size);
-        self.x_set(n, nic);
+        self.set(v, n, nic);
     }
 
     /// With a DMA NIC: the NIC took the message (clock `n`); the CPU's part
-    /// is queued as `landed` for the NIC's end minus g.
+    /// is queued for the NIC's end minus g, with the path returned.
     #[inline(never)]
-    pub(super) fn x_land(&mut self, n: usize, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) -> Path {
-        let class = self.net.class(src, dst);
-        let mut nic = self.x_cur();
+    fn land<P: Program>(&mut self, v: &View<P>, n: usize, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) -> Path {
+        let class = v.net.class(src, dst);
+        let mut nic = self.cur_path();
         nic.nic(class, p, size);
-        self.x_set(n, nic);
+        self.set(v, n, nic);
         let mut landed = nic;
         landed.ps[NIC] -= p.g_ps;
         landed.crossings[class][GAP] -= 1;
@@ -871,71 +915,94 @@ impl<P: Program, const X: bool> Engine<P, X> {
 
     /// With a DMA NIC: the CPU handled a landed message (clock `c`).
     #[inline(never)]
-    pub(super) fn x_landed(&mut self, c: usize, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
-        let class = self.net.class(src, dst);
-        let mut cpu = self.x_cur();
-        self.x_charge_from(&mut cpu, c, self.now);
+    fn landed<P: Program>(&mut self, v: &View<P>, c: usize, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
+        let class = v.net.class(src, dst);
+        let mut cpu = self.cur_path();
+        self.charge_from(v, &mut cpu, c, v.now);
         cpu.recv_cpu_dma(class, p, size);
-        cpu.noise(self.now, p.recv_cpu_per_byte_o(size), self.clocks[c]);
-        self.x_set(c, cpu);
+        cpu.noise(v.now, p.recv_cpu_per_byte_o(size), v.clocks[c]);
+        self.set(v, c, cpu);
     }
 
     /// A control message's o from `base` at `start` set CPU clock `c`; the
-    /// message's path (o, then `arrival`) is left in `msg`.
+    /// message's path (o, then `flew`) is left in `msg`.
     #[inline(never)]
-    pub(super) fn x_control(&mut self, base: Path, c: usize, start: Time, p: &LogGOPS, (from, to): (u32, u32)) {
-        let class = self.net.class(from, to);
+    fn control<P: Program>(&mut self, v: &View<P>, base: Path, c: usize, start: Time, p: &LogGOPS, (from, to): (u32, u32)) {
+        let class = v.net.class(from, to);
         let mut cpu = base;
-        self.x_charge_from(&mut cpu, c, start);
+        self.charge_from(v, &mut cpu, c, start);
         cpu.add(OVERHEAD, p.o_ps);
         cpu.add_count(class, O_CPU, 1);
-        cpu.noise(start, p.o_ps, self.clocks[c]);
-        self.x_set(c, cpu);
+        cpu.noise(start, p.o_ps, v.clocks[c]);
+        self.set(v, c, cpu);
         let mut out = base;
         out.add(OVERHEAD, p.o_ps);
         out.add_count(class, O_CPU, 1);
-        *self.x_msg() = out;
+        self.msg = out;
     }
 
     /// A control message's arrival (the current event) cost o on CPU clock `c`.
     #[inline(never)]
-    pub(super) fn x_control_in(&mut self, c: usize, p: &LogGOPS, (from, to): (u32, u32)) {
-        let class = self.net.class(from, to);
-        let mut cpu = self.x_cur();
-        self.x_charge_from(&mut cpu, c, self.now);
+    fn control_in<P: Program>(&mut self, v: &View<P>, c: usize, p: &LogGOPS, (from, to): (u32, u32)) {
+        let class = v.net.class(from, to);
+        let mut cpu = self.cur_path();
+        self.charge_from(v, &mut cpu, c, v.now);
         cpu.add(OVERHEAD, p.o_ps);
         cpu.add_count(class, O_CPU, 1);
-        cpu.noise(self.now, p.o_ps, self.clocks[c]);
-        self.x_set(c, cpu);
+        cpu.noise(v.now, p.o_ps, v.clocks[c]);
+        self.set(v, c, cpu);
     }
 
-    /// A memory-bound computation of `bytes` started on (rank, cpu).
-    pub(super) fn x_mem_start(&mut self, rank: u32, cpu: u8, bytes: u64) {
-        if let Some(x) = self.explained.as_deref_mut().filter(|_| X) {
-            let start = x.cur().copied().unwrap_or_default();
-            x.mem.insert((rank, cpu), (start, bytes));
-        }
-    }
-
-    /// It ended at `mem_end` on CPU clock `c` (which holds that end with
-    /// any detours after it). The time it would have taken alone at the
-    /// core's bandwidth is computation; the rest, up to `mem_end`, is
-    /// contention for the socket's bandwidth.
+    /// A rendezvous send completed (see `Probe::rendezvous_done`): each of
+    /// its clocks takes the later of its own path and the current event's.
     #[inline(never)]
-    pub(super) fn x_mem_end(&mut self, (rank, cpu, c): (u32, u8, usize), start: Time, mem_end: Time, core_bytes_per_ps: f64) {
-        let x = self.explained.as_deref_mut().expect("explaining");
-        let (path, bytes) = x.mem.remove(&(rank, cpu)).unwrap_or_default();
-        let mut path = path;
-        self.x_charge_from(&mut path, c, start);
-        let x = self.explained.as_deref_mut().expect("explaining");
+    fn complete<P: Program>(&mut self, v: &View<P>, wait: Wait, (c, n): (usize, usize), n_before: Time) -> Time {
+        let pc = self.latest(v, [(c, wait.before); 2], true);
+        let pn = self.latest(v, [(n, n_before); 2], true);
+        let idle = self.wait(wait);
+        self.set(v, c, pc);
+        self.set(v, n, pn);
+        idle
+    }
+
+    /// A memory-bound computation ended at `mem_end` on CPU clock `c` (which
+    /// holds that end with any detours after it). The time it would have
+    /// taken alone at the core's bandwidth is computation; the rest, up to
+    /// `mem_end`, is contention for the socket's bandwidth.
+    #[inline(never)]
+    fn mem_end<P: Program>(
+        &mut self,
+        v: &View<P>,
+        (rank, cpu, c): (u32, u8, usize),
+        (start, mem_end): (Time, Time),
+        core_bytes_per_ps: f64,
+    ) {
+        let (mut path, bytes) = self.mem.remove(&(rank, cpu)).unwrap_or_default();
+        self.charge_from(v, &mut path, c, start);
         let alone = ((bytes as f64 / core_bytes_per_ps).ceil() as Time).min(mem_end - start);
         path.add(COMPUTE, alone);
         path.add(MEMORY, mem_end - start - alone);
-        path.add(NOISE, self.clocks[c] - mem_end);
-        x.has_cur = false;
-        x.cur_clock = NO_CLOCK;
-        self.x_set(c, path);
+        path.add(NOISE, v.clocks[c] - mem_end);
+        self.has_cur = false;
+        self.cur_clock = NO_CLOCK;
+        self.set(v, c, path);
     }
+}
+
+/// The clocks an event waits for before it runs (as `defer` is told).
+fn resources<P: Program>(v: &View<P>, ev: &Event) -> Option<[usize; 2]> {
+    let c = v.layout.o(ev.rank, ev.cpu());
+    Some(match ev.kind() {
+        EvKind::Calc | EvKind::Probe | EvKind::Mem | EvKind::Recv => [c, c],
+        EvKind::Send => v.layout.send_clocks(v.net.nic_model, c, v.layout.gs(ev.rank, ev.nic())),
+        EvKind::Msg | EvKind::Data if v.net.nic_model == crate::network::NicModel::Dma => {
+            let n = v.layout.gr(ev.rank, ev.nic());
+            [n, n]
+        }
+        EvKind::Msg | EvKind::Data => [c, v.layout.gr(ev.rank, ev.nic())],
+        EvKind::Rts | EvKind::Cts | EvKind::Landed | EvKind::DataLanded => [c, c],
+        EvKind::MemDone => return None,
+    })
 }
 
 impl Explain {
@@ -1086,7 +1153,7 @@ impl Explain {
     /// layout without the match-list heads).
     #[inline(always)]
     fn slot(&self, i: usize) -> usize {
-        i - super::LISTS * self.stride.div(i)
+        i - LISTS * self.stride.div(i)
     }
     #[inline]
     fn clock(&self, i: usize) -> &Path {
