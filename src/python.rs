@@ -119,9 +119,10 @@ fn check_scenario(doc_json: &str) -> PyResult<()> {
 // here, so that Python code tells errors apart by class and attributes,
 // never by their text (which is each error's Display).
 
+// (not TraceError: idlewave.trace.format has one for its own reader)
 create_exception!(
     _engine,
-    TraceError,
+    TraceReplayError,
     SimulationError,
     "A trace that cannot be read, converted or extrapolated; .path names the rank file or trace directory to blame \
      (None if none), .record the record's index in it (None if none)."
@@ -179,7 +180,7 @@ impl From<crate::trace::TraceError> for PyErr {
             E::File(f) => f.into(),
             e => {
                 let (path, record) = (e.path().map(|p| p.display().to_string()), e.record());
-                with_attrs(TraceError::new_err(e.to_string()), |_, v| {
+                with_attrs(TraceReplayError::new_err(e.to_string()), |_, v| {
                     v.setattr("path", path)?;
                     v.setattr("record", record)
                 })
@@ -603,7 +604,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UnmatchedError", m.py().get_type::<UnmatchedError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
     m.add("ScenarioRuleError", m.py().get_type::<ScenarioRuleError>())?;
-    m.add("TraceError", m.py().get_type::<TraceError>())?;
+    m.add("TraceReplayError", m.py().get_type::<TraceReplayError>())?;
     m.add("InputFileError", m.py().get_type::<InputFileError>())?;
     m.add("MAX_INPUT_PS", crate::time::MAX_INPUT)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;

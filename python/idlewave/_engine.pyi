@@ -16,7 +16,7 @@ class MemoryLimitError(SimulationError): ...
 class ScenarioRuleError(ValueError):
     """A scenario the engine refuses: args are (key path, message)."""
 
-class TraceError(SimulationError):
+class TraceReplayError(SimulationError):
     """A trace that cannot be read, converted or extrapolated."""
 
     path: str | None
