@@ -41,12 +41,10 @@ pub enum TraceError {
     /// Neither way to extrapolate fits the trace.
     #[error("cannot extrapolate: not as a Cartesian grid ({grid}), nor periodically ({periodic})")]
     NoExtrapolation { grid: Box<TraceError>, periodic: Box<TraceError> },
-    /// Ranks that do not repeat rank 0's calls with the same offsets.
-    #[error("{0}")]
-    NotPeriodic(String),
-    /// Asked of the replay (scale_to, grid, strong, compute_scale, algorithms, by_call) and not possible.
-    #[error("{0}")]
-    Spec(String),
+    #[error(transparent)]
+    NotPeriodic(#[from] PeriodicError),
+    #[error(transparent)]
+    Spec(#[from] SpecError),
     /// A template rank the extrapolation cannot replay (class.rs); `refusal` says what was asked.
     #[error("{refusal}{source}")]
     Template { refusal: String, source: Box<TraceError> },
@@ -74,6 +72,52 @@ pub enum TraceError {
     /// Stopped from outside (Ctrl-C) while reading or converting.
     #[error("{}", crate::interrupt::INTERRUPTED)]
     Interrupted,
+}
+
+/// What the replay was asked for (its workload keys: algorithms, scale_to,
+/// grid, strong, compute_scale, by_call) and cannot do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    #[error("algorithm '{0}': expected collective=algorithm")]
+    AlgorithmSyntax(String),
+    #[error("algorithm for '{0}': not a collective with a choice of algorithm (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall)")]
+    NoChoice(String),
+    /// `known`: the collective's algorithms, listed.
+    #[error("algorithm for {collective}: '{algorithm}' is not one of {known}")]
+    UnknownAlgorithm { collective: String, algorithm: String, known: String },
+    #[error("grid {0}: more than 2^32 ranks")]
+    GridTooLarge(String),
+    #[error("scale_to = {scale_to} disagrees with grid {grid} ({ranks} ranks)")]
+    ScaleToDisagrees { scale_to: u32, grid: String, ranks: u32 },
+    #[error("strong scaling (--strong) takes the trace to another size: give --scale-to or --grid too")]
+    StrongWithoutSize,
+    #[error("compute_scale must be a finite number ≥ 0, got {0}")]
+    ComputeScale(f64),
+    #[error("cannot extrapolate {traced} traced ranks down to {ranks}")]
+    Down { traced: u32, ranks: u32 },
+    #[error("by_call attributes the replay's time to the traced calls: only for a replay as traced (no scale_to or grid)")]
+    ByCallExtrapolated,
+    /// `example`: the grid MPI_Dims_create would make, as a grid key ("4x4").
+    #[error("{ranks} ranks make no {dims}-dimensional grid: give the grid (e.g. grid = \"{example}\")")]
+    NoGridOf { ranks: u32, dims: usize, example: String },
+}
+
+/// Why rank q cannot replay trace rank q mod p (periodic extrapolation).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PeriodicError {
+    #[error("{ranks} is not a multiple of the {traced} traced ranks")]
+    NotAMultiple { ranks: u32, traced: u32 },
+    #[error("cannot extrapolate: rank {0} makes a different number of MPI calls than rank 0; only periodic patterns scale")]
+    CallCount(usize),
+    #[error("cannot extrapolate by rank offsets: call {0} creates a communicator, whose members do not scale so")]
+    CreatesComm(u64),
+    #[error("cannot extrapolate by rank offsets: call {call} ({op}) has per-rank sizes or neighbours")]
+    PerRankSizes { call: u64, op: String },
+    #[error("cannot extrapolate: rooted collectives with a root other than rank 0")]
+    RootNotZero,
+    /// Call `call` of `rank` (`op` at `offset`) is not rank 0's (`op0` at `offset0`).
+    #[error("cannot extrapolate: rank {rank} call {call} ({op}, offset {offset}) differs from rank 0's ({op0}, offset {offset0}); only periodic patterns scale")]
+    Differs { rank: usize, call: u64, op: String, offset: i64, op0: String, offset0: i64 },
 }
 
 impl TraceError {

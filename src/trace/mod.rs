@@ -19,7 +19,7 @@ use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::goal::GoalKind;
 use crate::units::{names, zero_is_none, FilePath};
 use convert::{NewOp, OpRef, Placement, RankConv, RankStats, Shared, Sink, Source};
-pub use error::TraceError;
+pub use error::{PeriodicError, SpecError, TraceError};
 use format::{Footer, Header};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -90,13 +90,13 @@ pub fn open(dir: &Path) -> Result<Opened, TraceError> {
 fn algorithms(spec: &TraceSpec) -> Result<HashMap<CollectiveKind, Algorithm>, TraceError> {
     let mut out = HashMap::new();
     for choice in &spec.algorithms {
-        let (k, v) =
-            choice.split_once('=').ok_or_else(|| TraceError::Spec(format!("algorithm '{choice}': expected collective=algorithm")))?;
+        let (k, v) = choice.split_once('=').ok_or_else(|| SpecError::AlgorithmSyntax(choice.clone()))?;
         let (k, v) = (k.trim(), v.trim());
-        let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(k.into()))
-            .map_err(|_| TraceError::Spec(format!("algorithm for '{k}': not a collective with a choice of algorithm (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall)")))?;
+        let kind: CollectiveKind =
+            serde_json::from_value(serde_json::Value::String(k.into())).map_err(|_| SpecError::NoChoice(k.into()))?;
         let alg = serde_json::from_value::<Algorithm>(serde_json::Value::String(v.into())).ok().filter(|a| kind.algorithms().contains(a));
-        let alg = alg.ok_or_else(|| TraceError::Spec(format!("algorithm for {k}: '{v}' is not one of {}", names(kind.algorithms()))))?;
+        let alg =
+            alg.ok_or_else(|| SpecError::UnknownAlgorithm { collective: k.into(), algorithm: v.into(), known: names(kind.algorithms()) })?;
         out.insert(kind, alg);
     }
     Ok(out)
@@ -122,10 +122,9 @@ pub fn extrapolates(spec: &TraceSpec, t: &Opened) -> bool {
 pub fn simulated_ranks(spec: &TraceSpec, t: &Opened) -> Result<u32, TraceError> {
     let Some(g) = &spec.grid else { return Ok(spec.scale_to.unwrap_or(t.files.len() as u32)) };
     let dims = grid::parse_dims(g)?;
-    let n =
-        dims.iter().try_fold(1u32, |a, &d| a.checked_mul(d)).ok_or_else(|| TraceError::Spec(format!("grid {g}: more than 2^32 ranks")))?;
+    let n = dims.iter().try_fold(1u32, |a, &d| a.checked_mul(d)).ok_or_else(|| SpecError::GridTooLarge(g.clone()))?;
     match spec.scale_to {
-        Some(s) if s != n => Err(TraceError::Spec(format!("scale_to = {s} disagrees with grid {g} ({n} ranks)"))),
+        Some(s) if s != n => Err(SpecError::ScaleToDisagrees { scale_to: s, grid: g.clone(), ranks: n }.into()),
         _ => Ok(n),
     }
 }
@@ -220,7 +219,7 @@ fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, TraceEr
 fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u32) -> Result<Plan, TraceError> {
     let traced = t.files.len() as u32;
     if spec.strong && spec.scale_to.is_none() && spec.grid.is_none() {
-        return Err(TraceError::Spec("strong scaling (--strong) takes the trace to another size: give --scale-to or --grid too".into()));
+        return Err(SpecError::StrongWithoutSize.into());
     }
     if !extrapolates(spec, t) {
         return Ok(Plan::Traced);
@@ -240,11 +239,7 @@ fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u
     if cart || spec.grid.is_some() || spec.strong {
         return on_grid(template_grid(templates).map_err(|e| TraceError::NoGrid(Box::new(e)))?);
     }
-    let periodic = if ranks.is_multiple_of(traced) {
-        check_periodic(t)
-    } else {
-        Err(TraceError::NotPeriodic(format!("{ranks} is not a multiple of the {traced} traced ranks")))
-    };
+    let periodic = if ranks.is_multiple_of(traced) { check_periodic(t) } else { Err(PeriodicError::NotAMultiple { ranks, traced }.into()) };
     match (periodic, template_grid(templates)) {
         (Ok(()), _) => Ok(Plan::Periodic),
         (Err(_), Ok(g)) => on_grid(g),
@@ -293,15 +288,13 @@ fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::L
     let traced = t.files.len() as u32;
     let ranks = simulated_ranks(spec, t)?;
     if !(spec.compute_scale.is_finite() && spec.compute_scale >= 0.0) {
-        return Err(TraceError::Spec(format!("compute_scale must be a finite number ≥ 0, got {}", spec.compute_scale)));
+        return Err(SpecError::ComputeScale(spec.compute_scale).into());
     }
     if ranks < traced && spec.grid.is_none() {
-        return Err(TraceError::Spec(format!("cannot extrapolate {traced} traced ranks down to {ranks}")));
+        return Err(SpecError::Down { traced, ranks }.into());
     }
     if spec.by_call && extrapolates(spec, t) {
-        return Err(TraceError::Spec(
-            "by_call attributes the replay's time to the traced calls: only for a replay as traced (no scale_to or grid)".into(),
-        ));
+        return Err(SpecError::ByCallExtrapolated.into());
     }
     let templates: Vec<Rc<format::Loaded>> = if extrapolates(spec, t) {
         t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?
@@ -312,11 +305,12 @@ fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::L
     let mut scale = spec.compute_scale;
     if let Plan::Grid(e) = &plan {
         if e.target.size() != ranks {
-            return Err(TraceError::Spec(format!(
-                "{ranks} ranks make no {}-dimensional grid: give the grid (e.g. grid = \"{}\")",
-                e.template.dims.len(),
-                grid::describe_dims(&e.target.dims).replace('×', "x")
-            )));
+            return Err(SpecError::NoGridOf {
+                ranks,
+                dims: e.template.dims.len(),
+                example: grid::describe_dims(&e.target.dims).replace('×', "x"),
+            }
+            .into());
         }
         if e.strong {
             scale *= e.volume();
@@ -380,26 +374,17 @@ pub fn check_periodic(t: &Opened) -> Result<(), TraceError> {
             let (x, y) = match (a.next()?, b.next()?) {
                 (None, None) => break,
                 (Some(x), Some(y)) => (x, y),
-                _ => {
-                    return Err(TraceError::NotPeriodic(format!(
-                        "cannot extrapolate: rank {r} makes a different number of MPI calls than rank 0; only periodic patterns scale"
-                    )))
-                }
+                _ => return Err(PeriodicError::CallCount(r).into()),
             };
             if x.op == op::COMM_NEW || y.op == op::COMM_NEW {
-                return Err(TraceError::NotPeriodic(format!(
-                    "cannot extrapolate by rank offsets: call {i} creates a communicator, whose members do not scale so"
-                )));
+                return Err(PeriodicError::CreatesComm(i).into());
             }
             if a.payload || b.payload {
-                return Err(TraceError::NotPeriodic(format!(
-                    "cannot extrapolate by rank offsets: call {i} ({}) has per-rank sizes or neighbours",
-                    format::op_name(x.op)
-                )));
+                return Err(PeriodicError::PerRankSizes { call: i, op: format::op_name(x.op) }.into());
             }
             if let Some((c, _)) = collective_of(x.op) {
                 if c.is_rooted() && x.peer != 0 {
-                    return Err(TraceError::NotPeriodic("cannot extrapolate: rooted collectives with a root other than rank 0".into()));
+                    return Err(PeriodicError::RootNotZero.into());
                 }
             }
             let same = x.op == y.op
@@ -408,13 +393,15 @@ pub fn check_periodic(t: &Opened) -> Result<(), TraceError> {
                 && x.comm == y.comm
                 && (x.tag == y.tag || x.op == op::OTHER);
             if !same {
-                return Err(TraceError::NotPeriodic(format!(
-                    "cannot extrapolate: rank {r} call {i} ({}, offset {}) differs from rank 0's ({}, offset {}); only periodic patterns scale",
-                    format::op_name(y.op),
-                    offset(y.op, y.peer, r as i64),
-                    format::op_name(x.op),
-                    offset(x.op, x.peer, 0)
-                )));
+                return Err(PeriodicError::Differs {
+                    rank: r,
+                    call: i,
+                    op: format::op_name(y.op),
+                    offset: offset(y.op, y.peer, r as i64),
+                    op0: format::op_name(x.op),
+                    offset0: offset(x.op, x.peer, 0),
+                }
+                .into());
             }
             i += 1;
         }
