@@ -3,6 +3,7 @@
 //! send, a receive or a computation), so figures compare across simulators.
 
 use crate::collectives::CollectiveKind;
+use crate::engine::SimError;
 use crate::network::{LogGOPS, Network};
 use crate::noise::NoiseSpec;
 use crate::sim::{run, Config, WorkloadSpec};
@@ -126,7 +127,29 @@ pub fn config(case: &str) -> Option<Config> {
     })
 }
 
-pub fn run_case(case: &str) -> Result<BenchResult, String> {
+/// Why a benchmark case did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("unknown bench case '{0}' (known: {known})", known = CASES.join(", "))]
+    UnknownCase(String),
+    /// Writing or reading the case's input (a trace directory, a GOAL file).
+    #[error("{}: {source}", path.display())]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
+    #[error(transparent)]
+    Goal(#[from] crate::program::goal::GoalError),
+    #[error(transparent)]
+    NoGoalForm(#[from] crate::program::stream::NoGoalForm),
+}
+
+fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> BenchError + '_ {
+    move |source| BenchError::Io { path: path.to_path_buf(), source }
+}
+
+pub fn run_case(case: &str) -> Result<BenchResult, BenchError> {
     if case == "trace_replay_10m" {
         return trace_case(10_000_000);
     }
@@ -146,10 +169,10 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
         Some(name) => (name, true),
         None => (case, false),
     };
-    let mut cfg = config(name).ok_or_else(|| format!("unknown bench case '{case}' (known: {})", CASES.join(", ")))?;
+    let mut cfg = config(name).ok_or_else(|| BenchError::UnknownCase(case.into()))?;
     cfg.explain = explain;
     let cpu = thread_cpu_s();
-    let r = run(&cfg, None).map_err(|e| e.to_string())?;
+    let r = run(&cfg, None)?;
     let cpu_s = thread_cpu_s() - cpu;
     // CPU time (setup included) is steadier than wall time on shared machines
     Ok(BenchResult::of(case, r.ranks, &r, vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))]))
@@ -157,10 +180,10 @@ pub fn run_case(case: &str) -> Result<BenchResult, String> {
 
 /// A 3×3 halo-exchange trace (`write_synthetic_grid`, 3 iterations)
 /// extrapolated to `ranks` on MPI_Dims_create's grid, generated lazily.
-fn grid_case(case: &str, ranks: u32) -> Result<BenchResult, String> {
+fn grid_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
     use crate::trace::{write_synthetic_grid, TraceSpec};
     let dir = std::env::temp_dir().join(format!("idlewave-bench-grid-{}", std::process::id()));
-    write_synthetic_grid(&dir, 3).map_err(|e| format!("{}: {e}", dir.display()))?;
+    write_synthetic_grid(&dir, 3).map_err(io(&dir))?;
     let spec = TraceSpec {
         dir: dir.display().to_string(),
         algorithms: Default::default(),
@@ -174,7 +197,7 @@ fn grid_case(case: &str, ranks: u32) -> Result<BenchResult, String> {
     let mut cfg = config("bcast_1m").expect("a known case");
     cfg.workload = WorkloadSpec::Trace(spec);
     let cpu = thread_cpu_s();
-    let r = run(&cfg, None).map_err(|e| e.to_string());
+    let r = run(&cfg, None);
     let cpu_s = thread_cpu_s() - cpu;
     let _ = std::fs::remove_dir_all(&dir);
     let r = r?;
@@ -195,13 +218,12 @@ pub fn thread_cpu_s() -> f64 {
 /// A synthetic trace of about `records` records (16 ranks in a ring with
 /// polls and allreduces): conversion alone (streamed into a discarded GOAL
 /// file) and the whole replay, with records/s and peak heap memory.
-fn trace_case(records: u64) -> Result<BenchResult, String> {
+fn trace_case(records: u64) -> Result<BenchResult, BenchError> {
     use crate::trace::{export_goal, write_synthetic, TraceSpec};
     let ranks = 16u32;
     let iterations = records / (6 * ranks as u64);
     let dir = std::env::temp_dir().join(format!("idlewave-bench-trace-{}", std::process::id()));
-    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
-    write_synthetic(&dir, ranks, iterations).map_err(io)?;
+    write_synthetic(&dir, ranks, iterations).map_err(io(&dir))?;
     let total = ranks as u64 * (iterations * 6 + 2);
     let spec = TraceSpec {
         dir: dir.display().to_string(),
@@ -223,7 +245,7 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
         let mut cfg = config("bcast_1m").expect("a known case");
         cfg.workload = WorkloadSpec::Trace(spec.clone());
         let cpu = thread_cpu_s();
-        let r = run(&cfg, None).map_err(|e| e.to_string())?;
+        let r = run(&cfg, None)?;
         let replay_cpu_s = thread_cpu_s() - cpu;
         Ok(BenchResult::of(
             "trace_replay_10m",
@@ -246,21 +268,21 @@ fn trace_case(records: u64) -> Result<BenchResult, String> {
 
 /// GOAL mode: case (a)'s binomial broadcast written as a GOAL file, then
 /// parsed alone (ops/s) and run whole (peak bytes include the parse).
-fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, String> {
+fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
     use crate::program::goal::{read_goal_file, write_goal};
     let WorkloadSpec::Collective(w) = collective(ranks, 1, CollectiveKind::Bcast) else { unreachable!() };
     let sched = crate::program::stream::export_goal(&w)?;
     let ops = sched.num_ops() as f64;
     let path = std::env::temp_dir().join(format!("idlewave-bench-{}.goal", std::process::id()));
-    std::fs::write(&path, write_goal(&sched)).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, write_goal(&sched)).map_err(io(&path))?;
     drop(sched);
     let result = (|| {
         let (wall, cpu) = (std::time::Instant::now(), thread_cpu_s());
-        drop(read_goal_file(&path).map_err(|e| e.to_string())?);
+        drop(read_goal_file(&path)?);
         let (parse_s, parse_cpu_s) = (wall.elapsed().as_secs_f64(), thread_cpu_s() - cpu);
         let mut cfg = config("bcast_1m").expect("a known case");
         cfg.workload = WorkloadSpec::Goal { path: path.display().to_string() };
-        let r = run(&cfg, None).map_err(|e| e.to_string())?;
+        let r = run(&cfg, None)?;
         let extra = vec![
             ("ops", ops),
             ("parse_ops_per_s", ops / parse_s.max(1e-9)),

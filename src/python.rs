@@ -115,6 +115,98 @@ fn check_scenario(doc_json: &str) -> PyResult<()> {
     crate::scenario::parse(doc_json).map(|_| ()).map_err(scenario_err)
 }
 
+// Errors: every module's error type becomes its Python class here, and only
+// here, so that Python code tells errors apart by class and attributes,
+// never by their text (which is each error's Display).
+
+// (not TraceError: idlewave.trace.format has one for its own reader)
+create_exception!(
+    _engine,
+    TraceReplayError,
+    SimulationError,
+    "A trace that cannot be read, converted or extrapolated; .path names the rank file or trace directory to blame \
+     (None if none), .record the record's index in it (None if none)."
+);
+create_exception!(
+    _engine,
+    InputFileError,
+    SimulationError,
+    "An input file (a rank file, a detour trace) that cannot be read; .path names it, .line the line to blame (None if none)."
+);
+
+/// `e` with attributes set on its exception value.
+fn with_attrs(e: PyErr, attrs: impl for<'py> FnOnce(Python<'py>, &Bound<'py, PyAny>) -> PyResult<()>) -> PyErr {
+    Python::with_gil(|py| {
+        let value = e.value(py).clone().into_any();
+        match attrs(py, &value) {
+            Ok(()) => e,
+            Err(failed) => failed,
+        }
+    })
+}
+
+impl From<SimError> for PyErr {
+    fn from(e: SimError) -> Self {
+        sim_err(e)
+    }
+}
+
+impl From<crate::files::FileError> for PyErr {
+    fn from(e: crate::files::FileError) -> Self {
+        let path = e.path().to_string();
+        with_attrs(InputFileError::new_err(e.to_string()), |py, v| {
+            v.setattr("path", path)?;
+            v.setattr("line", py.None())
+        })
+    }
+}
+
+impl From<crate::noise::trace::NoiseTraceError> for PyErr {
+    fn from(e: crate::noise::trace::NoiseTraceError) -> Self {
+        let (path, line) = (e.path().to_string(), e.line());
+        with_attrs(InputFileError::new_err(e.to_string()), |_, v| {
+            v.setattr("path", path)?;
+            v.setattr("line", line)
+        })
+    }
+}
+
+impl From<crate::trace::TraceError> for PyErr {
+    fn from(e: crate::trace::TraceError) -> Self {
+        use crate::trace::TraceError as E;
+        match e {
+            // a loop stopped by Ctrl-C ends the call as Ctrl-C does
+            E::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string()),
+            E::File(f) => f.into(),
+            e => {
+                let (path, record) = (e.path().map(|p| p.display().to_string()), e.record());
+                with_attrs(TraceReplayError::new_err(e.to_string()), |_, v| {
+                    v.setattr("path", path)?;
+                    v.setattr("record", record)
+                })
+            }
+        }
+    }
+}
+
+impl From<crate::program::stream::NoGoalForm> for PyErr {
+    fn from(e: crate::program::stream::NoGoalForm) -> Self {
+        SimulationError::new_err(e.to_string())
+    }
+}
+
+impl From<crate::bench::BenchError> for PyErr {
+    fn from(e: crate::bench::BenchError) -> Self {
+        use crate::bench::BenchError as E;
+        match e {
+            E::Sim(e) => e.into(),
+            E::Trace(e) => e.into(),
+            E::NoGoalForm(e) => e.into(),
+            e => SimulationError::new_err(e.to_string()),
+        }
+    }
+}
+
 /// Each kind of failure as its own exception class (all SimulationError).
 fn sim_err(e: SimError) -> PyErr {
     let msg = e.to_string();
@@ -375,7 +467,7 @@ fn spmv_partners_text(doc_json: &str) -> PyResult<String> {
 struct ExportGoal;
 
 impl WorkloadVisitor for ExportGoal {
-    type Out = Result<crate::program::goal::GoalSchedule, String>;
+    type Out = Result<crate::program::goal::GoalSchedule, crate::program::stream::NoGoalForm>;
     fn visit<W: crate::program::stream::Workload + Clone>(self, w: W) -> Self::Out {
         export_goal(&w)
     }
@@ -394,7 +486,7 @@ fn export_goal_text(doc_json: &str) -> PyResult<String> {
         _ => {}
     }
     let (sched, _) = cfg.workload.visit(&cfg.network, ExportGoal).map_err(err)?.expect("a generated workload");
-    Ok(write_goal(&sched.map_err(err)?))
+    Ok(write_goal(&sched?))
 }
 
 /// Streams a trace replay's schedule (JSON of the trace workload) into a
@@ -404,16 +496,15 @@ fn trace_export_goal(py: Python<'_>, spec_json: &str, path: &str) -> PyResult<(u
     let spec: crate::trace::TraceSpec = serde_json::from_str(spec_json).map_err(|e| err(format!("trace workload: {e}")))?;
     py.allow_threads(|| {
         crate::interrupt::with_check(no_signal, || {
-            let f = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+            let io = crate::trace::TraceError::io(std::path::Path::new(path));
+            let f = std::fs::File::create(path).map_err(io)?;
             let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
             let n = crate::trace::export_goal(&spec, &mut w)?;
-            std::io::Write::flush(&mut w).map_err(|e| format!("{path}: {e}"))?;
-            Ok(n)
+            std::io::Write::flush(&mut w).map_err(crate::trace::TraceError::io(std::path::Path::new(path)))?;
+            Ok::<_, crate::trace::TraceError>(n)
         })
     })
-    .map_err(
-        |e: String| if e.ends_with(crate::interrupt::INTERRUPTED) { pyo3::exceptions::PyKeyboardInterrupt::new_err(e) } else { err(e) },
-    )
+    .map_err(PyErr::from)
 }
 
 /// The trace format's op codes and names (docs/trace-format.md).
@@ -425,7 +516,7 @@ fn trace_ops() -> Vec<(u16, String)> {
 /// The process grid of a trace directory, as an extrapolation finds it: (dims, periodic).
 #[pyfunction]
 fn trace_grid(dir: &str) -> PyResult<(Vec<u32>, Vec<bool>)> {
-    crate::trace::grid_of(std::path::Path::new(dir)).map_err(err)
+    Ok(crate::trace::grid_of(std::path::Path::new(dir))?)
 }
 
 /// Writes the synthetic ring trace the benchmark uses (tests, examples).
@@ -438,7 +529,7 @@ fn write_synthetic_trace(dir: &str, ranks: u32, iterations: u64) -> PyResult<()>
 /// events_per_s, bytes_per_rank.
 #[pyfunction]
 fn bench_case<'py>(py: Python<'py>, case: &str) -> PyResult<Bound<'py, PyDict>> {
-    let r = py.allow_threads(|| bench::run_case(case)).map_err(err)?;
+    let r = py.allow_threads(|| bench::run_case(case))?;
     let out = PyDict::new(py);
     out.set_item("case", r.case)?;
     out.set_item("ranks", r.ranks)?;
@@ -464,6 +555,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UnmatchedError", m.py().get_type::<UnmatchedError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
     m.add("ScenarioRuleError", m.py().get_type::<ScenarioRuleError>())?;
+    m.add("TraceReplayError", m.py().get_type::<TraceReplayError>())?;
+    m.add("InputFileError", m.py().get_type::<InputFileError>())?;
     m.add("MAX_INPUT_PS", crate::time::MAX_INPUT)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;

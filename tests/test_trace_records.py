@@ -76,3 +76,31 @@ def test_records_that_make_no_sense_are_refused_naming_what_is_wrong(cli, tmp_pa
     write_pair(d, {0: (3 if record[0] == CODES["start"] else 1, record)})
     for err in refused(cli, tmp_path, d):
         assert "rank-0.iwt" in err and says in err, err
+
+
+def test_engine_refusals_say_where_as_attributes(tmp_path):
+    """The engine's errors carry the file, record and line as attributes, so
+    that Python code never reads them out of the message."""
+    from idlewave import _engine
+
+    trace = tmp_path / "t"
+    _engine.write_synthetic_trace(str(trace), 2, 1)
+    rank0 = trace / "rank-0.iwt"
+    data = bytearray(rank0.read_bytes())
+    data[64 + 48 + 8:64 + 48 + 12] = (99).to_bytes(4, "little")  # record 1's peer: no rank of 2
+    rank0.write_bytes(bytes(data))
+    with pytest.raises(_engine.TraceReplayError) as e:
+        _engine.trace_grid(str(trace))
+    assert (e.value.path, e.value.record) == (str(rank0), 1)
+    assert str(e.value) == f"{rank0}: record 1 (irecv): peer 99 is not a rank of this 2-rank run " \
+                           "(nor -1, any source, or -2, MPI_PROC_NULL)"
+
+    noise = tmp_path / "noise.txt"
+    noise.write_text("1 2\nabc 3\n")
+    with pytest.raises(_engine.InputFileError) as e:
+        _engine.read_noise_trace(str(noise))
+    assert (e.value.path, e.value.line, str(e.value)) == (str(noise), 2, f"{noise}:2: expected a start time in ns")
+    with pytest.raises(_engine.InputFileError) as e:
+        _engine.read_noise_trace(str(tmp_path))
+    assert (e.value.path, e.value.line) == (str(tmp_path), None)
+    assert isinstance(e.value, _engine.SimulationError)

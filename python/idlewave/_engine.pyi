@@ -16,6 +16,21 @@ class MemoryLimitError(SimulationError): ...
 class ScenarioRuleError(ValueError):
     """A scenario the engine refuses: args are (key path, message)."""
 
+class TraceReplayError(SimulationError):
+    """A trace that cannot be read, converted or extrapolated."""
+
+    path: str | None
+    """The rank file or trace directory to blame, if one is."""
+    record: int | None
+    """The record's index in that rank file (from 0), if one is to blame."""
+
+class InputFileError(SimulationError):
+    """An input file (a rank file, a detour trace) that cannot be read."""
+
+    path: str
+    line: int | None
+    """The line to blame (from 1), if one is."""
+
 def simulate(doc_json: str, progress: Callable[..., bool] | None = None, timeline_spans: int = 0,
              explain: bool = False, progress_done: bool = False) -> dict[str, Any]:
     """Runs one checked scenario document (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,

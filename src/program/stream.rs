@@ -285,12 +285,50 @@ impl<W: Workload> StreamProgram<W> {
     }
 }
 
+/// A workload that breaks the stream program's rules while it runs: a bug
+/// in the workload, named by rank.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StreamError {
+    #[error("rank {rank}: request slot {slot} reused while still pending (workload error)")]
+    SlotReused { rank: u32, slot: u8 },
+    #[error("rank {rank}: request slot {slot} is reserved for nonblocking collectives (workload error)")]
+    ReservedSlot { rank: u32, slot: u8 },
+    #[error("rank {0}: wait or test on slots reserved for nonblocking collectives (workload error)")]
+    ReservedWait(u32),
+    #[error("rank {rank}: nonblocking collective {id} is not defined (workload error)")]
+    UndefinedCollective { rank: u32, id: u8 },
+    /// `op`: the stream op, as Debug shows it.
+    #[error("rank {rank}: unexpected {op} in a collective")]
+    UnexpectedOp { rank: u32, op: String },
+    #[error("rank {0}: MPI_Waitany on no request (workload error)")]
+    EmptyWaitAny(u32),
+    #[error("rank {0}: the workload starts a nonblocking collective but did not declare it (workload error)")]
+    UndeclaredCollective(u32),
+    #[error("rank {0}: a nonblocking collective started while another is running (workload error)")]
+    CollectiveRunning(u32),
+    #[error("rank {0}: finished with a nonblocking collective still running (workload error)")]
+    FinishedInCollective(u32),
+    #[error("rank {rank}: the nonblocking collective needs more than the workload's {slots} background slots (workload error)")]
+    TooManyBackground { rank: u32, slots: u8 },
+}
+
+/// What a workload does that a GOAL schedule cannot say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoGoalForm {
+    #[error("memory-bound computation depends on contention and has no GOAL form")]
+    MemoryBound,
+    #[error("workloads that call MPI_Test or MPI_Waitany depend on timing and have no GOAL form")]
+    Timing,
+    #[error("nonblocking collectives progress with MPI calls and have no GOAL form")]
+    NonblockingCollectives,
+}
+
 /// Marks a request slot busy and hands the op to the engine.
 #[inline(always)]
-fn issue<S>(rank: u32, st: &mut RankState<S>, out: &mut Vec<ReadyOp>, op: ReadyOp, slot: u8) -> Result<(), String> {
+fn issue<S>(rank: u32, st: &mut RankState<S>, out: &mut Vec<ReadyOp>, op: ReadyOp, slot: u8) -> Result<(), StreamError> {
     let bit = 1u64 << slot;
     if slot >= 64 || st.pending & bit != 0 {
-        return Err(format!("rank {rank}: request slot {slot} reused while still pending (workload error)"));
+        return Err(StreamError::SlotReused { rank, slot });
     }
     st.pending |= bit;
     out.push(op);
@@ -370,7 +408,8 @@ impl<W: Workload> Program for StreamProgram<W> {
             cpu_free,
             out,
         };
-        r.advance()
+        // as text: the engine's Program trait has no error type of its own yet
+        r.advance().map_err(|e| e.to_string())
     }
 
     fn is_finished(&self, rank: u32) -> bool {
@@ -407,7 +446,7 @@ struct Rank<'a, W: Workload> {
 impl<W: Workload> Rank<'_, W> {
     /// Runs the program as far as it can go now.
     #[inline]
-    fn advance(&mut self) -> Result<(), String> {
+    fn advance(&mut self) -> Result<(), StreamError> {
         let t = self.now.max(self.cpu_free);
         let rank = self.rank;
         loop {
@@ -475,18 +514,16 @@ impl<W: Workload> Rank<'_, W> {
                 }
                 StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
                 StreamOp::WaitAny(0) => {
-                    return Err(format!("rank {rank}: MPI_Waitany on no request (workload error)"));
+                    return Err(StreamError::EmptyWaitAny(rank));
                 }
                 StreamOp::WaitAny(mask) => self.enter(Call::WaitAny, mask)?,
                 StreamOp::Test(mask) => self.enter(Call::Test, mask)?,
                 StreamOp::CollStart(id) => {
                     let Some(bg) = self.bg.as_deref_mut() else {
-                        return Err(format!(
-                            "rank {rank}: the workload starts a nonblocking collective but did not declare it (workload error)"
-                        ));
+                        return Err(StreamError::UndeclaredCollective(rank));
                     };
                     if self.st.flags.contains(Flags::BG_ACTIVE) {
-                        return Err(format!("rank {rank}: a nonblocking collective started while another is running (workload error)"));
+                        return Err(StreamError::CollectiveRunning(rank));
                     }
                     *bg = Background { driver: Driver::default(), wait: 0, id };
                     self.st.flags.insert(Flags::BG_ACTIVE);
@@ -508,7 +545,7 @@ impl<W: Workload> Rank<'_, W> {
                 }
                 StreamOp::Done => {
                     if self.st.flags.contains(Flags::BG_ACTIVE) {
-                        return Err(format!("rank {rank}: finished with a nonblocking collective still running (workload error)"));
+                        return Err(StreamError::FinishedInCollective(rank));
                     }
                     self.st.flags.insert(Flags::FINISHED);
                     return Ok(());
@@ -520,9 +557,9 @@ impl<W: Workload> Rank<'_, W> {
     /// Enters an MPI call. One that progresses a background collective
     /// without a progress thread must act when the CPU gets there, not when
     /// the program reaches it (the CPU may still be busy): a probe waits.
-    fn enter(&mut self, call: Call, mask: u64) -> Result<(), String> {
+    fn enter(&mut self, call: Call, mask: u64) -> Result<(), StreamError> {
         if mask.checked_shr(self.bg_base as u32).unwrap_or(0) != 0 {
-            return Err(format!("rank {}: wait or test on slots reserved for nonblocking collectives (workload error)", self.rank));
+            return Err(StreamError::ReservedWait(self.rank));
         }
         self.st.call = call;
         self.st.wait_mask = mask;
@@ -550,7 +587,7 @@ impl<W: Workload> Rank<'_, W> {
 
     /// Posts the background collective's ops while it may progress: one op
     /// at a time (the next once it has started), until a round must wait.
-    fn progress_background(&mut self) -> Result<(), String> {
+    fn progress_background(&mut self) -> Result<(), StreamError> {
         let rank = self.rank;
         let cpu = u8::from(self.async_progress);
         let base = self.bg_base;
@@ -563,10 +600,7 @@ impl<W: Workload> Rank<'_, W> {
                 }
                 bg.wait = 0;
             }
-            let coll = self
-                .workload
-                .collective(bg.id)
-                .ok_or_else(|| format!("rank {rank}: nonblocking collective {} is not defined (workload error)", bg.id))?;
+            let coll = self.workload.collective(bg.id).ok_or(StreamError::UndefinedCollective { rank, id: bg.id })?;
             let workload = &self.workload;
             let op = match bg.driver.next_with(coll.tag, |i| workload.collective_step(&coll, rank, i)) {
                 None => {
@@ -579,14 +613,11 @@ impl<W: Workload> Rank<'_, W> {
                 }
                 Some(other) => match other.message(base) {
                     Some(m) => m,
-                    None => return Err(format!("rank {rank}: unexpected {other:?} in a collective")),
+                    None => return Err(StreamError::UnexpectedOp { rank, op: format!("{other:?}") }),
                 },
             };
             if op.1 >= 64 - base {
-                return Err(format!(
-                    "rank {rank}: the nonblocking collective needs more than the workload's {} background slots (workload error)",
-                    64 - base
-                ));
+                return Err(StreamError::TooManyBackground { rank, slots: 64 - base });
             }
             issue(rank, st, self.out, ReadyOp { cpu, ..op.0 }, op.1 + base)?;
             st.flags.insert(Flags::BG_INFLIGHT);
@@ -595,9 +626,9 @@ impl<W: Workload> Rank<'_, W> {
     }
 }
 
-fn check_main_slot(rank: u32, slot: u8, bg_base: u8) -> Result<(), String> {
+fn check_main_slot(rank: u32, slot: u8, bg_base: u8) -> Result<(), StreamError> {
     if slot >= bg_base {
-        return Err(format!("rank {rank}: request slot {slot} is reserved for nonblocking collectives (workload error)"));
+        return Err(StreamError::ReservedSlot { rank, slot });
     }
     Ok(())
 }
@@ -606,7 +637,7 @@ fn check_main_slot(rank: u32, slot: u8, bg_base: u8) -> Result<(), String> {
 /// chain (an op may start once the previous one has started), and an op that
 /// follows a `Wait` also requires the waited-on requests to be done — the
 /// same ordering the stream engine applies, so both give identical times.
-pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
+pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, NoGoalForm> {
     let p = wl.num_ranks();
     let mut ranks = Vec::with_capacity(p as usize);
     for r in 0..p {
@@ -630,13 +661,9 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, String> {
                     waited.extend((0..64).filter(|s| mask >> s & 1 == 1).map(|s| slot_op[s]).filter(|&i| i != u32::MAX));
                     continue;
                 }
-                StreamOp::Mem(_) => return Err("memory-bound computation depends on contention and has no GOAL form".into()),
-                StreamOp::Test(_) | StreamOp::CollTest | StreamOp::WaitAny(_) => {
-                    return Err("workloads that call MPI_Test or MPI_Waitany depend on timing and have no GOAL form".into())
-                }
-                StreamOp::CollStart(_) | StreamOp::CollWait => {
-                    return Err("nonblocking collectives progress with MPI calls and have no GOAL form".into())
-                }
+                StreamOp::Mem(_) => return Err(NoGoalForm::MemoryBound),
+                StreamOp::Test(_) | StreamOp::CollTest | StreamOp::WaitAny(_) => return Err(NoGoalForm::Timing),
+                StreamOp::CollStart(_) | StreamOp::CollWait => return Err(NoGoalForm::NonblockingCollectives),
                 StreamOp::TimerStart { .. } | StreamOp::TimerStop { .. } | StreamOp::Record { .. } => continue,
                 StreamOp::Done => break,
             };

@@ -42,6 +42,47 @@ pub struct Checker {
     unnamed_idups: u64,
 }
 
+/// What is wrong with one record; the reader adds the file, the record and its op.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CheckError {
+    #[error("peer {peer} is not a rank of this {ranks}-rank run (nor -1, any source, or -2, MPI_PROC_NULL)")]
+    Peer { peer: i32, ranks: i32 },
+    #[error("root {root} is not a rank of this {ranks}-rank run (nor -1, none)")]
+    Root { root: i32, ranks: i32 },
+    #[error("member {member} is not a rank of this {ranks}-rank run (nor -1, a process outside it)")]
+    Member { member: i32, ranks: i32 },
+    #[error("member rank {0} in its communicator is negative")]
+    NegativeMemberRank(i32),
+    #[error("new communicator id {0} (ids are ≥ 0, or -1 for MPI_COMM_NULL)")]
+    CommId(i32),
+    #[error("a Cartesian payload of {0} values that does not hold [ndims, dims…, periods…]")]
+    CartPayload(usize),
+    #[error("a Cartesian dimension of {0} ranks")]
+    CartDimension(u64),
+    #[error("a neighbourhood payload of {0} values that does not hold [n_sources, n_destinations, their ranks, their sizes]")]
+    NeighbourPayload(usize),
+    #[error("neighbour {neighbour} is not a rank of this {ranks}-rank run (nor -2, MPI_PROC_NULL)")]
+    Neighbour { neighbour: i64, ranks: i32 },
+    #[error("a size of {0} bytes in its payload, past the engine's limit of 2^47 (corrupt file?)")]
+    Size(u64),
+    /// `at`: the record that posted or created the request.
+    #[error("posts request {req} again while it is open (posted at record {at})")]
+    PostedTwice { req: u64, at: u64 },
+    #[error("starts request {req}, which is not persistent (posted at record {at} by a nonblocking call)")]
+    NotPersistent { req: u64, at: u64 },
+    #[error("starts request {req} again before it completed (created at record {at})")]
+    StartedTwice { req: u64, at: u64 },
+    #[error("completes persistent request {req}, which was not started since it last completed (created at record {at})")]
+    NotStarted { req: u64, at: u64 },
+    #[error("completes request {0}, which no earlier record posted")]
+    NeverPosted(u64),
+    #[error("completes request {0}, which is not open: it completed or was freed before, or was never posted")]
+    NotOpen(u64),
+    /// `verb`: "frees" or "cancels".
+    #[error("{verb} request {req}, which is not open (never posted, or completed or freed before)")]
+    NotOpenToEnd { verb: &'static str, req: u64 },
+}
+
 /// comm_new's creation kind (tag) for MPI_Comm_idup.
 const IDUP: i32 = 4;
 
@@ -80,7 +121,7 @@ impl Checker {
     }
 
     /// Record `index`, `r` with its payload: Ok, or what is wrong with it.
-    pub fn check(&mut self, index: u64, r: &Record, payload: &[u64]) -> Result<(), String> {
+    pub fn check(&mut self, index: u64, r: &Record, payload: &[u64]) -> Result<(), CheckError> {
         let res = self.check_fields(r, payload).and_then(|()| self.check_request(index, r));
         if r.op != op::POLL {
             // (a poll names the request it polled, whichever it was)
@@ -89,30 +130,30 @@ impl Checker {
         res
     }
 
-    fn check_fields(&self, r: &Record, payload: &[u64]) -> Result<(), String> {
+    fn check_fields(&self, r: &Record, payload: &[u64]) -> Result<(), CheckError> {
         let n = self.size;
         let coll = collective_of(r.op);
         if peer_is_rank(r.op) && !(-2..n).contains(&r.peer) {
-            return Err(format!("peer {} is not a rank of this {n}-rank run (nor -1, any source, or -2, MPI_PROC_NULL)", r.peer));
+            return Err(CheckError::Peer { peer: r.peer, ranks: n });
         }
         if coll.is_some() && !(-2..n).contains(&r.peer) {
-            return Err(format!("root {} is not a rank of this {n}-rank run (nor -1, none)", r.peer));
+            return Err(CheckError::Root { root: r.peer, ranks: n });
         }
         if r.op == op::COMM_MEMBER && !(-1..n).contains(&r.peer) {
-            return Err(format!("member {} is not a rank of this {n}-rank run (nor -1, a process outside it)", r.peer));
+            return Err(CheckError::Member { member: r.peer, ranks: n });
         }
         if r.op == op::COMM_MEMBER && r.tag < 0 {
-            return Err(format!("member rank {} in its communicator is negative", r.tag));
+            return Err(CheckError::NegativeMemberRank(r.tag));
         }
         if r.op == op::COMM_NEW && r.peer < -1 {
-            return Err(format!("new communicator id {} (ids are ≥ 0, or -1 for MPI_COMM_NULL)", r.peer));
+            return Err(CheckError::CommId(r.peer));
         }
         if r.op == op::COMM_NEW && !payload.is_empty() {
             let Some(nd) = cart_dims(payload) else {
-                return Err(format!("a Cartesian payload of {} values that does not hold [ndims, dims…, periods…]", payload.len()));
+                return Err(CheckError::CartPayload(payload.len()));
             };
             if let Some(&d) = payload[1..1 + nd].iter().find(|&&d| d == 0 || d > i32::MAX as u64) {
-                return Err(format!("a Cartesian dimension of {d} ranks"));
+                return Err(CheckError::CartDimension(d));
             }
         }
         if let Some((c, _)) = coll {
@@ -126,26 +167,23 @@ impl Checker {
                     if !payload.is_empty() =>
                 {
                     let Some((ns, nd)) = neighbour_counts(payload) else {
-                        return Err(format!(
-                            "a neighbourhood payload of {} values that does not hold [n_sources, n_destinations, their ranks, their sizes]",
-                            payload.len()
-                        ));
+                        return Err(CheckError::NeighbourPayload(payload.len()));
                     };
                     if let Some(&p) = payload[2..2 + ns + nd].iter().find(|&&p| !(-2..n as i64).contains(&(p as i64))) {
-                        return Err(format!("neighbour {} is not a rank of this {n}-rank run (nor -2, MPI_PROC_NULL)", p as i64));
+                        return Err(CheckError::Neighbour { neighbour: p as i64, ranks: n });
                     }
                     &payload[2 + ns + nd..]
                 }
                 _ => payload,
             };
             if let Some(&b) = sizes.iter().find(|&&b| b >= MAX_MESSAGE_BYTES) {
-                return Err(format!("a size of {b} bytes in its payload, past the engine's limit of 2^47 (corrupt file?)"));
+                return Err(CheckError::Size(b));
             }
         }
         Ok(())
     }
 
-    fn check_request(&mut self, index: u64, r: &Record) -> Result<(), String> {
+    fn check_request(&mut self, index: u64, r: &Record) -> Result<(), CheckError> {
         let req = r.req;
         let coll = collective_of(r.op).map(|(_, m)| m);
         let posts = matches!(r.op, op::ISEND | op::IRECV | op::IMRECV)
@@ -157,7 +195,7 @@ impl Checker {
         let creates = matches!(r.op, op::SEND_INIT | op::RECV_INIT) || coll == Some(CollMode::Persistent);
         if posts || creates {
             if let Some(o) = self.open.get(&req) {
-                return Err(format!("posts request {req} again while it is open (posted at record {})", o.at));
+                return Err(CheckError::PostedTwice { req, at: o.at });
             }
             self.open.insert(req, Open { at: index, other: r.op == op::OTHER, persistent: creates, active: false });
             return Ok(());
@@ -168,10 +206,8 @@ impl Checker {
                     (o.persistent, o.active) = (true, true);
                     Ok(())
                 }
-                Some(o) if !o.persistent => {
-                    Err(format!("starts request {req}, which is not persistent (posted at record {} by a nonblocking call)", o.at))
-                }
-                Some(o) if o.active => Err(format!("starts request {req} again before it completed (created at record {})", o.at)),
+                Some(o) if !o.persistent => Err(CheckError::NotPersistent { req, at: o.at }),
+                Some(o) if o.active => Err(CheckError::StartedTwice { req, at: o.at }),
                 Some(o) => {
                     o.active = true;
                     Ok(())
@@ -183,10 +219,7 @@ impl Checker {
                 }
             },
             op::WAIT | op::TEST => match self.open.get_mut(&req) {
-                Some(o) if o.persistent && !o.active => Err(format!(
-                    "completes persistent request {req}, which was not started since it last completed (created at record {})",
-                    o.at
-                )),
+                Some(o) if o.persistent && !o.active => Err(CheckError::NotStarted { req, at: o.at }),
                 Some(o) if o.persistent => {
                     o.active = false;
                     Ok(())
@@ -202,8 +235,8 @@ impl Checker {
                     self.unnamed_idups -= 1;
                     Ok(())
                 }
-                None if self.newest.is_none_or(|n| req > n) => Err(format!("completes request {req}, which no earlier record posted")),
-                None => Err(format!("completes request {req}, which is not open: it completed or was freed before, or was never posted")),
+                None if self.newest.is_none_or(|n| req > n) => Err(CheckError::NeverPosted(req)),
+                None => Err(CheckError::NotOpen(req)),
             },
             op::REQUEST_FREE | op::CANCEL if req != 0 => match self.open.get(&req) {
                 Some(_) if r.op == op::REQUEST_FREE => {
@@ -211,10 +244,7 @@ impl Checker {
                     Ok(())
                 }
                 Some(_) => Ok(()),
-                None => Err(format!(
-                    "{} request {req}, which is not open (never posted, or completed or freed before)",
-                    if r.op == op::REQUEST_FREE { "frees" } else { "cancels" }
-                )),
+                None => Err(CheckError::NotOpenToEnd { verb: if r.op == op::REQUEST_FREE { "frees" } else { "cancels" }, req }),
             },
             _ => Ok(()),
         }
@@ -232,7 +262,7 @@ mod tests {
     /// Runs `records` through a 4-rank checker: the first error, with its record index.
     fn first_error(records: &[Record]) -> Option<(usize, String)> {
         let mut c = Checker::new(4);
-        records.iter().enumerate().find_map(|(i, r)| c.check(i as u64, r, &[]).err().map(|e| (i, e)))
+        records.iter().enumerate().find_map(|(i, r)| c.check(i as u64, r, &[]).err().map(|e| (i, e.to_string())))
     }
 
     #[test]
@@ -291,7 +321,7 @@ mod tests {
         assert!(first_error(&[Record { tag: 0, ..rec(op::COMM_MEMBER, 1, 4, 0) }]).unwrap().1.starts_with("member 4"));
         let mut c = Checker::new(4);
         let gatherv = rec(op::COLL_BASE + Coll::Gatherv as u16, 0, 0, 0);
-        assert!(c.check(0, &gatherv, &[1, 2, u64::MAX, 4]).unwrap_err().contains("a size of 18446744073709551615 bytes in its payload"));
+        assert_eq!(c.check(0, &gatherv, &[1, 2, u64::MAX, 4]), Err(CheckError::Size(u64::MAX)));
         // a neighbourhood collective's payload holds its neighbours (-2 as u64 for MPI_PROC_NULL) before the sizes
         let nbr = rec(op::COLL_BASE + Coll::NeighborAlltoall as u16, 0, -1, 0);
         assert_eq!(c.check(1, &nbr, &[1, 1, (-2i64) as u64, 1, 8, 8]), Ok(()));

@@ -19,9 +19,10 @@
 //! order. Stepping through them needs two counts, not the rounds.
 
 use super::collective::{self, Call, Msg, Stage};
-use super::convert::{CollectiveCall, NewOp, OpRef, Placement, RankConv, Shared, Sink, Source};
+use super::convert::{CollectiveCall, ConvertError, NewOp, OpRef, Placement, RankConv, Shared, Sink, Source};
 use super::format::Loaded;
 use super::grid::{Extrapolation, Strided, MAX_DIMS};
+use super::TraceError;
 use crate::collectives::Collective;
 use crate::program::goal::GoalKind;
 use crate::program::{OpKind, Program, ReadyOp, ANY};
@@ -37,7 +38,7 @@ const NIL: u32 = u32::MAX;
 const COLLECTIVE_OP: u32 = 1 << 31;
 const FAN_OP: u32 = 1 << 30;
 const SLOT_SHIFT: u32 = 25;
-const SLOTS: u32 = 32;
+pub(super) const SLOTS: u32 = 32;
 const LOCAL: u32 = (1 << SLOT_SHIFT) - 1;
 
 /// A rank's state of an item, as bits.
@@ -296,19 +297,19 @@ impl Sink for Compiler<'_> {
 
 impl Class {
     /// Converts template rank `tr` on its representative `rep`.
-    fn compile(layout: &Layout, tr: u32, rep: u32, records: Rc<Loaded>, shared: &mut Shared) -> Result<Class, String> {
+    fn compile(layout: &Layout, tr: u32, rep: u32, records: Rc<Loaded>, shared: &mut Shared) -> Result<Class, TraceError> {
         let mut conv = RankConv::new(rep, tr, Source::Memory { records, next: 0 }, layout.placement(tr));
         let mut sink = Compiler { layout, rep, items: Vec::new(), deps: Vec::new(), calls: Vec::new() };
         let mut steps = 0u32;
         while conv.advance(shared, &mut sink)? {
             steps = steps.wrapping_add(1);
             if steps.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
-                return Err(crate::interrupt::INTERRUPTED.into());
+                return Err(TraceError::Interrupted);
             }
         }
         let Compiler { items, deps, calls, .. } = sink;
         if items.len() >= FAN_OP as usize {
-            return Err(format!("template rank {tr} makes {} ops: more than the 2^30 an extrapolation replays", items.len()));
+            return Err(TraceError::TooManyOps { rank: tr, ops: items.len() });
         }
         let requires = |j: usize| {
             let (a, n) = items[j].requires;
@@ -321,7 +322,7 @@ impl Class {
             let i = items[j].irequires;
             i != NIL && items[i as usize].call != NIL && !requires(j).contains(&i)
         }) {
-            return Err(format!("template rank {tr}: op {j} follows a collective it does not wait for (internal)"));
+            return Err(TraceError::Internal(format!("template rank {tr}: op {j} follows a collective it does not wait for (internal)")));
         }
         let on_done = Edges::build(items.len(), requires);
         let on_start = Edges::build(items.len(), |j| if items[j].irequires == NIL { vec![] } else { vec![items[j].irequires] });
@@ -333,18 +334,19 @@ impl Class {
 
     /// Every template rank's class (None: no simulated rank replays it);
     /// the error names the first record that does not extrapolate.
-    pub fn compile_all(layout: &Layout, templates: &[Rc<Loaded>], shared: &mut Shared) -> Result<Vec<Option<Class>>, String> {
+    pub fn compile_all(layout: &Layout, templates: &[Rc<Loaded>], shared: &mut Shared) -> Result<Vec<Option<Class>>, TraceError> {
         let mut classes = Vec::with_capacity(templates.len());
         for (tr, l) in templates.iter().enumerate() {
             classes.push(match layout.representative(tr as u32) {
-                Some(rep) => {
-                    Some(Class::compile(layout, tr as u32, rep, l.clone(), shared).map_err(|e| format!("{}{e}", layout.refusal()))?)
-                }
+                Some(rep) => Some(
+                    Class::compile(layout, tr as u32, rep, l.clone(), shared)
+                        .map_err(|e| TraceError::Template { refusal: layout.refusal(), source: Box::new(e) })?,
+                ),
                 None => None,
             });
         }
         if let Layout::Grid(e) = layout {
-            check_pairing(e, &classes).map_err(|why| format!("{}{why}", layout.refusal()))?;
+            check_pairing(e, &classes).map_err(|why| TraceError::Template { refusal: layout.refusal(), source: Box::new(why) })?;
         }
         Ok(classes)
     }
@@ -391,7 +393,7 @@ fn describe_offset(off: &[i8]) -> String {
 /// be a copy of another class, or of its own, so a code whose ranks
 /// exchange different numbers of messages (which depend on their data) would
 /// otherwise stop midway with ranks waiting for each other.
-fn check_pairing(e: &Extrapolation, classes: &[Option<Class>]) -> Result<(), String> {
+fn check_pairing(e: &Extrapolation, classes: &[Option<Class>]) -> Result<(), TraceError> {
     let dims = e.template.dims.len();
     let counts: Vec<_> = classes.iter().map(|c| c.as_ref().and_then(Class::p2p_counts)).collect();
     // per dimension and step (-1, 0, 1): the template coordinates found side by side on the target
@@ -428,13 +430,7 @@ fn check_pairing(e: &Extrapolation, classes: &[Option<Class>]) -> Result<(), Str
                 let m = theirs.get(&(back, !send, tag)).copied().unwrap_or(0);
                 if m != n {
                     let (from, to, toward, (sent, received)) = if send { (t as u32, u, off, (n, m)) } else { (u, t as u32, back, (m, n)) };
-                    return Err(format!(
-                        "template rank {from} sends {sent} messages of one kind (communicator and tag) to its neighbour at \
-                         {}; at scale that neighbour can replay template rank {to}, which receives {received} of them. The \
-                         traced ranks exchange different numbers of messages (as when they depend on each rank's data), so \
-                         copies of them do not pair up (replay it at its traced size, or trace it at the size wanted)",
-                        describe_offset(&toward[..dims]),
-                    ));
+                    return Err(TraceError::Unpaired { from, sent, toward: describe_offset(&toward[..dims]), to, received });
                 }
             }
         }
@@ -557,22 +553,22 @@ pub struct ClassProgram {
     cursors: Vec<Cursor>,
     /// Ops released and not yet collected, by rank.
     ready: Vec<(u32, ReadyOp)>,
-    error: Option<String>,
+    error: Option<TraceError>,
     max_initial: u32,
     /// By template rank: messages its class's ranks sent, and their bytes.
     sent: Vec<(u64, u64)>,
 }
 
 impl ClassProgram {
-    pub fn new(mut shared: Shared, layout: Layout, templates: &[Rc<Loaded>]) -> Result<Self, String> {
+    pub fn new(mut shared: Shared, layout: Layout, templates: &[Rc<Loaded>]) -> Result<Self, TraceError> {
         let mut classes = Class::compile_all(&layout, templates, &mut shared)?;
         let ranks = layout.ranks();
         let mut cursors = Vec::new();
-        cursors.try_reserve_exact(ranks as usize).map_err(|e| format!("{ranks} ranks: {e}"))?;
+        cursors.try_reserve_exact(ranks as usize).map_err(|source| TraceError::Alloc { ranks, source })?;
         for r in 0..ranks {
             // (at tens of millions of ranks this loop takes seconds, mostly the kernel zeroing pages)
             if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
-                return Err(crate::interrupt::INTERRUPTED.into());
+                return Err(TraceError::Interrupted);
             }
             let tr = layout.template_rank(r);
             classes[tr as usize].as_mut().expect("a rank's class is compiled").members += 1;
@@ -587,7 +583,7 @@ impl ClassProgram {
     /// The most ops a rank issues when it begins: its class's first items,
     /// and the first rounds of the collectives among them (counted rank by
     /// rank, since they depend on the rank's place).
-    fn count_initial(&mut self) -> Result<u32, String> {
+    fn count_initial(&mut self) -> Result<u32, TraceError> {
         let mut most = 0;
         for c in self.classes.iter().flatten() {
             most = most.max(c.initial.len() as u32);
@@ -597,7 +593,7 @@ impl ClassProgram {
         }
         for r in 0..self.cursors.len() as u32 {
             if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
-                return Err(crate::interrupt::INTERRUPTED.into());
+                return Err(TraceError::Interrupted);
             }
             self.begin(r);
             most = most.max(self.ready.len() as u32);
@@ -636,7 +632,7 @@ impl ClassProgram {
         self.classes[(self.cursors[r as usize].class & !BEGUN) as usize].as_ref().expect("compiled")
     }
 
-    fn fail(&mut self, e: String) {
+    fn fail(&mut self, e: TraceError) {
         if self.error.is_none() {
             self.error = Some(e);
         }
@@ -696,9 +692,12 @@ impl ClassProgram {
                 match collective::rounds(&call, cc.call.algorithm) {
                     Ok(rounds) => match rounds.iter().map(Stage::of_round).collect::<Option<Box<[Stage]>>>() {
                         Some(s) => Some(s),
-                        None => return self.fail(format!("rank {r}: a {} round of more than two messages", cc.call.coll.name())),
+                        None => {
+                            let e = TraceError::Internal(format!("a {} round of more than two messages", cc.call.coll.name()));
+                            return self.fail(TraceError::Rank { rank: r, source: Box::new(e) });
+                        }
                     },
-                    Err(e) => return self.fail(format!("rank {r}: {e}")),
+                    Err(e) => return self.fail(TraceError::Rank { rank: r, source: Box::new(ConvertError::from(e).into()) }),
                 }
             }
         };
@@ -723,7 +722,7 @@ impl ClassProgram {
             at = x.next.as_deref();
         }
         if used == u32::MAX {
-            return self.fail(format!("rank {r}: more than {SLOTS} collectives in progress at once"));
+            return self.fail(TraceError::Rank { rank: r, source: Box::new(TraceError::TooManyCollectives) });
         }
         let running = Running {
             item: j,
@@ -830,12 +829,12 @@ impl ClassProgram {
             for &(local, m, fan) in &out[..n] {
                 if local > LOCAL {
                     self.put_back(r, x);
-                    return self.fail(format!("rank {r}: a collective of more than 2^25 messages on one rank"));
+                    return self.fail(TraceError::Rank { rank: r, source: Box::new(TraceError::CollectiveTooLarge) });
                 }
                 let peer = members.world(m.peer);
                 if peer >= self.cursors.len() as u32 {
                     self.put_back(r, x);
-                    return self.fail(format!("collective peer {peer} is not a rank of this {}-rank run", self.cursors.len()));
+                    return self.fail(ConvertError::CollectivePeer { peer, ranks: self.cursors.len() as u32 }.into());
                 }
                 let id = COLLECTIVE_OP | if fan { FAN_OP } else { 0 } | (x.slot as u32) << SLOT_SHIFT | local;
                 let kind = if m.send { OpKind::Send } else { OpKind::Recv };
@@ -937,7 +936,8 @@ impl Program for ClassProgram {
             self.begin(rank);
         }
         if let Some(e) = self.error.take() {
-            return Err(e);
+            // as text: the engine's Program trait has no error type of its own yet
+            return Err(e.to_string());
         }
         if self.ready.iter().all(|e| e.0 == rank) {
             out.extend(self.ready.drain(..).map(|e| e.1));

@@ -73,13 +73,34 @@ pub fn engine_rounds(
     me: u32,
     root: u32,
     bytes: u64,
-) -> Result<Vec<Round>, String> {
+) -> Result<Vec<Round>, CollectiveError> {
     let c = engine_collective(kind, algorithm, n, root, bytes)?;
     Ok((0..).map_while(|i| c.step(me, i)).map(|s| Stage::of_step(s).round()).collect())
 }
 
+/// A traced collective the replay cannot expand into messages.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CollectiveError {
+    #[error("{coll} needs {want} per-member sizes in its payload, the record has {got}")]
+    Payload { coll: &'static str, want: usize, got: usize },
+    #[error("neighbourhood collective: payload does not match its neighbour counts")]
+    NeighbourPayload,
+    /// A bug: the converter expands these itself.
+    #[error("neighbourhood collectives are expanded by the caller")]
+    Neighbourhood,
+    // the collectives module's own check, still text until it has its own error type
+    #[error("{0}")]
+    Engine(String),
+}
+
 /// The engine's collective on `n` members (local ranks), checked.
-pub fn engine_collective(kind: CollectiveKind, algorithm: Option<Algorithm>, n: u32, root: u32, bytes: u64) -> Result<Collective, String> {
+pub fn engine_collective(
+    kind: CollectiveKind,
+    algorithm: Option<Algorithm>,
+    n: u32,
+    root: u32,
+    bytes: u64,
+) -> Result<Collective, CollectiveError> {
     let c = Collective {
         kind,
         algorithm: algorithm.unwrap_or_else(|| kind.auto_algorithm(Default::default(), n, bytes)),
@@ -90,7 +111,7 @@ pub fn engine_collective(kind: CollectiveKind, algorithm: Option<Algorithm>, n: 
         tag: 0,
         comm: Comm::World,
     };
-    c.validate()?;
+    c.validate().map_err(CollectiveError::Engine)?;
     Ok(c)
 }
 
@@ -139,9 +160,9 @@ impl Stage {
     }
 }
 
-fn payload<'a>(call: &Call<'a>, want: usize) -> Result<&'a [u64], String> {
+fn payload<'a>(call: &Call<'a>, want: usize) -> Result<&'a [u64], CollectiveError> {
     if call.payload.len() < want {
-        return Err(format!("{} needs {want} per-member sizes in its payload, the record has {}", call.coll.name(), call.payload.len()));
+        return Err(CollectiveError::Payload { coll: call.coll.name(), want, got: call.payload.len() });
     }
     Ok(&call.payload[..want])
 }
@@ -185,7 +206,7 @@ fn linear_scatter(call: &Call, sizes: Option<&[u64]>, mine: u64) -> Vec<Round> {
 
 /// The rounds of `call` on this rank; `algorithm` applies to the collectives
 /// the engine has algorithms for.
-pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, String> {
+pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, CollectiveError> {
     let (n, me) = (call.n, call.me);
     if let Some((kind, bytes)) = engine_call(call) {
         return engine_rounds(kind, algorithm, n, me, call.root, bytes);
@@ -237,7 +258,7 @@ pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, S
             out
         }
         Coll::NeighborAllgather | Coll::NeighborAllgatherv | Coll::NeighborAlltoall | Coll::NeighborAlltoallv | Coll::NeighborAlltoallw => {
-            return Err("neighbourhood collectives are expanded by the caller".into());
+            return Err(CollectiveError::Neighbourhood);
         }
         Coll::Barrier
         | Coll::Bcast
@@ -258,9 +279,8 @@ pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, S
 /// A neighbourhood collective's single round, with world-rank peers:
 /// `[n_src, n_dst, src…, dst…, recv bytes…, send bytes…]`; PROC_NULL
 /// neighbours (−2) move nothing.
-pub fn neighbour_round(payload: &[u64]) -> Result<Vec<Msg>, String> {
-    let bad = || "neighbourhood collective: payload does not match its neighbour counts".to_string();
-    let (ns, nd) = super::format::neighbour_counts(payload).ok_or_else(bad)?;
+pub fn neighbour_round(payload: &[u64]) -> Result<Vec<Msg>, CollectiveError> {
+    let (ns, nd) = super::format::neighbour_counts(payload).ok_or(CollectiveError::NeighbourPayload)?;
     let srcs = &payload[2..2 + ns];
     let dsts = &payload[2 + ns..2 + ns + nd];
     let rb = &payload[2 + ns + nd..2 + 2 * ns + nd];

@@ -14,7 +14,8 @@
 
 use super::collective::{self, Call, Msg, Round};
 use super::format::{self, collective_of, flag, has_p2p_peer, op, Coll, CollMode, Loaded, Record, RecordReader, PROC_NULL};
-use super::grid::{Extrapolation, Strided};
+use super::grid::{Extrapolation, GridError, Strided};
+use super::TraceError;
 use crate::collectives::{Algorithm, CollectiveKind, MpiLibrary};
 use crate::program::goal::GoalKind;
 use rustc_hash::FxHashMap;
@@ -22,6 +23,57 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
 
 /// An op handed to a sink, as the sink named it.
+/// A record the replay cannot turn into operations; the caller adds the file
+/// and the record. Communicators are named with the record that created them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConvertError {
+    #[error("MPI_Start of request {0:#x}, which no *_init created")]
+    StartWithoutInit(u64),
+    #[error("unknown op code {0} (a newer trace format?)")]
+    UnknownOp(u16),
+    /// -1 is a process outside the traced run (spawned, or connected).
+    #[error("peer {peer} is not a rank of this {ranks}-rank run{}", if *peer == -1 { " (a process outside the traced run, e.g. made by MPI_Comm_spawn or reached by MPI_Comm_connect: a replay cannot model it)" } else { "" })]
+    Peer { peer: i32, ranks: u32 },
+    #[error("a send with tag {0} (MPI tags are ≥ 0)")]
+    NegativeTag(i32),
+    #[error("a receive with MPI_ANY_TAG that the tracer did not resolve")]
+    UnresolvedAnyTag,
+    #[error("communicator {0} is not live here")]
+    CommNotLive(u32),
+    #[error("a rooted collective without a root")]
+    NoRoot,
+    #[error("root {0} is not a member")]
+    RootNotMember(i32),
+    #[error("root {root} is out of range for a communicator of {size}")]
+    RootOutOfRange { root: u32, size: u32 },
+    #[error("collective peer {peer} is not a rank of this {ranks}-rank run")]
+    CollectivePeer { peer: u32, ranks: u32 },
+    #[error("created from communicator {0}, which is not live here")]
+    ParentNotLive(u32),
+    #[error("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so")]
+    PeriodicComm,
+    #[error("member {member} of communicator {comm} out of order")]
+    MemberOrder { member: i32, comm: u32 },
+    #[error("member record of communicator {0}, which no comm_new announced")]
+    UnannouncedMember(u32),
+    #[error("communicator {comm} (created at record {created}) has no member records")]
+    NoMembers { comm: u32, created: u64 },
+    #[error("communicator {comm} (created at record {created}): intercommunicators do not extrapolate on a grid")]
+    IntercommOnGrid { comm: u32, created: u64 },
+    #[error("communicator {comm} (created at record {created}): {source}")]
+    CommGrid { comm: u32, created: u64, source: GridError },
+    #[error("communicator {comm} (created at record {created}): this rank is not among its members")]
+    NotAmongMembers { comm: u32, created: u64 },
+    #[error("communicator {comm} (created at record {created}): member {member} is not a rank of this {traced}-rank trace")]
+    MemberOutsideTrace { comm: u32, created: u64, member: u32, traced: u32 },
+    #[error("{0} counts for a communicator of more members")]
+    Counts(usize),
+    #[error(transparent)]
+    Grid(#[from] GridError),
+    #[error(transparent)]
+    Collective(#[from] collective::CollectiveError),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpRef {
     pub slot: u32,
@@ -273,7 +325,7 @@ pub enum Source {
 }
 
 impl Source {
-    fn next(&mut self, payload: &mut Vec<u64>) -> Result<Option<Record>, String> {
+    fn next(&mut self, payload: &mut Vec<u64>) -> Result<Option<Record>, TraceError> {
         match self {
             Source::File(r) => r.next(payload),
             Source::Memory { records, next } => {
@@ -444,7 +496,7 @@ impl RankConv {
     }
 
     /// Converts the next record; false once the trace is over.
-    pub fn advance(&mut self, sh: &mut Shared, sink: &mut impl Sink) -> Result<bool, String> {
+    pub fn advance(&mut self, sh: &mut Shared, sink: &mut impl Sink) -> Result<bool, TraceError> {
         let index = self.reader.index();
         let Some(mut r) = self.reader.next(&mut self.payload)? else {
             self.close_pending(sh)?;
@@ -464,8 +516,12 @@ impl RankConv {
             }
             Placement::Grid { ext, template } => regrid(ext, self.rank, *template, &mut r, &mut self.payload),
         };
-        res.and_then(|()| self.record(sh, sink, &r))
-            .map_err(|e| format!("{} record {index} ({}): {e}", self.reader.path().display(), format::op_name(code)))?;
+        res.and_then(|()| self.record(sh, sink, &r)).map_err(|source| TraceError::Replay {
+            path: self.reader.path().to_path_buf(),
+            index,
+            op: format::op_name(code),
+            source: Box::new(source),
+        })?;
         self.stats.records += 1;
         Ok(true)
     }
@@ -488,7 +544,7 @@ impl RankConv {
         (me + offset).rem_euclid(ranks) as u32
     }
 
-    fn record(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), String> {
+    fn record(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), ConvertError> {
         if r.op == op::COMM_MEMBER {
             return self.member(r);
         }
@@ -556,7 +612,7 @@ impl RankConv {
         }
     }
 
-    fn call(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), String> {
+    fn call(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), ConvertError> {
         if let Some((coll, mode)) = collective_of(r.op) {
             if r.has(flag::INTERCOMM) {
                 if self.reports {
@@ -632,7 +688,7 @@ impl RankConv {
             op::START => {
                 self.count_mpi(r);
                 let Some((t, payload)) = self.persistent.get(&r.req).cloned() else {
-                    return Err(format!("MPI_Start of request {:#x}, which no *_init created", r.req));
+                    return Err(ConvertError::StartWithoutInit(r.req));
                 };
                 if let Some((coll, _)) = collective_of(t.op) {
                     return self.collective(sh, sink, coll, false, &Record { req: r.req, ..t }, &payload);
@@ -666,12 +722,12 @@ impl RankConv {
                 self.zero_cost(r);
                 Ok(())
             }
-            other => Err(format!("unknown op code {other} (a newer trace format?)")),
+            other => Err(ConvertError::UnknownOp(other)),
         }
     }
 
     /// A nonblocking send or receive (or a started persistent one).
-    fn post(&mut self, sh: &mut Shared, sink: &mut impl Sink, kind: GoalKind, r: &Record, req: u64) -> Result<(), String> {
+    fn post(&mut self, sh: &mut Shared, sink: &mut impl Sink, kind: GoalKind, r: &Record, req: u64) -> Result<(), ConvertError> {
         if r.has(flag::CANCELLED) {
             self.stats.cancelled += 1;
             return Ok(());
@@ -706,29 +762,23 @@ impl RankConv {
         r: &Record,
         after: Option<&[OpRef]>,
         chain: bool,
-    ) -> Result<OpRef, String> {
+    ) -> Result<OpRef, ConvertError> {
         if r.peer < 0 || r.peer as u32 >= sh.ranks {
-            // (the tracer writes -1 for a process outside the run: spawned, or connected)
-            let outside = if r.peer == -1 {
-                " (a process outside the traced run, e.g. made by MPI_Comm_spawn or reached by MPI_Comm_connect: a replay cannot model it)"
-            } else {
-                ""
-            };
-            return Err(format!("peer {} is not a rank of this {}-rank run{outside}", r.peer, sh.ranks));
+            return Err(ConvertError::Peer { peer: r.peer, ranks: sh.ranks });
         }
         if r.tag < 0 && kind == GoalKind::Send {
-            return Err(format!("a send with tag {} (MPI tags are ≥ 0)", r.tag));
+            return Err(ConvertError::NegativeTag(r.tag));
         }
         if r.tag < 0 {
-            return Err("a receive with MPI_ANY_TAG that the tracer did not resolve".into());
+            return Err(ConvertError::UnresolvedAnyTag);
         }
-        let ctx = self.comms.get(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?.ctx;
+        let ctx = self.comms.get(&r.comm).ok_or(ConvertError::CommNotLive(r.comm))?.ctx;
         let tag = sh.tag(ctx, r.tag as i64);
         Ok(self.op(sink, NewOp { kind, peer: r.peer as u32, tag, size: r.bytes }, after, chain))
     }
 
-    fn wildcard_recv(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<OpRef, String> {
-        let ctx = self.comms.get(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?.ctx;
+    fn wildcard_recv(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<OpRef, ConvertError> {
+        let ctx = self.comms.get(&r.comm).ok_or(ConvertError::CommNotLive(r.comm))?.ctx;
         let tag = sh.tag(ctx, r.tag as i64);
         Ok(self.op(sink, NewOp { kind: GoalKind::Recv, peer: crate::program::ANY, tag, size: r.bytes }, None, true))
     }
@@ -763,28 +813,26 @@ impl RankConv {
         blocking: bool,
         r: &Record,
         payload: &[u64],
-    ) -> Result<(), String> {
+    ) -> Result<(), ConvertError> {
         let ranks = sh.ranks;
-        let cs = self.comms.get_mut(&r.comm).ok_or_else(|| format!("communicator {} is not live here", r.comm))?;
+        let cs = self.comms.get_mut(&r.comm).ok_or(ConvertError::CommNotLive(r.comm))?;
         let members = cs.members.clone();
         let n = members.len(ranks);
         let world_of = |local: u32| members.world(local);
         let root = if coll.is_rooted() {
             if r.peer < 0 {
-                return Err("a rooted collective without a root".into());
+                return Err(ConvertError::NoRoot);
             }
             match (&self.placement, &members) {
                 (Placement::Grid { ext, .. }, _) => ext.root(cs.shape, ext.local_in(cs.shape, r.peer as u32)?)?,
-                (_, Members::List(m)) => {
-                    m.iter().position(|&w| w == r.peer as u32).ok_or_else(|| format!("root {} is not a member", r.peer))? as u32
-                }
+                (_, Members::List(m)) => m.iter().position(|&w| w == r.peer as u32).ok_or(ConvertError::RootNotMember(r.peer))? as u32,
                 _ => r.peer as u32,
             }
         } else {
             0
         };
         if root >= n {
-            return Err(format!("root {root} is out of range for a communicator of {n}"));
+            return Err(ConvertError::RootOutOfRange { root, size: n });
         }
         let me = cs.me;
         let tag = sh.tag(cs.ctx, -1 - (cs.colls % 65536) as i64);
@@ -845,15 +893,15 @@ impl RankConv {
         blocking: bool,
         req: u64,
         ranks: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), ConvertError> {
         let start = self.must.clone();
         let mut done = start.clone();
         let mut fan: Vec<OpRef> = Vec::new();
         let mut first = true;
-        let mut add = |this: &mut Self, m: Msg, deps: &[OpRef], chain: bool| -> Result<OpRef, String> {
+        let mut add = |this: &mut Self, m: Msg, deps: &[OpRef], chain: bool| -> Result<OpRef, ConvertError> {
             let peer = world_of(m.peer);
             if peer >= ranks {
-                return Err(format!("collective peer {peer} is not a rank of this {ranks}-rank run"));
+                return Err(ConvertError::CollectivePeer { peer, ranks });
             }
             let kind = if m.send { GoalKind::Send } else { GoalKind::Recv };
             Ok(this.op(sink, NewOp { kind, peer, tag, size: m.bytes }, Some(deps), chain))
@@ -900,7 +948,7 @@ impl RankConv {
         }
     }
 
-    fn comm_new(&mut self, r: &Record) -> Result<(), String> {
+    fn comm_new(&mut self, r: &Record) -> Result<(), ConvertError> {
         let parent_ctx = match self.comms.get_mut(&r.comm) {
             Some(p) if r.tag == CREATE_GROUP || r.tag == FIRST_SEEN => Some((p.ctx, BY_MEMBERS)),
             Some(p) => {
@@ -908,13 +956,13 @@ impl RankConv {
                 Some((p.ctx, p.created))
             }
             None if r.comm == u32::MAX || r.tag == FIRST_SEEN => None,
-            None => return Err(format!("created from communicator {}, which is not live here", r.comm)),
+            None => return Err(ConvertError::ParentNotLive(r.comm)),
         };
         if r.peer < 0 {
             return Ok(()); // MPI_COMM_NULL on this rank
         }
         if matches!(self.placement, Placement::Periodic) {
-            return Err("cannot extrapolate by rank offsets: the trace creates communicators, whose members do not scale so".into());
+            return Err(ConvertError::PeriodicComm);
         }
         let (ctx, order) = parent_ctx.unwrap_or((0x5eed, BY_MEMBERS));
         self.pending = Some(Box::new(Pending {
@@ -928,27 +976,27 @@ impl RankConv {
         Ok(())
     }
 
-    fn member(&mut self, r: &Record) -> Result<(), String> {
+    fn member(&mut self, r: &Record) -> Result<(), ConvertError> {
         match self.pending.as_mut() {
             Some(p) if p.id == r.comm => {
                 let group = if r.has(flag::REMOTE) { &mut p.remote } else { &mut p.members };
                 if r.tag as usize != group.len() {
-                    return Err(format!("member {} of communicator {} out of order", r.tag, r.comm));
+                    return Err(ConvertError::MemberOrder { member: r.tag, comm: r.comm });
                 }
                 group.push(r.peer as u32);
                 Ok(())
             }
             // The world's members, or a repeat: nothing new.
             _ if r.comm == 0 || self.comms.contains_key(&r.comm) => Ok(()),
-            _ => Err(format!("member record of communicator {}, which no comm_new announced", r.comm)),
+            _ => Err(ConvertError::UnannouncedMember(r.comm)),
         }
     }
 
-    fn close_pending(&mut self, sh: &mut Shared) -> Result<(), String> {
+    fn close_pending(&mut self, sh: &mut Shared) -> Result<(), ConvertError> {
         let Some(mut p) = self.pending.take() else { return Ok(()) };
-        let at = format!("communicator {} (created at record {})", p.id, p.index.saturating_sub(1));
+        let (comm, created) = (p.id, p.index.saturating_sub(1));
         if p.members.is_empty() {
-            return Err(format!("{at} has no member records"));
+            return Err(ConvertError::NoMembers { comm, created });
         }
         if p.order == BY_MEMBERS {
             let key = p.members.iter().fold(p.parent_ctx, |h, &w| mix(h, w as u64));
@@ -958,17 +1006,17 @@ impl RankConv {
         }
         if let Placement::Grid { ext, template } = &self.placement {
             if !p.remote.is_empty() {
-                return Err(format!("{at}: intercommunicators do not extrapolate on a grid"));
+                return Err(ConvertError::IntercommOnGrid { comm, created });
             }
-            let g = ext.sub_grid(self.rank, *template, &p.members).map_err(|e| format!("{at}: {e}"))?;
+            let g = ext.sub_grid(self.rank, *template, &p.members).map_err(|source| ConvertError::CommGrid { comm, created, source })?;
             let ctx = mix(mix(p.parent_ctx, p.order), 0x6d1d_0000 | g.mask as u64);
             let members = if g.world { Members::World } else { Members::Grid(g.members) };
             self.comms.insert(p.id, CommState { ctx, members, shape: g.mask, me: g.me, created: 0, colls: 0 });
             return Ok(());
         }
-        let me = p.members.iter().position(|&w| w == self.rank).ok_or_else(|| format!("{at}: this rank is not among its members"))?;
+        let me = p.members.iter().position(|&w| w == self.rank).ok_or(ConvertError::NotAmongMembers { comm, created })?;
         if let Some(&w) = p.members.iter().find(|&&w| w >= sh.traced) {
-            return Err(format!("{at}: member {w} is not a rank of this {}-rank trace", sh.traced));
+            return Err(ConvertError::MemberOutsideTrace { comm, created, member: w, traced: sh.traced });
         }
         let world = p.members.len() as u32 == sh.ranks && p.members.iter().enumerate().all(|(i, &w)| i as u32 == w);
         let ctx = if p.remote.is_empty() {
@@ -993,7 +1041,7 @@ impl RankConv {
 /// Moves a template record to target rank `rank`: its point-to-point peer
 /// (and, for strong scaling, its bytes) and a neighbourhood collective's
 /// neighbours and sizes.
-fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload: &mut [u64]) -> Result<(), String> {
+fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload: &mut [u64]) -> Result<(), ConvertError> {
     if has_p2p_peer(r.op) && r.peer >= 0 {
         let tpeer = r.peer as u32;
         r.bytes = ext.bytes(template, tpeer, r.bytes)?;
@@ -1005,7 +1053,7 @@ fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload
         return Ok(());
     }
     let Some((ns, nd)) = format::neighbour_counts(payload) else {
-        return Err("neighbourhood collective: payload does not match its neighbour counts".into());
+        return Err(collective::CollectiveError::NeighbourPayload.into());
     };
     let (peers, sizes) = payload[2..].split_at_mut(ns + nd);
     for (p, size) in peers.iter_mut().zip(sizes.iter_mut()) {
@@ -1023,7 +1071,7 @@ fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload
 /// (`template_member`), which is what that member's own call sends or
 /// receives, so both sides of every message agree. Exact when the traced
 /// counts were equal; the bool says so, and the others are counted for the report.
-fn resize(coll: Coll, payload: &[u64], n: u32, template_member: impl Fn(u32) -> u32) -> Result<(Vec<u64>, bool), String> {
+fn resize(coll: Coll, payload: &[u64], n: u32, template_member: impl Fn(u32) -> u32) -> Result<(Vec<u64>, bool), ConvertError> {
     let parts = if matches!(coll, Coll::Alltoallv | Coll::Alltoallw) { 2 } else { 1 };
     let old = payload.len() / parts;
     if old == 0 {
@@ -1035,7 +1083,7 @@ fn resize(coll: Coll, payload: &[u64], n: u32, template_member: impl Fn(u32) -> 
         exact &= part.iter().all(|&v| v == part[0]);
         for j in 0..n {
             let t = template_member(j) as usize;
-            out.push(*part.get(t).ok_or_else(|| format!("{} counts for a communicator of more members", old))?);
+            out.push(*part.get(t).ok_or(ConvertError::Counts(old))?);
         }
     }
     Ok((out, exact))

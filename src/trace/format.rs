@@ -3,6 +3,7 @@
 //! reopens the file at each refill, so thousands of ranks need neither
 //! thousands of descriptors nor memory proportional to the trace.
 
+use super::TraceError;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -188,23 +189,22 @@ pub struct Header {
     pub clock: u32,
 }
 
-pub fn header_of(path: &Path) -> Result<Header, String> {
-    let name = path.display();
+pub fn header_of(path: &Path) -> Result<Header, TraceError> {
     let (mut f, _) = crate::files::open_regular(path, "rank file")?;
     let mut h = [0u8; HEADER_BYTES as usize];
-    let got = read_full(&mut f, &mut h).map_err(|e| format!("{name}: {e}"))?;
+    let got = read_full(&mut f, &mut h).map_err(TraceError::io(path))?;
     if got < 8 || &h[..8] != MAGIC {
         let hint = if got >= 8 && &h[..7] == b"IWTRACE" { " (an older trace version: trace the run again with this idlewave)" } else { "" };
-        return Err(format!("{name}: not an idlewave trace (bad magic){hint}"));
+        return Err(TraceError::format(path, format!("not an idlewave trace (bad magic){hint}")));
     }
     if got < HEADER_BYTES as usize {
-        return Err(format!("{name}: truncated in the header"));
+        return Err(TraceError::format(path, "truncated in the header"));
     }
     let i32_at = |o: usize| i32::from_le_bytes(h[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap());
     let clock = u32::from_le_bytes(h[40..44].try_into().unwrap());
     if clock::name(clock).is_none() {
-        return Err(format!("{name}: unknown clock {clock} in the header (a newer tracer?)"));
+        return Err(TraceError::format(path, format!("unknown clock {clock} in the header (a newer tracer?)")));
     }
     Ok(Header {
         rank: i32_at(8),
@@ -229,24 +229,29 @@ fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// Reads the footer; errors name the file.
-pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
-    let name = path.display();
+pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, TraceError> {
     if h.footer_offset == u64::MAX || h.records == u64::MAX {
-        return Err(format!("{name}: the run did not reach MPI_Finalize (the header was never completed); replay needs a complete trace"));
+        return Err(TraceError::format(
+            path,
+            "the run did not reach MPI_Finalize (the header was never completed); replay needs a complete trace",
+        ));
     }
     let (mut f, len) = crate::files::open_regular(path, "rank file")?;
     if h.footer_offset < HEADER_BYTES || h.footer_offset >= len {
-        return Err(format!("{name}: footer offset {} is outside the file ({len} bytes): truncated or corrupt", h.footer_offset));
+        return Err(TraceError::format(
+            path,
+            format!("footer offset {} is outside the file ({len} bytes): truncated or corrupt", h.footer_offset),
+        ));
     }
-    f.seek(SeekFrom::Start(h.footer_offset)).map_err(|e| format!("{name}: {e}"))?;
+    f.seek(SeekFrom::Start(h.footer_offset)).map_err(TraceError::io(path))?;
     // Footers are small (a few hundred functions); refuse absurd ones.
     let n = (len - h.footer_offset).min(16 << 20) as usize;
     let mut b = vec![0u8; n];
-    let got = read_full(&mut f, &mut b).map_err(|e| format!("{name}: {e}"))?;
+    let got = read_full(&mut f, &mut b).map_err(TraceError::io(path))?;
     b.truncate(got);
-    let bad = |what: &str| format!("{name}: footer: {what} (truncated or corrupt)");
+    let bad = |what: &str| TraceError::format(path, format!("footer: {what} (truncated or corrupt)"));
     let mut at = 0usize;
-    let mut take = |k: usize| -> Result<&[u8], String> {
+    let mut take = |k: usize| -> Result<&[u8], TraceError> {
         let s = b.get(at..at + k).ok_or_else(|| bad("ends early"))?;
         at += k;
         Ok(s)
@@ -285,12 +290,11 @@ pub fn footer_of(path: &Path, h: &Header) -> Result<Footer, String> {
 }
 
 /// The rank files of a trace directory, checked for completeness.
-pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, String> {
-    let name = dir.display();
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{name}: {e}"))?;
+pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, TraceError> {
+    let entries = std::fs::read_dir(dir).map_err(TraceError::io(dir))?;
     let mut found: Vec<(u32, PathBuf)> = Vec::new();
     for e in entries {
-        let p = e.map_err(|e| format!("{name}: {e}"))?.path();
+        let p = e.map_err(TraceError::io(dir))?.path();
         let Some(file) = p.file_name().and_then(|s| s.to_str()) else { continue };
         if let Some(r) = file.strip_prefix("rank-").and_then(|s| s.strip_suffix(".iwt")) {
             if let Ok(r) = r.parse::<u32>() {
@@ -299,7 +303,7 @@ pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, String> {
         }
     }
     if found.is_empty() {
-        return Err(format!("{name}: no rank-*.iwt files (was the tracer preloaded?)"));
+        return Err(TraceError::format(dir, "no rank-*.iwt files (was the tracer preloaded?)"));
     }
     found.sort();
     let mut out = Vec::with_capacity(found.len());
@@ -307,20 +311,20 @@ pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, String> {
         if r as usize != i {
             let why =
                 if (r as usize) < i { format!("two files name rank {r} ({})", p.display()) } else { format!("rank-{i}.iwt is missing") };
-            return Err(format!("{name}: {why}"));
+            return Err(TraceError::format(dir, why));
         }
         let h = header_of(&p)?;
         if h.rank != i as i32 {
-            return Err(format!("{}: says it is rank {}, not {i}", p.display(), h.rank));
+            return Err(TraceError::format(&p, format!("says it is rank {}, not {i}", h.rank)));
         }
         out.push((p, h));
     }
     let size = out[0].1.size;
     if let Some((p, h)) = out.iter().find(|(_, h)| h.size != size) {
-        return Err(format!("{}: says the run had {} ranks, rank 0's file says {size}", p.display(), h.size));
+        return Err(TraceError::format(p, format!("says the run had {} ranks, rank 0's file says {size}", h.size)));
     }
     if size <= 0 || out.len() != size as usize {
-        return Err(format!("{name}: {} rank files for a run of {size} ranks", out.len()));
+        return Err(TraceError::format(dir, format!("{} rank files for a run of {size} ranks", out.len())));
     }
     Ok(out)
 }
@@ -364,8 +368,12 @@ impl RecordReader {
         &self.path
     }
 
+    fn corrupt(&self, message: impl Into<String>) -> TraceError {
+        TraceError::Corrupt { path: self.path.clone(), index: self.index, message: message.into() }
+    }
+
     /// Makes at least `n` unread bytes available, or fails naming the record.
-    fn need(&mut self, n: usize) -> Result<(), String> {
+    fn need(&mut self, n: usize) -> Result<(), TraceError> {
         if self.buf.len() - self.pos >= n {
             return Ok(());
         }
@@ -374,22 +382,22 @@ impl RecordReader {
         // never into the footer: a header claiming more records than the file holds is an error here
         let want = (self.chunk.max(n) - self.buf.len()).min(self.end.saturating_sub(self.offset) as usize);
         let (mut f, _) = crate::files::open_regular(&self.path, "rank file")?;
-        f.seek(SeekFrom::Start(self.offset)).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        f.seek(SeekFrom::Start(self.offset)).map_err(TraceError::io(&self.path))?;
         let old = self.buf.len();
         self.buf.resize(old + want, 0);
-        let got = read_full(&mut f, &mut self.buf[old..]).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let got = read_full(&mut f, &mut self.buf[old..]).map_err(TraceError::io(&self.path))?;
         self.buf.truncate(old + got);
         self.offset += got as u64;
         if self.buf.len() < n {
             let why =
                 if self.offset >= self.end { "the records end there (the footer follows): the header claims more" } else { "truncated" };
-            return Err(format!("{}: record {}: {why}", self.path.display(), self.index));
+            return Err(self.corrupt(why));
         }
         Ok(())
     }
 
     /// The next record and its payload (appended to `payload`, cleared first), or None at the end.
-    pub fn next(&mut self, payload: &mut Vec<u64>) -> Result<Option<Record>, String> {
+    pub fn next(&mut self, payload: &mut Vec<u64>) -> Result<Option<Record>, TraceError> {
         payload.clear();
         if self.left == 0 {
             return Ok(None);
@@ -399,37 +407,29 @@ impl RecordReader {
         self.pos += RECORD_BYTES;
         if r.bytes >= crate::engine::MAX_MESSAGE_BYTES {
             // refused here, naming the record, rather than by the engine (replay) or LogGOPSim (export)
-            return Err(format!(
-                "{}: record {}: {} bytes, past the engine's limit of 2^47 (corrupt file?)",
-                self.path.display(),
-                self.index,
-                r.bytes
-            ));
+            return Err(self.corrupt(format!("{} bytes, past the engine's limit of 2^47 (corrupt file?)", r.bytes)));
         }
         if !(r.t0.is_finite() && r.t1.is_finite()) {
-            return Err(format!(
-                "{}: record {}: its times ({}, {}) are not finite numbers (corrupt file)",
-                self.path.display(),
-                self.index,
-                r.t0,
-                r.t1
-            ));
+            return Err(self.corrupt(format!("its times ({}, {}) are not finite numbers (corrupt file)", r.t0, r.t1)));
         }
         if r.has(flag::PAYLOAD) {
             self.need(8)?;
             let n = u64::from_le_bytes(self.buf[self.pos..self.pos + 8].try_into().unwrap());
             self.pos += 8;
             if n > (1 << 26) {
-                return Err(format!("{}: record {}: payload of {n} values is implausible (corrupt file)", self.path.display(), self.index));
+                return Err(self.corrupt(format!("payload of {n} values is implausible (corrupt file)")));
             }
             let bytes = n as usize * 8;
             self.need(bytes)?;
             payload.extend(self.buf[self.pos..self.pos + bytes].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
             self.pos += bytes;
         }
-        self.check
-            .check(self.index, &r, payload)
-            .map_err(|e| format!("{}: record {} ({}): {e}", self.path.display(), self.index, op_name(r.op)))?;
+        self.check.check(self.index, &r, payload).map_err(|source| TraceError::Record {
+            path: self.path.clone(),
+            index: self.index,
+            op: op_name(r.op),
+            source,
+        })?;
         self.left -= 1;
         self.index += 1;
         Ok(Some(r))
@@ -448,7 +448,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    pub fn read(path: &Path, h: &Header) -> Result<Self, String> {
+    pub fn read(path: &Path, h: &Header) -> Result<Self, TraceError> {
         let mut reader = RecordReader::new(path, h, 1 << 16);
         let cap = h.records.min(1 << 24) as usize;
         let mut l = Loaded {
@@ -463,7 +463,7 @@ impl Loaded {
             if buf.is_empty() {
                 l.payload_at.push(u32::MAX);
             } else {
-                let at = u32::try_from(l.payloads.len()).map_err(|_| format!("{}: payloads beyond 2^32 values", path.display()))?;
+                let at = u32::try_from(l.payloads.len()).map_err(|_| TraceError::format(path, "payloads beyond 2^32 values"))?;
                 l.payload_at.push(at);
                 l.payloads.push(buf.len() as u64);
                 l.payloads.extend_from_slice(&buf);
@@ -593,7 +593,7 @@ mod clock_tests {
         assert_eq!(header_of(&written(&dir, None)).unwrap().clock, clock::WALL);
         assert_eq!(clock::name(clock::CPU), Some("cpu"));
         // an unknown clock is refused, naming the file
-        let e = header_of(&written(&dir, Some(7))).unwrap_err();
+        let e = header_of(&written(&dir, Some(7))).unwrap_err().to_string();
         assert!(e.contains("unknown clock 7") && e.contains("rank-7.iwt"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

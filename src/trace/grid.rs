@@ -22,13 +22,61 @@ pub struct Grid {
 
 pub type Coords = [u32; MAX_DIMS];
 
+/// Why a grid cannot be made, or a record does not fit the extrapolation;
+/// grids are named as described ("4×4 (periodic)") when the error is made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GridError {
+    #[error("a process grid has 1 to {MAX_DIMS} dimensions of at least 1 rank, got {dims:?}")]
+    Shape { dims: Vec<u32> },
+    #[error("a grid of {grid} ranks is more than this simulator's 2^32")]
+    TooLarge { grid: String },
+    #[error("grid '{text}': expected 1 to {MAX_DIMS} positive sizes joined by 'x', e.g. 64x64")]
+    Parse { text: String },
+    /// The target MPI_Dims_create makes grows dimension `dim` of fewer than 3 traced ranks.
+    #[error("at {ranks} ranks the program's grid would be MPI_Dims_create's {target} (as {traced} is at {traced_ranks}): dimension {dim} grows from {from} to {to} ranks, and with {from} traced rank{} it has no interior to repeat. Trace with at least 3 ranks along every dimension that grows (MPI_Dims_create gives that from {cube} ranks; with more ranks than cores, trace with IDLEWAVE_TRACE_CLOCK=cpu), or give --grid if the program keeps that dimension's size", if *from == 1 { "" } else { "s" })]
+    NoInteriorToGrow { ranks: u32, target: String, traced: String, traced_ranks: u32, dim: usize, from: u32, to: u32, cube: u32 },
+    #[error("every dimension of the traced grid {grid} has fewer than 3 ranks, so none has an interior to repeat: trace at least 3 ranks along one")]
+    AllDimensionsSmall { grid: String },
+    #[error("the traced grid {grid} keeps the size of its dimensions of fewer than 3 ranks, so it extrapolates to multiples of {kept} ranks, not to {ranks}")]
+    NotAMultiple { grid: String, kept: u32, ranks: u32 },
+    #[error("the traced grid is {dims}-dimensional ({traced}), the target {target} is not")]
+    Dimensions { dims: usize, traced: String, target: String },
+    #[error("dimension {dim} of the traced grid {traced} has {ranks} rank{}, no interior to repeat: it keeps its size in the target, which has {target_ranks} (trace at least 3 ranks along it to grow it)", if *ranks == 1 { "" } else { "s" })]
+    KeepsSize { dim: usize, traced: String, ranks: u32, target_ranks: u32 },
+    #[error("the target grid {target} needs at least 3 ranks along dimension {dim}, as the traced grid has")]
+    TargetTooSmall { target: String, dim: usize },
+    #[error("its peer, rank {peer}, is {distance} ranks away along dimension {dim} of the {grid} grid: only nearest neighbours (±1 per dimension, diagonals included) extrapolate")]
+    NotNearest { peer: u32, distance: i64, dim: usize, grid: String },
+    #[error("its peer falls outside the {grid} grid")]
+    PeerOutside { grid: String },
+    #[error("member {member} is not a rank of the {grid} grid")]
+    MemberOutside { member: u32, grid: String },
+    /// `first`: up to 8 of the members; `varies`: the dimensions they vary along.
+    #[error("a communicator of {members} members {first:?} is not a row, column, plane or the whole of the {grid} grid in grid order (it varies along dimensions [{varies}])")]
+    NotASubGrid { members: usize, first: Vec<u32>, grid: String, varies: String },
+    #[error("root {root} is not a rank of the {grid} grid")]
+    RootOutside { root: u32, grid: String },
+    #[error(
+        "its root sits at coordinate {at} of {of} along dimension {dim}, inside the grid: an interior root has no place on the larger grid"
+    )]
+    InteriorRoot { at: u32, of: u32, dim: usize },
+    #[error("MPI_Cart_create record with a malformed payload")]
+    CartPayload,
+    #[error("MPI_Cart_create record with a dimension of more than 2^32 ranks")]
+    CartTooLarge,
+    #[error("its point-to-point peers fit no 2-D or 3-D grid of at least 3 ranks per dimension as nearest neighbours")]
+    NoneFits,
+    #[error("its point-to-point peers fit several grids equally ({a} and {b}): create the grid with MPI_Cart_create so that the tracer records it")]
+    Ambiguous { a: String, b: String },
+}
+
 impl Grid {
-    pub fn new(dims: Vec<u32>, periodic: Vec<bool>) -> Result<Self, String> {
+    pub fn new(dims: Vec<u32>, periodic: Vec<bool>) -> Result<Self, GridError> {
         if dims.is_empty() || dims.len() > MAX_DIMS || periodic.len() != dims.len() || dims.contains(&0) {
-            return Err(format!("a process grid has 1 to {MAX_DIMS} dimensions of at least 1 rank, got {dims:?}"));
+            return Err(GridError::Shape { dims });
         }
         if dims.iter().map(|&d| d as u64).product::<u64>() > u32::MAX as u64 {
-            return Err(format!("a grid of {} ranks is more than this simulator's 2^32", describe_dims(&dims)));
+            return Err(GridError::TooLarge { grid: describe_dims(&dims) });
         }
         Ok(Grid { dims, periodic })
     }
@@ -132,7 +180,7 @@ pub fn dims_create_fixed(n: u32, fixed: &[u32]) -> Option<Vec<u32>> {
 /// the same order of size; a dimension it grows must have an interior in
 /// the trace. Another traced grid keeps its dimensions of fewer than 3 ranks
 /// and spreads the rest over the others (the description says so).
-pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), String> {
+pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), GridError> {
     let n = g.dims.len();
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| g.dims[b].cmp(&g.dims[a]));
@@ -144,30 +192,24 @@ pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), Str
         }
         if let Some(d) = (0..n).find(|&d| g.dims[d] < 3 && target[d] != g.dims[d]) {
             let cube = 3u32.pow(n as u32);
-            return Err(format!(
-                "at {ranks} ranks the program's grid would be MPI_Dims_create's {} (as {} is at {}): dimension {d} grows from {} to {} ranks, and with {} traced rank{} it has no interior to repeat. Trace with at least 3 ranks along every dimension that grows (MPI_Dims_create gives that from {cube} ranks; with more ranks than cores, trace with IDLEWAVE_TRACE_CLOCK=cpu), or give --grid if the program keeps that dimension's size",
-                describe_dims(&target),
-                describe_dims(&g.dims),
-                g.size(),
-                g.dims[d],
-                target[d],
-                g.dims[d],
-                if g.dims[d] == 1 { "" } else { "s" }
-            ));
+            return Err(GridError::NoInteriorToGrow {
+                ranks,
+                target: describe_dims(&target),
+                traced: describe_dims(&g.dims),
+                traced_ranks: g.size(),
+                dim: d,
+                from: g.dims[d],
+                to: target[d],
+                cube,
+            });
         }
         return Ok((target, "MPI_Dims_create's, as the traced grid is"));
     }
     // dimensions of fewer than 3 ranks keep their size (see Extrapolation::new)
     let fixed: Vec<u32> = g.dims.iter().map(|&a| if a < 3 { a } else { 0 }).collect();
     let dims = dims_create_fixed(ranks, &fixed).ok_or_else(|| match fixed.iter().filter(|&&d| d != 0).product::<u32>() {
-        _ if !fixed.contains(&0) => format!(
-            "every dimension of the traced grid {} has fewer than 3 ranks, so none has an interior to repeat: trace at least 3 ranks along one",
-            g.describe()
-        ),
-        kept => format!(
-            "the traced grid {} keeps the size of its dimensions of fewer than 3 ranks, so it extrapolates to multiples of {kept} ranks, not to {ranks}",
-            g.describe()
-        ),
+        _ if !fixed.contains(&0) => GridError::AllDimensionsSmall { grid: g.describe() },
+        kept => GridError::NotAMultiple { grid: g.describe(), kept, ranks },
     })?;
     let how = if fixed.contains(&0) && fixed.iter().any(|&d| d != 0) {
         "not MPI_Dims_create's: dimensions of fewer than 3 traced ranks keep their size, give --grid if the program makes another"
@@ -178,11 +220,11 @@ pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), Str
 }
 
 /// Parses "6x6" or "4x4x8" (also with '×').
-pub fn parse_dims(s: &str) -> Result<Vec<u32>, String> {
+pub fn parse_dims(s: &str) -> Result<Vec<u32>, GridError> {
     let dims: Result<Vec<u32>, _> = s.split(['x', '×', 'X']).map(|p| p.trim().parse::<u32>()).collect();
     match dims {
         Ok(d) if !d.is_empty() && d.len() <= MAX_DIMS && !d.contains(&0) => Ok(d),
-        _ => Err(format!("grid '{s}': expected 1 to {MAX_DIMS} positive sizes joined by 'x', e.g. 64x64")),
+        _ => Err(GridError::Parse { text: s.into() }),
     }
 }
 
@@ -238,30 +280,22 @@ pub struct Extrapolation {
 }
 
 impl Extrapolation {
-    pub fn new(template: Grid, target_dims: Vec<u32>, strong: bool) -> Result<Self, String> {
+    pub fn new(template: Grid, target_dims: Vec<u32>, strong: bool) -> Result<Self, GridError> {
         if target_dims.len() != template.dims.len() {
-            return Err(format!(
-                "the traced grid is {}-dimensional ({}), the target {} is not",
-                template.dims.len(),
-                template.describe(),
-                describe_dims(&target_dims)
-            ));
+            return Err(GridError::Dimensions {
+                dims: template.dims.len(),
+                traced: template.describe(),
+                target: describe_dims(&target_dims),
+            });
         }
         // a dimension repeats its interior: one of fewer than 3 ranks has none
         // to repeat, and keeps its size (LAMMPS on 9 ranks: 1×3×3)
         for (d, (&a, &big)) in template.dims.iter().zip(&target_dims).enumerate() {
             if a < 3 && big != a {
-                return Err(format!(
-                    "dimension {d} of the traced grid {} has {a} rank{}, no interior to repeat: it keeps its size in the target, which has {big} (trace at least 3 ranks along it to grow it)",
-                    template.describe(),
-                    if a == 1 { "" } else { "s" }
-                ));
+                return Err(GridError::KeepsSize { dim: d, traced: template.describe(), ranks: a, target_ranks: big });
             }
             if a >= 3 && big < 3 {
-                return Err(format!(
-                    "the target grid {} needs at least 3 ranks along dimension {d}, as the traced grid has",
-                    describe_dims(&target_dims)
-                ));
+                return Err(GridError::TargetTooSmall { target: describe_dims(&target_dims), dim: d });
             }
         }
         let target = Grid::new(target_dims, template.periodic.clone())?;
@@ -309,25 +343,21 @@ impl Extrapolation {
     }
 
     /// Grid offsets from template rank `from` to `to`, nearest neighbours only.
-    fn delta(&self, from: u32, to: u32) -> Result<[i64; MAX_DIMS], String> {
+    fn delta(&self, from: u32, to: u32) -> Result<[i64; MAX_DIMS], GridError> {
         let g = &self.template;
         let (a, b) = (g.coords(from), g.coords(to));
         let mut d = [0; MAX_DIMS];
         for k in 0..g.dims.len() {
             d[k] = g.offset(k, a[k], b[k]);
             if d[k].abs() > 1 {
-                return Err(format!(
-                    "its peer, rank {to}, is {} ranks away along dimension {k} of the {} grid: only nearest neighbours (±1 per dimension, diagonals included) extrapolate",
-                    d[k].abs(),
-                    g.describe()
-                ));
+                return Err(GridError::NotNearest { peer: to, distance: d[k].abs(), dim: k, grid: g.describe() });
             }
         }
         Ok(d)
     }
 
     /// Where template rank `tr`'s peer `tpeer` is for target rank `rank`.
-    pub fn peer(&self, rank: u32, tr: u32, tpeer: u32) -> Result<u32, String> {
+    pub fn peer(&self, rank: u32, tr: u32, tpeer: u32) -> Result<u32, GridError> {
         let d = self.delta(tr, tpeer)?;
         let mut c = self.target.coords(rank);
         for (k, &dk) in d.iter().enumerate().take(self.target.dims.len()) {
@@ -335,7 +365,7 @@ impl Extrapolation {
             let x = c[k] as i64 + dk;
             let x = if self.target.periodic[k] { x.rem_euclid(n) } else { x };
             if !(0..n).contains(&x) {
-                return Err(format!("its peer falls outside the {} grid", self.target.describe()));
+                return Err(GridError::PeerOutside { grid: self.target.describe() });
             }
             c[k] = x as u32;
         }
@@ -344,7 +374,7 @@ impl Extrapolation {
 
     /// Strong scaling: the factor on a message between neighbours `tr` and
     /// `tpeer` (its face shrinks along the dimensions it does not cross).
-    pub fn surface(&self, tr: u32, tpeer: u32) -> Result<f64, String> {
+    pub fn surface(&self, tr: u32, tpeer: u32) -> Result<f64, GridError> {
         let d = self.delta(tr, tpeer)?;
         Ok((0..self.template.dims.len()).filter(|&k| d[k] == 0).map(|k| self.shrink(k)).product())
     }
@@ -359,7 +389,7 @@ impl Extrapolation {
     }
 
     /// Scales a neighbour message's bytes under strong scaling.
-    pub fn bytes(&self, tr: u32, tpeer: u32, bytes: u64) -> Result<u64, String> {
+    pub fn bytes(&self, tr: u32, tpeer: u32, bytes: u64) -> Result<u64, GridError> {
         if !self.strong || bytes == 0 {
             return Ok(bytes);
         }
@@ -368,14 +398,14 @@ impl Extrapolation {
 
     /// A communicator whose template members (world ranks, in communicator
     /// order) are given, rebuilt around target rank `rank`.
-    pub fn sub_grid(&self, rank: u32, tr: u32, members: &[u32]) -> Result<SubGrid, String> {
+    pub fn sub_grid(&self, rank: u32, tr: u32, members: &[u32]) -> Result<SubGrid, GridError> {
         let g = &self.template;
         let nd = g.dims.len();
         let mine = g.coords(tr);
         let mut mask = 0u8;
         for &m in members {
             if m >= g.size() {
-                return Err(format!("member {m} is not a rank of the {} grid", g.describe()));
+                return Err(GridError::MemberOutside { member: m, grid: g.describe() });
             }
             let c = g.coords(m);
             for k in 0..nd {
@@ -389,13 +419,12 @@ impl Extrapolation {
         let fits = shape.count() as usize == members.len() && members.iter().enumerate().all(|(i, &m)| shape.world(i as u32) == m);
         if !fits {
             let names: Vec<String> = free.iter().map(|k| k.to_string()).collect();
-            return Err(format!(
-                "a communicator of {} members {:?} is not a row, column, plane or the whole of the {} grid in grid order (it varies along dimensions [{}])",
-                members.len(),
-                &members[..members.len().min(8)],
-                g.describe(),
-                names.join(", ")
-            ));
+            return Err(GridError::NotASubGrid {
+                members: members.len(),
+                first: members[..members.len().min(8)].to_vec(),
+                grid: g.describe(),
+                varies: names.join(", "),
+            });
         }
         Ok(self.comm_at(rank, mask))
     }
@@ -411,10 +440,10 @@ impl Extrapolation {
 
     /// The local index of template rank `w` in a template communicator
     /// spanning the dimensions in `mask` (row-major over them).
-    pub fn local_in(&self, mask: u8, w: u32) -> Result<u32, String> {
+    pub fn local_in(&self, mask: u8, w: u32) -> Result<u32, GridError> {
         let g = &self.template;
         if w >= g.size() {
-            return Err(format!("root {w} is not a rank of the {} grid", g.describe()));
+            return Err(GridError::RootOutside { root: w, grid: g.describe() });
         }
         let c = g.coords(w);
         Ok((0..g.dims.len()).filter(|&k| mask & (1 << k) != 0).fold(0, |l, k| l * g.dims[k] + c[k]))
@@ -436,7 +465,7 @@ impl Extrapolation {
     /// of shape `mask`), as a local index in
     /// the target's communicator: roots on a low or high edge of each free
     /// dimension keep their place; interior roots have none.
-    pub fn root(&self, mask: u8, troot: u32) -> Result<u32, String> {
+    pub fn root(&self, mask: u8, troot: u32) -> Result<u32, GridError> {
         let g = &self.template;
         let free: Vec<usize> = (0..g.dims.len()).filter(|&k| mask & (1 << k) != 0).collect();
         let mut rest = troot;
@@ -451,11 +480,7 @@ impl Extrapolation {
             let x = match local[i] {
                 0 => 0,
                 x if x == a - 1 => big - 1,
-                x => {
-                    return Err(format!(
-                        "its root sits at coordinate {x} of {a} along dimension {k}, inside the grid: an interior root has no place on the larger grid"
-                    ))
-                }
+                x => return Err(GridError::InteriorRoot { at: x, of: a, dim: k }),
             };
             out = out * big + x;
         }
@@ -479,15 +504,15 @@ fn strided(t: &Grid, at: &Coords, mask: u8) -> Strided {
 
 /// The template's grid, if a rank created a Cartesian communicator spanning
 /// the world in world order: `[ndims, dims…, periods…]` of its comm_new.
-pub fn from_cart_create(r: &Record, payload: &[u64], world: u32) -> Option<Result<Grid, String>> {
+pub fn from_cart_create(r: &Record, payload: &[u64], world: u32) -> Option<Result<Grid, GridError>> {
     if r.op != op::COMM_NEW || r.tag != 7 || payload.is_empty() {
         return None;
     }
     let Some(nd) = format::cart_dims(payload) else {
-        return Some(Err("MPI_Cart_create record with a malformed payload".into()));
+        return Some(Err(GridError::CartPayload));
     };
     let Ok(dims) = payload[1..1 + nd].iter().map(|&d| u32::try_from(d)).collect::<Result<Vec<u32>, _>>() else {
-        return Some(Err("MPI_Cart_create record with a dimension of more than 2^32 ranks".into()));
+        return Some(Err(GridError::CartTooLarge));
     };
     let periodic: Vec<bool> = payload[1 + nd..].iter().map(|&p| p != 0).collect();
     if dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64)) != Some(world as u64) {
@@ -501,7 +526,7 @@ pub fn from_cart_create(r: &Record, payload: &[u64], world: u32) -> Option<Resul
 /// dimension only where a pair needs it. Of several, the one with the
 /// fewest periodic dimensions, then the fewest distinct offsets, wins; a
 /// tie is an error naming the candidates.
-pub fn infer(world: u32, pairs: &[(u32, u32)]) -> Result<Grid, String> {
+pub fn infer(world: u32, pairs: &[(u32, u32)]) -> Result<Grid, GridError> {
     let mut found: Vec<((usize, usize), Grid)> = Vec::new();
     for nd in 2..=MAX_DIMS {
         for dims in factorizations(world, nd) {
@@ -533,13 +558,9 @@ pub fn infer(world: u32, pairs: &[(u32, u32)]) -> Result<Grid, String> {
     }
     found.sort_by_key(|f| f.0);
     match found.as_slice() {
-        [] => Err("its point-to-point peers fit no 2-D or 3-D grid of at least 3 ranks per dimension as nearest neighbours".into()),
+        [] => Err(GridError::NoneFits),
         [(_, g)] => Ok(g.clone()),
-        [(a, g), (b, h), ..] if a == b => Err(format!(
-            "its point-to-point peers fit several grids equally ({} and {}): create the grid with MPI_Cart_create so that the tracer records it",
-            g.describe(),
-            h.describe()
-        )),
+        [(a, g), (b, h), ..] if a == b => Err(GridError::Ambiguous { a: g.describe(), b: h.describe() }),
         [(_, g), ..] => Ok(g.clone()),
     }
 }
@@ -597,7 +618,7 @@ mod tests {
         let g = |d: &[u32]| Grid::new(d.to_vec(), vec![false; d.len()]).unwrap();
         // LAMMPS traced at 16 ranks (4×2×2): at 32 MPI_Dims_create gives 4×4×2,
         // which grows a dimension of 2 traced ranks; never the silent 8×2×2
-        let e = target_dims(&g(&[4, 2, 2]), 32).unwrap_err();
+        let e = target_dims(&g(&[4, 2, 2]), 32).unwrap_err().to_string();
         assert!(e.contains("MPI_Dims_create's 4×4×2") && e.contains("dimension 1 grows from 2 to 4"), "{e}");
         assert!(e.contains("from 27 ranks") && e.contains("--grid"), "{e}");
         assert_eq!(target_dims(&g(&[3, 3, 3]), 216).unwrap().0, vec![6, 6, 6]);
@@ -610,7 +631,7 @@ mod tests {
         let (dims, how) = target_dims(&g(&[6, 2]), 24).unwrap();
         assert_eq!(dims, vec![12, 2]);
         assert!(how.starts_with("not MPI_Dims_create's"), "{how}");
-        assert!(target_dims(&g(&[2, 2, 1]), 8).unwrap_err().contains("no interior"));
+        assert!(target_dims(&g(&[2, 2, 1]), 8).unwrap_err().to_string().contains("no interior"));
     }
 
     #[test]
@@ -630,9 +651,9 @@ mod tests {
         let t = |dims: &[u32]| Grid::new(dims.to_vec(), vec![true; dims.len()]).unwrap();
         assert!(Extrapolation::new(t(&[1, 3, 3]), vec![1, 8, 5], false).is_ok());
         assert!(Extrapolation::new(t(&[2, 3]), vec![2, 9], false).is_ok());
-        let e = Extrapolation::new(t(&[1, 3, 3]), vec![2, 8, 5], false).unwrap_err();
+        let e = Extrapolation::new(t(&[1, 3, 3]), vec![2, 8, 5], false).unwrap_err().to_string();
         assert!(e.contains("dimension 0 of the traced grid") && e.contains("has 1 rank, no interior"), "{e}");
-        let e = Extrapolation::new(t(&[3, 3]), vec![2, 8], false).unwrap_err();
+        let e = Extrapolation::new(t(&[3, 3]), vec![2, 8], false).unwrap_err().to_string();
         assert!(e.contains("at least 3 ranks along dimension 0"), "{e}");
     }
 
@@ -655,7 +676,7 @@ mod tests {
         // diagonal 8 (2,2) is (3,4)
         assert_eq!(e.peer(15, 4, 8).unwrap(), 22);
         // a far peer is refused
-        assert!(e.peer(0, 0, 2).unwrap_err().contains("2 ranks away"));
+        assert!(e.peer(0, 0, 2).unwrap_err().to_string().contains("2 ranks away"));
     }
 
     #[test]
@@ -677,11 +698,11 @@ mod tests {
         assert_eq!((0..6).map(|i| col.members.world(i)).collect::<Vec<_>>(), vec![3, 9, 15, 21, 27, 33]);
         assert_eq!(col.me, 2);
         assert!(e.sub_grid(15, 4, &(0..9).collect::<Vec<_>>()).unwrap().world);
-        assert!(e.sub_grid(15, 4, &[5, 4, 3]).unwrap_err().contains("not a row"));
+        assert!(e.sub_grid(15, 4, &[5, 4, 3]).unwrap_err().to_string().contains("not a row"));
         assert!(e.sub_grid(15, 4, &[4, 5]).is_err());
         // a root at the high end of a row goes to the high end
         assert_eq!(e.root(0b10, 2).unwrap(), 5);
-        assert!(e.root(0b11, 4).unwrap_err().contains("interior root"));
+        assert_eq!(e.root(0b11, 4), Err(GridError::InteriorRoot { at: 1, of: 3, dim: 0 }));
     }
 
     #[test]
@@ -711,6 +732,6 @@ mod tests {
         assert_eq!(infer(12, &pairs).unwrap(), g);
         // partners 6 apart are 2 apart along a dimension of 3×4 and of 4×3: no grid
         let far: Vec<(u32, u32)> = (0..12).map(|r| (r, (r + 6) % 12)).collect();
-        assert!(infer(12, &far).unwrap_err().contains("fit no"));
+        assert_eq!(infer(12, &far), Err(GridError::NoneFits));
     }
 }

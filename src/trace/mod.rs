@@ -10,6 +10,7 @@ pub mod check;
 pub mod class;
 pub mod collective;
 pub mod convert;
+mod error;
 pub mod format;
 pub mod grid;
 pub mod window;
@@ -18,6 +19,7 @@ use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::goal::GoalKind;
 use crate::units::{names, zero_is_none, FilePath};
 use convert::{NewOp, OpRef, Placement, RankConv, RankStats, Shared, Sink, Source};
+pub use error::{PeriodicError, SpecError, TraceError};
 use format::{Footer, Header};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -79,21 +81,22 @@ pub struct Opened {
     pub footers: Vec<Footer>,
 }
 
-pub fn open(dir: &Path) -> Result<Opened, String> {
+pub fn open(dir: &Path) -> Result<Opened, TraceError> {
     let files = format::rank_files(dir)?;
     let footers = files.iter().map(|(p, h)| format::footer_of(p, h)).collect::<Result<Vec<_>, _>>()?;
     Ok(Opened { files, footers })
 }
 
-fn algorithms(spec: &TraceSpec) -> Result<HashMap<CollectiveKind, Algorithm>, String> {
+fn algorithms(spec: &TraceSpec) -> Result<HashMap<CollectiveKind, Algorithm>, TraceError> {
     let mut out = HashMap::new();
     for choice in &spec.algorithms {
-        let (k, v) = choice.split_once('=').ok_or_else(|| format!("algorithm '{choice}': expected collective=algorithm"))?;
+        let (k, v) = choice.split_once('=').ok_or_else(|| SpecError::AlgorithmSyntax(choice.clone()))?;
         let (k, v) = (k.trim(), v.trim());
-        let kind: CollectiveKind = serde_json::from_value(serde_json::Value::String(k.into()))
-            .map_err(|_| format!("algorithm for '{k}': not a collective with a choice of algorithm (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall)"))?;
+        let kind: CollectiveKind =
+            serde_json::from_value(serde_json::Value::String(k.into())).map_err(|_| SpecError::NoChoice(k.into()))?;
         let alg = serde_json::from_value::<Algorithm>(serde_json::Value::String(v.into())).ok().filter(|a| kind.algorithms().contains(a));
-        let alg = alg.ok_or_else(|| format!("algorithm for {k}: '{v}' is not one of {}", names(kind.algorithms())))?;
+        let alg =
+            alg.ok_or_else(|| SpecError::UnknownAlgorithm { collective: k.into(), algorithm: v.into(), known: names(kind.algorithms()) })?;
         out.insert(kind, alg);
     }
     Ok(out)
@@ -116,12 +119,12 @@ pub fn extrapolates(spec: &TraceSpec, t: &Opened) -> bool {
 }
 
 /// The ranks a replay simulates.
-pub fn simulated_ranks(spec: &TraceSpec, t: &Opened) -> Result<u32, String> {
+pub fn simulated_ranks(spec: &TraceSpec, t: &Opened) -> Result<u32, TraceError> {
     let Some(g) = &spec.grid else { return Ok(spec.scale_to.unwrap_or(t.files.len() as u32)) };
     let dims = grid::parse_dims(g)?;
-    let n = dims.iter().try_fold(1u32, |a, &d| a.checked_mul(d)).ok_or_else(|| format!("grid {g}: more than 2^32 ranks"))?;
+    let n = dims.iter().try_fold(1u32, |a, &d| a.checked_mul(d)).ok_or_else(|| SpecError::GridTooLarge(g.clone()))?;
     match spec.scale_to {
-        Some(s) if s != n => Err(format!("scale_to = {s} disagrees with grid {g} ({n} ranks)")),
+        Some(s) if s != n => Err(SpecError::ScaleToDisagrees { scale_to: s, grid: g.clone(), ranks: n }.into()),
         _ => Ok(n),
     }
 }
@@ -176,7 +179,7 @@ impl Plan {
 
 /// The process grid of the trace in `dir` (as an extrapolation finds it):
 /// its dimensions and which are periodic.
-pub fn grid_of(dir: &Path) -> Result<(Vec<u32>, Vec<bool>), String> {
+pub fn grid_of(dir: &Path) -> Result<(Vec<u32>, Vec<bool>), TraceError> {
     let t = open(dir)?;
     let templates: Vec<Rc<format::Loaded>> =
         t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?;
@@ -186,7 +189,7 @@ pub fn grid_of(dir: &Path) -> Result<(Vec<u32>, Vec<bool>), String> {
 
 /// The template's grid: a world-sized MPI_Cart_create on rank 0, else
 /// inferred from the neighbour pairs of every rank.
-fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, String> {
+fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, TraceError> {
     let world = templates.len() as u32;
     if let Some(l) = templates.first() {
         for i in 0..l.records.len() {
@@ -195,14 +198,9 @@ fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, String>
                 // the grid's rank order must be the world's (MPI_Cart_create with reorder = false, or an identity reorder)
                 let members = l.records[i + 1..].iter().take_while(|m| m.op == format::op::COMM_MEMBER && m.comm == r.peer as u32);
                 if let Some(m) = members.into_iter().find(|m| m.peer != m.tag) {
-                    return Err(format!(
-                        "{} record {i}: MPI_Cart_create placed world rank {} at grid rank {}: a reordered grid does not extrapolate",
-                        l.path.display(),
-                        m.peer,
-                        m.tag
-                    ));
+                    return Err(TraceError::Reordered { path: l.path.clone(), index: i as u64, world: m.peer, grid_rank: m.tag });
                 }
-                return g.map_err(|e| format!("{} record {i}: {e}", l.path.display()));
+                return g.map_err(|source| TraceError::CartCreate { path: l.path.clone(), index: i as u64, source });
             }
         }
     }
@@ -215,13 +213,13 @@ fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, String>
     }
     pairs.sort_unstable();
     pairs.dedup();
-    grid::infer(world, &pairs)
+    Ok(grid::infer(world, &pairs)?)
 }
 
-fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u32) -> Result<Plan, String> {
+fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u32) -> Result<Plan, TraceError> {
     let traced = t.files.len() as u32;
     if spec.strong && spec.scale_to.is_none() && spec.grid.is_none() {
-        return Err("strong scaling (--strong) takes the trace to another size: give --scale-to or --grid too".into());
+        return Err(SpecError::StrongWithoutSize.into());
     }
     if !extrapolates(spec, t) {
         return Ok(Plan::Traced);
@@ -229,7 +227,7 @@ fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u
     let cart = templates
         .first()
         .is_some_and(|l| (0..l.records.len()).any(|i| l.get(i).is_some_and(|(r, p)| grid::from_cart_create(r, p, traced).is_some())));
-    let on_grid = |g: grid::Grid| -> Result<Plan, String> {
+    let on_grid = |g: grid::Grid| -> Result<Plan, TraceError> {
         let (dims, chosen) = match &spec.grid {
             Some(s) => (grid::parse_dims(s)?, ""),
             None => grid::target_dims(&g, ranks)?,
@@ -239,17 +237,13 @@ fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u
         Ok(Plan::Grid(Rc::new(e)))
     };
     if cart || spec.grid.is_some() || spec.strong {
-        return on_grid(template_grid(templates).map_err(|e| format!("cannot extrapolate on a grid: {e}"))?);
+        return on_grid(template_grid(templates).map_err(|e| TraceError::NoGrid(Box::new(e)))?);
     }
-    let periodic = if ranks.is_multiple_of(traced) {
-        check_periodic(t)
-    } else {
-        Err(format!("{ranks} is not a multiple of the {traced} traced ranks"))
-    };
+    let periodic = if ranks.is_multiple_of(traced) { check_periodic(t) } else { Err(PeriodicError::NotAMultiple { ranks, traced }.into()) };
     match (periodic, template_grid(templates)) {
         (Ok(()), _) => Ok(Plan::Periodic),
         (Err(_), Ok(g)) => on_grid(g),
-        (Err(p), Err(g)) => Err(format!("cannot extrapolate: not as a Cartesian grid ({g}), nor periodically ({p})")),
+        (Err(p), Err(g)) => Err(TraceError::NoExtrapolation { grid: Box::new(g), periodic: Box::new(p) }),
     }
 }
 
@@ -262,7 +256,7 @@ pub enum Replay {
 }
 
 /// The program that replays `t` as `spec` says.
-pub fn program(spec: &TraceSpec, t: &Opened) -> Result<Replay, String> {
+pub fn program(spec: &TraceSpec, t: &Opened) -> Result<Replay, TraceError> {
     let (shared, plan, templates) = setup(spec, t)?;
     let layout = match plan {
         Plan::Grid(e) => class::Layout::Grid(e),
@@ -279,7 +273,7 @@ pub fn program(spec: &TraceSpec, t: &Opened) -> Result<Replay, String> {
 }
 
 /// The converters of every simulated rank, and what they share.
-pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>), String> {
+pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>), TraceError> {
     let (shared, plan, templates) = setup(spec, t)?;
     if let Plan::Grid(e) = &plan {
         check_template(e, &templates, spec)?;
@@ -290,17 +284,17 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
 
 /// What every replay of `t` shares, how its ranks map onto the traced
 /// ones, and the templates an extrapolation replays.
-fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::Loaded>>), String> {
+fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::Loaded>>), TraceError> {
     let traced = t.files.len() as u32;
     let ranks = simulated_ranks(spec, t)?;
     if !(spec.compute_scale.is_finite() && spec.compute_scale >= 0.0) {
-        return Err(format!("compute_scale must be a finite number ≥ 0, got {}", spec.compute_scale));
+        return Err(SpecError::ComputeScale(spec.compute_scale).into());
     }
     if ranks < traced && spec.grid.is_none() {
-        return Err(format!("cannot extrapolate {traced} traced ranks down to {ranks}"));
+        return Err(SpecError::Down { traced, ranks }.into());
     }
     if spec.by_call && extrapolates(spec, t) {
-        return Err("by_call attributes the replay's time to the traced calls: only for a replay as traced (no scale_to or grid)".into());
+        return Err(SpecError::ByCallExtrapolated.into());
     }
     let templates: Vec<Rc<format::Loaded>> = if extrapolates(spec, t) {
         t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?
@@ -311,11 +305,12 @@ fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::L
     let mut scale = spec.compute_scale;
     if let Plan::Grid(e) = &plan {
         if e.target.size() != ranks {
-            return Err(format!(
-                "{ranks} ranks make no {}-dimensional grid: give the grid (e.g. grid = \"{}\")",
-                e.template.dims.len(),
-                grid::describe_dims(&e.target.dims).replace('×', "x")
-            ));
+            return Err(SpecError::NoGridOf {
+                ranks,
+                dims: e.template.dims.len(),
+                example: grid::describe_dims(&e.target.dims).replace('×', "x"),
+            }
+            .into());
         }
         if e.strong {
             scale *= e.volume();
@@ -353,14 +348,14 @@ fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<format::Loaded>], rank
 
 /// Refuses, before the export, a template that does not extrapolate: its
 /// classes are compiled (and dropped), naming the first record that does not fit.
-fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<format::Loaded>], spec: &TraceSpec) -> Result<(), String> {
+fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<format::Loaded>], spec: &TraceSpec) -> Result<(), TraceError> {
     let mut sh = Shared::new(templates.len() as u32, e.target.size(), algorithms(spec)?, Default::default(), 1.0);
     class::Class::compile_all(&class::Layout::Grid(e.clone()), templates, &mut sh).map(drop)
 }
 
 /// Whether every rank makes the same calls as rank 0 with the same
 /// neighbour offsets (mod p), so that rank q can replay rank q mod p.
-pub fn check_periodic(t: &Opened) -> Result<(), String> {
+pub fn check_periodic(t: &Opened) -> Result<(), TraceError> {
     use format::{collective_of, op};
     let p = t.files.len() as i64;
     let offset = |code: u16, peer: i32, r: i64| -> i64 {
@@ -379,24 +374,17 @@ pub fn check_periodic(t: &Opened) -> Result<(), String> {
             let (x, y) = match (a.next()?, b.next()?) {
                 (None, None) => break,
                 (Some(x), Some(y)) => (x, y),
-                _ => {
-                    return Err(format!(
-                        "cannot extrapolate: rank {r} makes a different number of MPI calls than rank 0; only periodic patterns scale"
-                    ))
-                }
+                _ => return Err(PeriodicError::CallCount(r).into()),
             };
             if x.op == op::COMM_NEW || y.op == op::COMM_NEW {
-                return Err(format!("cannot extrapolate by rank offsets: call {i} creates a communicator, whose members do not scale so"));
+                return Err(PeriodicError::CreatesComm(i).into());
             }
             if a.payload || b.payload {
-                return Err(format!(
-                    "cannot extrapolate by rank offsets: call {i} ({}) has per-rank sizes or neighbours",
-                    format::op_name(x.op)
-                ));
+                return Err(PeriodicError::PerRankSizes { call: i, op: format::op_name(x.op) }.into());
             }
             if let Some((c, _)) = collective_of(x.op) {
                 if c.is_rooted() && x.peer != 0 {
-                    return Err("cannot extrapolate: rooted collectives with a root other than rank 0".into());
+                    return Err(PeriodicError::RootNotZero.into());
                 }
             }
             let same = x.op == y.op
@@ -405,13 +393,15 @@ pub fn check_periodic(t: &Opened) -> Result<(), String> {
                 && x.comm == y.comm
                 && (x.tag == y.tag || x.op == op::OTHER);
             if !same {
-                return Err(format!(
-                    "cannot extrapolate: rank {r} call {i} ({}, offset {}) differs from rank 0's ({}, offset {}); only periodic patterns scale",
-                    format::op_name(y.op),
-                    offset(y.op, y.peer, r as i64),
-                    format::op_name(x.op),
-                    offset(x.op, x.peer, 0)
-                ));
+                return Err(PeriodicError::Differs {
+                    rank: r,
+                    call: i,
+                    op: format::op_name(y.op),
+                    offset: offset(y.op, y.peer, r as i64),
+                    op0: format::op_name(x.op),
+                    offset0: offset(x.op, x.peer, 0),
+                }
+                .into());
             }
             i += 1;
         }
@@ -431,7 +421,7 @@ impl Calls {
         Calls { reader: format::RecordReader::new(path, h, 1 << 16), buf: Vec::new(), payload: false }
     }
 
-    fn next(&mut self) -> Result<Option<format::Record>, String> {
+    fn next(&mut self) -> Result<Option<format::Record>, TraceError> {
         loop {
             let r = self.reader.next(&mut self.buf)?;
             self.payload = !self.buf.is_empty();
@@ -687,10 +677,10 @@ impl<W: Write> Sink for GoalText<'_, W> {
 }
 
 /// Streams the replay's schedule as a GOAL file; returns (ranks, ops).
-pub fn export_goal(spec: &TraceSpec, out: &mut impl Write) -> Result<(u32, u64), String> {
+pub fn export_goal(spec: &TraceSpec, out: &mut impl Write) -> Result<(u32, u64), TraceError> {
     let t = open(Path::new(&spec.dir))?;
     let (mut shared, mut convs) = converters(spec, &t)?;
-    let io = |e: std::io::Error| format!("writing the GOAL file: {e}");
+    let io = TraceError::Write;
     writeln!(out, "num_ranks {}", convs.len()).map_err(io)?;
     let mut ops = 0u64;
     for (r, c) in convs.iter_mut().enumerate() {
@@ -703,7 +693,7 @@ pub fn export_goal(spec: &TraceSpec, out: &mut impl Write) -> Result<(u32, u64),
             }
             steps = steps.wrapping_add(1);
             if steps.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
-                return Err(crate::interrupt::INTERRUPTED.into());
+                return Err(TraceError::Interrupted);
             }
         }
         ops += sink.next as u64;

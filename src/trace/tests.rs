@@ -38,8 +38,8 @@ fn replay(spec: &TraceSpec) -> Result<(Vec<Time>, u64, Report), String> {
         e.run().map_err(|e| e.to_string())?;
         Ok(((0..n).map(|r| e.finish_time(r)).collect(), e.events, e.program))
     }
-    let t = open(Path::new(&spec.dir))?;
-    let (finish, events, replayed) = match program(spec, &t)? {
+    let t = open(Path::new(&spec.dir)).map_err(|e| e.to_string())?;
+    let (finish, events, replayed) = match program(spec, &t).map_err(|e| e.to_string())? {
         Replay::Window(p) => run(p).map(|(f, e, p)| (f, e, Replay::Window(p)))?,
         Replay::Class(p) => run(p).map(|(f, e, p)| (f, e, Replay::Class(p)))?,
     };
@@ -273,22 +273,22 @@ fn broken_files_are_named_with_the_record() {
     let mut bytes = std::fs::read(&f).unwrap();
     bytes[12..16].copy_from_slice(&5i32.to_le_bytes());
     std::fs::write(&f, &bytes).unwrap();
-    assert!(open(&d).err().unwrap().contains("rank-1.iwt: says the run had 5 ranks, rank 0's file says 2"));
+    assert!(open(&d).err().unwrap().to_string().contains("rank-1.iwt: says the run had 5 ranks, rank 0's file says 2"));
     // a FIFO in place of a rank file is refused, not waited on
     std::fs::remove_file(&f).unwrap();
     let fifo = std::ffi::CString::new(f.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-    assert!(open(&d).err().unwrap().contains("rank-1.iwt: the rank file must be a regular file"));
+    assert!(open(&d).err().unwrap().to_string().contains("rank-1.iwt: the rank file must be a regular file"));
     std::fs::remove_file(&f).unwrap();
     // two files for one rank
     write_synthetic(&d, 2, 3).unwrap();
     std::fs::copy(&f, d.join("rank-01.iwt")).unwrap();
-    assert!(open(&d).err().unwrap().contains("two files name rank 1"));
+    assert!(open(&d).err().unwrap().to_string().contains("two files name rank 1"));
     std::fs::remove_file(d.join("rank-01.iwt")).unwrap();
     // a missing rank
     std::fs::remove_file(d.join("rank-0.iwt")).unwrap();
-    assert!(open(&d).err().unwrap().contains("rank-0.iwt is missing"));
+    assert!(open(&d).err().unwrap().to_string().contains("rank-0.iwt is missing"));
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! the exported GOAL file, time for time.
 
 use super::convert::{NewOp, OpRef, RankConv, Shared, Sink};
+use super::TraceError;
 use crate::program::goal::GoalKind;
 use crate::program::{OpKind, Program, ReadyOp};
 use crate::time::{Time, PAST_LIMIT, PS_PER_NS};
@@ -196,12 +197,12 @@ pub struct TraceProgram {
     pub shared: Shared,
     pub convs: Vec<RankConv>,
     windows: Vec<Window>,
-    error: Option<String>,
+    error: Option<TraceError>,
     max_initial: u32,
 }
 
 impl TraceProgram {
-    pub fn new(shared: Shared, convs: Vec<RankConv>) -> Result<Self, String> {
+    pub fn new(shared: Shared, convs: Vec<RankConv>) -> Result<Self, TraceError> {
         let windows = convs.iter().map(|_| Window::default()).collect();
         let mut p = TraceProgram { shared, convs, windows, error: None, max_initial: 0 };
         for r in 0..p.convs.len() {
@@ -212,7 +213,7 @@ impl TraceProgram {
     }
 
     /// Converts records of `rank` while its newest op is not blocked.
-    fn pump(&mut self, rank: u32) -> Result<(), String> {
+    fn pump(&mut self, rank: u32) -> Result<(), TraceError> {
         let (conv, win) = (&mut self.convs[rank as usize], &mut self.windows[rank as usize]);
         while !conv.finished && !win.newest_blocked() {
             conv.advance(&mut self.shared, win)?;
@@ -267,7 +268,8 @@ impl Program for TraceProgram {
 
     fn collect(&mut self, rank: u32, _now: Time, _cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
         if let Some(e) = self.error.take() {
-            return Err(e);
+            // as text: the engine's Program trait has no error type of its own yet
+            return Err(e.to_string());
         }
         let w = &mut self.windows[rank as usize];
         let stats = &mut self.convs[rank as usize].stats;
