@@ -366,7 +366,7 @@ fn collective_steps(
         None => kind.auto_algorithm(Default::default(), ranks, nbytes),
     };
     let c = Collective { kind, algorithm, ranks, root, bytes: nbytes, chunk_bytes, tag: 0, comm: Comm::World };
-    c.validate().map_err(err)?;
+    c.validate().map_err(|e| err(e.to_string()))?;
     if rank >= ranks {
         return Err(err(format!("rank {rank} out of range (0..{ranks})")));
     }
@@ -406,7 +406,7 @@ fn spmv_partners_text(doc_json: &str) -> PyResult<String> {
     let cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
     match &cfg.workload {
         WorkloadSpec::Spmv(w) if w.partners_file.is_none() => {
-            w.validate().map_err(err)?;
+            w.validate().map_err(|e| err(e.to_string()))?;
             Ok(w.banded_table().write())
         }
         _ => Err(err("a partner file is generated from an spmv scenario with rows and bandwidth".to_string())),
