@@ -184,6 +184,23 @@ pub enum ErrorKind {
     Rule,
 }
 
+impl ErrorKind {
+    /// Its name in snake case, as Python sees it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Read => "read",
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::UnknownKey => "unknown_key",
+            ErrorKind::MissingKey => "missing_key",
+            ErrorKind::Type => "type",
+            ErrorKind::Value => "value",
+            ErrorKind::Platform => "platform",
+            ErrorKind::Override => "override",
+            ErrorKind::Rule => "rule",
+        }
+    }
+}
+
 /// `p` with `~` expanded, made absolute against `base` and normalised
 /// lexically (as Python's os.path.normpath(os.path.abspath(...))).
 pub fn resolve_path(base: &Path, p: &str) -> String {
@@ -229,7 +246,11 @@ pub fn read_toml(text: &str, source: &str) -> Result<Node, ScenarioError> {
                 line,
                 column,
                 kind: ErrorKind::Syntax,
-                message: format!("TOML syntax error: {}", e.message().trim_end()),
+                message: if e.message().contains("recurse") {
+                    "TOML nested too deeply to read".into()
+                } else {
+                    format!("TOML syntax error: {}", e.message().trim_end())
+                },
             }
         })
 }
@@ -545,7 +566,9 @@ impl<'a> Walker<'a> {
         if let Some(s) = v.span {
             self.spans.insert(path.to_string(), s);
         }
-        let span = v.span.or(table_span);
+        // a value not from the text (an override, a platform file's) has no
+        // place of its own; a missing key is placed at its table
+        let (span, table_span) = (v.span, v.span.or(table_span));
         let node = self.deref(raw_node);
         let mut nullable = match node.get("type") {
             Some(Value::String(t)) => t == "null",
@@ -569,7 +592,7 @@ impl<'a> Walker<'a> {
             return Ok(j);
         }
         if node.contains_key("oneOf") {
-            return self.kinded(v, &node, path, span);
+            return self.kinded(v, &node, path, table_span);
         }
         if let Some(list) = node.get("anyOf").and_then(Value::as_array) {
             // an optional table
@@ -582,7 +605,7 @@ impl<'a> Walker<'a> {
             _ => String::new(),
         };
         match typ.as_str() {
-            "object" => self.table(v, &node, path, inherit, None, span),
+            "object" => self.table(v, &node, path, inherit, None, table_span),
             "array" => self.array(v, &node, path, span),
             _ => self.scalar(v, &typ, &node, path, span),
         }
@@ -912,7 +935,8 @@ fn int_json(i: i128) -> Value {
     }
 }
 
-fn to_json(n: &Node) -> Value {
+/// The tree as JSON (spans dropped).
+pub fn to_json(n: &Node) -> Value {
     match &n.v {
         Val::Null => Value::Null,
         Val::Bool(b) => Value::Bool(*b),

@@ -3,11 +3,13 @@
 //! These serde types *are* the schema: key names (with their units), types,
 //! defaults (each type's `Default`), ranges and choices (schemars
 //! attributes), descriptions (doc comments) and the rules that tie keys
-//! together (`validate`). [`schema`] turns them into a JSON Schema, which
-//! the Python front end walks to check a TOML file key by key, fill in the
-//! defaults and resolve paths, and which `idlewave schema` prints for
-//! editors. The engine then reads the checked document with [`parse`] and
-//! turns it into its run configuration with [`Scenario::config`].
+//! together (`validate`, returning [`RuleError`] with the key). [`schema`]
+//! turns them into a JSON Schema, which [`load`] walks to check a TOML file
+//! (or a dict from Python) key by key, fill in the defaults and resolve
+//! paths, and which `idlewave schema` prints for editors. Every error is a
+//! [`ScenarioError`] naming the source, key, line and column. A checked
+//! document (JSON) is read back with [`parse`]; [`Scenario::config`] turns a
+//! scenario into the engine's run configuration.
 
 pub mod load;
 pub mod network;

@@ -494,12 +494,7 @@ impl NetworkSpec {
         let (g, torus) = match spec {
             MappingSpec::Block => return Ok(Mapping::Block),
             MappingSpec::RoundRobin => return Ok(Mapping::RoundRobin { nodes: ranks.div_ceil(per_node) }),
-            MappingSpec::File { path } => {
-                // the file's own name and line start the message
-                return mapping::read_file(path, ranks)
-                    .map(|nodes| Mapping::Table { nodes })
-                    .map_err(|e| RuleError::new("network.mapping.path", e));
-            }
+            MappingSpec::File { path } => return mapping::read_file(path, ranks).map(|nodes| Mapping::Table { nodes }),
             MappingSpec::Cartesian(g) | MappingSpec::Grid2d(g) => (g, None),
             MappingSpec::TopologyAware(g) => (g, if let Topology::Torus { dims } = self.topology { Some(dims) } else { None }),
         };
