@@ -14,6 +14,7 @@
 use super::{Scenario, ScenarioError};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -412,7 +413,9 @@ pub struct Checked {
 /// Checks a value tree against the scenario's schema: the document with
 /// every default filled in, or the first error.
 pub fn check(mut raw: Node, origin: &Origin) -> Result<Checked, ScenarioError> {
-    let schema = super::schema();
+    // generated once: a sweep checks thousands of points
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(super::schema);
     // the platform file or preset under [network]
     if let Some(net) = raw.get("network") {
         if let Some(Node { v: Val::Str(name), span }) = net.get("platform") {
@@ -437,7 +440,7 @@ pub fn check(mut raw: Node, origin: &Origin) -> Result<Checked, ScenarioError> {
         }
     }
     let mut w = Walker { defs: &schema["$defs"], origin, spans: HashMap::new() };
-    let doc = w.value(&raw, &schema, "", None, None)?;
+    let doc = w.value(&raw, schema, "", None, None)?;
     Ok(Checked { doc, spans: w.spans })
 }
 
@@ -506,15 +509,28 @@ impl<'a> Walker<'a> {
     }
 
     /// A schema node with its `$ref` followed (sibling keys kept).
-    fn deref(&self, node: &Value) -> Map<String, Value> {
-        let mut node = node.as_object().cloned().unwrap_or_default();
+    fn deref<'n>(&self, node: &'n Value) -> Cow<'n, Map<String, Value>>
+    where
+        'a: 'n,
+    {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        let mut node: Cow<'n, Map<String, Value>> = match node.as_object() {
+            Some(m) => Cow::Borrowed(m),
+            None => Cow::Borrowed(EMPTY.get_or_init(Map::new)),
+        };
+        // (borrowed where the node is only a reference: the walk visits the schema's big tables often)
         while let Some(r) = node.get("$ref").and_then(Value::as_str) {
             let name = r.rsplit('/').next().unwrap_or_default();
-            let mut target = self.defs[name].as_object().cloned().unwrap_or_default();
-            for (k, v) in node.iter().filter(|(k, _)| *k != "$ref") {
-                target.insert(k.clone(), v.clone());
+            let target: &'a Map<String, Value> = self.defs.get(name).and_then(Value::as_object).unwrap_or(EMPTY.get_or_init(Map::new));
+            if node.len() == 1 {
+                node = Cow::Borrowed(target);
+            } else {
+                let mut merged = target.clone();
+                for (k, v) in node.iter().filter(|(k, _)| *k != "$ref") {
+                    merged.insert(k.clone(), v.clone());
+                }
+                node = Cow::Owned(merged);
             }
-            node = target;
         }
         node
     }
@@ -524,9 +540,11 @@ impl<'a> Walker<'a> {
     }
 
     /// kind -> schema of each table of a tagged union.
-    fn variants(&self, node: &Map<String, Value>) -> Vec<(String, Map<String, Value>)> {
-        let empty = Vec::new();
-        let list = node.get("oneOf").and_then(Value::as_array).unwrap_or(&empty);
+    fn variants<'n>(&self, node: &'n Map<String, Value>) -> Vec<(String, Cow<'n, Map<String, Value>>)>
+    where
+        'a: 'n,
+    {
+        let Some(list) = node.get("oneOf").and_then(Value::as_array) else { return Vec::new() };
         list.iter()
             .map(|v| {
                 let v = self.deref(v);
@@ -717,8 +735,7 @@ impl<'a> Walker<'a> {
         if let Some(s) = given.and_then(|k| k.span) {
             self.spans.insert(here, s);
         }
-        let variant = variant.clone();
-        self.table(v, &variant, path, None, Some(&kind), span)
+        self.table(v, variant, path, None, Some(&kind), span)
     }
 
     fn array(&mut self, v: &Node, node: &Map<String, Value>, path: &str, span: Option<Span>) -> Result<Value, ScenarioError> {
@@ -758,7 +775,7 @@ impl<'a> Walker<'a> {
             (_, Some(hi)) if n > hi => return self.fail(path, span, ErrorKind::Value, format!("takes at most {hi} entries, got {n}")),
             _ => {}
         }
-        let items = Value::Object(items);
+        let items = Value::Object(items.into_owned());
         let mut out = Vec::with_capacity(list.len());
         for (i, x) in list.iter().enumerate() {
             out.push(self.value(x, &items, &format!("{path}[{i}]"), None, span)?);
