@@ -6,6 +6,7 @@ use crate::network::{LogGOPS, Network};
 use crate::noise::NoiseSpec;
 use crate::program::goal::write_goal;
 use crate::program::stream::export_goal;
+use crate::scenario::load::{Loaded, Node, Origin, Val};
 use crate::sim::{self, WorkloadSpec, WorkloadVisitor};
 use crate::time::{to_seconds, Time};
 use numpy::{PyArray1, PyArrayMethods};
@@ -38,6 +39,224 @@ fn err(msg: String) -> PyErr {
 
 fn scenario_err(e: crate::scenario::ScenarioError) -> PyErr {
     ScenarioRuleError::new_err((e.key, e.message))
+}
+
+/// A scenario error as `idlewave.scenario.ScenarioError` (a ValueError with
+/// `source`, `key`, `line`, `column`, `kind`): the one class every reader of
+/// scenarios raises, so a message reads the same through any of them.
+fn scenario_error(py: Python<'_>, e: &crate::scenario::ScenarioError) -> PyErr {
+    let make = || -> PyResult<PyErr> {
+        let class = py.import("idlewave.scenario")?.getattr("ScenarioError")?;
+        let kw = PyDict::new(py);
+        kw.set_item("source", &e.source_name)?;
+        kw.set_item("key", &e.key)?;
+        kw.set_item("line", e.line)?;
+        kw.set_item("column", e.column)?;
+        kw.set_item("kind", e.kind.name())?;
+        kw.set_item("message", &e.message)?;
+        Ok(PyErr::from_value(class.call((e.to_string(),), Some(&kw))?))
+    };
+    make().unwrap_or_else(|err| err)
+}
+
+/// A Python value (dict, list, str, int, float, bool, None) as a scenario value tree.
+fn node_of(v: &Bound<'_, PyAny>) -> PyResult<Node> {
+    use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
+    let val = if v.is_none() {
+        Val::Null
+    } else if let Ok(b) = v.downcast::<PyBool>() {
+        Val::Bool(b.is_true())
+    } else if v.is_instance_of::<PyInt>() {
+        // any size: a range check, not a conversion, refuses what does not fit
+        Val::Int(v.str()?.to_str()?.parse().map_err(|_| PyValueError::new_err("an integer too large to read"))?)
+    } else if let Ok(f) = v.downcast::<PyFloat>() {
+        Val::Float(f.value())
+    } else if let Ok(s) = v.downcast::<PyString>() {
+        Val::Str(s.to_str()?.to_string())
+    } else if let Ok(d) = v.downcast::<PyDict>() {
+        let mut out = Vec::with_capacity(d.len());
+        for (k, x) in d.iter() {
+            out.push((k.str()?.to_str()?.to_string(), node_of(&x)?));
+        }
+        Val::Table(out)
+    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        Val::Array(v.try_iter()?.map(|x| node_of(&x?)).collect::<PyResult<_>>()?)
+    } else {
+        // a Path or another object: its text (the checks then judge it as a string)
+        Val::Str(v.str()?.to_str()?.to_string())
+    };
+    Ok(Node { span: None, v: val })
+}
+
+/// Overrides (dotted key -> value) from a Python dict.
+fn overrides_of(o: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, Node)>> {
+    let Some(o) = o.filter(|o| !o.is_none()) else { return Ok(Vec::new()) };
+    let d = o.downcast::<PyDict>()?;
+    d.iter().map(|(k, v)| Ok((k.str()?.to_str()?.to_string(), node_of(&v)?))).collect()
+}
+
+/// A checked scenario: read from TOML text (or a dict), every default filled
+/// in, its rules checked. Errors are `idlewave.scenario.ScenarioError`,
+/// naming the source, key and (for text) line and column.
+#[pyclass(module = "idlewave._engine", name = "Scenario")]
+struct PyScenario {
+    source: String,
+    text: Option<String>,
+    base_dir: std::path::PathBuf,
+    raw: Node,
+    overrides: Vec<(String, Node)>,
+    loaded: Loaded,
+}
+
+impl PyScenario {
+    fn build(
+        py: Python<'_>,
+        source: String,
+        text: Option<String>,
+        base_dir: Option<std::path::PathBuf>,
+        raw: Option<Node>,
+        overrides: Vec<(String, Node)>,
+    ) -> PyResult<Self> {
+        let base_dir = base_dir.unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+        let origin = Origin { source: &source, text: text.as_deref(), base_dir: &base_dir };
+        let fail = |e: crate::scenario::ScenarioError| scenario_error(py, &e);
+        let raw = match raw {
+            Some(r) => r,
+            None => crate::scenario::load::read_toml(text.as_deref().unwrap_or_default(), &source).map_err(fail)?,
+        };
+        let loaded = Self::check(&raw, &overrides, &origin).map_err(fail)?;
+        Ok(PyScenario { source, text, base_dir, raw, overrides, loaded })
+    }
+
+    fn check(raw: &Node, overrides: &[(String, Node)], origin: &Origin) -> Result<Loaded, crate::scenario::ScenarioError> {
+        let mut raw = raw.clone();
+        crate::scenario::load::apply_overrides(&mut raw, overrides, origin)?;
+        crate::scenario::load::finish(raw, origin)
+    }
+
+    fn origin(&self) -> Origin<'_> {
+        Origin { source: &self.source, text: self.text.as_deref(), base_dir: &self.base_dir }
+    }
+
+    /// The engine's configuration of the run; its refusals placed at their key.
+    fn config(&self, py: Python<'_>) -> PyResult<sim::Config> {
+        self.loaded.scenario.config().map_err(|e| scenario_error(py, &crate::scenario::load::locate(e, &self.origin(), &self.loaded.spans)))
+    }
+}
+
+#[pymethods]
+impl PyScenario {
+    /// From TOML text; `source` names it in messages, `base_dir` is where
+    /// relative paths in it resolve (default: the current directory).
+    #[new]
+    #[pyo3(signature = (text, source="<string>".to_string(), base_dir=None, overrides=None))]
+    fn new(
+        py: Python<'_>,
+        text: String,
+        source: String,
+        base_dir: Option<std::path::PathBuf>,
+        overrides: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Self::build(py, source, Some(text), base_dir, None, overrides_of(overrides)?)
+    }
+
+    /// From a TOML file; relative paths in it resolve against its directory.
+    #[staticmethod]
+    #[pyo3(signature = (path, overrides=None))]
+    fn from_file(py: Python<'_>, path: std::path::PathBuf, overrides: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let source = path.display().to_string();
+        let text = crate::files::read_text(&source, "scenario").map_err(|m| {
+            let e = crate::scenario::ScenarioError {
+                source_name: String::new(),
+                key: String::new(),
+                line: None,
+                column: None,
+                kind: crate::scenario::ErrorKind::Read,
+                message: m.to_string(),
+            };
+            let err = scenario_error(py, &e);
+            // the message names the file already; the error's source says it too
+            let _ = err.value(py).setattr("source", &source);
+            err
+        })?;
+        let dir = std::path::absolute(&path).ok().and_then(|p| p.parent().map(|d| d.to_path_buf()));
+        Self::build(py, source, Some(text), dir, None, overrides_of(overrides)?)
+    }
+
+    /// From a dict in the scenario file's layout (or a checked document).
+    #[staticmethod]
+    #[pyo3(signature = (doc, source="<dict>".to_string(), base_dir=None, overrides=None))]
+    fn from_dict(
+        py: Python<'_>,
+        doc: &Bound<'_, PyAny>,
+        source: String,
+        base_dir: Option<std::path::PathBuf>,
+        overrides: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Self::build(py, source, None, base_dir, Some(node_of(doc)?), overrides_of(overrides)?)
+    }
+
+    /// Sets one dotted key (as `--set key.path=value`) and checks the scenario again.
+    fn set(&mut self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut overrides = self.overrides.clone();
+        overrides.push((key, node_of(value)?));
+        self.loaded = Self::check(&self.raw, &overrides, &self.origin()).map_err(|e| scenario_error(py, &e))?;
+        self.overrides = overrides;
+        Ok(())
+    }
+
+    /// The checked document (every default filled in) as JSON.
+    fn to_json(&self) -> String {
+        self.loaded.doc.to_string()
+    }
+
+    /// The checked document as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?.call_method1("loads", (self.to_json(),))
+    }
+
+    #[getter]
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<Scenario {}>", self.source)
+    }
+}
+
+/// TOML text as a dict (datetimes as their text); a syntax error is a
+/// ScenarioError at `source:line:column`.
+#[pyfunction]
+fn read_toml<'py>(py: Python<'py>, text: &str, source: &str) -> PyResult<Bound<'py, PyAny>> {
+    let node = crate::scenario::load::read_toml(text, source).map_err(|e| scenario_error(py, &e))?;
+    py.import("json")?.call_method1("loads", (crate::scenario::load::to_json(&node).to_string(),))
+}
+
+/// The platform presets compiled in: (name, its first comment line).
+#[pyfunction]
+fn platform_presets() -> Vec<(&'static str, String)> {
+    crate::scenario::load::PRESETS
+        .iter()
+        .map(|(name, text)| (*name, text.lines().next().unwrap_or("").trim_start_matches(['#', ' ']).trim().to_string()))
+        .collect()
+}
+
+/// Overrides (dotted key -> value) over a scenario dict, unchecked: the dict
+/// they give (a sweep's point, before it is checked). Errors name the key.
+#[pyfunction]
+#[pyo3(signature = (raw, overrides, source="<dict>".to_string()))]
+fn apply_overrides<'py>(
+    py: Python<'py>,
+    raw: &Bound<'py, PyAny>,
+    overrides: &Bound<'py, PyAny>,
+    source: String,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut node = node_of(raw)?;
+    let origin = Origin { source: &source, text: None, base_dir: std::path::Path::new("/") };
+    crate::scenario::load::apply_overrides(&mut node, &overrides_of(Some(overrides))?, &origin).map_err(|e| scenario_error(py, &e))?;
+    let json = crate::scenario::load::to_json(&node).to_string();
+    py.import("json")?.call_method1("loads", (json,))
 }
 
 /// The block of a process grid a node of `per_node` ranks holds.
@@ -228,16 +447,20 @@ fn sim_err(e: SimError) -> PyErr {
 /// chunks of events; returning False stops the run.
 /// `explain` keeps the critical path (as `[record] explain` does).
 #[pyfunction]
-#[pyo3(signature = (doc_json, progress=None, timeline_spans=0, explain=false, progress_done=false))]
+#[pyo3(signature = (scenario, progress=None, timeline_spans=0, explain=false, progress_done=false))]
 fn simulate<'py>(
     py: Python<'py>,
-    doc_json: &str,
+    scenario: &Bound<'py, PyAny>,
     progress: Option<PyObject>,
     timeline_spans: u64,
     explain: bool,
     progress_done: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
+    // a Scenario object is run as read (no second parse); JSON text is read here
+    let mut cfg = match scenario.downcast::<PyScenario>() {
+        Ok(s) => s.borrow().config(py)?,
+        Err(_) => crate::scenario::config_of(scenario.extract::<&str>()?).map_err(scenario_err)?,
+    };
     // the algorithm a collective loop runs (`auto` decided by the library's rules)
     let algorithm = match &cfg.workload {
         crate::sim::WorkloadSpec::Collective(w) => w.algorithm.map(|a| crate::units::name(&a)),
@@ -456,7 +679,7 @@ fn spmv_partners_text(doc_json: &str) -> PyResult<String> {
     let cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
     match &cfg.workload {
         WorkloadSpec::Spmv(w) if w.partners_file.is_none() => {
-            w.validate().map_err(err)?;
+            w.validate().map_err(|e| err(e.to_string()))?;
             Ok(w.banded_table().write())
         }
         _ => Err(err("a partner file is generated from an spmv scenario with rows and bandwidth".to_string())),
@@ -564,6 +787,10 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
+    m.add_class::<PyScenario>()?;
+    m.add_function(wrap_pyfunction!(platform_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(read_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(apply_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(node_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(table1_beta, m)?)?;
     m.add_function(wrap_pyfunction!(loggops_costs, m)?)?;

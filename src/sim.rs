@@ -88,7 +88,7 @@ pub struct Config {
 fn mapped(cfg: &Config, ranks: u32) -> Result<std::borrow::Cow<'_, Config>, SimError> {
     let Some(spec) = &cfg.network_once_read else { return Ok(std::borrow::Cow::Borrowed(cfg)) };
     let shape = crate::scenario::network::Shape { ranks: Some(ranks), grid: None, node_grid_reversed: false };
-    let network = spec.engine_network(&shape, cfg.seed, cfg.max_memory_bytes).map_err(SimError::Invalid)?;
+    let network = spec.engine_network(&shape, cfg.seed, cfg.max_memory_bytes).map_err(|e| SimError::Invalid(e.to_string()))?;
     Ok(std::borrow::Cow::Owned(Config { network, network_once_read: None, ..cfg.clone() }))
 }
 
@@ -358,7 +358,7 @@ impl WorkloadSpec {
         Ok(Some(match self {
             WorkloadSpec::Bsp(w) => (v.visit(w.clone()), none),
             WorkloadSpec::Collective(w) => (v.visit(w.on_nodes(net.ranks_per_node)), none),
-            WorkloadSpec::Spmv(w) => (v.visit(w.loaded().and_then(|w| w.validate().map(|_| w))?), none),
+            WorkloadSpec::Spmv(w) => (v.visit(w.loaded().and_then(|w| w.validate().map(|_| w).map_err(String::from))?), none),
             WorkloadSpec::FemMatvec(w) => (v.visit(w.clone()), none),
             WorkloadSpec::StreamTriad(w) => (v.visit(w.bsp(memory_domains(net))), none),
             WorkloadSpec::Krylov(w) => (v.visit(w.clone()), none),
@@ -388,7 +388,7 @@ impl WorkloadSpec {
     /// The rules that tie the workload's keys together, on a network of
     /// `ranks_per_node` ranks per node, with memory domains or not (files
     /// are read when it runs).
-    pub fn validate(&self, ranks_per_node: u32, memory_domains: bool) -> Result<(), String> {
+    pub fn validate(&self, ranks_per_node: u32, memory_domains: bool) -> Result<(), crate::scenario::RuleError> {
         match self {
             WorkloadSpec::Bsp(w) => w.validate(),
             WorkloadSpec::Collective(w) => w.on_nodes(ranks_per_node).validate(),

@@ -106,7 +106,7 @@ def test_errors_from_files_a_scenario_names_say_which_scenario_and_which_file(tm
         'name = "x"\n[network]\nranks_per_node = 2\n[network.mapping]\nkind = "file"\npath = "/dev/zero"\n'
         '[workload]\nkind = "bsp"\nranks = 8\n')
     p = invoke_cli("simulate", tmp_path / "s.toml", "--out", tmp_path / "o", check=False)
-    assert p.returncode == 2 and f"{tmp_path / 's.toml'}: network.mapping.path: /dev/zero" in p.stderr, p.stderr
+    assert p.returncode == 2 and f"{tmp_path / 's.toml'}:6:8: network.mapping.path: /dev/zero" in p.stderr, p.stderr
     (tmp_path / "t.toml").write_text('name = "x"\n[network.topology]\nkind = "torus"\ndims = [1, 1, 1]\n'
                                      '[workload]\nkind = "bsp"\nranks = 8\n')
     p = invoke_cli("simulate", tmp_path / "t.toml", "--out", tmp_path / "o", check=False)

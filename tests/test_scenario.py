@@ -3,6 +3,7 @@
 import importlib
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -173,10 +174,10 @@ def test_the_document_is_what_the_engine_runs_with_picosecond_rounding():
 def test_unknown_keys_name_full_path_and_allowed_keys():
     msg = err("[workload]\ncompute = 1\n")
     assert msg == (
-        "scn.toml: workload.compute: unknown key (allowed: kind, ranks, iterations, compute_s, "
+        "scn.toml:2:11: workload.compute: unknown key (allowed: kind, ranks, iterations, compute_s, "
         "distances, message_bytes, periodic, barrier, compute_bytes)"
     )
-    assert "scn.toml: bogus: unknown key" in err("bogus = 1\n")
+    assert "scn.toml:1:9: bogus: unknown key" in err("bogus = 1\n")
     assert "network.latency: unknown key" in err("[network]\nlatency = 1\n")
     assert "network.intra_node.ranks_per_node: unknown key" in err("[network.intra_node]\nranks_per_node = 2\n")
     assert "record.timer: unknown key (allowed: timers, explain)" in err("[record]\ntimer = true\n")
@@ -203,7 +204,7 @@ def test_kind_errors():
 
 
 def test_wrong_types():
-    assert err('[network]\nS_bytes = "abc"\n') == "scn.toml: network.S_bytes: expected an integer, got 'abc' (str)"
+    assert err('[network]\nS_bytes = "abc"\n') == "scn.toml:2:11: network.S_bytes: expected an integer, got 'abc' (str)"
     assert "seed: expected an integer, got true (bool)" in err("seed = true\n")
     assert "workload.ranks: expected an integer, got 3.0 (float)" in err("[workload]\nranks = 3.0\n")
     assert "network.L_s: expected a number, got '1' (str)" in err('[network]\nL_s = "1"\n')
@@ -218,11 +219,11 @@ def test_wrong_types():
 
 def test_toml_syntax_error_reports_file_and_line():
     msg = err("seed = 1\n[network]\nL_s = = 3\n", source="scn.toml")
-    assert msg.startswith("scn.toml:3: ")
+    assert msg.startswith("scn.toml:3:7: TOML syntax error: ")
     with pytest.raises(ScenarioError) as ei:
         sc.parse_scenario("a = 1\nb = [1,\n", "other.toml")
     assert str(ei.value).startswith("other.toml:")
-    assert ei.value.line is not None
+    assert ei.value.line is not None and ei.value.column is not None
 
 
 def test_toml_syntax_error_from_file(tmp_path):
@@ -230,7 +231,7 @@ def test_toml_syntax_error_from_file(tmp_path):
     p.write_text('name = "x"\nseed = 1\nseed = 2\n')
     with pytest.raises(ScenarioError) as ei:
         sc.load_scenario(p)
-    assert str(ei.value).startswith(f"{p}:3: ")
+    assert str(ei.value).startswith(f"{p}:3:1: ")
 
 
 def test_missing_file():
@@ -241,7 +242,7 @@ def test_missing_file():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("[network]\nL_s = -1\n", "scn.toml: network.L_s: must be >= 0, got -1"),
+        ("[network]\nL_s = -1\n", "scn.toml:2:7: network.L_s: must be >= 0, got -1"),
         ("[network]\nG_s_per_byte = -1e-9\n", "network.G_s_per_byte: must be >= 0"),
         ("[network]\nranks_per_node = 0\n", "network.ranks_per_node: must be between 1"),
         ("[network]\nnic_ports = 0\n", "network.nic_ports: must be between 1 and 16"),
@@ -286,7 +287,7 @@ def test_missing_file():
 def test_out_of_range(text, expected):
     msg = err(text)
     assert expected in msg
-    assert msg.startswith("scn.toml: ")
+    assert re.match(r"scn\.toml:\d+:\d+: ", msg), msg  # where in the file, too
 
 
 def test_goal_workload_skips_noise_rank_check():

@@ -31,7 +31,34 @@ class InputFileError(SimulationError):
     line: int | None
     """The line to blame (from 1), if one is."""
 
-def simulate(doc_json: str, progress: Callable[..., bool] | None = None, timeline_spans: int = 0,
+class Scenario:
+    """A checked scenario (src/scenario/load.rs): read from TOML text or a dict, every default filled in,
+    its rules checked. Errors are idlewave.scenario.ScenarioError (source, key, line, column, kind, message)."""
+
+    def __init__(self, text: str, source: str = "<string>", base_dir: str | None = None,
+                 overrides: dict[str, Any] | None = None) -> None: ...
+    @staticmethod
+    def from_file(path: str, overrides: dict[str, Any] | None = None) -> Scenario: ...
+    @staticmethod
+    def from_dict(doc: dict[str, Any], source: str = "<dict>", base_dir: str | None = None,
+                  overrides: dict[str, Any] | None = None) -> Scenario: ...
+    def set(self, key: str, value: Any) -> None:
+        """Sets one dotted key (as --set key.path=value) and checks the scenario again."""
+    def to_json(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    @property
+    def source(self) -> str: ...
+
+def read_toml(text: str, source: str) -> dict[str, Any]:
+    """TOML text as a dict; a syntax error is a ScenarioError at source:line:column."""
+
+def platform_presets() -> list[tuple[str, str]]:
+    """(preset name, its first comment line) of the presets compiled in."""
+
+def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any], source: str = "<dict>") -> dict[str, Any]:
+    """Overrides (dotted key -> value) over a scenario dict, unchecked."""
+
+def simulate(scenario: Scenario | str, progress: Callable[..., bool] | None = None, timeline_spans: int = 0,
              explain: bool = False, progress_done: bool = False) -> dict[str, Any]:
     """Runs one checked scenario document (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
     ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, estimated_memory_bytes, derived, and

@@ -14,9 +14,8 @@ import polars as pl
 
 from idlewave import _engine
 from idlewave.explain import Explanation
-from idlewave.overrides import apply
 from idlewave.results import write_dir, write_json, write_parquet
-from idlewave.scenario import _fail, engine_errors, load_scenario, validate
+from idlewave.scenario import checked, engine_errors, load, load_scenario, validate
 
 
 @dataclass
@@ -129,12 +128,10 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     source = "<scenario>"
     if isinstance(scenario, (str, Path)):
         source = str(scenario)
-        scn = load_scenario(scenario, overrides)
+        checked_scn = load(scenario, overrides)
     else:
-        raw = dict(scenario)
-        if overrides:
-            raw = apply(raw, overrides, _override_error)
-        scn = validate(raw)
+        checked_scn = checked(dict(scenario), "<scenario>", overrides=overrides)
+    scn = checked_scn.to_dict()
     spans = 0
     if timeline:
         from idlewave.timeline import DEFAULT_SPANS
@@ -142,7 +139,8 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         spans = DEFAULT_SPANS
     numpy_api_ready()
     with engine_errors(source):
-        raw = _engine.simulate(json.dumps(scn), progress, spans, explain, _takes_done(progress))
+        # the checked Scenario itself: the engine runs it without reading it again
+        raw = _engine.simulate(checked_scn, progress, spans, explain, _takes_done(progress))
     timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
     summary = _summary(scn, raw, timers)
     result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
@@ -179,7 +177,7 @@ def estimate_memory(scenario: str | Path | dict, *, timeline: bool = False, expl
     if isinstance(scenario, (str, Path)):
         source, scn = str(scenario), load_scenario(scenario, overrides)
     else:
-        source, scn = "<scenario>", validate(apply(dict(scenario), overrides or {}, _override_error))
+        source, scn = "<scenario>", checked(dict(scenario), "<scenario>", overrides=overrides).to_dict()
     spans = 0
     if timeline:
         from idlewave.timeline import DEFAULT_SPANS
@@ -247,6 +245,3 @@ def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
             }
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in s.items()}
 
-
-def _override_error(key: str, msg: str) -> None:
-    _fail("<scenario>", key, msg)

@@ -49,7 +49,7 @@ from idlewave import _engine
 from idlewave.overrides import apply
 from idlewave.ranking import LEVEL, figure, rank, slowest_iteration_mean
 from idlewave.results import write_dir, write_json, write_parquet
-from idlewave.scenario import ScenarioError, read_toml, validate
+from idlewave.scenario import ScenarioError, _read_text, read_toml, validate
 
 STUDY_KEYS = ("name", "base", "grid", "points", "replications", "strategy")
 
@@ -152,7 +152,7 @@ def load_study(path: str | Path) -> tuple[dict, Points, str, Path]:
     base_dir = p.parent
     if isinstance(base, str):
         base_dir = (p.parent / base).parent
-        base = read_toml(p.parent / base)
+        base = _FileBase(p.parent / base)
     if not isinstance(base, dict):
         raise ScenarioError(f"{p}: base is a scenario table ([base]) or a scenario file name")
     grid = raw.get("grid", {})
@@ -228,9 +228,27 @@ def _input_files(scenario: dict) -> dict[str, list[int]]:
     return found
 
 
+class _FileBase(dict):
+    """A study's base scenario file: its tables, and its text, so that a
+    point's errors point into the file as `idlewave simulate` would."""
+
+    def __init__(self, path: Path):
+        self.source = str(path)
+        self.text = _read_text(path, "scenario")
+        super().__init__(_engine.read_toml(self.text, self.source))
+
+
 def scenario_of(base: dict, overrides: dict, base_dir: Path, study: Path | None = None) -> dict:
     """A point's checked scenario; its errors name the study and the point's overrides."""
-    where = f"{study or 'study'} (point {json.dumps(overrides, default=str)})"
+    point = json.dumps(overrides, default=str)
+    if isinstance(base, _FileBase):
+        try:
+            return _engine.Scenario(base.text, base.source, str(base_dir), overrides).to_dict()
+        except ScenarioError as e:
+            # the error as the base file's own reads, then which point met it
+            raise ScenarioError(f"{e} [point {point} of {study or 'the study'}]", source=e.source, key=e.key,
+                                line=e.line, column=e.column, kind=e.kind, message=e.message) from None
+    where = f"{study or 'study'} (point {point})"
 
     def fail(key: str, msg: str):
         raise ScenarioError(f"{where}: grid key {key!r}: {msg}")
@@ -303,7 +321,7 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
         def refuse(key: str, msg: str) -> None:
             raise ScenarioError(f"--set {key}: {msg}", source=str(study), key=key)
 
-        base = apply(base, base_overrides, refuse)
+        base = apply(base, base_overrides, refuse)  # (a plain dict now: the point's errors name the study)
     replications, strategy = study_options(study, points)
     if replications > 1:
         points = Points(points.grid, points.extra, replications, base.get("seed", 1))

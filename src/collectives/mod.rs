@@ -14,6 +14,7 @@ mod algorithms;
 pub mod relay;
 pub mod rules;
 
+use crate::scenario::RuleError;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -286,13 +287,16 @@ impl Algorithm {
     ];
 
     /// Whether `chunk_bytes` suits this (broadcast) algorithm.
-    pub fn check_chunks(self, chunk_bytes: u64) -> Result<(), String> {
+    pub fn check_chunks(self, chunk_bytes: u64) -> Result<(), RuleError> {
         use crate::units::names;
         if chunk_bytes > 0 && !Self::CHUNKED.contains(&self) {
-            return Err(format!("workload.chunk_bytes: only these broadcasts cut messages into chunks: {}", names(&Self::CHUNKED)));
+            return Err(RuleError::new(
+                "workload.chunk_bytes",
+                format!("only these broadcasts cut messages into chunks: {}", names(&Self::CHUNKED)),
+            ));
         }
         if self == Algorithm::PipelinedRing && chunk_bytes == 0 {
-            return Err("workload.chunk_bytes: pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)".into());
+            return Err(RuleError::new("workload.chunk_bytes", "pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)"));
         }
         Ok(())
     }
@@ -375,29 +379,32 @@ impl Collective {
         Collective { kind, algorithm: Algorithm::Dissemination, ranks, root: 0, bytes, chunk_bytes: 0, tag, comm: Comm::World }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         use crate::units::{name, names};
         if self.ranks == 0 {
-            return Err("workload.ranks: a collective needs at least one rank".into());
+            return Err(RuleError::new("workload.ranks", "a collective needs at least one rank"));
         }
         let (alg, kind) = (name(&self.algorithm), name(&self.kind));
         if !self.kind.algorithms().contains(&self.algorithm) {
-            return Err(format!(
-                "workload.algorithm: '{alg}' is not an algorithm for {kind} (choose from auto, {})",
-                names(self.kind.algorithms())
+            return Err(RuleError::new(
+                "workload.algorithm",
+                format!("'{alg}' is not an algorithm for {kind} (choose from auto, {})", names(self.kind.algorithms())),
             ));
         }
         if self.root >= self.ranks {
-            return Err(format!("workload.root: must be < ranks ({}), got {}", self.ranks, self.root));
+            return Err(RuleError::new("workload.root", format!("must be < ranks ({}), got {}", self.ranks, self.root)));
         }
         if self.kind == CollectiveKind::Allgather && self.algorithm == Algorithm::RecursiveDoubling && !self.ranks.is_power_of_two() {
-            return Err(format!(
-                "workload.algorithm: recursive_doubling allgather needs a power-of-two rank count, got {}; use ring",
-                self.ranks
+            return Err(RuleError::new(
+                "workload.algorithm",
+                format!("recursive_doubling allgather needs a power-of-two rank count, got {}; use ring", self.ranks),
             ));
         }
         if self.algorithm == Algorithm::NeighborExchange && !self.ranks.is_multiple_of(2) {
-            return Err(format!("workload.algorithm: neighbor_exchange needs an even rank count, got {}; use ring", self.ranks));
+            return Err(RuleError::new(
+                "workload.algorithm",
+                format!("neighbor_exchange needs an even rank count, got {}; use ring", self.ranks),
+            ));
         }
         if self.chunk_bytes == 0 {
             self.algorithm.check_chunks(0)?;

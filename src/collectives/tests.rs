@@ -153,11 +153,11 @@ fn recursive_doubling_folds_non_powers_of_two() {
 #[test]
 fn invalid_choices_are_rejected() {
     let mut c = call(CollectiveKind::Barrier, Algorithm::Ring, 8, 0, 8);
-    assert!(c.validate().unwrap_err().contains("not an algorithm"));
+    assert!(c.validate().unwrap_err().to_string().contains("not an algorithm"));
     c = call(CollectiveKind::Allgather, Algorithm::RecursiveDoubling, 12, 0, 8);
-    assert!(c.validate().unwrap_err().contains("power-of-two"));
+    assert!(c.validate().unwrap_err().to_string().contains("power-of-two"));
     c = call(CollectiveKind::Reduce, Algorithm::Binomial, 8, 8, 8);
-    assert!(c.validate().unwrap_err().contains("workload.root: must be < ranks (8)"));
+    assert!(c.validate().unwrap_err().to_string().contains("workload.root: must be < ranks (8)"));
 }
 
 fn run(w: CollectiveLoop) -> Engine<StreamProgram<CollectiveLoop>> {
@@ -921,9 +921,9 @@ fn v_variant_counts_are_checked() {
     let base = CollectiveLoop { ranks: 4, collective: CollectiveKind::Gather, counts: vec![8, 16, 24, 32], ..Default::default() };
     assert!(base.validate().is_ok());
     let short = CollectiveLoop { counts: vec![8, 16], ..base.clone() };
-    assert!(short.validate().unwrap_err().contains("one count per rank of the communicator (4), got 2"));
+    assert!(short.validate().unwrap_err().to_string().contains("one count per rank of the communicator (4), got 2"));
     let tree = CollectiveLoop { algorithm: Some(Algorithm::Binomial), ..base.clone() };
-    assert!(tree.validate().unwrap_err().contains("gather runs linear"));
+    assert!(tree.validate().unwrap_err().to_string().contains("gather runs linear"));
     let allreduce = CollectiveLoop { collective: CollectiveKind::Allreduce, ..base };
-    assert!(allreduce.validate().unwrap_err().starts_with("workload.counts"));
+    assert!(allreduce.validate().unwrap_err().to_string().starts_with("workload.counts"));
 }

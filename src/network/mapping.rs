@@ -76,16 +76,20 @@ pub fn cartesian(grid: &[u32], block: &[u32], torus: Option<[u32; 3]>) -> Result
     Ok(nodes)
 }
 
+use crate::scenario::RuleError;
+
 /// One node number per line (rank order); '#' starts a comment.
-pub fn read_file(path: &str, ranks: u32) -> Result<Vec<u32>, String> {
-    let text = crate::files::read_text(path, "mapping file").map_err(|e| format!("network.mapping.path: {e}"))?;
+pub fn read_file(path: &str, ranks: u32) -> Result<Vec<u32>, RuleError> {
+    let text = crate::files::read_text(path, "mapping file").map_err(|e| RuleError::new("network.mapping.path", e))?;
     let mut nodes = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.split('#').next().unwrap_or("").trim();
         if t.is_empty() {
             continue;
         }
-        let n: u32 = t.parse().map_err(|_| format!("network.mapping: {path}:{}: expected a node number (0 to {})", i + 1, u32::MAX))?;
+        let n: u32 = t
+            .parse()
+            .map_err(|_| RuleError::new("network.mapping", format!("{path}:{}: expected a node number (0 to {})", i + 1, u32::MAX)))?;
         nodes.push(n);
         if nodes.len() > ranks as usize {
             break;
@@ -93,7 +97,7 @@ pub fn read_file(path: &str, ranks: u32) -> Result<Vec<u32>, String> {
     }
     if nodes.len() != ranks as usize {
         let count = if nodes.len() > ranks as usize { "more".to_string() } else { nodes.len().to_string() };
-        return Err(format!("network.mapping: {path}: {count} node numbers for {ranks} ranks"));
+        return Err(RuleError::new("network.mapping", format!("{path}: {count} node numbers for {ranks} ranks")));
     }
     Ok(nodes)
 }

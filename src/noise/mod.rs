@@ -18,6 +18,7 @@ pub mod trace;
 pub use trace::{parse_noise_trace, read_noise_trace};
 
 use crate::rng::{hash, unit};
+use crate::scenario::RuleError;
 use crate::time::{from_seconds, to_seconds, Time, PS_PER_NS};
 use crate::units::{secs, FilePath, PositiveSeconds, Seconds};
 use schemars::JsonSchema;
@@ -113,10 +114,10 @@ fn d_single_duration() -> Time {
 
 impl NoiseSpec {
     /// Checks the keys against each other and the run's rank count (None: not known yet).
-    pub fn validate(&self, ranks: Option<u32>) -> Result<(), String> {
+    pub fn validate(&self, ranks: Option<u32>) -> Result<(), RuleError> {
         let shorter = |d: Time, span: Time, dk: &str, sk: &str| {
             if d >= span {
-                Err(format!("{dk}: must be < {sk} ({}), got {} (the CPU would never run)", to_seconds(span), to_seconds(d)))
+                Err(RuleError::new(dk, format!("must be < {sk} ({}), got {} (the CPU would never run)", to_seconds(span), to_seconds(d))))
             } else {
                 Ok(())
             }
@@ -127,19 +128,24 @@ impl NoiseSpec {
             NoiseSpec::Poisson { rate_per_s, duration_ps, .. } => {
                 let duty = rate_per_s * to_seconds(*duration_ps);
                 if duty >= 1.0 {
-                    return Err(format!("duration_s: rate_hz * duration_s must be < 1 (the CPU would never run), got {duty:.6}"));
+                    return Err(RuleError::new(
+                        "duration_s",
+                        format!("rate_hz * duration_s must be < 1 (the CPU would never run), got {duty:.6}"),
+                    ));
                 }
             }
             _ => {}
         }
         let Some(p) = ranks else { return Ok(()) };
         match self {
-            NoiseSpec::Single { rank, .. } if *rank >= p => Err(format!("rank: must be < workload.ranks ({p}), got {rank}")),
+            NoiseSpec::Single { rank, .. } if *rank >= p => {
+                Err(RuleError::new("rank", format!("must be < workload.ranks ({p}), got {rank}")))
+            }
             NoiseSpec::Periodic { ranks: Some(rs), .. }
             | NoiseSpec::Poisson { ranks: Some(rs), .. }
             | NoiseSpec::Trace { ranks: Some(rs), .. }
             | NoiseSpec::Checkpoint { ranks: Some(rs), .. } => match rs.iter().enumerate().find(|(_, &r)| r >= p) {
-                Some((j, r)) => Err(format!("ranks[{j}]: must be < workload.ranks ({p}), got {r}")),
+                Some((j, r)) => Err(RuleError::new(format!("ranks[{j}]"), format!("must be < workload.ranks ({p}), got {r}"))),
                 None => Ok(()),
             },
             _ => Ok(()),

@@ -3,13 +3,18 @@
 //! These serde types *are* the schema: key names (with their units), types,
 //! defaults (each type's `Default`), ranges and choices (schemars
 //! attributes), descriptions (doc comments) and the rules that tie keys
-//! together (`validate`). [`schema`] turns them into a JSON Schema, which
-//! the Python front end walks to check a TOML file key by key, fill in the
-//! defaults and resolve paths, and which `idlewave schema` prints for
-//! editors. The engine then reads the checked document with [`parse`] and
-//! turns it into its run configuration with [`Scenario::config`].
+//! together (`validate`, returning [`RuleError`] with the key). [`schema`]
+//! turns them into a JSON Schema, which [`load`] walks to check a TOML file
+//! (or a dict from Python) key by key, fill in the defaults and resolve
+//! paths, and which `idlewave schema` prints for editors. Every error is a
+//! [`ScenarioError`] naming the source, key, line and column. A checked
+//! document (JSON) is read back with [`parse`]; [`Scenario::config`] turns a
+//! scenario into the engine's run configuration.
 
+pub mod load;
 pub mod network;
+
+pub use load::ErrorKind;
 
 use crate::noise::NoiseSpec;
 use crate::sim::{Config, WorkloadSpec};
@@ -69,30 +74,70 @@ pub struct Limits {
     pub max_memory_bytes: u64,
 }
 
-/// A scenario that cannot be accepted: the key path and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A scenario that cannot be accepted: where (source, key path, line and
+/// column of the offending value, or of its table for a missing key), what
+/// kind of problem, and the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.render())]
 pub struct ScenarioError {
+    /// The file (or `<string>`, `<dict>`); empty when not known.
+    pub source_name: String,
+    /// The key path, e.g. `noise[1].duration_s` (empty: not tied to a key).
+    pub key: String,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// `scn.toml:3:12: noise[1].duration_s: must be >= 0, got -1`.
+    fn render(&self) -> String {
+        let mut at = self.source_name.clone();
+        if let Some(l) = self.line {
+            at += &format!(":{l}");
+            if let Some(c) = self.column {
+                at += &format!(":{c}");
+            }
+        }
+        let mut out = if at.is_empty() { String::new() } else { format!("{at}: ") };
+        if !self.key.is_empty() {
+            out += &format!("{}: ", self.key);
+        }
+        out + &self.message
+    }
+}
+
+/// A rule of the scenario broken: the key it names and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct RuleError {
     pub key: String,
     pub message: String,
 }
 
-impl std::fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.key.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.key, self.message)
-        }
+impl RuleError {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        RuleError { key: key.into(), message: message.into() }
+    }
+
+    /// The same error under an enclosing key (`noise[2]` + `.duration_s`).
+    pub fn within(mut self, prefix: &str) -> Self {
+        self.key = format!("{prefix}{}", self.key);
+        self
     }
 }
 
-impl ScenarioError {
-    /// From a rule's "key.path: message" (or a bare message).
-    fn from_rule(text: String) -> Self {
-        match text.split_once(": ") {
-            Some((key, msg)) if !key.is_empty() && !key.contains(' ') => ScenarioError { key: key.into(), message: msg.into() },
-            _ => ScenarioError { key: String::new(), message: text },
-        }
+// the program builders that check a workload again report in words
+impl From<RuleError> for String {
+    fn from(e: RuleError) -> String {
+        e.to_string()
+    }
+}
+
+impl From<RuleError> for ScenarioError {
+    fn from(e: RuleError) -> Self {
+        ScenarioError { source_name: String::new(), key: e.key, line: None, column: None, kind: ErrorKind::Rule, message: e.message }
     }
 }
 
@@ -104,12 +149,28 @@ pub fn schema() -> serde_json::Value {
 /// Reads a checked scenario document (JSON) and checks its rules.
 pub fn parse(json: &str) -> Result<Scenario, ScenarioError> {
     let de = &mut serde_json::Deserializer::from_str(json);
-    let scn: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
-        let key = e.path().to_string();
-        ScenarioError { key: if key == "." { String::new() } else { key }, message: e.into_inner().to_string() }
-    })?;
+    let scn: Scenario = serde_path_to_error::deserialize(de).map_err(serde_error)?;
     scn.validate()?;
     Ok(scn)
+}
+
+/// The typed scenario of a checked document, its rules checked.
+pub fn from_document(doc: &serde_json::Value) -> Result<Scenario, ScenarioError> {
+    let scn: Scenario = serde_path_to_error::deserialize(doc).map_err(serde_error)?;
+    scn.validate()?;
+    Ok(scn)
+}
+
+fn serde_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> ScenarioError {
+    let key = e.path().to_string();
+    ScenarioError {
+        source_name: String::new(),
+        key: if key == "." { String::new() } else { key },
+        line: None,
+        column: None,
+        kind: ErrorKind::Type,
+        message: e.into_inner().to_string(),
+    }
 }
 
 /// The run configuration of a scenario document (JSON).
@@ -120,23 +181,23 @@ pub fn config_of(json: &str) -> Result<Config, ScenarioError> {
 impl Scenario {
     /// The rules that tie keys together.
     pub fn validate(&self) -> Result<(), ScenarioError> {
-        self.network.validate().map_err(ScenarioError::from_rule)?;
+        self.network.validate()?;
         let ranks = self.workload.shape().ranks;
         for (i, n) in self.noise.iter().enumerate() {
-            n.validate(ranks).map_err(|e| ScenarioError::from_rule(format!("noise[{i}].{e}")))?;
+            n.validate(ranks).map_err(|e| e.within(&format!("noise[{i}].")))?;
         }
-        self.workload.validate(self.network.ranks_per_node, self.network.memory.is_some()).map_err(ScenarioError::from_rule)
+        Ok(self.workload.validate(self.network.ranks_per_node, self.network.memory.is_some())?)
     }
 
     /// The engine's configuration of the run.
     pub fn config(&self) -> Result<Config, ScenarioError> {
         let limit = (self.limits.max_memory_bytes > 0).then_some(self.limits.max_memory_bytes);
         let shape = self.workload.shape();
-        self.network.check_mapping_grid(&shape).map_err(ScenarioError::from_rule)?;
+        self.network.check_mapping_grid(&shape)?;
         // a GOAL file or trace gives its rank count once read: its mapping is built then
         let later = shape.ranks.is_none() && self.network.maps_by_rank_count();
         let now = if later { NetworkSpec { mapping: MappingSpec::Block, ..self.network.clone() } } else { self.network.clone() };
-        let network = now.engine_network(&shape, self.seed, limit).map_err(ScenarioError::from_rule)?;
+        let network = now.engine_network(&shape, self.seed, limit)?;
         Ok(Config {
             seed: self.seed,
             network,

@@ -9,6 +9,7 @@
 //! `x-inherit` (true: from the enclosing table; a key name: from that
 //! sibling when it is given).
 
+use super::RuleError;
 use crate::network::mapping;
 use crate::network::{LinkClass, LogGOPS, Regime, Topology, MAX_NIC_PORTS};
 use crate::network::{Mapping, MemoryDomains, Platform};
@@ -117,10 +118,10 @@ impl Link {
         }
     }
 
-    fn validate(&self, at: &str) -> Result<(), String> {
+    fn validate(&self, at: &str) -> Result<(), RuleError> {
         match self.short {
             Some(s) if s.max_bytes > self.s_bytes => {
-                Err(format!("{at}short.max_bytes: must be <= S_bytes ({}), got {}", self.s_bytes, s.max_bytes))
+                Err(RuleError::new(format!("{at}short.max_bytes"), format!("must be <= S_bytes ({}), got {}", self.s_bytes, s.max_bytes)))
             }
             _ => Ok(()),
         }
@@ -235,27 +236,30 @@ fn default_step() -> Time {
 }
 
 impl RegimeSpec {
-    fn validate(&self, at: &str) -> Result<(), String> {
+    fn validate(&self, at: &str) -> Result<(), RuleError> {
         let n = self.transition.len();
         for (i, row) in self.transition.iter().enumerate() {
             if row.len() != n {
-                return Err(format!("{at}.transition[{i}]: must have {n} entries (one per state), got {}", row.len()));
+                return Err(RuleError::new(
+                    format!("{at}.transition[{i}]"),
+                    format!("must have {n} entries (one per state), got {}", row.len()),
+                ));
             }
             let sum: f64 = row.iter().sum();
             if (sum - 1.0).abs() > 1e-6 {
-                return Err(format!("{at}.transition[{i}]: probabilities must sum to 1, got {sum:.6}"));
+                return Err(RuleError::new(format!("{at}.transition[{i}]"), format!("probabilities must sum to 1, got {sum:.6}")));
             }
         }
         for (key, v) in [("multiplier", &self.multiplier), ("add_mean_s", &self.add_mean_ps), ("add_sd_s", &self.add_sd_ps)] {
             if !v.is_empty() && v.len() != n || v.is_empty() && key == "multiplier" {
-                return Err(format!("{at}.{key}: needs one value per state ({n}), got {}", v.len()));
+                return Err(RuleError::new(format!("{at}.{key}"), format!("needs one value per state ({n}), got {}", v.len())));
             }
         }
         if self.add_sd_ps.iter().any(|&x| x < 0.0) {
-            return Err(format!("{at}.add_sd_s: must be >= 0"));
+            return Err(RuleError::new(format!("{at}.add_sd_s"), "must be >= 0"));
         }
         if self.initial as usize >= n {
-            return Err(format!("{at}.initial: must be < the number of states ({n}), got {}", self.initial));
+            return Err(RuleError::new(format!("{at}.initial"), format!("must be < the number of states ({n}), got {}", self.initial)));
         }
         Ok(())
     }
@@ -380,15 +384,15 @@ pub struct Shape {
 
 impl NetworkSpec {
     /// Checks the keys against each other.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.ranks_per_socket > self.ranks_per_node {
-            return Err(format!(
-                "network.ranks_per_socket: must be <= ranks_per_node ({}), got {}",
-                self.ranks_per_node, self.ranks_per_socket
+            return Err(RuleError::new(
+                "network.ranks_per_socket",
+                format!("must be <= ranks_per_node ({}), got {}", self.ranks_per_node, self.ranks_per_socket),
             ));
         }
         if !(1..=MAX_NIC_PORTS).contains(&self.nic_ports) {
-            return Err(format!("network.nic_ports: must be 1 to {MAX_NIC_PORTS}, got {}", self.nic_ports));
+            return Err(RuleError::new("network.nic_ports", format!("must be 1 to {MAX_NIC_PORTS}, got {}", self.nic_ports)));
         }
         self.link.validate("network.")?;
         for (name, l) in [("intra_node", &self.intra_node), ("intra_socket", &self.intra_socket)] {
@@ -399,13 +403,15 @@ impl NetworkSpec {
         for (i, r) in self.regimes.iter().enumerate() {
             r.validate(&format!("network.regimes[{i}]"))?;
             if r.scope == RegimeScope::Link && self.topology == Topology::FullyConnected {
-                return Err(format!(
-                    "network.regimes[{i}].scope: \"link\" needs a topology with links between switches (torus, fat_tree or dragonfly)"
+                return Err(RuleError::new(
+                    format!("network.regimes[{i}].scope"),
+                    "\"link\" needs a topology with links between switches (torus, fat_tree or dragonfly)",
                 ));
             }
             if r.scope == RegimeScope::Link && !r.classes.contains(&LinkClassName::InterNode) {
-                return Err(format!(
-                    "network.regimes[{i}].scope: \"link\" governs messages between nodes: classes must include \"inter_node\""
+                return Err(RuleError::new(
+                    format!("network.regimes[{i}].scope"),
+                    "\"link\" governs messages between nodes: classes must include \"inter_node\"",
                 ));
             }
         }
@@ -414,7 +420,7 @@ impl NetworkSpec {
 
     /// The engine's network for a workload of this shape: the platform
     /// with the NIC and rendezvous models.
-    pub fn engine_network(&self, shape: &Shape, seed: u64, memory_limit: Option<u64>) -> Result<crate::network::Network, String> {
+    pub fn engine_network(&self, shape: &Shape, seed: u64, memory_limit: Option<u64>) -> Result<crate::network::Network, RuleError> {
         Ok(crate::network::Network {
             rendezvous: self.rendezvous_model,
             nic_model: self.nic_model,
@@ -431,12 +437,15 @@ impl NetworkSpec {
 
     /// A mapping laid on a process grid needs one: the workload's, or
     /// `mapping.grid` where the workload has none (GOAL files, traces).
-    pub fn check_mapping_grid(&self, shape: &Shape) -> Result<(), String> {
+    pub fn check_mapping_grid(&self, shape: &Shape) -> Result<(), RuleError> {
         if let MappingSpec::Cartesian(g) | MappingSpec::Grid2d(g) | MappingSpec::TopologyAware(g) = &self.mapping {
             if g.grid.is_empty() && shape.grid.is_none() {
-                return Err(format!(
-                    "network.mapping.grid: the {} mapping needs the process grid (the workload has none: give mapping.grid)",
-                    crate::units::name(&self.mapping)
+                return Err(RuleError::new(
+                    "network.mapping.grid",
+                    format!(
+                        "the {} mapping needs the process grid (the workload has none: give mapping.grid)",
+                        crate::units::name(&self.mapping)
+                    ),
                 ));
             }
         }
@@ -446,13 +455,13 @@ impl NetworkSpec {
     /// The engine's platform for a workload of this shape.
     /// `memory_limit`: the run's limit (None: 80% of available memory),
     /// checked before a mapping table is built.
-    pub fn platform(&self, shape: &Shape, seed: u64, memory_limit: Option<u64>) -> Result<Platform, String> {
+    pub fn platform(&self, shape: &Shape, seed: u64, memory_limit: Option<u64>) -> Result<Platform, RuleError> {
         let mapping = match &self.mapping {
             MappingSpec::Block => Mapping::Block,
             other => {
                 let ranks = shape.ranks.expect("a mapping other than block is built once the rank count is known");
                 // the table, each rank's slot in its node, and the sort that finds the slots
-                crate::sim::check_memory(ranks as u128 * 16, memory_limit).map_err(|e| format!("network.mapping: {e}"))?;
+                crate::sim::check_memory(ranks as u128 * 16, memory_limit).map_err(|e| RuleError::new("network.mapping", e.to_string()))?;
                 self.mapping_table(other, ranks, shape)?
             }
         };
@@ -480,7 +489,7 @@ impl NetworkSpec {
         })
     }
 
-    fn mapping_table(&self, spec: &MappingSpec, ranks: u32, shape: &Shape) -> Result<Mapping, String> {
+    fn mapping_table(&self, spec: &MappingSpec, ranks: u32, shape: &Shape) -> Result<Mapping, RuleError> {
         let per_node = self.ranks_per_node;
         let (g, torus) = match spec {
             MappingSpec::Block => return Ok(Mapping::Block),
@@ -491,21 +500,25 @@ impl NetworkSpec {
         };
         let grid = if g.grid.is_empty() { shape.grid.clone() } else { Some(g.grid.clone()) };
         let kind = crate::units::name(spec);
-        let grid =
-            grid.ok_or_else(|| format!("network.mapping.grid: the {kind} mapping needs the process grid (the workload has none)"))?;
+        let grid = grid.ok_or_else(|| {
+            RuleError::new("network.mapping.grid", format!("the {kind} mapping needs the process grid (the workload has none)"))
+        })?;
         let held: u64 = grid.iter().map(|&d| d as u64).product();
         if held != ranks as u64 {
-            return Err(format!("network.mapping.grid: {grid:?} holds {held} ranks, the workload has {ranks}"));
+            return Err(RuleError::new("network.mapping.grid", format!("{grid:?} holds {held} ranks, the workload has {ranks}")));
         }
         let block = match (g.node_grid.is_empty(), shape.node_grid_reversed) {
-            (true, _) => mapping::node_blocks(&grid, per_node)?,
+            (true, _) => mapping::node_blocks(&grid, per_node).map_err(|e| RuleError::new("network.mapping.node_grid", e))?,
             (false, false) => g.node_grid.clone(),
             (false, true) => g.node_grid.iter().rev().copied().collect(),
         };
         let in_block: u64 = block.iter().map(|&d| d as u64).product();
         if matches!(spec, MappingSpec::Grid2d(_)) && in_block != per_node as u64 {
-            return Err(format!("network.mapping.node_grid: {block:?} holds {in_block} ranks, ranks_per_node is {per_node}"));
+            return Err(RuleError::new(
+                "network.mapping.node_grid",
+                format!("{block:?} holds {in_block} ranks, ranks_per_node is {per_node}"),
+            ));
         }
-        mapping::cartesian(&grid, &block, torus).map(|nodes| Mapping::Table { nodes })
+        mapping::cartesian(&grid, &block, torus).map(|nodes| Mapping::Table { nodes }).map_err(|e| RuleError::new("network.mapping", e))
     }
 }

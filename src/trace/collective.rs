@@ -88,9 +88,9 @@ pub enum CollectiveError {
     /// A bug: the converter expands these itself.
     #[error("neighbourhood collectives are expanded by the caller")]
     Neighbourhood,
-    // the collectives module's own check, still text until it has its own error type
+    /// The collectives module's own check of the call (its key is the workload's).
     #[error("{0}")]
-    Engine(String),
+    Engine(#[from] crate::scenario::RuleError),
 }
 
 /// The engine's collective on `n` members (local ranks), checked.
@@ -111,7 +111,7 @@ pub fn engine_collective(
         tag: 0,
         comm: Comm::World,
     };
-    c.validate().map_err(CollectiveError::Engine)?;
+    c.validate()?;
     Ok(c)
 }
 

@@ -23,6 +23,7 @@ use crate::noise::Noise;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, StreamProgram, Workload};
 use crate::record::Recorder;
+use crate::scenario::RuleError;
 use crate::time::Time;
 use crate::units::Ranks;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
@@ -216,24 +217,24 @@ pub struct AppLoop {
 }
 
 impl App {
-    pub fn profile(&self) -> Result<Profile, String> {
+    pub fn profile(&self) -> Result<Profile, RuleError> {
         PROFILES.iter().find(|p| p.name == self.app).copied().ok_or_else(|| {
             let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
-            format!("workload.app: must be one of {}; got {:?}", names.join(", "), self.app)
+            RuleError::new("workload.app", format!("must be one of {}; got {:?}", names.join(", "), self.app))
         })
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         self.program_with(0).map(|_| ())
     }
 
-    fn program_with(&self, compute_ps: Time) -> Result<AppLoop, String> {
+    fn program_with(&self, compute_ps: Time) -> Result<AppLoop, RuleError> {
         let profile = self.profile()?;
         if self.mode == CollectiveMode::Nonblocking {
-            return Err("workload.mode: \"blocking\" or \"ideal\" (the paper's idealized nonblocking allreduce)".into());
+            return Err(RuleError::new("workload.mode", "\"blocking\" or \"ideal\" (the paper's idealized nonblocking allreduce)"));
         }
         if self.ranks < 2 {
-            return Err(format!("workload.ranks: at least 2, got {}", self.ranks));
+            return Err(RuleError::new("workload.ranks", format!("at least 2, got {}", self.ranks)));
         }
         let grid = match profile.dims {
             1 => [1, 1, self.ranks],

@@ -4,6 +4,7 @@
 use super::TAG_HALO;
 use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::RuleError;
 use crate::time::{from_seconds, Time};
 use crate::units::{secs, Ranks, Seconds};
 use schemars::JsonSchema;
@@ -86,16 +87,17 @@ impl Default for StreamTriad {
 }
 
 impl StreamTriad {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         let bw = self.core_bandwidth_bytes_per_s;
         if !(bw.is_finite() && bw > 0.0) {
-            return Err(format!("workload.core_bandwidth_bytes_per_s: must be a positive number, got {bw}"));
+            return Err(RuleError::new("workload.core_bandwidth_bytes_per_s", format!("must be a positive number, got {bw}")));
         }
         let sweep_s = self.elements_per_rank.saturating_mul(self.bytes_per_element) as f64 / bw;
         let limit_s = crate::time::to_seconds(crate::time::MAX_INPUT);
         if sweep_s > limit_s {
-            return Err(format!(
-                "workload.core_bandwidth_bytes_per_s: a sweep takes {sweep_s:.3e} s at {bw} B/s, past the engine's limit of about {limit_s:.3e} s"
+            return Err(RuleError::new(
+                "workload.core_bandwidth_bytes_per_s",
+                format!("a sweep takes {sweep_s:.3e} s at {bw} B/s, past the engine's limit of about {limit_s:.3e} s"),
             ));
         }
         self.bsp(false).validate()
@@ -160,9 +162,9 @@ enum Phase {
 pub const MAX_NEIGHBOURS: usize = 16;
 
 impl Bsp {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.ranks == 0 {
-            return Err("workload.ranks: must be at least 1".into());
+            return Err(RuleError::new("workload.ranks", "must be at least 1"));
         }
         super::check_distances(&self.distances, self.ranks, MAX_NEIGHBOURS / 2)?;
         Ok(())

@@ -16,6 +16,7 @@
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::RuleError;
 use crate::time::{from_seconds, Time};
 use crate::units::{secs, Ranks, Seconds};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
@@ -166,64 +167,78 @@ pub struct ChebState {
 impl ChebFd {
     /// The workload with a preset's partners filled in, on a platform with
     /// memory domains or not (`memory_bound`: what a kernel given in bytes needs).
-    pub fn resolved(&self, memory_bound: bool) -> Result<ChebFd, String> {
+    pub fn resolved(&self, memory_bound: bool) -> Result<ChebFd, RuleError> {
         if self.kernel_bytes_per_vector > 0 && !memory_bound {
-            return Err("workload.kernel_bytes_per_vector: a memory-bound kernel needs memory domains \
-                        ([network.memory] socket and core bandwidths); or give kernel_per_vector_s"
-                .into());
+            return Err(RuleError::new(
+                "workload.kernel_bytes_per_vector",
+                "a memory-bound kernel needs memory domains \
+                        ([network.memory] socket and core bandwidths); or give kernel_per_vector_s",
+            ));
         }
         let mut c = self.clone();
         if self.offsets.len() != self.offset_bytes.len() {
-            return Err(format!(
-                "workload.offset_bytes: needs one size per offset ({}), got {}",
-                self.offsets.len(),
-                self.offset_bytes.len()
+            return Err(RuleError::new(
+                "workload.offset_bytes",
+                format!("needs one size per offset ({}), got {}", self.offsets.len(), self.offset_bytes.len()),
             ));
         }
         if self.preset.is_empty() == self.offsets.is_empty() {
-            return Err("workload.preset: give either a preset (M1–M9) or offsets with offset_bytes, not both".into());
+            return Err(RuleError::new("workload.preset", "give either a preset (M1–M9) or offsets with offset_bytes, not both"));
         }
         c.partners = if self.preset.is_empty() {
             self.offsets.iter().copied().zip(self.offset_bytes.iter().copied()).collect()
         } else {
-            table7(&self.preset).ok_or_else(|| format!("workload.preset: unknown configuration '{}' (M1–M9)", self.preset))?
+            table7(&self.preset)
+                .ok_or_else(|| RuleError::new("workload.preset", format!("unknown configuration '{}' (M1–M9)", self.preset)))?
         };
         c.validate()?;
         Ok(c)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.block == 0 || self.subspace == 0 || !self.subspace.is_multiple_of(self.block) {
-            return Err(format!("workload.subspace: must be a multiple of block ({}), got {}", self.block, self.subspace));
+            return Err(RuleError::new(
+                "workload.subspace",
+                format!("must be a multiple of block ({}), got {}", self.block, self.subspace),
+            ));
         }
         if self.partners.len() > MAX_OFFSETS {
-            return Err(format!("workload.offsets: at most {MAX_OFFSETS} offsets are supported"));
+            return Err(RuleError::new("workload.offsets", format!("at most {MAX_OFFSETS} offsets are supported")));
         }
         if self.degree == 0 {
-            return Err("workload.degree: must be at least 1".into());
+            return Err(RuleError::new("workload.degree", "must be at least 1"));
         }
         let sweeps = (self.subspace / self.block) as u64 * self.degree as u64;
         if sweeps > u32::MAX as u64 {
-            return Err(format!("workload.degree: (subspace / block) · degree = {sweeps} kernel sweeps; at most 2^32 − 1 are supported"));
+            return Err(RuleError::new(
+                "workload.degree",
+                format!("(subspace / block) · degree = {sweeps} kernel sweeps; at most 2^32 − 1 are supported"),
+            ));
         }
         if (self.kernel_per_vector_ps as u128) * self.block as u128 > crate::time::MAX_INPUT as u128 {
-            return Err("workload.kernel_per_vector_s: a block's kernel takes longer than the engine's limit of about 13 days".into());
+            return Err(RuleError::new(
+                "workload.kernel_per_vector_s",
+                "a block's kernel takes longer than the engine's limit of about 13 days",
+            ));
         }
         if let Some((_, b)) =
             self.partners.iter().find(|(_, b)| *b as u128 * self.block as u128 >= crate::engine::MAX_MESSAGE_BYTES as u128)
         {
-            return Err(format!("workload.offset_bytes: {b} bytes per vector make a block's message of 2^47 bytes or more"));
+            return Err(RuleError::new(
+                "workload.offset_bytes",
+                format!("{b} bytes per vector make a block's message of 2^47 bytes or more"),
+            ));
         }
         if let Some((d, _)) = self.partners.iter().find(|(d, _)| *d == 0 || d.unsigned_abs() >= self.ranks as u64) {
-            return Err(format!("workload.offsets: offset {d} must be non-zero and smaller than ranks"));
+            return Err(RuleError::new("workload.offsets", format!("offset {d} must be non-zero and smaller than ranks")));
         }
         // the remote part moves (remote_fraction + split_overhead) of a block's bytes
         let kernel = self.kernel_bytes_per_vector as f64 * self.block as f64 * (1.0 + self.split_overhead);
         if kernel >= crate::engine::MAX_MESSAGE_BYTES as f64 {
-            return Err("workload.kernel_bytes_per_vector: a block's kernel moves 2^47 bytes or more".into());
+            return Err(RuleError::new("workload.kernel_bytes_per_vector", "a block's kernel moves 2^47 bytes or more"));
         }
         if !(0.0..=1.0).contains(&self.remote_fraction) || self.split_overhead < 0.0 {
-            return Err("workload.remote_fraction: must be in [0, 1] and split_overhead non-negative".into());
+            return Err(RuleError::new("workload.remote_fraction", "must be in [0, 1] and split_overhead non-negative"));
         }
         Ok(())
     }

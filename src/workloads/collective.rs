@@ -7,6 +7,7 @@ use crate::collectives::{auto_algorithm, AutoAlgorithm, MpiLibrary};
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::RuleError;
 use crate::time::Time;
 use crate::units::{secs, Ranks, Seconds};
 use schemars::JsonSchema;
@@ -176,28 +177,31 @@ impl CollectiveLoop {
     }
 
     /// Checks the keys against each other (the communicator resolved).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if !(1..=u16::MAX as u32).contains(&self.test_chunks) {
-            return Err(format!("workload.test_chunks: must be between 1 and {}, got {}", u16::MAX, self.test_chunks));
+            return Err(RuleError::new("workload.test_chunks", format!("must be between 1 and {}, got {}", u16::MAX, self.test_chunks)));
         }
         match self.communicator {
             Communicator::Rows | Communicator::Columns if self.grid_columns == 0 || !self.ranks.is_multiple_of(self.grid_columns) => {
-                return Err(format!(
-                    "workload.grid_columns: must divide ranks ({}) for communicator {:?}, got {}",
-                    self.ranks,
-                    self.communicator_name(),
-                    self.grid_columns
+                return Err(RuleError::new(
+                    "workload.grid_columns",
+                    format!(
+                        "must divide ranks ({}) for communicator {:?}, got {}",
+                        self.ranks,
+                        self.communicator_name(),
+                        self.grid_columns
+                    ),
                 ));
             }
             Communicator::World | Communicator::Nodes if self.grid_columns != 0 => {
-                return Err(format!(
-                    "workload.grid_columns: only applies to communicator 'rows' or 'columns', not {:?}",
-                    self.communicator_name()
+                return Err(RuleError::new(
+                    "workload.grid_columns",
+                    format!("only applies to communicator 'rows' or 'columns', not {:?}", self.communicator_name()),
                 ));
             }
             _ => {}
         }
-        let size = self.comm.group_size(self.ranks).map_err(|e| format!("workload.communicator: {e}"))?;
+        let size = self.comm.group_size(self.ranks).map_err(|e| RuleError::new("workload.communicator", e))?;
         if self.root >= size {
             let what = if self.comm == Comm::World {
                 "ranks".to_string()
@@ -205,26 +209,28 @@ impl CollectiveLoop {
                 format!("the group size ({size}) of communicator {:?}", self.communicator_name())
             };
             let what = if self.comm == Comm::World { format!("{what} ({size})") } else { what };
-            return Err(format!("workload.root: must be < {what}, got {}", self.root));
+            return Err(RuleError::new("workload.root", format!("must be < {what}, got {}", self.root)));
         }
         let call = self.call();
         if !self.counts.is_empty() {
             let Some(v) = v_algorithm(self.collective) else {
-                return Err("workload.counts: per-rank counts apply to gather, scatter, allgather and alltoall".into());
+                return Err(RuleError::new("workload.counts", "per-rank counts apply to gather, scatter, allgather and alltoall"));
             };
             if call.algorithm != v {
-                return Err(format!(
-                    "workload.algorithm: with per-rank counts, {} runs {} (use auto)",
-                    crate::units::name(&self.collective),
-                    crate::units::name(&v)
+                return Err(RuleError::new(
+                    "workload.algorithm",
+                    format!("with per-rank counts, {} runs {} (use auto)", crate::units::name(&self.collective), crate::units::name(&v)),
                 ));
             }
             if self.counts.len() != size as usize {
-                return Err(format!("workload.counts: needs one count per rank of the communicator ({size}), got {}", self.counts.len()));
+                return Err(RuleError::new(
+                    "workload.counts",
+                    format!("needs one count per rank of the communicator ({size}), got {}", self.counts.len()),
+                ));
             }
         }
         if self.chunk_bytes > 0 && self.collective != CollectiveKind::Bcast {
-            return Err("workload.chunk_bytes: only broadcasts cut messages into chunks".into());
+            return Err(RuleError::new("workload.chunk_bytes", "only broadcasts cut messages into chunks"));
         }
         call.algorithm.check_chunks(self.chunk_bytes)?;
         call.validate()

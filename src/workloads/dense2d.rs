@@ -20,6 +20,7 @@ use crate::collectives::relay::{child, chunk_size, chunks, parent};
 use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::RuleError;
 use crate::time::{Time, PS_PER_S};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -174,37 +175,40 @@ enum Phase {
 }
 
 impl Dense2d {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         let p = self.grid[0] as u64 * self.grid[1] as u64;
         if p == 0 || p > u32::MAX as u64 {
-            return Err(format!("workload.grid: {}×{} is not a valid process grid", self.grid[0], self.grid[1]));
+            return Err(RuleError::new("workload.grid", format!("{}×{} is not a valid process grid", self.grid[0], self.grid[1])));
         }
         if self.blocks == 0 || self.block == 0 {
-            return Err("workload.blocks: blocks and block must be positive".into());
+            return Err(RuleError::new("workload.blocks", "blocks and block must be positive"));
         }
         if !CollectiveKind::Bcast.algorithms().contains(&self.broadcast) {
             use crate::units::{name, names};
-            return Err(format!(
-                "workload.broadcast: '{}' is not a broadcast algorithm (choose from {})",
-                name(&self.broadcast),
-                names(CollectiveKind::Bcast.algorithms())
+            return Err(RuleError::new(
+                "workload.broadcast",
+                format!(
+                    "'{}' is not a broadcast algorithm (choose from {})",
+                    name(&self.broadcast),
+                    names(CollectiveKind::Bcast.algorithms())
+                ),
             ));
         }
         if self.broadcast == Algorithm::PipelinedRing && self.chunk_bytes == 0 {
-            return Err("workload.chunk_bytes: pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)".into());
+            return Err(RuleError::new("workload.chunk_bytes", "pipelined_ring needs chunk_bytes > 0 (or use ring for one piece)"));
         }
         if !(self.gemm_flops_per_s > 0.0 && self.panel_flops_per_s > 0.0) {
-            return Err("workload.gemm_flops_per_s: the flop rates must be positive".into());
+            return Err(RuleError::new("workload.gemm_flops_per_s", "the flop rates must be positive"));
         }
         if self.lookahead && !(1..=u16::MAX as u32).contains(&self.progress_chunks) {
-            return Err(format!("workload.progress_chunks: must be between 1 and {}", u16::MAX));
+            return Err(RuleError::new("workload.progress_chunks", format!("must be between 1 and {}", u16::MAX)));
         }
         if self.lookahead && self.barrier {
-            return Err("workload.barrier: a barrier every step would undo the look-ahead; use one or the other".into());
+            return Err(RuleError::new("workload.barrier", "a barrier every step would undo the look-ahead; use one or the other"));
         }
         let panel = self.blocks.div_ceil(self.grid[0].min(self.grid[1])) as u128 * self.block as u128 * self.block as u128;
         if panel * self.panel_element_bytes.max(self.element_bytes) as u128 >= crate::engine::MAX_MESSAGE_BYTES as u128 {
-            return Err("workload.block: a panel of more than 2^47 bytes".into());
+            return Err(RuleError::new("workload.block", "a panel of more than 2^47 bytes"));
         }
         Ok(())
     }
@@ -731,9 +735,9 @@ mod tests {
 
     #[test]
     fn invalid_grids_and_rates_are_rejected() {
-        assert!(Dense2d { grid: [0, 1], ..lu(1, 1) }.validate().unwrap_err().contains("grid"));
-        assert!(Dense2d { gemm_flops_per_s: 0.0, ..lu(1, 1) }.validate().unwrap_err().contains("rates"));
-        assert!(Dense2d { broadcast: Algorithm::Dissemination, ..lu(1, 1) }.validate().unwrap_err().contains("broadcast"));
-        assert!(Dense2d { lookahead: true, barrier: true, ..lu(1, 1) }.validate().unwrap_err().contains("look-ahead"));
+        assert!(Dense2d { grid: [0, 1], ..lu(1, 1) }.validate().unwrap_err().to_string().contains("grid"));
+        assert!(Dense2d { gemm_flops_per_s: 0.0, ..lu(1, 1) }.validate().unwrap_err().to_string().contains("rates"));
+        assert!(Dense2d { broadcast: Algorithm::Dissemination, ..lu(1, 1) }.validate().unwrap_err().to_string().contains("broadcast"));
+        assert!(Dense2d { lookahead: true, barrier: true, ..lu(1, 1) }.validate().unwrap_err().to_string().contains("look-ahead"));
     }
 }

@@ -17,6 +17,7 @@ use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::RuleError;
 use crate::time::{from_seconds, Time};
 use crate::units::{secs, Seconds};
 use schemars::JsonSchema;
@@ -256,21 +257,21 @@ impl Krylov {
         self.grid.iter().product()
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.grid.contains(&0) || self.local.contains(&0) {
-            return Err("workload.grid: grid and local must be positive in every dimension".into());
+            return Err(RuleError::new("workload.grid", "grid and local must be positive in every dimension"));
         }
         if (self.grid.iter().map(|&g| g as u64).product::<u64>()) > crate::units::MAX_RANKS as u64 {
-            return Err(format!("workload.grid: more than {} ranks", crate::units::MAX_RANKS));
+            return Err(RuleError::new("workload.grid", format!("more than {} ranks", crate::units::MAX_RANKS)));
         }
         if self.stencil != 7 && self.stencil != 27 {
-            return Err(format!("workload.stencil: must be 7 or 27, got {}", self.stencil));
+            return Err(RuleError::new("workload.stencil", format!("must be 7 or 27, got {}", self.stencil)));
         }
         if !(0.0..=1.0).contains(&self.diagonal_fraction) {
-            return Err("workload.diagonal_fraction: must be between 0 and 1".into());
+            return Err(RuleError::new("workload.diagonal_fraction", "must be between 0 and 1"));
         }
         if !(1..=128).contains(&self.test_chunks) {
-            return Err(format!("workload.test_chunks: must be between 1 and 128, got {}", self.test_chunks));
+            return Err(RuleError::new("workload.test_chunks", format!("must be between 1 and 128, got {}", self.test_chunks)));
         }
         self.allreduce(1).validate()
     }

@@ -18,6 +18,7 @@ use super::TAG_HALO;
 use crate::collectives::{Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::RuleError;
 use crate::time::{from_seconds, to_seconds, Time};
 use crate::units::{secs, PositiveSeconds, Ranks, Seconds};
 use schemars::JsonSchema;
@@ -163,16 +164,16 @@ pub struct MatvecState {
 }
 
 impl FemMatvec {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         super::check_distances(&self.distances, self.ranks, MAX_NEIGHBOURS / 2)?;
         if !(0.0..=1.0).contains(&self.alpha0) || !(0.0..=1.0).contains(&self.theta) {
-            return Err("workload.alpha0: alpha0 and theta must be between 0 and 1".into());
+            return Err(RuleError::new("workload.alpha0", "alpha0 and theta must be between 0 and 1"));
         }
         if self.hiding == Hiding::DynamicAlpha && self.epsilon_ps == 0 {
-            return Err("workload.epsilon_s: must be positive for dynamic_alpha".into());
+            return Err(RuleError::new("workload.epsilon_s", "must be positive for dynamic_alpha"));
         }
         if self.hiding == Hiding::MpiTest && self.test_chunk_elements == 0 {
-            return Err("workload.test_chunk_elements: must be positive for mpi_test".into());
+            return Err(RuleError::new("workload.test_chunk_elements", "must be positive for mpi_test"));
         }
         Ok(())
     }

@@ -35,13 +35,15 @@ fn barrier_step(driver: &mut crate::program::driver::Driver, ranks: u32, rank: u
     driver.next(&Collective::dissemination(CollectiveKind::Barrier, ranks, 0, TAG_BARRIER), rank)
 }
 
+use crate::scenario::RuleError;
+
 /// The rule for neighbour distances ±d: at most `max`, each in 1..ranks.
-pub fn check_distances(distances: &[u32], ranks: u32, max: usize) -> Result<(), String> {
+pub fn check_distances(distances: &[u32], ranks: u32, max: usize) -> Result<(), RuleError> {
     if distances.len() > max {
-        return Err(format!("workload.distances: at most {max} distances are supported, got {}", distances.len()));
+        return Err(RuleError::new("workload.distances", format!("at most {max} distances are supported, got {}", distances.len())));
     }
     match distances.iter().enumerate().find(|(_, &d)| d == 0 || d >= ranks) {
-        Some((i, d)) => Err(format!("workload.distances[{i}]: must be < ranks ({ranks}), got {d}")),
+        Some((i, d)) => Err(RuleError::new(format!("workload.distances[{i}]"), format!("must be < ranks ({ranks}), got {d}"))),
         None => Ok(()),
     }
 }

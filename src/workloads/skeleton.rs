@@ -12,6 +12,7 @@ use crate::network::Network;
 use crate::noise::Noise;
 use crate::program::stream::StreamProgram;
 use crate::record::Recorder;
+use crate::scenario::RuleError;
 use crate::time::Time;
 use crate::units::Ranks;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
@@ -78,17 +79,17 @@ impl Skeleton {
         PRESETS.iter().find(|(n, _)| *n == self.app).map_or(self.beta, |(_, b)| *b)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         let apps = PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
         if (self.beta > 0.0) != self.app.is_empty() {
             let which = if self.app.is_empty() { "neither was given" } else { "both were given" };
-            return Err(format!("workload.beta: give either beta > 0 or app (one of {apps}); {which}"));
+            return Err(RuleError::new("workload.beta", format!("give either beta > 0 or app (one of {apps}); {which}")));
         }
         if !self.app.is_empty() && !PRESETS.iter().any(|(n, _)| *n == self.app) {
-            return Err(format!("workload.app: must be one of {apps}; got {:?}", self.app));
+            return Err(RuleError::new("workload.app", format!("must be one of {apps}; got {:?}", self.app)));
         }
         if !self.ratio().is_finite() {
-            return Err(format!("workload.beta: must be finite, got {}", self.beta));
+            return Err(RuleError::new("workload.beta", format!("must be finite, got {}", self.beta)));
         }
         self.with_compute(0).validate()
     }

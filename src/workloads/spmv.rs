@@ -17,6 +17,7 @@ use super::partners::{Partner, PartnerTable};
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
+use crate::scenario::RuleError;
 use crate::time::Time;
 use crate::units::{optional_path, secs_f64, OptionalPath, Ranks, Seconds};
 use schemars::JsonSchema;
@@ -153,18 +154,21 @@ impl Spmv {
         )
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if !(self.time_per_nonzero_ps.is_finite() && self.time_per_nonzero_ps >= 0.0) {
-            return Err("workload.time_per_nonzero_s: must be non-negative".into());
+            return Err(RuleError::new("workload.time_per_nonzero_s", "must be non-negative"));
         }
         if let Some(t) = &self.table {
             if t.ranks() != self.ranks {
-                return Err(format!("workload.ranks is {} but the partner file describes {} ranks", self.ranks, t.ranks()));
+                return Err(RuleError::new(
+                    "workload.ranks",
+                    format!("{} ranks, but the partner file describes {}", self.ranks, t.ranks()),
+                ));
             }
             if let Some(r) = (0..t.ranks()).find(|&r| t.partners(r).len() > MAX_FILE_PARTNERS) {
-                return Err(format!(
-                    "rank {r} has {} partners in the partner file; at most {MAX_FILE_PARTNERS} are supported",
-                    t.partners(r).len()
+                return Err(RuleError::new(
+                    "workload.partners_file",
+                    format!("rank {r} has {} partners in the partner file; at most {MAX_FILE_PARTNERS} are supported", t.partners(r).len()),
                 ));
             }
             return Ok(());
@@ -174,24 +178,28 @@ impl Spmv {
         }
         let (p, n, b) = (self.ranks as u64, self.rows, self.bandwidth);
         if p == 0 || n < p {
-            return Err(format!("workload.rows: must be at least ranks ({p}), got {n}"));
+            return Err(RuleError::new("workload.rows", format!("must be at least ranks ({p}), got {n}")));
         }
         // the largest block's nonzeros, at most (rows/ranks + 1)·(2·bandwidth + 1), must be a count
         // the engine can charge: the sums below (and their time) then cannot wrap
         let most = n.div_ceil(p) as u128 * (2 * b as u128 + 1);
         if most > crate::time::MAX_INPUT as u128 {
-            return Err(format!(
-                "workload.rows: {n} rows with bandwidth {b} on {p} ranks give up to {most} nonzeros per rank; at most 2^60 are supported"
+            return Err(RuleError::new(
+                "workload.rows",
+                format!("{n} rows with bandwidth {b} on {p} ranks give up to {most} nonzeros per rank; at most 2^60 are supported"),
             ));
         }
         if self.periodic && 2 * b + n.div_ceil(p) > n {
-            return Err(format!("workload.bandwidth {b} is too large for {n} periodic rows (2·b + rows per rank must not exceed rows)"));
+            return Err(RuleError::new(
+                "workload.bandwidth",
+                format!("{b} is too large for {n} periodic rows (2·b + rows per rank must not exceed rows)"),
+            ));
         }
         let reach = self.reach();
         if 2 * reach > MAX_PARTNERS {
-            return Err(format!(
-                "workload.bandwidth {b} couples each rank to ranks up to {reach} away; at most {} partners are supported (use fewer ranks or a narrower band)",
-                MAX_PARTNERS
+            return Err(RuleError::new(
+                "workload.bandwidth",
+                format!("{b} couples each rank to ranks up to {reach} away; at most {} partners are supported (use fewer ranks or a narrower band)", MAX_PARTNERS),
             ));
         }
         Ok(())
@@ -602,7 +610,7 @@ mod tests {
 
     #[test]
     fn too_wide_bands_are_refused() {
-        assert!(banded(64, 640, 200, false).validate().unwrap_err().contains("partners"));
-        assert!(banded(4, 40, 18, true).validate().unwrap_err().contains("too large"));
+        assert!(banded(64, 640, 200, false).validate().unwrap_err().to_string().contains("partners"));
+        assert!(banded(4, 40, 18, true).validate().unwrap_err().to_string().contains("too large"));
     }
 }

@@ -1,0 +1,58 @@
+"""A scenario error reads the same whichever way the scenario is read: the
+command line, the API and a sweep over it all print the engine's one message,
+with the file, line and column of the offending value and its key."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import idlewave
+from conftest import run_cli
+from idlewave.scenario import ScenarioError
+
+CASES = [
+    # a value out of its declared range (a schema check)
+    ('[workload]\nkind = "bsp"\nranks = 8\niterations = 2\n\n[[noise]]\nkind = "periodic"\nduration_s = -1\n',
+     "bad.toml:8:14: noise[0].duration_s: must be >= 0, got -1", ("noise[0].duration_s", 8, 14)),
+    # a rule tying keys together (the workload's own check)
+    ('[workload]\nranks = 8\niterations = 2\ndistances = [1, 8]\n',
+     "bad.toml:4:17: workload.distances[1]: must be < ranks (8), got 8", ("workload.distances[1]", 4, 17)),
+]
+
+
+@pytest.mark.parametrize("text, expected, where", CASES)
+def test_the_same_error_reads_the_same_through_cli_api_and_sweep(tmp_path, monkeypatch, text, expected, where):
+    monkeypatch.chdir(tmp_path)
+    Path("bad.toml").write_text(text)
+
+    with pytest.raises(ScenarioError) as ei:
+        idlewave.simulate("bad.toml")
+    assert str(ei.value) == expected
+    assert (ei.value.source, (ei.value.key, ei.value.line, ei.value.column)) == ("bad.toml", where)
+
+    p = run_cli("simulate", "bad.toml", check=False)
+    assert p.returncode != 0 and expected in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+    Path("study.toml").write_text('base = "bad.toml"\n[grid]\nseed = [1, 2]\n')
+    p = run_cli("sweep", "study.toml", "--out", "out", "--quiet", check=False)
+    assert p.returncode != 0 and "2 of 2 points failed" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    errors = [json.loads(f.read_text())["error"] for f in sorted(Path("out").rglob("error.json"))]
+    assert len(errors) == 2 and all(e.startswith(expected + " [point ") for e in errors), errors
+
+
+def test_an_override_is_checked_where_it_lands(tmp_path):
+    """A Scenario's .set applies one key as --set does and checks again; a
+    bad value names its key (it has no line: it is not in the file)."""
+    from idlewave import _engine
+
+    p = tmp_path / "scn.toml"
+    p.write_text('[workload]\nranks = 8\n')
+    scn = _engine.Scenario.from_file(str(p))
+    scn.set("workload.ranks", 16)
+    assert scn.to_dict()["workload"]["ranks"] == 16 and scn.source == str(p)
+    with pytest.raises(ScenarioError) as ei:
+        scn.set("workload.ranks", 0)
+    assert (ei.value.key, ei.value.line) == ("workload.ranks", None)
+    assert str(ei.value) == f"{p}: workload.ranks: must be between 1 and 2147483648, got 0"
+    assert scn.to_dict()["workload"]["ranks"] == 16  # a refused override is not kept
