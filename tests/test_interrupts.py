@@ -92,12 +92,17 @@ def test_ctrl_c_at_the_terminal_stops_a_sweep_and_its_local_workers_in_one_line(
 def test_held_keeps_ctrl_c_back_until_the_block_ends():
     from idlewave.interrupts import held
 
-    with pytest.raises(KeyboardInterrupt):
-        with held():
-            signal.raise_signal(signal.SIGINT)
-            for _ in range(1000):  # bytecode runs, the handler is asked, the interrupt waits
-                pass
-            done = True
+    # Python's own handler, even in a pytest started with SIGINT ignored (as a shell's background job)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with held():
+                signal.raise_signal(signal.SIGINT)
+                for _ in range(1000):  # bytecode runs, the handler is asked, the interrupt waits
+                    pass
+                done = True
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert done
 
 

@@ -399,37 +399,48 @@ def test_the_tracers_own_time_is_taken_out_of_a_polling_loop(lib, tmp_path):
     def loop_s(p):
         return max(float(m.group(1)) for m in re.finditer(r"LOOP \d+ (\S+) 0", p.stdout))
 
-    untraced = []
-    for _ in range(3):
+    def untraced_s() -> float:
         p = subprocess.run([mpiexec(), "-n", "2", str(app), n], env=wheel_env(tmp_path / "none"), capture_output=True,
                            text=True, timeout=120)
         assert p.returncode == 0 and "LOOP 1" in p.stdout, p.stdout + p.stderr
-        untraced.append(loop_s(p))
-    replayed = {}
-    for mode in ("keep", "remove"):
-        got = []
+        return loop_s(p)
+
+    def traced(mode: str, out: Path) -> list:
+        env = {**wheel_env(out), "IDLEWAVE_TRACE_OVERHEAD": mode}
+        p = subprocess.run([mpiexec(), "-n", "2", "-x", f"LD_PRELOAD={lib}", "-x", "IDLEWAVE_TRACE_DIR", "-x",
+                            "IDLEWAVE_TRACE_OVERHEAD", str(app), n], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0 and not tracer_lines(p), p.stdout + p.stderr
+        traces = read(out)
+        assert {t.info["tracer_overhead"] for t in traces} == {"kept" if mode == "keep" else "removed"}
+        return traces
+
+    # Three rounds of (untraced, kept, removed) back to back. The measurement (not the checks) is taken
+    # again, at most twice more, while the untraced runs disagree by more than 25%: the load of a
+    # shared machine moved between the runs, and with it the ratios.
+    for attempt in range(3):
+        untraced, got, removed = [], {"keep": [], "remove": []}, []
         for i in range(3):
-            out = tmp_path / f"{mode}{i}"
-            env = {**wheel_env(out), "IDLEWAVE_TRACE_OVERHEAD": mode}
-            p = subprocess.run([mpiexec(), "-n", "2", "-x", f"LD_PRELOAD={lib}", "-x", "IDLEWAVE_TRACE_DIR", "-x",
-                                "IDLEWAVE_TRACE_OVERHEAD", str(app), n], env=env, capture_output=True, text=True,
-                               timeout=120)
-            assert p.returncode == 0 and not tracer_lines(p), p.stdout + p.stderr
-            traces = read(out)
-            assert {t.info["tracer_overhead"] for t in traces} == {"kept" if mode == "keep" else "removed"}
-            # the loop is one merged poll record per rank; its span is what the replay computes
-            polls = [t.records[t.records["op"] == CODES["poll"]] for t in traces]
-            assert all(len(q) == 1 and q["bytes"][0] == int(n) for q in polls), [q["bytes"] for q in polls]
-            got.append(max(float(q["t1"][0] - q["t0"][0]) for q in polls))
-            if mode == "remove":
-                # about as much as the loop itself: against the fastest untraced run, which load on a
-                # shared machine lengthens least (the traced span above grows with it, tracer_s does not)
-                assert all(float(t.info["tracer_s"]) > 0.3 * min(untraced) for t in traces), ([t.info for t in traces],
-                                                                                            untraced)
-                # the replay reports what was taken out, per traced rank
-                taken = replay(out).trace_report["tracer_s"]
-                assert taken == pytest.approx([float(t.info["tracer_s"]) for t in traces], rel=1e-9)
-        replayed[mode] = float(np.median(got))
+            untraced.append(untraced_s())
+            for mode in ("keep", "remove"):
+                out = tmp_path / f"{mode}{attempt}-{i}"
+                traces = traced(mode, out)
+                # the loop is one merged poll record per rank; its span is what the replay computes
+                polls = [t.records[t.records["op"] == CODES["poll"]] for t in traces]
+                assert all(len(q) == 1 and q["bytes"][0] == int(n) for q in polls), [q["bytes"] for q in polls]
+                got[mode].append(max(float(q["t1"][0] - q["t0"][0]) for q in polls))
+                if mode == "remove":
+                    removed.append((out, traces))
+        if max(untraced) < 1.25 * min(untraced):
+            break
+    for out, traces in removed:
+        # about as much as the loop itself: against the fastest untraced run, which load on a
+        # shared machine lengthens least (the traced span above grows with it, tracer_s does not)
+        assert all(float(t.info["tracer_s"]) > 0.3 * min(untraced) for t in traces), ([t.info["tracer_s"] for t in traces], untraced, got)
+        # the replay reports what was taken out, per traced rank
+        taken = replay(out).trace_report["tracer_s"]
+        assert taken == pytest.approx([float(t.info["tracer_s"]) for t in traces], rel=1e-9)
+    replayed = {mode: float(np.median(v)) for mode, v in got.items()}
     base = float(np.median(untraced))
     assert 0.6 < replayed["remove"] / base < 1.4, (replayed, untraced)
     assert replayed["keep"] > 1.5 * replayed["remove"], (replayed, untraced)
