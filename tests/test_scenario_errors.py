@@ -11,6 +11,8 @@ import idlewave
 from conftest import run_cli
 from idlewave.scenario import ScenarioError
 
+pytestmark = pytest.mark.integration
+
 CASES = [
     # a value out of its declared range (a schema check)
     ('[workload]\nkind = "bsp"\nranks = 8\niterations = 2\n\n[[noise]]\nkind = "periodic"\nduration_s = -1\n',
