@@ -95,12 +95,12 @@ def test_engine_refusals_say_where_as_attributes(tmp_path):
     assert str(e.value) == f"{rank0}: record 1 (irecv): peer 99 is not a rank of this 2-rank run " \
                            "(nor -1, any source, or -2, MPI_PROC_NULL)"
 
-    noise = tmp_path / "noise.txt"
-    noise.write_text("1 2\nabc 3\n")
+    other = tmp_path / "u"
+    _engine.write_synthetic_trace(str(other), 2, 1)
+    rank1 = other / "rank-1.iwt"  # an input file that is no file: InputFileError, naming it
+    rank1.unlink()
+    rank1.mkdir()
     with pytest.raises(_engine.InputFileError) as e:
-        _engine.read_noise_trace(str(noise))
-    assert (e.value.path, e.value.line, str(e.value)) == (str(noise), 2, f"{noise}:2: expected a start time in ns")
-    with pytest.raises(_engine.InputFileError) as e:
-        _engine.read_noise_trace(str(tmp_path))
-    assert (e.value.path, e.value.line) == (str(tmp_path), None)
+        _engine.trace_grid(str(other))
+    assert (e.value.path, e.value.line, str(e.value)) == (str(rank1), None, f"{rank1}: the rank file must be a regular file")
     assert isinstance(e.value, _engine.SimulationError)

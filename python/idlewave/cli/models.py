@@ -64,11 +64,12 @@ def _show(result: dict, as_json: bool, inputs: str = "an input", times: tuple[st
 
 
 def _platform(name: str) -> postal.PostalPlatform:
+    from idlewave.scenario import ScenarioError
+
     try:
         return postal.PostalPlatform.preset(name)
-    except Exception as e:  # ScenarioError and friends carry a user-facing message
-        # (the preset is resolved as an inline scenario: name the flag, not "<string>")
-        fail(str(e).replace("<string>: network.platform", "--platform"))
+    except ScenarioError as e:  # the preset is resolved as an inline scenario: name the flag, not its key
+        fail(f"--platform: {e.message}" if e.key == "network.platform" else str(e))
 
 
 HOPS = typer.Option("average", "--hops", help="Hops per off-node message for the hop and congestion penalties: "

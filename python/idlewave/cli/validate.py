@@ -50,7 +50,7 @@ def validate(
 
         check_scenario({"network": {"platform": platform}})
     except ScenarioError as e:
-        fail(f"--platform: {str(e).split('network.platform: ', 1)[-1]}")
+        fail(f"--platform: {e.message}" if e.key == "network.platform" else str(e))
     say = (lambda _: None) if quiet or as_json else (lambda m: err.print(f"[dim]{escape(m)}[/]", highlight=False))
     try:
         mpi = find_mpi(mpiexec, mpicc)
