@@ -606,7 +606,7 @@ fn drive<P: Program, O: Probe>(
             break;
         }
         if let Some(cb) = progress.as_mut() {
-            if !cb(engine.now(), engine.events, engine.program.progress()) {
+            if !cb(engine.now(), engine.events, engine.view.program.progress()) {
                 return Err(SimError::Interrupted);
             }
         }
@@ -616,7 +616,7 @@ fn drive<P: Program, O: Probe>(
     let p = engine.num_ranks();
     let finish_times: Vec<Time> = (0..p).map(|r| engine.finish_time(r)).collect();
     let makespan = finish_times.iter().copied().max().unwrap_or(0);
-    let (timer_names, timers, iterations) = extract(&mut engine.program);
+    let (timer_names, timers, iterations) = extract(&mut engine.view.program);
     let crate::probes::Findings { timeline, explained } = engine.findings();
     let mut derived = node_traffic(engine.node_traffic());
     derived.extend(link_traffic(engine.link_traffic()));
@@ -636,7 +636,7 @@ fn drive<P: Program, O: Probe>(
         trace_report: None,
         explained,
     };
-    Ok((result, engine.program))
+    Ok((result, engine.view.program))
 }
 
 /// What the nodes' NICs carried to and from other nodes: the total, and

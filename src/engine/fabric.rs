@@ -168,7 +168,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// Counts a message between nodes of plain LogGOPS (block mapping).
     #[inline]
     pub(super) fn count_plain(&mut self, src: u32, dst: u32, size: u64) {
-        let rpn = self.net.ranks_per_node.max(1);
+        let rpn = self.view.net.ranks_per_node.max(1);
         if !self.fabric.node_bytes_out.is_empty() && src / rpn != dst / rpn {
             self.fabric.node_bytes_out[(src / rpn) as usize] += size;
             self.fabric.node_bytes_in[(dst / rpn) as usize] += size;
@@ -185,7 +185,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// When a message leaving `src` at `depart` (its send overhead done)
     /// reaches `dst`, given the link class's latency `l`.
     pub(super) fn arrival(&mut self, src: u32, dst: u32, size: u64, depart: Time, l: Time) -> Time {
-        let Some(pl) = self.net.platform.as_deref() else {
+        let Some(pl) = self.view.net.platform.as_deref() else {
             self.count_plain(src, dst, size);
             self.tell(|o, v| o.flew(v, (src, dst), l, 0, 0));
             return depart + l;
@@ -252,16 +252,16 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// Starts a memory-bound computation of `ev.size` bytes on its rank's socket.
     pub(super) fn on_mem(&mut self, ev: Event) {
         let c = self.o(ev.rank, ev.cpu());
-        if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c], [c, c]);
+        if self.view.clocks[c] > ev.time {
+            self.defer(ev, self.view.clocks[c], [c, c]);
             return;
         }
-        let wait = Wait { rank: ev.rank, before: self.clocks[c], at: ev.time, why: OTHER, on: ev.rank };
+        let wait = Wait { rank: ev.rank, before: self.view.clocks[c], at: ev.time, why: OTHER, on: ev.rank };
         self.tell_wait(wait, |o, v, w| o.mem_started(v, w, ev.cpu(), ev.size));
-        let d = self.net.platform.as_deref().expect("checked when issued").socket(ev.rank) as usize;
+        let d = self.view.net.platform.as_deref().expect("checked when issued").socket(ev.rank) as usize;
         let mem = self.fabric.memory.as_mut().expect("checked when issued");
-        self.clocks[c] = MEM_BUSY;
-        self.program.started(ev.rank, ev.id);
+        self.view.clocks[c] = MEM_BUSY;
+        self.view.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
         let dom = &mut mem.domains[d];
         advance(dom, ev.time);
@@ -277,7 +277,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     pub(super) fn on_mem_done(&mut self, ev: Event) {
         let mem = self.fabric.memory.as_mut().expect("memory events imply domains");
         let core = mem.bw.core_bytes_per_ps;
-        let d = self.net.platform.as_deref().expect("memory implies a platform").socket(ev.rank) as usize;
+        let d = self.view.net.platform.as_deref().expect("memory implies a platform").socket(ev.rank) as usize;
         let dom = &mut mem.domains[d];
         let version = (ev.peer as u64) << 32 | ev.tag as u64;
         let Some(i) = dom.active.iter().position(|a| a.rank == ev.rank && a.version == version) else { return };
@@ -293,13 +293,13 @@ impl<P: Program, O: Probe> Engine<P, O> {
             }
         });
         let c = self.o(a.rank, a.cpu);
-        self.clocks[c] = self.noise.cpu_end(a.rank, a.start, ev.time - a.start);
+        self.view.clocks[c] = self.view.noise.cpu_end(a.rank, a.start, ev.time - a.start);
         self.tell(|o, v| o.mem_finished(v, (a.rank, a.cpu, c), (a.start, ev.time), core));
-        self.program.done(a.rank, a.id);
+        self.view.program.done(a.rank, a.id);
         self.touched.push(a.rank);
         self.events += 1;
         for mut e in released {
-            e.time = self.clocks[c].max(self.now);
+            e.time = self.view.clocks[c].max(self.view.now);
             self.tell(|o, v| o.released(v, e.stamp(), c));
             self.queue.push_again(e);
         }
@@ -315,7 +315,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         for a in dom.active.iter_mut() {
             dom.versions += 1;
             a.version = dom.versions;
-            let t = self.now + (a.remaining / dom.rate).ceil() as Time;
+            let t = self.view.now + (a.remaining / dom.rate).ceil() as Time;
             let (hi, lo) = ((a.version >> 32) as u32, a.version as u32);
             self.queue.push_new(Event::new(t, EvKind::MemDone, a.cpu, 0, 0, a.rank, hi, lo, a.id));
         }
@@ -327,9 +327,9 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// `idx`: the clocks it waits for (the latest of them is free at `free`;
     /// when explaining, the event takes their path when it runs).
     pub(super) fn defer(&mut self, mut ev: Event, free: Time, idx: [usize; 2]) {
-        debug_assert!(free == MEM_BUSY || idx.iter().any(|&i| self.clocks[i] == free));
+        debug_assert!(free == MEM_BUSY || idx.iter().any(|&i| self.view.clocks[i] == free));
         if free == MEM_BUSY {
-            let pl = self.net.platform.as_deref().expect("MEM_BUSY implies a platform");
+            let pl = self.view.net.platform.as_deref().expect("MEM_BUSY implies a platform");
             let d = pl.socket(ev.rank) as usize;
             self.fabric.memory.as_mut().expect("memory").domains[d].parked.push(ev);
             return;

@@ -123,19 +123,11 @@ const REPORT_LIMIT: usize = 10;
 /// `O`: what observes the run (probes/); without one ([`NoProbe`]) every
 /// call to it compiles away.
 pub struct Engine<P: Program, O: Probe = NoProbe> {
-    pub program: P,
-    net: Network,
-    noise: Noise,
-    /// Per rank, side by side so one cache line serves an event: when each
-    /// CPU is next free ("next_o"), then when each NIC can next inject
-    /// ("next_gs"), then accept ("next_gr"), then its two match lists
-    /// (posted receives, unexpected messages) in one word. Index with `o`,
-    /// `gs`, `gr`, `lists` (where they sit: `layout`).
-    clocks: Vec<Time>,
-    layout: Layout,
+    /// The program, clocks, time, network and noise: what probes may read,
+    /// kept in one struct so that telling a probe passes one pointer.
+    pub view: View<P>,
     matcher: Matcher,
     queue: EventQueue,
-    now: Time,
     /// Completed operations (sends, receives, computations).
     pub events: u64,
     touched: Vec<u32>,
@@ -164,7 +156,7 @@ impl<P: Program> Engine<P, Explain> {
 
     /// The makespan's path.
     pub fn explanation(&self) -> Option<Explained> {
-        Some(self.probe.explanation(&self.view()))
+        Some(self.probe.explanation(&self.view))
     }
 }
 
@@ -176,28 +168,19 @@ impl<P: Program, O: Probe> Engine<P, O> {
         Ok(e)
     }
 
-    /// The engine as probes see it.
+    /// Tells the probe something, through `f`, with a view of the engine.
     #[inline(always)]
-    fn view(&self) -> View<'_, P> {
-        View { clocks: &self.clocks, now: self.now, net: &self.net, noise: &self.noise, program: &self.program, layout: self.layout }
-    }
-
-    /// Tells the probe something, through `f`, with a view of the engine
-    /// (made here from the fields: `view` would borrow the probe too).
-    #[inline(always)]
-    fn tell<R>(&mut self, f: impl FnOnce(&mut O, &View<'_, P>) -> R) -> R {
-        let v =
-            View { clocks: &self.clocks, now: self.now, net: &self.net, noise: &self.noise, program: &self.program, layout: self.layout };
-        f(&mut self.probe, &v)
+    fn tell<R>(&mut self, f: impl FnOnce(&mut O, &View<P>) -> R) -> R {
+        f(&mut self.probe, &self.view)
     }
 
     /// [`tell`](Self::tell) for a call that may end a CPU's `wait`: the
     /// idle time the probe found goes to the program's wait timer.
     #[inline(always)]
-    fn tell_wait(&mut self, wait: Wait, f: impl FnOnce(&mut O, &View<'_, P>, Wait) -> Time) {
+    fn tell_wait(&mut self, wait: Wait, f: impl FnOnce(&mut O, &View<P>, Wait) -> Time) {
         let idle = self.tell(|o, v| f(o, v, wait));
         if idle > 0 {
-            self.program.waited(wait.rank, idle);
+            self.view.program.waited(wait.rank, idle);
         }
     }
 
@@ -238,41 +221,37 @@ impl<P: Program, O: Probe> Engine<P, O> {
             }
             clocks.extend(std::iter::repeat_n(0, ncpu + 2 * nnic).chain([EMPTY_LISTS; LISTS]));
         }
+        let waiting = waiting::Waiting::new(program.many_ready_ops());
         let mut e = Engine {
-            net,
-            noise,
-            clocks,
-            layout,
+            view: View { clocks, now: 0, net, noise, program, layout },
             matcher: Matcher::new(),
             queue: EventQueue::new(),
-            now: 0,
             events: 0,
             touched: Vec::new(),
             ready: Vec::new(),
             started: false,
             fabric,
-            waiting: waiting::Waiting::new(program.many_ready_ops()),
+            waiting,
             probe,
             direct: false,
-            program,
         };
         e.direct = e.may_deliver_directly();
         Ok(e)
     }
 
     pub fn num_ranks(&self) -> u32 {
-        self.program.num_ranks()
+        self.view.program.num_ranks()
     }
 
     /// Simulated time of the last processed event.
     pub fn now(&self) -> Time {
-        self.now
+        self.view.now
     }
 
     /// When rank `r` finished: the latest time any of its CPUs was busy
     /// (LogGOPSim's per-host time).
     pub fn finish_time(&self, r: u32) -> Time {
-        self.view().finish_time(r)
+        self.view.finish_time(r)
     }
 
     /// Per node, bytes sent to and received from other nodes (empty
@@ -289,7 +268,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     /// Bytes held by the engine's own buffers (not the program's).
     pub fn capacity_bytes(&self) -> usize {
-        self.clocks.capacity() * 8
+        self.view.clocks.capacity() * 8
             + self.matcher.capacity_bytes()
             + self.queue.capacity_bytes()
             + self.fabric.bytes()
@@ -326,7 +305,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
             if ev.time > crate::time::TIME_LIMIT {
                 return Err(self.past_limit(ev.time));
             }
-            self.now = ev.time;
+            self.view.now = ev.time;
             self.tell(|o, v| o.begin(v, &ev));
             if self.queue.started_window() {
                 // a new window: its first events were out of the look-ahead's sight
@@ -337,11 +316,11 @@ impl<P: Program, O: Probe> Engine<P, O> {
             self.prefetch_event(PREFETCH_AHEAD);
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
                 // its clocks line arrived by now: fetch the tails of its match lists
-                self.matcher.prefetch(self.clocks[self.lists(soon.rank)]);
-                self.probe.prefetch(&self.view(), soon, true);
+                self.matcher.prefetch(self.view.clocks[self.lists(soon.rank)]);
+                self.probe.prefetch(&self.view, soon, true);
             }
             self.process(ev);
-            if let Some(next) = self.waiting.next_after(&ev, self.now) {
+            if let Some(next) = self.waiting.next_after(&ev, self.view.now) {
                 // it waited for what the head waited for (explain: the head's path)
                 self.probe.requeued_now(next.stamp());
                 self.queue.push_again(next);
@@ -359,15 +338,15 @@ impl<P: Program, O: Probe> Engine<P, O> {
         if let Some(soon) = self.queue.upcoming(k) {
             let r = soon.rank;
             // a rank's clocks may straddle two lines: fetch its first and last word's
-            prefetch(&self.clocks, r as usize * self.layout.stride);
-            prefetch(&self.clocks, self.lists(r));
-            self.program.prefetch(r);
-            self.noise.prefetch(r);
+            prefetch(&self.view.clocks, r as usize * self.view.layout.stride);
+            prefetch(&self.view.clocks, self.lists(r));
+            self.view.program.prefetch(r);
+            self.view.noise.prefetch(r);
             if soon.kind() == EvKind::Send {
                 // the receiver's clocks: `handled_from` reads them
-                prefetch(&self.clocks, soon.peer as usize * self.layout.stride);
+                prefetch(&self.view.clocks, soon.peer as usize * self.view.layout.stride);
             }
-            self.probe.prefetch(&self.view(), soon, false);
+            self.probe.prefetch(&self.view, soon, false);
         }
     }
 
@@ -376,13 +355,13 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// by rank, in the order `collect` gives — and run straight away instead
     /// of first filling the queue with one event per rank.
     fn start(&mut self) -> Result<(), SimError> {
-        let per_rank = self.program.max_initial_ops().max(1) as u64;
+        let per_rank = self.view.program.max_initial_ops().max(1) as u64;
         let p = self.num_ranks();
         self.queue.reserve_stamps(p as u64 * per_rank);
         let mut initial = Vec::new();
         for r in 0..p {
             self.probe.rank_started(r);
-            self.program.collect(r, 0, 0, &mut initial).map_err(SimError::Invalid)?;
+            self.view.program.collect(r, 0, 0, &mut initial).map_err(SimError::Invalid)?;
             initial.sort_by_key(|op| op.kind);
             for (i, op) in initial.drain(..).enumerate() {
                 // LogGOPSim issues every initial op at time 0 (a busy CPU then
@@ -418,39 +397,39 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     #[inline]
     fn o(&self, rank: u32, cpu: u8) -> usize {
-        self.layout.o(rank, cpu)
+        self.view.layout.o(rank, cpu)
     }
 
     #[inline]
     fn gs(&self, rank: u32, nic: u8) -> usize {
-        self.layout.gs(rank, nic)
+        self.view.layout.gs(rank, nic)
     }
 
     #[inline]
     fn gr(&self, rank: u32, nic: u8) -> usize {
-        self.layout.gr(rank, nic)
+        self.view.layout.gr(rank, nic)
     }
 
     #[inline]
     fn lists(&self, rank: u32) -> usize {
-        self.layout.lists(rank)
+        self.view.layout.lists(rank)
     }
 
     fn entries(&self, rank: u32, q: Queue) -> Vec<Entry> {
-        self.matcher.entries(self.clocks[self.lists(rank)], q)
+        self.matcher.entries(self.view.clocks[self.lists(rank)], q)
     }
 
     fn on_calc(&mut self, ev: Event) {
         let c = self.o(ev.rank, ev.cpu());
-        if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c], [c, c]);
+        if self.view.clocks[c] > ev.time {
+            self.defer(ev, self.view.clocks[c], [c, c]);
             return;
         }
-        let before = self.clocks[c];
-        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, ev.size);
+        let before = self.view.clocks[c];
+        self.view.clocks[c] = self.view.noise.cpu_end(ev.rank, ev.time, ev.size);
         self.tell_wait(Wait { rank: ev.rank, before, at: ev.time, why: OTHER, on: ev.rank }, |o, v, w| o.computed(v, w, c, ev.size));
-        self.program.started(ev.rank, ev.id);
-        self.program.done(ev.rank, ev.id);
+        self.view.program.started(ev.rank, ev.id);
+        self.view.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
         self.events += 1;
     }
@@ -465,20 +444,20 @@ impl<P: Program, O: Probe> Engine<P, O> {
             return;
         }
         let c = self.o(ev.rank, ev.cpu());
-        if self.clocks[c] > ev.time {
-            self.defer(ev, self.clocks[c], [c, c]);
+        if self.view.clocks[c] > ev.time {
+            self.defer(ev, self.view.clocks[c], [c, c]);
             return;
         }
-        let before = self.clocks[c];
-        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, 0);
+        let before = self.view.clocks[c];
+        self.view.clocks[c] = self.view.noise.cpu_end(ev.rank, ev.time, 0);
         self.tell_wait(Wait { rank: ev.rank, before, at: ev.time, why: OTHER, on: ev.rank }, |o, v, w| o.tested(v, w, c));
-        self.program.started(ev.rank, ev.id);
-        self.program.done(ev.rank, ev.id);
+        self.view.program.started(ev.rank, ev.id);
+        self.view.program.done(ev.rank, ev.id);
         self.touched.push(ev.rank);
     }
 
     fn on_send(&mut self, mut ev: Event) {
-        if self.net.nic_ports > 1 {
+        if self.view.net.nic_ports > 1 {
             // another send may have taken the port chosen when this one was issued
             ev = ev.with_nic(self.port(ev.rank));
         }
@@ -488,20 +467,20 @@ impl<P: Program, O: Probe> Engine<P, O> {
             self.defer(ev, free, self.send_clocks(c, n));
             return;
         }
-        let p = *self.net.params(ev.rank, ev.peer, ev.size);
-        self.program.started(ev.rank, ev.id);
+        let p = *self.view.net.params(ev.rank, ev.peer, ev.size);
+        self.view.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
-        if self.net.rendezvous == Rendezvous::Handshake && p.is_rendezvous(ev.size) {
+        if self.view.net.rendezvous == Rendezvous::Handshake && p.is_rendezvous(ev.size) {
             return self.send_control(ev.with_kind(EvKind::Rts), ev.peer, &p);
         }
-        let depart = if self.net.nic_model == NicModel::Dma { ev.time.max(self.clocks[n]) } else { ev.time };
-        let before = [self.clocks[c], self.clocks[n]];
-        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
-        self.clocks[n] = depart + p.send_nic(ev.size);
+        let depart = if self.view.net.nic_model == NicModel::Dma { ev.time.max(self.view.clocks[n]) } else { ev.time };
+        let before = [self.view.clocks[c], self.view.clocks[n]];
+        self.view.clocks[c] = self.view.noise.cpu_end(ev.rank, ev.time, p.send_cpu(ev.size));
+        self.view.clocks[n] = depart + p.send_nic(ev.size);
         let send = Send { c, n, n_before: before[1], depart, waited_for: None, src: ev.rank, dst: ev.peer, size: ev.size };
         self.tell_wait(Wait { rank: ev.rank, before: before[0], at: ev.time, why: OTHER, on: ev.rank }, |o, v, w| o.sent(v, w, send, &p));
         let mut msg = ev.with_kind(EvKind::Msg);
-        let arrive = if self.net.platform.is_none() {
+        let arrive = if self.view.net.platform.is_none() {
             self.count_plain(ev.rank, ev.peer, ev.size);
             self.tell(|o, v| o.flew(v, (ev.rank, ev.peer), p.l_ps, 0, 0));
             depart + p.o_ps + p.l_ps
@@ -510,37 +489,37 @@ impl<P: Program, O: Probe> Engine<P, O> {
         };
         (msg.time, msg.rank, msg.peer) = (self.handled_from(ev.peer, ev.cpu(), ev.nic(), arrive), ev.peer, ev.rank);
         let stamp = self.queue.push_new(msg);
-        let cpu = Some((ev.time, self.clocks[c]));
+        let cpu = Some((ev.time, self.view.clocks[c]));
         let m = Message { stamp, src: ev.rank, dst: ev.peer, cpu, flight: (ev.time, arrive), tag: ev.tag, bytes: ev.size };
         self.tell(|o, v| o.message_queued(v, m));
         if !p.is_rendezvous(ev.size) {
-            self.program.done(ev.rank, ev.id);
+            self.view.program.done(ev.rank, ev.id);
         }
         self.events += 1;
     }
 
     fn on_recv(&mut self, ev: Event) {
-        self.program.started(ev.rank, ev.id);
+        self.view.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
         let l = self.lists(ev.rank);
-        match self.matcher.take(&mut self.clocks[l], Queue::Unexpected, ev.peer, ev.tag) {
+        match self.matcher.take(&mut self.view.clocks[l], Queue::Unexpected, ev.peer, ev.tag) {
             Some(msg) if msg.rts => {
                 // the request-to-send was handled when it arrived; answer it
                 let mut cts = Event::new(ev.time, EvKind::Cts, msg.cpu, msg.nic, msg.size, ev.rank, msg.src, ev.id, msg.id)
                     .with_collective(ev.is_collective());
                 // (send_control takes its path: the later of the CPU and now)
-                let p = *self.net.params(msg.src, ev.rank, msg.size);
-                cts.time = self.clocks[self.o(ev.rank, msg.cpu)].max(ev.time);
+                let p = *self.view.net.params(msg.src, ev.rank, msg.size);
+                cts.time = self.view.clocks[self.o(ev.rank, msg.cpu)].max(ev.time);
                 self.send_control(cts, msg.src, &p);
             }
             Some(msg) => {
                 // Its CPU cost was charged when it arrived.
                 self.complete_rendezvous(msg.src, ev.rank, msg.size, msg.id, (msg.cpu, msg.nic), ev.time, ev.is_collective());
-                self.program.done(ev.rank, ev.id);
+                self.view.program.done(ev.rank, ev.id);
                 self.events += 1;
             }
             None => self.matcher.push(
-                &mut self.clocks[l],
+                &mut self.view.clocks[l],
                 Queue::Posted,
                 Entry { src: ev.peer, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: false },
             ),
@@ -549,20 +528,20 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     /// A message (or a handshake's data) reaches its receiver.
     fn on_msg(&mut self, ev: Event) {
-        if self.net.nic_model == NicModel::Dma {
+        if self.view.net.nic_model == NicModel::Dma {
             return self.land(ev);
         }
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
-        let free = self.clocks[c].max(self.clocks[n]);
+        let free = self.view.clocks[c].max(self.view.clocks[n]);
         if free > ev.time {
             self.defer(ev, free, [c, n]);
             return;
         }
         let (src, dst) = (ev.peer, ev.rank);
-        let p = *self.net.params(src, dst, ev.size);
-        let before = self.clocks[c];
-        self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
-        self.clocks[n] = ev.time + p.recv_nic(ev.size);
+        let p = *self.view.net.params(src, dst, ev.size);
+        let before = self.view.clocks[c];
+        self.view.clocks[c] = self.view.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
+        self.view.clocks[n] = ev.time + p.recv_nic(ev.size);
         let receipt = Receipt { c, n: Some(n), src, dst, size: ev.size, tag: ev.tag };
         let wait = Wait { rank: dst, before, at: ev.time, why: by_peer(LATE_SENDER, &ev), on: src };
         self.tell_wait(wait, |o, v, w| o.received(v, w, receipt, &p));
@@ -585,13 +564,13 @@ impl<P: Program, O: Probe> Engine<P, O> {
         if !self.direct {
             return t;
         }
-        t.max(self.clocks[self.o(rank, cpu)]).max(self.clocks[self.gr(rank, nic)])
+        t.max(self.view.clocks[self.o(rank, cpu)]).max(self.view.clocks[self.gr(rank, nic)])
     }
 
     /// Whether the network allows `handled_from`'s shortcut: a LogGOPSim
     /// NIC and no memory domains.
     fn may_deliver_directly(&self) -> bool {
-        self.net.nic_model == NicModel::Loggopsim && !self.has_memory()
+        self.view.net.nic_model == NicModel::Loggopsim && !self.has_memory()
     }
 
     #[inline(always)]
@@ -608,15 +587,15 @@ impl<P: Program, O: Probe> Engine<P, O> {
     fn deliver(&mut self, ev: Event) {
         let (src, dst) = (ev.peer, ev.rank);
         let l = self.lists(dst);
-        match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
+        match self.matcher.take(&mut self.view.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
                 self.complete_rendezvous(src, dst, ev.size, ev.id, (ev.cpu(), ev.nic()), ev.time, ev.is_collective());
-                self.program.done(dst, recv.id);
+                self.view.program.done(dst, recv.id);
                 self.touched.push(dst);
                 self.events += 1;
             }
             None => self.matcher.push(
-                &mut self.clocks[l],
+                &mut self.view.clocks[l],
                 Queue::Unexpected,
                 Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: false },
             ),
@@ -632,10 +611,10 @@ impl<P: Program, O: Probe> Engine<P, O> {
         if !self.free_or_defer(ev, n) {
             return;
         }
-        let p = *self.net.params(ev.peer, ev.rank, ev.size);
-        self.clocks[n] = ev.time + p.recv_nic(ev.size);
+        let p = *self.view.net.params(ev.peer, ev.rank, ev.size);
+        self.view.clocks[n] = ev.time + p.recv_nic(ev.size);
         let mut landed = ev.with_kind(if ev.kind() == EvKind::Data { EvKind::DataLanded } else { EvKind::Landed });
-        landed.time = self.clocks[n] - p.g_ps;
+        landed.time = self.view.clocks[n] - p.g_ps;
         let stamp = landed.stamp();
         self.tell(|o, v| o.landing(v, stamp, n, &p, (ev.peer, ev.rank, ev.size)));
         self.queue.push_again(landed);
@@ -649,9 +628,9 @@ impl<P: Program, O: Probe> Engine<P, O> {
             return;
         }
         let (src, dst) = (ev.peer, ev.rank);
-        let p = *self.net.params(src, dst, ev.size);
-        let before = self.clocks[c];
-        self.clocks[c] = self.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
+        let p = *self.view.net.params(src, dst, ev.size);
+        let before = self.view.clocks[c];
+        self.view.clocks[c] = self.view.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
         let receipt = Receipt { c, n: None, src, dst, size: ev.size, tag: ev.tag };
         let wait = Wait { rank: dst, before, at: ev.time, why: by_peer(LATE_SENDER, &ev), on: src };
         self.tell_wait(wait, |o, v, w| o.received(v, w, receipt, &p));
@@ -661,22 +640,22 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// With `nic_ports` > 1, the port of `rank`'s NIC that is free first
     /// (the lowest-numbered at a tie).
     fn port(&self, rank: u32) -> u8 {
-        self.layout.port(&self.clocks, rank)
+        self.view.layout.port(&self.view.clocks, rank)
     }
 
     /// The NIC a ready op uses: its own, or with ports the one free first.
     #[inline(always)]
     fn nic_for(&self, r: u32, op: &ReadyOp) -> u8 {
-        self.layout.nic_for(&self.net, &self.clocks, r, op)
+        self.view.layout.nic_for(&self.view.net, &self.view.clocks, r, op)
     }
 
     /// When `rank` can next post a send: its CPU is free, and with
     /// LogGOPSim's NIC its NIC too (a DMA NIC queues the message).
     #[inline(always)]
     fn send_ready(&self, rank: u32, cpu: u8, nic: u8) -> Time {
-        let c = self.clocks[self.o(rank, cpu)];
-        match self.net.nic_model {
-            NicModel::Loggopsim => c.max(self.clocks[self.gs(rank, nic)]),
+        let c = self.view.clocks[self.o(rank, cpu)];
+        match self.view.net.nic_model {
+            NicModel::Loggopsim => c.max(self.view.clocks[self.gs(rank, nic)]),
             NicModel::Dma => c,
         }
     }
@@ -684,7 +663,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// The clocks a send waits for (see `send_ready`), given its CPU's and NIC's.
     #[inline(always)]
     fn send_clocks(&self, c: usize, n: usize) -> [usize; 2] {
-        self.layout.send_clocks(self.net.nic_model, c, n)
+        self.view.layout.send_clocks(self.view.net.nic_model, c, n)
     }
 
     /// Charges a send of `size` bytes posted at `t` (see `send_ready`): the
@@ -693,10 +672,10 @@ impl<P: Program, O: Probe> Engine<P, O> {
     #[allow(clippy::too_many_arguments)]
     fn charge_send(&mut self, (rank, dst): (u32, u32), cpu: u8, nic: u8, t: Time, size: u64, p: &LogGOPS) -> Time {
         let (c, n) = (self.o(rank, cpu), self.gs(rank, nic));
-        let before = [self.clocks[c], self.clocks[n]];
-        let depart = t.max(self.clocks[n]);
-        self.clocks[c] = self.noise.cpu_end(rank, t, p.send_cpu(size));
-        self.clocks[n] = depart + p.send_nic(size);
+        let before = [self.view.clocks[c], self.view.clocks[n]];
+        let depart = t.max(self.view.clocks[n]);
+        self.view.clocks[c] = self.view.noise.cpu_end(rank, t, p.send_cpu(size));
+        self.view.clocks[n] = depart + p.send_nic(size);
         let waited_for = Some(self.send_clocks(c, n));
         let send = Send { c, n, n_before: before[1], depart, waited_for, src: rank, dst, size };
         self.tell_wait(Wait { rank, before: before[0], at: t, why: OTHER, on: rank }, |o, v, w| o.sent(v, w, send, p));
@@ -712,8 +691,8 @@ impl<P: Program, O: Probe> Engine<P, O> {
     fn send_control(&mut self, mut ev: Event, to: u32, p: &LogGOPS) {
         let (from, t) = (ev.rank, ev.time);
         let c = self.o(from, ev.cpu());
-        let before = self.clocks[c];
-        self.clocks[c] = self.noise.cpu_end(from, t, p.o_ps);
+        let before = self.view.clocks[c];
+        self.view.clocks[c] = self.view.noise.cpu_end(from, t, p.o_ps);
         self.tell_wait(Wait { rank: from, before, at: t, why: OTHER, on: from }, |o, v, w| o.control_sent(v, w, c, to, p));
         ev.time = self.arrival(from, to, 0, t + p.o_ps, p.l_ps);
         (ev.rank, ev.peer) = (to, from);
@@ -729,8 +708,8 @@ impl<P: Program, O: Probe> Engine<P, O> {
         if !self.free_or_defer(ev, c) {
             return false;
         }
-        let before = self.clocks[c];
-        self.clocks[c] = self.noise.cpu_end(ev.rank, ev.time, p.o_ps);
+        let before = self.view.clocks[c];
+        self.view.clocks[c] = self.view.noise.cpu_end(ev.rank, ev.time, p.o_ps);
         // a request to send means a late sender; a clear to send, a late receiver
         let why = by_peer(if ev.kind() == EvKind::Rts { LATE_SENDER } else { LATE_RECEIVER }, &ev);
         self.tell_wait(Wait { rank: ev.rank, before, at: ev.time, why, on: ev.peer }, |o, v, w| o.control_received(v, w, c, p));
@@ -740,8 +719,8 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// Whether clock `i` (a CPU's or NIC's) is free at `ev.time`; if not,
     /// `ev` waits until it is.
     fn free_or_defer(&mut self, ev: Event, i: usize) -> bool {
-        if self.clocks[i] > ev.time {
-            self.defer(ev, self.clocks[i], [i, i]);
+        if self.view.clocks[i] > ev.time {
+            self.defer(ev, self.view.clocks[i], [i, i]);
             return false;
         }
         true
@@ -752,21 +731,21 @@ impl<P: Program, O: Probe> Engine<P, O> {
     #[cold]
     fn on_rts(&mut self, ev: Event) {
         let (src, dst) = (ev.peer, ev.rank);
-        let p = *self.net.params(src, dst, ev.size);
+        let p = *self.view.net.params(src, dst, ev.size);
         if !self.receive_control(ev, &p) {
             return;
         }
         let l = self.lists(dst);
-        match self.matcher.take(&mut self.clocks[l], Queue::Posted, src, ev.tag) {
+        match self.matcher.take(&mut self.view.clocks[l], Queue::Posted, src, ev.tag) {
             Some(recv) => {
                 let mut cts =
                     Event::new(0, EvKind::Cts, ev.cpu(), ev.nic(), ev.size, dst, src, recv.id, ev.id).with_collective(ev.is_collective());
-                cts.time = self.clocks[self.o(dst, ev.cpu())];
+                cts.time = self.view.clocks[self.o(dst, ev.cpu())];
                 self.send_control(cts, src, &p);
             }
             None => {
                 let e = Entry { src, tag: ev.tag, size: ev.size, id: ev.id, cpu: ev.cpu(), nic: ev.nic(), rts: true };
-                self.matcher.push(&mut self.clocks[l], Queue::Unexpected, e);
+                self.matcher.push(&mut self.view.clocks[l], Queue::Unexpected, e);
             }
         }
     }
@@ -776,7 +755,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     #[cold]
     fn on_cts(&mut self, ev: Event) {
         let (src, dst) = (ev.rank, ev.peer);
-        let p = *self.net.params(src, dst, ev.size);
+        let p = *self.view.net.params(src, dst, ev.size);
         if !self.receive_control(ev, &p) {
             return;
         }
@@ -786,10 +765,10 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let mut data = ev.with_kind(EvKind::Data);
         (data.time, data.rank, data.peer) = (arrive, dst, src);
         let stamp = self.queue.push_new(data);
-        let cpu = Some((t, self.clocks[self.o(src, ev.cpu())]));
+        let cpu = Some((t, self.view.clocks[self.o(src, ev.cpu())]));
         let m = Message { stamp, src, dst, cpu, flight: (depart, arrive), tag: ev.tag, bytes: ev.size };
         self.tell(|o, v| o.message_queued(v, m));
-        self.program.done(src, ev.id);
+        self.view.program.done(src, ev.id);
         self.touched.push(src);
         self.events += 1;
     }
@@ -797,7 +776,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// A handshake rendezvous's data has been received: its receive was
     /// matched at the request-to-send.
     fn finish_data(&mut self, ev: Event) {
-        self.program.done(ev.rank, ev.tag);
+        self.view.program.done(ev.rank, ev.tag);
         self.touched.push(ev.rank);
         self.events += 1;
     }
@@ -807,15 +786,15 @@ impl<P: Program, O: Probe> Engine<P, O> {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn complete_rendezvous(&mut self, src: u32, dst: u32, size: u64, send_id: u32, (cpu, nic): (u8, u8), now: Time, collective: bool) {
-        if !self.net.params(src, dst, size).is_rendezvous(size) {
+        if !self.view.net.params(src, dst, size).is_rendezvous(size) {
             return;
         }
-        self.program.done(src, send_id);
+        self.view.program.done(src, send_id);
         self.touched.push(src);
         let (c, n) = (self.o(src, cpu), self.gs(src, nic));
-        let before = [self.clocks[c], self.clocks[n]];
-        self.clocks[c] = self.clocks[c].max(now);
-        self.clocks[n] = self.clocks[n].max(now);
+        let before = [self.view.clocks[c], self.view.clocks[n]];
+        self.view.clocks[c] = self.view.clocks[c].max(now);
+        self.view.clocks[n] = self.view.clocks[n].max(now);
         let why = if collective { COLLECTIVE } else { LATE_RECEIVER };
         self.tell_wait(Wait { rank: src, before: before[0], at: now, why, on: dst }, |o, v, w| o.rendezvous_done(v, w, (c, n), before[1]));
     }
@@ -830,7 +809,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         }
         for &r in &touched {
             let c0 = self.o(r, 0);
-            self.program.collect(r, self.now, self.clocks[c0], &mut self.ready).map_err(SimError::Invalid)?;
+            self.view.program.collect(r, self.view.now, self.view.clocks[c0], &mut self.ready).map_err(SimError::Invalid)?;
             if self.ready.len() > 1 {
                 self.ready.sort_by_key(|op| op.kind); // stable: keeps schedule order within a kind
             }
@@ -853,7 +832,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     // through memory stalled the reads that followed)
     #[inline(always)]
     fn event_for(&self, r: u32, op: ReadyOp) -> Result<Event, SimError> {
-        let p = self.program.num_ranks();
+        let p = self.view.program.num_ranks();
         let bad_peer = op.kind.is_message() && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY);
         let too_large = op.size >= MAX_MESSAGE_BYTES && op.kind != OpKind::Calc;
         if bad_peer || too_large || (op.kind == OpKind::Mem && !self.has_memory()) {
@@ -862,16 +841,16 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let c = self.o(r, op.cpu);
         let (kind, time) = match op.kind {
             OpKind::Send => (EvKind::Send, self.send_ready(r, op.cpu, self.nic_for(r, &op))),
-            OpKind::Recv => (EvKind::Recv, self.clocks[c]),
-            OpKind::Calc => (EvKind::Calc, self.clocks[c]),
-            OpKind::Probe => (EvKind::Probe, self.clocks[c]),
-            OpKind::Mem => (EvKind::Mem, self.clocks[c]),
+            OpKind::Recv => (EvKind::Recv, self.view.clocks[c]),
+            OpKind::Calc => (EvKind::Calc, self.view.clocks[c]),
+            OpKind::Probe => (EvKind::Probe, self.view.clocks[c]),
+            OpKind::Mem => (EvKind::Mem, self.view.clocks[c]),
         };
         // Never before now: LogGOPSim may start an op on an idle second CPU
         // in the past, before its dependency finished; we do not. (A program
         // issues nothing while its CPU is in memory-bound work.)
         debug_assert!(time != fabric::MEM_BUSY);
-        let time = time.max(self.now);
+        let time = time.max(self.view.now);
         // (the mark only matters to `explain`)
         Ok(Event::new(time, kind, op.cpu, self.nic_for(r, &op), op.size, r, op.peer, op.tag, op.id).with_collective(op.collective))
     }
@@ -881,7 +860,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
     #[inline(never)]
     fn invalid_op(&self, r: u32, op: &ReadyOp) -> SimError {
         // (in the order the checks were always made: peer, size, memory)
-        let p = self.program.num_ranks();
+        let p = self.view.program.num_ranks();
         if op.kind.is_message() && op.peer >= p && !(op.kind == OpKind::Recv && op.peer == ANY) {
             return SimError::Invalid(format!(
                 "rank {r}: {} peer {} is out of range (0..{p})",
@@ -898,7 +877,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     /// After the last event: every rank must be done and nothing left unmatched.
     fn past_limit(&self, t: Time) -> SimError {
-        SimError::Invalid(if self.noise.too_dense() {
+        SimError::Invalid(if self.view.noise.too_dense() {
             format!(
                 "a single computation crossed more than {} noise detours: the noise is too dense for the work \
                  (lower rate_hz or the work per call) to simulate detour by detour",
@@ -914,7 +893,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         if let Some(t) = (0..p).map(|r| self.finish_time(r)).find(|&t| t > crate::time::TIME_LIMIT) {
             return Err(self.past_limit(t));
         }
-        let stuck: Vec<u32> = (0..p).filter(|&r| !self.program.is_finished(r)).collect();
+        let stuck: Vec<u32> = (0..p).filter(|&r| !self.view.program.is_finished(r)).collect();
         if !stuck.is_empty() {
             return Err(SimError::Deadlock(self.deadlock_report(&stuck)));
         }
@@ -946,7 +925,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let mut rdv_by_sender: std::collections::HashMap<u32, Vec<String>> = Default::default();
         for r in 0..p {
             for e in self.entries(r, Queue::Unexpected) {
-                if self.net.params(e.src, r, e.size).is_rendezvous(e.size) {
+                if self.view.net.params(e.src, r, e.size).is_rendezvous(e.size) {
                     rdv_by_sender
                         .entry(e.src)
                         .or_default()
@@ -959,7 +938,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
             let mut waits: Vec<String> =
                 self.entries(r, Queue::Posted).iter().map(|e| format!("receive from {} (tag {})", who(e.src), tag(e.tag))).collect();
             waits.extend(rdv_by_sender.get(&r).cloned().unwrap_or_default());
-            let what = self.program.describe_stuck(r);
+            let what = self.view.program.describe_stuck(r);
             let detail = if waits.is_empty() { what } else { format!("{what}; pending: {}", waits.join(", ")) };
             parts.push(format!("rank {r} at t={:.9} s: {detail}", crate::time::to_seconds(self.finish_time(r))));
         }

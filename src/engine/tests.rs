@@ -156,10 +156,10 @@ fn noiseless_bsp_period_is_compute_plus_communication() {
     // Sends to r−1 then r+1, spaced by max(o+(s−1)O, g+(s−1)G); receiving each costs r.
     let (r, spacing) = (r_cost(&p, 8), p.send_cpu(8).max(p.send_nic(8)));
     let period = c + p.o_ps + p.l_ps + r.max(spacing) + r;
-    let iter = e.program.recorder.picos(0);
+    let iter = e.view.program.recorder.picos(0);
     assert!(iter.iter().all(|&t| t == period), "period {period}, got {:?}", &iter[..4]);
     assert_eq!(e.finish_time(5), 20 * period);
-    assert!(e.program.recorder.picos(1).iter().all(|&t| t == c));
+    assert!(e.view.program.recorder.picos(1).iter().all(|&t| t == c));
 }
 
 #[test]
@@ -178,10 +178,10 @@ fn noise_on_one_rank_makes_the_others_wait() {
     }
     // Ranks without noise spend the difference waiting in communication.
     let comm = |e: &Engine<StreamProgram<Bsp>>, r: usize| -> Time {
-        e.program.recorder.picos(2)[r * iters as usize..(r + 1) * iters as usize].iter().sum()
+        e.view.program.recorder.picos(2)[r * iters as usize..(r + 1) * iters as usize].iter().sum()
     };
     assert!(comm(&noisy, 8) as f64 > comm(&quiet, 8) as f64 + 0.8 * stretch);
-    assert!(noisy.program.recorder.picos(1)[3 * iters as usize..4 * iters as usize].iter().sum::<Time>() > iters as Time * c);
+    assert!(noisy.view.program.recorder.picos(1)[3 * iters as usize..4 * iters as usize].iter().sum::<Time>() > iters as Time * c);
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn same_seed_gives_identical_runs_and_a_new_seed_does_not() {
     let c = run_bsp(bsp(32, 50, 100 * US, true), noise, 8);
     let times = |e: &Engine<StreamProgram<Bsp>>| (0..32).map(|r| e.finish_time(r)).collect::<Vec<_>>();
     assert_eq!(times(&a), times(&b));
-    assert_eq!(a.program.recorder.picos(0), b.program.recorder.picos(0));
+    assert_eq!(a.view.program.recorder.picos(0), b.view.program.recorder.picos(0));
     assert_ne!(times(&a), times(&c));
 }
 
@@ -270,7 +270,7 @@ fn test_reports_completion_without_blocking() {
         vec![Calc(10 * US), ISend { peer: 0, tag: 0, bytes: 8, slot: 0 }, Wait(1)],
     ];
     let e = run_script(ranks, params(64), Noise::none()).unwrap();
-    let s = e.program.state(0);
+    let s = e.view.program.state(0);
     assert_eq!((s.tests_seen, s.test_results), (2, 0b10));
 }
 

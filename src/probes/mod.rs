@@ -28,28 +28,35 @@ use crate::time::Time;
 pub use explain::Explain;
 pub use timeline::Timeline;
 
-/// What a probe may read of the engine when it is called.
-pub struct View<'a, P> {
-    /// Every clock of every rank (index with `layout`). A probe called
-    /// after a charge sees the clocks as set by it; what they held before
-    /// comes in the call's arguments.
-    pub clocks: &'a [Time],
-    /// The time of the event being processed.
+/// What a probe may read of the engine when it is called. The engine keeps
+/// this part of its state here, so that a probe is passed one reference
+/// rather than a struct of references built at every call (explaining is
+/// called a few times per event, out of line).
+pub struct View<P> {
+    /// Per rank, side by side so one cache line serves an event: when each
+    /// CPU is next free ("next_o"), then when each NIC can next inject
+    /// ("next_gs"), then accept ("next_gr"), then its two match lists
+    /// (posted receives, unexpected messages) in one word. Index with `o`,
+    /// `gs`, `gr`, `lists` (where they sit: `layout`). A probe called after
+    /// a charge sees the clocks as set by it; what they held before comes
+    /// in the call's arguments.
+    pub clocks: Vec<Time>,
+    /// The time of the event being processed (of the last one, between events).
     pub now: Time,
-    pub net: &'a Network,
-    pub noise: &'a Noise,
-    pub program: &'a P,
+    pub net: Network,
+    pub noise: Noise,
+    pub program: P,
     pub layout: Layout,
 }
 
-impl<P: Program> View<'_, P> {
+impl<P: Program> View<P> {
     pub fn num_ranks(&self) -> u32 {
         self.program.num_ranks()
     }
 
     /// The clocks the event for `op` of rank `r` waits for.
     pub fn op_clocks(&self, r: u32, op: &ReadyOp) -> [usize; 2] {
-        self.layout.op_clocks(self.net, self.clocks, r, op)
+        self.layout.op_clocks(&self.net, &self.clocks, r, op)
     }
 
     /// When rank `r` finished: the latest of its CPUs' clocks.

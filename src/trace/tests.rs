@@ -36,7 +36,7 @@ fn replay(spec: &TraceSpec) -> Result<(Vec<Time>, u64, Report), String> {
         let n = p.num_ranks();
         let mut e = Engine::new(p, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).map_err(|e| e.to_string())?;
         e.run().map_err(|e| e.to_string())?;
-        Ok(((0..n).map(|r| e.finish_time(r)).collect(), e.events, e.program))
+        Ok(((0..n).map(|r| e.finish_time(r)).collect(), e.events, e.view.program))
     }
     let t = open(Path::new(&spec.dir)).map_err(|e| e.to_string())?;
     let (finish, events, replayed) = match program(spec, &t).map_err(|e| e.to_string())? {
@@ -301,7 +301,7 @@ fn memory_is_bounded_by_open_requests_not_trace_length() {
     let mut e = Engine::new(prog, Network::uniform(LogGOPS::loggopsim_defaults()), Noise::none()).unwrap();
     let mut most = 0;
     while !e.step(1000).unwrap() {
-        most = most.max(e.program.live_ops());
+        most = most.max(e.view.program.live_ops());
     }
     assert!(most < 3 * 16, "{most} ops open at once");
 }

@@ -607,8 +607,8 @@ mod tests {
         let mut e = Engine::new(prog, net, Noise::none()).unwrap();
         e.run().unwrap_or_else(|err| panic!("{w:?}: {err}"));
         let makespan = (0..p).map(|r| e.finish_time(r)).max().unwrap();
-        let iters = e.program.recorder.seconds(0);
-        (e.program.workload.sends.into_inner(), makespan, iters)
+        let iters = e.view.program.recorder.seconds(0);
+        (e.view.program.workload.sends.into_inner(), makespan, iters)
     }
 
     fn net() -> Network {
