@@ -16,6 +16,7 @@ pub mod probes;
 pub mod program;
 pub mod record;
 pub mod rng;
+pub mod rule;
 pub mod scenario;
 pub mod sim;
 pub mod time;

@@ -388,7 +388,7 @@ impl WorkloadSpec {
     /// The rules that tie the workload's keys together, on a network of
     /// `ranks_per_node` ranks per node, with memory domains or not (files
     /// are read when it runs).
-    pub fn validate(&self, ranks_per_node: u32, memory_domains: bool) -> Result<(), crate::scenario::RuleError> {
+    pub fn validate(&self, ranks_per_node: u32, memory_domains: bool) -> Result<(), crate::rule::RuleError> {
         match self {
             WorkloadSpec::Bsp(w) => w.validate(),
             WorkloadSpec::Collective(w) => w.on_nodes(ranks_per_node).validate(),

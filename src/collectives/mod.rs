@@ -14,7 +14,7 @@ mod algorithms;
 pub mod relay;
 pub mod rules;
 
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;

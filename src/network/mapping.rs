@@ -76,7 +76,7 @@ pub fn cartesian(grid: &[u32], block: &[u32], torus: Option<[u32; 3]>) -> Result
     Ok(nodes)
 }
 
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 
 /// One node number per line (rank order); '#' starts a comment.
 pub fn read_file(path: &str, ranks: u32) -> Result<Vec<u32>, RuleError> {

@@ -18,7 +18,7 @@ pub mod trace;
 pub use trace::{parse_noise_trace, read_noise_trace};
 
 use crate::rng::{hash, unit};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::{from_seconds, to_seconds, Time, PS_PER_NS};
 use crate::units::{secs, FilePath, PositiveSeconds, Seconds};
 use schemars::JsonSchema;

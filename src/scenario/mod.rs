@@ -108,32 +108,7 @@ impl ScenarioError {
     }
 }
 
-/// A rule of the scenario broken: the key it names and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {message}")]
-pub struct RuleError {
-    pub key: String,
-    pub message: String,
-}
-
-impl RuleError {
-    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        RuleError { key: key.into(), message: message.into() }
-    }
-
-    /// The same error under an enclosing key (`noise[2]` + `.duration_s`).
-    pub fn within(mut self, prefix: &str) -> Self {
-        self.key = format!("{prefix}{}", self.key);
-        self
-    }
-}
-
-// the program builders that check a workload again report in words
-impl From<RuleError> for String {
-    fn from(e: RuleError) -> String {
-        e.to_string()
-    }
-}
+pub use crate::rule::RuleError;
 
 impl From<RuleError> for ScenarioError {
     fn from(e: RuleError) -> Self {

@@ -90,7 +90,7 @@ pub enum CollectiveError {
     Neighbourhood,
     /// The collectives module's own check of the call (its key is the workload's).
     #[error("{0}")]
-    Engine(#[from] crate::scenario::RuleError),
+    Engine(#[from] crate::rule::RuleError),
 }
 
 /// The engine's collective on `n` members (local ranks), checked.

@@ -23,7 +23,7 @@ use crate::noise::Noise;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, StreamProgram, Workload};
 use crate::record::Recorder;
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::Time;
 use crate::units::Ranks;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};

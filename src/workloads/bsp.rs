@@ -4,7 +4,7 @@
 use super::TAG_HALO;
 use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::{from_seconds, Time};
 use crate::units::{secs, Ranks, Seconds};
 use schemars::JsonSchema;

@@ -16,7 +16,7 @@
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::{from_seconds, Time};
 use crate::units::{secs, Ranks, Seconds};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};

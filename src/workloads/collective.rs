@@ -7,7 +7,7 @@ use crate::collectives::{auto_algorithm, AutoAlgorithm, MpiLibrary};
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::Time;
 use crate::units::{secs, Ranks, Seconds};
 use schemars::JsonSchema;

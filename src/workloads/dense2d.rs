@@ -20,7 +20,7 @@ use crate::collectives::relay::{child, chunk_size, chunks, parent};
 use crate::collectives::{Algorithm, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::{Time, PS_PER_S};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

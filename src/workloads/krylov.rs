@@ -17,7 +17,7 @@ use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::{from_seconds, Time};
 use crate::units::{secs, Seconds};
 use schemars::JsonSchema;

@@ -18,7 +18,7 @@ use super::TAG_HALO;
 use crate::collectives::{Collective, CollectiveKind};
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::{from_seconds, to_seconds, Time};
 use crate::units::{secs, PositiveSeconds, Ranks, Seconds};
 use schemars::JsonSchema;

@@ -35,7 +35,7 @@ fn barrier_step(driver: &mut crate::program::driver::Driver, ranks: u32, rank: u
     driver.next(&Collective::dissemination(CollectiveKind::Barrier, ranks, 0, TAG_BARRIER), rank)
 }
 
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 
 /// The rule for neighbour distances ±d: at most `max`, each in 1..ranks.
 pub fn check_distances(distances: &[u32], ranks: u32, max: usize) -> Result<(), RuleError> {

@@ -12,7 +12,7 @@ use crate::network::Network;
 use crate::noise::Noise;
 use crate::program::stream::StreamProgram;
 use crate::record::Recorder;
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::Time;
 use crate::units::Ranks;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};

@@ -17,7 +17,7 @@ use super::partners::{Partner, PartnerTable};
 use super::TAG_HALO;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
-use crate::scenario::RuleError;
+use crate::rule::RuleError;
 use crate::time::Time;
 use crate::units::{optional_path, secs_f64, OptionalPath, Ranks, Seconds};
 use schemars::JsonSchema;
