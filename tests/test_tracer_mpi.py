@@ -276,19 +276,31 @@ def test_the_cpu_clock_replays_the_cpu_time_of_oversubscribed_computation(lib, t
     at least twice its CPU time (it shares a core, and the waiting ranks poll);
     timed by the thread's CPU time, the replay computes what one rank alone does."""
     app = compile_c(tmp_path, "busy", BUSY)
-    alone = subprocess.run([str(app)], capture_output=True, text=True, env=wheel_env(tmp_path / "none"), timeout=120)
-    assert alone.returncode == 0, alone.stderr
-    loop_s = float(re.search(r"LOOP 0 (\S+)", alone.stdout).group(1))  # one rank, untraced: CPU time of its loop
 
-    calc = {}
-    for clock in ("wall", "cpu"):
-        busy_run(lib, app, tmp_path / clock, 4, clock)
-        assert all(t.clock == clock for t in read(tmp_path / clock))
-        r = replay(tmp_path / clock)
-        assert r.trace_report["trace_clock"] == r.summary["trace_clock"] == clock
-        calc[clock] = np.array(r.trace_report["calc_s"]) / loop_s
+    def alone() -> float:  # one rank, untraced: the CPU time of its loop
+        p = subprocess.run([str(app)], capture_output=True, text=True, env=wheel_env(tmp_path / "none"), timeout=120)
+        assert p.returncode == 0, p.stderr
+        return float(re.search(r"LOOP 0 (\S+)", p.stdout).group(1))
+
+    # This VM switches between two speeds (2-3x) for seconds at a time, which moves even CPU time
+    # (docs/validation.md): the runs count only between two runs alone that agree
+    for _ in range(4):
+        before, calc = alone(), {}
+        for clock in ("wall", "cpu"):
+            busy_run(lib, app, tmp_path / clock, 4, clock)
+            assert all(t.clock == clock for t in read(tmp_path / clock))
+            r = replay(tmp_path / clock)
+            assert r.trace_report["trace_clock"] == r.summary["trace_clock"] == clock
+            calc[clock] = np.array(r.trace_report["calc_s"])
+        after = alone()
+        if abs(after - before) < 0.1 * min(before, after):
+            break
+    else:
+        pytest.fail(f"the machine's speed moved during every attempt: the loop alone took {before} s, then {after} s")
+    calc = {k: v / (0.5 * (before + after)) for k, v in calc.items()}
     assert ((calc["cpu"] > 0.7) & (calc["cpu"] < 1.3)).all(), calc
-    assert calc["wall"].mean() > 1.5 and calc["wall"].mean() > 1.4 * calc["cpu"].mean(), calc
+    # two ranks per CPU: by the wall clock a rank computes about twice as long as by its CPU time
+    assert (calc["wall"] > 1.5 * calc["cpu"]).all(), calc
     # the calls keep their wall-clock durations: the footer's seconds are the records' spans
     t = read(tmp_path / "cpu")[0]
     inside = (t.records["t1"] - t.records["t0"])[t.records["op"] == CODES["allreduce"]].sum()

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     int iterations = grow ? 2 + p / 8 : 4;
     for (int it = 0; it < iterations; it++) {
         double acc = 0;
-        for (long i = 0; i < 40L * nx * ny; i++) acc += 1e-9 * (double)(i & 1023);
+        for (long i = 0; i < 400L * nx * ny; i++) acc += 1e-9 * (double)(i & 1023);
         sink = acc;
         MPI_Request q[8];
         int n = 0;
