@@ -368,6 +368,21 @@ def test_json_text_gives_null_for_non_finite_numbers_and_says_where():
     assert said and "a[1]" in said[0] and "b.c" in said[0]
 
 
+def test_a_result_file_with_non_finite_numbers_says_so_with_its_path_and_keys(tmp_path, capsys):
+    from idlewave.cli import _show_warning
+    from idlewave.results import NonFiniteWarning, write_json
+
+    with pytest.warns(NonFiniteWarning) as said:
+        write_json(tmp_path / "s.json", {"a": {"b": float("-inf")}, "c": [0.5, float("nan")]})
+    assert strict_json((tmp_path / "s.json").read_text()) == {"a": {"b": None}, "c": [0.5, None]}
+    text = str(said[0].message)
+    assert str(tmp_path / "s.json") in text and "a.b" in text and "c[1]" in text
+    # the command line prints it as its own warning, not Python's "file:line: NonFiniteWarning"
+    _show_warning(said[0].message, NonFiniteWarning, "x.py", 1)
+    shown = capsys.readouterr().err
+    assert shown.startswith("warning:") and "c[1]" in shown and "x.py" not in shown
+
+
 def test_fit_refuses_degenerate_times_and_bandwidths(inputs, tmp_path):
     pingpong(tmp_path / "tiny.csv", scale=1e-300)
     p = invoke_cli("fit", "postal", tmp_path / "tiny.csv", "-o", tmp_path / "a.toml", check=False)

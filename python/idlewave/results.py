@@ -19,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -350,17 +351,33 @@ def not_finite(data, where: str = "") -> list[str]:
     return []
 
 
+class NonFiniteWarning(UserWarning):
+    """A result held a NaN or an infinity (an overflow or an undefined
+    result), written as null: JSON has no such numbers."""
+
+
+def _non_finite_message(bad: list[str]) -> str:
+    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+    return f"not a finite number (an overflow or an undefined result), given as null: {', '.join(bad[:5])}{more}"
+
+
 def json_text(data, indent: int | None = None, warn: Callable[[str], None] | None = None, **kw) -> str:
     """`data` as valid JSON (RFC 8259 has no NaN or Infinity): every
     non-finite number is null, and `warn` is told which ones."""
     bad = not_finite(data)
     if bad and warn is not None:
-        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-        warn(f"not a finite number (an overflow or an undefined result), given as null: {', '.join(bad[:5])}{more}")
+        warn(_non_finite_message(bad))
     return json.dumps(finite(data), indent=indent, allow_nan=False, **kw)
 
 
 def write_json(path: Path, data: dict) -> None:
+    """Writes `data` atomically as valid JSON; a NaN or an infinity is
+    written as null and said, with the file and its keys, as a
+    NonFiniteWarning (the command line prints it)."""
+    bad = not_finite(data)
+    if bad:
+        warnings.warn(NonFiniteWarning(f"{path}: {_non_finite_message(bad)}"), stacklevel=2)
+
     def write(tmp: Path) -> None:
         with open(tmp, "w") as f:
             json.dump(finite(data), f, indent=2, sort_keys=True, allow_nan=False)

