@@ -177,8 +177,9 @@ pub trait WorkloadKind {
         None
     }
 
-    /// Why the scenario is not exported as a GOAL schedule, where the kind
-    /// knows better than the generated program's first op without one.
+    /// Why the workload is not exported as a GOAL schedule, where the kind
+    /// knows before its program is generated (otherwise the export finds
+    /// the first op without a GOAL form).
     fn no_goal_export(&self) -> Option<&'static str> {
         None
     }
