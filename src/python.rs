@@ -462,10 +462,7 @@ fn simulate<'py>(
         Err(_) => crate::scenario::config_of(scenario.extract::<&str>()?).map_err(scenario_err)?,
     };
     // the algorithm a collective loop runs (`auto` decided by the library's rules)
-    let algorithm = match &cfg.workload {
-        crate::sim::WorkloadSpec::Collective(w) => w.algorithm.map(|a| crate::units::name(&a)),
-        _ => None,
-    };
+    let algorithm = cfg.workload.collective_algorithm().map(|a| crate::units::name(&a));
     cfg.timeline_spans = timeline_spans;
     cfg.explain |= explain;
     let mut py_err: Option<PyErr> = None;
@@ -700,15 +697,10 @@ impl WorkloadVisitor for ExportGoal {
 #[pyfunction]
 fn export_goal_text(doc_json: &str) -> PyResult<String> {
     let cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
-    match &cfg.workload {
-        WorkloadSpec::FemMatvec(w) if w.hiding != crate::workloads::Hiding::FixedAlpha => {
-            return Err(err("dynamic α and MPI test adapt to timing and have no GOAL form".into()));
-        }
-        WorkloadSpec::Goal { .. } => return Err(err("the scenario already is a GOAL schedule".into())),
-        WorkloadSpec::Trace(_) => return Err(err("a trace is exported with `idlewave trace export`".into())),
-        _ => {}
+    if let Some(why) = cfg.workload.no_goal_export() {
+        return Err(err(why.into()));
     }
-    let (sched, _) = cfg.workload.visit(&cfg.network, ExportGoal).map_err(err)?.expect("a generated workload");
+    let (sched, _) = cfg.workload.visit(&cfg.network, ExportGoal).map_err(|e| err(e.to_string()))?.expect("a generated workload");
     Ok(write_goal(&sched?))
 }
 

@@ -13,51 +13,8 @@ use crate::program::Program;
 use crate::record::Recorder;
 use crate::time::Time;
 use crate::trace::Replay;
-use crate::workloads::{App, Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, Krylov, KrylovKernel, Skeleton, Spmv, StreamTriad};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+pub use crate::workloads::{Visited, WorkloadSpec, WorkloadVisitor};
 use std::time::Instant;
-
-/// What runs: a built-in workload, a GOAL schedule or a traced application.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum WorkloadSpec {
-    /// Bulk-synchronous loop: compute, then halo exchange with ranks at the given distances.
-    Bsp(Bsp),
-    /// A loop of one collective (any algorithm; blocking, nonblocking or ideal), with compute between.
-    Collective(CollectiveLoop),
-    /// Allreduce-dominated BSP application skeleton: compute beta x (allreduce time), then the allreduce.
-    Skeleton(Skeleton),
-    /// A noise-paper application (AMG2006, CTH, HPCCG, LAMMPS, LULESH, miniFE): halos, allreduces (blocking or ideal), compute from Table 1's beta.
-    App(App),
-    /// Back-to-back sparse matrix-vector products on a banded matrix, split_wait or non_split (idle-waves paper §3.2).
-    Spmv(Spmv),
-    /// Finite-element MatVec hiding communication with fixed alpha, dynamic alpha or MPI test (HMM paper §2.4).
-    FemMatvec(FemMatvec),
-    /// MPI-augmented STREAM Triad (idle-waves paper §3.1): a sweep over the local arrays, then exchange with r±1..k.
-    StreamTriad(StreamTriad),
-    /// PCG, SAPCG, NBPCG, PIPECG or PIPE2CG iterations on a 3-D process grid with a 7- or 27-point halo.
-    Krylov(Krylov),
-    /// The Krylov paper's section 3.1 kernels: blocking or nonblocking allreduce or halo exchange between two busy-waits.
-    KrylovKernel(KrylovKernel),
-    /// Chebyshev filter diagonalization (idle-waves paper §3.3): non_split, split_wait or pipeline.
-    Chebfd(ChebFd),
-    /// Block LU (HPL-MxP) or blocked Floyd-Warshall on a Pr x Pc grid with row/column panel broadcasts (2-D grid paper).
-    Dense2d(Dense2d),
-    /// A LogGOPSim GOAL schedule file (calc times in ns).
-    Goal {
-        #[schemars(with = "crate::units::FilePath")]
-        path: String,
-    },
-    /// A traced MPI run (directory of rank-*.iwt from `idlewave trace build`), replayed as it is read.
-    Trace(crate::trace::TraceSpec),
-}
-
-impl Default for WorkloadSpec {
-    fn default() -> Self {
-        WorkloadSpec::Bsp(Bsp::default())
-    }
-}
 
 /// A run as the engine takes it (see [`crate::scenario::Scenario::config`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +44,7 @@ pub struct Config {
 /// `cfg` with its network built for `ranks`, where the mapping waited for them.
 fn mapped(cfg: &Config, ranks: u32) -> Result<std::borrow::Cow<'_, Config>, SimError> {
     let Some(spec) = &cfg.network_once_read else { return Ok(std::borrow::Cow::Borrowed(cfg)) };
-    let shape = crate::scenario::network::Shape { ranks: Some(ranks), grid: None, node_grid_reversed: false };
+    let shape = crate::workloads::Shape::ranks(ranks);
     let network = spec.engine_network(&shape, cfg.seed, cfg.max_memory_bytes).map_err(|e| SimError::Invalid(e.to_string()))?;
     Ok(std::borrow::Cow::Owned(Config { network, network_once_read: None, ..cfg.clone() }))
 }
@@ -191,56 +148,6 @@ fn engine_bytes(cfg: &Config, ranks: u128) -> u128 {
     ranks * engine_bytes_per_rank(cfg) + QUEUE_FIXED_BYTES + crate::engine::Fabric::fixed_bytes(&cfg.network)
 }
 
-/// Bytes per rank the event queue and the match lists hold at their peak
-/// (with the spare capacity of their growth), and what a workload keeps per
-/// rank beside its program state (partner tables). This depends on how
-/// many messages and computations a rank has outstanding at once, which
-/// the workload's shape gives: measured for each workload kind at 256 Ki
-/// and 1 Mi ranks (tests/test_memory_estimate.py) and set a little above.
-pub fn in_flight_bytes_per_rank(workload: &WorkloadSpec) -> u128 {
-    use crate::workloads::{ChebMode, CollectiveMode, KernelOp, SpmvMode};
-    // messages a rank sends in one exchange, to partners at the given distances
-    let halo = |distances: usize| 2 * distances as u128;
-    match workload {
-        // a rank's small messages are all in flight at once (64 bytes each: an
-        // event and a posted receive); large ones take turns on the NIC
-        WorkloadSpec::Bsp(w) => 8 + if w.message_bytes <= 256 { 64 } else { 40 } * halo(w.distances.len()),
-        // long sweeps: their completions wait beyond the queue's ring, in a heap that grows by doubling
-        WorkloadSpec::StreamTriad(w) => 140 + 16 * halo(w.max_distance as usize),
-        // (whatever the hiding: testing for messages keeps no more in flight than waiting)
-        WorkloadSpec::FemMatvec(w) => 156 + 12 * halo(w.distances.len()),
-        WorkloadSpec::Krylov(w) => 80 + 20 * (w.stencil as u128 - 1),
-        WorkloadSpec::KrylovKernel(w) => match w.kernel {
-            KernelOp::Allreduce => 80,
-            KernelOp::Halo => 60 + 24 * (w.stencil as u128 - 1),
-        },
-        WorkloadSpec::Chebfd(w) => match w.mode {
-            ChebMode::NonSplit => 170,
-            ChebMode::SplitWait | ChebMode::Pipeline => 180,
-        },
-        WorkloadSpec::Spmv(w) => match w.mode {
-            SpmvMode::NonSplit | SpmvMode::SplitWait => 290,
-        },
-        WorkloadSpec::Collective(w) => match w.mode {
-            CollectiveMode::Nonblocking => 72,
-            CollectiveMode::Blocking | CollectiveMode::Ideal => 48,
-        },
-        WorkloadSpec::Skeleton(_) => 80,
-        WorkloadSpec::App(w) => {
-            // neighbours: 2 of a slab, 6 faces or all 26 of a 3-D block
-            let neighbours = w.profile().map_or(26, |p| match (p.dims, p.all_neighbours) {
-                (1, _) => 2,
-                (_, false) => 6,
-                (_, true) => 26,
-            });
-            85 + 25 * neighbours
-        }
-        WorkloadSpec::Dense2d(_) => 8,
-        // one queued event (40) and one match entry (24)
-        WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => 64,
-    }
-}
-
 /// What a run is estimated to need before it allocates, and against what it is checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
@@ -274,7 +181,7 @@ fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
     let timer_bytes = if cfg.record_timers { Recorder::bytes_needed(w.timer_names().len(), p, iters) + handover } else { 0 }
         + if waits { Recorder::wait_bytes_needed(p, iters) } else { 0 };
     let program_bytes = p as u128 * StreamProgram::<W>::state_bytes_per_rank(w) as u128;
-    let dynamic = p as u128 * in_flight_bytes_per_rank(&cfg.workload);
+    let dynamic = p as u128 * cfg.workload.in_flight_bytes_per_rank();
     let explain = if cfg.explain { p as u128 * crate::engine::explain_bytes_per_rank() } else { 0 };
     let spans = cfg.timeline_spans.max(cfg.computation_spans) as u128 * crate::probes::timeline::Timeline::SPAN_BYTES;
     engine_bytes(cfg, p as u128) + program_bytes + timer_bytes + dynamic + explain + spans
@@ -297,8 +204,8 @@ pub fn estimate(cfg: &Config) -> Result<Estimate, SimError> {
             Ok(Estimate { ranks, bytes: trace_bytes(spec, &t, ranks, cfg) })
         }
         generated => {
-            if let WorkloadSpec::Skeleton(Skeleton { ranks, .. }) | WorkloadSpec::App(App { ranks, .. }) = generated {
-                check_memory(calibration_bytes(cfg, *ranks), cfg.max_memory_bytes)?;
+            if let Some(ranks) = generated.calibration_ranks() {
+                check_memory(calibration_bytes(cfg, ranks), cfg.max_memory_bytes)?;
             }
             let (e, _) = generated.visit(&cfg.network, EstimateStream { cfg })?.expect("a generated workload");
             Ok(e)
@@ -312,13 +219,13 @@ fn goal_bytes(cfg: &Config, size: u64) -> u128 {
 }
 
 fn trace_bytes(spec: &crate::trace::TraceSpec, t: &crate::trace::Opened, ranks: u32, cfg: &Config) -> u128 {
-    engine_bytes(cfg, ranks as u128) + ranks as u128 * in_flight_bytes_per_rank(&cfg.workload) + crate::trace::bytes_needed(spec, t, ranks)
+    engine_bytes(cfg, ranks as u128) + ranks as u128 * cfg.workload.in_flight_bytes_per_rank() + crate::trace::bytes_needed(spec, t, ranks)
 }
 
 /// A skeleton or app first runs its collective once on every rank (to
 /// calibrate): that run must fit as well (its program state well within 128 B/rank).
 fn calibration_bytes(cfg: &Config, ranks: u32) -> u128 {
-    engine_bytes(cfg, ranks as u128) + ranks as u128 * (128 + in_flight_bytes_per_rank(&WorkloadSpec::Collective(Default::default())))
+    engine_bytes(cfg, ranks as u128) + ranks as u128 * (128 + WorkloadSpec::Collective(Default::default()).in_flight_bytes_per_rank())
 }
 
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
@@ -331,79 +238,6 @@ pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimErr
         result.derived.push(("memory_saturation_ranks".into(), m.saturation_ranks()));
     }
     Ok(result)
-}
-
-/// What a visit gives: the visitor's answer and the figures the workload derived.
-pub type Visited<T> = Option<(T, Vec<(String, f64)>)>;
-
-/// Whether the network's platform has memory domains (memory-bound work contends there).
-fn memory_domains(net: &Network) -> bool {
-    net.platform.as_ref().is_some_and(|p| p.memory.is_some())
-}
-
-/// Generic code over the built-in workloads: running, exporting.
-pub trait WorkloadVisitor {
-    type Out;
-    fn visit<W: Workload + Clone>(self, w: W) -> Self::Out;
-}
-
-impl WorkloadSpec {
-    /// The one dispatch over built-in workloads: each is checked and made
-    /// ready (files loaded, shapes resolved, a skeleton's program derived
-    /// from the network) and handed to `v`, with the figures it derived.
-    /// None for GOAL files and traces, which are not generated workloads.
-    pub fn visit<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, String> {
-        self.validate(net.ranks_per_node, memory_domains(net))?;
-        let none = Vec::new();
-        Ok(Some(match self {
-            WorkloadSpec::Bsp(w) => (v.visit(w.clone()), none),
-            WorkloadSpec::Collective(w) => (v.visit(w.on_nodes(net.ranks_per_node)), none),
-            WorkloadSpec::Spmv(w) => (v.visit(w.loaded().and_then(|w| w.validate().map(|_| w).map_err(String::from))?), none),
-            WorkloadSpec::FemMatvec(w) => (v.visit(w.clone()), none),
-            WorkloadSpec::StreamTriad(w) => (v.visit(w.bsp(memory_domains(net))), none),
-            WorkloadSpec::Krylov(w) => (v.visit(w.clone()), none),
-            WorkloadSpec::KrylovKernel(w) => (v.visit(w.solver()), none),
-            WorkloadSpec::Dense2d(w) => (v.visit(w.clone()), none),
-            WorkloadSpec::Chebfd(w) => (v.visit(w.resolved(memory_domains(net))?), none),
-            WorkloadSpec::Skeleton(s) => {
-                let (w, compute, collective) = s.program(net)?;
-                let derived = vec![
-                    ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
-                    ("collective_s".into(), crate::time::to_seconds(collective)),
-                ];
-                (v.visit(w), derived)
-            }
-            WorkloadSpec::App(a) => {
-                let (w, compute, communication) = a.program(net)?;
-                let derived = vec![
-                    ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
-                    ("communication_per_iteration_s".into(), crate::time::to_seconds(communication)),
-                ];
-                (v.visit(w), derived)
-            }
-            WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => return Ok(None),
-        }))
-    }
-
-    /// The rules that tie the workload's keys together, on a network of
-    /// `ranks_per_node` ranks per node, with memory domains or not (files
-    /// are read when it runs).
-    pub fn validate(&self, ranks_per_node: u32, memory_domains: bool) -> Result<(), crate::rule::RuleError> {
-        match self {
-            WorkloadSpec::Bsp(w) => w.validate(),
-            WorkloadSpec::Collective(w) => w.on_nodes(ranks_per_node).validate(),
-            WorkloadSpec::Skeleton(w) => w.validate(),
-            WorkloadSpec::App(w) => w.validate(),
-            WorkloadSpec::Spmv(w) => w.validate(),
-            WorkloadSpec::FemMatvec(w) => w.validate(),
-            WorkloadSpec::StreamTriad(w) => w.validate(),
-            WorkloadSpec::Krylov(w) => w.validate(),
-            WorkloadSpec::KrylovKernel(w) => w.solver().validate(),
-            WorkloadSpec::Chebfd(w) => w.resolved(memory_domains).map(|_| ()),
-            WorkloadSpec::Dense2d(w) => w.validate(),
-            WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => Ok(()),
-        }
-    }
 }
 
 /// Runs a generated workload.
@@ -429,7 +263,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
             // the engine's share, once the file gives the ranks
             let estimated = goal_bytes(cfg, size)
                 + engine_bytes(cfg, sched.num_ranks as u128)
-                + sched.num_ranks as u128 * in_flight_bytes_per_rank(&cfg.workload);
+                + sched.num_ranks as u128 * cfg.workload.in_flight_bytes_per_rank();
             check_memory(estimated, cfg.max_memory_bytes)?;
             let noise = Noise::new(&cfg.noise, cfg.seed, sched.num_ranks)?;
             let program = GoalProgram::from_schedule(sched);
@@ -440,9 +274,9 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
         }
         WorkloadSpec::Trace(spec) => run_trace(spec, cfg, progress),
         generated => {
-            if let WorkloadSpec::Skeleton(Skeleton { ranks, .. }) | WorkloadSpec::App(App { ranks, .. }) = generated {
+            if let Some(ranks) = generated.calibration_ranks() {
                 // the calibration run comes before the run's own check
-                check_memory(calibration_bytes(cfg, *ranks), cfg.max_memory_bytes)?;
+                check_memory(calibration_bytes(cfg, ranks), cfg.max_memory_bytes)?;
             }
             let visitor = RunStream { cfg, progress: progress.take() };
             let (result, derived) = generated.visit(&cfg.network, visitor)?.expect("a generated workload");
@@ -721,7 +555,7 @@ mod estimate_tests {
     fn the_estimate_grows_with_the_messages_a_rank_keeps_in_flight() {
         let one = config(r#"{"workload": {"kind": "bsp", "ranks": 1000, "distances": [1]}}"#);
         let two = config(r#"{"workload": {"kind": "bsp", "ranks": 1000, "distances": [1, 2]}}"#);
-        assert!(in_flight_bytes_per_rank(&two.workload) > in_flight_bytes_per_rank(&one.workload));
+        assert!(two.workload.in_flight_bytes_per_rank() > one.workload.in_flight_bytes_per_rank());
         assert!(estimate(&two).unwrap().bytes > estimate(&one).unwrap().bytes);
     }
 

@@ -18,7 +18,7 @@ pub use load::ErrorKind;
 
 use crate::noise::NoiseSpec;
 use crate::sim::{Config, WorkloadSpec};
-use network::{MappingSpec, NetworkSpec, Shape};
+use network::{MappingSpec, NetworkSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -186,43 +186,6 @@ impl Scenario {
             computation_spans: 0,
             explain: self.record.explain,
         })
-    }
-}
-
-impl WorkloadSpec {
-    /// What the mapping needs: the rank count and process grid, where the workload fixes them.
-    pub fn shape(&self) -> Shape {
-        let w = self;
-        let (ranks, grid) = match w {
-            WorkloadSpec::Bsp(w) => (Some(w.ranks), None),
-            WorkloadSpec::Collective(w) => (Some(w.ranks), None),
-            WorkloadSpec::Skeleton(w) => (Some(w.ranks), None),
-            WorkloadSpec::App(w) => (Some(w.ranks), None),
-            WorkloadSpec::Spmv(w) => (Some(w.ranks), None),
-            WorkloadSpec::FemMatvec(w) => (Some(w.ranks), None),
-            WorkloadSpec::StreamTriad(w) => (Some(w.ranks), None),
-            WorkloadSpec::Chebfd(w) => (Some(w.ranks), None),
-            WorkloadSpec::Krylov(w) => (Some(w.grid.iter().product()), Some(w.grid.to_vec())),
-            WorkloadSpec::KrylovKernel(w) => (Some(w.grid.iter().product()), Some(w.grid.to_vec())),
-            // rank = row · columns + column: columns vary fastest
-            WorkloadSpec::Dense2d(w) => (Some(w.grid[0] * w.grid[1]), Some(vec![w.grid[1], w.grid[0]])),
-            WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => (None, None),
-        };
-        Shape { ranks, grid, node_grid_reversed: matches!(w, WorkloadSpec::Dense2d(_)) }
-    }
-
-    /// `algorithm = "auto"` decided by `library`'s rules: once, here, for a
-    /// collective loop; per call for a trace replay.
-    pub fn with_library(mut self, library: Option<crate::collectives::MpiLibrary>) -> Self {
-        match &mut self {
-            WorkloadSpec::Collective(w) if w.algorithm.is_none() => {
-                let library = library.unwrap_or_default();
-                w.algorithm = Some(w.auto_algorithm(library));
-            }
-            WorkloadSpec::Trace(t) => t.library = library,
-            _ => {}
-        }
-        self
     }
 }
 

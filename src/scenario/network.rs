@@ -15,6 +15,7 @@ use crate::network::{LinkClass, LogGOPS, Regime, Topology, MAX_NIC_PORTS};
 use crate::network::{Mapping, MemoryDomains, Platform};
 use crate::time::{from_seconds, Time, PS_PER_S};
 use crate::units::{secs, secs_f64, secs_f64_list, FilePath, PositiveSeconds, Ranks, Seconds, SecondsList};
+use crate::workloads::Shape;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -370,16 +371,6 @@ impl Default for NetworkSpec {
             off_node_measured: true,
         }
     }
-}
-
-/// What the mapping needs to know of the workload.
-pub struct Shape {
-    pub ranks: Option<u32>,
-    /// The process grid, first dimension fastest in rank order.
-    pub grid: Option<Vec<u32>>,
-    /// The workload writes grids slowest dimension first (dense2d's [rows,
-    /// columns]), so a mapping's node_grid is given that way too.
-    pub node_grid_reversed: bool,
 }
 
 impl NetworkSpec {

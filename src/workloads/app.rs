@@ -14,6 +14,7 @@
 //! communicating at 1,024 ranks, as Table 1 measured; W stays the same at
 //! every scale (weak scaling, as the paper's runs).
 
+use super::registry::{Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::{CollectiveMode, TAG_COLLECTIVE, TAG_HALO};
 use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, Collective, CollectiveKind};
@@ -265,21 +266,56 @@ impl App {
 
     /// Noiseless, blocking communication time per iteration at 1,024 ranks
     /// (no computation): c of Table 1's β = W / c.
-    pub fn communication_time(&self, net: &Network) -> Result<Time, String> {
+    pub fn communication_time(&self, net: &Network) -> Result<Time, WorkloadError> {
         let profile = self.profile()?;
         let calib = App { ranks: CALIBRATION_RANKS, iterations: profile.allreduce_every, mode: CollectiveMode::Blocking, ..self.clone() };
         let once = calib.program_with(0)?;
-        let mut e = Engine::new(StreamProgram::new(once, Recorder::disabled()), net.clone(), Noise::none()).map_err(|e| e.to_string())?;
-        e.run().map_err(|e| e.to_string())?;
+        let mut e =
+            Engine::new(StreamProgram::new(once, Recorder::disabled()), net.clone(), Noise::none()).map_err(WorkloadError::Calibration)?;
+        e.run().map_err(WorkloadError::Calibration)?;
         let total = (0..CALIBRATION_RANKS).map(|r| e.finish_time(r)).max().unwrap_or(0);
         Ok(total / profile.allreduce_every as Time)
     }
 
     /// The loop to run (W = β·c), with W and c.
-    pub fn program(&self, net: &Network) -> Result<(AppLoop, Time, Time), String> {
+    pub fn program(&self, net: &Network) -> Result<(AppLoop, Time, Time), WorkloadError> {
         let c = self.communication_time(net)?;
         let w = (self.profile()?.beta * c as f64).round() as Time;
         Ok((self.program_with(w)?, w, c))
+    }
+}
+
+impl WorkloadKind for App {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        // neighbours: 2 of a slab, 6 faces or all 26 of a 3-D block
+        let neighbours = self.profile().map_or(26, |p| match (p.dims, p.all_neighbours) {
+            (1, _) => 2,
+            (_, false) => 6,
+            (_, true) => 26,
+        });
+        85 + 25 * neighbours
+    }
+
+    /// The loop with its computation derived from the communication's time on `net`.
+    fn prepare<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        let (w, compute, communication) = self.program(net)?;
+        let derived = vec![
+            ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
+            ("communication_per_iteration_s".into(), crate::time::to_seconds(communication)),
+        ];
+        Ok(Some((v.visit(w), derived)))
+    }
+
+    fn calibration_ranks(&self) -> Option<u32> {
+        Some(self.ranks)
     }
 }
 

@@ -1,7 +1,10 @@
 //! Bulk-synchronous loop: compute → halo exchange with the neighbours at
 //! distances ±d → optional barrier, repeated.
 
+use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::TAG_HALO;
+use super::{halo_messages, registry::memory_domains};
+use crate::network::Network;
 use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
@@ -185,6 +188,45 @@ impl Bsp {
             q
         };
         Some(if self.periodic { Some(wrapped as u32) } else { (0..p).contains(&q).then_some(q as u32) })
+    }
+}
+
+impl WorkloadKind for Bsp {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    /// A rank's small messages are all in flight at once (64 bytes each: an
+    /// event and a posted receive); large ones take turns on the NIC.
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        8 + if self.message_bytes <= 256 { 64 } else { 40 } * halo_messages(self.distances.len())
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, _: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.clone(), v)
+    }
+}
+
+impl WorkloadKind for StreamTriad {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    /// Long sweeps: their completions wait beyond the queue's ring, in a heap that grows by doubling.
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        140 + 16 * halo_messages(self.max_distance as usize)
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.bsp(memory_domains(net)), v)
     }
 }
 

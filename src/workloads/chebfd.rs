@@ -13,7 +13,10 @@
 //! for ±d), so every send meets a receive; open boundaries drop the partners
 //! beyond the ends. An optional barrier follows every polynomial step.
 
+use super::registry::memory_domains;
+use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::TAG_HALO;
+use crate::network::Network;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
@@ -285,6 +288,27 @@ impl ChebFd {
             ChebMode::Pipeline => (seq % self.blocks(), seq / self.blocks()),
             _ => (seq / self.degree, seq % self.degree),
         }
+    }
+}
+
+impl WorkloadKind for ChebFd {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, _: u32, memory_domains: bool) -> Result<(), RuleError> {
+        self.resolved(memory_domains).map(|_| ())
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        match self.mode {
+            ChebMode::NonSplit => 170,
+            ChebMode::SplitWait | ChebMode::Pipeline => 180,
+        }
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.resolved(memory_domains(net))?, v)
     }
 }
 

@@ -2,9 +2,11 @@
 //! computation before each call (the noise/nonblocking-collectives paper's
 //! microbenchmarks).
 
+use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::TAG_COLLECTIVE;
 use crate::collectives::{auto_algorithm, AutoAlgorithm, MpiLibrary};
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
+use crate::network::Network;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
@@ -249,6 +251,38 @@ impl CollectiveLoop {
         } else {
             base
         }
+    }
+}
+
+impl WorkloadKind for CollectiveLoop {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, ranks_per_node: u32, _: bool) -> Result<(), RuleError> {
+        self.on_nodes(ranks_per_node).validate()
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        match self.mode {
+            CollectiveMode::Nonblocking => 72,
+            CollectiveMode::Blocking | CollectiveMode::Ideal => 48,
+        }
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.on_nodes(net.ranks_per_node), v)
+    }
+
+    /// Decided once, here, for the whole loop (a library's default where none is named).
+    fn with_library(&mut self, library: Option<MpiLibrary>) {
+        if self.algorithm.is_none() {
+            self.algorithm = Some(self.auto_algorithm(library.unwrap_or_default()));
+        }
+    }
+
+    fn collective_algorithm(&self) -> Option<Algorithm> {
+        self.algorithm
     }
 }
 

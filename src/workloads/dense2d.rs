@@ -16,8 +16,10 @@
 //! and look-ahead overlaps the next panel's broadcast with the trailing
 //! update, polling it with MPI_Test between pieces of the update as HPL does.
 
+use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use crate::collectives::relay::{child, chunk_size, chunks, parent};
 use crate::collectives::{Algorithm, CollectiveKind};
+use crate::network::Network;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
@@ -425,6 +427,25 @@ impl Dense2d {
         } else {
             total / n
         }
+    }
+}
+
+impl WorkloadKind for Dense2d {
+    /// rank = row · columns + column: columns vary fastest.
+    fn shape(&self) -> Shape {
+        Shape { ranks: Some(self.grid[0] * self.grid[1]), grid: Some(vec![self.grid[1], self.grid[0]]), node_grid_reversed: true }
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        8
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, _: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.clone(), v)
     }
 }
 

@@ -12,9 +12,11 @@
 //! allreduce advances inside the halo waits (they are MPI calls) or with a
 //! progress thread.
 
+use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::{TAG_COLLECTIVE, TAG_HALO};
 use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, Collective, CollectiveKind};
+use crate::network::Network;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
@@ -331,6 +333,45 @@ impl Krylov {
         } else {
             26
         }
+    }
+}
+
+impl WorkloadKind for Krylov {
+    fn shape(&self) -> Shape {
+        Shape::grid(&self.grid)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        80 + 20 * (self.stencil as u128 - 1)
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, _: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.clone(), v)
+    }
+}
+
+impl WorkloadKind for KrylovKernel {
+    fn shape(&self) -> Shape {
+        Shape::grid(&self.grid)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.solver().validate()
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        match self.kernel {
+            KernelOp::Allreduce => 80,
+            KernelOp::Halo => 60 + 24 * (self.stencil as u128 - 1),
+        }
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, _: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.solver(), v)
     }
 }
 

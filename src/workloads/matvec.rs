@@ -14,8 +14,11 @@
 //! then inferred). Recorded per (rank, iteration): T_in (E1 + input wait),
 //! T_out (E2 + output wait), their sum, both waiting times and α.
 
+use super::halo_messages;
+use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::TAG_HALO;
 use crate::collectives::{Collective, CollectiveKind};
+use crate::network::Network;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
@@ -217,6 +220,29 @@ pub fn next_alpha(alpha: f64, wait_in: f64, wait_out: f64, theta: f64, eps: f64)
         r
     };
     theta * (r / (1.0 + r)) + (1.0 - theta) * alpha
+}
+
+impl WorkloadKind for FemMatvec {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    /// Whatever the hiding: testing for messages keeps no more in flight than waiting.
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        156 + 12 * halo_messages(self.distances.len())
+    }
+
+    fn prepare<V: WorkloadVisitor>(&self, _: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        generated(self.clone(), v)
+    }
+
+    fn no_goal_export(&self) -> Option<&'static str> {
+        (self.hiding != Hiding::FixedAlpha).then_some("dynamic α and MPI test adapt to timing and have no GOAL form")
+    }
 }
 
 impl Workload for FemMatvec {

@@ -8,6 +8,8 @@ mod dense2d;
 mod krylov;
 mod matvec;
 pub mod partners;
+mod registry;
+mod replay;
 mod script;
 mod skeleton;
 mod spmv;
@@ -19,6 +21,8 @@ pub use collective::{CollectiveLoop, CollectiveMode, Communicator};
 pub use dense2d::{Dense2d, Kernel as DenseKernel};
 pub use krylov::{KernelOp, Krylov, KrylovKernel, Method as KrylovMethod};
 pub use matvec::{next_alpha as matvec_next_alpha, FemMatvec, Hiding};
+pub use registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadSpec, WorkloadVisitor};
+pub use replay::GoalFile;
 pub use script::{Script, ScriptState};
 pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};
 pub use spmv::{Spmv, SpmvMode};
@@ -36,6 +40,11 @@ fn barrier_step(driver: &mut crate::program::driver::Driver, ranks: u32, rank: u
 }
 
 use crate::rule::RuleError;
+
+/// Messages a rank sends in one exchange, to partners at ±d for each of `distances` distances.
+fn halo_messages(distances: usize) -> u128 {
+    2 * distances as u128
+}
 
 /// The rule for neighbour distances ±d: at most `max`, each in 1..ranks.
 pub fn check_distances(distances: &[u32], ranks: u32, max: usize) -> Result<(), RuleError> {

@@ -4,10 +4,11 @@
 //! same network, measured by simulating it once. Presets carry the β of the
 //! paper's Table 1 (measured on 1,024 nodes).
 
+use super::registry::{Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::{CollectiveLoop, CollectiveMode};
 use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, CollectiveKind};
-use crate::engine::Engine;
+use crate::engine::{Engine, SimError};
 use crate::network::Network;
 use crate::noise::Noise;
 use crate::program::stream::StreamProgram;
@@ -115,18 +116,46 @@ impl Skeleton {
     }
 
     /// The allreduce's noiseless, blocking time c on `net`.
-    pub fn collective_time(&self, net: &Network) -> Result<Time, String> {
+    pub fn collective_time(&self, net: &Network) -> Result<Time, SimError> {
         let once = CollectiveLoop { iterations: 1, mode: CollectiveMode::Blocking, ..self.with_compute(0) };
-        let mut e = Engine::new(StreamProgram::new(once, Recorder::disabled()), net.clone(), Noise::none()).map_err(|e| e.to_string())?;
-        e.run().map_err(|e| e.to_string())?;
+        let mut e = Engine::new(StreamProgram::new(once, Recorder::disabled()), net.clone(), Noise::none())?;
+        e.run()?;
         Ok((0..self.ranks).map(|r| e.finish_time(r)).max().unwrap_or(0))
     }
 
     /// The loop to run: W = β·c of computation, then the allreduce.
-    pub fn program(&self, net: &Network) -> Result<(CollectiveLoop, Time, Time), String> {
-        let c = self.collective_time(net)?;
+    pub fn program(&self, net: &Network) -> Result<(CollectiveLoop, Time, Time), WorkloadError> {
+        let c = self.collective_time(net).map_err(WorkloadError::Calibration)?;
         let w = (self.ratio() * c as f64).round() as Time;
         Ok((self.with_compute(w), w, c))
+    }
+}
+
+impl WorkloadKind for Skeleton {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        80
+    }
+
+    /// The loop with its computation derived from the allreduce's time on `net`.
+    fn prepare<V: WorkloadVisitor>(&self, net: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        let (w, compute, collective) = self.program(net)?;
+        let derived = vec![
+            ("compute_per_iteration_s".into(), crate::time::to_seconds(compute)),
+            ("collective_s".into(), crate::time::to_seconds(collective)),
+        ];
+        Ok(Some((v.visit(w), derived)))
+    }
+
+    fn calibration_ranks(&self) -> Option<u32> {
+        Some(self.ranks)
     }
 }
 

@@ -14,7 +14,9 @@
 //! file (see `partners`) lists each rank's partners, volumes and nonzeros.
 
 use super::partners::{Partner, PartnerTable};
+use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::TAG_HALO;
+use crate::network::Network;
 use crate::program::driver::Driver;
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
@@ -129,10 +131,10 @@ pub struct SpmvState {
 
 impl Spmv {
     /// Reads the partner file, if the matrix comes from one.
-    pub fn loaded(&self) -> Result<Spmv, String> {
+    pub fn loaded(&self) -> Result<Spmv, WorkloadError> {
         let mut w = self.clone();
         if let (Some(path), None) = (&self.partners_file, &self.table) {
-            w.table = Some(Arc::new(PartnerTable::read(path)?));
+            w.table = Some(Arc::new(PartnerTable::read(path).map_err(WorkloadError::PartnerFile)?));
         }
         Ok(w)
     }
@@ -318,6 +320,29 @@ fn sum_min(a: u64, z: u64, b: u64) -> u64 {
     let split = z.min(b).max(a); // i < split counts i, the rest count b
     let below = if split > a { (split * (split - 1) - a * a.saturating_sub(1)) / 2 } else { 0 };
     (below + (z - split) * b) as u64
+}
+
+impl WorkloadKind for Spmv {
+    fn shape(&self) -> Shape {
+        Shape::ranks(self.ranks)
+    }
+
+    fn check(&self, _: u32, _: bool) -> Result<(), RuleError> {
+        self.validate()
+    }
+
+    fn in_flight_bytes_per_rank(&self) -> u128 {
+        match self.mode {
+            SpmvMode::NonSplit | SpmvMode::SplitWait => 290,
+        }
+    }
+
+    /// The partner file read, and checked against the ranks.
+    fn prepare<V: WorkloadVisitor>(&self, _: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+        let w = self.loaded()?;
+        w.validate()?;
+        generated(w, v)
+    }
 }
 
 impl Workload for Spmv {
