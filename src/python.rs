@@ -9,11 +9,13 @@ use crate::program::stream::export_goal;
 use crate::scenario::load::{Loaded, Node, Origin, Val};
 use crate::sim::{self, WorkloadSpec, WorkloadVisitor};
 use crate::time::{to_seconds, Time};
-use numpy::{PyArray1, PyArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use result::PyRunResult;
+
+mod result;
 
 create_exception!(
     _engine,
@@ -26,8 +28,6 @@ create_exception!(_engine, DeadlockError, SimulationError, "Ranks wait forever; 
 create_exception!(_engine, UnmatchedError, SimulationError, "Every rank finished but messages or receives were left unmatched.");
 create_exception!(_engine, MemoryLimitError, SimulationError, "The run would need more memory than allowed; refused before allocating.");
 
-create_exception!(_engine, ScenarioRuleError, PyValueError, "A scenario the engine refuses: args are (key path, message).");
-
 /// The interrupt check for long loops in the engine: Ctrl-C (any pending signal) stops them.
 fn no_signal() -> bool {
     Python::with_gil(|py| py.check_signals().is_ok())
@@ -35,10 +35,6 @@ fn no_signal() -> bool {
 
 fn err(msg: String) -> PyErr {
     SimulationError::new_err(msg)
-}
-
-fn scenario_err(e: crate::scenario::ScenarioError) -> PyErr {
-    ScenarioRuleError::new_err((e.key, e.message))
 }
 
 /// A scenario error as `idlewave.scenario.ScenarioError` (a ValueError with
@@ -274,13 +270,13 @@ fn cartesian_nodes(grid: Vec<u32>, block: Vec<u32>, torus: Option<[u32; 3]>) -> 
 
 /// The node each rank runs on under a scenario's mapping.
 #[pyfunction]
-fn rank_nodes(doc_json: &str) -> PyResult<Vec<u32>> {
-    let scn = crate::scenario::parse(doc_json).map_err(scenario_err)?;
-    let ranks = scn.workload.shape().ranks.ok_or_else(|| err("the workload's rank count is known only when it runs".into()))?;
-    let net = scn.config().map_err(scenario_err)?.network;
+fn rank_nodes(py: Python<'_>, scenario: PyRef<'_, PyScenario>) -> PyResult<Vec<u32>> {
+    let shape = scenario.loaded.scenario.workload.shape();
+    let ranks = shape.ranks.ok_or_else(|| err("the workload's rank count is known only when it runs".into()))?;
+    let net = scenario.config(py)?.network;
     match net.platform {
         Some(mut p) => {
-            p.prepare_for(ranks).map_err(err)?;
+            p.prepare_for(ranks).map_err(SimError::Rule)?;
             Ok((0..ranks).map(|r| p.node(r)).collect())
         }
         None => Ok((0..ranks).map(|r| r / net.ranks_per_node).collect()),
@@ -290,12 +286,11 @@ fn rank_nodes(doc_json: &str) -> PyResult<Vec<u32>> {
 /// Links between nodes a and b (0 for the same node) in a scenario's node
 /// topology, for each pair: what the postal models' hop penalty counts.
 #[pyfunction]
-fn node_hops(doc_json: &str, pairs: Vec<(u32, u32)>) -> PyResult<Vec<u32>> {
-    let scn = crate::scenario::parse(doc_json).map_err(scenario_err)?;
-    let net = scn.config().map_err(scenario_err)?.network;
+fn node_hops(py: Python<'_>, scenario: PyRef<'_, PyScenario>, pairs: Vec<(u32, u32)>) -> PyResult<Vec<u32>> {
+    let net = scenario.config(py)?.network;
     let topology = net.platform.map(|p| p.topology).unwrap_or(crate::network::Topology::FullyConnected);
     let nodes = pairs.iter().map(|&(a, b)| a.max(b) as u64 + 1).max().unwrap_or(1);
-    topology.validate(nodes).map_err(err)?;
+    topology.validate(nodes).map_err(SimError::Rule)?;
     Ok(pairs.into_iter().map(|(a, b)| if a == b { 0 } else { topology.hops(a, b) }).collect())
 }
 
@@ -325,13 +320,6 @@ fn table1_beta() -> Vec<(&'static str, f64)> {
 #[pyfunction]
 fn scenario_schema() -> String {
     crate::scenario::schema().to_string()
-}
-
-/// Checks a scenario document (JSON, defaults filled in) against the rules
-/// that tie keys together; raises ScenarioRuleError(key, message).
-#[pyfunction]
-fn check_scenario(doc_json: &str) -> PyResult<()> {
-    crate::scenario::parse(doc_json).map(|_| ()).map_err(scenario_err)
 }
 
 // Errors: every module's error type becomes its Python class here, and only
@@ -426,129 +414,101 @@ impl From<crate::bench::BenchError> for PyErr {
     }
 }
 
-/// Each kind of failure as its own exception class (all SimulationError).
+/// Each kind of failure as its own exception class (all SimulationError,
+/// with `.key`: the scenario key the run refuses, or None).
 fn sim_err(e: SimError) -> PyErr {
     let msg = e.to_string();
-    match e {
+    let key = match &e {
+        SimError::Rule(r) => Some(r.key.clone()),
+        _ => None,
+    };
+    let class = match e {
         SimError::Deadlock(_) => DeadlockError::new_err(msg),
         SimError::Unmatched(_) => UnmatchedError::new_err(msg),
         SimError::MemoryLimit(_) => MemoryLimitError::new_err(msg),
         // a loop stopped by Ctrl-C (see crate::interrupt) ends the call as Ctrl-C does
-        SimError::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
-        SimError::Invalid(ref s) if s.ends_with(crate::interrupt::INTERRUPTED) => pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
-        SimError::Invalid(_) => SimulationError::new_err(msg),
+        SimError::Interrupted => return pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
+        SimError::Invalid(ref s) if s.ends_with(crate::interrupt::INTERRUPTED) => {
+            return pyo3::exceptions::PyKeyboardInterrupt::new_err(msg)
+        }
+        SimError::Invalid(_) | SimError::Rule(_) => SimulationError::new_err(msg),
+    };
+    with_attrs(class, |_, v| v.setattr("key", key))
+}
+
+/// Calls a run's progress callback between chunks of events; keeps the
+/// first error it raised (or a pending Ctrl-C) to raise when the run stops.
+struct Progress<'py> {
+    py: Python<'py>,
+    callback: Option<PyObject>,
+    /// The callback takes the share of the work done as a third argument.
+    with_done: bool,
+    error: Option<PyErr>,
+}
+
+impl Progress<'_> {
+    /// Whether the run goes on.
+    fn tick(&mut self, now: Time, events: u64, done: Option<f64>) -> bool {
+        if let Err(e) = self.py.check_signals() {
+            self.error = Some(e);
+            return false;
+        }
+        let Some(f) = &self.callback else { return true };
+        let called =
+            if self.with_done { f.call1(self.py, (to_seconds(now), events, done)) } else { f.call1(self.py, (to_seconds(now), events)) };
+        match called {
+            Ok(v) => v.extract::<bool>(self.py).unwrap_or(true),
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
     }
 }
 
-/// Runs one scenario (the checked document from idlewave.scenario, as JSON),
-/// capturing a timeline of up to `timeline_spans` spans. `progress(sim_time_s,
-/// events) -> bool` (with `progress_done`: `progress(sim_time_s, events,
-/// done)`, done the share of the work done or None) is called between
-/// chunks of events; returning False stops the run.
+/// Runs one checked scenario, capturing a timeline of up to `timeline_spans`
+/// spans. `progress(sim_time_s, events) -> bool` (with `progress_done`:
+/// `progress(sim_time_s, events, done)`, done the share of the work done or
+/// None) is called between chunks of events; returning False stops the run.
 /// `explain` keeps the critical path (as `[record] explain` does).
 #[pyfunction]
 #[pyo3(signature = (scenario, progress=None, timeline_spans=0, explain=false, progress_done=false))]
-fn simulate<'py>(
-    py: Python<'py>,
-    scenario: &Bound<'py, PyAny>,
+fn simulate(
+    py: Python<'_>,
+    scenario: PyRef<'_, PyScenario>,
     progress: Option<PyObject>,
     timeline_spans: u64,
     explain: bool,
     progress_done: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    // a Scenario object is run as read (no second parse); JSON text is read here
-    let mut cfg = match scenario.downcast::<PyScenario>() {
-        Ok(s) => s.borrow().config(py)?,
-        Err(_) => crate::scenario::config_of(scenario.extract::<&str>()?).map_err(scenario_err)?,
-    };
+) -> PyResult<PyRunResult> {
+    // the Scenario is run as read (no second parse)
+    let mut cfg = scenario.config(py)?;
     // the algorithm a collective loop runs (`auto` decided by the library's rules)
     let algorithm = cfg.workload.collective_algorithm().map(|a| crate::units::name(&a));
     cfg.timeline_spans = timeline_spans;
     cfg.explain |= explain;
-    let mut py_err: Option<PyErr> = None;
-    let mut cb = |now: Time, events: u64, done: Option<f64>| -> bool {
-        if let Err(e) = py.check_signals() {
-            py_err = Some(e);
-            return false;
-        }
-        match &progress {
-            None => true,
-            Some(f) => {
-                match if progress_done { f.call1(py, (to_seconds(now), events, done)) } else { f.call1(py, (to_seconds(now), events)) } {
-                    Ok(v) => v.extract::<bool>(py).unwrap_or(true),
-                    Err(e) => {
-                        py_err = Some(e);
-                        false
-                    }
-                }
-            }
-        }
-    };
-    let result = crate::interrupt::with_check(no_signal, || sim::run(&cfg, Some(&mut cb)));
-    if let Some(e) = py_err {
+    let mut watch = Progress { py, callback: progress, with_done: progress_done, error: None };
+    let result = crate::interrupt::with_check(no_signal, || sim::run(&cfg, Some(&mut |now, events, done| watch.tick(now, events, done))));
+    if let Some(e) = watch.error {
         return Err(e);
     }
-    let r = result.map_err(sim_err)?;
-    let out = PyDict::new(py);
-    let finish: Vec<f64> = r.finish_times.iter().map(|&t| to_seconds(t)).collect();
-    out.set_item("finish_times_s", PyArray1::from_vec(py, finish))?;
-    let finish_ps: Vec<u64> = r.finish_times.clone();
-    out.set_item("finish_times_ps", PyArray1::from_vec(py, finish_ps))?;
-    let timers = PyDict::new(py);
-    for (name, data) in r.timer_names.iter().zip(r.timers) {
-        let arr = PyArray1::from_vec(py, data);
-        let arr = arr.reshape([r.ranks as usize, r.iterations as usize])?;
-        timers.set_item(name, arr)?;
-    }
-    out.set_item("timers", timers)?;
-    out.set_item("ranks", r.ranks)?;
-    out.set_item("iterations", r.iterations)?;
-    out.set_item("makespan_s", to_seconds(r.makespan))?;
-    out.set_item("makespan_ps", r.makespan)?;
-    out.set_item("events", r.events)?;
-    if let Some(a) = algorithm {
-        out.set_item("algorithm", a)?;
-    }
-    out.set_item("wall_s", r.wall_s)?;
-    out.set_item("peak_memory_bytes", r.peak_bytes)?;
-    if let Some(e) = r.estimated_bytes {
-        out.set_item("estimated_memory_bytes", e)?;
-    }
-    let derived = PyDict::new(py);
-    for (k, v) in &r.derived {
-        derived.set_item(k, v)?;
-    }
-    out.set_item("derived", derived)?;
-    if let Some(rep) = &r.trace_report {
-        out.set_item("trace_report", serde_json::to_string(rep).map_err(|e| err(e.to_string()))?)?;
-    }
-    if let Some(x) = &r.explained {
-        out.set_item("explain", explained(py, x)?)?;
-    }
-    if let Some((spans, truncated)) = r.timeline {
-        let tl = PyDict::new(py);
-        tl.set_item("rank", PyArray1::from_vec(py, spans.iter().map(|s| s.rank).collect::<Vec<_>>()))?;
-        tl.set_item("peer", PyArray1::from_vec(py, spans.iter().map(|s| s.peer).collect::<Vec<_>>()))?;
-        tl.set_item("start_ps", PyArray1::from_vec(py, spans.iter().map(|s| s.start).collect::<Vec<_>>()))?;
-        tl.set_item("end_ps", PyArray1::from_vec(py, spans.iter().map(|s| s.end).collect::<Vec<_>>()))?;
-        tl.set_item("activity", PyArray1::from_vec(py, spans.iter().map(|s| s.activity as u8).collect::<Vec<_>>()))?;
-        tl.set_item("tag", PyArray1::from_vec(py, spans.iter().map(|s| s.tag).collect::<Vec<_>>()))?;
-        tl.set_item("bytes", PyArray1::from_vec(py, spans.iter().map(|s| s.bytes).collect::<Vec<_>>()))?;
-        tl.set_item("truncated", truncated)?;
-        out.set_item("timeline", tl)?;
-    }
-    Ok(out)
+    Ok(PyRunResult::new(result.map_err(sim_err)?, algorithm))
 }
 
-/// What a scenario (the checked document, as JSON) is estimated to need
-/// before it runs, without running it: ranks (0 for a GOAL file, known once
+/// What a checked scenario is estimated to need before it runs, without
+/// running it: ranks (0 for a GOAL file, known once
 /// read), estimated_memory_bytes, max_memory_bytes and limit (what the
 /// limit is; both None where no limit is known), and refused: the message
 /// the run would be refused with, or None.
 #[pyfunction]
-#[pyo3(signature = (doc_json, timeline_spans=0, explain=false))]
-fn estimate_memory<'py>(py: Python<'py>, doc_json: &str, timeline_spans: u64, explain: bool) -> PyResult<Bound<'py, PyDict>> {
-    let mut cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
+#[pyo3(signature = (scenario, timeline_spans=0, explain=false))]
+fn estimate_memory<'py>(
+    py: Python<'py>,
+    scenario: PyRef<'_, PyScenario>,
+    timeline_spans: u64,
+    explain: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut cfg = scenario.config(py)?;
     cfg.timeline_spans = timeline_spans;
     cfg.explain |= explain;
     let out = PyDict::new(py);
@@ -571,57 +531,6 @@ fn estimate_memory<'py>(py: Python<'py>, doc_json: &str, timeline_spans: u64, ex
     out.set_item("limit", limit.map(|l| l.1))?;
     out.set_item("refused", refused.map(|e| e.to_string()))?;
     Ok(out)
-}
-
-/// The critical path for Python: the makespan by cause (ps), the counts of
-/// each parameter by link class (the derivatives), the last rank.
-fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bound<'py, PyDict>> {
-    use crate::engine::{CAUSES, CLASSES, PARAMS};
-    let d = PyDict::new(py);
-    d.set_item("makespan_ps", x.makespan)?;
-    d.set_item("last_rank", x.last_rank)?;
-    d.set_item("peak_bytes", x.peak_bytes)?;
-    let causes = PyDict::new(py);
-    for (name, ps) in CAUSES.iter().zip(x.path.ps) {
-        causes.set_item(name, ps)?;
-    }
-    d.set_item("causes_ps", causes)?;
-    let counts = PyDict::new(py);
-    for (c, class) in CLASSES.iter().enumerate() {
-        let per = PyDict::new(py);
-        for (k, param) in PARAMS.iter().enumerate() {
-            if let Some(n) = x.path.by_class(c, k) {
-                per.set_item(param, n)?;
-            }
-        }
-        counts.set_item(class, per)?;
-    }
-    d.set_item("counts", counts)?;
-    let totals = PyDict::new(py);
-    for (k, param) in PARAMS.iter().enumerate() {
-        totals.set_item(param, x.path.count(k))?;
-    }
-    d.set_item("derivatives", totals)?;
-    let waits = PyDict::new(py);
-    let col = |f: fn(&crate::engine::Waits) -> u64| x.waits.iter().map(f).collect::<Vec<u64>>();
-    waits.set_item("late_sender_ps", PyArray1::from_vec(py, col(|w| w.late_sender)))?;
-    waits.set_item("late_receiver_ps", PyArray1::from_vec(py, col(|w| w.late_receiver)))?;
-    waits.set_item("collective_ps", PyArray1::from_vec(py, col(|w| w.collective)))?;
-    waits.set_item("other_ps", PyArray1::from_vec(py, col(|w| w.other)))?;
-    waits.set_item("longest_ps", PyArray1::from_vec(py, col(|w| w.longest)))?;
-    waits.set_item("longest_on", PyArray1::from_vec(py, x.waits.iter().map(|w| w.longest_on).collect::<Vec<u32>>()))?;
-    d.set_item("waits", waits)?;
-    let route = PyDict::new(py);
-    route.set_item("rank", PyArray1::from_vec(py, x.route.iter().map(|s| s.rank).collect::<Vec<u32>>()))?;
-    // u32::MAX where the program does not count iterations
-    route.set_item("iteration", PyArray1::from_vec(py, x.route.iter().map(|s| s.iteration.unwrap_or(u32::MAX)).collect::<Vec<u32>>()))?;
-    route.set_item("start_ps", PyArray1::from_vec(py, x.route.iter().map(|s| s.start).collect::<Vec<u64>>()))?;
-    route.set_item("end_ps", PyArray1::from_vec(py, x.route.iter().map(|s| s.end).collect::<Vec<u64>>()))?;
-    for (c, name) in CAUSES.iter().enumerate() {
-        route.set_item(format!("{name}_ps"), PyArray1::from_vec(py, x.route.iter().map(|s| s.ps[c]).collect::<Vec<u64>>()))?;
-    }
-    d.set_item("route", route)?;
-    Ok(d)
 }
 
 /// LogGOPSim mode: returns (host finishing times in ps, events).
@@ -672,8 +581,8 @@ fn measure_fwq(py: Python<'_>, work: u64, samples: usize) -> Vec<u64> {
 
 /// The partner file of a banded SpMV scenario (the generator for partner files).
 #[pyfunction]
-fn spmv_partners_text(doc_json: &str) -> PyResult<String> {
-    let cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
+fn spmv_partners_text(py: Python<'_>, scenario: PyRef<'_, PyScenario>) -> PyResult<String> {
+    let cfg = scenario.config(py)?;
     match &cfg.workload {
         WorkloadSpec::Spmv(w) if w.partners_file.is_none() => {
             w.validate().map_err(|e| err(e.to_string()))?;
@@ -695,8 +604,8 @@ impl WorkloadVisitor for ExportGoal {
 
 /// The built-in workload of a scenario written as a GOAL schedule.
 #[pyfunction]
-fn export_goal_text(doc_json: &str) -> PyResult<String> {
-    let cfg = crate::scenario::config_of(doc_json).map_err(scenario_err)?;
+fn export_goal_text(py: Python<'_>, scenario: PyRef<'_, PyScenario>) -> PyResult<String> {
+    let cfg = scenario.config(py)?;
     if let Some(why) = cfg.workload.no_goal_export() {
         return Err(err(why.into()));
     }
@@ -765,11 +674,13 @@ fn bench_cases() -> Vec<&'static str> {
 
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    let simulation_error = m.py().get_type::<SimulationError>();
+    // every SimulationError has `.key`: None unless the run refuses a scenario key (sim_err)
+    simulation_error.setattr("key", m.py().None())?;
+    m.add("SimulationError", simulation_error)?;
     m.add("DeadlockError", m.py().get_type::<DeadlockError>())?;
     m.add("UnmatchedError", m.py().get_type::<UnmatchedError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
-    m.add("ScenarioRuleError", m.py().get_type::<ScenarioRuleError>())?;
     m.add("TraceReplayError", m.py().get_type::<TraceReplayError>())?;
     m.add("InputFileError", m.py().get_type::<InputFileError>())?;
     m.add("MAX_INPUT_PS", crate::time::MAX_INPUT)?;
@@ -778,8 +689,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
-    m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
     m.add_class::<PyScenario>()?;
+    m.add_class::<PyRunResult>()?;
     m.add_function(wrap_pyfunction!(platform_presets, m)?)?;
     m.add_function(wrap_pyfunction!(read_toml, m)?)?;
     m.add_function(wrap_pyfunction!(apply_overrides, m)?)?;

@@ -45,7 +45,7 @@ pub struct Config {
 fn mapped(cfg: &Config, ranks: u32) -> Result<std::borrow::Cow<'_, Config>, SimError> {
     let Some(spec) = &cfg.network_once_read else { return Ok(std::borrow::Cow::Borrowed(cfg)) };
     let shape = crate::workloads::Shape::ranks(ranks);
-    let network = spec.engine_network(&shape, cfg.seed, cfg.max_memory_bytes).map_err(|e| SimError::Invalid(e.to_string()))?;
+    let network = spec.engine_network(&shape, cfg.seed, cfg.max_memory_bytes)?;
     Ok(std::borrow::Cow::Owned(Config { network, network_once_read: None, ..cfg.clone() }))
 }
 

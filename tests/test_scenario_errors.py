@@ -58,3 +58,40 @@ def test_an_override_is_checked_where_it_lands(tmp_path):
     assert (ei.value.key, ei.value.line) == ("workload.ranks", None)
     assert str(ei.value) == f"{p}: workload.ranks: must be between 1 and 2147483648, got 0"
     assert scn.to_dict()["workload"]["ranks"] == 16  # a refused override is not kept
+
+
+TWO_RANKS_GOAL = "num_ranks 2\nrank 0 {\nl1: calc 100\n}\nrank 1 {\nl1: calc 100\n}\n"
+
+RUN_REFUSALS = [
+    # a torus too small for the ranks: the engine checks it when it builds the run
+    ('[network.topology]\nkind = "torus"\ndims = [1, 1, 1]\n[workload]\nkind = "bsp"\nranks = 8\n',
+     "network.topology.dims", "a 1×1×1 torus has 1 node, the run needs 8"),
+    # a detour on a rank the GOAL file does not have: known once the file is read
+    ('[[noise]]\nkind = "single"\nrank = 5\nstart_s = 0\nduration_s = 1e-6\n[workload]\nkind = "goal"\n'
+     'path = "two.goal"\n', "noise[0].rank", "must be < workload.ranks (2), got 5"),
+]
+
+
+@pytest.mark.parametrize("text, key, message", RUN_REFUSALS)
+def test_a_run_refusing_a_key_names_the_key_and_the_file_through_cli_and_api(tmp_path, monkeypatch, text, key, message):
+    """Checks only the run can make carry the key they refuse (SimulationError.key,
+    set by the engine, not read from the message) and are prefixed with the file."""
+    monkeypatch.chdir(tmp_path)
+    Path("two.goal").write_text(TWO_RANKS_GOAL)
+    Path("run.toml").write_text(text)
+
+    with pytest.raises(idlewave.SimulationError) as ei:
+        idlewave.simulate("run.toml")
+    assert (ei.value.key, str(ei.value)) == (key, f"run.toml: {key}: {message}")
+
+    p = run_cli("simulate", "run.toml", "--out", "out", check=False)
+    assert p.returncode == 2 and f"run.toml: {key}: {message}" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_run_error_tied_to_no_key_carries_none_and_no_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("dead.goal").write_text("num_ranks 2\nrank 0 {\nr: recv 8b from 1 tag 0\n}\nrank 1 {\nr: recv 8b from 0 tag 0\n}\n")
+    Path("run.toml").write_text('[workload]\nkind = "goal"\npath = "dead.goal"\n')
+    with pytest.raises(idlewave.SimulationError) as ei:
+        idlewave.simulate("run.toml")
+    assert ei.value.key is None and str(ei.value).startswith("deadlock: ")

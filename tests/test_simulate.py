@@ -35,12 +35,12 @@ def test_noiseless_bsp_iteration_time_is_the_loggops_closed_form():
 
 def test_collective_loop_with_goal_equivalent_gives_identical_times(tmp_path):
     from idlewave import _engine
-    from idlewave.scenario import validate
+    from idlewave.scenario import checked
 
-    scn = validate({"workload": {"kind": "collective", "collective": "allreduce", "ranks": 13, "iterations": 3, "compute_s": 2e-6}})
+    scn = checked({"workload": {"kind": "collective", "collective": "allreduce", "ranks": 13, "iterations": 3, "compute_s": 2e-6}})
     goal = tmp_path / "a.goal"
-    goal.write_text(_engine.export_goal_text(json.dumps(scn)))
-    direct = idlewave.simulate(scn)
+    goal.write_text(_engine.export_goal_text(scn))
+    direct = idlewave.simulate(scn.to_dict())
     via_goal = idlewave.simulate({"workload": {"kind": "goal", "path": str(goal)}})
     assert np.array_equal(direct.finish_times_ps, via_goal.finish_times_ps)
     # auto on 13 ranks, 8 B: Open MPI's rule runs recursive doubling, 8·3 messages among the

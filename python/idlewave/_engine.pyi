@@ -4,17 +4,20 @@ every function the module has."""
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 __version__: str
 
 class SimulationError(ValueError):
     """A scenario that cannot be simulated: bad input, deadlock, unmatched messages, or too large."""
 
+    key: str | None
+    """The scenario key a run refuses (a check only the run can make: a torus too small for the ranks, a mapping file
+    that cannot be read), else None."""
+
 class DeadlockError(SimulationError): ...
 class UnmatchedError(SimulationError): ...
 class MemoryLimitError(SimulationError): ...
-
-class ScenarioRuleError(ValueError):
-    """A scenario the engine refuses: args are (key path, message)."""
 
 class TraceReplayError(SimulationError):
     """A trace that cannot be read, converted or extrapolated."""
@@ -58,15 +61,60 @@ def platform_presets() -> list[tuple[str, str]]:
 def apply_overrides(raw: dict[str, Any], overrides: dict[str, Any], source: str = "<dict>") -> dict[str, Any]:
     """Overrides (dotted key -> value) over a scenario dict, unchecked."""
 
-def simulate(scenario: Scenario | str, progress: Callable[..., bool] | None = None, timeline_spans: int = 0,
-             explain: bool = False, progress_done: bool = False) -> dict[str, Any]:
-    """Runs one checked scenario document (JSON from idlewave.scenario); keys: finish_times_s, finish_times_ps, timers,
-    ranks, iterations, makespan_s, makespan_ps, events, wall_s, peak_memory_bytes, estimated_memory_bytes, derived, and
-    timeline / trace_report when produced."""
+class Result:
+    """What one run produced (src/python/result.rs); idlewave.simulate wraps it in idlewave.Result. Each getter
+    converts the run's data when asked."""
 
-def estimate_memory(doc_json: str, timeline_spans: int = 0, explain: bool = False) -> dict[str, Any]:
-    """What a checked scenario document is estimated to need, without running it; keys: ranks,
-    estimated_memory_bytes, max_memory_bytes, limit (what the limit is), refused (the refusal's message or None)."""
+    @property
+    def finish_times_s(self) -> np.ndarray:
+        """When each rank finished, in seconds (float64)."""
+    @property
+    def finish_times_ps(self) -> np.ndarray:
+        """When each rank finished, in picoseconds (uint64)."""
+    @property
+    def timers(self) -> dict[str, np.ndarray]:
+        """Timer name -> ranks x iterations matrix of durations in seconds (NaN where a rank never ran the region)."""
+    @property
+    def ranks(self) -> int: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def makespan_s(self) -> float: ...
+    @property
+    def makespan_ps(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def algorithm(self) -> str | None:
+        """The algorithm a collective loop ran (the one auto chose); None for other workloads."""
+    @property
+    def wall_s(self) -> float: ...
+    @property
+    def peak_memory_bytes(self) -> int: ...
+    @property
+    def estimated_memory_bytes(self) -> int | None:
+        """What the run was estimated to need, and checked against, before it allocated."""
+    @property
+    def derived(self) -> dict[str, float]:
+        """Quantities the workload derived (e.g. a skeleton's computation time), in seconds."""
+    @property
+    def trace_report(self) -> dict[str, Any] | None:
+        """A trace replay's report; None for other workloads."""
+    @property
+    def explain(self) -> dict[str, Any] | None:
+        """The critical path, if kept: makespan_ps, last_rank, peak_bytes, causes_ps, counts, derivatives, waits
+        (arrays per rank), route (arrays per segment)."""
+    @property
+    def timeline(self) -> dict[str, Any] | None:
+        """The captured spans as arrays (rank, peer, start_ps, end_ps, activity, tag, bytes) and truncated, if asked."""
+
+def simulate(scenario: Scenario, progress: Callable[..., bool] | None = None, timeline_spans: int = 0,
+             explain: bool = False, progress_done: bool = False) -> Result:
+    """Runs one checked scenario (run as read, no second parse)."""
+
+def estimate_memory(scenario: Scenario, timeline_spans: int = 0, explain: bool = False) -> dict[str, Any]:
+    """What a checked scenario is estimated to need, without running it; keys: ranks, estimated_memory_bytes,
+    max_memory_bytes, limit (what the limit is), refused (the refusal's message or None)."""
 
 def loggopsim(
     path: str,
@@ -82,18 +130,19 @@ def loggopsim(
 ) -> tuple[list[int], int]:
     """LogGOPSim mode: (host finishing times in ps, events)."""
 
-def export_goal_text(doc_json: str) -> str: ...
-def spmv_partners_text(doc_json: str) -> str: ...
+def export_goal_text(scenario: Scenario) -> str:
+    """The scenario's built-in workload written as a GOAL schedule."""
+
+def spmv_partners_text(scenario: Scenario) -> str:
+    """The partner file of a banded spmv scenario."""
+
 def scenario_schema() -> str:
     """The scenario's JSON Schema (JSON text)."""
 
-def check_scenario(doc_json: str) -> None:
-    """Raises ScenarioRuleError(key, message) when the document breaks a rule tying keys together."""
-
-def rank_nodes(doc_json: str) -> list[int]:
+def rank_nodes(scenario: Scenario) -> list[int]:
     """The node each rank runs on under the scenario's mapping."""
 
-def node_hops(doc_json: str, pairs: list[tuple[int, int]]) -> list[int]:
+def node_hops(scenario: Scenario, pairs: list[tuple[int, int]]) -> list[int]:
     """Links between the nodes of each pair (0: the same node) in the scenario's topology."""
 
 def loggops_costs(l_ps: int, o_ps: int, g_ps: int, big_g_ps: float, big_o_ps: float, s_bytes: int, size: int) -> tuple[int, int, int, int]:

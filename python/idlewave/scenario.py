@@ -21,7 +21,6 @@ import contextlib
 import copy
 import functools
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -221,37 +220,30 @@ def checked(raw: dict, source: str = "<dict>", *, base_dir: str | Path | None = 
     return _engine.Scenario.from_dict(raw, source, _base_dir(source, base_dir), overrides)
 
 
-# A run's refusal that names a scenario key (checks only the run can make: a
-# torus too small for the ranks, a mapping file that is a device).
-_NAMES_A_KEY = re.compile(r"(network|workload|noise|record)[.\[:]")
-
-
 @contextlib.contextmanager
 def engine_errors(source: str = "<scenario>"):
-    """The engine's refusals of a scenario (key path, message) as ScenarioError;
-    a run's refusal naming a key is prefixed with the scenario's file."""
+    """A run's refusal of a scenario key (checks only the run can make: a torus
+    too small for the ranks, a mapping file that is a device; the engine sets
+    the error's ``key``) prefixed with the scenario's file."""
     try:
         yield
-    except _engine.ScenarioRuleError as e:
-        _fail(source, *e.args)
     except _engine.SimulationError as e:
-        if source.startswith("<") or not _NAMES_A_KEY.match(str(e)):
+        if source.startswith("<") or e.key is None:
             raise
-        raise type(e)(f"{source}: {e}") from None
+        refused = type(e)(f"{source}: {e}")
+        refused.key = e.key
+        raise refused from None
 
 
-def rank_nodes(scn: dict) -> list[int]:
+def _engine_scenario(scn: dict | _engine.Scenario) -> _engine.Scenario:
+    return scn if isinstance(scn, _engine.Scenario) else checked(scn)
+
+
+def rank_nodes(scn: dict | _engine.Scenario) -> list[int]:
     """The node each rank runs on under the scenario's mapping (as the engine computes it)."""
-    with engine_errors():
-        return _engine.rank_nodes(json.dumps(scn))
+    return _engine.rank_nodes(_engine_scenario(scn))
 
 
-def node_hops(scn: dict, pairs: list[tuple[int, int]]) -> list[int]:
+def node_hops(scn: dict | _engine.Scenario, pairs: list[tuple[int, int]]) -> list[int]:
     """Links between the nodes of each pair in the scenario's topology (0: the same node)."""
-    with engine_errors():
-        return _engine.node_hops(json.dumps(scn), [(int(a), int(b)) for a, b in pairs])
-
-
-def _fail(source: str, key: str, msg: str):
-    where = f"{source}: {key}: " if key else f"{source}: "
-    raise ScenarioError(where + msg, source=source, key=key)
+    return _engine.node_hops(_engine_scenario(scn), [(int(a), int(b)) for a, b in pairs])

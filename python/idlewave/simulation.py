@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ import polars as pl
 from idlewave import _engine
 from idlewave.explain import Explanation
 from idlewave.results import write_dir, write_json, write_parquet
-from idlewave.scenario import checked, engine_errors, load, load_scenario, validate
+from idlewave.scenario import checked, engine_errors, load
 
 
 @dataclass
@@ -106,7 +105,8 @@ def numpy_api_ready() -> None:
     from idlewave.interrupts import held
 
     with held():
-        _engine.simulate(json.dumps(validate({"workload": {"kind": "bsp", "ranks": 2, "iterations": 1}})))
+        run = _engine.simulate(checked({"workload": {"kind": "bsp", "ranks": 2, "iterations": 1}}))
+        _ = run.finish_times_s  # the engine's Result makes its arrays when asked: the look-up is here
         _numpy_api = True
 
 
@@ -140,15 +140,16 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     numpy_api_ready()
     with engine_errors(source):
         # the checked Scenario itself: the engine runs it without reading it again
-        raw = _engine.simulate(checked_scn, progress, spans, explain, _takes_done(progress))
-    timers = {name: np.asarray(m) for name, m in raw["timers"].items()}
-    summary = _summary(scn, raw, timers)
-    result = Result(scn, np.asarray(raw["finish_times_s"]), timers, summary, np.asarray(raw["finish_times_ps"]))
-    if "trace_report" in raw:
+        run = _engine.simulate(checked_scn, progress, spans, explain, _takes_done(progress))
+    timers = run.timers
+    summary = _summary(scn, run, timers)
+    result = Result(scn, run.finish_times_s, timers, summary, run.finish_times_ps)
+    trace_report = run.trace_report
+    if trace_report is not None:
         from idlewave.trace.replay import summarise
 
-        result.trace_report = json.loads(raw["trace_report"])
-        summary.update(summarise(result.trace_report, result.finish_times_s))
+        result.trace_report = trace_report
+        summary.update(summarise(trace_report, result.finish_times_s))
     net = scn.get("network", {})
     per_node = net.get("ranks_per_node", 1)
     if net.get("off_node_measured") is False and summary["ranks"] > per_node:
@@ -156,13 +157,14 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
             f"the platform measured no message between nodes (off_node_measured = false): this run of "
             f"{summary['ranks']:,} ranks, {per_node} per node, sends messages between nodes at values nobody "
             "measured (the engine's defaults unless the scenario gives them)")
-    if "explain" in raw:
-        result.explain = Explanation.of_engine(raw["explain"])
+    explained = run.explain
+    if explained is not None:
+        result.explain = Explanation.of_engine(explained)
         result.explain.by_iteration = timers.get("waiting")
         summary["bound_by"] = result.explain.bound()
-    if "timeline" in raw:
-        result.timeline = {k: (np.asarray(v) if k != "truncated" else v) for k, v in raw["timeline"].items()}
-        summary["timeline_truncated"] = bool(raw["timeline"]["truncated"])
+    result.timeline = run.timeline
+    if result.timeline is not None:
+        summary["timeline_truncated"] = bool(result.timeline["truncated"])
     return result
 
 
@@ -175,16 +177,16 @@ def estimate_memory(scenario: str | Path | dict, *, timeline: bool = False, expl
     ``limit`` (what that limit is; None where none is known), and
     ``refused``: the message the run would be refused with, or None."""
     if isinstance(scenario, (str, Path)):
-        source, scn = str(scenario), load_scenario(scenario, overrides)
+        source, scn = str(scenario), load(scenario, overrides)
     else:
-        source, scn = "<scenario>", checked(dict(scenario), "<scenario>", overrides=overrides).to_dict()
+        source, scn = "<scenario>", checked(dict(scenario), "<scenario>", overrides=overrides)
     spans = 0
     if timeline:
         from idlewave.timeline import DEFAULT_SPANS
 
         spans = DEFAULT_SPANS
     with engine_errors(source):
-        e = dict(_engine.estimate_memory(json.dumps(scn), spans, explain))
+        e = dict(_engine.estimate_memory(scn, spans, explain))
     if e["ranks"] == 0:  # a GOAL file: estimated from its size, its ranks known once it is read
         e["ranks"] = None
     total, ranks = e["estimated_memory_bytes"], e["ranks"]
@@ -197,9 +199,8 @@ def spmv_partners(scenario: str | Path | dict) -> str:
     rank's partners with the x elements sent and received, and its local and
     remote nonzeros. Edit it, or write one for any other matrix, and point
     ``partners_file`` at it."""
-    scn = load_scenario(scenario) if isinstance(scenario, (str, Path)) else validate(dict(scenario))
-    with engine_errors():
-        return _engine.spmv_partners_text(json.dumps(scn))
+    scn = load(scenario) if isinstance(scenario, (str, Path)) else checked(dict(scenario))
+    return _engine.spmv_partners_text(scn)
 
 
 def _takes_done(progress: Progress | None) -> bool:
@@ -214,25 +215,25 @@ def _takes_done(progress: Progress | None) -> bool:
     return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
-def _summary(scn: dict, raw: dict, timers: dict[str, np.ndarray]) -> dict:
-    wall = raw["wall_s"]
+def _summary(scn: dict, run: _engine.Result, timers: dict[str, np.ndarray]) -> dict:
+    wall = run.wall_s
     s = {
         "name": scn.get("name", ""),
         "seed": scn["seed"],
         "workload": scn["workload"]["kind"],
-        "ranks": raw["ranks"],
-        "iterations": raw["iterations"],
-        "makespan_s": raw["makespan_s"],
-        "makespan_ps": raw["makespan_ps"],
-        "events": raw["events"],
-        **({"algorithm": raw["algorithm"]} if "algorithm" in raw else {}),  # the one `auto` chose, for a collective loop
+        "ranks": run.ranks,
+        "iterations": run.iterations,
+        "makespan_s": run.makespan_s,
+        "makespan_ps": run.makespan_ps,
+        "events": run.events,
+        **({"algorithm": run.algorithm} if run.algorithm is not None else {}),  # the one `auto` chose, for a collective loop
         "wall_s": wall,
-        "events_per_s": raw["events"] / wall if wall > 0 else None,
-        "peak_memory_bytes": raw["peak_memory_bytes"],
+        "events_per_s": run.events / wall if wall > 0 else None,
+        "peak_memory_bytes": run.peak_memory_bytes,
         # what the run was estimated to need, and checked against, before it allocated
-        **({"estimated_memory_bytes": raw["estimated_memory_bytes"]} if "estimated_memory_bytes" in raw else {}),
+        **({"estimated_memory_bytes": run.estimated_memory_bytes} if run.estimated_memory_bytes is not None else {}),
         "engine_version": _engine.__version__,
-        **raw["derived"],
+        **run.derived,
     }
     for name, m in timers.items():
         finite = m[np.isfinite(m)]

@@ -69,12 +69,13 @@ struct Active {
 
 impl Fabric {
     /// Refuses latency chains per link on a network where no message crosses one.
-    pub fn check(&self, net: &crate::network::Network) -> Result<(), String> {
+    pub fn check(&self, net: &crate::network::Network) -> Result<(), crate::rule::RuleError> {
         let Some(pl) = &net.platform else { return Ok(()) };
         match pl.regimes.iter().position(|r| r.per_link) {
-            Some(i) if !self.links.crossable() => Err(format!(
-                "network.regimes[{i}].scope: \"link\" has no link to follow: every node of this run hangs off one switch \
-                 (or dragonfly group), so no message crosses a link between switches"
+            Some(i) if !self.links.crossable() => Err(crate::rule::RuleError::new(
+                format!("network.regimes[{i}].scope"),
+                "\"link\" has no link to follow: every node of this run hangs off one switch (or dragonfly group), so no \
+                 message crosses a link between switches",
             )),
             _ => Ok(()),
         }

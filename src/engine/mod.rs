@@ -45,6 +45,24 @@ pub enum SimError {
     MemoryLimit(String),
     /// Stopped from outside (e.g. Ctrl-C).
     Interrupted,
+    /// A scenario key the run refuses: checks only the run can make (a torus
+    /// too small for the ranks, a mapping file that cannot be read).
+    Rule(crate::rule::RuleError),
+}
+
+impl From<crate::rule::RuleError> for SimError {
+    fn from(e: crate::rule::RuleError) -> Self {
+        SimError::Rule(e)
+    }
+}
+
+impl From<crate::noise::NoiseError> for SimError {
+    fn from(e: crate::noise::NoiseError) -> Self {
+        match e {
+            crate::noise::NoiseError::Rule(e) => SimError::Rule(e),
+            e @ crate::noise::NoiseError::Trace(_) => SimError::Invalid(e.to_string()),
+        }
+    }
 }
 
 /// Errors found outside the event loop (configuration, files) are invalid input.
@@ -61,6 +79,7 @@ impl std::fmt::Display for SimError {
             SimError::Unmatched(s) => write!(f, "unmatched communication at the end of the run: {s}"),
             SimError::Invalid(s) | SimError::MemoryLimit(s) => write!(f, "{s}"),
             SimError::Interrupted => write!(f, "interrupted"),
+            SimError::Rule(e) => write!(f, "{e}"),
         }
     }
 }
@@ -197,17 +216,19 @@ impl<P: Program, O: Probe> Engine<P, O> {
     }
 
     fn build(program: P, mut net: Network, noise: Noise, probe: O) -> Result<Self, SimError> {
-        net.validate().map_err(SimError::Invalid)?;
-        net.prepare(program.num_ranks()).map_err(SimError::Invalid)?;
+        net.validate()?;
+        net.prepare(program.num_ranks())?;
         let fabric = fabric::Fabric::new(&net, program.num_ranks());
-        fabric.check(&net).map_err(SimError::Invalid)?;
+        fabric.check(&net)?;
         let p = program.num_ranks() as usize;
         let ncpu = program.num_cpus().max(1) as usize;
         if net.nic_ports > 1 && program.num_nics() > 1 {
-            return Err(SimError::Invalid(format!(
-                "network.nic_ports: this schedule names its own NICs ({} of them); nic_ports lets the engine choose \
-                 them, for programs that do not",
-                program.num_nics()
+            return Err(SimError::Rule(crate::rule::RuleError::new(
+                "network.nic_ports",
+                format!(
+                    "this schedule names its own NICs ({} of them); nic_ports lets the engine choose them, for programs that do not",
+                    program.num_nics()
+                ),
             )));
         }
         let nnic = program.num_nics().max(net.nic_ports).max(1) as usize;

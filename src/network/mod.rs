@@ -15,6 +15,7 @@ pub use platform::{Mapping, MemoryDomains, Platform, OTHER_NODE};
 pub use regimes::{RankCursor, Regime, RegimeCursor};
 pub use topology::{Links, Topology};
 
+use crate::rule::RuleError;
 use crate::time::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -114,16 +115,19 @@ impl LogGOPS {
         size > self.s_bytes
     }
 
-    pub fn validate(&self, what: &str) -> Result<(), String> {
+    pub fn validate(&self, what: &str) -> Result<(), RuleError> {
         use crate::time::MAX_INPUT;
         for (name, v) in [("G", self.big_g_ps), ("O", self.big_o_ps)] {
             if !(v.is_finite() && (0.0..=MAX_INPUT as f64).contains(&v)) {
-                return Err(format!("{what}.{name} must be a finite number between 0 and {MAX_INPUT} ps, got {v}"));
+                return Err(RuleError::new(
+                    format!("{what}.{name}"),
+                    format!("must be a finite number between 0 and {MAX_INPUT} ps, got {v}"),
+                ));
             }
         }
         for (name, v) in [("L", self.l_ps), ("o", self.o_ps), ("g", self.g_ps)] {
             if v > MAX_INPUT {
-                return Err(format!("{what}.{name} must be at most {MAX_INPUT} ps (about 13 days), got {v}"));
+                return Err(RuleError::new(format!("{what}.{name}"), format!("must be at most {MAX_INPUT} ps (about 13 days), got {v}")));
             }
         }
         Ok(())
@@ -251,12 +255,12 @@ impl Network {
         self.platform.as_deref().expect("checked").params(a, b, size)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.ranks_per_node == 0 {
-            return Err("network.ranks_per_node must be at least 1".into());
+            return Err(RuleError::new("network.ranks_per_node", "must be at least 1"));
         }
         if !(1..=MAX_NIC_PORTS).contains(&self.nic_ports) {
-            return Err(format!("network.nic_ports: must be 1 to {MAX_NIC_PORTS}, got {}", self.nic_ports));
+            return Err(RuleError::new("network.nic_ports", format!("must be 1 to {MAX_NIC_PORTS}, got {}", self.nic_ports)));
         }
         self.inter_node.validate("network")?;
         if let Some(p) = &self.intra_node {
@@ -269,7 +273,7 @@ impl Network {
     }
 
     /// Builds the platform's lookup tables for a run of `ranks` ranks.
-    pub fn prepare(&mut self, ranks: u32) -> Result<(), String> {
+    pub fn prepare(&mut self, ranks: u32) -> Result<(), RuleError> {
         match self.platform.as_mut() {
             Some(pl) => pl.prepare_for(ranks),
             None => Ok(()),

@@ -6,6 +6,7 @@
 //! domains (one per socket).
 
 use super::{LinkClass, LogGOPS, Regime, Topology};
+use crate::rule::RuleError;
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -105,9 +106,9 @@ impl Platform {
     }
 
     /// What the engine relies on (the scenario's rules, `NetworkSpec::validate`, check the rest).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.ranks_per_node == 0 {
-            return Err("network.ranks_per_node: must be at least 1".into());
+            return Err(RuleError::new("network.ranks_per_node", "must be at least 1"));
         }
         for (name, c) in [
             ("network", Some(&self.inter_node)),
@@ -125,7 +126,7 @@ impl Platform {
 
     /// Builds the lookup tables for a run of `ranks` ranks and checks the
     /// mapping and topology against it.
-    pub fn prepare_for(&mut self, ranks: u32) -> Result<(), String> {
+    pub fn prepare_for(&mut self, ranks: u32) -> Result<(), RuleError> {
         self.validate()?;
         let inter = self.inter_node.table();
         let node = self.intra_node.as_ref().map_or(inter, |c| c.table());
@@ -137,13 +138,13 @@ impl Platform {
             Mapping::Block => ranks.div_ceil(rpn),
             Mapping::RoundRobin { nodes } => {
                 if *nodes == 0 || (*nodes as u64) * (rpn as u64) < ranks as u64 {
-                    return Err(format!("network.mapping: {nodes} nodes of {rpn} ranks cannot hold {ranks} ranks"));
+                    return Err(RuleError::new("network.mapping", format!("{nodes} nodes of {rpn} ranks cannot hold {ranks} ranks")));
                 }
                 *nodes
             }
             Mapping::Table { nodes } => {
                 if nodes.len() != ranks as usize {
-                    return Err(format!("network.mapping: {} entries for {ranks} ranks", nodes.len()));
+                    return Err(RuleError::new("network.mapping", format!("{} entries for {ranks} ranks", nodes.len())));
                 }
                 // Node numbers index per-node state: keep them below the rank
                 // count (or the torus's node count), so memory follows the run.
@@ -152,7 +153,10 @@ impl Platform {
                     _ => ranks as u64,
                 };
                 if let Some((r, &n)) = nodes.iter().enumerate().find(|(_, &n)| n as u64 >= bound) {
-                    return Err(format!("network.mapping: rank {r} is on node {n}; node numbers must be below {bound} (the rank count, or a torus's node count)"));
+                    return Err(RuleError::new(
+                        "network.mapping",
+                        format!("rank {r} is on node {n}; node numbers must be below {bound} (the rank count, or a torus's node count)"),
+                    ));
                 }
                 // Slots: ranks in order within each node (sorting, not a per-node table).
                 let mut order: Vec<u32> = (0..ranks).collect();
@@ -162,7 +166,10 @@ impl Platform {
                 for (i, &r) in order.iter().enumerate() {
                     run = if i > 0 && nodes[order[i - 1] as usize] == nodes[r as usize] { run + 1 } else { 0 };
                     if run >= rpn {
-                        return Err(format!("network.mapping puts more than ranks_per_node ({rpn}) ranks on node {}", nodes[r as usize]));
+                        return Err(RuleError::new(
+                            "network.mapping",
+                            format!("puts more than ranks_per_node ({rpn}) ranks on node {}", nodes[r as usize]),
+                        ));
                     }
                     self.slot_of[r as usize] = run;
                 }
@@ -288,6 +295,6 @@ mod tests {
         t.prepare_for(8).unwrap();
         assert_eq!((t.class(0, 1), t.class(0, 6), t.class(0, 2)), (SAME_SOCKET, SAME_NODE, OTHER_NODE));
         let mut bad = platform(Mapping::Table { nodes: vec![0; 5] });
-        assert!(bad.prepare_for(5).unwrap_err().contains("more than ranks_per_node"));
+        assert!(bad.prepare_for(5).unwrap_err().to_string().contains("more than ranks_per_node"));
     }
 }

@@ -3,6 +3,7 @@
 //! fat tree's leaves left to right, a dragonfly's routers group by group),
 //! so consecutive nodes are close.
 
+use crate::rule::RuleError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -49,25 +50,30 @@ fn routers_per_group() -> u32 {
 }
 
 impl Topology {
-    pub fn validate(&self, nodes: u64) -> Result<(), String> {
+    pub fn validate(&self, nodes: u64) -> Result<(), RuleError> {
         match *self {
             // radix/2 ≥ 2 children per switch, or no level ever joins two nodes
-            Topology::FatTree { radix } if radix < 4 => Err(format!("network.topology.radix: must be at least 4, got {radix}")),
+            Topology::FatTree { radix } if radix < 4 => {
+                Err(RuleError::new("network.topology.radix", format!("must be at least 4, got {radix}")))
+            }
             Topology::Torus { dims } => {
                 let n: u64 = dims.iter().map(|&d| d as u64).product();
                 if dims.contains(&0) || n < nodes {
-                    return Err(format!(
-                        "network.topology.dims: a {}×{}×{} torus has {n} node{}, the run needs {nodes}",
-                        dims[0],
-                        dims[1],
-                        dims[2],
-                        if n == 1 { "" } else { "s" }
+                    return Err(RuleError::new(
+                        "network.topology.dims",
+                        format!(
+                            "a {}×{}×{} torus has {n} node{}, the run needs {nodes}",
+                            dims[0],
+                            dims[1],
+                            dims[2],
+                            if n == 1 { "" } else { "s" }
+                        ),
                     ));
                 }
                 Ok(())
             }
             Topology::Dragonfly { nodes_per_router, routers_per_group } if nodes_per_router == 0 || routers_per_group == 0 => {
-                Err("network.topology: a dragonfly needs nodes_per_router and routers_per_group ≥ 1".into())
+                Err(RuleError::new("network.topology", "a dragonfly needs nodes_per_router and routers_per_group ≥ 1"))
             }
             _ => Ok(()),
         }
@@ -285,6 +291,6 @@ mod tests {
         let d = Topology::Dragonfly { nodes_per_router: 4, routers_per_group: 8 };
         assert_eq!((d.hops(0, 3), d.hops(0, 4), d.hops(0, 32)), (2, 3, 5));
         assert_eq!(Topology::FullyConnected.hops(3, 9), 1);
-        assert!(t.validate(33).unwrap_err().contains("torus"));
+        assert!(t.validate(33).unwrap_err().to_string().contains("torus"));
     }
 }

@@ -23,6 +23,7 @@ use crate::time::{from_seconds, to_seconds, Time, PS_PER_NS};
 use crate::units::{secs, FilePath, PositiveSeconds, Seconds};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use trace::NoiseTraceError;
 
 /// One detour source of a scenario's `[[noise]]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -252,6 +253,17 @@ pub const MAX_DETOURS_PER_CHARGE: u32 = 1 << 24;
 /// Poisson arrivals per window: at most this many are drawn (P(more) < 1e-25 at mean 1).
 const MAX_ARRIVALS_PER_WINDOW: usize = 24;
 
+/// Why the noise sources cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum NoiseError {
+    /// A source's parameters, at its key (`noise[1].rate_hz`).
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    /// A detour trace that cannot be read.
+    #[error(transparent)]
+    Trace(#[from] NoiseTraceError),
+}
+
 impl Noise {
     pub fn none() -> Self {
         Noise::default()
@@ -262,12 +274,12 @@ impl Noise {
     }
 
     /// Builds the sources, checking parameters; `ranks` bounds rank selectors.
-    pub fn new(specs: &[NoiseSpec], seed: u64, num_ranks: u32) -> Result<Self, String> {
+    pub fn new(specs: &[NoiseSpec], seed: u64, num_ranks: u32) -> Result<Self, NoiseError> {
         let mut sources = Vec::with_capacity(specs.len());
         for (i, spec) in specs.iter().enumerate() {
             let at = format!("noise[{i}]");
-            spec.validate(Some(num_ranks)).map_err(|e| format!("{at}.{e}"))?;
-            let check_ranks = |ranks: &Option<Vec<u32>>| -> Result<Option<Vec<u32>>, String> {
+            spec.validate(Some(num_ranks)).map_err(|e| e.within(&format!("{at}.")))?;
+            let check_ranks = |ranks: &Option<Vec<u32>>| -> Result<Option<Vec<u32>>, NoiseError> {
                 match ranks {
                     None => Ok(None),
                     Some(list) => {
@@ -287,23 +299,29 @@ impl Noise {
                 }
                 NoiseSpec::Poisson { rate_per_s, duration_ps, ranks } => {
                     if !(rate_per_s.is_finite() && *rate_per_s > 0.0 && *duration_ps > 0) {
-                        return Err(format!("{at}.rate_hz: rate and duration must be positive, got {}", crate::units::show(*rate_per_s)));
+                        let got = crate::units::show(*rate_per_s);
+                        return Err(
+                            RuleError::new(format!("{at}.rate_hz"), format!("rate and duration must be positive, got {got}")).into()
+                        );
                     }
                     let window = 1e12 / rate_per_s; // one expected arrival per window
                     if !window.is_finite() {
                         // (an infinite window would place its draws at 0·∞)
-                        return Err(format!(
-                            "{at}.rate_hz: {} Hz is too small to represent; leave the source out for no noise",
-                            crate::units::show(*rate_per_s)
-                        ));
+                        let too_small =
+                            format!("{} Hz is too small to represent; leave the source out for no noise", crate::units::show(*rate_per_s));
+                        return Err(RuleError::new(format!("{at}.rate_hz"), too_small).into());
                     }
                     (Kind::Poisson { window, cdf: Box::new(poisson_cdf(1.0)), duration: *duration_ps }, check_ranks(ranks)?)
                 }
                 NoiseSpec::Trace { path, cosched, ranks } => {
                     let detours = read_noise_trace(std::path::Path::new(path))?;
-                    (trace_kind(&format!("{at}.path: {path}"), detours, *cosched)?, check_ranks(ranks)?)
+                    let kind =
+                        trace_kind(detours, *cosched).map_err(|what| RuleError::new(format!("{at}.path"), format!("{path}: {what}")))?;
+                    (kind, check_ranks(ranks)?)
                 }
-                NoiseSpec::TraceData { detours, cosched, ranks } => (trace_kind(&at, detours.clone(), *cosched)?, check_ranks(ranks)?),
+                NoiseSpec::TraceData { detours, cosched, ranks } => {
+                    (trace_kind(detours.clone(), *cosched).map_err(|what| RuleError::new(&at, what))?, check_ranks(ranks)?)
+                }
                 NoiseSpec::Single { rank, start_ps, duration_ps } => {
                     (Kind::Single { rank: *rank, start: *start_ps, duration: *duration_ps }, None)
                 }
@@ -431,10 +449,11 @@ impl Noise {
     }
 }
 
-fn trace_kind(at: &str, mut detours: Vec<(Time, Time)>, cosched: bool) -> Result<Kind, String> {
+/// A detour trace as a source; what is wrong with it, if anything.
+fn trace_kind(mut detours: Vec<(Time, Time)>, cosched: bool) -> Result<Kind, &'static str> {
     detours.retain(|&(_, d)| d > 0);
     if detours.is_empty() {
-        return Err(format!("{at}: the noise trace holds no detours"));
+        return Err("the noise trace holds no detours");
     }
     detours.sort_unstable();
     // Merge overlapping detours so ends are sorted too (binary search needs it).
@@ -448,7 +467,7 @@ fn trace_kind(at: &str, mut detours: Vec<(Time, Time)>, cosched: bool) -> Result
     let (ls, ld) = *merged.last().unwrap();
     let span = ls + ld;
     if merged.iter().map(|&(_, d)| d).sum::<Time>() >= span {
-        return Err(format!("{at}: the noise trace is all detour (the CPU would never run)"));
+        return Err("the noise trace is all detour (the CPU would never run)");
     }
     Ok(Kind::Trace { detours: merged, span, cosched })
 }
@@ -654,6 +673,7 @@ mod tests {
         let spec = |rate_per_s| NoiseSpec::Poisson { rate_per_s, duration_ps: 1_000_000, ranks: None };
         for rate in [1e-300, 5e-324] {
             let e = Noise::new(&[spec(rate)], 1, 4).unwrap_err();
+            let e = e.to_string();
             assert!(e.contains("noise[0].rate_hz") && e.contains("too small"), "{e}");
         }
         // one detour expected per 1e302 s: none before the engine's time limit
@@ -667,8 +687,8 @@ mod tests {
         assert_eq!(n.cpu_end(2, 0, 1000), 1000);
         assert!(n.cpu_end(3, 0, 1000) > 1900);
         let bad = Noise::new(&[NoiseSpec::Periodic { period_ps: 100, duration_ps: 100, cosched: true, ranks: None }], 1, 4);
-        assert!(bad.unwrap_err().contains("noise[0].duration_s: must be < period_s"));
+        assert!(bad.unwrap_err().to_string().contains("noise[0].duration_s: must be < period_s"));
         let bad = Noise::new(&[NoiseSpec::Single { rank: 9, start_ps: 0, duration_ps: 1 }], 1, 4);
-        assert!(bad.unwrap_err().contains("noise[0].rank: must be < workload.ranks (4)"));
+        assert!(bad.unwrap_err().to_string().contains("noise[0].rank: must be < workload.ranks (4)"));
     }
 }

@@ -45,13 +45,6 @@ impl NoiseTraceError {
     }
 }
 
-/// For the noise model, whose errors are still text.
-impl From<NoiseTraceError> for String {
-    fn from(e: NoiseTraceError) -> Self {
-        e.to_string()
-    }
-}
-
 /// Parses a trace; detours come back in picoseconds.
 pub fn parse_noise_trace(text: &str, file: &str) -> Result<Vec<(Time, Time)>, NoiseTraceError> {
     let mut out = Vec::new();

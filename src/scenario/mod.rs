@@ -121,7 +121,9 @@ pub fn schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Scenario)).expect("a schema is JSON")
 }
 
-/// Reads a checked scenario document (JSON) and checks its rules.
+/// Reads a checked scenario document (JSON) and checks its rules: the tests'
+/// way in (users' scenarios come through `load`, Python's as a `Scenario`).
+#[cfg(test)]
 pub fn parse(json: &str) -> Result<Scenario, ScenarioError> {
     let de = &mut serde_json::Deserializer::from_str(json);
     let scn: Scenario = serde_path_to_error::deserialize(de).map_err(serde_error)?;
@@ -148,7 +150,8 @@ fn serde_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> Scenar
     }
 }
 
-/// The run configuration of a scenario document (JSON).
+/// The run configuration of a scenario document (JSON), for tests.
+#[cfg(test)]
 pub fn config_of(json: &str) -> Result<Config, ScenarioError> {
     parse(json)?.config()
 }

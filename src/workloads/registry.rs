@@ -236,10 +236,15 @@ pub enum WorkloadError {
     Calibration(SimError),
 }
 
-/// Outside the event loop, a workload that cannot be made ready is invalid input.
+/// Outside the event loop, a workload that cannot be made ready is invalid
+/// input; a broken rule keeps its key (the scenario's file is named with it).
 impl From<WorkloadError> for SimError {
     fn from(e: WorkloadError) -> Self {
-        SimError::Invalid(e.to_string())
+        match e {
+            WorkloadError::Rule(e) => SimError::Rule(e),
+            WorkloadError::Calibration(e) => e,
+            e @ WorkloadError::PartnerFile(_) => SimError::Invalid(e.to_string()),
+        }
     }
 }
 

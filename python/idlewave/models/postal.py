@@ -173,9 +173,10 @@ HOP_ESTIMATES = ("best", "average", "max")
 
 def topology_hops(platform: str, pairs: list[tuple[int, int]]) -> list[int]:
     """Links between the nodes of each pair in the platform's topology (0: the same node)."""
-    from idlewave.scenario import node_hops, parse_scenario
+    from idlewave import _engine
+    from idlewave.scenario import node_hops
 
-    return node_hops(parse_scenario(f'[network]\nplatform = "{platform}"\n'), pairs)
+    return node_hops(_engine.Scenario(f'[network]\nplatform = "{platform}"\n'), pairs)
 
 
 def estimate_hops(hops: list[int], how: str) -> float:
