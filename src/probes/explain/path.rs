@@ -21,7 +21,7 @@ pub struct Path {
     /// would not fit in 128 bytes).
     pub(super) o_bytes: u64,
     /// The path's latest stretch on one rank (an index into
-    /// [`Explain::hops`]; 0 before it reached any rank).
+    /// [`super::Explain::hops`]; 0 before it reached any rank).
     pub(super) hop: u32,
 }
 
