@@ -419,8 +419,8 @@ fn found_trace_cases_are_refused() {
 
 /// One rank's records of a program every rank runs alike (see
 /// `fuzz_plausible_programs_are_replayed_or_refused`): `steps` are (what, bytes).
-fn plausible_program(r: i32, n: i32, steps: &[(u8, u64)]) -> Vec<(crate::trace::format::Record, Vec<u64>)> {
-    use crate::trace::format::{op, Coll, Record};
+fn plausible_program(r: i32, n: i32, steps: &[(u8, u64)]) -> Records {
+    use crate::trace::format::{op, Coll};
     let (right, left) = ((r + 1) % n, (r + n - 1) % n);
     let mut out = Vec::new();
     let mut next_req = 1u64;
@@ -428,26 +428,13 @@ fn plausible_program(r: i32, n: i32, steps: &[(u8, u64)]) -> Vec<(crate::trace::
         next_req += 1;
         next_req
     };
-    let rec = |op: u16, comm: u32, peer: i32, tag: i32, bytes: u64, req: u64| Record {
-        op,
-        comm,
-        peer,
-        tag,
-        bytes,
-        req,
-        t0: 1e-6,
-        t1: 2e-6,
-        ..Default::default()
-    };
+    let rec = plausible_record;
     let mut comms = 0u32;
     for &(what, bytes) in steps {
         match what {
             0 => {
                 let (a, b) = (req(), req());
-                out.push((rec(op::IRECV, 0, left, 1, bytes, a), vec![]));
-                out.push((rec(op::ISEND, 0, right, 1, bytes, b), vec![]));
-                out.push((rec(op::WAIT, 0, left, 1, 0, a), vec![]));
-                out.push((rec(op::WAIT, 0, -1, 0, 0, b), vec![]));
+                ring_exchange(&mut out, (left, right), bytes, (a, b));
             }
             1 => {
                 out.push((rec(op::SENDRECV_SEND, 0, right, 2, bytes, 0), vec![]));
@@ -455,16 +442,7 @@ fn plausible_program(r: i32, n: i32, steps: &[(u8, u64)]) -> Vec<(crate::trace::
             }
             2 => {
                 let (a, b) = (req(), req());
-                out.push((rec(op::RECV_INIT, 0, left, 3, bytes, a), vec![]));
-                out.push((rec(op::SEND_INIT, 0, right, 3, bytes, b), vec![]));
-                for _ in 0..2 {
-                    out.push((rec(op::START, 0, left, 3, 0, a), vec![]));
-                    out.push((rec(op::START, 0, right, 3, 0, b), vec![]));
-                    out.push((rec(op::WAIT, 0, left, 3, 0, a), vec![]));
-                    out.push((rec(op::WAIT, 0, -1, 0, 0, b), vec![]));
-                }
-                out.push((rec(op::REQUEST_FREE, 0, -1, 0, 0, a), vec![]));
-                out.push((rec(op::REQUEST_FREE, 0, -1, 0, 0, b), vec![]));
+                persistent_ring_exchange(&mut out, (left, right), bytes, (a, b));
             }
             3 => out.push((rec(op::COLL_BASE + Coll::Allreduce as u16, comms, -1, 0, bytes, 0), vec![])),
             4 => out.push((rec(op::COLL_BASE + Coll::Bcast as u16, comms, 0, 0, bytes, 0), vec![])),
@@ -505,6 +483,39 @@ fn plausible_program(r: i32, n: i32, steps: &[(u8, u64)]) -> Vec<(crate::trace::
         }
     }
     out
+}
+
+type Records = Vec<(crate::trace::format::Record, Vec<u64>)>;
+
+/// A record of `plausible_program`: every call takes a microsecond.
+fn plausible_record(op: u16, comm: u32, peer: i32, tag: i32, bytes: u64, req: u64) -> crate::trace::format::Record {
+    crate::trace::format::Record { op, comm, peer, tag, bytes, req, t0: 1e-6, t1: 2e-6, ..Default::default() }
+}
+
+/// Receive from the left and send to the right, with requests `a` and `b`.
+fn ring_exchange(out: &mut Records, (left, right): (i32, i32), bytes: u64, (a, b): (u64, u64)) {
+    use crate::trace::format::op;
+    let rec = plausible_record;
+    out.push((rec(op::IRECV, 0, left, 1, bytes, a), vec![]));
+    out.push((rec(op::ISEND, 0, right, 1, bytes, b), vec![]));
+    out.push((rec(op::WAIT, 0, left, 1, 0, a), vec![]));
+    out.push((rec(op::WAIT, 0, -1, 0, 0, b), vec![]));
+}
+
+/// The same as persistent requests `a` and `b`, started twice, then freed.
+fn persistent_ring_exchange(out: &mut Records, (left, right): (i32, i32), bytes: u64, (a, b): (u64, u64)) {
+    use crate::trace::format::op;
+    let rec = plausible_record;
+    out.push((rec(op::RECV_INIT, 0, left, 3, bytes, a), vec![]));
+    out.push((rec(op::SEND_INIT, 0, right, 3, bytes, b), vec![]));
+    for _ in 0..2 {
+        out.push((rec(op::START, 0, left, 3, 0, a), vec![]));
+        out.push((rec(op::START, 0, right, 3, 0, b), vec![]));
+        out.push((rec(op::WAIT, 0, left, 3, 0, a), vec![]));
+        out.push((rec(op::WAIT, 0, -1, 0, 0, b), vec![]));
+    }
+    out.push((rec(op::REQUEST_FREE, 0, -1, 0, 0, a), vec![]));
+    out.push((rec(op::REQUEST_FREE, 0, -1, 0, 0, b), vec![]));
 }
 
 /// A random GOAL schedule with contention: several ranks, two CPUs and two

@@ -2,6 +2,9 @@
 //! relative to the root, v = (rank − root) mod p.
 
 use super::{ceil_log2, floor_pow2, Algorithm, Collective, CollectiveKind, Step};
+use scatter_allgather::scatter_allgather;
+
+mod scatter_allgather;
 
 // Long: the table of every (collective, algorithm) pair, one arm each; the
 // arms are calls or a few lines, and one match keeps the dispatch inlined.
@@ -527,100 +530,6 @@ fn knomial_bcast(c: &Collective, rank: u32, i: u32) -> Option<Step> {
     } else {
         (i == n && n > 0).then_some(Step::WaitFanOut { n: n as u8 })
     }
-}
-
-/// The steps of Open MPI's `bcast_intra_scatter_allgather(_ring)` for
-/// relative rank v, generated in order; `step` takes the i-th. Block b
-/// holds bytes [b·s, (b+1)·s) of the message, s = ⌈n/p⌉.
-fn scatter_allgather(c: &Collective, rank: u32, i: u32) -> Option<Step> {
-    let (p, n) = (c.ranks as u64, c.bytes);
-    let v = (rank as u64 + p - c.root as u64) % p;
-    let abs = |x: u64| ((x % p + c.root as u64) % p) as u32;
-    let s = n.div_ceil(p);
-    let from_block = |b: u64| n.saturating_sub(b * s); // bytes from block b to the end
-    let mut steps = 0u32;
-    let mut emit = |st: Step| -> Option<Step> {
-        steps += 1;
-        (steps - 1 == i).then_some(st)
-    };
-    // binomial scatter: receive my subtree's blocks, then hand the children theirs
-    let mut mask = 1u64;
-    let mut have = if v == 0 { n } else { 0 };
-    while mask < p {
-        if v & mask != 0 {
-            have = from_block(v).min(mask * s);
-            if have > 0 {
-                if let Some(st) = emit(Step::Recv { from: abs(v + p - mask), bytes: have }) {
-                    return Some(st);
-                }
-            }
-            break;
-        }
-        mask <<= 1;
-    }
-    mask >>= 1;
-    while mask > 0 {
-        if v + mask < p {
-            let send = have.saturating_sub(s * mask);
-            if send > 0 {
-                if let Some(st) = emit(Step::Send { to: abs(v + mask), bytes: send }) {
-                    return Some(st);
-                }
-                have -= send;
-            }
-        }
-        mask >>= 1;
-    }
-    if c.algorithm == Algorithm::ScatterRingAllgather {
-        // ring allgather: step k passes block (v − k) on to v + 1
-        for k in 0..p.saturating_sub(1) {
-            let send = from_block((v + p - k) % p).min(s);
-            let recv = from_block((v + p - k - 1) % p).min(s);
-            if let Some(st) = emit(Step::Exchange { to: abs(v + 1), send_bytes: send, from: abs(v + p - 1), recv_bytes: recv }) {
-                return Some(st);
-            }
-        }
-        return None;
-    }
-    // recursive doubling allgather, with Open MPI's recursive-halving patch for non-powers of two
-    let mut cur = from_block(v).min(s);
-    let mut mask = 1u64;
-    while mask < p {
-        let vremote = v ^ mask;
-        let (my_root, remote_root) = (v & !(mask - 1), vremote & !(mask - 1));
-        let mut recv = 0;
-        if vremote < p {
-            recv = from_block(remote_root).min(mask * s);
-            if let Some(st) = emit(Step::Exchange { to: abs(vremote), send_bytes: cur, from: abs(vremote), recv_bytes: recv }) {
-                return Some(st);
-            }
-            cur += recv;
-        }
-        if remote_root + mask > p {
-            let alldata = p.saturating_sub(my_root + mask);
-            let mut h = mask >> 1;
-            while h > 0 {
-                let vr = v ^ h;
-                let tree_root = v & !((h << 1) - 1);
-                if vr > v && v < tree_root + alldata && vr >= tree_root + alldata && vr < p {
-                    if let Some(st) = emit(Step::Send { to: abs(vr), bytes: recv }) {
-                        return Some(st);
-                    }
-                } else if vr < v && vr < tree_root + alldata && v >= tree_root + alldata {
-                    // what the sender passes on: the block range it just received
-                    let got = from_block(remote_root).min(mask * s);
-                    if let Some(st) = emit(Step::Recv { from: abs(vr), bytes: got }) {
-                        return Some(st);
-                    }
-                    cur += got;
-                    recv = got;
-                }
-                h >>= 1;
-            }
-        }
-        mask <<= 1;
-    }
-    None
 }
 
 /// Open MPI's `barrier_intra_basic_linear`: every rank sends to rank 0 and

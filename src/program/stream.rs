@@ -457,27 +457,8 @@ impl<W: Workload> Rank<'_, W> {
             if flags.contains(Flags::BG_ACTIVE) && (flags.contains(Flags::IN_MPI) || self.async_progress) {
                 self.progress_background()?;
             }
-            if self.st.flags.contains(Flags::IN_MPI) {
-                if !self.call_done() {
-                    return Ok(());
-                }
-                self.st.flags.remove(Flags::IN_MPI);
-                match self.st.call {
-                    Call::Test => {
-                        // The answer comes from a probe that sees every message due by then.
-                        self.st.flags.insert(Flags::TESTING);
-                        self.out.push(ReadyOp::probe(TEST_ID));
-                        return Ok(());
-                    }
-                    Call::CollTest => {
-                        self.st.flags.remove(Flags::LAST_TEST);
-                        if !self.st.flags.contains(Flags::BG_ACTIVE) {
-                            self.st.flags.insert(Flags::LAST_TEST);
-                        }
-                    }
-                    _ => {}
-                }
-                self.st.flags.insert(Flags::READY);
+            if self.st.flags.contains(Flags::IN_MPI) && self.leave_call().is_break() {
+                return Ok(());
             }
             if !self.st.flags.contains(Flags::READY) {
                 return Ok(());
@@ -488,70 +469,111 @@ impl<W: Workload> Rank<'_, W> {
             let ctx =
                 Ctx { last_test: self.st.flags.contains(Flags::LAST_TEST), time: t, pending, records_timers: self.recorder.is_enabled() };
             let op = self.workload.next(rank, &mut self.st.gen, &ctx);
-            match op {
-                StreamOp::Calc(ps) => {
-                    self.out.push(ReadyOp::calc(ps, CALC_ID));
-                    return Ok(());
-                }
-                StreamOp::Mem(bytes) => {
-                    self.out.push(ReadyOp::mem(bytes, MEM_ID));
-                    return Ok(());
-                }
-                StreamOp::ISend { peer, tag, bytes, slot } | StreamOp::CollSend { peer, tag, bytes, slot } => {
-                    check_main_slot(rank, slot, self.bg_base)?;
-                    let send = ReadyOp::send(peer, tag, bytes, slot as u32).of_collective(matches!(op, StreamOp::CollSend { .. }));
-                    return issue(rank, self.st, self.out, send, slot);
-                }
-                StreamOp::IRecv { peer, tag, bytes, slot } | StreamOp::CollRecv { peer, tag, bytes, slot } => {
-                    check_main_slot(rank, slot, self.bg_base)?;
-                    let recv = ReadyOp::recv(peer, tag, bytes, slot as u32).of_collective(matches!(op, StreamOp::CollRecv { .. }));
-                    return issue(rank, self.st, self.out, recv, slot);
-                }
-                // The common case: a wait with nothing in the background that
-                // is already satisfied returns at once.
-                StreamOp::Wait(mask) if !self.st.flags.contains(Flags::BG_ACTIVE) && self.st.pending & mask == 0 => {
-                    self.st.flags.insert(Flags::READY);
-                }
-                StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
-                StreamOp::WaitAny(0) => {
-                    return Err(StreamError::EmptyWaitAny(rank));
-                }
-                StreamOp::WaitAny(mask) => self.enter(Call::WaitAny, mask)?,
-                StreamOp::Test(mask) => self.enter(Call::Test, mask)?,
-                StreamOp::CollStart(id) => {
-                    let Some(bg) = self.bg.as_deref_mut() else {
-                        return Err(StreamError::UndeclaredCollective(rank));
-                    };
-                    if self.st.flags.contains(Flags::BG_ACTIVE) {
-                        return Err(StreamError::CollectiveRunning(rank));
-                    }
-                    *bg = Background { driver: Driver::default(), wait: 0, id };
-                    self.st.flags.insert(Flags::BG_ACTIVE);
-                    self.enter(Call::CollStart, 0)?;
-                }
-                StreamOp::CollWait => self.enter(Call::CollWait, 0)?,
-                StreamOp::CollTest => self.enter(Call::CollTest, 0)?,
-                StreamOp::TimerStart { timer, iteration } => {
-                    self.recorder.start(timer, rank, iteration, t);
-                    self.st.flags.insert(Flags::READY);
-                }
-                StreamOp::TimerStop { timer, iteration } => {
-                    self.recorder.stop(timer, rank, iteration, t);
-                    self.st.flags.insert(Flags::READY);
-                }
-                StreamOp::Record { timer, iteration, value } => {
-                    self.recorder.value(timer, rank, iteration, value);
-                    self.st.flags.insert(Flags::READY);
-                }
-                StreamOp::Done => {
-                    if self.st.flags.contains(Flags::BG_ACTIVE) {
-                        return Err(StreamError::FinishedInCollective(rank));
-                    }
-                    self.st.flags.insert(Flags::FINISHED);
-                    return Ok(());
-                }
+            if self.perform(op, t)?.is_break() {
+                return Ok(());
             }
         }
+    }
+
+    /// The MPI call the program is in has returned, if it has: Break while
+    /// it has not, or when its answer is still to come (a test, answered by
+    /// a probe that sees every message due by then).
+    #[inline]
+    fn leave_call(&mut self) -> std::ops::ControlFlow<()> {
+        use std::ops::ControlFlow;
+        if !self.call_done() {
+            return ControlFlow::Break(());
+        }
+        self.st.flags.remove(Flags::IN_MPI);
+        match self.st.call {
+            Call::Test => {
+                self.st.flags.insert(Flags::TESTING);
+                self.out.push(ReadyOp::probe(TEST_ID));
+                return ControlFlow::Break(());
+            }
+            Call::CollTest => {
+                self.st.flags.remove(Flags::LAST_TEST);
+                if !self.st.flags.contains(Flags::BG_ACTIVE) {
+                    self.st.flags.insert(Flags::LAST_TEST);
+                }
+            }
+            _ => {}
+        }
+        self.st.flags.insert(Flags::READY);
+        ControlFlow::Continue(())
+    }
+
+    /// Does what the program's next op `op` asks at time `t`: Continue if
+    /// the program goes on at once, Break when it waits (for its CPU, a
+    /// message, an MPI call) or is done.
+    #[inline]
+    fn perform(&mut self, op: StreamOp, t: Time) -> Result<std::ops::ControlFlow<()>, StreamError> {
+        use std::ops::ControlFlow;
+        let rank = self.rank;
+        match op {
+            StreamOp::Calc(ps) => {
+                self.out.push(ReadyOp::calc(ps, CALC_ID));
+                return Ok(ControlFlow::Break(()));
+            }
+            StreamOp::Mem(bytes) => {
+                self.out.push(ReadyOp::mem(bytes, MEM_ID));
+                return Ok(ControlFlow::Break(()));
+            }
+            StreamOp::ISend { peer, tag, bytes, slot } | StreamOp::CollSend { peer, tag, bytes, slot } => {
+                check_main_slot(rank, slot, self.bg_base)?;
+                let send = ReadyOp::send(peer, tag, bytes, slot as u32).of_collective(matches!(op, StreamOp::CollSend { .. }));
+                return issue(rank, self.st, self.out, send, slot).map(ControlFlow::Break);
+            }
+            StreamOp::IRecv { peer, tag, bytes, slot } | StreamOp::CollRecv { peer, tag, bytes, slot } => {
+                check_main_slot(rank, slot, self.bg_base)?;
+                let recv = ReadyOp::recv(peer, tag, bytes, slot as u32).of_collective(matches!(op, StreamOp::CollRecv { .. }));
+                return issue(rank, self.st, self.out, recv, slot).map(ControlFlow::Break);
+            }
+            // The common case: a wait with nothing in the background that
+            // is already satisfied returns at once.
+            StreamOp::Wait(mask) if !self.st.flags.contains(Flags::BG_ACTIVE) && self.st.pending & mask == 0 => {
+                self.st.flags.insert(Flags::READY);
+            }
+            StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
+            StreamOp::WaitAny(0) => {
+                return Err(StreamError::EmptyWaitAny(rank));
+            }
+            StreamOp::WaitAny(mask) => self.enter(Call::WaitAny, mask)?,
+            StreamOp::Test(mask) => self.enter(Call::Test, mask)?,
+            StreamOp::CollStart(id) => {
+                let Some(bg) = self.bg.as_deref_mut() else {
+                    return Err(StreamError::UndeclaredCollective(rank));
+                };
+                if self.st.flags.contains(Flags::BG_ACTIVE) {
+                    return Err(StreamError::CollectiveRunning(rank));
+                }
+                *bg = Background { driver: Driver::default(), wait: 0, id };
+                self.st.flags.insert(Flags::BG_ACTIVE);
+                self.enter(Call::CollStart, 0)?;
+            }
+            StreamOp::CollWait => self.enter(Call::CollWait, 0)?,
+            StreamOp::CollTest => self.enter(Call::CollTest, 0)?,
+            StreamOp::TimerStart { timer, iteration } => {
+                self.recorder.start(timer, rank, iteration, t);
+                self.st.flags.insert(Flags::READY);
+            }
+            StreamOp::TimerStop { timer, iteration } => {
+                self.recorder.stop(timer, rank, iteration, t);
+                self.st.flags.insert(Flags::READY);
+            }
+            StreamOp::Record { timer, iteration, value } => {
+                self.recorder.value(timer, rank, iteration, value);
+                self.st.flags.insert(Flags::READY);
+            }
+            StreamOp::Done => {
+                if self.st.flags.contains(Flags::BG_ACTIVE) {
+                    return Err(StreamError::FinishedInCollective(rank));
+                }
+                self.st.flags.insert(Flags::FINISHED);
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
     }
 
     /// Enters an MPI call. One that progresses a background collective

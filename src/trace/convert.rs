@@ -614,27 +614,7 @@ impl RankConv {
 
     fn call(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), ConvertError> {
         if let Some((coll, mode)) = collective_of(r.op) {
-            if r.has(flag::INTERCOMM) {
-                if self.reports {
-                    let e = self.stats.intercomm.entry(format!("{} on an intercommunicator", coll.name())).or_default();
-                    *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
-                }
-                return Ok(());
-            }
-            return match mode {
-                CollMode::Persistent => {
-                    self.zero_cost(r);
-                    self.persistent.insert(r.req, (*r, self.payload.clone()));
-                    Ok(())
-                }
-                CollMode::Blocking | CollMode::Nonblocking => {
-                    self.count_mpi(r);
-                    let payload = std::mem::take(&mut self.payload);
-                    let res = self.collective(sh, sink, coll, mode == CollMode::Blocking, r, &payload);
-                    self.payload = payload;
-                    res
-                }
-            };
+            return self.collective_call(sh, sink, coll, mode, r);
         }
         match r.op {
             op::FINALIZE => Ok(()),
@@ -648,26 +628,8 @@ impl RankConv {
                 self.step(o, true);
                 Ok(())
             }
-            op::SENDRECV_SEND => {
-                self.count_mpi(r);
-                self.sendrecv.clear();
-                if r.peer != PROC_NULL {
-                    let o = self.message(sh, sink, GoalKind::Send, r, None, true)?;
-                    self.step(o, false);
-                    self.sendrecv.push(o);
-                }
-                Ok(())
-            }
-            op::SENDRECV_RECV => {
-                if r.peer != PROC_NULL {
-                    let o = self.message(sh, sink, GoalKind::Recv, r, Some(&[]), true)?;
-                    self.step(o, false);
-                    self.sendrecv.push(o);
-                }
-                let both = std::mem::take(&mut self.sendrecv);
-                self.must.extend(both);
-                Ok(())
-            }
+            op::SENDRECV_SEND => self.sendrecv_send(sh, sink, r),
+            op::SENDRECV_RECV => self.sendrecv_recv(sh, sink, r),
             op::ISEND | op::IRECV | op::IMRECV => {
                 self.count_mpi(r);
                 let kind = if r.op == op::ISEND { GoalKind::Send } else { GoalKind::Recv };
@@ -685,22 +647,7 @@ impl RankConv {
                 self.persistent.insert(r.req, (*r, Vec::new()));
                 Ok(())
             }
-            op::START => {
-                self.count_mpi(r);
-                let Some((t, payload)) = self.persistent.get(&r.req).cloned() else {
-                    return Err(ConvertError::StartWithoutInit(r.req));
-                };
-                if let Some((coll, _)) = collective_of(t.op) {
-                    return self.collective(sh, sink, coll, false, &Record { req: r.req, ..t }, &payload);
-                }
-                // A wildcard persistent receive: the tracer put the source and tag it matched on the start.
-                let mut m = Record { req: r.req, flags: t.flags | (r.flags & (flag::CANCELLED | flag::UNRESOLVED)), ..t };
-                if r.has(flag::ANY_SOURCE) || r.has(flag::ANY_TAG) {
-                    (m.peer, m.tag) = (r.peer, r.tag);
-                }
-                let kind = if t.op == op::SEND_INIT { GoalKind::Send } else { GoalKind::Recv };
-                self.post(sh, sink, kind, &m, r.req)
-            }
+            op::START => self.start(sh, sink, r),
             op::REQUEST_FREE => {
                 self.zero_cost(r);
                 self.persistent.remove(&r.req);
@@ -724,6 +671,82 @@ impl RankConv {
             }
             other => Err(ConvertError::UnknownOp(other)),
         }
+    }
+
+    /// A collective call: skipped on an intercommunicator, kept for its
+    /// start if persistent, else converted now.
+    fn collective_call(
+        &mut self,
+        sh: &mut Shared,
+        sink: &mut impl Sink,
+        coll: Coll,
+        mode: CollMode,
+        r: &Record,
+    ) -> Result<(), ConvertError> {
+        if r.has(flag::INTERCOMM) {
+            if self.reports {
+                let e = self.stats.intercomm.entry(format!("{} on an intercommunicator", coll.name())).or_default();
+                *e = (e.0 + 1, e.1 + (r.t1 - r.t0));
+            }
+            return Ok(());
+        }
+        match mode {
+            CollMode::Persistent => {
+                self.zero_cost(r);
+                self.persistent.insert(r.req, (*r, self.payload.clone()));
+                Ok(())
+            }
+            CollMode::Blocking | CollMode::Nonblocking => {
+                self.count_mpi(r);
+                let payload = std::mem::take(&mut self.payload);
+                let res = self.collective(sh, sink, coll, mode == CollMode::Blocking, r, &payload);
+                self.payload = payload;
+                res
+            }
+        }
+    }
+
+    /// The send half of an MPI_Sendrecv: both halves complete together,
+    /// when the receive half is read.
+    fn sendrecv_send(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), ConvertError> {
+        self.count_mpi(r);
+        self.sendrecv.clear();
+        if r.peer != PROC_NULL {
+            let o = self.message(sh, sink, GoalKind::Send, r, None, true)?;
+            self.step(o, false);
+            self.sendrecv.push(o);
+        }
+        Ok(())
+    }
+
+    /// The receive half of an MPI_Sendrecv: what follows depends on both halves.
+    fn sendrecv_recv(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), ConvertError> {
+        if r.peer != PROC_NULL {
+            let o = self.message(sh, sink, GoalKind::Recv, r, Some(&[]), true)?;
+            self.step(o, false);
+            self.sendrecv.push(o);
+        }
+        let both = std::mem::take(&mut self.sendrecv);
+        self.must.extend(both);
+        Ok(())
+    }
+
+    /// MPI_Start of a persistent request: the operation its init recorded.
+    fn start(&mut self, sh: &mut Shared, sink: &mut impl Sink, r: &Record) -> Result<(), ConvertError> {
+        self.count_mpi(r);
+        let Some((t, payload)) = self.persistent.get(&r.req).cloned() else {
+            return Err(ConvertError::StartWithoutInit(r.req));
+        };
+        if let Some((coll, _)) = collective_of(t.op) {
+            return self.collective(sh, sink, coll, false, &Record { req: r.req, ..t }, &payload);
+        }
+        // A wildcard persistent receive: the tracer put the source and tag it matched on the start.
+        let mut m = Record { req: r.req, flags: t.flags | (r.flags & (flag::CANCELLED | flag::UNRESOLVED)), ..t };
+        if r.has(flag::ANY_SOURCE) || r.has(flag::ANY_TAG) {
+            (m.peer, m.tag) = (r.peer, r.tag);
+        }
+        let kind = if t.op == op::SEND_INIT { GoalKind::Send } else { GoalKind::Recv };
+        self.post(sh, sink, kind, &m, r.req)
     }
 
     /// A nonblocking send or receive (or a started persistent one).

@@ -500,91 +500,109 @@ fn write_busy_grid(d: &Path, periodic: bool) {
         let neighbours = [step(0, -1), step(0, 1), step(1, -1), step(1, 1)];
         for it in 0..2u64 {
             k.t += 1e-5 * (1 + r % 4) as f64; // computation, different per class
-            let mut req = 0;
-            for &n in &neighbours {
-                k.p2p(op::IRECV, n, 1, 4096, 10 + req).p2p(op::ISEND, n, 1, 4096, 11 + req);
-                req += 2;
-            }
-            for q in 0..req {
-                k.p2p(op::WAIT, -1, 0, 0, 10 + q);
-            }
+            halo_exchange(&mut k, &neighbours);
             k.coll(Coll::Allreduce, 2, 8 << (it * 15), &[]);
-            // a nonblocking broadcast down each column from its top, over a Sendrecv along the row
-            k.rec(
-                Record {
-                    op: op::COLL_BASE + op::NONBLOCKING + Coll::Bcast as u16,
-                    comm: 3,
-                    peer: c[1] as i32,
-                    bytes: 65536,
-                    req: 100,
-                    ..Default::default()
-                },
-                &[],
-            );
-            k.p2p(op::SENDRECV_SEND, neighbours[3], 2, 512, 0).p2p(op::SENDRECV_RECV, neighbours[2], 2, 512, 0);
-            k.coll(Coll::Barrier, 0, 0, &[]);
-            k.p2p(op::WAIT, -1, 0, 0, 100);
-            // rooted on the row's last member, with unequal counts
-            let last = g.rank(&[c[0], 2, 0]) as i32;
-            k.rec(
-                Record {
-                    op: op::COLL_BASE + Coll::Gatherv as u16,
-                    comm: 2,
-                    peer: last,
-                    bytes: 64 * (c[1] as u64 + 1),
-                    ..Default::default()
-                },
-                &[64, 128, 192],
-            );
-            k.rec(
-                Record { op: op::COLL_BASE + Coll::Scatterv as u16, comm: 3, peer: c[1] as i32, bytes: 32, ..Default::default() },
-                &[32, 32, 32],
-            );
-            k.coll(Coll::Alltoallv, 3, 0, &[16, 32, 48, 48, 32, 16]);
-            k.coll(Coll::ReduceScatter, 0, 8 * (r as u64 + 1), &[8, 16, 24, 32, 40, 48, 56, 64, 72]);
-            k.coll(Coll::Scan, 2, 40, &[]);
-            k.coll(Coll::Allgatherv, 2, 8, &[8, 8, 8]);
-            k.rec(Record { op: op::COLL_BASE + Coll::Reduce as u16, comm: 0, peer: 8, bytes: 4096, ..Default::default() }, &[]);
-            k.rec(Record { op: op::COLL_BASE + Coll::Gather as u16, comm: 3, peer: c[1] as i32, bytes: 1024, ..Default::default() }, &[]);
-            // two nonblocking collectives in flight at once
-            k.rec(
-                Record {
-                    op: op::COLL_BASE + op::NONBLOCKING + Coll::Allreduce as u16,
-                    comm: 0,
-                    peer: -1,
-                    bytes: 1 << 20,
-                    req: 101,
-                    ..Default::default()
-                },
-                &[],
-            );
-            k.rec(
-                Record {
-                    op: op::COLL_BASE + op::NONBLOCKING + Coll::Alltoall as u16,
-                    comm: 2,
-                    peer: -1,
-                    bytes: 256,
-                    req: 102,
-                    ..Default::default()
-                },
-                &[],
-            );
-            k.p2p(op::WAIT, -1, 0, 0, 102).p2p(op::WAIT, -1, 0, 0, 101);
-            // a neighbourhood alltoall with the four neighbours: [n_src, n_dst, src…, dst…, recv bytes…, send bytes…]
-            let nb: Vec<u64> = neighbours.iter().map(|&n| n as i64 as u64).collect();
-            let mut payload = vec![4, 4];
-            payload.extend(&nb);
-            payload.extend(&nb);
-            payload.extend([256u64; 8]);
-            k.coll(Coll::NeighborAlltoall, 1, 256, &payload);
-            // persistent requests with the row neighbours
-            k.p2p(op::RECV_INIT, neighbours[2], 3, 128, 200).p2p(op::SEND_INIT, neighbours[3], 3, 128, 201);
-            k.p2p(op::START, -1, 0, 0, 200).p2p(op::START, -1, 0, 0, 201);
-            k.p2p(op::WAIT, -1, 0, 0, 200).p2p(op::WAIT, -1, 0, 0, 201);
-            k.p2p(op::REQUEST_FREE, -1, 0, 0, 200).p2p(op::REQUEST_FREE, -1, 0, 0, 201);
+            bcast_over_sendrecv(&mut k, &c, &neighbours);
+            rooted_and_v_collectives(&mut k, &g, &c, r);
+            two_nonblocking_collectives(&mut k);
+            neighbourhood_alltoall(&mut k, &neighbours);
+            persistent_pair(&mut k, &neighbours);
         }
         k.finish();
     }
+}
+
+/// Each rank's halo exchange with its four neighbours, then waits for it.
+fn halo_exchange(k: &mut Rank, neighbours: &[i32; 4]) {
+    let mut req = 0;
+    for &n in neighbours {
+        k.p2p(op::IRECV, n, 1, 4096, 10 + req).p2p(op::ISEND, n, 1, 4096, 11 + req);
+        req += 2;
+    }
+    for q in 0..req {
+        k.p2p(op::WAIT, -1, 0, 0, 10 + q);
+    }
+}
+
+/// A nonblocking broadcast in flight over a Sendrecv and a barrier.
+fn bcast_over_sendrecv(k: &mut Rank, c: &grid::Coords, neighbours: &[i32; 4]) {
+    // a nonblocking broadcast down each column from its top, over a Sendrecv along the row
+    k.rec(
+        Record {
+            op: op::COLL_BASE + op::NONBLOCKING + Coll::Bcast as u16,
+            comm: 3,
+            peer: c[1] as i32,
+            bytes: 65536,
+            req: 100,
+            ..Default::default()
+        },
+        &[],
+    );
+    k.p2p(op::SENDRECV_SEND, neighbours[3], 2, 512, 0).p2p(op::SENDRECV_RECV, neighbours[2], 2, 512, 0);
+    k.coll(Coll::Barrier, 0, 0, &[]);
+    k.p2p(op::WAIT, -1, 0, 0, 100);
+}
+
+/// Rooted collectives with roots at the grid's edges, and v-variants with unequal counts.
+fn rooted_and_v_collectives(k: &mut Rank, g: &grid::Grid, c: &grid::Coords, r: u32) {
+    // rooted on the row's last member, with unequal counts
+    let last = g.rank(&[c[0], 2, 0]) as i32;
+    k.rec(
+        Record { op: op::COLL_BASE + Coll::Gatherv as u16, comm: 2, peer: last, bytes: 64 * (c[1] as u64 + 1), ..Default::default() },
+        &[64, 128, 192],
+    );
+    k.rec(Record { op: op::COLL_BASE + Coll::Scatterv as u16, comm: 3, peer: c[1] as i32, bytes: 32, ..Default::default() }, &[32, 32, 32]);
+    k.coll(Coll::Alltoallv, 3, 0, &[16, 32, 48, 48, 32, 16]);
+    k.coll(Coll::ReduceScatter, 0, 8 * (r as u64 + 1), &[8, 16, 24, 32, 40, 48, 56, 64, 72]);
+    k.coll(Coll::Scan, 2, 40, &[]);
+    k.coll(Coll::Allgatherv, 2, 8, &[8, 8, 8]);
+    k.rec(Record { op: op::COLL_BASE + Coll::Reduce as u16, comm: 0, peer: 8, bytes: 4096, ..Default::default() }, &[]);
+    k.rec(Record { op: op::COLL_BASE + Coll::Gather as u16, comm: 3, peer: c[1] as i32, bytes: 1024, ..Default::default() }, &[]);
+}
+
+fn two_nonblocking_collectives(k: &mut Rank) {
+    // two nonblocking collectives in flight at once
+    k.rec(
+        Record {
+            op: op::COLL_BASE + op::NONBLOCKING + Coll::Allreduce as u16,
+            comm: 0,
+            peer: -1,
+            bytes: 1 << 20,
+            req: 101,
+            ..Default::default()
+        },
+        &[],
+    );
+    k.rec(
+        Record {
+            op: op::COLL_BASE + op::NONBLOCKING + Coll::Alltoall as u16,
+            comm: 2,
+            peer: -1,
+            bytes: 256,
+            req: 102,
+            ..Default::default()
+        },
+        &[],
+    );
+    k.p2p(op::WAIT, -1, 0, 0, 102).p2p(op::WAIT, -1, 0, 0, 101);
+}
+
+fn neighbourhood_alltoall(k: &mut Rank, neighbours: &[i32; 4]) {
+    // a neighbourhood alltoall with the four neighbours: [n_src, n_dst, src…, dst…, recv bytes…, send bytes…]
+    let nb: Vec<u64> = neighbours.iter().map(|&n| n as i64 as u64).collect();
+    let mut payload = vec![4, 4];
+    payload.extend(&nb);
+    payload.extend(&nb);
+    payload.extend([256u64; 8]);
+    k.coll(Coll::NeighborAlltoall, 1, 256, &payload);
+}
+
+fn persistent_pair(k: &mut Rank, neighbours: &[i32; 4]) {
+    // persistent requests with the row neighbours
+    k.p2p(op::RECV_INIT, neighbours[2], 3, 128, 200).p2p(op::SEND_INIT, neighbours[3], 3, 128, 201);
+    k.p2p(op::START, -1, 0, 0, 200).p2p(op::START, -1, 0, 0, 201);
+    k.p2p(op::WAIT, -1, 0, 0, 200).p2p(op::WAIT, -1, 0, 0, 201);
+    k.p2p(op::REQUEST_FREE, -1, 0, 0, 200).p2p(op::REQUEST_FREE, -1, 0, 0, 201);
 }
 
 #[test]

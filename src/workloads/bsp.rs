@@ -285,24 +285,11 @@ impl Workload for Bsp {
                         return StreamOp::TimerStart { timer: T_COMM, iteration };
                     }
                 }
-                Phase::PostRecvs | Phase::PostSends => match self.neighbour(rank, s.idx) {
-                    None => {
-                        s.phase = if s.phase == Phase::PostRecvs { Phase::PostSends } else { Phase::Wait };
-                        s.idx = 0;
+                Phase::PostRecvs | Phase::PostSends => {
+                    if let Some(op) = self.post(rank, s) {
+                        return op;
                     }
-                    Some(None) => s.idx += 1,
-                    Some(Some(peer)) => {
-                        s.idx += 1;
-                        let slot = s.reqs;
-                        s.reqs += 1;
-                        let bytes = self.message_bytes;
-                        return if s.phase == Phase::PostRecvs {
-                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
-                        } else {
-                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
-                        };
-                    }
-                },
+                }
                 Phase::Wait => {
                     s.phase = Phase::CommStop;
                     let mask = if s.reqs >= 64 { u64::MAX } else { (1u64 << s.reqs) - 1 };
@@ -339,5 +326,32 @@ impl Workload for Bsp {
                 }
             }
         }
+    }
+}
+
+impl Bsp {
+    /// Posting the halo exchange: a receive from each neighbour, then a
+    /// send to each, one per call, then on to the wait (None: no op).
+    #[inline]
+    fn post(&self, rank: u32, s: &mut BspState) -> Option<StreamOp> {
+        match self.neighbour(rank, s.idx) {
+            None => {
+                s.phase = if s.phase == Phase::PostRecvs { Phase::PostSends } else { Phase::Wait };
+                s.idx = 0;
+            }
+            Some(None) => s.idx += 1,
+            Some(Some(peer)) => {
+                s.idx += 1;
+                let slot = s.reqs;
+                s.reqs += 1;
+                let bytes = self.message_bytes;
+                return Some(if s.phase == Phase::PostRecvs {
+                    StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                } else {
+                    StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                });
+            }
+        }
+        None
     }
 }

@@ -326,8 +326,6 @@ impl Workload for ChebFd {
     }
 
     fn next(&self, rank: u32, s: &mut ChebState, _ctx: &Ctx) -> StreamOp {
-        let n = self.partners.len() * 2;
-        let slots = |half: u8| -> u64 { (u64::MAX >> (64 - n)) << (half as usize * n) };
         loop {
             let seq = s.seq;
             if seq == self.iterations() {
@@ -351,23 +349,11 @@ impl Workload for ChebFd {
                     s.phase = Phase::PostOwn;
                     return StreamOp::TimerStart { timer: T_COMM, iteration: seq };
                 }
-                Phase::PostOwn | Phase::PostNext => match self.partner(rank, s.idx as usize) {
-                    None => {
-                        s.idx = 0;
-                        s.phase = if s.phase == Phase::PostOwn { Phase::Posted } else { Phase::PostedNext };
+                Phase::PostOwn | Phase::PostNext => {
+                    if let Some(op) = self.post(rank, s) {
+                        return op;
                     }
-                    Some(None) => s.idx += 1,
-                    Some(Some((peer, bytes, receive))) => {
-                        let half = if s.phase == Phase::PostOwn { s.half } else { s.half ^ 1 };
-                        let slot = s.idx + half * n as u8;
-                        s.idx += 1;
-                        return if receive {
-                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
-                        } else {
-                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
-                        };
-                    }
-                },
+                }
                 // After posting: non-split and the pipeline's head wait now;
                 // split-wait computes the local part first.
                 Phase::Posted => {
@@ -376,7 +362,7 @@ impl Workload for ChebFd {
                         return StreamOp::TimerStop { timer: T_COMM, iteration: seq };
                     }
                     s.phase = Phase::CommStopAfterWait;
-                    return StreamOp::Wait(slots(s.half));
+                    return StreamOp::Wait(self.slots(s.half));
                 }
                 Phase::CommStopAfterWait => {
                     s.phase = Phase::Prepared;
@@ -392,35 +378,10 @@ impl Workload for ChebFd {
                     }
                 }
                 Phase::PostedNext => s.phase = Phase::KernelStart,
-                Phase::KernelStart => {
-                    s.phase = Phase::Kernel;
-                    return StreamOp::TimerStart { timer: T_KERNEL, iteration: seq };
-                }
-                Phase::Kernel => {
-                    s.phase = Phase::KernelWait;
-                    return self.kernel_op(if self.mode == ChebMode::SplitWait { Part::Local } else { Part::Whole });
-                }
-                Phase::KernelWait => {
-                    s.phase = Phase::KernelRemote;
-                    match self.mode {
-                        ChebMode::SplitWait => return StreamOp::Wait(slots(s.half)),
-                        ChebMode::Pipeline if block + 1 < self.blocks() => {
-                            // the next block's exchange, posted before this kernel
-                            s.half ^= 1;
-                            return StreamOp::Wait(slots(s.half));
-                        }
-                        _ => {}
+                Phase::KernelStart | Phase::Kernel | Phase::KernelWait | Phase::KernelRemote | Phase::KernelStop => {
+                    if let Some(op) = self.kernel_phase(s, seq, block) {
+                        return op;
                     }
-                }
-                Phase::KernelRemote => {
-                    s.phase = Phase::KernelStop;
-                    if self.mode == ChebMode::SplitWait {
-                        return self.kernel_op(Part::Remote);
-                    }
-                }
-                Phase::KernelStop => {
-                    s.phase = Phase::StepEnd;
-                    return StreamOp::TimerStop { timer: T_KERNEL, iteration: seq };
                 }
                 Phase::StepEnd => {
                     // A barrier closes each polynomial step (in the pipeline,
@@ -443,6 +404,82 @@ impl Workload for ChebFd {
                 }
             }
         }
+    }
+}
+
+impl ChebFd {
+    /// The request slots of exchange buffer `half` (two halves, so that the
+    /// pipeline posts the next block's while this one's is in flight).
+    #[inline]
+    fn slots(&self, half: u8) -> u64 {
+        let n = self.partners.len() * 2;
+        (u64::MAX >> (64 - n)) << (half as usize * n)
+    }
+
+    /// Posting an exchange, this block's (`PostOwn`) or the next one's:
+    /// one receive or send per call, then on (None: no op).
+    #[inline]
+    fn post(&self, rank: u32, s: &mut ChebState) -> Option<StreamOp> {
+        let n = self.partners.len() * 2;
+        match self.partner(rank, s.idx as usize) {
+            None => {
+                s.idx = 0;
+                s.phase = if s.phase == Phase::PostOwn { Phase::Posted } else { Phase::PostedNext };
+            }
+            Some(None) => s.idx += 1,
+            Some(Some((peer, bytes, receive))) => {
+                let half = if s.phase == Phase::PostOwn { s.half } else { s.half ^ 1 };
+                let slot = s.idx + half * n as u8;
+                s.idx += 1;
+                return Some(if receive {
+                    StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                } else {
+                    StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                });
+            }
+        }
+        None
+    }
+
+    /// The kernel of block `block` in step `seq`: whole, or (split wait)
+    /// its local part, the wait, its remote part; in the pipeline, the wait
+    /// for the next block's exchange comes after it (None: no op).
+    #[inline]
+    fn kernel_phase(&self, s: &mut ChebState, seq: u32, block: u32) -> Option<StreamOp> {
+        match s.phase {
+            Phase::KernelStart => {
+                s.phase = Phase::Kernel;
+                return Some(StreamOp::TimerStart { timer: T_KERNEL, iteration: seq });
+            }
+            Phase::Kernel => {
+                s.phase = Phase::KernelWait;
+                return Some(self.kernel_op(if self.mode == ChebMode::SplitWait { Part::Local } else { Part::Whole }));
+            }
+            Phase::KernelWait => {
+                s.phase = Phase::KernelRemote;
+                match self.mode {
+                    ChebMode::SplitWait => return Some(StreamOp::Wait(self.slots(s.half))),
+                    ChebMode::Pipeline if block + 1 < self.blocks() => {
+                        // the next block's exchange, posted before this kernel
+                        s.half ^= 1;
+                        return Some(StreamOp::Wait(self.slots(s.half)));
+                    }
+                    _ => {}
+                }
+            }
+            Phase::KernelRemote => {
+                s.phase = Phase::KernelStop;
+                if self.mode == ChebMode::SplitWait {
+                    return Some(self.kernel_op(Part::Remote));
+                }
+            }
+            Phase::KernelStop => {
+                s.phase = Phase::StepEnd;
+                return Some(StreamOp::TimerStop { timer: T_KERNEL, iteration: seq });
+            }
+            _ => unreachable!("not a kernel phase: {:?}", s.phase),
+        }
+        None
     }
 }
 

@@ -484,28 +484,11 @@ impl Workload for Dense2d {
                     // With look-ahead, step k's panel was factored and sent during step k−1.
                     s.phase = if self.lookahead && k > 0 { Phase::Update } else { Phase::Diag };
                 }
-                Phase::Diag => {
-                    s.phase = Phase::DiagRow;
-                    s.row = Relay::default();
-                    if (pr, pc) == (kp % self.grid[0], kp % self.grid[1]) {
-                        return StreamOp::Calc(self.diag_ps());
+                Phase::Diag | Phase::DiagRow | Phase::DiagCol => {
+                    if let Some(op) = self.factor_panel(rank, s, kp, (pr, pc)) {
+                        return op;
                     }
                 }
-                Phase::DiagRow => match self.relay_blocking(rank, &self.bcast(rank, kp, true, true), &mut s.row) {
-                    Some(op) => return op,
-                    None => (s.phase, s.col) = (Phase::DiagCol, Relay::default()),
-                },
-                Phase::DiagCol => match self.relay_blocking(rank, &self.bcast(rank, kp, false, true), &mut s.col) {
-                    Some(op) => return op,
-                    None => {
-                        s.phase = Phase::Panel;
-                        let (rows, cols) = self.trailing(kp, pr, pc);
-                        let blocks = if pr == kp % self.grid[0] { cols } else { 0 } + if pc == kp % self.grid[1] { rows } else { 0 };
-                        if blocks > 0 {
-                            return StreamOp::Calc(self.panel_ps(blocks as u64));
-                        }
-                    }
-                },
                 Phase::Panel => {
                     (s.row, s.col) = (Relay::default(), Relay::default());
                     s.phase = if s.ahead { Phase::AheadStart } else { Phase::Bcast };
@@ -530,36 +513,87 @@ impl Workload for Dense2d {
                         }
                     }
                 }
-                Phase::AheadStart => match self.panels_poll(rank, kp, s, ctx) {
-                    Some(op) => return op,
-                    None => (s.phase, s.piece) = (Phase::AheadPiece, 0),
-                },
-                Phase::AheadPiece => {
-                    if s.piece as u32 == self.progress_chunks {
-                        s.phase = Phase::AheadFinish;
-                        continue;
-                    }
-                    s.phase = Phase::AheadPoll;
-                    s.piece += 1;
-                    let t = self.piece_ps(k, pr, pc, s.piece as u32 - 1);
-                    if t > 0 {
-                        return StreamOp::Calc(t);
+                Phase::AheadStart | Phase::AheadPiece | Phase::AheadPoll | Phase::AheadFinish => {
+                    if let Some(op) = self.look_ahead(rank, s, ctx, (pr, pc)) {
+                        return op;
                     }
                 }
-                Phase::AheadPoll => match self.panels_poll(rank, kp, s, ctx) {
-                    Some(op) => return op,
-                    None => s.phase = Phase::AheadPiece,
-                },
-                Phase::AheadFinish => match self.panels_blocking(rank, kp, s, ctx) {
-                    Some(op) => return op,
-                    None => s.phase = Phase::Stop,
-                },
                 Phase::Stop => {
                     (s.phase, s.k) = (Phase::Start, k + 1);
                     return StreamOp::TimerStop { timer: T_ITER, iteration: k };
                 }
             }
         }
+    }
+}
+
+impl Dense2d {
+    /// Factoring panel `kp`: the diagonal block on its owner, relayed along
+    /// its row and column, then the panel's blocks (None: no op).
+    #[inline]
+    fn factor_panel(&self, rank: u32, s: &mut DenseState, kp: u32, (pr, pc): (u32, u32)) -> Option<StreamOp> {
+        match s.phase {
+            Phase::Diag => {
+                s.phase = Phase::DiagRow;
+                s.row = Relay::default();
+                if (pr, pc) == (kp % self.grid[0], kp % self.grid[1]) {
+                    return Some(StreamOp::Calc(self.diag_ps()));
+                }
+            }
+            Phase::DiagRow => match self.relay_blocking(rank, &self.bcast(rank, kp, true, true), &mut s.row) {
+                Some(op) => return Some(op),
+                None => (s.phase, s.col) = (Phase::DiagCol, Relay::default()),
+            },
+            Phase::DiagCol => match self.relay_blocking(rank, &self.bcast(rank, kp, false, true), &mut s.col) {
+                Some(op) => return Some(op),
+                None => {
+                    s.phase = Phase::Panel;
+                    let (rows, cols) = self.trailing(kp, pr, pc);
+                    let blocks = if pr == kp % self.grid[0] { cols } else { 0 } + if pc == kp % self.grid[1] { rows } else { 0 };
+                    if blocks > 0 {
+                        return Some(StreamOp::Calc(self.panel_ps(blocks as u64)));
+                    }
+                }
+            },
+            _ => unreachable!("not a phase of the panel's factorisation: {:?}", s.phase),
+        }
+        None
+    }
+
+    /// Look-ahead: the trailing update of step k in pieces, polling the
+    /// next panel's broadcast between them, then finishing it (None: no op).
+    #[inline]
+    fn look_ahead(&self, rank: u32, s: &mut DenseState, ctx: &Ctx, (pr, pc): (u32, u32)) -> Option<StreamOp> {
+        let k = s.k;
+        let kp = k + u32::from(s.ahead);
+        match s.phase {
+            Phase::AheadStart => match self.panels_poll(rank, kp, s, ctx) {
+                Some(op) => return Some(op),
+                None => (s.phase, s.piece) = (Phase::AheadPiece, 0),
+            },
+            Phase::AheadPiece => {
+                if s.piece as u32 == self.progress_chunks {
+                    s.phase = Phase::AheadFinish;
+                    return None;
+                }
+                s.phase = Phase::AheadPoll;
+                s.piece += 1;
+                let t = self.piece_ps(k, pr, pc, s.piece as u32 - 1);
+                if t > 0 {
+                    return Some(StreamOp::Calc(t));
+                }
+            }
+            Phase::AheadPoll => match self.panels_poll(rank, kp, s, ctx) {
+                Some(op) => return Some(op),
+                None => s.phase = Phase::AheadPiece,
+            },
+            Phase::AheadFinish => match self.panels_blocking(rank, kp, s, ctx) {
+                Some(op) => return Some(op),
+                None => s.phase = Phase::Stop,
+            },
+            _ => unreachable!("not a look-ahead phase: {:?}", s.phase),
+        }
+        None
     }
 }
 

@@ -413,27 +413,16 @@ impl Workload for Krylov {
                 s.sub = 1;
                 return StreamOp::TimerStart { timer: T_ITER, iteration };
             }
-            let done = |s: &mut KrylovState| (s.stage, s.sub, s.idx) = (s.stage + 1, u8::from(s.stage + 1 == 0), 0);
+            let done = Self::stage_done;
             match (stages[s.stage as usize], s.sub) {
                 (Precond, _) if self.test_chunks <= 1 => {
                     done(s);
                     return StreamOp::Calc(self.precond_ps);
                 }
-                (Precond, _) => {
-                    // steps 0, 2, 4…: the pieces; 1, 3, …: the tests between them
-                    let (step, n) = (s.idx as u32, self.test_chunks);
-                    if step == 2 * n - 1 {
-                        done(s);
-                        continue;
-                    }
-                    s.idx += 1;
-                    if step % 2 == 0 {
-                        let piece = self.precond_ps / n as Time;
-                        let last = self.precond_ps - piece * (n as Time - 1);
-                        return StreamOp::Calc(if step / 2 + 1 == n { last } else { piece });
-                    }
-                    return if self.uses_background() { StreamOp::CollTest } else { StreamOp::Test((1u64 << (2 * self.slots())) - 1) };
-                }
+                (Precond, _) => match self.precond_chunk(s) {
+                    Some(op) => return op,
+                    None => continue,
+                },
                 (Vector, _) => {
                     done(s);
                     return StreamOp::Calc(self.vector_ps);
@@ -465,52 +454,94 @@ impl Workload for Krylov {
                         return StreamOp::TimerStop { timer: T_REDUCE, iteration };
                     }
                 },
-                // The product: post receives, then sends, compute the
-                // diagonal block, wait for the halo, compute the rest.
-                (Spmv | HaloPost, 0 | 1) => {
-                    (s.sub, s.idx) = (2, 0);
-                    return StreamOp::TimerStart { timer: T_SPMV, iteration };
-                }
-                (HaloWait, 0 | 1) => {
-                    s.sub = 2;
-                    return StreamOp::Wait((1u64 << (2 * self.slots())) - 1);
-                }
-                (HaloWait, _) => {
-                    done(s);
-                    return StreamOp::TimerStop { timer: T_SPMV, iteration };
-                }
-                (Spmv | HaloPost, 2 | 3) => match self.neighbour(rank, s.idx) {
-                    None => (s.sub, s.idx) = (s.sub + 1, 0),
-                    Some(None) => s.idx += 1,
-                    Some(Some((peer, bytes))) => {
-                        let slot = s.idx + if s.sub == 2 { 0 } else { self.slots() };
-                        s.idx += 1;
-                        return if s.sub == 2 {
-                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
-                        } else {
-                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
-                        };
+                (stage @ (Spmv | HaloPost | HaloWait), _) => {
+                    if let Some(op) = self.product(rank, stage, s, iteration) {
+                        return op;
                     }
-                },
-                (HaloPost, _) => done(s),
-                (Spmv, 4) => {
-                    s.sub = 5;
-                    return StreamOp::Calc((self.spmv_ps as f64 * self.diagonal_fraction) as Time);
-                }
-                (Spmv, 5) => {
-                    s.sub = 6;
-                    return StreamOp::Wait((1u64 << (2 * self.slots())) - 1);
-                }
-                (Spmv, 6) => {
-                    s.sub = 7;
-                    return StreamOp::Calc(self.spmv_ps - (self.spmv_ps as f64 * self.diagonal_fraction) as Time);
-                }
-                (Spmv, _) => {
-                    done(s);
-                    return StreamOp::TimerStop { timer: T_SPMV, iteration };
                 }
             }
         }
+    }
+}
+
+impl Krylov {
+    /// The stage is done: on to the next one's first step.
+    #[inline]
+    fn stage_done(s: &mut KrylovState) {
+        (s.stage, s.sub, s.idx) = (s.stage + 1, u8::from(s.stage + 1 == 0), 0);
+    }
+
+    /// The preconditioner in `test_chunks` pieces, a test between two:
+    /// steps 0, 2, 4…: the pieces; 1, 3, …: the tests (None: the stage is
+    /// done, no op).
+    #[inline]
+    fn precond_chunk(&self, s: &mut KrylovState) -> Option<StreamOp> {
+        let (step, n) = (s.idx as u32, self.test_chunks);
+        if step == 2 * n - 1 {
+            Self::stage_done(s);
+            return None;
+        }
+        s.idx += 1;
+        if step % 2 == 0 {
+            let piece = self.precond_ps / n as Time;
+            let last = self.precond_ps - piece * (n as Time - 1);
+            return Some(StreamOp::Calc(if step / 2 + 1 == n { last } else { piece }));
+        }
+        Some(if self.uses_background() { StreamOp::CollTest } else { StreamOp::Test((1u64 << (2 * self.slots())) - 1) })
+    }
+
+    /// A stage of the product: post receives, then sends, compute the
+    /// diagonal block, wait for the halo, compute the rest (None: on to the
+    /// next step without an op).
+    #[inline]
+    fn product(&self, rank: u32, stage: Stage, s: &mut KrylovState, iteration: u32) -> Option<StreamOp> {
+        let done = Self::stage_done;
+        match (stage, s.sub) {
+            (Spmv | HaloPost, 0 | 1) => {
+                (s.sub, s.idx) = (2, 0);
+                return Some(StreamOp::TimerStart { timer: T_SPMV, iteration });
+            }
+            (HaloWait, 0 | 1) => {
+                s.sub = 2;
+                return Some(StreamOp::Wait((1u64 << (2 * self.slots())) - 1));
+            }
+            (HaloWait, _) => {
+                done(s);
+                return Some(StreamOp::TimerStop { timer: T_SPMV, iteration });
+            }
+            (Spmv | HaloPost, 2 | 3) => match self.neighbour(rank, s.idx) {
+                None => (s.sub, s.idx) = (s.sub + 1, 0),
+                Some(None) => s.idx += 1,
+                Some(Some((peer, bytes))) => {
+                    let slot = s.idx + if s.sub == 2 { 0 } else { self.slots() };
+                    s.idx += 1;
+                    return Some(if s.sub == 2 {
+                        StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                    } else {
+                        StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                    });
+                }
+            },
+            (HaloPost, _) => done(s),
+            (Spmv, 4) => {
+                s.sub = 5;
+                return Some(StreamOp::Calc((self.spmv_ps as f64 * self.diagonal_fraction) as Time));
+            }
+            (Spmv, 5) => {
+                s.sub = 6;
+                return Some(StreamOp::Wait((1u64 << (2 * self.slots())) - 1));
+            }
+            (Spmv, 6) => {
+                s.sub = 7;
+                return Some(StreamOp::Calc(self.spmv_ps - (self.spmv_ps as f64 * self.diagonal_fraction) as Time));
+            }
+            (Spmv, _) => {
+                done(s);
+                return Some(StreamOp::TimerStop { timer: T_SPMV, iteration });
+            }
+            _ => unreachable!("{stage:?} is not a stage of the product"),
+        }
+        None
     }
 }
 

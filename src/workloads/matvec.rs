@@ -262,7 +262,8 @@ impl Workload for FemMatvec {
         let n = self.neighbours();
         let iteration = s.iter;
         loop {
-            match s.phase {
+            // (the helpers return None when the phase moved on without an op)
+            let op = match s.phase {
                 Phase::Start => {
                     if s.iter == self.iterations {
                         return StreamOp::Done;
@@ -271,70 +272,20 @@ impl Workload for FemMatvec {
                         (s.started, s.alpha) = (true, self.alpha0);
                     }
                     (s.phase, s.idx) = (Phase::PostInRecvs, 0);
-                    return StreamOp::TimerStart { timer: T_ITER, iteration };
+                    Some(StreamOp::TimerStart { timer: T_ITER, iteration })
                 }
-                // Slots: 0..n input receives, n..2n input sends, 2n..3n output
-                // receives, 3n..4n output sends.
-                Phase::PostInRecvs | Phase::PostInSends | Phase::PostOutRecvs => {
-                    let k = s.idx as usize;
-                    if k == n {
-                        let next = match s.phase {
-                            Phase::PostInRecvs => Phase::PostInSends,
-                            Phase::PostInSends => Phase::PostOutRecvs,
-                            _ => Phase::E1Start,
-                        };
-                        (s.phase, s.idx) = (next, 0);
-                        continue;
-                    }
-                    s.idx += 1;
-                    let peer = self.neighbour(rank, k);
-                    let slot = (s.phase.block() * n + k) as u8;
-                    return match s.phase {
-                        Phase::PostInRecvs => StreamOp::IRecv { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
-                        Phase::PostInSends => StreamOp::ISend { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
-                        _ => StreamOp::IRecv { peer, tag: TAG_HALO + 1, bytes: self.output_bytes, slot },
-                    };
-                }
-                Phase::E1Start => {
-                    s.t_e1 = ctx.time;
-                    s.phase = Phase::E1;
-                    if self.hiding == Hiding::MpiTest {
-                        s.e1 = 0;
-                        continue;
-                    }
-                    s.e1 = (s.alpha * self.elements as f64).floor() as u32;
-                    return self.calc(s.e1);
-                }
-                // MPI test: compute a chunk, test the input, repeat until it
-                // has arrived or nothing is left.
-                Phase::E1 if self.hiding == Hiding::MpiTest => {
-                    if s.e1 > 0 && ctx.last_test || s.e1 == self.elements {
-                        s.phase = Phase::WaitIn;
-                        continue;
-                    }
-                    let chunk = self.test_chunk_elements.min(self.elements - s.e1);
-                    s.e1 += chunk;
-                    s.phase = Phase::TestInput;
-                    return self.calc(chunk);
-                }
-                Phase::TestInput => {
-                    s.phase = Phase::E1;
-                    return StreamOp::Test(self.mask(0));
-                }
-                Phase::E1 => {
-                    s.phase = Phase::WaitIn;
-                    continue;
-                }
+                Phase::PostInRecvs | Phase::PostInSends | Phase::PostOutRecvs => self.post(rank, s),
+                Phase::E1Start | Phase::E1 | Phase::TestInput => self.compute_e1(s, ctx),
                 Phase::WaitIn => {
                     s.t_wait = ctx.time;
                     s.phase = Phase::Mirror;
-                    return StreamOp::Wait(self.mask(0));
+                    Some(StreamOp::Wait(self.mask(0)))
                 }
                 Phase::Mirror => {
                     s.wait_in = ctx.time - s.t_wait;
                     s.t_in = ctx.time - s.t_e1;
                     s.phase = Phase::PostOutSends;
-                    return self.calc(self.mirror_elements);
+                    Some(self.calc(self.mirror_elements))
                 }
                 Phase::PostOutSends => {
                     let k = s.idx as usize;
@@ -344,64 +295,148 @@ impl Workload for FemMatvec {
                     }
                     s.idx += 1;
                     let slot = (3 * n + k) as u8;
-                    return StreamOp::ISend { peer: self.neighbour(rank, k), tag: TAG_HALO + 1, bytes: self.output_bytes, slot };
+                    Some(StreamOp::ISend { peer: self.neighbour(rank, k), tag: TAG_HALO + 1, bytes: self.output_bytes, slot })
                 }
                 Phase::E2 => {
                     s.t_e2 = ctx.time;
                     s.phase = Phase::WaitOut;
-                    return self.calc(self.elements - s.e1);
+                    Some(self.calc(self.elements - s.e1))
                 }
                 Phase::WaitOut => {
                     s.t_wait = ctx.time;
                     s.phase = Phase::RecordIn;
-                    return StreamOp::Wait(self.mask(1) | self.mask(2) | self.mask(3));
+                    Some(StreamOp::Wait(self.mask(1) | self.mask(2) | self.mask(3)))
                 }
-                Phase::RecordIn => {
-                    let (wait_out, t_out) = (ctx.time - s.t_wait, ctx.time - s.t_e2);
-                    let alpha_used = if self.hiding == Hiding::MpiTest { s.e1 as f64 / self.elements.max(1) as f64 } else { s.alpha };
-                    if self.hiding == Hiding::DynamicAlpha {
-                        s.alpha = self.next_alpha(s.alpha, s.wait_in, wait_out);
-                    }
-                    // Record everything, one op at a time.
-                    s.phase = Phase::RecordOut;
-                    // Keep the two results where the next phases record them.
-                    (s.t_wait, s.t_e2) = (wait_out, t_out);
-                    s.alpha_used = alpha_used;
-                    return StreamOp::Record { timer: T_IN, iteration, value: to_seconds(s.t_in) };
-                }
-                Phase::RecordOut => {
-                    s.phase = Phase::RecordMatvec;
-                    return StreamOp::Record { timer: T_OUT, iteration, value: to_seconds(s.t_e2) };
-                }
-                Phase::RecordMatvec => {
-                    s.phase = Phase::RecordWaitIn;
-                    return StreamOp::Record { timer: T_MATVEC, iteration, value: to_seconds(s.t_in + s.t_e2) };
-                }
-                Phase::RecordWaitIn => {
-                    s.phase = Phase::RecordWaitOut;
-                    return StreamOp::Record { timer: T_WAIT_IN, iteration, value: to_seconds(s.wait_in) };
-                }
-                Phase::RecordWaitOut => {
-                    s.phase = Phase::RecordAlpha;
-                    return StreamOp::Record { timer: T_WAIT_OUT, iteration, value: to_seconds(s.t_wait) };
-                }
-                Phase::RecordAlpha => {
-                    s.phase = Phase::Allreduce;
-                    s.allreduce = Driver::default();
-                    return StreamOp::Record { timer: T_ALPHA, iteration, value: s.alpha_used };
-                }
+                Phase::RecordIn
+                | Phase::RecordOut
+                | Phase::RecordMatvec
+                | Phase::RecordWaitIn
+                | Phase::RecordWaitOut
+                | Phase::RecordAlpha => Some(self.record(s, ctx, iteration)),
                 Phase::Allreduce if self.cg => match s
                     .allreduce
                     .next(&Collective::dissemination(CollectiveKind::Allreduce, self.ranks, 8, super::TAG_COLLECTIVE), rank)
                 {
-                    Some(op) => return op,
-                    None => s.phase = Phase::Stop,
+                    Some(op) => Some(op),
+                    None => {
+                        s.phase = Phase::Stop;
+                        None
+                    }
                 },
                 Phase::Allreduce | Phase::Stop => {
                     s.phase = Phase::Start;
                     s.iter += 1;
-                    return StreamOp::TimerStop { timer: T_ITER, iteration };
+                    Some(StreamOp::TimerStop { timer: T_ITER, iteration })
                 }
+            };
+            if let Some(op) = op {
+                return op;
+            }
+        }
+    }
+}
+
+impl FemMatvec {
+    /// The posting phases: one receive or send per call, to each neighbour
+    /// in turn, then on to the next phase (None: no op). Slots: 0..n input
+    /// receives, n..2n input sends, 2n..3n output receives (3n..4n: the
+    /// output sends, posted after the input has arrived).
+    #[inline]
+    fn post(&self, rank: u32, s: &mut MatvecState) -> Option<StreamOp> {
+        let n = self.neighbours();
+        let k = s.idx as usize;
+        if k == n {
+            let next = match s.phase {
+                Phase::PostInRecvs => Phase::PostInSends,
+                Phase::PostInSends => Phase::PostOutRecvs,
+                _ => Phase::E1Start,
+            };
+            (s.phase, s.idx) = (next, 0);
+            return None;
+        }
+        s.idx += 1;
+        let peer = self.neighbour(rank, k);
+        let slot = (s.phase.block() * n + k) as u8;
+        Some(match s.phase {
+            Phase::PostInRecvs => StreamOp::IRecv { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
+            Phase::PostInSends => StreamOp::ISend { peer, tag: TAG_HALO, bytes: self.input_bytes, slot },
+            _ => StreamOp::IRecv { peer, tag: TAG_HALO + 1, bytes: self.output_bytes, slot },
+        })
+    }
+
+    /// E1, the elements computed before the input is waited for: in one
+    /// calc, or (MPI test) in chunks with a test of the input after each
+    /// until it has arrived or nothing is left (None: no op).
+    #[inline]
+    fn compute_e1(&self, s: &mut MatvecState, ctx: &Ctx) -> Option<StreamOp> {
+        match s.phase {
+            Phase::E1Start => {
+                s.t_e1 = ctx.time;
+                s.phase = Phase::E1;
+                if self.hiding == Hiding::MpiTest {
+                    s.e1 = 0;
+                    return None;
+                }
+                s.e1 = (s.alpha * self.elements as f64).floor() as u32;
+                Some(self.calc(s.e1))
+            }
+            Phase::E1 if self.hiding == Hiding::MpiTest => {
+                if s.e1 > 0 && ctx.last_test || s.e1 == self.elements {
+                    s.phase = Phase::WaitIn;
+                    return None;
+                }
+                let chunk = self.test_chunk_elements.min(self.elements - s.e1);
+                s.e1 += chunk;
+                s.phase = Phase::TestInput;
+                Some(self.calc(chunk))
+            }
+            Phase::TestInput => {
+                s.phase = Phase::E1;
+                Some(StreamOp::Test(self.mask(0)))
+            }
+            _ => {
+                s.phase = Phase::WaitIn;
+                None
+            }
+        }
+    }
+
+    /// After both waits: the iteration's timers, one record per call.
+    #[inline]
+    fn record(&self, s: &mut MatvecState, ctx: &Ctx, iteration: u32) -> StreamOp {
+        match s.phase {
+            Phase::RecordIn => {
+                let (wait_out, t_out) = (ctx.time - s.t_wait, ctx.time - s.t_e2);
+                let alpha_used = if self.hiding == Hiding::MpiTest { s.e1 as f64 / self.elements.max(1) as f64 } else { s.alpha };
+                if self.hiding == Hiding::DynamicAlpha {
+                    s.alpha = self.next_alpha(s.alpha, s.wait_in, wait_out);
+                }
+                s.phase = Phase::RecordOut;
+                // Keep the two results where the next phases record them.
+                (s.t_wait, s.t_e2) = (wait_out, t_out);
+                s.alpha_used = alpha_used;
+                StreamOp::Record { timer: T_IN, iteration, value: to_seconds(s.t_in) }
+            }
+            Phase::RecordOut => {
+                s.phase = Phase::RecordMatvec;
+                StreamOp::Record { timer: T_OUT, iteration, value: to_seconds(s.t_e2) }
+            }
+            Phase::RecordMatvec => {
+                s.phase = Phase::RecordWaitIn;
+                StreamOp::Record { timer: T_MATVEC, iteration, value: to_seconds(s.t_in + s.t_e2) }
+            }
+            Phase::RecordWaitIn => {
+                s.phase = Phase::RecordWaitOut;
+                StreamOp::Record { timer: T_WAIT_IN, iteration, value: to_seconds(s.wait_in) }
+            }
+            Phase::RecordWaitOut => {
+                s.phase = Phase::RecordAlpha;
+                StreamOp::Record { timer: T_WAIT_OUT, iteration, value: to_seconds(s.t_wait) }
+            }
+            _ => {
+                s.phase = Phase::Allreduce;
+                s.allreduce = Driver::default();
+                StreamOp::Record { timer: T_ALPHA, iteration, value: s.alpha_used }
             }
         }
     }

@@ -113,14 +113,41 @@ impl PartnerTable {
             }
         }
         let p = ranks.ok_or_else(|| format!("{source}: empty; the first line must be `ranks <count>`"))?;
+        Self::check_pairs(&lines, source)?;
+        let nonzeros = nonzeros
+            .into_iter()
+            .enumerate()
+            .map(|(r, nz)| nz.ok_or_else(|| format!("{source}: rank {r} has no `nonzeros` line")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::from_lines(p, lines, nonzeros))
+    }
+
+    /// The table of partner `lines` (rank, peer, send, recv, line), each
+    /// rank's in file order.
+    fn from_lines(p: u32, mut lines: Vec<(u32, u32, u64, u64, usize)>, nonzeros: Vec<(u64, u64)>) -> Self {
+        lines.sort_by_key(|l| (l.0, l.4));
+        let mut offsets = vec![0u32; p as usize + 1];
+        for l in &lines {
+            offsets[l.0 as usize + 1] += 1;
+        }
+        for r in 0..p as usize {
+            offsets[r + 1] += offsets[r];
+        }
+        let entries = lines.iter().map(|&(_, peer, send, recv, _)| Partner { peer, send, recv }).collect();
+        PartnerTable { offsets, entries, nonzeros }
+    }
+
+    /// Each (rank, peer) pair of partner `lines` is given once, and its peer
+    /// gives the pair back with send and receive swapped.
+    fn check_pairs(lines: &[(u32, u32, u64, u64, usize)], source: &str) -> Result<(), String> {
         let mut seen: HashMap<(u32, u32), (u64, u64, usize)> = HashMap::with_capacity(lines.len());
-        for &(r, q, s, t, line) in &lines {
+        for &(r, q, s, t, line) in lines {
             if let Some(&(_, _, first)) = seen.get(&(r, q)) {
                 return Err(format!("{source}:{line}: partner {q} of rank {r} already given on line {first}"));
             }
             seen.insert((r, q), (s, t, line));
         }
-        for &(r, q, s, t, line) in &lines {
+        for &(r, q, s, t, line) in lines {
             match seen.get(&(q, r)) {
                 None => return Err(format!("{source}:{line}: rank {r} lists {q} as a partner but {q} does not list {r}")),
                 Some(&(s2, t2, l2)) if (s2, t2) != (t, s) => {
@@ -131,21 +158,7 @@ impl PartnerTable {
                 _ => {}
             }
         }
-        let nonzeros = nonzeros
-            .into_iter()
-            .enumerate()
-            .map(|(r, nz)| nz.ok_or_else(|| format!("{source}: rank {r} has no `nonzeros` line")))
-            .collect::<Result<Vec<_>, _>>()?;
-        lines.sort_by_key(|l| (l.0, l.4));
-        let mut offsets = vec![0u32; p as usize + 1];
-        for l in &lines {
-            offsets[l.0 as usize + 1] += 1;
-        }
-        for r in 0..p as usize {
-            offsets[r + 1] += offsets[r];
-        }
-        let entries = lines.iter().map(|&(_, peer, send, recv, _)| Partner { peer, send, recv }).collect();
-        Ok(PartnerTable { offsets, entries, nonzeros })
+        Ok(())
     }
 
     /// The table as text in the format `parse` reads.

@@ -379,30 +379,11 @@ impl Workload for Spmv {
                     s.phase = Phase::PostRecvs;
                     return StreamOp::TimerStart { timer: T_COMM, iteration };
                 }
-                // Post all receives, then all sends.
-                Phase::PostRecvs | Phase::PostSends => match self.partner(rank, s.idx) {
-                    None => {
-                        s.phase = match (s.phase, split) {
-                            (Phase::PostRecvs, _) => Phase::PostSends,
-                            (_, true) => Phase::CommStop,
-                            (_, false) => Phase::WaitAll,
-                        };
-                        s.idx = 0;
+                Phase::PostRecvs | Phase::PostSends => {
+                    if let Some(op) = self.post(rank, s, split) {
+                        return op;
                     }
-                    Some(None) => s.idx += 1,
-                    Some(Some((peer, send, recv))) => {
-                        s.idx += 1;
-                        let recving = s.phase == Phase::PostRecvs;
-                        let (slot, elements) = (s.reqs, if recving { recv } else { send });
-                        s.reqs += 1;
-                        let bytes = elements.saturating_mul(self.bytes_per_element);
-                        return if recving {
-                            StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
-                        } else {
-                            StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
-                        };
-                    }
-                },
+                }
                 // (SPLIT-WAIT: the wait is communication time even inside the kernel.)
                 Phase::WaitAll => {
                     s.phase = if split { Phase::ComputeRemote } else { Phase::CommStop };
@@ -451,6 +432,38 @@ impl Workload for Spmv {
                 }
             }
         }
+    }
+}
+
+impl Spmv {
+    /// Posting the exchange: all receives, then all sends, one per call,
+    /// then on to the wait, or (split wait) to the local part (None: no op).
+    #[inline]
+    fn post(&self, rank: u32, s: &mut SpmvState, split: bool) -> Option<StreamOp> {
+        match self.partner(rank, s.idx) {
+            None => {
+                s.phase = match (s.phase, split) {
+                    (Phase::PostRecvs, _) => Phase::PostSends,
+                    (_, true) => Phase::CommStop,
+                    (_, false) => Phase::WaitAll,
+                };
+                s.idx = 0;
+            }
+            Some(None) => s.idx += 1,
+            Some(Some((peer, send, recv))) => {
+                s.idx += 1;
+                let recving = s.phase == Phase::PostRecvs;
+                let (slot, elements) = (s.reqs, if recving { recv } else { send });
+                s.reqs += 1;
+                let bytes = elements.saturating_mul(self.bytes_per_element);
+                return Some(if recving {
+                    StreamOp::IRecv { peer, tag: TAG_HALO, bytes, slot }
+                } else {
+                    StreamOp::ISend { peer, tag: TAG_HALO, bytes, slot }
+                });
+            }
+        }
+        None
     }
 }
 
