@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod network;
 pub mod noise;
 pub mod noisemeter;
+pub mod prefetch;
 pub mod probes;
 pub mod program;
 pub mod record;

@@ -578,8 +578,8 @@ fn estimate_memory<'py>(py: Python<'py>, doc_json: &str, timeline_spans: u64, ex
 
 /// The critical path for Python: the makespan by cause (ps), the counts of
 /// each parameter by link class (the derivatives), the last rank.
-fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bound<'py, PyDict>> {
-    use crate::engine::{CAUSES, CLASSES, PARAMS};
+fn explained<'py>(py: Python<'py>, x: &crate::probes::explain::Explained) -> PyResult<Bound<'py, PyDict>> {
+    use crate::probes::explain::{CAUSES, CLASSES, PARAMS};
     let d = PyDict::new(py);
     d.set_item("makespan_ps", x.makespan)?;
     d.set_item("last_rank", x.last_rank)?;
@@ -606,7 +606,7 @@ fn explained<'py>(py: Python<'py>, x: &crate::engine::Explained) -> PyResult<Bou
     }
     d.set_item("derivatives", totals)?;
     let waits = PyDict::new(py);
-    let col = |f: fn(&crate::engine::Waits) -> u64| x.waits.iter().map(f).collect::<Vec<u64>>();
+    let col = |f: fn(&crate::probes::explain::Waits) -> u64| x.waits.iter().map(f).collect::<Vec<u64>>();
     waits.set_item("late_sender_ps", PyArray1::from_vec(py, col(|w| w.late_sender)))?;
     waits.set_item("late_receiver_ps", PyArray1::from_vec(py, col(|w| w.late_receiver)))?;
     waits.set_item("collective_ps", PyArray1::from_vec(py, col(|w| w.collective)))?;

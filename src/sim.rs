@@ -5,7 +5,7 @@ use crate::alloc;
 use crate::engine::{Engine, SimError};
 use crate::network::Network;
 use crate::noise::{Noise, NoiseSpec};
-use crate::probes::{Explain, Probe, Timeline};
+use crate::probes::{Explain, Report, Timeline};
 use crate::program::goal::read_goal_file;
 use crate::program::goal_program::GoalProgram;
 use crate::program::stream::{StreamProgram, Workload};
@@ -117,7 +117,7 @@ pub struct RunResult {
     /// For trace replays: what was not modelled, and the traced time in MPI.
     pub trace_report: Option<crate::trace::Report>,
     /// The makespan's critical path, if asked for.
-    pub explained: Option<crate::engine::Explained>,
+    pub explained: Option<crate::probes::explain::Explained>,
 }
 
 /// Called between chunks of events with (simulated time, events so far);
@@ -275,7 +275,7 @@ fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
         + if waits { Recorder::wait_bytes_needed(p, iters) } else { 0 };
     let program_bytes = p as u128 * StreamProgram::<W>::state_bytes_per_rank(w) as u128;
     let dynamic = p as u128 * in_flight_bytes_per_rank(&cfg.workload);
-    let explain = if cfg.explain { p as u128 * crate::engine::explain_bytes_per_rank() } else { 0 };
+    let explain = if cfg.explain { p as u128 * crate::probes::explain::explain_bytes_per_rank() } else { 0 };
     let spans = cfg.timeline_spans.max(cfg.computation_spans) as u128 * crate::probes::timeline::Timeline::SPAN_BYTES;
     engine_bytes(cfg, p as u128) + program_bytes + timer_bytes + dynamic + explain + spans
 }
@@ -517,7 +517,7 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     check_memory(estimated, cfg.max_memory_bytes).map_err(|e| match e {
         SimError::MemoryLimit(m) if cfg.explain => SimError::MemoryLimit(format!(
             "{m} (of it, explaining keeps about {} bytes per rank; run without explain)",
-            crate::engine::explain_bytes_per_rank()
+            crate::probes::explain::explain_bytes_per_rank()
         )),
         e => e,
     })?;
@@ -540,10 +540,10 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
 
 /// Refuses to explain a run whose critical path alone would not fit.
 fn check_explain(ranks: u32, cfg: &Config) -> Result<(), SimError> {
-    check_memory(ranks as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| match e {
+    check_memory(ranks as u128 * crate::probes::explain::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| match e {
         SimError::MemoryLimit(m) => SimError::MemoryLimit(format!(
             "{m} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
-            crate::engine::explain_bytes_per_rank()
+            crate::probes::explain::explain_bytes_per_rank()
         )),
         e => e,
     })
@@ -582,7 +582,7 @@ fn run_program<P: Program>(
 }
 
 /// Runs an engine (observed by probe `O`) to the end.
-fn drive<P: Program, O: Probe>(
+fn drive<P: Program, O: Report>(
     mut engine: Engine<P, O>,
     cfg: &Config,
     mut progress: Option<Progress>,

@@ -20,9 +20,11 @@
 //! breakdown still sums exactly but dT/dL is the count of messages, not
 //! their scaled sum.
 
-use super::{Findings, Message, Probe, Receipt, Send, View, Wait};
-use crate::engine::{prefetch, prefetch_whole, EvKind, Event, Mix, LISTS, MEM_BUSY};
+use super::{Findings, Message, Probe, Receipt, Report, Send, View, Wait};
+use crate::engine::probe::{COLLECTIVE, LATE_RECEIVER, LATE_SENDER};
+use crate::engine::{EvKind, Event, Mix, LISTS, MEM_BUSY};
 use crate::network::LogGOPS;
+use crate::prefetch::{prefetch, prefetch_whole};
 use crate::program::{OpKind, Program, ReadyOp};
 use crate::time::Time;
 use std::collections::HashMap;
@@ -502,22 +504,6 @@ pub struct Waits {
     pub longest_on: u32,
 }
 
-pub const LATE_SENDER: usize = 0;
-pub const LATE_RECEIVER: usize = 1;
-pub const OTHER: usize = 2;
-pub const COLLECTIVE: usize = 3;
-
-/// What a wait ended by event `ev` from another rank was: `p2p` (a late
-/// sender or receiver), or collective imbalance if a collective sent it.
-#[inline]
-pub fn by_peer(p2p: usize, ev: &Event) -> usize {
-    if ev.is_collective() {
-        COLLECTIVE
-    } else {
-        p2p
-    }
-}
-
 impl Explain {
     fn bytes(&self) -> usize {
         let path = std::mem::size_of::<Path>();
@@ -643,6 +629,9 @@ impl Probe for Explain {
     fn mem_finished<P: Program>(&mut self, v: &View<P>, at: (u32, u8, usize), span: (Time, Time), core_bytes_per_ps: f64) {
         self.mem_end(v, at, span, core_bytes_per_ps);
     }
+}
+
+impl Report for Explain {
     fn report<P: Program>(&mut self, v: &View<P>, out: &mut Findings) {
         out.explained = Some(self.explanation(v));
     }

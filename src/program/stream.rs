@@ -358,7 +358,7 @@ impl<W: Workload> Program for StreamProgram<W> {
 
     #[inline(always)]
     fn prefetch(&self, rank: u32) {
-        crate::engine::prefetch(&self.ranks, rank as usize);
+        crate::prefetch::prefetch(&self.ranks, rank as usize);
     }
 
     #[inline]

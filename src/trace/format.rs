@@ -405,7 +405,7 @@ impl RecordReader {
         self.need(RECORD_BYTES)?;
         let r = Record::decode(&self.buf[self.pos..self.pos + RECORD_BYTES]);
         self.pos += RECORD_BYTES;
-        if r.bytes >= crate::engine::MAX_MESSAGE_BYTES {
+        if r.bytes >= crate::units::MAX_MESSAGE_BYTES {
             // refused here, naming the record, rather than by the engine (replay) or LogGOPSim (export)
             return Err(self.corrupt(format!("{} bytes, past the engine's limit of 2^47 (corrupt file?)", r.bytes)));
         }
