@@ -37,10 +37,6 @@ MAX_FN, MAX_FILE = 80, 800
 # Cycles that stay, (graph, modules): reason. A new cycle, or one of these
 # grown or gone, fails until this list says so.
 KNOWN: dict[tuple[str, frozenset[str]], str] = {
-    ("rust crate", frozenset({"scenario", "sim", "workloads"})):
-        "sim::check_memory (used by the scenario's mapping and the workloads' partner files) belongs below sim, and "
-        "sim::Config holds scenario's NetworkSpec until the rank count is known; moving them touches the run "
-        "configuration and its error type, a change of its own",
     ("rust crate::trace", frozenset({"check", "format"})):
         "the record reader (format) runs the checker on every record it reads, and the checker reads records: "
         "one mechanism in two files",

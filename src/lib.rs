@@ -9,6 +9,7 @@ pub mod files;
 #[cfg(test)]
 mod fuzz;
 pub mod interrupt;
+pub mod memory;
 pub mod network;
 pub mod noise;
 pub mod noisemeter;

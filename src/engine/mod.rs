@@ -67,6 +67,12 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+impl From<crate::memory::OverLimit> for SimError {
+    fn from(e: crate::memory::OverLimit) -> Self {
+        SimError::MemoryLimit(e.to_string())
+    }
+}
+
 /// How many events ahead the engine prefetches the state of the rank an
 /// event belongs to: far enough for the access to land before the event
 /// runs, near enough that the line is still in cache.

@@ -9,10 +9,10 @@
 //! `x-inherit` (true: from the enclosing table; a key name: from that
 //! sibling when it is given).
 
-use super::RuleError;
-use crate::network::mapping;
-use crate::network::{LinkClass, LogGOPS, Regime, Topology, MAX_NIC_PORTS};
-use crate::network::{Mapping, MemoryDomains, Platform};
+use super::mapping;
+use super::{LinkClass, LogGOPS, Regime, Topology, MAX_NIC_PORTS};
+use super::{Mapping, MemoryDomains, Platform};
+use crate::rule::RuleError;
 use crate::time::{from_seconds, Time, PS_PER_S};
 use crate::units::{secs, secs_f64, secs_f64_list, FilePath, PositiveSeconds, Ranks, Seconds, SecondsList};
 use schemars::JsonSchema;
@@ -461,7 +461,8 @@ impl NetworkSpec {
             other => {
                 let ranks = shape.ranks.expect("a mapping other than block is built once the rank count is known");
                 // the table, each rank's slot in its node, and the sort that finds the slots
-                crate::sim::check_memory(ranks as u128 * 16, memory_limit).map_err(|e| RuleError::new("network.mapping", e.to_string()))?;
+                crate::memory::check_memory(ranks as u128 * 16, memory_limit)
+                    .map_err(|e| RuleError::new("network.mapping", e.to_string()))?;
                 self.mapping_table(other, ranks, shape)?
             }
         };
