@@ -40,9 +40,6 @@ KNOWN: dict[tuple[str, frozenset[str]], str] = {
     ("rust crate::trace", frozenset({"check", "format"})):
         "the record reader (format) runs the checker on every record it reads, and the checker reads records: "
         "one mechanism in two files",
-    ("rust crate::program", frozenset({"driver", "stream"})):
-        "the driver turns a collective's steps into stream ops and a stream program runs a driver per rank: "
-        "one mechanism in two files",
 }
 
 
