@@ -36,23 +36,7 @@ MAX_FN, MAX_FILE = 80, 800
 
 # Cycles that stay, (graph, modules): reason. A new cycle, or one of these
 # grown or gone, fails until this list says so.
-KNOWN: dict[tuple[str, frozenset[str]], str] = {
-    ("rust crate", frozenset({"collectives", "engine", "noise", "probes", "program", "units"})):
-        "engine's helpers prefetch (used by noise and program streams) and MAX_MESSAGE_BYTES (units' schema of "
-        "message sizes) belong in a module below the engine; moving them means editing the engine's core, a change of its own. "
-        "probes: the engine calls the Probe trait and the probes read the engine's View and clock layout, the observed "
-        "and its observers, one mechanism",
-    ("rust crate", frozenset({"scenario", "sim", "workloads"})):
-        "sim::check_memory (used by the scenario's mapping and the workloads' partner files) belongs below sim, and "
-        "sim::Config holds scenario's NetworkSpec until the rank count is known; moving them touches the run "
-        "configuration and its error type, a change of its own",
-    ("rust crate::trace", frozenset({"check", "format"})):
-        "the record reader (format) runs the checker on every record it reads, and the checker reads records: "
-        "one mechanism in two files",
-    ("rust crate::program", frozenset({"driver", "stream"})):
-        "the driver turns a collective's steps into stream ops and a stream program runs a driver per rank: "
-        "one mechanism in two files",
-}
+KNOWN: dict[tuple[str, frozenset[str]], str] = {}
 
 
 def rust_files(module: Path) -> list[Path]:

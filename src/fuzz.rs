@@ -187,7 +187,7 @@ fn trace_record() -> impl Strategy<Value = (crate::trace::format::Record, Vec<u6
     let op = prop::sample::select(codes);
     let peer = prop_oneof![4 => -3i32..6, 1 => Just(i32::MIN), 1 => Just(i32::MAX)];
     let comm = prop_oneof![4 => 0u32..4, 1 => Just(u32::MAX)];
-    let bytes = prop_oneof![4 => 0u64..10_000, 1 => Just(crate::engine::MAX_MESSAGE_BYTES - 1), 1 => Just(u64::MAX), 1 => Just(1u64 << 40)];
+    let bytes = prop_oneof![4 => 0u64..10_000, 1 => Just(crate::units::MAX_MESSAGE_BYTES - 1), 1 => Just(u64::MAX), 1 => Just(1u64 << 40)];
     let flags = prop_oneof![3 => Just(0u16), 1 => 0u16..0x200, 1 => any::<u16>()];
     let time = prop_oneof![8 => 0.0f64..1e-3, 1 => Just(-1.0), 1 => Just(1e300), 1 => Just(f64::NAN)];
     let value = prop_oneof![4 => 0u64..8, 1 => Just(u64::MAX), 1 => Just(u64::MAX - 1), 1 => Just(1u64 << 50)];
@@ -611,10 +611,10 @@ proptest! {
             let program = crate::program::goal_program::GoalProgram::new(&s);
             let spec = crate::noise::NoiseSpec::Poisson { rate_per_s: 2e5, duration_ps: 3_000_000, ranks: None };
             let noise = crate::noise::Noise::new(&[spec], 7, 4).unwrap();
-            let mut e = crate::engine::Engine::new_explained(program, net.clone(), noise).unwrap();
+            let mut e = crate::engine::Engine::with_probe(program, net.clone(), noise, crate::probes::Explain::default()).unwrap();
             e.set_shortcuts(!off);
             let r = e.run().map_err(|e| e.to_string());
-            (r, e.explanation().map(|x| crate::engine::Explained { peak_bytes: 0, ..x }), e.events)
+            (r, crate::probes::explain::Explained { peak_bytes: 0, ..e.probe().explanation(&e.view) }, e.events)
         };
         prop_assert_eq!(run(false), run(true));
     }

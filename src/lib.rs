@@ -9,9 +9,11 @@ pub mod files;
 #[cfg(test)]
 mod fuzz;
 pub mod interrupt;
+pub mod memory;
 pub mod network;
 pub mod noise;
 pub mod noisemeter;
+pub mod prefetch;
 pub mod probes;
 pub mod program;
 pub mod record;

@@ -516,7 +516,7 @@ fn estimate_memory<'py>(
         Ok(e) => {
             out.set_item("ranks", e.ranks)?;
             out.set_item("estimated_memory_bytes", e.bytes)?;
-            sim::check_memory(e.bytes, cfg.max_memory_bytes).err()
+            crate::memory::check_memory(e.bytes, cfg.max_memory_bytes).err().map(SimError::from)
         }
         // a skeleton's or app's calibration run that would not fit
         Err(e @ SimError::MemoryLimit(_)) => Some(e),
@@ -526,7 +526,7 @@ fn estimate_memory<'py>(
         out.set_item("ranks", py.None())?;
         out.set_item("estimated_memory_bytes", py.None())?;
     }
-    let limit = sim::memory_limit(cfg.max_memory_bytes);
+    let limit = crate::memory::memory_limit(cfg.max_memory_bytes);
     out.set_item("max_memory_bytes", limit.map(|l| l.0))?;
     out.set_item("limit", limit.map(|l| l.1))?;
     out.set_item("refused", refused.map(|e| e.to_string()))?;

@@ -3,9 +3,10 @@
 
 use crate::alloc;
 use crate::engine::{Engine, SimError};
+use crate::memory::check_memory;
 use crate::network::Network;
 use crate::noise::{Noise, NoiseSpec};
-use crate::probes::{Explain, Probe, Timeline};
+use crate::probes::{Explain, Report, Timeline};
 use crate::program::goal::read_goal_file;
 use crate::program::goal_program::GoalProgram;
 use crate::program::stream::{StreamProgram, Workload};
@@ -34,11 +35,11 @@ pub struct Config {
     /// Without a timeline: capture up to this many computations alone (a
     /// trace replay's `by_call` attribution needs them), not returned.
     pub computation_spans: u64,
-    /// Keep the critical path (see `engine::explain`).
+    /// Keep the critical path (see `probes::explain`).
     pub explain: bool,
     /// The network to build once a GOAL file or trace gives the rank count,
     /// which its mapping needs (`network` holds it block-mapped until then).
-    pub network_once_read: Option<Box<crate::scenario::network::NetworkSpec>>,
+    pub network_once_read: Option<Box<crate::network::spec::NetworkSpec>>,
 }
 
 /// `cfg` with its network built for `ranks`, where the mapping waited for them.
@@ -74,7 +75,7 @@ pub struct RunResult {
     /// For trace replays: what was not modelled, and the traced time in MPI.
     pub trace_report: Option<crate::trace::Report>,
     /// The makespan's critical path, if asked for.
-    pub explained: Option<crate::engine::Explained>,
+    pub explained: Option<crate::probes::explain::Explained>,
 }
 
 /// Called between chunks of events with (simulated time, events so far);
@@ -84,46 +85,6 @@ pub struct RunResult {
 pub type Progress<'a> = &'a mut dyn FnMut(Time, u64, Option<f64>) -> bool;
 
 const CHUNK: u64 = 1 << 20;
-
-/// Available memory in bytes (Linux MemAvailable), if known.
-pub fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Bytes in GiB, or in MiB or bytes where GiB would print 0.00.
-fn size(bytes: u128) -> String {
-    let b = bytes as f64;
-    match bytes {
-        0..=1_048_575 => format!("{bytes} bytes"),
-        1_048_576..=1_073_741_823 => format!("{:.2} MiB", b / (1u64 << 20) as f64),
-        _ => format!("{:.2} GiB", b / (1u64 << 30) as f64),
-    }
-}
-
-/// The limit runs are checked against, and what it is: the configured one,
-/// or 80% of the available memory (None where that is not known).
-pub fn memory_limit(limit: Option<u64>) -> Option<(u128, &'static str)> {
-    match limit {
-        Some(l) => Some((l as u128, "the configured max_memory_bytes")),
-        None => available_memory().map(|a| (a as u128 * 8 / 10, "80% of available memory")),
-    }
-}
-
-/// Refuses a run whose estimated footprint exceeds the limit, before allocating.
-pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), SimError> {
-    let Some((limit, what)) = memory_limit(limit) else { return Ok(()) };
-    if estimate > limit {
-        return Err(SimError::MemoryLimit(format!(
-            "this run needs about {}, more than {what} ({}); reduce ranks or iterations, or disable timer recording",
-            size(estimate),
-            size(limit)
-        )));
-    }
-    Ok(())
-}
 
 /// Engine bytes per rank whatever the workload: the clocks and match lists
 /// of one CPU and one NIC (32) and the finish times the run returns (8).
@@ -182,7 +143,7 @@ fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
         + if waits { Recorder::wait_bytes_needed(p, iters) } else { 0 };
     let program_bytes = p as u128 * StreamProgram::<W>::state_bytes_per_rank(w) as u128;
     let dynamic = p as u128 * cfg.workload.in_flight_bytes_per_rank();
-    let explain = if cfg.explain { p as u128 * crate::engine::explain_bytes_per_rank() } else { 0 };
+    let explain = if cfg.explain { p as u128 * crate::probes::explain::explain_bytes_per_rank() } else { 0 };
     let spans = cfg.timeline_spans.max(cfg.computation_spans) as u128 * crate::probes::timeline::Timeline::SPAN_BYTES;
     engine_bytes(cfg, p as u128) + program_bytes + timer_bytes + dynamic + explain + spans
 }
@@ -348,12 +309,15 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
         check_explain(p, cfg)?;
     }
     let estimated = stream_bytes(&w, cfg);
-    check_memory(estimated, cfg.max_memory_bytes).map_err(|e| match e {
-        SimError::MemoryLimit(m) if cfg.explain => SimError::MemoryLimit(format!(
-            "{m} (of it, explaining keeps about {} bytes per rank; run without explain)",
-            crate::engine::explain_bytes_per_rank()
-        )),
-        e => e,
+    check_memory(estimated, cfg.max_memory_bytes).map_err(|e| {
+        if cfg.explain {
+            SimError::MemoryLimit(format!(
+                "{e} (of it, explaining keeps about {} bytes per rank; run without explain)",
+                crate::probes::explain::explain_bytes_per_rank()
+            ))
+        } else {
+            e.into()
+        }
     })?;
     let noise = Noise::new(&cfg.noise, cfg.seed, p)?; // its cache is in engine_bytes_per_rank
     let recorder = if cfg.record_timers { Recorder::new(names, p, iters) } else { Recorder::disabled() };
@@ -374,12 +338,11 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
 
 /// Refuses to explain a run whose critical path alone would not fit.
 fn check_explain(ranks: u32, cfg: &Config) -> Result<(), SimError> {
-    check_memory(ranks as u128 * crate::engine::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| match e {
-        SimError::MemoryLimit(m) => SimError::MemoryLimit(format!(
-            "{m} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
-            crate::engine::explain_bytes_per_rank()
-        )),
-        e => e,
+    check_memory(ranks as u128 * crate::probes::explain::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| {
+        SimError::MemoryLimit(format!(
+            "{e} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
+            crate::probes::explain::explain_bytes_per_rank()
+        ))
     })
 }
 
@@ -416,7 +379,7 @@ fn run_program<P: Program>(
 }
 
 /// Runs an engine (observed by probe `O`) to the end.
-fn drive<P: Program, O: Probe>(
+fn drive<P: Program, O: Report>(
     mut engine: Engine<P, O>,
     cfg: &Config,
     mut progress: Option<Progress>,

@@ -109,9 +109,13 @@ pub const MAX_RANKS: u32 = 1 << 31;
 pub struct Ranks;
 schema_marker!(Ranks, "Ranks", {"type": "integer", "minimum": 1, "maximum": MAX_RANKS});
 
-/// Schema of a message size in bytes (the match queues hold below 2^47).
+/// Largest message size the match queues can hold (128 TiB): they pack a
+/// size into 47 bits (engine/matching.rs). Messages must be smaller.
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 47;
+
+/// Schema of a message size in bytes.
 pub struct MessageBytes;
-schema_marker!(MessageBytes, "MessageBytes", {"type": "integer", "minimum": 0, "maximum": crate::engine::MAX_MESSAGE_BYTES - 1});
+schema_marker!(MessageBytes, "MessageBytes", {"type": "integer", "minimum": 0, "maximum": MAX_MESSAGE_BYTES - 1});
 
 /// A number for a message: plain where that is short, else in exponent
 /// form (Rust prints 1e-300 in full, 300 digits).

@@ -12,10 +12,9 @@
 //! its CPU clock holds `MEM_BUSY`; events that need that CPU are parked on
 //! the socket and released when the computation ends.
 
+use super::probe::{Probe, Wait, OTHER};
 use super::{Engine, EvKind, Event, SimError};
 use crate::network::{Links, MemoryDomains, RankCursor, RegimeCursor, Topology, OTHER_NODE};
-use crate::probes::explain::OTHER;
-use crate::probes::{Probe, Wait};
 use crate::program::Program;
 use crate::time::{Time, PAST_LIMIT};
 

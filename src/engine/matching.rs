@@ -8,6 +8,7 @@
 //! miss.
 
 use crate::program::ANY;
+use crate::units::MAX_MESSAGE_BYTES;
 
 const NIL: u32 = u32::MAX;
 
@@ -46,6 +47,8 @@ struct Message {
 }
 
 const SIZE_BITS: u32 = 47;
+// every size the engine lets in fits the packing
+const _: () = assert!(MAX_MESSAGE_BYTES <= 1 << SIZE_BITS);
 
 /// A slab node on a circular list: its source, tag, id and link are a `Posted`.
 trait Node: Copy {
@@ -180,7 +183,7 @@ impl<N: Node> Slab<N> {
 
     #[inline(always)]
     fn prefetch(&self, i: u32) {
-        super::prefetch(&self.nodes, i as usize);
+        crate::prefetch::prefetch(&self.nodes, i as usize);
     }
 
     fn capacity_bytes(&self) -> usize {

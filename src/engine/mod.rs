@@ -10,13 +10,12 @@
 mod fabric;
 mod layout;
 mod matching;
+pub mod probe;
 mod queue;
 #[cfg(test)]
 mod tests;
 mod waiting;
 
-// (explaining lives in probes/; its results are the engine's to report)
-pub use crate::probes::explain::{explain_bytes_per_rank, Explained, Path as ExplainPath, Segment, Waits, CAUSES, CLASSES, PARAMS};
 pub use fabric::Fabric;
 pub(crate) use fabric::MEM_BUSY;
 pub use layout::Layout;
@@ -27,10 +26,11 @@ pub(crate) use waiting::Mix;
 
 use crate::network::{LogGOPS, Network, NicModel, Rendezvous};
 use crate::noise::Noise;
-use crate::probes::explain::{by_peer, Explain, COLLECTIVE, LATE_RECEIVER, LATE_SENDER, OTHER};
-use crate::probes::{Findings, Message, NoProbe, Probe, Receipt, Send, View, Wait};
+use crate::prefetch::prefetch;
 use crate::program::{OpKind, Program, ReadyOp, ANY};
 use crate::time::Time;
+use crate::units::MAX_MESSAGE_BYTES;
+use probe::{by_peer, Message, NoProbe, Probe, Receipt, Send, View, Wait, COLLECTIVE, LATE_RECEIVER, LATE_SENDER, OTHER};
 
 /// Why a run could not complete.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,55 +86,16 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+impl From<crate::memory::OverLimit> for SimError {
+    fn from(e: crate::memory::OverLimit) -> Self {
+        SimError::MemoryLimit(e.to_string())
+    }
+}
+
 /// How many events ahead the engine prefetches the state of the rank an
 /// event belongs to: far enough for the access to land before the event
 /// runs, near enough that the line is still in cache.
 const PREFETCH_AHEAD: usize = 8;
-
-/// Asks the CPU to bring `v[i]` into cache (a hint: no effect elsewhere
-/// than x86-64, and none if `i` is out of range). A value of up to two
-/// lines is fetched whole: arrays are only 16-byte aligned, so a 32-byte
-/// value straddles two lines at every other index.
-#[inline(always)]
-pub fn prefetch<T>(v: &[T], i: usize) {
-    if let Some(x) = v.get(i) {
-        let start = x as *const T as *const i8;
-        prefetch_line(start);
-        if std::mem::size_of::<T>() > 16 {
-            prefetch_line(start.wrapping_add(std::mem::size_of::<T>() - 1));
-        }
-    }
-}
-
-/// [`prefetch`] for every cache line of `v[i]` (values larger than one),
-/// the last included where the value is not aligned to lines.
-#[inline(always)]
-pub fn prefetch_whole<T>(v: &[T], i: usize) {
-    if let Some(x) = v.get(i) {
-        let start = x as *const T as *const i8;
-        let size = std::mem::size_of::<T>();
-        for offset in (0..size).step_by(64) {
-            prefetch_line(start.wrapping_add(offset));
-        }
-        if !std::mem::align_of::<T>().is_multiple_of(64) {
-            prefetch_line(start.wrapping_add(size - 1));
-        }
-    }
-}
-
-#[inline(always)]
-fn prefetch_line(at: *const i8) {
-    // SAFETY: prefetching is a hint; it never faults, even on bad addresses
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Largest message size the match queues can hold (128 TiB).
-pub const MAX_MESSAGE_BYTES: u64 = 1 << 47;
 
 /// How many stuck ranks or leftover messages an error names.
 const REPORT_LIMIT: usize = 10;
@@ -167,18 +128,6 @@ impl<P: Program> Engine<P> {
     }
 }
 
-impl<P: Program> Engine<P, Explain> {
-    /// An engine that keeps the critical path (see probes/explain.rs).
-    pub fn new_explained(program: P, net: Network, noise: Noise) -> Result<Self, SimError> {
-        Self::with_probe(program, net, noise, Explain::default())
-    }
-
-    /// The makespan's path.
-    pub fn explanation(&self) -> Option<Explained> {
-        Some(self.probe.explanation(&self.view))
-    }
-}
-
 impl<P: Program, O: Probe> Engine<P, O> {
     /// An engine observed by `probe` (attached before the run starts).
     pub fn with_probe(program: P, net: Network, noise: Noise, probe: O) -> Result<Self, SimError> {
@@ -189,7 +138,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     /// Tells the probe something, through `f`, with a view of the engine.
     #[inline(always)]
-    fn tell<R>(&mut self, f: impl FnOnce(&mut O, &View<P>) -> R) -> R {
+    pub(crate) fn tell<R>(&mut self, f: impl FnOnce(&mut O, &View<P>) -> R) -> R {
         f(&mut self.probe, &self.view)
     }
 
@@ -206,13 +155,6 @@ impl<P: Program, O: Probe> Engine<P, O> {
     /// The probe, to read what it keeps during the run.
     pub fn probe(&self) -> &O {
         &self.probe
-    }
-
-    /// What the probe found (after the run).
-    pub fn findings(&mut self) -> Findings {
-        let mut out = Findings::default();
-        self.tell(|o, v| o.report(v, &mut out));
-        out
     }
 
     fn build(program: P, mut net: Network, noise: Noise, probe: O) -> Result<Self, SimError> {

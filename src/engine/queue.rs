@@ -559,7 +559,7 @@ impl EventQueue {
         }
         let mut c = slot.first;
         while c != NIL {
-            crate::engine::prefetch_whole(&self.chunks.events, c as usize);
+            crate::prefetch::prefetch_whole(&self.chunks.events, c as usize);
             c = self.chunks.next[c as usize];
         }
     }

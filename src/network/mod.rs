@@ -9,6 +9,7 @@
 pub mod mapping;
 mod platform;
 mod regimes;
+pub mod spec;
 mod topology;
 
 pub use platform::{Mapping, MemoryDomains, Platform, OTHER_NODE};

@@ -339,7 +339,7 @@ impl Noise {
     /// Hints that `rank`'s cached detour will be needed soon.
     #[inline(always)]
     pub fn prefetch(&self, rank: u32) {
-        crate::engine::prefetch(&self.cache, rank as usize);
+        crate::prefetch::prefetch(&self.cache, rank as usize);
     }
 
     /// The first detour of `rank` (over all sources) that ends after `t`.

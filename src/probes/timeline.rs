@@ -3,7 +3,7 @@
 //! messages from send to arrival, and the noise detours inside CPU
 //! intervals. Off unless asked for; bounded in size.
 
-use super::{Findings, Message, Probe, Receipt, View, Wait};
+use super::{Findings, Message, Probe, Receipt, Report, View, Wait};
 use crate::network::LogGOPS;
 use crate::program::Program;
 use crate::time::Time;
@@ -102,7 +102,9 @@ impl Probe for Timeline {
     fn mem_finished<P: Program>(&mut self, v: &View<P>, (rank, _, c): (u32, u8, usize), (start, _): (Time, Time), _core: f64) {
         self.compute_span(v, rank, (start, v.clocks[c]));
     }
+}
 
+impl Report for Timeline {
     fn report<P: Program>(&mut self, _v: &View<P>, out: &mut Findings) {
         out.timeline = Some((std::mem::take(&mut self.spans), self.truncated));
     }

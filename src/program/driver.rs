@@ -1,8 +1,8 @@
 //! Runs a collective's steps as stream ops, one at a time: a rank's whole
 //! collective state is this small cursor.
 
+use super::stream_op::StreamOp;
 use crate::collectives::{Collective, Step};
-use crate::program::stream::StreamOp;
 
 /// Walks a rank through a collective's steps, one stream op at a time.
 /// Slots: 0 for receives, 1 for exchange sends, 1..=n for a fan's sends and receives.

@@ -9,6 +9,7 @@ pub mod driver;
 pub mod goal;
 pub mod goal_program;
 pub mod stream;
+pub mod stream_op;
 
 use crate::time::Time;
 

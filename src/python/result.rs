@@ -2,7 +2,7 @@
 //! run's data stays in Rust; each getter converts what it is asked for
 //! (numpy arrays for per-rank data, dicts for tables), once per call.
 
-use crate::engine::{Explained, Waits, CAUSES, CLASSES, PARAMS};
+use crate::probes::explain::{Explained, Waits, CAUSES, CLASSES, PARAMS};
 use crate::sim::RunResult;
 use crate::time::to_seconds;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};

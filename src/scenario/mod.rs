@@ -12,13 +12,12 @@
 //! scenario into the engine's run configuration.
 
 pub mod load;
-pub mod network;
 
 pub use load::ErrorKind;
 
+use crate::network::spec::{MappingSpec, NetworkSpec};
 use crate::noise::NoiseSpec;
 use crate::sim::{Config, WorkloadSpec};
-use network::{MappingSpec, NetworkSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -10,7 +10,7 @@
 //! those, never by the trace's length.
 
 use super::format::{cart_dims, collective_of, neighbour_counts, op, Coll, CollMode, Record};
-use crate::engine::MAX_MESSAGE_BYTES;
+use crate::units::MAX_MESSAGE_BYTES;
 use rustc_hash::FxHashMap;
 
 /// The comm field of a record that names none (the tracer's IW_NOCOMM).

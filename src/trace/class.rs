@@ -20,8 +20,8 @@
 
 use super::collective::{self, Call, Msg, Stage};
 use super::convert::{CollectiveCall, ConvertError, NewOp, OpRef, Placement, RankConv, Shared, Sink, Source};
-use super::format::Loaded;
 use super::grid::{Extrapolation, Strided, MAX_DIMS};
+use super::reader::Loaded;
 use super::TraceError;
 use crate::collectives::Collective;
 use crate::program::goal::GoalKind;

@@ -13,8 +13,9 @@
 //!   computation of their measured length, and are counted for the report.
 
 use super::collective::{self, Call, Msg, Round};
-use super::format::{self, collective_of, flag, has_p2p_peer, op, Coll, CollMode, Loaded, Record, RecordReader, PROC_NULL};
+use super::format::{self, collective_of, flag, has_p2p_peer, op, Coll, CollMode, Record, PROC_NULL};
 use super::grid::{Extrapolation, GridError, Strided};
+use super::reader::{Loaded, RecordReader};
 use super::TraceError;
 use crate::collectives::{Algorithm, CollectiveKind, MpiLibrary};
 use crate::program::goal::GoalKind;

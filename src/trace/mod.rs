@@ -13,6 +13,7 @@ pub mod convert;
 mod error;
 pub mod format;
 pub mod grid;
+pub mod reader;
 pub mod window;
 
 use crate::collectives::{Algorithm, CollectiveKind};
@@ -181,15 +182,15 @@ impl Plan {
 /// its dimensions and which are periodic.
 pub fn grid_of(dir: &Path) -> Result<(Vec<u32>, Vec<bool>), TraceError> {
     let t = open(dir)?;
-    let templates: Vec<Rc<format::Loaded>> =
-        t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?;
+    let templates: Vec<Rc<reader::Loaded>> =
+        t.files.iter().map(|(p, h)| reader::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?;
     let g = template_grid(&templates)?;
     Ok((g.dims, g.periodic))
 }
 
 /// The template's grid: a world-sized MPI_Cart_create on rank 0, else
 /// inferred from the neighbour pairs of every rank.
-fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, TraceError> {
+fn template_grid(templates: &[Rc<reader::Loaded>]) -> Result<grid::Grid, TraceError> {
     let world = templates.len() as u32;
     if let Some(l) = templates.first() {
         for i in 0..l.records.len() {
@@ -216,7 +217,7 @@ fn template_grid(templates: &[Rc<format::Loaded>]) -> Result<grid::Grid, TraceEr
     Ok(grid::infer(world, &pairs)?)
 }
 
-fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<format::Loaded>], ranks: u32) -> Result<Plan, TraceError> {
+fn plan(spec: &TraceSpec, t: &Opened, templates: &[Rc<reader::Loaded>], ranks: u32) -> Result<Plan, TraceError> {
     let traced = t.files.len() as u32;
     if spec.strong && spec.scale_to.is_none() && spec.grid.is_none() {
         return Err(SpecError::StrongWithoutSize.into());
@@ -284,7 +285,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
 
 /// What every replay of `t` shares, how its ranks map onto the traced
 /// ones, and the templates an extrapolation replays.
-fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::Loaded>>), TraceError> {
+fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<reader::Loaded>>), TraceError> {
     let traced = t.files.len() as u32;
     let ranks = simulated_ranks(spec, t)?;
     if !(spec.compute_scale.is_finite() && spec.compute_scale >= 0.0) {
@@ -296,8 +297,8 @@ fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::L
     if spec.by_call && extrapolates(spec, t) {
         return Err(SpecError::ByCallExtrapolated.into());
     }
-    let templates: Vec<Rc<format::Loaded>> = if extrapolates(spec, t) {
-        t.files.iter().map(|(p, h)| format::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?
+    let templates: Vec<Rc<reader::Loaded>> = if extrapolates(spec, t) {
+        t.files.iter().map(|(p, h)| reader::Loaded::read(p, h).map(Rc::new)).collect::<Result<_, _>>()?
     } else {
         Vec::new()
     };
@@ -322,7 +323,7 @@ fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<format::L
 }
 
 /// A converter per simulated rank.
-fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<format::Loaded>], ranks: u32) -> Vec<RankConv> {
+fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<reader::Loaded>], ranks: u32) -> Vec<RankConv> {
     let traced = t.files.len() as u32;
     let chunk = chunk_bytes(ranks);
     let memory = |src: u32| Source::Memory { records: templates[src as usize].clone(), next: 0 };
@@ -331,7 +332,7 @@ fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<format::Loaded>], rank
         .map(|q| match plan {
             Plan::Traced => {
                 let (p, h) = &t.files[q as usize];
-                RankConv::new(q, q, Source::File(Box::new(format::RecordReader::new(p, h, chunk))), Placement::Traced)
+                RankConv::new(q, q, Source::File(Box::new(reader::RecordReader::new(p, h, chunk))), Placement::Traced)
             }
             Plan::Periodic => RankConv::new(q, q % traced, memory(q % traced), Placement::Periodic),
             Plan::Grid(e) => {
@@ -348,7 +349,7 @@ fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<format::Loaded>], rank
 
 /// Refuses, before the export, a template that does not extrapolate: its
 /// classes are compiled (and dropped), naming the first record that does not fit.
-fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<format::Loaded>], spec: &TraceSpec) -> Result<(), TraceError> {
+fn check_template(e: &Rc<grid::Extrapolation>, templates: &[Rc<reader::Loaded>], spec: &TraceSpec) -> Result<(), TraceError> {
     let mut sh = Shared::new(templates.len() as u32, e.target.size(), algorithms(spec)?, Default::default(), 1.0);
     class::Class::compile_all(&class::Layout::Grid(e.clone()), templates, &mut sh).map(drop)
 }
@@ -411,14 +412,14 @@ pub fn check_periodic(t: &Opened) -> Result<(), TraceError> {
 
 /// A rank's records without its polls (their count depends on timing).
 struct Calls {
-    reader: format::RecordReader,
+    reader: reader::RecordReader,
     buf: Vec<u64>,
     payload: bool,
 }
 
 impl Calls {
     fn new(path: &Path, h: &Header) -> Self {
-        Calls { reader: format::RecordReader::new(path, h, 1 << 16), buf: Vec::new(), payload: false }
+        Calls { reader: reader::RecordReader::new(path, h, 1 << 16), buf: Vec::new(), payload: false }
     }
 
     fn next(&mut self) -> Result<Option<format::Record>, TraceError> {

@@ -224,8 +224,7 @@ impl ChebFd {
                 "a block's kernel takes longer than the engine's limit of about 13 days",
             ));
         }
-        if let Some((_, b)) =
-            self.partners.iter().find(|(_, b)| *b as u128 * self.block as u128 >= crate::engine::MAX_MESSAGE_BYTES as u128)
+        if let Some((_, b)) = self.partners.iter().find(|(_, b)| *b as u128 * self.block as u128 >= crate::units::MAX_MESSAGE_BYTES as u128)
         {
             return Err(RuleError::new(
                 "workload.offset_bytes",
@@ -237,7 +236,7 @@ impl ChebFd {
         }
         // the remote part moves (remote_fraction + split_overhead) of a block's bytes
         let kernel = self.kernel_bytes_per_vector as f64 * self.block as f64 * (1.0 + self.split_overhead);
-        if kernel >= crate::engine::MAX_MESSAGE_BYTES as f64 {
+        if kernel >= crate::units::MAX_MESSAGE_BYTES as f64 {
             return Err(RuleError::new("workload.kernel_bytes_per_vector", "a block's kernel moves 2^47 bytes or more"));
         }
         if !(0.0..=1.0).contains(&self.remote_fraction) || self.split_overhead < 0.0 {

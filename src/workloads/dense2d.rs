@@ -209,7 +209,7 @@ impl Dense2d {
             return Err(RuleError::new("workload.barrier", "a barrier every step would undo the look-ahead; use one or the other"));
         }
         let panel = self.blocks.div_ceil(self.grid[0].min(self.grid[1])) as u128 * self.block as u128 * self.block as u128;
-        if panel * self.panel_element_bytes.max(self.element_bytes) as u128 >= crate::engine::MAX_MESSAGE_BYTES as u128 {
+        if panel * self.panel_element_bytes.max(self.element_bytes) as u128 >= crate::units::MAX_MESSAGE_BYTES as u128 {
             return Err(RuleError::new("workload.block", "a panel of more than 2^47 bytes"));
         }
         Ok(())

@@ -79,7 +79,7 @@ impl PartnerTable {
                     // The table: a nonzeros slot per rank, and per partner line
                     // (≥ 16 bytes of text) its record and hash entry (~80 B).
                     let estimate = p as u128 * 24 + text.len() as u128 / 16 * 80;
-                    crate::sim::check_memory(estimate, None).map_err(|e| err(format!("`ranks {p}`: {e}")))?;
+                    crate::memory::check_memory(estimate, None).map_err(|e| err(format!("`ranks {p}`: {e}")))?;
                     nonzeros = vec![None; p as usize];
                     continue;
                 }

@@ -12,6 +12,7 @@
 use super::{App, Bsp, ChebFd, CollectiveLoop, Dense2d, FemMatvec, GoalFile, Krylov, KrylovKernel, Skeleton, Spmv, StreamTriad};
 use crate::collectives::{Algorithm, MpiLibrary};
 use crate::engine::SimError;
+pub use crate::network::spec::Shape;
 use crate::network::Network;
 use crate::program::stream::Workload;
 use crate::rule::RuleError;
@@ -188,29 +189,6 @@ pub trait WorkloadKind {
 /// What [`WorkloadKind::prepare`] gives for a workload that runs as it is.
 pub fn generated<W: Workload + Clone, V: WorkloadVisitor>(w: W, v: V) -> Result<Visited<V::Out>, WorkloadError> {
     Ok(Some((v.visit(w), Vec::new())))
-}
-
-/// What the mapping needs to know of the workload.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Shape {
-    pub ranks: Option<u32>,
-    /// The process grid, first dimension fastest in rank order.
-    pub grid: Option<Vec<u32>>,
-    /// The workload writes grids slowest dimension first (dense2d's [rows,
-    /// columns]), so a mapping's node_grid is given that way too.
-    pub node_grid_reversed: bool,
-}
-
-impl Shape {
-    /// `ranks` ranks in no particular grid.
-    pub fn ranks(ranks: u32) -> Self {
-        Shape { ranks: Some(ranks), grid: None, node_grid_reversed: false }
-    }
-
-    /// The ranks of a process grid, first dimension fastest.
-    pub fn grid(grid: &[u32]) -> Self {
-        Shape { ranks: Some(grid.iter().product()), grid: Some(grid.to_vec()), node_grid_reversed: false }
-    }
 }
 
 /// Generic code over the built-in workloads: running, exporting.

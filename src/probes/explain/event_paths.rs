@@ -1,7 +1,8 @@
 //! Where the paths of queued events are kept, found by their stamps.
 
 use super::Path;
-use crate::engine::{prefetch, prefetch_whole, Mix};
+use crate::engine::Mix;
+use crate::prefetch::{prefetch, prefetch_whole};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 

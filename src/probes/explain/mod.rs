@@ -185,21 +185,7 @@ pub struct Waits {
     pub longest_on: u32,
 }
 
-pub const LATE_SENDER: usize = 0;
-pub const LATE_RECEIVER: usize = 1;
-pub const OTHER: usize = 2;
-pub const COLLECTIVE: usize = 3;
-
-/// What a wait ended by event `ev` from another rank was: `p2p` (a late
-/// sender or receiver), or collective imbalance if a collective sent it.
-#[inline]
-pub fn by_peer(p2p: usize, ev: &Event) -> usize {
-    if ev.is_collective() {
-        COLLECTIVE
-    } else {
-        p2p
-    }
-}
+pub use crate::engine::probe::{COLLECTIVE, LATE_RECEIVER, LATE_SENDER, OTHER};
 
 impl Explain {
     fn bytes(&self) -> usize {

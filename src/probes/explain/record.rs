@@ -6,9 +6,10 @@ use super::event_paths::{EventPaths, DIRECT_PER_RANK};
 use super::route::COLLECTIONS;
 use super::route::{HOPS_PER_EVENT, HOPS_PER_RANK, MIN_HOP_BUDGET, NOWHERE, NO_RANK, UNKNOWN};
 use super::*;
-use crate::engine::{prefetch, prefetch_whole, EvKind, MEM_BUSY};
+use crate::engine::{EvKind, MEM_BUSY};
 use crate::network::LogGOPS;
-use crate::probes::{Findings, Message, Probe, Receipt, Send, View, Wait};
+use crate::prefetch::{prefetch, prefetch_whole};
+use crate::probes::{Findings, Message, Probe, Receipt, Report, Send, View, Wait};
 use crate::program::{OpKind, Program, ReadyOp};
 
 /// Explaining as a probe: each call extends the paths of the clocks the
@@ -125,6 +126,9 @@ impl Probe for Explain {
     fn mem_finished<P: Program>(&mut self, v: &View<P>, at: (u32, u8, usize), span: (Time, Time), core_bytes_per_ps: f64) {
         self.mem_end(v, at, span, core_bytes_per_ps);
     }
+}
+
+impl Report for Explain {
     fn report<P: Program>(&mut self, v: &View<P>, out: &mut Findings) {
         out.explained = Some(self.explanation(v));
     }

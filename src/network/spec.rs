@@ -9,13 +9,12 @@
 //! `x-inherit` (true: from the enclosing table; a key name: from that
 //! sibling when it is given).
 
-use super::RuleError;
-use crate::network::mapping;
-use crate::network::{LinkClass, LogGOPS, Regime, Topology, MAX_NIC_PORTS};
-use crate::network::{Mapping, MemoryDomains, Platform};
+use super::mapping;
+use super::{LinkClass, LogGOPS, Regime, Topology, MAX_NIC_PORTS};
+use super::{Mapping, MemoryDomains, Platform};
+use crate::rule::RuleError;
 use crate::time::{from_seconds, Time, PS_PER_S};
 use crate::units::{secs, secs_f64, secs_f64_list, FilePath, PositiveSeconds, Ranks, Seconds, SecondsList};
-use crate::workloads::Shape;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -452,7 +451,8 @@ impl NetworkSpec {
             other => {
                 let ranks = shape.ranks.expect("a mapping other than block is built once the rank count is known");
                 // the table, each rank's slot in its node, and the sort that finds the slots
-                crate::sim::check_memory(ranks as u128 * 16, memory_limit).map_err(|e| RuleError::new("network.mapping", e.to_string()))?;
+                crate::memory::check_memory(ranks as u128 * 16, memory_limit)
+                    .map_err(|e| RuleError::new("network.mapping", e.to_string()))?;
                 self.mapping_table(other, ranks, shape)?
             }
         };
@@ -511,5 +511,28 @@ impl NetworkSpec {
             ));
         }
         mapping::cartesian(&grid, &block, torus).map(|nodes| Mapping::Table { nodes }).map_err(|e| RuleError::new("network.mapping", e))
+    }
+}
+
+/// What the mapping needs to know of the workload.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shape {
+    pub ranks: Option<u32>,
+    /// The process grid, first dimension fastest in rank order.
+    pub grid: Option<Vec<u32>>,
+    /// The workload writes grids slowest dimension first (dense2d's [rows,
+    /// columns]), so a mapping's node_grid is given that way too.
+    pub node_grid_reversed: bool,
+}
+
+impl Shape {
+    /// `ranks` ranks in no particular grid.
+    pub fn ranks(ranks: u32) -> Self {
+        Shape { ranks: Some(ranks), grid: None, node_grid_reversed: false }
+    }
+
+    /// The ranks of a process grid, first dimension fastest.
+    pub fn grid(grid: &[u32]) -> Self {
+        Shape { ranks: Some(grid.iter().product()), grid: Some(grid.to_vec()), node_grid_reversed: false }
     }
 }

@@ -1,0 +1,53 @@
+//! The memory a run may take: the limit, and the check made against an
+//! estimate before anything large is allocated (by the run in sim.rs, the
+//! network's mapping tables, workloads' partner files). Below all of them,
+//! so that none depends on the run to refuse what would not fit.
+
+/// Available memory in bytes (Linux MemAvailable), if known.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Bytes in GiB, or in MiB or bytes where GiB would print 0.00.
+fn size(bytes: u128) -> String {
+    let b = bytes as f64;
+    match bytes {
+        0..=1_048_575 => format!("{bytes} bytes"),
+        1_048_576..=1_073_741_823 => format!("{:.2} MiB", b / (1u64 << 20) as f64),
+        _ => format!("{:.2} GiB", b / (1u64 << 30) as f64),
+    }
+}
+
+/// The limit runs are checked against, and what it is: the configured one,
+/// or 80% of the available memory (None where that is not known).
+pub fn memory_limit(limit: Option<u64>) -> Option<(u128, &'static str)> {
+    match limit {
+        Some(l) => Some((l as u128, "the configured max_memory_bytes")),
+        None => available_memory().map(|a| (a as u128 * 8 / 10, "80% of available memory")),
+    }
+}
+
+/// A run whose estimated footprint exceeds the limit `what` (both in bytes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this run needs about {}, more than {what} ({}); reduce ranks or iterations, or disable timer recording",
+    size(*.estimate),
+    size(*.limit)
+)]
+pub struct OverLimit {
+    pub estimate: u128,
+    pub limit: u128,
+    pub what: &'static str,
+}
+
+/// Refuses a run whose estimated footprint exceeds the limit, before allocating.
+pub fn check_memory(estimate: u128, limit: Option<u64>) -> Result<(), OverLimit> {
+    let Some((limit, what)) = memory_limit(limit) else { return Ok(()) };
+    if estimate > limit {
+        return Err(OverLimit { estimate, limit, what });
+    }
+    Ok(())
+}
