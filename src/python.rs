@@ -428,9 +428,6 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::MemoryLimit(_) => MemoryLimitError::new_err(msg),
         // a loop stopped by Ctrl-C (see crate::interrupt) ends the call as Ctrl-C does
         SimError::Interrupted => return pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
-        SimError::Invalid(ref s) if s.ends_with(crate::interrupt::INTERRUPTED) => {
-            return pyo3::exceptions::PyKeyboardInterrupt::new_err(msg)
-        }
         SimError::Invalid(_) | SimError::Rule(_) => SimulationError::new_err(msg),
     };
     with_attrs(class, |_, v| v.setattr("key", key))

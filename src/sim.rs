@@ -219,7 +219,7 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
         WorkloadSpec::Goal { path } => {
             let size = goal_file_size(path)?;
             check_memory(goal_bytes(cfg, size), cfg.max_memory_bytes)?;
-            let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+            let sched = read_goal_file(std::path::Path::new(path))?;
             let cfg = &*mapped(cfg, sched.num_ranks)?;
             // the engine's share, once the file gives the ranks
             let estimated = goal_bytes(cfg, size)
@@ -483,7 +483,7 @@ fn goal_file_size(path: &str) -> Result<u64, String> {
 pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Result<(Vec<Time>, u64), SimError> {
     let size = goal_file_size(path)?;
     check_memory(size as u128 * 4, None)?;
-    let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+    let sched = read_goal_file(std::path::Path::new(path))?;
     let noise = Noise::new(noise, seed, sched.num_ranks)?;
     let mut engine = Engine::new(GoalProgram::from_schedule(sched), net, noise)?;
     while !engine.step(CHUNK)? {

@@ -180,7 +180,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         for r in 0..p {
             // (at tens of millions of ranks this takes seconds, mostly the kernel zeroing pages)
             if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
-                return Err(SimError::Invalid(crate::interrupt::INTERRUPTED.into()));
+                return Err(SimError::Interrupted);
             }
             clocks.extend(std::iter::repeat_n(0, ncpu + 2 * nnic).chain([EMPTY_LISTS; LISTS]));
         }

@@ -103,6 +103,8 @@ pub struct GoalError {
     /// 1-based column in characters; 0 together with `line == 0`.
     pub column: usize,
     pub message: String,
+    /// Stopped from outside (Ctrl-C) while reading, not an error in the file.
+    pub interrupted: bool,
 }
 
 impl fmt::Display for GoalError {
@@ -117,6 +119,17 @@ impl fmt::Display for GoalError {
 }
 
 impl std::error::Error for GoalError {}
+
+/// A run's GOAL file: stopped from outside ends the run as Ctrl-C does; the rest is invalid input.
+impl From<GoalError> for crate::engine::SimError {
+    fn from(e: GoalError) -> Self {
+        if e.interrupted {
+            crate::engine::SimError::Interrupted
+        } else {
+            crate::engine::SimError::Invalid(e.to_string())
+        }
+    }
+}
 
 /// Parses GOAL text. `file` is only used to label errors.
 ///
@@ -135,7 +148,13 @@ pub fn parse_goal(text: &str, file: &str) -> Result<GoalSchedule, GoalError> {
 /// Reads and parses a GOAL file. I/O errors become a [`GoalError`] with line 0.
 pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| GoalError { file: file.clone(), line: 0, column: 0, message: e.to_string() })?;
+    let bytes = std::fs::read(path).map_err(|e| GoalError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        message: e.to_string(),
+        interrupted: false,
+    })?;
     match String::from_utf8(bytes) {
         Ok(text) => parse_goal(&text, &file),
         Err(e) => {
@@ -143,7 +162,7 @@ pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
             let valid = e.utf8_error().valid_up_to();
             let prefix = std::str::from_utf8(&e.as_bytes()[..valid]).unwrap_or("");
             let (line, column) = line_col(prefix, prefix.len());
-            Err(GoalError { file, line, column, message: "the file is not valid UTF-8".to_string() })
+            Err(GoalError { file, line, column, message: "the file is not valid UTF-8".to_string(), interrupted: false })
         }
     }
 }
@@ -223,19 +242,20 @@ impl fmt::Display for AnyOr {
 struct Fail {
     pos: usize,
     message: String,
+    interrupted: bool,
 }
 
 impl Fail {
     fn into_goal_error(self, text: &str, file: &str) -> GoalError {
         let (line, column) = line_col(text, self.pos);
-        GoalError { file: file.to_string(), line, column, message: self.message }
+        GoalError { file: file.to_string(), line, column, message: self.message, interrupted: self.interrupted }
     }
 }
 
 type PResult<T> = Result<T, Fail>;
 
 fn fail<T>(pos: usize, message: impl Into<String>) -> PResult<T> {
-    Err(Fail { pos, message: message.into() })
+    Err(Fail { pos, message: message.into(), interrupted: false })
 }
 
 /// 1-based line and character column of byte offset `pos` (which must be a char boundary).
@@ -627,7 +647,7 @@ impl<'a> Parser<'a> {
                     let op = self.parse_op(w)?;
                     push_op(&mut rank, op, t.pos)?;
                     if rank.ops.len().is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
-                        return fail(t.pos, crate::interrupt::INTERRUPTED);
+                        return Err(Fail { pos: t.pos, message: crate::interrupt::INTERRUPTED.into(), interrupted: true });
                     }
                 }
                 Tok::Word(w @ ("rank" | "num_ranks")) => {

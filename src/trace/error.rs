@@ -168,9 +168,13 @@ impl From<super::convert::ConvertError> for TraceError {
 /// A run's errors: an interrupted replay stops as Ctrl-C does; the rest is invalid input.
 impl From<TraceError> for crate::engine::SimError {
     fn from(e: TraceError) -> Self {
-        match e {
+        let mut inner = &e;
+        while let TraceError::Rank { source, .. } = inner {
+            inner = source;
+        }
+        match inner {
             TraceError::Interrupted => crate::engine::SimError::Interrupted,
-            e => crate::engine::SimError::Invalid(e.to_string()),
+            _ => crate::engine::SimError::Invalid(e.to_string()),
         }
     }
 }

@@ -926,3 +926,12 @@ fn by_call_shares_the_replayed_time_in_mpi_among_the_traced_calls() {
     cfg.workload = crate::sim::WorkloadSpec::Trace(TraceSpec { by_call: true, scale_to: Some(8), ..spec(&d) });
     assert!(crate::sim::run(&cfg, None).err().unwrap().to_string().contains("only for a replay as traced"));
 }
+
+#[test]
+fn an_interrupted_replay_is_interrupted_whichever_rank_it_stopped_in() {
+    use crate::engine::SimError;
+    let nested = TraceError::Rank { rank: 3, source: Box::new(TraceError::Rank { rank: 1, source: Box::new(TraceError::Interrupted) }) };
+    assert_eq!(SimError::from(nested), SimError::Interrupted);
+    let other = TraceError::Rank { rank: 3, source: Box::new(TraceError::Internal("x".into())) };
+    assert_eq!(SimError::from(other), SimError::Invalid("rank 3: x".into()));
+}
