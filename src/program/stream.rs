@@ -243,12 +243,16 @@ pub enum NoGoalForm {
     NonblockingCollectives,
 }
 
+/// The stream program's errors, boxed: they are rare, and a one-word
+/// `Result` keeps the per-op calls returning in a register.
+type Fallible<T> = Result<T, Box<StreamError>>;
+
 /// Marks a request slot busy and hands the op to the engine.
 #[inline(always)]
-fn issue<S>(rank: u32, st: &mut RankState<S>, out: &mut Vec<ReadyOp>, op: ReadyOp, slot: u8) -> Result<(), StreamError> {
+fn issue<S>(rank: u32, st: &mut RankState<S>, out: &mut Vec<ReadyOp>, op: ReadyOp, slot: u8) -> Fallible<()> {
     let bit = 1u64 << slot;
     if slot >= 64 || st.pending & bit != 0 {
-        return Err(StreamError::SlotReused { rank, slot });
+        return Err(StreamError::SlotReused { rank, slot }.into());
     }
     st.pending |= bit;
     out.push(op);
@@ -366,7 +370,7 @@ struct Rank<'a, W: Workload> {
 impl<W: Workload> Rank<'_, W> {
     /// Runs the program as far as it can go now.
     #[inline]
-    fn advance(&mut self) -> Result<(), StreamError> {
+    fn advance(&mut self) -> Fallible<()> {
         let t = self.now.max(self.cpu_free);
         let rank = self.rank;
         loop {
@@ -427,7 +431,7 @@ impl<W: Workload> Rank<'_, W> {
     /// the program goes on at once, Break when it waits (for its CPU, a
     /// message, an MPI call) or is done.
     #[inline]
-    fn perform(&mut self, op: StreamOp, t: Time) -> Result<std::ops::ControlFlow<()>, StreamError> {
+    fn perform(&mut self, op: StreamOp, t: Time) -> Fallible<std::ops::ControlFlow<()>> {
         use std::ops::ControlFlow;
         let rank = self.rank;
         match op {
@@ -456,16 +460,16 @@ impl<W: Workload> Rank<'_, W> {
             }
             StreamOp::Wait(mask) => self.enter(Call::Wait, mask)?,
             StreamOp::WaitAny(0) => {
-                return Err(StreamError::EmptyWaitAny(rank));
+                return Err(StreamError::EmptyWaitAny(rank).into());
             }
             StreamOp::WaitAny(mask) => self.enter(Call::WaitAny, mask)?,
             StreamOp::Test(mask) => self.enter(Call::Test, mask)?,
             StreamOp::CollStart(id) => {
                 let Some(bg) = self.bg.as_deref_mut() else {
-                    return Err(StreamError::UndeclaredCollective(rank));
+                    return Err(StreamError::UndeclaredCollective(rank).into());
                 };
                 if self.st.flags.contains(Flags::BG_ACTIVE) {
-                    return Err(StreamError::CollectiveRunning(rank));
+                    return Err(StreamError::CollectiveRunning(rank).into());
                 }
                 *bg = Background { driver: Driver::default(), wait: 0, id };
                 self.st.flags.insert(Flags::BG_ACTIVE);
@@ -487,7 +491,7 @@ impl<W: Workload> Rank<'_, W> {
             }
             StreamOp::Done => {
                 if self.st.flags.contains(Flags::BG_ACTIVE) {
-                    return Err(StreamError::FinishedInCollective(rank));
+                    return Err(StreamError::FinishedInCollective(rank).into());
                 }
                 self.st.flags.insert(Flags::FINISHED);
                 return Ok(ControlFlow::Break(()));
@@ -499,9 +503,9 @@ impl<W: Workload> Rank<'_, W> {
     /// Enters an MPI call. One that progresses a background collective
     /// without a progress thread must act when the CPU gets there, not when
     /// the program reaches it (the CPU may still be busy): a probe waits.
-    fn enter(&mut self, call: Call, mask: u64) -> Result<(), StreamError> {
+    fn enter(&mut self, call: Call, mask: u64) -> Fallible<()> {
         if mask.checked_shr(self.bg_base as u32).unwrap_or(0) != 0 {
-            return Err(StreamError::ReservedWait(self.rank));
+            return Err(StreamError::ReservedWait(self.rank).into());
         }
         self.st.call = call;
         self.st.wait_mask = mask;
@@ -529,7 +533,7 @@ impl<W: Workload> Rank<'_, W> {
 
     /// Posts the background collective's ops while it may progress: one op
     /// at a time (the next once it has started), until a round must wait.
-    fn progress_background(&mut self) -> Result<(), StreamError> {
+    fn progress_background(&mut self) -> Fallible<()> {
         let rank = self.rank;
         let cpu = u8::from(self.async_progress);
         let base = self.bg_base;
@@ -555,11 +559,11 @@ impl<W: Workload> Rank<'_, W> {
                 }
                 Some(other) => match other.message(base) {
                     Some(m) => m,
-                    None => return Err(StreamError::UnexpectedOp { rank, op: format!("{other:?}") }),
+                    None => return Err(StreamError::UnexpectedOp { rank, op: format!("{other:?}") }.into()),
                 },
             };
             if op.1 >= 64 - base {
-                return Err(StreamError::TooManyBackground { rank, slots: 64 - base });
+                return Err(StreamError::TooManyBackground { rank, slots: 64 - base }.into());
             }
             issue(rank, st, self.out, ReadyOp { cpu, ..op.0 }, op.1 + base)?;
             st.flags.insert(Flags::BG_INFLIGHT);
@@ -568,9 +572,9 @@ impl<W: Workload> Rank<'_, W> {
     }
 }
 
-fn check_main_slot(rank: u32, slot: u8, bg_base: u8) -> Result<(), StreamError> {
+fn check_main_slot(rank: u32, slot: u8, bg_base: u8) -> Fallible<()> {
     if slot >= bg_base {
-        return Err(StreamError::ReservedSlot { rank, slot });
+        return Err(StreamError::ReservedSlot { rank, slot }.into());
     }
     Ok(())
 }
