@@ -86,6 +86,17 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// A run's GOAL file: stopped from outside ends the run as Ctrl-C does; the rest is invalid input.
+impl From<crate::program::goal::GoalError> for SimError {
+    fn from(e: crate::program::goal::GoalError) -> Self {
+        if e.interrupted {
+            SimError::Interrupted
+        } else {
+            SimError::Invalid(e.to_string())
+        }
+    }
+}
+
 impl From<crate::memory::OverLimit> for SimError {
     fn from(e: crate::memory::OverLimit) -> Self {
         SimError::MemoryLimit(e.to_string())

@@ -120,17 +120,6 @@ impl fmt::Display for GoalError {
 
 impl std::error::Error for GoalError {}
 
-/// A run's GOAL file: stopped from outside ends the run as Ctrl-C does; the rest is invalid input.
-impl From<GoalError> for crate::engine::SimError {
-    fn from(e: GoalError) -> Self {
-        if e.interrupted {
-            crate::engine::SimError::Interrupted
-        } else {
-            crate::engine::SimError::Invalid(e.to_string())
-        }
-    }
-}
-
 /// Parses GOAL text. `file` is only used to label errors.
 ///
 /// Differences from LogGOPSim's `txt2bin`, all of them stricter checks or harmless extensions:
