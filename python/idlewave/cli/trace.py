@@ -41,10 +41,12 @@ def build_cmd(
     lib = b.library
     if as_json:
         print(json.dumps({"library": str(lib.resolve()), "mpicc": b.mpicc, "mpicc_chosen": b.chosen, "mpi": b.mpi,
-                          "mpi_library": b.mpi_library, "mpi_library_dirs": b.mpi_dirs, "mpicc_note": b.describe()}))
+                          "mpi_library": b.mpi_library, "mpi_library_dirs": b.mpi_dirs, "mpicc_note": b.describe(),
+                          "compiled": b.compiled}))
         return
     out.print(f"using {escape(b.describe())}", highlight=False, soft_wrap=True)
-    out.print(f"built {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app", markup=False, soft_wrap=True)
+    done = "built" if b.compiled else "up to date (built from the same source, mpicc and flags)"
+    out.print(f"{done}: {lib}\nrun:  IDLEWAVE_TRACE_DIR=trace mpiexec -x LD_PRELOAD={lib.resolve()} -x IDLEWAVE_TRACE_DIR -n N ./app", markup=False, soft_wrap=True)
 
 
 def _replay_options(algorithm: list[str] | None) -> list[str]:

@@ -3,6 +3,7 @@ user's mpicc) and replaying them in the simulator."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -64,6 +65,7 @@ class Built:
     mpi_library: str = ""            # the libmpi a program built by that mpicc loads
     mpi_dirs: list[str] = field(default_factory=list)
     given: bool = False
+    compiled: bool = True            # False: the library there was built from the same source, mpicc and flags
 
     def describe(self) -> str:
         """Which mpicc, why, and the MPI behind it (with a hint when not given)."""
@@ -94,18 +96,48 @@ def build_tracer(out_dir: str | Path = ".", mpicc: str | None = None) -> Built:
     lib = out / "libidlewave-trace.so"
     tmp = out / ".libidlewave-trace.so.tmp"
     src = out / ".libidlewave-trace.c"  # kept beside the library for inspection
-    src.write_text(source)
-    try:
-        p = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(src), "-ldl", "-pthread"], capture_output=True, text=True)
-    except FileNotFoundError:
-        raise TraceError(f"{cc} not found") from None
-    if p.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise TraceError(f"{cc} failed to compile the tracer ({src}):\n{p.stderr.strip()}")
-    os.replace(tmp, lib)
+    stamp = out / ".libidlewave-trace.key"  # what the library there was built from
+    built_from = _build_key(source, cc)
+    compiled = _stamp_of(lib, built_from) != _read(stamp)
+    if compiled:
+        src.write_text(source)
+        try:
+            p = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(src), "-ldl", "-pthread"], capture_output=True, text=True)
+        except FileNotFoundError:
+            raise TraceError(f"{cc} not found") from None
+        if p.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise TraceError(f"{cc} failed to compile the tracer ({src}):\n{p.stderr.strip()}")
+        os.replace(tmp, lib)
+        stamp.write_text(_stamp_of(lib, built_from))
     mpi = plan.mpi
     assert mpi is not None
-    return Built(lib, mpi.mpicc, chosen, mpi.name, mpi.library, mpi.dirs, given=mpicc is not None)
+    return Built(lib, mpi.mpicc, chosen, mpi.name, mpi.library, mpi.dirs, given=mpicc is not None, compiled=compiled)
+
+
+def _build_key(source: str, cc: str) -> str:
+    """The generated source, the mpicc (path and its file's time: a new MPI
+    install changes it) and the flags a library is compiled from."""
+    at = shutil.which(cc) or cc
+    when = os.stat(at).st_mtime_ns if os.path.exists(at) else 0
+    return hashlib.sha256("\0".join([source, at, str(when), *CFLAGS]).encode()).hexdigest()
+
+
+def _stamp_of(lib: Path, key: str) -> str:
+    """The key with the library file's size and time: a library replaced or
+    touched since is compiled again."""
+    try:
+        st = lib.stat()
+    except OSError:
+        return ""
+    return f"{key} {st.st_size} {st.st_mtime_ns}"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 __all__ = ["build", "build_tracer", "Built", "read", "read_rank", "calls", "replay", "export_goal", "TraceError"]
