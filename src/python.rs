@@ -27,6 +27,7 @@ create_exception!(
 create_exception!(_engine, DeadlockError, SimulationError, "Ranks wait forever; the message names them and what they wait on.");
 create_exception!(_engine, UnmatchedError, SimulationError, "Every rank finished but messages or receives were left unmatched.");
 create_exception!(_engine, MemoryLimitError, SimulationError, "The run would need more memory than allowed; refused before allocating.");
+create_exception!(_engine, TimeLimitError, SimulationError, "Simulated time passed the engine's limit (2^62 ps, about 53 days).");
 
 /// The interrupt check for long loops in the engine: Ctrl-C (any pending signal) stops them.
 fn no_signal() -> bool {
@@ -426,6 +427,7 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Deadlock(_) => DeadlockError::new_err(msg),
         SimError::Unmatched(_) => UnmatchedError::new_err(msg),
         SimError::MemoryLimit(_) => MemoryLimitError::new_err(msg),
+        SimError::TimeLimit(_) => TimeLimitError::new_err(msg),
         // a loop stopped by Ctrl-C (see crate::interrupt) ends the call as Ctrl-C does
         SimError::Interrupted => return pyo3::exceptions::PyKeyboardInterrupt::new_err(msg),
         SimError::Invalid(_) | SimError::Rule(_) => SimulationError::new_err(msg),
@@ -678,6 +680,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DeadlockError", m.py().get_type::<DeadlockError>())?;
     m.add("UnmatchedError", m.py().get_type::<UnmatchedError>())?;
     m.add("MemoryLimitError", m.py().get_type::<MemoryLimitError>())?;
+    m.add("TimeLimitError", m.py().get_type::<TimeLimitError>())?;
     m.add("TraceReplayError", m.py().get_type::<TraceReplayError>())?;
     m.add("InputFileError", m.py().get_type::<InputFileError>())?;
     m.add("MAX_INPUT_PS", crate::time::MAX_INPUT)?;

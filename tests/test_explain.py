@@ -3,12 +3,14 @@ sum to the makespan on every kind of run, explaining changes no result, and
 the tolerances found by re-simulation bracket the slowdown they name."""
 
 import json
+import math
 import re
 import shutil
 
 import polars as pl
 import pytest
 
+import idlewave
 from conftest import EXAMPLES
 from idlewave.explain import WAITS, Explanation, Runs, perturbed, tolerance
 from idlewave.scenario import load_scenario
@@ -400,3 +402,13 @@ def test_a_route_too_long_to_keep_is_reported_partial(cli, tmp_path):
     assert 0 < doc["route"]["from_s"] < doc["makespan_s"]
     # the breakdown still covers the whole run
     assert sum(doc["causes_ps"].values()) == doc["makespan_ps"]
+
+
+def test_a_perturbed_run_past_the_engines_limits_is_infinitely_slow_and_other_failures_are_raised():
+    from idlewave.explain import _makespan
+
+    bsp = {"kind": "bsp", "ranks": 4, "iterations": 5, "compute_s": 1e6}
+    assert _makespan({"workload": bsp}) == math.inf  # 5e18 ps: past 2^62 ps (TimeLimitError)
+    assert _makespan({"network": {"L_s": 9.0e6}, "workload": bsp | {"iterations": 1}}) == math.inf  # past L_s's largest
+    with pytest.raises(idlewave.ScenarioError):  # not a limit: a rule between keys
+        _makespan({"workload": bsp | {"distances": [1, 8], "iterations": 1}})

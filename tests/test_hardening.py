@@ -19,7 +19,7 @@ def bsp(**kw):
 
 def test_simulated_time_past_the_limit_is_an_error_not_a_wrapped_time():
     # 5 × 1e6 s = 5e18 ps: past 2^62 ps; each value alone is allowed
-    with pytest.raises(SimulationError, match=r"past the engine's limit of 2\^62 ps \(about 53.4 days\)"):
+    with pytest.raises(idlewave.TimeLimitError, match=r"past the engine's limit of 2\^62 ps \(about 53.4 days\)"):
         idlewave.simulate({"workload": bsp(compute_s=1e6, iterations=5)})
     # just below: right to the picosecond
     r = idlewave.simulate({"workload": bsp(compute_s=1e6, iterations=4, distances=[1], message_bytes=1)})
@@ -53,7 +53,7 @@ def test_a_node_link_too_slow_for_the_run_stops_at_the_limit_instead_of_wrapping
 def test_goal_calcs_past_the_limit_are_an_error(tmp_path):
     g = tmp_path / "big.goal"
     g.write_text("num_ranks 1\nrank 0 {\nl1: calc 10000000000000000\nl2: calc 10000000000000000\nl2 requires l1\n}\n")
-    with pytest.raises(SimulationError, match="past the engine's limit"):
+    with pytest.raises(idlewave.TimeLimitError, match="past the engine's limit"):
         idlewave.simulate({"workload": {"kind": "goal", "path": str(g)}})
     p = invoke_cli("loggopsim", str(g), check=False)
     assert p.returncode == 1 and "past the engine's limit" in p.stderr

@@ -21,13 +21,13 @@ if sys.argv and sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("idlewave"
 
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
-from idlewave._engine import DeadlockError, MemoryLimitError, SimulationError, UnmatchedError  # noqa: E402
+from idlewave._engine import DeadlockError, MemoryLimitError, SimulationError, TimeLimitError, UnmatchedError  # noqa: E402
 from idlewave.scenario import ScenarioError, load_scenario  # noqa: E402
 
 # Bad input: ScenarioError (key path, file:line). A run that cannot complete:
-# SimulationError, or one of its kinds DeadlockError, UnmatchedError, MemoryLimitError.
+# SimulationError, or one of its kinds DeadlockError, UnmatchedError, MemoryLimitError, TimeLimitError.
 __all__ = ["simulate", "spmv_partners", "Result", "load_scenario", "ScenarioError", "SimulationError",
-           "DeadlockError", "UnmatchedError", "MemoryLimitError"]
+           "DeadlockError", "UnmatchedError", "MemoryLimitError", "TimeLimitError"]
 __version__ = "0.1.0"
 
 # simulation pulls in numpy and polars: importing it on first use (PEP 562) keeps

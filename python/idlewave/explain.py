@@ -217,15 +217,11 @@ def perturbed(scenario: dict, param: str, delta: float) -> dict:
     return out
 
 
-# How the engine says a run passed its time limit (2^62 ps), and how the
-# scenario check says a perturbed parameter passed the input limit: for a
-# tolerance search both mean "slower than any limit asked for".
-_PAST_TIME_LIMIT = "past the engine's limit"
-_PAST_INPUT_LIMIT = "must be at most"
-
-
 def _makespan(scenario: dict) -> float:
-    """The makespan (s), or infinity where the perturbed run passes the engine's limits."""
+    """The makespan (s), or infinity where the perturbed run passes the
+    engine's limits: its time limit, or a parameter's largest value (a
+    value error of the scenario check: the search only increases it). For
+    a tolerance search both mean "slower than any limit asked for"."""
     from idlewave import _engine
     from idlewave.scenario import ScenarioError
     from idlewave.simulation import simulate
@@ -234,11 +230,12 @@ def _makespan(scenario: dict) -> float:
     s.setdefault("record", {})["timers"] = False
     try:
         return simulate(s).summary["makespan_s"]
-    except (_engine.SimulationError, ScenarioError) as e:
-        if _PAST_TIME_LIMIT in str(e) or _PAST_INPUT_LIMIT in str(e):
+    except _engine.TimeLimitError:
+        return math.inf
+    except ScenarioError as e:
+        if e.kind == "value":
             return math.inf
         raise
-
 
 class Runs:
     """The makespans re-simulated so far with one parameter increased (by 0:

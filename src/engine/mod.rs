@@ -43,6 +43,8 @@ pub enum SimError {
     Invalid(String),
     /// The run would need more memory than allowed (refused before allocating).
     MemoryLimit(String),
+    /// Simulated time passed the engine's limit (2^62 ps).
+    TimeLimit(String),
     /// Stopped from outside (e.g. Ctrl-C).
     Interrupted,
     /// A scenario key the run refuses: checks only the run can make (a torus
@@ -77,7 +79,7 @@ impl std::fmt::Display for SimError {
         match self {
             SimError::Deadlock(s) => write!(f, "deadlock: {s}"),
             SimError::Unmatched(s) => write!(f, "unmatched communication at the end of the run: {s}"),
-            SimError::Invalid(s) | SimError::MemoryLimit(s) => write!(f, "{s}"),
+            SimError::Invalid(s) | SimError::MemoryLimit(s) | SimError::TimeLimit(s) => write!(f, "{s}"),
             SimError::Interrupted => write!(f, "interrupted"),
             SimError::Rule(e) => write!(f, "{e}"),
         }
@@ -851,15 +853,15 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     /// After the last event: every rank must be done and nothing left unmatched.
     fn past_limit(&self, t: Time) -> SimError {
-        SimError::Invalid(if self.view.noise.too_dense() {
-            format!(
+        if self.view.noise.too_dense() {
+            SimError::Invalid(format!(
                 "a single computation crossed more than {} noise detours: the noise is too dense for the work \
                  (lower rate_hz or the work per call) to simulate detour by detour",
                 crate::noise::MAX_DETOURS_PER_CHARGE
-            )
+            ))
         } else {
-            crate::time::past_limit(t)
-        })
+            SimError::TimeLimit(crate::time::past_limit(t))
+        }
     }
 
     fn check_end(&self) -> Result<(), SimError> {
