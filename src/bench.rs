@@ -34,11 +34,15 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 10] = [
+pub const CASES: [&str; 14] = [
     "bcast_1m",
     "allreduce_64k_x10",
+    "allreduce_64k_x10+tree",
+    "allreduce_64k_x10+flow",
     "bsp_64k_x100_poisson",
     "bsp_64k_x100",
+    "bsp_64k_x100+tree",
+    "bsp_64k_x100+flow",
     "allreduce_1m",
     "trace_replay_10m",
     "goal_bcast_1m",
@@ -49,6 +53,25 @@ pub const CASES: [&str; 10] = [
 
 /// A case name with this suffix runs the case with the critical path kept.
 const EXPLAIN: &str = "+explain";
+/// This one on a 2:1 tapered fat tree of radix 36 whose links are shared
+/// (`network.links.model = "flow"`), each link as fast as a NIC (1/G).
+const FLOW: &str = "+flow";
+/// The same fat tree with its links not shared: what the flows cost is the
+/// difference between the two.
+const TREE: &str = "+tree";
+
+/// The fat tree of the `+flow` and `+tree` cases, for `ranks` ranks.
+fn fat_tree(ranks: u32, model: crate::network::LinkModelKind) -> Result<Network, SimError> {
+    use crate::network::spec::{NetworkSpec, Shape};
+    use crate::network::{LinksSpec, Topology};
+    let nic_bytes_per_s = 1e12 / LogGOPS::LOGGOPSIM.big_g_ps;
+    let spec = NetworkSpec {
+        topology: Topology::FatTree { radix: 36 },
+        links: LinksSpec { model, bandwidth_bytes_per_s: nic_bytes_per_s, taper: 2.0, ..Default::default() },
+        ..Default::default()
+    };
+    Ok(spec.engine_network(&Shape::ranks(ranks), 1, None)?)
+}
 
 /// The cases' algorithms are fixed (binomial broadcast, dissemination
 /// allreduce), so the figures do not move when `auto` changes.
@@ -169,8 +192,17 @@ pub fn run_case(case: &str) -> Result<BenchResult, BenchError> {
         Some(name) => (name, true),
         None => (case, false),
     };
+    use crate::network::LinkModelKind;
+    let (name, links) = match (name.strip_suffix(FLOW), name.strip_suffix(TREE)) {
+        (Some(name), _) => (name, Some(LinkModelKind::Flow)),
+        (_, Some(name)) => (name, Some(LinkModelKind::None)),
+        _ => (name, None),
+    };
     let mut cfg = config(name).ok_or_else(|| BenchError::UnknownCase(case.into()))?;
     cfg.explain = explain;
+    if let Some(model) = links {
+        cfg.network = fat_tree(cfg.workload.shape().ranks.unwrap_or(1), model)?;
+    }
     let cpu = thread_cpu_s();
     let r = run(&cfg, None)?;
     let cpu_s = thread_cpu_s() - cpu;

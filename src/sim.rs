@@ -106,7 +106,8 @@ const QUEUE_FIXED_BYTES: u128 = 56 << 10;
 
 /// The engine's bytes for `ranks` ranks, with what does not grow with them.
 fn engine_bytes(cfg: &Config, ranks: u128) -> u128 {
-    ranks * engine_bytes_per_rank(cfg) + QUEUE_FIXED_BYTES + crate::engine::Fabric::fixed_bytes(&cfg.network)
+    let flows = crate::engine::Fabric::flow_bytes(&cfg.network, ranks.min(u32::MAX as u128) as u32);
+    ranks * engine_bytes_per_rank(cfg) + QUEUE_FIXED_BYTES + crate::engine::Fabric::fixed_bytes(&cfg.network) + flows
 }
 
 /// What a run is estimated to need before it allocates, and against what it is checked.
@@ -336,8 +337,15 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     })
 }
 
-/// Refuses to explain a run whose critical path alone would not fit.
+/// Refuses to explain a run whose critical path alone would not fit, or
+/// whose messages share links (the critical path has no cause for that).
 fn check_explain(ranks: u32, cfg: &Config) -> Result<(), SimError> {
+    if cfg.network.platform.as_ref().is_some_and(|pl| pl.links.flow) {
+        return Err(SimError::Rule(crate::rule::RuleError::new(
+            "network.links.model",
+            "explain cannot attribute time to shared links: explain this run with model = \"none\", or run it without explain",
+        )));
+    }
     check_memory(ranks as u128 * crate::probes::explain::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| {
         SimError::MemoryLimit(format!(
             "{e} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
@@ -417,6 +425,9 @@ fn drive<P: Program, O: Report>(
     let crate::probes::Findings { timeline, explained } = engine.findings();
     let mut derived = node_traffic(engine.node_traffic());
     derived.extend(link_traffic(engine.link_traffic()));
+    if let Some(shared) = engine.shared_links() {
+        derived.extend(shared_links(shared));
+    }
     let result = RunResult {
         finish_times,
         timer_names,
@@ -466,6 +477,19 @@ fn link_traffic((bytes, links): (&[u64], &crate::network::Links)) -> Vec<(String
         ("link_bytes_max".into(), (0..bytes.len()).map(per_link).fold(0.0, f64::max)),
         ("link_bytes_mean".into(), bytes.iter().sum::<u64>() as f64 / count as f64),
     ]
+}
+
+/// What the shared links did: per class of link (`nic_out`, `up_1`,
+/// `global`, …) the bytes, the busiest link's busy time and the most flows
+/// at once on one link; and the time sharing added to messages, in total.
+fn shared_links((classes, delay_ps, flowed): (Vec<crate::engine::LinkClassStats>, f64, u64)) -> Vec<(String, f64)> {
+    let mut v = vec![("flow_messages".into(), flowed as f64), ("flow_delay_s".into(), delay_ps / 1e12)];
+    for c in classes {
+        v.push((format!("links_{}_bytes", c.class), c.bytes as f64));
+        v.push((format!("links_{}_busy_max_s", c.class), c.busy_max_ps as f64 / 1e12));
+        v.push((format!("links_{}_peak_flows", c.class), c.peak_flows as f64));
+    }
+    v
 }
 
 /// A GOAL file's size, which bounds what loading it takes (a device or

@@ -37,6 +37,8 @@ pub struct Fabric {
     pub links: Links,
     pub link_bytes: Vec<u64>,
     memory: Option<Memory>,
+    /// Shared links (`network.links.model = "flow"`).
+    pub(super) flows: Option<Box<super::flows::Flows>>,
 }
 
 struct Memory {
@@ -106,7 +108,34 @@ impl Fabric {
             node_bytes_out: vec![0; nodes],
             node_bytes_in: vec![0; nodes],
             memory: pl.memory.map(|bw| Memory { bw, domains: (0..pl.sockets(ranks)).map(|_| Domain::default()).collect() }),
+            flows: pl.links.flow.then(|| {
+                let (nic, node) = Self::link_rates(net);
+                let routes = crate::network::Routes::new(pl.links, &pl.topology, ranks, nodes as u32, nic, node, pl.seed);
+                Box::new(super::flows::Flows::new(routes))
+            }),
         }
+    }
+
+    /// A NIC's and a node's rate in bytes per ps as shared links (0: not a link):
+    /// 1/G between nodes (times the ports), and the node's bandwidth.
+    fn link_rates(net: &crate::network::Network) -> (f64, f64) {
+        let pl = net.platform.as_deref().expect("links need a platform");
+        let g = pl.inter_node.eager.big_g_ps;
+        let nic = if g > 0.0 { net.nic_ports.max(1) as f64 / g } else { 0.0 };
+        (nic, if pl.node_ps_per_byte > 0.0 { 1.0 / pl.node_ps_per_byte } else { 0.0 })
+    }
+
+    /// Bytes of the shared links' state for a run of `ranks` ranks (0 without flows).
+    pub fn flow_bytes(net: &crate::network::Network, ranks: u32) -> u128 {
+        let Some(pl) = net.platform.as_deref().filter(|pl| pl.links.flow) else { return 0 };
+        let (nic, node) = Self::link_rates(net);
+        let nodes = match &pl.mapping {
+            crate::network::Mapping::Block => ranks.div_ceil(pl.ranks_per_node.max(1)),
+            crate::network::Mapping::RoundRobin { nodes } => *nodes,
+            crate::network::Mapping::Table { nodes } => nodes.iter().copied().max().map_or(0, |m| m + 1),
+        };
+        crate::network::Routes::slot_count(pl.links, &pl.topology, ranks, nodes, nic > 0.0, node > 0.0)
+            * super::flows::Flows::bytes_per_slot()
     }
 
     /// At most this many bytes per rank (a node or a socket has at least
@@ -157,10 +186,19 @@ impl Fabric {
         }
     }
 
+    /// Asks for a flow's state (`links`: then its links', once its state has arrived).
+    #[inline]
+    pub(super) fn prefetch_flow(&self, id: u32, links: bool) {
+        if let Some(f) = &self.flows {
+            f.prefetch(id, links);
+        }
+    }
+
     pub fn bytes(&self) -> usize {
         (self.inject_free.capacity() + self.node_bytes_out.capacity() + self.node_bytes_in.capacity() + self.link_bytes.capacity()) * 8
             + self.rank_cursors.iter().map(|c| c.capacity() * std::mem::size_of::<RankCursor>()).sum::<usize>()
             + self.memory.as_ref().map_or(0, |m| m.domains.capacity() * std::mem::size_of::<Domain>())
+            + self.flows.as_ref().map_or(0, |f| f.bytes())
     }
 }
 
@@ -236,7 +274,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let on_path = pl.path_latency(hops, size);
         let hop_latency = pl.hop_latency_ps.saturating_mul(hops as Time).min(on_path);
         let mut start = depart;
-        if let Some(free) = self.fabric.inject_free.get_mut(ns as usize) {
+        if let (Some(free), None) = (self.fabric.inject_free.get_mut(ns as usize), &self.fabric.flows) {
             // The node's off-node bytes share one link of 1/node_ps_per_byte.
             start = start.max(*free);
             // (a link too slow for the run is cut past the limit, where the run stops, never wrapping)

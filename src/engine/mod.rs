@@ -8,6 +8,9 @@
 //! receiver matches it, whether or not either side is inside an MPI call.
 
 mod fabric;
+#[cfg(test)]
+mod flow_tests;
+mod flows;
 mod layout;
 mod matching;
 pub mod probe;
@@ -18,6 +21,7 @@ mod waiting;
 
 pub use fabric::Fabric;
 pub(crate) use fabric::MEM_BUSY;
+pub use flows::LinkClassStats;
 pub use layout::Layout;
 pub(crate) use layout::LISTS;
 pub use matching::{Entry, Lists, Matcher, Queue, EMPTY_LISTS};
@@ -242,6 +246,14 @@ impl<P: Program, O: Probe> Engine<P, O> {
         (&self.fabric.link_bytes, &self.fabric.links)
     }
 
+    /// With shared links: per class of link what its links carried, the
+    /// delay sharing added summed over messages (ps), and the messages that flowed.
+    pub fn shared_links(&self) -> Option<(Vec<LinkClassStats>, f64, u64)> {
+        let f = self.fabric.flows.as_deref()?;
+        let end = (0..self.num_ranks()).map(|r| self.finish_time(r)).max().unwrap_or(0);
+        Some((f.stats(end), f.delay_ps, f.flowed))
+    }
+
     /// Bytes held by the engine's own buffers (not the program's).
     pub fn capacity_bytes(&self) -> usize {
         self.view.clocks.capacity() * 8
@@ -293,6 +305,9 @@ impl<P: Program, O: Probe> Engine<P, O> {
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
                 // its clocks line arrived by now: fetch the tails of its match lists
                 self.matcher.prefetch(self.view.clocks[self.lists(soon.rank)]);
+                if soon.kind() == EvKind::FlowDone {
+                    self.fabric.prefetch_flow(soon.id, true);
+                }
                 self.probe.prefetch(&self.view, soon, true);
             }
             self.process(ev);
@@ -321,6 +336,8 @@ impl<P: Program, O: Probe> Engine<P, O> {
             if soon.kind() == EvKind::Send {
                 // the receiver's clocks: `handled_from` reads them
                 prefetch(&self.view.clocks, soon.peer as usize * self.view.layout.stride);
+            } else if soon.kind() == EvKind::FlowDone {
+                self.fabric.prefetch_flow(soon.id, false);
             }
             self.probe.prefetch(&self.view, soon, false);
         }
@@ -368,6 +385,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
             EvKind::Rts => self.on_rts(ev),
             EvKind::Cts => self.on_cts(ev),
             EvKind::Landed | EvKind::DataLanded => self.on_landed(ev),
+            EvKind::FlowDone => self.on_flow_done(ev),
         }
     }
 
@@ -463,11 +481,16 @@ impl<P: Program, O: Probe> Engine<P, O> {
         } else {
             self.arrival(ev.rank, ev.peer, ev.size, depart + p.o_ps, p.l_ps)
         };
-        (msg.time, msg.rank, msg.peer) = (self.handled_from(ev.peer, ev.cpu(), ev.nic(), arrive), ev.peer, ev.rank);
-        let stamp = self.queue.push_new(msg);
         let cpu = Some((ev.time, self.view.clocks[c]));
-        let m = Message { stamp, src: ev.rank, dst: ev.peer, cpu, flight: (ev.time, arrive), tag: ev.tag, bytes: ev.size };
-        self.tell(|o, v| o.message_queued(v, m));
+        let m = Message { stamp: 0, src: ev.rank, dst: ev.peer, cpu, flight: (ev.time, arrive), tag: ev.tag, bytes: ev.size };
+        (msg.rank, msg.peer) = (ev.peer, ev.rank);
+        if self.flows_on(ev.rank, ev.peer, ev.size) {
+            self.start_flow(msg, m, depart + p.o_ps, arrive, p.big_g_ps);
+        } else {
+            msg.time = self.handled_from(ev.peer, ev.cpu(), ev.nic(), arrive);
+            let stamp = self.queue.push_new(msg);
+            self.tell(|o, v| o.message_queued(v, Message { stamp, ..m }));
+        }
         if !p.is_rendezvous(ev.size) {
             self.view.program.done(ev.rank, ev.id);
         }
@@ -504,7 +527,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     /// A message (or a handshake's data) reaches its receiver.
     fn on_msg(&mut self, ev: Event) {
-        if self.view.net.nic_model == NicModel::Dma {
+        if self.view.net.nic_model == NicModel::Dma && !ev.is_flowed() {
             return self.land(ev);
         }
         let (c, n) = (self.o(ev.rank, ev.cpu()), self.gr(ev.rank, ev.nic()));
@@ -516,8 +539,10 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let (src, dst) = (ev.peer, ev.rank);
         let p = *self.view.net.params(src, dst, ev.size);
         let before = self.view.clocks[c];
-        self.view.clocks[c] = self.view.noise.cpu_end(dst, ev.time, p.recv_cpu(ev.size));
-        self.view.clocks[n] = ev.time + p.recv_nic(ev.size);
+        // a flow brought the bytes: the CPU copies them (O), the NIC takes the message (g)
+        let (cpu, nic) = if ev.is_flowed() { (p.recv_cpu_per_byte_o(ev.size), p.g_ps) } else { (p.recv_cpu(ev.size), p.recv_nic(ev.size)) };
+        self.view.clocks[c] = self.view.noise.cpu_end(dst, ev.time, cpu);
+        self.view.clocks[n] = ev.time + nic;
         let receipt = Receipt { c, n: Some(n), src, dst, size: ev.size, tag: ev.tag };
         let wait = Wait { rank: dst, before, at: ev.time, why: by_peer(LATE_SENDER, &ev), on: src };
         self.tell_wait(wait, |o, v, w| o.received(v, w, receipt, &p));
@@ -740,10 +765,14 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let arrive = self.arrival(src, dst, ev.size, depart + p.o_ps, p.l_ps);
         let mut data = ev.with_kind(EvKind::Data);
         (data.time, data.rank, data.peer) = (arrive, dst, src);
-        let stamp = self.queue.push_new(data);
         let cpu = Some((t, self.view.clocks[self.o(src, ev.cpu())]));
-        let m = Message { stamp, src, dst, cpu, flight: (depart, arrive), tag: ev.tag, bytes: ev.size };
-        self.tell(|o, v| o.message_queued(v, m));
+        let m = Message { stamp: 0, src, dst, cpu, flight: (depart, arrive), tag: ev.tag, bytes: ev.size };
+        if self.flows_on(src, dst, ev.size) {
+            self.start_flow(data, m, depart + p.o_ps, arrive, p.big_g_ps);
+        } else {
+            let stamp = self.queue.push_new(data);
+            self.tell(|o, v| o.message_queued(v, Message { stamp, ..m }));
+        }
         self.view.program.done(src, ev.id);
         self.touched.push(src);
         self.events += 1;

@@ -40,11 +40,13 @@ pub enum EvKind {
     Landed = 11,
     /// The same for a handshake's `Data`.
     DataLanded = 12,
+    /// A flow's end as last scheduled (`id`: the flow, `tag`: its version).
+    FlowDone = 13,
 }
 
 const KINDS: [EvKind; 16] = {
     use EvKind::*;
-    [Calc, Send, Recv, Calc, Msg, Probe, Mem, MemDone, Rts, Cts, Data, Landed, DataLanded, Calc, Calc, Calc]
+    [Calc, Send, Recv, Calc, Msg, Probe, Mem, MemDone, Rts, Cts, Data, Landed, DataLanded, FlowDone, Calc, Calc]
 };
 
 /// 40 bytes: the stamp, kind, cpu and nic share one word.
@@ -73,6 +75,9 @@ const LINE_HEAD: u64 = 1 << 23;
 /// Another: the event belongs to a collective's message (kept through kind
 /// changes: a send's message, handshake and data are the collective's too).
 const COLLECTIVE: u64 = 1 << 20;
+/// Another: a message whose bytes came as a flow (`network.links`), so its
+/// receiver pays no per-byte G again.
+const FLOWED: u64 = 1 << 21;
 
 impl Event {
     #[allow(clippy::too_many_arguments)]
@@ -111,6 +116,14 @@ impl Event {
     pub fn with_kind(mut self, kind: EvKind) -> Self {
         self.meta = self.meta & !(0xf << 16 | LINE_HEAD) | (kind as u64) << 16;
         self
+    }
+    #[inline]
+    pub fn set_flowed(&mut self) {
+        self.meta |= FLOWED;
+    }
+    #[inline]
+    pub fn is_flowed(&self) -> bool {
+        self.meta & FLOWED != 0
     }
     /// Marks the event as a collective's if `collective` (a new event is not).
     #[inline]

@@ -9,11 +9,13 @@
 pub mod mapping;
 mod platform;
 mod regimes;
+mod routes;
 pub mod spec;
 mod topology;
 
 pub use platform::{Mapping, MemoryDomains, Platform, OTHER_NODE};
 pub use regimes::{RankCursor, Regime, RegimeCursor};
+pub use routes::{LinkClassId, LinkModel, LinkModelKind, LinksSpec, Routes, Routing};
 pub use topology::{Links, Topology};
 
 use crate::rule::RuleError;

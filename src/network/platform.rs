@@ -5,7 +5,7 @@
 //! bandwidth (the max-rate model), latency regimes, and memory-bandwidth
 //! domains (one per socket).
 
-use super::{LinkClass, LogGOPS, Regime, Topology};
+use super::{LinkClass, LinkModel, LogGOPS, Regime, Topology};
 use crate::rule::RuleError;
 use crate::time::Time;
 use serde::Deserialize;
@@ -71,6 +71,9 @@ pub struct Platform {
     pub regimes: Vec<Regime>,
     #[serde(default)]
     pub memory: Option<MemoryDomains>,
+    /// Shared links between nodes.
+    #[serde(default)]
+    pub links: LinkModel,
     /// Seeds the regimes (set from the scenario's seed).
     #[serde(default)]
     pub seed: u64,
@@ -103,6 +106,7 @@ impl Platform {
             && self.node_ps_per_byte == 0.0
             && self.regimes.is_empty()
             && self.memory.is_none()
+            && !self.links.flow
     }
 
     /// What the engine relies on (the scenario's rules, `NetworkSpec::validate`, check the rest).
@@ -274,6 +278,7 @@ mod tests {
             node_ps_per_byte: 0.0,
             regimes: vec![],
             memory: None,
+            links: LinkModel::default(),
             seed: 0,
             classes: vec![],
             slot_of: vec![],

@@ -335,6 +335,8 @@ pub struct NetworkSpec {
     pub topology: Topology,
     pub mapping: MappingSpec,
     pub memory: Option<Memory>,
+    /// Shared links between nodes: off ("none", LogGOPSim's network) or flows sharing each link's bandwidth.
+    pub links: crate::network::LinksSpec,
     pub regimes: Vec<RegimeSpec>,
     /// The MPI library whose collective rules `algorithm = "auto"` follows
     /// (none: a trace's own library, else Open MPI).
@@ -365,6 +367,7 @@ impl Default for NetworkSpec {
             topology: Topology::FullyConnected,
             mapping: MappingSpec::Block,
             memory: None,
+            links: Default::default(),
             regimes: Vec::new(),
             mpi_library: None,
             off_node_measured: true,
@@ -385,6 +388,7 @@ impl NetworkSpec {
             return Err(RuleError::new("network.nic_ports", format!("must be 1 to {MAX_NIC_PORTS}, got {}", self.nic_ports)));
         }
         self.link.validate("network.")?;
+        self.links.validate(&self.topology)?;
         for (name, l) in [("intra_node", &self.intra_node), ("intra_socket", &self.intra_socket)] {
             if let Some(l) = l {
                 l.validate(&format!("network.{name}."))?;
@@ -474,6 +478,7 @@ impl NetworkSpec {
                 socket_bytes_per_ps: m.socket_bandwidth_bytes_per_s / PS_PER_S,
                 core_bytes_per_ps: m.core_bandwidth_bytes_per_s / PS_PER_S,
             }),
+            links: self.links.model(&self.topology),
             seed,
             classes: Vec::new(),
             slot_of: Vec::new(),

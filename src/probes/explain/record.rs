@@ -481,12 +481,12 @@ fn resources<P: Program>(v: &View<P>, ev: &Event) -> Option<[usize; 2]> {
     Some(match ev.kind() {
         EvKind::Calc | EvKind::Probe | EvKind::Mem | EvKind::Recv => [c, c],
         EvKind::Send => v.layout.send_clocks(v.net.nic_model, c, v.layout.gs(ev.rank, ev.nic())),
-        EvKind::Msg | EvKind::Data if v.net.nic_model == crate::network::NicModel::Dma => {
+        EvKind::Msg | EvKind::Data if v.net.nic_model == crate::network::NicModel::Dma && !ev.is_flowed() => {
             let n = v.layout.gr(ev.rank, ev.nic());
             [n, n]
         }
         EvKind::Msg | EvKind::Data => [c, v.layout.gr(ev.rank, ev.nic())],
         EvKind::Rts | EvKind::Cts | EvKind::Landed | EvKind::DataLanded => [c, c],
-        EvKind::MemDone => return None,
+        EvKind::MemDone | EvKind::FlowDone => return None,
     })
 }

@@ -1,0 +1,159 @@
+//! Shared links in whole runs against closed forms: incast, a shift across
+//! a tapered fat tree, two flows on one torus link, a dragonfly's global
+//! link under minimal, Valiant and UGAL routing; and no change where no
+//! link is shared.
+
+use super::*;
+use crate::network::{LinkModel, Platform, Routes, Routing, Topology};
+use crate::program::stream::{StreamOp, StreamProgram};
+use crate::record::Recorder;
+use crate::workloads::Script;
+use StreamOp::*;
+
+/// L = 1 µs, o = g = O = 0, G = 1 ps per byte (a NIC moves 1 B/ps), eager
+/// at every size, one rank per node.
+fn platform(topology: Topology, links: LinkModel) -> Platform {
+    let json = r#"{"inter_node": {"eager": {"l_ps": 1000000, "o_ps": 0, "g_ps": 0, "big_g_ps_per_byte": 1.0,
+        "big_o_ps_per_byte": 0.0, "s_bytes": 1000000000000}}, "ranks_per_node": 1}"#;
+    let mut pl: Platform = serde_json::from_str(json).unwrap();
+    (pl.topology, pl.links) = (topology, links);
+    pl
+}
+
+fn flow(bytes_per_ps: f64, taper: f64, routing: Routing) -> LinkModel {
+    LinkModel { flow: true, bytes_per_ps, global_bytes_per_ps: bytes_per_ps, taper, routing }
+}
+
+const L: Time = 1_000_000;
+/// Bytes per message: (s − 1) = 1 MB moved at the per-byte rates.
+const S: u64 = 1_000_001;
+
+/// Each rank's sends (to, bytes) and receives (from, bytes), all posted at 0 and waited for.
+fn exchange(ranks: u32, pairs: &[(u32, u32)]) -> Vec<Vec<StreamOp>> {
+    (0..ranks)
+        .map(|r| {
+            let mut ops: Vec<StreamOp> = Vec::new();
+            let mut slot = 0u8;
+            for &(a, b) in pairs {
+                if a == r {
+                    ops.push(ISend { peer: b, tag: a, bytes: S, slot });
+                    slot += 1;
+                }
+                if b == r {
+                    ops.push(IRecv { peer: a, tag: a, bytes: S, slot });
+                    slot += 1;
+                }
+            }
+            ops.push(Wait(((1u64 << slot) - 1) as _));
+            ops
+        })
+        .collect()
+}
+
+fn run(pl: Platform, ops: Vec<Vec<StreamOp>>) -> Engine<StreamProgram<Script>> {
+    let net = Network { ranks_per_node: pl.ranks_per_node, ..Network::uniform(pl.inter_node.eager) };
+    let net = Network { platform: Some(Box::new(pl)), ..net };
+    let mut e =
+        Engine::new(StreamProgram::new(Script { ranks: ops, ..Default::default() }, Recorder::disabled()), net, Noise::none()).unwrap();
+    e.run().unwrap();
+    e
+}
+
+fn makespan(pl: Platform, ops: Vec<Vec<StreamOp>>) -> Time {
+    let e = run(pl, ops);
+    (0..e.num_ranks()).map(|r| e.finish_time(r)).max().unwrap()
+}
+
+#[test]
+fn incast_shares_the_receivers_nic_and_ends_as_loggopsim_does() {
+    // n senders to rank 0: its NIC in takes 1/n each, every flow ends at n MB;
+    // LogGOPSim's receiving NIC takes the messages one after another: the same end.
+    for n in [1u32, 2, 5, 8] {
+        let pairs: Vec<(u32, u32)> = (1..=n).map(|a| (a, 0)).collect();
+        let flows = makespan(platform(Topology::FullyConnected, flow(0.0, 1.0, Routing::DimensionOrder)), exchange(n + 1, &pairs));
+        let none = makespan(platform(Topology::FullyConnected, LinkModel::default()), exchange(n + 1, &pairs));
+        assert_eq!(flows, n as Time * (S - 1) + L, "n={n}");
+        assert_eq!(flows, none, "n={n}");
+    }
+}
+
+#[test]
+fn a_shift_across_a_tapered_fat_tree_takes_taper_times_longer() {
+    // 16 nodes, 2 per leaf; every node sends to the one 8 away: each message
+    // crosses the top of the tree. Links run at the NIC's 1 B/ps; tapered by t,
+    // the links between switches at 1/t. d-mod-k gives every message its own
+    // links, so each moves at min(1, 1/t).
+    let shift: Vec<(u32, u32)> = (0..16).map(|a| (a, (a + 8) % 16)).collect();
+    for taper in [1.0, 2.0, 4.0] {
+        let t = makespan(platform(Topology::FatTree { radix: 4 }, flow(1.0, taper, Routing::DModK)), exchange(16, &shift));
+        assert_eq!(t, (taper * (S - 1) as f64) as Time + L, "taper {taper}");
+    }
+    // random up-links collide: never faster, here slower
+    let dmodk = makespan(platform(Topology::FatTree { radix: 4 }, flow(1.0, 1.0, Routing::DModK)), exchange(16, &shift));
+    let random = makespan(platform(Topology::FatTree { radix: 4 }, flow(1.0, 1.0, Routing::Random)), exchange(16, &shift));
+    assert!(random > dmodk, "{random} vs {dmodk}");
+    let again = makespan(platform(Topology::FatTree { radix: 4 }, flow(1.0, 1.0, Routing::Random)), exchange(16, &shift));
+    assert_eq!(random, again, "seeded");
+    // with shared links off, the tree's links are never a limit
+    let none = makespan(platform(Topology::FatTree { radix: 4 }, LinkModel::default()), exchange(16, &shift));
+    assert_eq!(none, dmodk);
+}
+
+#[test]
+fn two_flows_on_one_torus_link_take_half_of_it_each() {
+    // A ring of 4 (torus 4×1×1), links of 0.5 B/ps (below the NICs' 1 B/ps).
+    // 0→2 crosses x+ of nodes 0 and 1; 1→2 crosses x+ of node 1: both at
+    // 0.25 B/ps, 4 MB-times. Alone, 0→2 takes 2.
+    let pl = || platform(Topology::Torus { dims: [4, 1, 1] }, flow(0.5, 1.0, Routing::DimensionOrder));
+    assert_eq!(makespan(pl(), exchange(4, &[(0, 2), (1, 2)])), 4 * (S - 1) + L);
+    assert_eq!(makespan(pl(), exchange(4, &[(0, 2)])), 2 * (S - 1) + L);
+    // 0→1 and 2→3 share nothing
+    assert_eq!(makespan(pl(), exchange(4, &[(0, 1), (2, 3)])), 2 * (S - 1) + L);
+}
+
+#[test]
+fn a_dragonflys_global_link_limits_minimal_routing_and_valiant_spreads_it() {
+    // 5 groups of 4 nodes; group 0's nodes each send to one of group 1's.
+    // Global links at 1 B/ps, like the NICs.
+    let topology = Topology::Dragonfly { nodes_per_router: 1, routers_per_group: 4 };
+    let pairs: Vec<(u32, u32)> = (0..4).map(|a| (a, a + 4)).collect();
+    let time = |routing| makespan(platform(topology.clone(), flow(1.0, 1.0, routing)), exchange(20, &pairs));
+    // minimal: the four share the one global link 0→1
+    let minimal = time(Routing::Minimal);
+    assert_eq!(minimal, 4 * (S - 1) + L);
+    // Valiant: flows through the same intermediate group share both its links;
+    // the busiest intermediate sets the end (routes recomputed as the engine draws them)
+    let routes = Routes::new(flow(1.0, 1.0, Routing::Valiant), &topology, 20, 20, 1.0, 0.0, 0);
+    let mut through = [0u64; 5];
+    for &(a, b) in &pairs {
+        let mut v = Vec::new();
+        routes.route((a, b), (a, b), crate::rng::hash(a as u64, b as u64, 0, S), |_| 0, |s| v.push(s));
+        through[(v[1] - 20) % 5] += 1; // the first global link's far end (after the NIC in)
+    }
+    let busiest = *through.iter().max().unwrap();
+    assert!(busiest < 4);
+    assert_eq!(time(Routing::Valiant), busiest * (S - 1) + L, "{through:?}");
+    // UGAL: the first takes the minimal route, later ones detour while it is busy
+    let ugal = time(Routing::Ugal);
+    assert!(ugal < minimal, "{ugal} vs {minimal}");
+}
+
+#[test]
+fn where_no_link_is_shared_flows_change_nothing() {
+    // A ring exchange and a ping-pong on a fat tree with wide links, eager and
+    // rendezvous, O = 0: every message alone on its links ends as in LogGOPSim.
+    for s_bytes in [u64::MAX >> 20, 1000] {
+        let mut pl = platform(Topology::FatTree { radix: 8 }, flow(4.0, 1.0, Routing::DModK));
+        pl.inter_node.eager.s_bytes = s_bytes;
+        pl.inter_node.eager.o_ps = 300_000;
+        pl.inter_node.eager.g_ps = 50_000;
+        let ring: Vec<(u32, u32)> = (0..32).map(|a| (a, (a + 5) % 32)).collect();
+        let none = Platform { links: LinkModel::default(), ..pl.clone() };
+        let (a, b) = (run(pl.clone(), exchange(32, &ring)), run(none.clone(), exchange(32, &ring)));
+        assert_eq!((0..32).map(|r| a.finish_time(r)).collect::<Vec<_>>(), (0..32).map(|r| b.finish_time(r)).collect::<Vec<_>>());
+        let (stats, delay, flowed) = a.shared_links().unwrap();
+        assert_eq!((delay, flowed), (0.0, 32));
+        let nic = stats.iter().find(|c| c.class == "nic_in").unwrap();
+        assert_eq!((nic.bytes, nic.peak_flows), (32 * (S - 1), 1));
+    }
+}

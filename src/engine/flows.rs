@@ -1,0 +1,567 @@
+//! Flows on shared links (`[network.links] model = "flow"`): a message
+//! between nodes moves its (s − 1) bytes — LogGOPS's per-byte count — as a
+//! flow along its route, and the flows on a link share its bandwidth
+//! max–min fairly, each also capped by its NIC's 1/G (progressive filling,
+//! as SimGrid's LMM solver). When a flow starts or ends, only the flows
+//! connected to it through shared links (its component) are brought up to
+//! date and re-solved; a flow whose rate changed gets a new completion
+//! event, older ones are recognised as stale by a version number (as the
+//! memory domains do). A flow's last byte in, the message reaches its
+//! receiver after the latency it would have had alone.
+
+use super::probe::{Message, Probe};
+use super::{Engine, EvKind, Event};
+use crate::network::{LinkClassId, Routes};
+use crate::program::Program;
+use crate::time::{Time, PAST_LIMIT};
+
+/// A link: 48 bytes, its flows listed apart once it has two or more
+/// (most links carry at most one flow at a time).
+#[derive(Default, Clone, Copy)]
+struct LinkState {
+    cap: f64,
+    bytes: u64,
+    busy_ps: Time,
+    since: Time,
+    /// Flows on it now; the one flow when `n` is 1.
+    n: u32,
+    one: u32,
+    peak: u32,
+    seen: u32,
+}
+
+#[derive(Default)]
+struct Flow {
+    route: Vec<u32>,
+    remaining: f64,
+    rate: f64,
+    cap: f64,
+    last: Time,
+    start: Time,
+    /// Its duration alone on its route, for the delay that sharing caused.
+    alone_ps: f64,
+    version: u32,
+    seen: u32,
+    fixed: bool,
+    new_rate: f64,
+    msg: Option<(Event, Message, Time)>,
+}
+
+/// Per class of link: what the links of that class carried.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkClassStats {
+    pub class: String,
+    pub links: u64,
+    pub bytes: u64,
+    /// The busiest link's busy time and bytes.
+    pub busy_max_ps: Time,
+    pub bytes_max: u64,
+    /// Most flows at once on one link.
+    pub peak_flows: u32,
+}
+
+pub struct Flows {
+    pub routes: Routes,
+    links: Vec<LinkState>,
+    /// The flows of each link that carries two or more.
+    lists: rustc_hash::FxHashMap<u32, Vec<u32>>,
+    /// Progressive filling's scratch per link (allocated at the first
+    /// re-solve): capacity left, flows not yet fixed.
+    rem: Vec<f64>,
+    unfixed: Vec<u32>,
+    flows: Vec<Flow>,
+    free: Vec<u32>,
+    epoch: u32,
+    comp_links: Vec<u32>,
+    comp_flows: Vec<u32>,
+    stack: Vec<u32>,
+    /// Scratch for a route and for the completions to schedule.
+    route: Vec<u32>,
+    due: Vec<Due>,
+    /// Summed over messages: time beyond what the flow would take alone.
+    pub delay_ps: f64,
+    pub flowed: u64,
+}
+
+/// A completion to schedule: (time, flow, version).
+pub type Due = (Time, u32, u32);
+
+/// The flows on link `s`.
+fn on<'a>(links: &'a [LinkState], lists: &'a rustc_hash::FxHashMap<u32, Vec<u32>>, s: u32) -> &'a [u32] {
+    let l = &links[s as usize];
+    match l.n {
+        0 => &[],
+        1 => std::slice::from_ref(&l.one),
+        _ => &lists[&s],
+    }
+}
+
+/// A flow's next version.
+fn bump(v: u32) -> u32 {
+    v.wrapping_add(1)
+}
+
+impl Flows {
+    pub fn new(routes: Routes) -> Flows {
+        let links = (0..routes.slots()).map(|s| LinkState { cap: routes.link(s).1, ..LinkState::default() }).collect();
+        Flows {
+            routes,
+            links,
+            lists: Default::default(),
+            rem: Vec::new(),
+            unfixed: Vec::new(),
+            flows: Vec::new(),
+            free: Vec::new(),
+            epoch: 0,
+            comp_links: Vec::new(),
+            comp_flows: Vec::new(),
+            stack: Vec::new(),
+            route: Vec::new(),
+            due: Vec::new(),
+            delay_ps: 0.0,
+            flowed: 0,
+        }
+    }
+
+    /// Bytes a run with this many slots holds before any flow starts.
+    pub fn bytes_per_slot() -> u128 {
+        std::mem::size_of::<LinkState>() as u128
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.links.capacity() * std::mem::size_of::<LinkState>()
+            + self.lists.values().map(|l| l.capacity() * 4 + 32).sum::<usize>()
+            + self.rem.capacity() * 12
+            + self.flows.capacity() * std::mem::size_of::<Flow>()
+            + self.flows.iter().map(|f| f.route.capacity() * 4).sum::<usize>()
+    }
+
+    /// Asks for flow `id`'s state, or (`links`) for its links'.
+    #[inline]
+    pub fn prefetch(&self, id: u32, links: bool) {
+        if !links {
+            crate::prefetch::prefetch_whole(&self.flows, id as usize);
+        } else if let Some(f) = self.flows.get(id as usize) {
+            for &s in &f.route {
+                crate::prefetch::prefetch(&self.links, s as usize);
+            }
+        }
+    }
+
+    /// Flows a link carries now.
+    pub fn load(&self, slot: usize) -> usize {
+        self.links[slot].n as usize
+    }
+
+    fn add(&mut self, s: u32, id: u32) {
+        let l = &mut self.links[s as usize];
+        match l.n {
+            0 => l.one = id,
+            1 => {
+                self.lists.insert(s, vec![l.one, id]);
+            }
+            _ => self.lists.get_mut(&s).expect("listed").push(id),
+        }
+        l.n += 1;
+    }
+
+    fn remove(&mut self, s: u32, id: u32) {
+        let l = &mut self.links[s as usize];
+        match l.n {
+            1 => debug_assert_eq!(l.one, id),
+            2 => {
+                let list = self.lists.remove(&s).expect("listed");
+                l.one = if list[0] == id { list[1] } else { list[0] };
+            }
+            _ => {
+                let list = self.lists.get_mut(&s).expect("listed");
+                let i = list.iter().position(|&x| x == id).expect("a flow is on its links");
+                list.swap_remove(i);
+            }
+        }
+        l.n -= 1;
+    }
+
+    /// Starts a flow of `bytes` over `route` at `now`, capped at `cap` bytes
+    /// per ps; `msg` is delivered `latency` after its last byte.
+    /// Pushes the completions to (re)schedule into `due`.
+    #[cfg(test)]
+    pub fn start(&mut self, now: Time, route: &[u32], bytes: u64, cap: f64, msg: (Event, Message, Time), due: &mut Vec<Due>) {
+        let id = self.prepare(route, bytes, cap, msg);
+        self.begin(now, id, due);
+    }
+
+    /// A flow to begin later (`begin`): its route, bytes, cap and message. Returns its id.
+    pub fn prepare(&mut self, route: &[u32], bytes: u64, cap: f64, msg: (Event, Message, Time)) -> u32 {
+        let id = self.free.pop().unwrap_or_else(|| {
+            self.flows.push(Flow::default());
+            self.flows.len() as u32 - 1
+        });
+        let narrowest = route.iter().map(|&s| self.links[s as usize].cap).fold(cap, f64::min);
+        let f = &mut self.flows[id as usize];
+        f.route.clear();
+        f.route.extend_from_slice(route);
+        (f.remaining, f.rate, f.cap) = (bytes as f64, 0.0, cap);
+        f.alone_ps = bytes as f64 / narrowest;
+        f.msg = Some(msg);
+        id
+    }
+
+    /// Puts the prepared flow `id` on its links at `now`.
+    pub fn begin(&mut self, now: Time, id: u32, due: &mut Vec<Due>) {
+        let route = std::mem::take(&mut self.flows[id as usize].route);
+        // alone on its links (the common case): its rate is the narrowest, nothing to re-solve
+        let alone = route.iter().all(|&s| self.links[s as usize].n == 0);
+        if !alone {
+            self.component(&route);
+            self.advance(now);
+        }
+        let f = &mut self.flows[id as usize];
+        (f.last, f.start) = (now, now);
+        let (bytes, narrowest) = (f.remaining, f.remaining / f.alone_ps);
+        if alone {
+            f.rate = narrowest;
+            f.version = bump(f.version);
+            due.push(((now as f64 + f.alone_ps.ceil()).min(PAST_LIMIT as f64) as Time, id, f.version));
+        } else {
+            f.seen = self.epoch;
+            self.comp_flows.push(id);
+        }
+        for &s in &route {
+            self.add(s, id);
+            let l = &mut self.links[s as usize];
+            if l.n == 1 {
+                l.since = now;
+            }
+            l.bytes += bytes as u64;
+            l.peak = l.peak.max(l.n);
+        }
+        self.flows[id as usize].route = route;
+        if !alone {
+            self.solve(now, due);
+        }
+    }
+
+    /// The flow `id`'s completion as scheduled with `version`: None if stale,
+    /// else its message and latency; re-solves what shared links with it.
+    pub fn finish(&mut self, now: Time, id: u32, version: u32, due: &mut Vec<Due>) -> Option<(Event, Message, Time)> {
+        let f = self.flows.get(id as usize)?;
+        if f.version != version || f.msg.is_none() || f.rate == 0.0 {
+            return None;
+        }
+        let route = std::mem::take(&mut self.flows[id as usize].route);
+        let alone = route.iter().all(|&s| self.links[s as usize].n == 1);
+        if !alone {
+            self.component(&route);
+            self.advance(now);
+        }
+        for &s in &route {
+            self.remove(s, id);
+            let l = &mut self.links[s as usize];
+            if l.n == 0 {
+                l.busy_ps += now - l.since;
+            }
+        }
+        self.comp_flows.retain(|&x| x != id);
+        let f = &mut self.flows[id as usize];
+        f.route = route;
+        f.version = bump(f.version);
+        self.delay_ps += ((now - f.start) as f64 - f.alone_ps).max(0.0);
+        self.flowed += 1;
+        let msg = f.msg.take();
+        self.free.push(id);
+        if !alone {
+            self.solve(now, due);
+        }
+        msg
+    }
+
+    /// Marks the flows connected to `route`'s links through shared links.
+    fn component(&mut self, route: &[u32]) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // marks wrapped: clear them so an old mark never matches
+            self.links.iter_mut().for_each(|l| l.seen = 0);
+            self.flows.iter_mut().for_each(|f| f.seen = 0);
+            self.epoch = 1;
+        }
+        self.comp_links.clear();
+        self.comp_flows.clear();
+        self.stack.clear();
+        self.stack.extend_from_slice(route);
+        while let Some(s) = self.stack.pop() {
+            let l = &mut self.links[s as usize];
+            if l.seen == self.epoch {
+                continue;
+            }
+            l.seen = self.epoch;
+            self.comp_links.push(s);
+            for &id in on(&self.links, &self.lists, s) {
+                let f = &mut self.flows[id as usize];
+                if f.seen != self.epoch {
+                    f.seen = self.epoch;
+                    self.comp_flows.push(id);
+                    self.stack.extend_from_slice(&f.route);
+                }
+            }
+        }
+    }
+
+    /// Brings the component's remaining bytes up to `now`.
+    fn advance(&mut self, now: Time) {
+        for &id in &self.comp_flows {
+            let f = &mut self.flows[id as usize];
+            f.remaining = (f.remaining - f.rate * (now - f.last) as f64).max(0.0);
+            f.last = now;
+        }
+    }
+
+    /// Max–min fair rates for the component (progressive filling), and new
+    /// completions for the flows whose rate changed.
+    fn solve(&mut self, now: Time, due: &mut Vec<Due>) {
+        if self.rem.is_empty() {
+            (self.rem, self.unfixed) = (vec![0.0; self.links.len()], vec![0; self.links.len()]);
+        }
+        for &s in &self.comp_links {
+            let l = &self.links[s as usize];
+            (self.rem[s as usize], self.unfixed[s as usize]) = (l.cap, l.n);
+        }
+        for &id in &self.comp_flows {
+            self.flows[id as usize].fixed = false;
+        }
+        let mut left = self.comp_flows.len();
+        while left > 0 {
+            let before = left;
+            let mut level = f64::INFINITY;
+            for &s in &self.comp_links {
+                let n = self.unfixed[s as usize];
+                if n > 0 {
+                    level = level.min(self.rem[s as usize].max(0.0) / n as f64);
+                }
+            }
+            for &id in &self.comp_flows {
+                let f = &self.flows[id as usize];
+                if !f.fixed {
+                    level = level.min(f.cap);
+                }
+            }
+            let tol = level * (1.0 + 1e-9);
+            for &id in &self.comp_flows {
+                let f = &self.flows[id as usize];
+                if f.fixed {
+                    continue;
+                }
+                let bottleneck =
+                    f.cap <= tol || f.route.iter().any(|&s| self.rem[s as usize].max(0.0) / self.unfixed[s as usize] as f64 <= tol);
+                if bottleneck {
+                    let f = &mut self.flows[id as usize];
+                    (f.fixed, f.new_rate) = (true, level);
+                    for &s in &f.route {
+                        self.rem[s as usize] -= level;
+                        self.unfixed[s as usize] -= 1;
+                    }
+                    left -= 1;
+                }
+            }
+            if left == before {
+                // rounding left no link at the level: the rest get it
+                for &id in &self.comp_flows {
+                    let f = &mut self.flows[id as usize];
+                    if !f.fixed {
+                        (f.fixed, f.new_rate) = (true, level);
+                    }
+                }
+                left = 0;
+            }
+        }
+        for &id in &self.comp_flows {
+            let f = &mut self.flows[id as usize];
+            if f.new_rate != f.rate {
+                f.rate = f.new_rate;
+                f.version = bump(f.version);
+                let t = (now as f64 + (f.remaining / f.rate).ceil()).min(PAST_LIMIT as f64) as Time;
+                due.push((t, id, f.version));
+            }
+        }
+    }
+
+    /// Per class of link: what its links carried, ended at `end` (links still busy count until then).
+    pub fn stats(&self, end: Time) -> Vec<LinkClassStats> {
+        let mut by: std::collections::BTreeMap<LinkClassId, LinkClassStats> = Default::default();
+        for (s, l) in self.links.iter().enumerate() {
+            let class = self.routes.link(s).0;
+            let e = by.entry(class).or_insert_with(|| LinkClassStats { class: class.name(), ..Default::default() });
+            let busy = l.busy_ps + if l.n == 0 { 0 } else { end.saturating_sub(l.since) };
+            e.links += 1;
+            e.bytes += l.bytes;
+            e.busy_max_ps = e.busy_max_ps.max(busy);
+            e.bytes_max = e.bytes_max.max(l.bytes);
+            e.peak_flows = e.peak_flows.max(l.peak);
+        }
+        by.into_values().collect()
+    }
+}
+
+impl<P: Program, O: Probe> Engine<P, O> {
+    /// Whether a message of `size` bytes from `src` to `dst` travels as a
+    /// flow: flows are on, the ranks are on different nodes, and it has bytes
+    /// beyond its first.
+    #[inline]
+    pub(super) fn flows_on(&self, src: u32, dst: u32, size: u64) -> bool {
+        self.fabric.flows.is_some() && size > 1 && self.view.net.class(src, dst) == crate::network::OTHER_NODE
+    }
+
+    /// Sends `msg` (queued for `arrive`, having left at `left` after the
+    /// sender's overhead) as a flow: its last byte arrives when the flow
+    /// ends, then the message takes the time from now to `arrive` it had alone.
+    #[cold]
+    pub(super) fn start_flow(&mut self, msg: Event, m: Message, left: Time, arrive: Time, big_g_ps: f64) {
+        let pl = self.view.net.platform.as_deref().expect("flows imply a platform");
+        let (a, b) = (pl.node(m.src), pl.node(m.dst));
+        let key = crate::rng::hash(m.src as u64, m.dst as u64, left, m.bytes);
+        let flows = self.fabric.flows.as_deref_mut().expect("flows on");
+        let mut route = std::mem::take(&mut flows.route);
+        route.clear();
+        flows.routes.route((m.src, m.dst), (a, b), key, |s| flows.load(s), |s| route.push(s as u32));
+        let cap = if big_g_ps > 0.0 { 1.0 / big_g_ps } else { f64::INFINITY };
+        if route.is_empty() && cap.is_infinite() {
+            // nothing limits it: it arrives as it would without flows
+            flows.route = route;
+            return self.deliver_flowed(msg, m, arrive);
+        }
+        // The flow begins as the send is handled, and its message arrives
+        // the latency after its last byte, the sender's overhead included
+        // (the same end alone; begun `left` later, events would be added
+        // and a flow's state would go cold in between).
+        let now = self.view.now;
+        let mut due = std::mem::take(&mut flows.due);
+        let id = flows.prepare(&route, m.bytes - 1, cap, (msg, m, arrive - now));
+        flows.begin(now, id, &mut due);
+        flows.route = route;
+        self.schedule_flows(due, msg.rank);
+    }
+
+    /// A flow's completion as last scheduled (ignored if stale).
+    pub(super) fn on_flow_done(&mut self, ev: Event) {
+        let flows = self.fabric.flows.as_deref_mut().expect("flow events imply flows");
+        let mut due = std::mem::take(&mut flows.due);
+        let done = flows.finish(ev.time, ev.id, ev.tag, &mut due);
+        self.schedule_flows(due, ev.rank);
+        if let Some((msg, m, latency)) = done {
+            self.deliver_flowed(msg, m, ev.time.saturating_add(latency).min(PAST_LIMIT));
+        }
+    }
+
+    /// Queues the flows' new completions (`rank`: any rank, for prefetching).
+    fn schedule_flows(&mut self, mut due: Vec<Due>, rank: u32) {
+        for (t, id, version) in due.drain(..) {
+            self.queue.push_new(Event::new(t, EvKind::FlowDone, 0, 0, 0, rank, 0, version, id));
+        }
+        self.fabric.flows.as_deref_mut().expect("flows").due = due;
+    }
+
+    /// Queues a message whose bytes have arrived (the receiver pays no per-byte G again).
+    fn deliver_flowed(&mut self, mut msg: Event, mut m: Message, arrive: Time) {
+        msg.set_flowed();
+        msg.time = self.handled_from(msg.rank, msg.cpu(), msg.nic(), arrive);
+        m.stamp = self.queue.push_new(msg);
+        m.flight.1 = arrive;
+        self.tell(|o, v| o.message_queued(v, m));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::{LinkModel, Topology};
+
+    /// Flows over hand-made links (no NICs): `caps` per link.
+    fn flows(caps: &[f64]) -> Flows {
+        // a fully connected network has no links of its own: set them here
+        let routes = Routes::new(LinkModel { flow: true, ..Default::default() }, &Topology::FullyConnected, 0, 0, 0.0, 0.0, 0);
+        let mut f = Flows::new(routes);
+        f.links = caps.iter().map(|&cap| LinkState { cap, ..Default::default() }).collect();
+        f
+    }
+
+    fn msg() -> (Event, Message, Time) {
+        let m = Message { stamp: 0, src: 0, dst: 1, cpu: None, flight: (0, 0), tag: 0, bytes: 0 };
+        (Event::new(0, EvKind::Msg, 0, 0, 0, 1, 0, 0, 0), m, 0)
+    }
+
+    /// Runs flows (start time, route, bytes, cap) to the end; each one's end time.
+    fn ends(caps: &[f64], starts: &[(Time, Vec<u32>, u64, f64)]) -> Vec<Time> {
+        let mut f = flows(caps);
+        let mut due = Vec::new();
+        let mut pending: Vec<(Time, u32, u32)> = Vec::new();
+        let mut ended = vec![0; starts.len()];
+        let mut next_start = 0;
+        // flows are numbered in start order (none ends before the last starts, so none is reused)
+        loop {
+            let t_start = starts.get(next_start).map(|s| s.0);
+            pending.sort();
+            let t_due = pending.first().map(|d| d.0);
+            match (t_start, t_due) {
+                (Some(ts), td) if td.is_none_or(|td| ts <= td) => {
+                    let (t, route, bytes, cap) = &starts[next_start];
+                    f.start(*t, route, *bytes, *cap, msg(), &mut due);
+                    next_start += 1;
+                }
+                (_, Some(_)) => {
+                    let (t, id, v) = pending.remove(0);
+                    if f.finish(t, id, v, &mut due).is_some() {
+                        ended[id as usize] = t;
+                    }
+                }
+                _ => break,
+            }
+            pending.append(&mut due);
+        }
+        ended
+    }
+
+    #[test]
+    fn flows_on_one_link_share_it_equally() {
+        // n flows of 1 MB on a 1 B/ps link: each 1/n, all end at n µs
+        for n in 1..6u64 {
+            let t = ends(&[1.0], &(0..n).map(|_| (0, vec![0], 1_000_000, f64::INFINITY)).collect::<Vec<_>>());
+            assert!(t.iter().all(|&x| x == n * 1_000_000), "n={n}: {t:?}");
+        }
+    }
+
+    #[test]
+    fn progressive_filling_gives_the_max_min_rates() {
+        // Links a (1 B/ps) and b (2 B/ps); flow 0 crosses both, flow 1 a, flow 2 b.
+        // Max–min: flows 0 and 1 get 0.5 on a; flow 2 the rest of b, 1.5.
+        let mut f = flows(&[1.0, 2.0]);
+        let mut due = Vec::new();
+        for r in [vec![0, 1], vec![0], vec![1]] {
+            f.start(0, &r, 3_000_000, f64::INFINITY, msg(), &mut due);
+        }
+        let rates: Vec<f64> = f.flows.iter().map(|x| x.rate).collect();
+        assert_eq!(rates, vec![0.5, 0.5, 1.5]);
+        // a cap below the fair share frees capacity for the others
+        let mut f = flows(&[1.0]);
+        f.start(0, &[0], 1000, 0.2, msg(), &mut due);
+        f.start(0, &[0], 1000, f64::INFINITY, msg(), &mut due);
+        assert_eq!(f.flows.iter().map(|x| x.rate).collect::<Vec<_>>(), vec![0.2, 0.8]);
+    }
+
+    #[test]
+    fn rates_change_when_flows_join_and_leave() {
+        // 1 B/ps: flow 0 (4 MB) alone for 1 µs (1 MB moved), then shares with
+        // flow 1 (1 MB): both at 0.5 until flow 1 ends at 3 µs; flow 0 has
+        // 2 MB left, alone again: ends at 5 µs.
+        let t = ends(&[1.0], &[(0, vec![0], 4_000_000, f64::INFINITY), (1_000_000, vec![0], 1_000_000, f64::INFINITY)]);
+        assert_eq!(t, vec![5_000_000, 3_000_000]);
+    }
+
+    #[test]
+    fn the_parking_lot_gives_the_long_flow_its_share_of_every_link() {
+        // 3 links of 1 B/ps in a row; one flow over all three, one per link:
+        // every flow 0.5, the long one ends with the short ones (2 µs for 1 MB)
+        let mut starts = vec![(0, vec![0, 1, 2], 1_000_000, f64::INFINITY)];
+        starts.extend((0..3).map(|l| (0, vec![l], 1_000_000, f64::INFINITY)));
+        assert_eq!(ends(&[1.0; 3], &starts), vec![2_000_000; 4]);
+    }
+}

@@ -1,0 +1,86 @@
+"""Shared links ([network.links]) from a scenario: a shift across a tapered
+fat tree takes taper times longer, incast ends as LogGOPSim's receiving NIC
+has it, the summary's per-class link counters add up, and bad keys are refused
+with their key path."""
+
+import pytest
+
+import idlewave
+from idlewave.scenario import ScenarioError, parse_scenario
+
+pytestmark = pytest.mark.unit
+
+# 1 µs latency, no overheads, 1 GB/s NICs (1 ns per byte), eager at every size
+NIC = {"L_s": 1e-6, "o_s": 0.0, "g_s": 0.0, "G_s_per_byte": 1e-9, "S_bytes": 1 << 40, "ranks_per_node": 1}
+SIZE = 1_000_001  # the per-byte terms count size − 1 = 1 MB: 1 ms at 1 GB/s
+
+
+def shift(links: dict, ranks: int = 64, topology: dict | None = None) -> dict:
+    """Every rank of the lower half sends SIZE bytes to the one half the machine away and back (one BSP step)."""
+    net = {**NIC, "topology": topology or {"kind": "fat_tree", "radix": 8}, "links": links}
+    r = idlewave.simulate({"network": net, "workload": {"kind": "bsp", "ranks": ranks, "iterations": 1, "compute_s": 0.0,
+                                                         "distances": [ranks // 2], "message_bytes": SIZE,
+                                                         "periodic": False}})
+    return r.summary
+
+
+@pytest.mark.parametrize("taper", [1.0, 2.0, 4.0])
+def test_a_shift_across_a_tapered_fat_tree_moves_at_the_uplinks_share(taper):
+    """d-mod-k gives each message of the shift its own links: each moves at
+    min(NIC, link / taper), both ways at once."""
+    s = shift({"model": "flow", "bandwidth_bytes_per_s": 1e9, "taper": taper})
+    assert s["makespan_s"] == pytest.approx(1e-6 + taper * 1e-3, rel=1e-9)
+    assert s["flow_messages"] == 64
+    # every message crossed the top of the tree: 64 MB up and 64 MB down per level
+    for level in (1, 2):
+        assert s[f"links_up_{level}_bytes"] == s[f"links_down_{level}_bytes"] == 64 * (SIZE - 1)
+        assert s[f"links_up_{level}_peak_flows"] == 1
+    assert s["links_up_1_busy_max_s"] == pytest.approx(taper * 1e-3, rel=1e-9)
+
+
+def test_without_shared_links_the_taper_changes_nothing():
+    """model = "none" is LogGOPSim's network: the same run at every taper."""
+    times = [shift({"model": "none", "bandwidth_bytes_per_s": 1e9, "taper": t})["makespan_s"] for t in (1.0, 4.0)]
+    assert times[0] == times[1] == pytest.approx(1e-6 + 1e-3, rel=1e-9)
+
+
+def test_random_up_paths_collide_where_d_mod_k_does_not():
+    d_mod_k = shift({"model": "flow", "bandwidth_bytes_per_s": 1e9, "routing": "d_mod_k"})["makespan_s"]
+    random = shift({"model": "flow", "bandwidth_bytes_per_s": 1e9, "routing": "random"})
+    assert random["makespan_s"] > d_mod_k
+    assert max(random[f"links_up_{k}_peak_flows"] for k in (1, 2)) >= 2
+    assert random["flow_delay_s"] > 0
+
+
+def test_a_dragonflys_minimal_routing_funnels_a_group_through_one_global_link():
+    """32 nodes in 8 groups of 4: the lower half (groups 0–3) exchanges with
+    the upper (4–7), so each group's 4 messages share one global link under
+    minimal routing (4 ms); Valiant spreads them over the other groups."""
+    dragonfly = {"kind": "dragonfly", "nodes_per_router": 1, "routers_per_group": 4}
+    links = {"model": "flow", "bandwidth_bytes_per_s": 1e9}
+    minimal = shift({**links, "routing": "minimal"}, ranks=32, topology=dragonfly)
+    assert minimal["makespan_s"] == pytest.approx(1e-6 + 4e-3, rel=1e-9)
+    assert minimal["links_global_peak_flows"] == 4
+    valiant = shift({**links, "routing": "valiant"}, ranks=32, topology=dragonfly)
+    assert valiant["makespan_s"] < minimal["makespan_s"]
+
+
+@pytest.mark.parametrize("links, key, words", [
+    ({"model": "flow"}, "network.links.bandwidth_bytes_per_s", "bandwidth"),
+    ({"model": "flow", "bandwidth_bytes_per_s": 1e9, "routing": "valiant"}, "network.links.routing", "d_mod_k"),
+    ({"taper": 0.5}, "network.links.taper", ">= 1"),
+    ({"model": "fifo"}, "network.links.model", "none"),
+])
+def test_bad_link_keys_are_refused_with_their_path(links, key, words):
+    net = {**NIC, "topology": {"kind": "fat_tree", "radix": 8}, "links": links}
+    with pytest.raises(ScenarioError) as e:
+        idlewave.simulate({"network": net, "workload": {"kind": "bsp", "ranks": 8, "iterations": 1}})
+    assert e.value.key == key and words in str(e.value)
+
+
+def test_explain_is_refused_with_shared_links():
+    scn = parse_scenario('[network]\nG_s_per_byte = 1e-9\n[network.links]\nmodel = "flow"\n'
+                         '[workload]\nkind = "bsp"\nranks = 8\niterations = 1\n')
+    with pytest.raises(idlewave.SimulationError) as e:
+        idlewave.simulate(scn, explain=True)
+    assert e.value.key == "network.links.model" and "explain" in str(e.value)
