@@ -140,6 +140,7 @@ pub fn config(case: &str) -> Option<Config> {
         network: Network::uniform(LogGOPS::loggopsim_defaults()),
         noise,
         workload,
+        jobs: Vec::new(),
         record_timers: false,
         async_progress: false,
         max_memory_bytes: None,

@@ -9,6 +9,7 @@ pub mod files;
 #[cfg(test)]
 mod fuzz;
 pub mod interrupt;
+pub mod jobs;
 pub mod memory;
 pub mod network;
 pub mod noise;

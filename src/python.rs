@@ -596,7 +596,7 @@ struct ExportGoal;
 
 impl WorkloadVisitor for ExportGoal {
     type Out = Result<crate::program::goal::GoalSchedule, crate::program::stream::NoGoalForm>;
-    fn visit<W: crate::program::stream::Workload + Clone>(self, w: W) -> Self::Out {
+    fn visit<W: crate::program::stream::Workload + Clone + 'static>(self, w: W) -> Self::Out {
         export_goal(&w)
     }
 }

@@ -24,6 +24,8 @@ pub struct Config {
     pub network: Network,
     pub noise: Vec<NoiseSpec>,
     pub workload: WorkloadSpec,
+    /// Jobs sharing the machine (then `workload` is not run; the network's mapping places them).
+    pub jobs: Vec<crate::jobs::JobSpec>,
     /// Record the per-(rank, iteration) timers.
     pub record_timers: bool,
     /// Nonblocking collectives advance without MPI calls (a progress thread).
@@ -125,7 +127,7 @@ struct EstimateStream<'a> {
 
 impl WorkloadVisitor for EstimateStream<'_> {
     type Out = Estimate;
-    fn visit<W: Workload + Clone>(self, w: W) -> Self::Out {
+    fn visit<W: Workload + Clone + 'static>(self, w: W) -> Self::Out {
         Estimate { ranks: w.num_ranks(), bytes: stream_bytes(&w, self.cfg) }
     }
 }
@@ -153,6 +155,9 @@ fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
 /// file or trace is opened, not loaded). None for a skeleton or app whose
 /// program comes from a calibration run that did not fit.
 pub fn estimate(cfg: &Config) -> Result<Estimate, SimError> {
+    if !cfg.jobs.is_empty() {
+        return jobs_estimate(cfg);
+    }
     match &cfg.workload {
         WorkloadSpec::Goal { path } => {
             let size = goal_file_size(path)?;
@@ -175,6 +180,21 @@ pub fn estimate(cfg: &Config) -> Result<Estimate, SimError> {
     }
 }
 
+/// Jobs: the engine's state for all their ranks, each job's program and what it has in flight.
+fn jobs_estimate(cfg: &Config) -> Result<Estimate, SimError> {
+    let mut e = Estimate { ranks: 0, bytes: 0 };
+    for (i, j) in cfg.jobs.iter().enumerate() {
+        let ranks = j.ranks(i)?;
+        let one = Config { workload: j.workload.clone(), jobs: Vec::new(), record_timers: false, ..cfg.clone() };
+        let (part, _) = j.workload.visit(&cfg.network, EstimateStream { cfg: &one })?.expect("jobs are built-in workloads");
+        // each job's own estimate counts an engine for its ranks: keep its program's share
+        e.bytes += part.bytes - engine_bytes(&one, ranks as u128).min(part.bytes);
+        e.ranks += ranks;
+    }
+    e.bytes += engine_bytes(cfg, e.ranks as u128);
+    Ok(e)
+}
+
 /// A GOAL op takes ~20 bytes of text and ~60 bytes once loaded.
 fn goal_bytes(cfg: &Config, size: u64) -> u128 {
     size as u128 * 4 + crate::engine::Fabric::fixed_bytes(&cfg.network)
@@ -193,7 +213,7 @@ fn calibration_bytes(cfg: &Config, ranks: u32) -> u128 {
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
     alloc::reset_peak();
     let baseline = alloc::live_bytes();
-    let mut result = run_workload(cfg, progress)?;
+    let mut result = if cfg.jobs.is_empty() { run_workload(cfg, progress)? } else { run_jobs(cfg, progress)? };
     result.peak_bytes = alloc::peak_bytes().saturating_sub(baseline);
     if let Some(m) = cfg.network.platform.as_ref().and_then(|p| p.memory) {
         // Ranks in memory-bound work that saturate a socket's bandwidth.
@@ -210,7 +230,7 @@ struct RunStream<'a, 'p> {
 
 impl WorkloadVisitor for RunStream<'_, '_> {
     type Out = Result<RunResult, SimError>;
-    fn visit<W: Workload + Clone>(self, w: W) -> Self::Out {
+    fn visit<W: Workload + Clone + 'static>(self, w: W) -> Self::Out {
         run_stream(w, self.cfg, self.progress)
     }
 }
@@ -247,6 +267,61 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
             Ok(r)
         }
     }
+}
+
+/// A built-in workload as a program of its own type, boxed (a job of several).
+struct BoxProgram;
+
+impl WorkloadVisitor for BoxProgram {
+    type Out = Box<dyn Program>;
+    fn visit<W: Workload + Clone + 'static>(self, w: W) -> Self::Out {
+        Box::new(StreamProgram::new(w, Recorder::disabled()))
+    }
+}
+
+/// Runs the jobs together, then each alone on the same nodes (the others'
+/// ranks idle): per job its makespan from its start, alone and together,
+/// and the slowdown, as derived figures `job_<name>_…`.
+fn run_jobs(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
+    use crate::jobs::{Idle, Jobs, Part};
+    let names: Vec<String> = cfg.jobs.iter().enumerate().map(|(i, j)| j.name(i)).collect();
+    let ranks: Vec<u32> = cfg.jobs.iter().enumerate().map(|(i, j)| j.ranks(i)).collect::<Result<_, _>>()?;
+    let total: u32 = ranks.iter().sum();
+    let estimated = jobs_estimate(cfg)?.bytes;
+    check_memory(estimated, cfg.max_memory_bytes)?;
+    let build = |only: Option<usize>| -> Result<Jobs, SimError> {
+        let (mut parts, mut first) = (Vec::new(), 0);
+        for (i, j) in cfg.jobs.iter().enumerate() {
+            let program: Box<dyn Program> = if only.is_none_or(|k| k == i) {
+                j.workload.visit(&cfg.network, BoxProgram)?.expect("jobs are built-in workloads").0
+            } else {
+                Box::new(Idle(ranks[i]))
+            };
+            parts.push(Part { first, ranks: ranks[i], start: j.start_ps, program });
+            first += ranks[i];
+        }
+        Ok(Jobs::new(parts, names.clone()))
+    };
+    let none = |_: &mut Jobs| (Vec::new(), Vec::new(), 0);
+    let (mut result, _) = run_program(build(None)?, cfg, Noise::new(&cfg.noise, cfg.seed, total)?, progress, none)?;
+    let mut first = 0usize;
+    let mut derived = Vec::new();
+    for (i, j) in cfg.jobs.iter().enumerate() {
+        let span = |finish: &[Time]| finish[first..first + ranks[i] as usize].iter().max().map_or(0, |&t| t.saturating_sub(j.start_ps));
+        let together = span(&result.finish_times);
+        let alone_cfg = Config { explain: false, timeline_spans: 0, ..cfg.clone() };
+        let (alone, _) = run_program(build(Some(i))?, &alone_cfg, Noise::new(&cfg.noise, cfg.seed, total)?, None, none)?;
+        let alone = span(&alone.finish_times);
+        let name = &names[i];
+        derived.push((format!("job_{name}_ranks"), ranks[i] as f64));
+        derived.push((format!("job_{name}_makespan_s"), together as f64 / 1e12));
+        derived.push((format!("job_{name}_alone_s"), alone as f64 / 1e12));
+        derived.push((format!("job_{name}_slowdown"), if alone > 0 { together as f64 / alone as f64 } else { 1.0 }));
+        first += ranks[i] as usize;
+    }
+    result.derived.splice(0..0, derived);
+    result.estimated_bytes = Some(estimated);
+    Ok(result)
 }
 
 fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {

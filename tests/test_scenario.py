@@ -69,6 +69,8 @@ def test_empty_scenario_is_fully_defaulted():
         "topology": {"kind": "fully_connected"},
         "mapping": {"kind": "block"},
         "memory": None,
+        "links": {"model": "none", "bandwidth_bytes_per_s": 0.0, "global_bandwidth_bytes_per_s": 0.0, "taper": 1.0,
+                  "routing": None},
         "regimes": [],
         "mpi_library": None,
         "off_node_measured": True,

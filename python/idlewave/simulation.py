@@ -220,7 +220,7 @@ def _summary(scn: dict, run: _engine.Result, timers: dict[str, np.ndarray]) -> d
     s = {
         "name": scn.get("name", ""),
         "seed": scn["seed"],
-        "workload": scn["workload"]["kind"],
+        "workload": "jobs" if scn.get("jobs") else scn["workload"]["kind"],
         "ranks": run.ranks,
         "iterations": run.iterations,
         "makespan_s": run.makespan_s,

@@ -423,6 +423,23 @@ impl NetworkSpec {
         })
     }
 
+    /// The engine's network for ranks placed on `nodes` (one per rank), as jobs are.
+    pub fn engine_network_placed(
+        &self,
+        nodes: Vec<u32>,
+        seed: u64,
+        memory_limit: Option<u64>,
+    ) -> Result<crate::network::Network, RuleError> {
+        let mut pl = self.platform(&Shape::ranks(nodes.len() as u32), seed, memory_limit)?;
+        pl.mapping = Mapping::Table { nodes };
+        Ok(crate::network::Network {
+            rendezvous: self.rendezvous_model,
+            nic_model: self.nic_model,
+            nic_ports: self.nic_ports,
+            ..crate::network::Network::from(pl)
+        })
+    }
+
     /// Whether the mapping needs the rank count, which a GOAL file or trace
     /// gives only once read (the network is then built after reading it).
     pub fn maps_by_rank_count(&self) -> bool {

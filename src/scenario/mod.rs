@@ -32,6 +32,8 @@ pub struct Scenario {
     /// Detour sources ([[noise]] tables).
     pub noise: Vec<NoiseSpec>,
     pub workload: WorkloadSpec,
+    /// Jobs that share the machine ([[jobs]]), in place of [workload].
+    pub jobs: Vec<crate::jobs::JobSpec>,
     pub record: Record,
     pub limits: Limits,
 }
@@ -44,6 +46,7 @@ impl Default for Scenario {
             network: NetworkSpec::default(),
             noise: Vec::new(),
             workload: WorkloadSpec::default(),
+            jobs: Vec::new(),
             record: Record::default(),
             limits: Limits::default(),
         }
@@ -159,16 +162,66 @@ impl Scenario {
     /// The rules that tie keys together.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         self.network.validate()?;
-        let ranks = self.workload.shape().ranks;
+        let ranks = if self.jobs.is_empty() { self.workload.shape().ranks } else { Some(self.job_ranks()?.iter().sum()) };
         for (i, n) in self.noise.iter().enumerate() {
             n.validate(ranks).map_err(|e| e.within(&format!("noise[{i}].")))?;
         }
-        Ok(self.workload.validate(self.network.ranks_per_node, self.network.memory.is_some())?)
+        if self.jobs.is_empty() {
+            return Ok(self.workload.validate(self.network.ranks_per_node, self.network.memory.is_some())?);
+        }
+        if self.workload != WorkloadSpec::default() {
+            return Err(RuleError::new("workload", "give either [workload] or [[jobs]], not both").into());
+        }
+        if self.network.mapping != MappingSpec::Block {
+            return Err(RuleError::new("network.mapping", "jobs are placed by their own placement: leave the mapping as block").into());
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            if (j.placement == crate::jobs::Placement::Nodes) == j.nodes.is_empty() {
+                return Err(RuleError::new(format!("jobs[{i}].nodes"), "give nodes with placement = \"nodes\", and only then").into());
+            }
+            j.workload
+                .validate(self.network.ranks_per_node, self.network.memory.is_some())
+                .map_err(|e| e.within(&format!("jobs[{i}].")))?;
+        }
+        Ok(())
+    }
+
+    /// Each job's rank count.
+    fn job_ranks(&self) -> Result<Vec<u32>, RuleError> {
+        let ranks: Vec<u32> = self.jobs.iter().enumerate().map(|(i, j)| j.ranks(i)).collect::<Result<_, _>>()?;
+        if ranks.iter().map(|&r| r as u64).sum::<u64>() > u32::MAX as u64 {
+            return Err(RuleError::new("jobs", "the jobs' ranks add up to more than 2^32"));
+        }
+        Ok(ranks)
     }
 
     /// The engine's configuration of the run.
     pub fn config(&self) -> Result<Config, ScenarioError> {
         let limit = (self.limits.max_memory_bytes > 0).then_some(self.limits.max_memory_bytes);
+        if !self.jobs.is_empty() {
+            let ranks = self.job_ranks()?;
+            let total: u32 = ranks.iter().sum();
+            crate::memory::check_memory(total as u128 * 16, limit).map_err(|e| RuleError::new("jobs", e.to_string()))?;
+            let nodes = crate::jobs::place(&self.jobs, &ranks, self.network.ranks_per_node, self.seed)?;
+            return Ok(Config {
+                seed: self.seed,
+                network: self.network.engine_network_placed(nodes, self.seed, limit)?,
+                network_once_read: None,
+                noise: self.noise.clone(),
+                workload: self.workload.clone(),
+                jobs: self
+                    .jobs
+                    .iter()
+                    .map(|j| crate::jobs::JobSpec { workload: j.workload.clone().with_library(self.network.mpi_library), ..j.clone() })
+                    .collect(),
+                record_timers: false,
+                async_progress: self.network.async_progress,
+                max_memory_bytes: limit,
+                timeline_spans: 0,
+                computation_spans: 0,
+                explain: self.record.explain,
+            });
+        }
         let shape = self.workload.shape();
         self.network.check_mapping_grid(&shape)?;
         // a GOAL file or trace gives its rank count once read: its mapping is built then
@@ -181,6 +234,7 @@ impl Scenario {
             network_once_read: later.then(|| Box::new(self.network.clone())),
             noise: self.noise.clone(),
             workload: self.workload.clone().with_library(self.network.mpi_library),
+            jobs: Vec::new(),
             record_timers: self.record.timers,
             async_progress: self.network.async_progress,
             max_memory_bytes: limit,

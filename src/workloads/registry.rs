@@ -187,14 +187,14 @@ pub trait WorkloadKind {
 }
 
 /// What [`WorkloadKind::prepare`] gives for a workload that runs as it is.
-pub fn generated<W: Workload + Clone, V: WorkloadVisitor>(w: W, v: V) -> Result<Visited<V::Out>, WorkloadError> {
+pub fn generated<W: Workload + Clone + 'static, V: WorkloadVisitor>(w: W, v: V) -> Result<Visited<V::Out>, WorkloadError> {
     Ok(Some((v.visit(w), Vec::new())))
 }
 
 /// Generic code over the built-in workloads: running, exporting.
 pub trait WorkloadVisitor {
     type Out;
-    fn visit<W: Workload + Clone>(self, w: W) -> Self::Out;
+    fn visit<W: Workload + Clone + 'static>(self, w: W) -> Self::Out;
 }
 
 /// What a visit gives: the visitor's answer and the figures the workload derived.

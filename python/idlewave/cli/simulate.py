@@ -145,6 +145,15 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
     estimated = f" (estimated {fmt_bytes(s['estimated_memory_bytes'], binary=True)})" if s.get("estimated_memory_bytes") else ""
     t.add_row("peak engine memory", f"{fmt_bytes(s['peak_memory_bytes'], binary=True)}{estimated}")
     out.print(t)
+    jobs = [k[len("job_"):-len("_slowdown")] for k in s if k.startswith("job_") and k.endswith("_slowdown")]
+    if jobs:  # jobs sharing the machine: each together and alone
+        j = Table(title="jobs", title_justify="left")
+        for col in ("job", "ranks", "makespan", "alone", "slowdown"):
+            j.add_column(col, justify="left" if col == "job" else "right")
+        for name in jobs:
+            j.add_row(escape(name), f"{s[f'job_{name}_ranks']:,.0f}", fmt_time(s[f"job_{name}_makespan_s"], 6),
+                      fmt_time(s[f"job_{name}_alone_s"], 6), f"{s[f'job_{name}_slowdown']:.3f}×")
+        out.print(j)
     if out_dir is not None:  # a line of its own: a table cell would cut a long path
         out.print(f"results: {out_dir}", markup=False, highlight=False, soft_wrap=True)
     if "traced_makespan_s" in s:  # a trace replayed: what it predicts beside what was traced

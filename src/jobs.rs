@@ -1,0 +1,285 @@
+//! Jobs that share a machine (`[[jobs]]`): each job's workload runs on its
+//! own ranks, placed on nodes by its placement; the engine runs them as one
+//! program whose ranks are the jobs' ranks one job after another, so their
+//! messages meet on the network's shared links.
+
+use crate::program::{OpKind, Program, ReadyOp, ANY};
+use crate::rule::RuleError;
+use crate::time::Time;
+use crate::units::{secs, Seconds};
+use crate::workloads::WorkloadSpec;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Where a job's ranks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// The first free nodes, in order.
+    #[default]
+    Contiguous,
+    /// Every other free node (two interleaved jobs alternate node by node).
+    Interleaved,
+    /// Free nodes drawn at random (from the scenario's seed).
+    Random,
+    /// The nodes listed in `nodes`.
+    Nodes,
+}
+
+/// One `[[jobs]]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Names the job in the results (default: job0, job1, …).
+    #[serde(default)]
+    pub name: String,
+    /// When its ranks start.
+    #[serde(default, rename = "start_s", with = "secs")]
+    #[schemars(with = "Seconds")]
+    pub start_ps: Time,
+    #[serde(default)]
+    pub placement: Placement,
+    /// The nodes of `placement = "nodes"`, one per ranks_per_node ranks.
+    #[serde(default)]
+    pub nodes: Vec<u32>,
+    /// A built-in workload (GOAL files and traces do not run as jobs).
+    pub workload: WorkloadSpec,
+}
+
+impl JobSpec {
+    pub fn name(&self, i: usize) -> String {
+        if self.name.is_empty() {
+            format!("job{i}")
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// Its rank count: a built-in workload's.
+    pub fn ranks(&self, i: usize) -> Result<u32, RuleError> {
+        match (&self.workload, self.workload.shape().ranks) {
+            (WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_), _) => Err(RuleError::new(
+                format!("jobs[{i}].workload.kind"),
+                "a GOAL file or a trace does not run as a job yet: give a built-in workload",
+            )),
+            (_, Some(r)) => Ok(r),
+            (_, None) => Err(RuleError::new(format!("jobs[{i}].workload.ranks"), "a job needs its rank count")),
+        }
+    }
+}
+
+/// Each rank's node for jobs of `ranks` ranks each, `per_node` ranks per
+/// node, placed in order (a job's ranks fill its nodes in order).
+pub fn place(jobs: &[JobSpec], ranks: &[u32], per_node: u32, seed: u64) -> Result<Vec<u32>, RuleError> {
+    let need: Vec<u32> = ranks.iter().map(|&r| r.div_ceil(per_node.max(1))).collect();
+    let listed = jobs.iter().flat_map(|j| j.nodes.iter().map(|&n| n + 1)).max().unwrap_or(0);
+    let pool = need.iter().map(|&n| n as u64).sum::<u64>().max(listed as u64);
+    if pool > u32::MAX as u64 {
+        return Err(RuleError::new("jobs", format!("{pool} nodes are too many")));
+    }
+    let mut free = vec![true; pool as usize];
+    let mut table = Vec::with_capacity(ranks.iter().map(|&r| r as usize).sum());
+    for (i, j) in jobs.iter().enumerate() {
+        let n = need[i] as usize;
+        let nodes: Vec<u32> = match j.placement {
+            Placement::Nodes => {
+                if j.nodes.len() < n {
+                    return Err(RuleError::new(
+                        format!("jobs[{i}].nodes"),
+                        format!("{} nodes listed, the job's {} ranks need {n}", j.nodes.len(), ranks[i]),
+                    ));
+                }
+                for &node in &j.nodes[..n] {
+                    if !std::mem::replace(&mut free[node as usize], false) {
+                        return Err(RuleError::new(format!("jobs[{i}].nodes"), format!("node {node} is already taken")));
+                    }
+                }
+                j.nodes[..n].to_vec()
+            }
+            policy => {
+                let mut open: Vec<u32> = (0..pool as u32).filter(|&k| free[k as usize]).collect();
+                match policy {
+                    Placement::Interleaved => {
+                        // every other free node first, then the rest
+                        let every_other = open.iter().step_by(2).chain(open.iter().skip(1).step_by(2));
+                        open = every_other.copied().collect();
+                    }
+                    Placement::Random => {
+                        for k in (1..open.len()).rev() {
+                            let r = crate::rng::hash(seed, 0x10B5, i as u64, k as u64) % (k as u64 + 1);
+                            open.swap(k, r as usize);
+                        }
+                    }
+                    _ => {}
+                }
+                if open.len() < n {
+                    return Err(RuleError::new(format!("jobs[{i}].placement"), "not enough free nodes left"));
+                }
+                open.truncate(n);
+                for &node in &open {
+                    free[node as usize] = false;
+                }
+                open
+            }
+        };
+        table.extend((0..ranks[i]).map(|r| nodes[(r / per_node.max(1)) as usize]));
+    }
+    Ok(table)
+}
+
+/// A job's program in the combined run, and where its ranks begin.
+pub struct Part {
+    pub first: u32,
+    pub ranks: u32,
+    pub start: Time,
+    pub program: Box<dyn Program>,
+}
+
+/// A program that does nothing: a job left out of a run (the others' run alone).
+pub struct Idle(pub u32);
+
+impl Program for Idle {
+    fn num_ranks(&self) -> u32 {
+        self.0
+    }
+    fn started(&mut self, _: u32, _: u32) {}
+    fn done(&mut self, _: u32, _: u32) {}
+    fn collect(&mut self, _: u32, _: Time, _: Time, _: &mut Vec<ReadyOp>) -> Result<(), String> {
+        Ok(())
+    }
+    fn is_finished(&self, _: u32) -> bool {
+        true
+    }
+    fn describe_stuck(&self, _: u32) -> String {
+        "nothing (a job left out of this run)".into()
+    }
+}
+
+/// The op id of the wait before a job's start.
+const START: u32 = u32::MAX;
+
+/// The jobs as one program: rank r of the whole run is rank r − first of its job.
+pub struct Jobs {
+    parts: Vec<Part>,
+    names: Vec<String>,
+    /// Per rank: its part, and where it is in its wait for the job's start.
+    part_of: Vec<u32>,
+    begun: Vec<Start>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    Due,
+    Waiting,
+    Begun,
+}
+
+impl Jobs {
+    pub fn new(parts: Vec<Part>, names: Vec<String>) -> Jobs {
+        let part_of = parts.iter().enumerate().flat_map(|(i, p)| std::iter::repeat_n(i as u32, p.ranks as usize)).collect();
+        let begun = parts
+            .iter()
+            .flat_map(|p| std::iter::repeat_n(if p.start == 0 { Start::Begun } else { Start::Due }, p.ranks as usize))
+            .collect();
+        Jobs { parts, names, part_of, begun }
+    }
+
+    #[inline]
+    fn at(&self, rank: u32) -> (usize, u32) {
+        let i = self.part_of[rank as usize] as usize;
+        (i, rank - self.parts[i].first)
+    }
+}
+
+impl Program for Jobs {
+    fn num_ranks(&self) -> u32 {
+        self.part_of.len() as u32
+    }
+    fn num_cpus(&self) -> u8 {
+        self.parts.iter().map(|p| p.program.num_cpus()).max().unwrap_or(1)
+    }
+    fn num_nics(&self) -> u8 {
+        self.parts.iter().map(|p| p.program.num_nics()).max().unwrap_or(1)
+    }
+    fn max_initial_ops(&self) -> u32 {
+        self.parts.iter().map(|p| p.program.max_initial_ops()).max().unwrap_or(1).max(1)
+    }
+    fn many_ready_ops(&self) -> bool {
+        self.parts.iter().any(|p| p.program.many_ready_ops())
+    }
+    fn started(&mut self, rank: u32, id: u32) {
+        let (i, local) = self.at(rank);
+        if self.begun[rank as usize] == Start::Begun {
+            self.parts[i].program.started(local, id);
+        }
+    }
+    fn done(&mut self, rank: u32, id: u32) {
+        let (i, local) = self.at(rank);
+        if self.begun[rank as usize] == Start::Waiting && id == START {
+            self.begun[rank as usize] = Start::Begun;
+        } else {
+            self.parts[i].program.done(local, id);
+        }
+    }
+    fn collect(&mut self, rank: u32, now: Time, cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
+        let (i, local) = self.at(rank);
+        let p = &mut self.parts[i];
+        match self.begun[rank as usize] {
+            Start::Due => {
+                // the rank idles until its job starts (noise on it can delay the start)
+                self.begun[rank as usize] = Start::Waiting;
+                out.push(ReadyOp { kind: OpKind::Calc, peer: 0, tag: 0, size: p.start, id: START, cpu: 0, nic: 0, collective: false });
+                return Ok(());
+            }
+            Start::Waiting => return Ok(()),
+            Start::Begun => {}
+        }
+        let from = out.len();
+        p.program.collect(local, now, cpu_free, out)?;
+        for op in &mut out[from..] {
+            if matches!(op.kind, OpKind::Send | OpKind::Recv) && op.peer != ANY {
+                op.peer += p.first;
+            }
+        }
+        Ok(())
+    }
+    fn is_finished(&self, rank: u32) -> bool {
+        let (i, local) = self.at(rank);
+        self.begun[rank as usize] == Start::Begun && self.parts[i].program.is_finished(local)
+    }
+    fn describe_stuck(&self, rank: u32) -> String {
+        let (i, local) = self.at(rank);
+        format!("job {} rank {local}: {}", self.names[i], self.parts[i].program.describe_stuck(local))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(placement: Placement, nodes: Vec<u32>) -> JobSpec {
+        JobSpec { name: String::new(), start_ps: 0, placement, nodes, workload: WorkloadSpec::default() }
+    }
+
+    #[test]
+    fn placements_share_out_the_nodes() {
+        use Placement::*;
+        // two jobs of 4 ranks, 2 per node: 2 nodes each
+        let two = |a, b| place(&[job(a, vec![]), job(b, vec![])], &[4, 4], 2, 1).unwrap();
+        assert_eq!(two(Contiguous, Contiguous), vec![0, 0, 1, 1, 2, 2, 3, 3]);
+        assert_eq!(two(Interleaved, Interleaved), vec![0, 0, 2, 2, 1, 1, 3, 3]);
+        let r = two(Random, Contiguous);
+        let mut first: Vec<u32> = r[..4].to_vec();
+        first.dedup();
+        assert_eq!(first.len(), 2);
+        assert!(r[4..].iter().all(|n| !first.contains(n)), "{r:?}");
+        assert_eq!(r, two(Random, Contiguous), "seeded");
+        // listed nodes, then the rest from what is left
+        let t = place(&[job(Nodes, vec![3, 0]), job(Contiguous, vec![])], &[4, 4], 2, 1).unwrap();
+        assert_eq!(t, vec![3, 3, 0, 0, 1, 1, 2, 2]);
+        let e = place(&[job(Nodes, vec![1]), job(Nodes, vec![1])], &[2, 2], 2, 1).unwrap_err();
+        assert_eq!(e.key, "jobs[1].nodes");
+        let e = place(&[job(Nodes, vec![1])], &[4], 2, 1).unwrap_err();
+        assert!(e.message.contains("need 2"), "{e}");
+    }
+}

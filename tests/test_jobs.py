@@ -1,0 +1,71 @@
+"""Jobs that share a machine ([[jobs]]): each runs as it would alone where
+nothing is shared, slows down where links are shared with another job,
+starts when told, and bad job tables are refused with their key path."""
+
+import pytest
+
+import idlewave
+from idlewave.scenario import ScenarioError
+
+pytestmark = pytest.mark.unit
+
+NET = {"L_s": 1e-6, "o_s": 1e-7, "g_s": 1e-7, "G_s_per_byte": 1e-10, "ranks_per_node": 1,
+       "topology": {"kind": "fat_tree", "radix": 8}}
+FLOW = {"model": "flow", "bandwidth_bytes_per_s": 1e10, "taper": 4}
+APP = {"kind": "bsp", "ranks": 32, "iterations": 10, "compute_s": 1e-4, "distances": [1, 16], "message_bytes": 65536}
+HOG = {"kind": "bsp", "ranks": 32, "iterations": 10, "compute_s": 0.0, "distances": [16], "message_bytes": 4 << 20}
+
+
+def run(jobs: list[dict], links: dict = FLOW, **net) -> dict:
+    return idlewave.simulate({"network": {**NET, "links": links, **net}, "jobs": jobs}).summary
+
+
+def alone(workload: dict, links: dict = FLOW) -> float:
+    return idlewave.simulate({"network": {**NET, "links": links}, "workload": workload}).summary["makespan_s"]
+
+
+def test_jobs_that_share_nothing_run_as_each_would_alone():
+    """Contiguous halves of a radix-8 tree (16 nodes per pod): the app's
+    messages stay in its pods, so it ends as the same workload run alone; the
+    second job's ranks are renumbered from 32 and end as alone too."""
+    s = run([{"name": "app", "workload": APP}, {"name": "other", "workload": {**APP, "distances": [1]}}])
+    assert s["workload"] == "jobs" and s["ranks"] == 64
+    assert s["job_app_makespan_s"] == pytest.approx(alone(APP), rel=1e-12)
+    assert s["job_other_makespan_s"] == pytest.approx(alone({**APP, "distances": [1]}), rel=1e-12)
+    assert s["job_app_slowdown"] == s["job_other_slowdown"] == 1.0
+
+
+def test_a_job_beside_a_bandwidth_hog_slows_down_on_shared_links_only():
+    """Nodes drawn at random put the app's and the hog's messages on the same
+    up-links of a 4:1 tapered tree: the app slows down (about 1.2×), the hog
+    (bound by its own messages) hardly. Contiguous halves share no link."""
+    jobs = [{"name": "app", "placement": "random", "workload": APP},
+            {"name": "hog", "placement": "random", "workload": HOG}]
+    shared = run(jobs)
+    assert shared["job_app_slowdown"] > 1.1
+    assert shared["job_app_makespan_s"] > shared["job_app_alone_s"]
+    contiguous = run([{**j, "placement": "contiguous"} for j in jobs])
+    assert contiguous["job_app_slowdown"] == 1.0
+    # without shared links the jobs have nothing in common: no slowdown at all
+    apart = run(jobs, links={"model": "none"})
+    assert apart["job_app_slowdown"] == apart["job_hog_slowdown"] == 1.0
+
+
+def test_a_job_starts_when_told():
+    s = run([{"workload": APP}, {"start_s": 2e-3, "workload": {**APP, "distances": [1]}}])
+    assert s["job_job1_makespan_s"] == pytest.approx(s["job_job1_alone_s"], rel=1e-12)
+    assert s["makespan_s"] == pytest.approx(max(s["job_job0_makespan_s"], 2e-3 + s["job_job1_makespan_s"]), rel=1e-12)
+
+
+@pytest.mark.parametrize("doc, key", [
+    ({"workload": {"kind": "bsp", "ranks": 4}, "jobs": [{"workload": APP}]}, "workload"),
+    ({"jobs": [{"workload": {"kind": "goal", "path": "x.goal"}}]}, "jobs[0].workload.kind"),
+    ({"jobs": [{"nodes": [0, 1], "workload": APP}]}, "jobs[0].nodes"),
+    ({"jobs": [{"placement": "nodes", "nodes": [0], "workload": APP}]}, "jobs[0].nodes"),
+    ({"jobs": [{"workload": {**APP, "ranks": 0}}]}, "jobs[0].workload.ranks"),
+    ({"jobs": [{"placement": "everywhere", "workload": APP}]}, "jobs[0].placement"),
+])
+def test_bad_jobs_are_refused_with_their_key(doc, key):
+    with pytest.raises(ScenarioError) as e:
+        idlewave.simulate({"network": NET, **doc})
+    assert e.value.key == key, str(e.value)
