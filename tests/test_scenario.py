@@ -197,7 +197,7 @@ def test_keys_of_another_kind_are_unknown():
 def test_kind_errors():
     assert "noise[0].kind: required key is missing" in err("[[noise]]\nperiod_s = 1\n")
     assert "noise[0].kind: must be one of periodic, poisson, trace, checkpoint, single" in err('[[noise]]\nkind = "jitter"\n')
-    assert "workload.kind: must be one of bsp, collective, skeleton, app, spmv, fem_matvec, stream_triad, krylov, krylov_kernel, chebfd, dense2d, goal" in err('[workload]\nkind = "stencil"\n')
+    assert "workload.kind: must be one of bsp, collective, skeleton, app, spmv, fem_matvec, stream_triad, krylov, krylov_kernel, chebfd, dense2d, traffic, goal" in err('[workload]\nkind = "stencil"\n')
     assert "workload.path: required key is missing" in err('[workload]\nkind = "goal"\n')
     assert "noise[0].rank: required key is missing" in err('[[noise]]\nkind = "single"\n')
     assert "noise[0].path: required key is missing" in err('[[noise]]\nkind = "trace"\n')
@@ -371,8 +371,8 @@ def test_overrides_in_parse_scenario():
 
 def test_describe_workloads():
     d = sc.describe_workloads()
-    assert [w["kind"] for w in d] == ["bsp", "collective", "skeleton", "app", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "goal", "trace"]
-    assert set(sc.WORKLOADS) == {"bsp", "collective", "skeleton", "app", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "goal", "trace"}
+    assert [w["kind"] for w in d] == ["bsp", "collective", "skeleton", "app", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "traffic", "goal", "trace"]
+    assert set(sc.WORKLOADS) == {"bsp", "collective", "skeleton", "app", "spmv", "fem_matvec", "stream_triad", "krylov", "krylov_kernel", "chebfd", "dense2d", "traffic", "goal", "trace"}
     assert all(isinstance(sc.WORKLOADS[k], str) and sc.WORKLOADS[k] for k in sc.WORKLOADS)
     bsp = d[0]
     assert bsp["description"] == sc.WORKLOADS["bsp"]

@@ -13,6 +13,7 @@ mod replay;
 mod script;
 mod skeleton;
 mod spmv;
+mod traffic;
 
 pub use app::{App, AppLoop, Profile as AppProfile, CALIBRATION_RANKS, PROFILES as APP_PROFILES};
 pub use bsp::{Bsp, StreamTriad};
@@ -26,6 +27,7 @@ pub use replay::GoalFile;
 pub use script::{Script, ScriptState};
 pub use skeleton::{Skeleton, PRESETS as SKELETON_PRESETS};
 pub use spmv::{Spmv, SpmvMode};
+pub use traffic::{Pattern as TrafficPattern, Traffic};
 
 /// Tags keep the traffic of different program parts apart.
 pub const TAG_HALO: u32 = 1;

@@ -45,6 +45,8 @@ pub enum WorkloadSpec {
     Chebfd(ChebFd),
     /// Block LU (HPL-MxP) or blocked Floyd-Warshall on a Pr x Pc grid with row/column panel broadcasts (2-D grid paper).
     Dense2d(Dense2d),
+    /// Background traffic: rounds of one message per rank (uniform, permutation or incast) at an offered rate, to load the network beside a job.
+    Traffic(super::Traffic),
     /// A LogGOPSim GOAL schedule file (calc times in ns).
     Goal {
         #[schemars(with = "crate::units::FilePath")]
@@ -72,6 +74,7 @@ macro_rules! each_workload {
             WorkloadSpec::KrylovKernel($w) => $body,
             WorkloadSpec::Chebfd($w) => $body,
             WorkloadSpec::Dense2d($w) => $body,
+            WorkloadSpec::Traffic($w) => $body,
             WorkloadSpec::Goal { path } => {
                 let $w = &mut GoalFile { path: path.as_str() };
                 $body
