@@ -136,6 +136,7 @@ impl Fabric {
         };
         crate::network::Routes::slot_count(pl.links, &pl.topology, ranks, nodes, nic > 0.0, node > 0.0)
             * super::flows::Flows::bytes_per_slot()
+            + ranks as u128 * super::flows::Flows::bytes_in_flight_per_rank()
     }
 
     /// At most this many bytes per rank (a node or a socket has at least

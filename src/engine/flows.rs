@@ -128,6 +128,13 @@ impl Flows {
         std::mem::size_of::<LinkState>() as u128
     }
 
+    /// Bytes per rank for the flows in flight: a flow's state, its route
+    /// (up to 16 links) and its completion event, about two per rank at once
+    /// in the halo exchanges and collectives measured (docs/links.md).
+    pub fn bytes_in_flight_per_rank() -> u128 {
+        2 * (std::mem::size_of::<Flow>() as u128 + 16 * 4 + 40)
+    }
+
     pub fn bytes(&self) -> usize {
         self.links.capacity() * std::mem::size_of::<LinkState>()
             + self.lists.values().map(|l| l.capacity() * 4 + 32).sum::<usize>()
