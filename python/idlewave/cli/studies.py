@@ -44,12 +44,16 @@ def reproduce(
     iterations: int = typer.Option(None, "--iterations", min=1, help="Iterations per run (default: the study's; "
                                    "chebfd: the polynomial degree; grid-broadcasts takes none)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the noise (default 1; noise-apps and noise-collectives only)."),
+    taper: float | None = typer.Option(None, "--taper", help="Run on shared links: a fat tree tapered TAPER:1, its links "
+                                       "as fast as a NIC, shared max-min fairly (krylov-kernels and grid-broadcasts only; "
+                                       "see docs/links.md)."),
     list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
 ):
     """Run a paper's study as the paper ran it and print, per figure, what the paper says, what we get and the verdict."""
     from idlewave.studies import reproduce as rp
+    from idlewave.studies.shared_links import SharedLinks
 
     if list_:
         for name, what in rp.STUDIES.items():
@@ -67,7 +71,7 @@ def reproduce(
         fail(f"--ranks: every scale needs at least 2 ranks, got {given!r}")
     studies = names or list(rp.STUDIES)
     for name in studies:  # all refusals before the first (possibly long) run
-        if error := rp.flag_error(name, scales, iterations, seed):
+        if error := rp.flag_error(name, scales, iterations, seed, taper):
             fail(error + ("" if names else " (with no study named, every study runs; name the ones to run)"))
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: exists and is not a directory; each study writes a directory inside it")
@@ -76,6 +80,7 @@ def reproduce(
             (out_dir / name).mkdir(parents=True, exist_ok=True)
         except OSError as e:
             fail(f"--out {out_dir}: cannot create {out_dir / name}: {e.strerror or e}")
+    links = None if taper is None else SharedLinks(taper=taper)
     results = {}
     # on a terminal one progress line over every study's rows (row k of N, elapsed, ETA, the row last done);
     # elsewhere (a log) one line per finished row; nothing with --quiet or --json
@@ -100,7 +105,7 @@ def reproduce(
             default_ranks, default_iterations = rp.DEFAULTS[name]
             try:
                 results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
-                                             1 if seed is None else seed, on_row=done(name))
+                                             1 if seed is None else seed, on_row=done(name), links=links)
             except ScenarioError as e:  # a bound flag_error does not know: name the flag, not the study's internal scenario
                 flag = {"seed": "--seed", "workload.ranks": "--ranks", "workload.iterations": "--iterations"}.get(e.key)
                 fail(f"{flag}: {str(e).removeprefix(f'{e.source}: {e.key}: ')} ({name})" if flag else f"{name}: {e}")
@@ -119,6 +124,8 @@ def reproduce(
             _print_krylov(result)
             continue
         if name in ("chebfd", "grid-broadcasts"):
+            if "links" in result:
+                out.print(f"{name}, on a {result['links']['label']}:", highlight=False)
             for v in result["verdicts"]:
                 out.print(f"  {v['figure']}: {v['verdict']}. Ours: {v['ours']}. The paper: {v['paper']}", highlight=False)
             out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
@@ -152,7 +159,8 @@ def _row_text(row: dict) -> str:
 
 def _print_krylov(result: dict) -> None:
     rows = result["rows"]
-    t = Table(title="krylov-kernels: time per iteration (1 ms overlapped, 0.1 ms after)")
+    on = f", on a {result['links']['label']}" if "links" in result else ""
+    t = Table(title=f"krylov-kernels: time per iteration (1 ms overlapped, 0.1 ms after{on})")
     for c in ("figure", "variant", "bytes", "blocking", "nonblocking"):
         t.add_column(c, justify="right")
     for r in rows:

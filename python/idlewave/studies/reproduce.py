@@ -18,6 +18,7 @@ from pathlib import Path
 from idlewave.results import save_figure, write_json
 from idlewave.simulation import simulate
 from idlewave.studies import reproduce_grid
+from idlewave.studies.shared_links import SharedLinks
 
 APPS = ("AMG2006", "CTH", "HPCCG", "LAMMPS", "LULESH", "miniFE")
 
@@ -212,14 +213,31 @@ KRYLOV_PAPER: dict[str, str] = {
 }
 
 
-def _kernel_time(workload: dict, network: dict) -> float:
-    r = simulate({"seed": 1, "network": network, "record": {"timers": False}, "workload": workload})
+# Fig. 2's protocols: the paper's 8 KiB eager limit, a handshake rendezvous above it, a DMA NIC
+KRYLOV_ALLREDUCE_NET = {"S_bytes": 8192, "nic_model": "dma", "rendezvous_model": "handshake"}
+KRYLOV_ALLREDUCE_RANKS = 64
+
+
+def _kernel_time(workload: dict, network: dict, seed: int = 1) -> float:
+    r = simulate({"seed": seed, "network": network, "record": {"timers": False}, "workload": workload})
     return r.summary["makespan_s"] / workload["iterations"]
 
 
-def krylov(iterations: int = 4, on_row: Callable[[dict], None] | None = None) -> dict:
+def krylov_allreduce(size: int, mode: str, ranks: int = KRYLOV_ALLREDUCE_RANKS, iterations: int = 4,
+                     links: SharedLinks | None = None, seed: int = 1) -> float:
+    """Fig. 2's kernel: seconds per iteration of an allreduce of `size`
+    bytes after 1 ms of computation (blocking) or overlapping it, tested 10
+    times (nonblocking); on `links` if given."""
+    w = {"kind": "collective", "collective": "allreduce", "ranks": ranks, "iterations": iterations,
+         "message_bytes": size, "mode": mode, "compute_s": 1e-3, "test_chunks": 10 if mode == "nonblocking" else 1}
+    return _kernel_time(w, links.network(KRYLOV_ALLREDUCE_NET) if links else KRYLOV_ALLREDUCE_NET, seed)
+
+
+def krylov(iterations: int = 4, on_row: Callable[[dict], None] | None = None, links: SharedLinks | None = None,
+           seed: int = 1) -> dict:
     """Fig. 2, 3 and 13: iteration times of the §3.1 kernels, blocking and
-    nonblocking, with each protocol option."""
+    nonblocking, with each protocol option; every kernel on `links` if given
+    (`seed` draws random routes; nothing else here is random)."""
     rows = []
 
     def add(fig: str, variant: str, size: int, mode: str, seconds: float) -> None:
@@ -240,14 +258,13 @@ def krylov(iterations: int = 4, on_row: Callable[[dict], None] | None = None) ->
             for n in KRYLOV_FACES:
                 for mode in ("blocking", "nonblocking"):
                     w = {**halo, "local": [n, n, n], "mode": mode, "test_chunks": 10 if mode == "nonblocking" else 1}
-                    add(fig, variant, 8 * n * n, mode, _kernel_time(w, net))
-    net = {"S_bytes": 8192, "nic_model": "dma", "rendezvous_model": "handshake"}
+                    add(fig, variant, 8 * n * n, mode, _kernel_time(w, links.network(net) if links else net, seed))
     for size in KRYLOV_ALLREDUCE_BYTES:
         for mode in ("blocking", "nonblocking"):
-            w = {"kind": "collective", "collective": "allreduce", "ranks": 64, "iterations": iterations,
-                 "message_bytes": size, "mode": mode, "compute_s": 1e-3, "test_chunks": 10 if mode == "nonblocking" else 1}
-            add("Fig. 2", "handshake, dma", size, mode, _kernel_time(w, net))
-    return {"rows": rows, "verdicts": krylov_verdicts(rows), "iterations": iterations}
+            add("Fig. 2", "handshake, dma", size, mode, krylov_allreduce(size, mode, iterations=iterations, links=links,
+                                                                         seed=seed))
+    result = {"rows": rows, "verdicts": krylov_verdicts(rows), "iterations": iterations}
+    return {**result, "links": links.describe(), "seed": seed} if links else result
 
 
 def krylov_verdicts(rows: list[dict]) -> list[dict]:
@@ -324,6 +341,8 @@ def krylov_figure(result: dict, path: Path) -> Path:
         ax.set_title(name)
         ax.legend(frameon=False, fontsize="x-small")
     axes[0].set_ylabel("time per iteration (ms)")
+    if "links" in result:
+        fig.suptitle(f"on a {result['links']['label']}", fontsize="medium")
     fig.tight_layout()
     return save_figure(fig, path)
 
@@ -439,8 +458,10 @@ DEFAULTS: dict[str, tuple[tuple[int, ...], int]] = {"chebfd": ((1280,), 10),
 FLAGS: dict[str, tuple[str, ...]] = {"chebfd": ("--ranks", "--iterations"),
                                      "noise-apps": ("--ranks", "--iterations", "--seed"),
                                      "noise-collectives": ("--ranks", "--iterations", "--seed"),
-                                     "krylov-kernels": ("--iterations",),
-                                     "grid-broadcasts": ("--ranks",)}
+                                     "krylov-kernels": ("--iterations", "--taper"),
+                                     "grid-broadcasts": ("--ranks", "--taper")}
+# The studies that run on shared links with --taper: those whose paper ties a result to the network's links.
+SHARED_LINKS = ("krylov-kernels", "grid-broadcasts")
 WHY_NOT: dict[str, str] = {"chebfd": "it runs without noise, so no seed applies",
                            "krylov-kernels": "it runs the paper's fixed scales (8 x 8 x 8 and 64 ranks) without noise",
                            "grid-broadcasts": "each run is one broadcast step (or the fixed HPL-MxP example), without noise"}
@@ -450,8 +471,13 @@ CHEB_MIN_RANKS = 562
 MAX_RANKS, MAX_ITERATIONS = 2**31, 2**32 - 1
 
 
-def flag_error(name: str, ranks: tuple[int, ...] | None, iterations: int | None, seed: int | None) -> str | None:
+def flag_error(name: str, ranks: tuple[int, ...] | None, iterations: int | None, seed: int | None,
+               taper: float | None = None) -> str | None:
     """Why the flags given (None: not given) cannot run study `name`, or None."""
+    if taper is not None and name not in SHARED_LINKS:
+        return f"{name} does not take --taper: only {' and '.join(SHARED_LINKS)} run on shared links"
+    if taper is not None and not (taper >= 1 and math.isfinite(taper)):
+        return f"--taper: a finite ratio of at least 1 (2 for a 2:1 tapered tree), got {taper}"
     given = [flag for flag, v in (("--ranks", ranks), ("--iterations", iterations), ("--seed", seed)) if v is not None]
     if unused := [flag for flag in given if flag not in FLAGS[name]]:
         return f"{name} does not take {' or '.join(unused)}: {WHY_NOT[name]}; it takes {', '.join(FLAGS[name])}"
@@ -477,9 +503,12 @@ def scale_error(name: str, ranks: tuple[int, ...]) -> str | None:
 
 
 def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, seed: int,
-              on_row: Callable[[dict], None] | None = None) -> dict:
+              on_row: Callable[[dict], None] | None = None, links: SharedLinks | None = None) -> dict:
+    """Runs study `name` into `out`; `links`: on shared links (SHARED_LINKS only)."""
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r} (known: {', '.join(STUDIES)})")
+    if links is not None and name not in SHARED_LINKS:
+        raise ValueError(f"{name} does not run on shared links (only {' and '.join(SHARED_LINKS)} do)")
     out.mkdir(parents=True, exist_ok=True)
     if name == "noise-apps":
         result = noise_apps(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)
@@ -488,12 +517,12 @@ def run_study(name: str, out: Path, ranks: tuple[int, ...], iterations: int, see
         result = chebfd(ranks=ranks[0], degree=iterations, on_row=on_row)
         result["figure"] = str(chebfd_figure(result, out / f"{name}.png"))
     elif name == "krylov-kernels":  # the paper's fixed scales; ranks and seed do not apply (no noise; FLAGS)
-        result = krylov(iterations=iterations, on_row=on_row)
+        result = krylov(iterations=iterations, on_row=on_row, links=links)
         result["figure"] = str(krylov_figure(result, out / f"{name}.png"))
     elif name == "grid-broadcasts":  # ranks: the grid's, a square (the paper's 128 x 128); no noise
         if error := scale_error(name, ranks):
             raise ValueError(error)
-        result = reproduce_grid.grid_broadcasts(side=math.isqrt(ranks[0]), on_row=on_row)
+        result = reproduce_grid.grid_broadcasts(side=math.isqrt(ranks[0]), on_row=on_row, links=links)
         result["figure"] = str(reproduce_grid.figure(result, out / f"{name}.png"))
     else:
         result = noise_collectives(ranks=ranks, iterations=iterations, seed=seed, on_row=on_row)

@@ -12,7 +12,10 @@ from its claims.
 
 Each runs with LogGOPSim's single NIC and with three NIC ports (`nic_ports`),
 the mechanism that decides the ring family's ranking: the modified 2-ring's
-root serves three children per chunk.
+root serves three children per chunk. On shared links (`links`) every run
+is on a tapered fat tree (idlewave.studies.shared_links), and a broadcast
+step runs on the whole grid: the rows' broadcasts at once, then the columns',
+sharing the tree's links.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from idlewave.simulation import simulate
+from idlewave.studies.shared_links import SharedLinks
 from idlewave.units import fmt_bytes
 
 RINGS = ("ring", "modified_ring", "two_ring", "two_ring_modified")
@@ -48,30 +52,39 @@ PAPER = {
 }
 
 
-def _makespan(network: dict, workload: dict) -> float:
-    r = simulate({"seed": 1, "network": network, "record": {"timers": False}, "workload": workload})
+def _makespan(network: dict, workload: dict, links: SharedLinks | None = None, seed: int = 1) -> float:
+    net = links.network(network) if links else network
+    r = simulate({"seed": seed, "network": net, "record": {"timers": False}, "workload": workload})
     return float(r.summary["makespan_s"])
 
 
-def apsp_step(side: int, alg: str, chunk: int, ports: int) -> float:
+def apsp_step(side: int, alg: str, chunk: int, ports: int, links: SharedLinks | None = None, seed: int = 1) -> float:
     """Seconds of communication in one APSP step on a side x side grid: the
-    panel's broadcast along the process row, then along the column (each a
-    broadcast on `side` ranks; all rows, then all columns, run at once on
-    disjoint ranks). Fig. 9 measures communication per step, so the updates
-    are left out."""
+    panel's broadcast along the process row, then along the column. Fig. 9
+    measures communication per step, so the updates are left out. All rows,
+    then all columns, run at once on disjoint ranks: without shared links
+    one row's broadcast, twice, is the step; on `links` the rows share the
+    tree's links, so the whole grid runs, rows then columns."""
     w = {"kind": "collective", "collective": "bcast", "algorithm": alg, "message_bytes": PANEL_BYTES,
          "chunk_bytes": chunk, "ranks": side, "iterations": 1}
-    return 2 * _makespan(dict(FRONTIER_NET, nic_ports=ports), w)
+    net = dict(FRONTIER_NET, nic_ports=ports)
+    if links is None:
+        return 2 * _makespan(net, w)
+    grid = dict(w, ranks=side * side, grid_columns=side)
+    return sum(_makespan(net, dict(grid, communicator=c), links, seed) for c in ("rows", "columns"))
 
 
-def hpl_total(alg: str, chunk: int, ports: int) -> float:
+def hpl_total(alg: str, chunk: int, ports: int, links: SharedLinks | None = None, seed: int = 1) -> float:
     """Makespan of `examples/hpl_mxp.toml` (16 x 16, n_b = 64, b = 2048)."""
     base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
     w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False)
-    return _makespan(dict(base["network"], nic_ports=ports), w)
+    return _makespan(dict(base["network"], nic_ports=ports), w, links, seed)
 
 
-def grid_broadcasts(side: int = 128, on_row: Callable[[dict], None] | None = None) -> dict:
+def grid_broadcasts(side: int = 128, on_row: Callable[[dict], None] | None = None, links: SharedLinks | None = None,
+                    seed: int = 1) -> dict:
+    """Every row of the studies above; on `links` if given (`seed` draws
+    random routes; nothing else here is random)."""
     rows: list[dict] = []
 
     def add(row: dict) -> None:
@@ -83,16 +96,17 @@ def grid_broadcasts(side: int = 128, on_row: Callable[[dict], None] | None = Non
         for alg in VARIANTS:
             for chunk in (0, CHUNK):
                 add({"study": "apsp", "ports": ports, "broadcast": alg, "chunk_bytes": chunk,
-                     "seconds": apsp_step(side, alg, chunk, ports)})
+                     "seconds": apsp_step(side, alg, chunk, ports, links, seed)})
             add({"study": "hpl", "ports": ports, "broadcast": alg, "chunk_bytes": CHUNK,
-                 "seconds": hpl_total(alg, CHUNK, ports)})
+                 "seconds": hpl_total(alg, CHUNK, ports, links, seed)})
         for chunk in CHUNKS_FIG12:
             add({"study": "chunk", "ports": ports, "broadcast": "ring", "chunk_bytes": chunk,
-                 "seconds": hpl_total("ring", chunk, ports)})
+                 "seconds": hpl_total("ring", chunk, ports, links, seed)})
     for s in (side // 4, side // 2, side, 2 * side):
         add({"study": "bandwidth", "ports": 1, "broadcast": "ring", "chunk_bytes": CHUNK, "side": s,
-             "seconds": apsp_step(s, "ring", CHUNK, 1)})
-    return {"rows": rows, "verdicts": grid_verdicts(rows), "side": side}
+             "seconds": apsp_step(s, "ring", CHUNK, 1, links, seed)})
+    result = {"rows": rows, "verdicts": grid_verdicts(rows), "side": side}
+    return {**result, "links": links.describe(), "seed": seed} if links else result
 
 
 def _pick(rows: list[dict], study: str, ports: int) -> dict[tuple[str, int], float]:
@@ -178,5 +192,7 @@ def figure(result: dict, path: Path) -> Path:
     axes[2].set_ylabel("s, whole run")
     axes[2].set_title("Fig. 12: HPL-MxP chunked 1-ring", fontsize="medium")
     axes[2].legend(frameon=False, fontsize="small")
+    if "links" in result:
+        fig.suptitle(f"on a {result['links']['label']}", fontsize="medium")
     fig.tight_layout()
     return save_figure(fig, path)
