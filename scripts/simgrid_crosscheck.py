@@ -6,9 +6,9 @@ flow's completion time is compared.
     PYTHONPATH=python .venv/bin/python scripts/simgrid_crosscheck.py   # the table; exit 1 on a mismatch
 
 SimGrid comes from pip (`pip install -e '.[crosscheck]'`, built from source:
-there is no wheel) or from Debian (`apt-get install python3-simgrid`, whose
-module for the system's Python 3.11 this script loads when `import simgrid`
-fails). SimGrid runs in a subprocess per case (this file with --worker):
+there is no wheel; see docs/links.md) or from Debian (`apt-get install
+python3-simgrid`, whose module for the system's Python 3.11 this script
+loads when no pip SimGrid is installed). SimGrid runs in a subprocess per case (this file with --worker):
 its engine can be created only once per process.
 
 How the two models are made the same:
@@ -79,6 +79,10 @@ def load_simgrid() -> ModuleType | None:
         return simgrid
     except ImportError:
         pass
+    if _preload_pip_libsimgrid():
+        import simgrid
+
+        return simgrid
     path = DEBIAN_DIST / f"simgrid{sysconfig.get_config_var('EXT_SUFFIX')}"
     if not path.is_file():
         return None
@@ -90,6 +94,26 @@ def load_simgrid() -> ModuleType | None:
     loader.exec_module(module)
     sys.modules["simgrid"] = module
     return module
+
+
+def _preload_pip_libsimgrid() -> bool:
+    """Whether pip's SimGrid is installed, its library now loaded. pip's build puts
+    libsimgrid.so.X.Y beside the module without a run path to it (the dynamic
+    loader does not find it unless LD_LIBRARY_PATH names site-packages): loaded
+    first, by path, it is the library the module then links to."""
+    import ctypes
+    import importlib.metadata as md
+    import re
+
+    try:
+        files = md.files("simgrid") or []
+    except md.PackageNotFoundError:
+        return False
+    libs = [f for f in files if re.fullmatch(r"libsimgrid\.so\.\d+\.\d+", f.name)]
+    if not libs:
+        return False
+    ctypes.CDLL(str(libs[0].locate()), mode=ctypes.RTLD_GLOBAL)
+    return True
 
 
 @dataclass(frozen=True)
