@@ -40,7 +40,12 @@ def find(name: str) -> Path:
     if name in known:
         return known[name][0]
     for path, _ in known.values():
-        if path.parent == EXAMPLES and tomllib.loads(path.read_text()).get("workload", {}).get("kind") == name:
+        if path.parent != EXAMPLES:
+            continue
+        doc = tomllib.loads(path.read_text())
+        # its workload's kind, or one of its jobs'
+        kinds = [w.get("kind") for w in [doc.get("workload", {})] + [j.get("workload", {}) for j in doc.get("jobs", [])]]
+        if name in kinds:
             return path
     raise TemplateError(f"no template {name!r}; `idlewave init --list` lists them (names and workload kinds)")
 
