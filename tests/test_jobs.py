@@ -68,7 +68,10 @@ def test_background_traffic_slows_a_job_by_its_pattern():
                 {"name": "bg", "placement": "interleaved", "workload": {**traffic, "pattern": pattern}}]
         slow[pattern] = run(jobs, links={**FLOW, "routing": "random"})["job_app_slowdown"]
         assert run(jobs, links={"model": "none"})["job_app_slowdown"] == 1.0
-    assert 1.0 < slow["uniform"] < slow["incast"], slow
+        # d-mod-k keeps the interleaved jobs on different up-links: no slowdown at all
+        assert run(jobs)["job_app_slowdown"] == 1.0
+    # the values docs/jobs.md quotes (seeded: a change of the flow model or of the routes moves them)
+    assert slow["uniform"] == pytest.approx(1.12, abs=0.01) and slow["incast"] == pytest.approx(1.94, abs=0.01), slow
 
 
 @pytest.mark.parametrize("doc, key", [
