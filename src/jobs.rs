@@ -247,6 +247,9 @@ impl Program for Jobs {
         let (i, local) = self.at(rank);
         self.begun[rank as usize] == Start::Begun && self.parts[i].program.is_finished(local)
     }
+    fn job_firsts(&self) -> Vec<u32> {
+        self.parts.iter().map(|p| p.first).collect()
+    }
     fn describe_stuck(&self, rank: u32) -> String {
         let (i, local) = self.at(rank);
         format!("job {} rank {local}: {}", self.names[i], self.parts[i].program.describe_stuck(local))

@@ -78,7 +78,14 @@ pub struct RunResult {
     pub trace_report: Option<crate::trace::Report>,
     /// The makespan's critical path, if asked for.
     pub explained: Option<crate::probes::explain::Explained>,
+    /// With shared links: the links that held messages back the most; per
+    /// job (of a run of `[[jobs]]`), its own, with what all its links cost it (ps).
+    pub held_back: Vec<crate::engine::HeldBack>,
+    pub job_held_back: Vec<(Vec<crate::engine::HeldBack>, f64)>,
 }
+
+/// How many of the links that held messages back the most a run names.
+const HELD_BACK_TOP: usize = 5;
 
 /// Called between chunks of events with (simulated time, events so far);
 /// returning false stops the run.
@@ -310,13 +317,18 @@ fn run_jobs(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimEr
         let span = |finish: &[Time]| finish[first..first + ranks[i] as usize].iter().max().map_or(0, |&t| t.saturating_sub(j.start_ps));
         let together = span(&result.finish_times);
         let alone_cfg = Config { explain: false, timeline_spans: 0, ..cfg.clone() };
-        let (alone, _) = run_program(build(Some(i))?, &alone_cfg, Noise::new(&cfg.noise, cfg.seed, total)?, None, none)?;
-        let alone = span(&alone.finish_times);
+        let (alone_run, _) = run_program(build(Some(i))?, &alone_cfg, Noise::new(&cfg.noise, cfg.seed, total)?, None, none)?;
+        let alone = span(&alone_run.finish_times);
         let name = &names[i];
         derived.push((format!("job_{name}_ranks"), ranks[i] as f64));
         derived.push((format!("job_{name}_makespan_s"), together as f64 / 1e12));
         derived.push((format!("job_{name}_alone_s"), alone as f64 / 1e12));
         derived.push((format!("job_{name}_slowdown"), if alone > 0 { together as f64 / alone as f64 } else { 1.0 }));
+        if let (Some((_, together)), Some((_, alone))) = (result.job_held_back.get(i), alone_run.job_held_back.get(i)) {
+            // sharing's cost to its messages, with the others and among its own alone
+            derived.push((format!("job_{name}_link_delay_s"), together / 1e12));
+            derived.push((format!("job_{name}_link_delay_alone_s"), alone / 1e12));
+        }
         first += ranks[i] as usize;
     }
     result.derived.splice(0..0, derived);
@@ -412,19 +424,13 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     })
 }
 
-/// Refuses to explain a run whose critical path alone would not fit, or
-/// whose messages share links (the critical path has no cause for that).
+/// Refuses to explain a run whose critical path alone would not fit.
 fn check_explain(ranks: u32, cfg: &Config) -> Result<(), SimError> {
-    if cfg.network.platform.as_ref().is_some_and(|pl| pl.links.flow) {
-        return Err(SimError::Rule(crate::rule::RuleError::new(
-            "network.links.model",
-            "explain cannot attribute time to shared links: explain this run with model = \"none\", or run it without explain",
-        )));
-    }
-    check_memory(ranks as u128 * crate::probes::explain::explain_bytes_per_rank(), cfg.max_memory_bytes).map_err(|e| {
+    let flows = cfg.network.platform.as_ref().is_some_and(|pl| pl.links.flow);
+    let per_rank = crate::probes::explain::explain_bytes_per_rank() + if flows { crate::probes::explain::flow_bytes_per_rank() } else { 0 };
+    check_memory(ranks as u128 * per_rank, cfg.max_memory_bytes).map_err(|e| {
         SimError::MemoryLimit(format!(
-            "{e} (for the critical path alone: explaining keeps about {} bytes per rank; run without explain)",
-            crate::probes::explain::explain_bytes_per_rank()
+            "{e} (for the critical path alone: explaining keeps about {per_rank} bytes per rank; run without explain)"
         ))
     })
 }
@@ -497,7 +503,16 @@ fn drive<P: Program, O: Report>(
     let finish_times: Vec<Time> = (0..p).map(|r| engine.finish_time(r)).collect();
     let makespan = finish_times.iter().copied().max().unwrap_or(0);
     let (timer_names, timers, iterations) = extract(&mut engine.view.program);
-    let crate::probes::Findings { timeline, explained } = engine.findings();
+    let crate::probes::Findings { timeline, mut explained } = engine.findings();
+    if let Some(x) = explained.as_mut() {
+        let mut slots: Vec<u32> = x.route.iter().filter_map(|s| s.link.map(|l| l.0)).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        x.link_names = slots.into_iter().filter_map(|s| Some((s, engine.link_name(s)?))).collect();
+    }
+    let jobs = engine.view.program.job_firsts().len() as u32;
+    let held_back = engine.links_held_back(None, HELD_BACK_TOP).map(|(w, _)| w).unwrap_or_default();
+    let job_held_back = (0..jobs).filter_map(|j| engine.links_held_back(Some(j), HELD_BACK_TOP)).collect();
     let mut derived = node_traffic(engine.node_traffic());
     derived.extend(link_traffic(engine.link_traffic()));
     if let Some(shared) = engine.shared_links() {
@@ -518,6 +533,8 @@ fn drive<P: Program, O: Report>(
         timeline,
         trace_report: None,
         explained,
+        held_back,
+        job_held_back,
     };
     Ok((result, engine.view.program))
 }
@@ -563,6 +580,7 @@ fn shared_links((classes, delay_ps, flowed): (Vec<crate::engine::LinkClassStats>
         v.push((format!("links_{}_bytes", c.class), c.bytes as f64));
         v.push((format!("links_{}_busy_max_s", c.class), c.busy_max_ps as f64 / 1e12));
         v.push((format!("links_{}_peak_flows", c.class), c.peak_flows as f64));
+        v.push((format!("links_{}_delay_s", c.class), c.delay_ps / 1e12));
     }
     v
 }

@@ -44,8 +44,15 @@ def test_a_job_beside_a_bandwidth_hog_slows_down_on_shared_links_only():
     shared = run(jobs)
     assert shared["job_app_slowdown"] > 1.1
     assert shared["job_app_makespan_s"] > shared["job_app_alone_s"]
+    # what held the app back: up- and down-links of the tree, more beside the hog than alone
+    assert shared["job_app_link_delay_s"] > shared["job_app_link_delay_alone_s"]
+    worst = shared["job_app_links_held_back"]
+    assert worst and all(w["class"].startswith(("up_", "down_")) for w in worst)
+    assert [w["delay_s"] for w in worst] == sorted((w["delay_s"] for w in worst), reverse=True)
+    assert sum(w["delay_s"] for w in worst) <= shared["job_app_link_delay_s"] * (1 + 1e-9)
     contiguous = run([{**j, "placement": "contiguous"} for j in jobs])
     assert contiguous["job_app_slowdown"] == 1.0
+    assert contiguous["job_app_link_delay_s"] == pytest.approx(contiguous["job_app_link_delay_alone_s"], rel=1e-12)
     # without shared links the jobs have nothing in common: no slowdown at all
     apart = run(jobs, links={"model": "none"})
     assert apart["job_app_slowdown"] == apart["job_hog_slowdown"] == 1.0

@@ -6,7 +6,7 @@ with their key path."""
 import pytest
 
 import idlewave
-from idlewave.scenario import ScenarioError, parse_scenario
+from idlewave.scenario import ScenarioError
 
 pytestmark = pytest.mark.unit
 
@@ -78,9 +78,36 @@ def test_bad_link_keys_are_refused_with_their_path(links, key, words):
     assert e.value.key == key and words in str(e.value)
 
 
-def test_explain_is_refused_with_shared_links():
-    scn = parse_scenario('[network]\nG_s_per_byte = 1e-9\n[network.links]\nmodel = "flow"\n'
-                         '[workload]\nkind = "bsp"\nranks = 8\niterations = 1\n')
-    with pytest.raises(idlewave.SimulationError) as e:
-        idlewave.simulate(scn, explain=True)
-    assert e.value.key == "network.links.model" and "explain" in str(e.value)
+def test_explain_names_the_uplink_a_shift_waits_on_and_its_bandwidths_pull():
+    """A shift across a 4:1 tapered tree: each message alone at the uplink's
+    quarter of a NIC, so of its 4 ms the NIC's (s − 1)·G is 1 ms and the
+    links' 3 ms, named on the route; more or less link bandwidth moves the
+    makespan almost in proportion (elasticity near −1), and not at all on
+    untapered links twice as fast as a NIC, where the NICs set the pace."""
+    from idlewave.explain import link_sensitivity
+
+    def scenario(taper, bandwidth=1e9):
+        net = {**NIC, "topology": {"kind": "fat_tree", "radix": 8},
+               "links": {"model": "flow", "bandwidth_bytes_per_s": bandwidth, "taper": taper}}
+        return {"network": net, "workload": {"kind": "bsp", "ranks": 64, "iterations": 1, "compute_s": 0.0,
+                                             "distances": [32], "message_bytes": SIZE, "periodic": False}}
+    r = idlewave.simulate(scenario(4.0), explain=True)
+    x = r.explain
+    causes = x.causes_s()
+    assert causes["nic_gap"] == pytest.approx(1e-3, rel=1e-9)
+    assert causes["penalty"] == pytest.approx(3e-3, rel=1e-9)
+    links = x.links_on_path()
+    assert links["wait_s"] == pytest.approx(3e-3, rel=1e-9)
+    assert links["links"][0]["link"].startswith(("up_", "down_"))
+    assert x.derivatives()["G"] == 0, "the links, not G, set the pace"
+    [row] = link_sensitivity(scenario(4.0), x.makespan_s)
+    assert row["key"] == "network.links.bandwidth_bytes_per_s"
+    assert -1.02 < row["elasticity"] < -0.95
+    # bandwidth × 1.1: the 3 + 1 ms become 4/1.1 ms (the NIC's share is a link's too)
+    assert row["makespan_higher_s"] == pytest.approx(4e-3 / 1.1 + 1e-6, rel=1e-6)
+    base = idlewave.simulate(scenario(1.0, 2e9), explain=True).explain
+    assert base.links_on_path() == {}
+    assert base.derivatives()["G"] > 0
+    [flat] = link_sensitivity(scenario(1.0, 2e9), base.makespan_s)
+    assert flat["makespan_lower_s"] == pytest.approx(base.makespan_s, rel=1e-12)
+    assert flat["elasticity"] == 0.0

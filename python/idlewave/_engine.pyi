@@ -102,6 +102,8 @@ class Result:
     def trace_report(self) -> dict[str, Any] | None:
         """A trace replay's report; None for other workloads."""
     @property
+    def held_back(self) -> dict[str, Any] | None: ...
+    @property
     def explain(self) -> dict[str, Any] | None:
         """The critical path, if kept: makespan_ps, last_rank, peak_bytes, causes_ps, counts, derivatives, waits
         (arrays per rank), route (arrays per segment)."""

@@ -26,7 +26,7 @@ CAUSES = {
     "cpu_overhead": "CPU overhead (o, O)",
     "nic_gap": "NIC gaps (g, G)",
     "wire_latency": "wire latency (L, hops)",
-    "penalty": "platform penalties",
+    "penalty": "platform penalties and shared links",
     "noise": "noise detours",
     "memory_contention": "memory-bandwidth contention",
 }
@@ -102,6 +102,26 @@ class Explanation:
                            for r, t in per_rank.head(top).iter_rows()],
         }
 
+    def links_on_path(self, top: int = 5) -> dict:
+        """With shared links: how long the critical path's messages spent on
+        their links beyond their NICs' (s − 1)·G (links narrower than a NIC,
+        or shared), in all and for the links that cost them the most, each
+        with the number of its messages on the path that waited there."""
+        if self.route is None or "link" not in self.route.columns:
+            return {}
+        waited = self.route.filter(pl.col("link").is_not_null())
+        if waited.height == 0:
+            return {}
+        per_link = (waited.group_by("link", maintain_order=True)
+                    .agg(pl.col("link_wait_s").sum(), pl.len().alias("messages"))
+                    .sort(["link_wait_s", "link"], descending=[True, False]))
+        total = float(waited["link_wait_s"].sum())
+        return {
+            "wait_s": total,
+            "share": total / self.makespan_s if self.makespan_s else 0.0,
+            "links": [{"link": str(k), "wait_s": float(t), "messages": int(n)} for k, t, n in per_link.head(top).iter_rows()],
+        }
+
     def waits_frame(self) -> pl.DataFrame | None:
         """One row per rank: seconds its CPU sat idle until a message arrived
         (late sender), until a receiver matched its rendezvous send (late
@@ -158,10 +178,12 @@ class Explanation:
     def to_json(self) -> dict:
         waits = {"waits_total_s": self.wait_totals_s()} if self.waits is not None else {}
         route = {"route": self.route_summary()} if self.route is not None else {}
+        links = self.links_on_path()
         return {
             **self.raw,
             **waits,
             **route,
+            **({"links_on_path": links} if links else {}),
             "makespan_s": self.makespan_s,
             "causes_s": self.causes_s(),
             "derivatives": self.derivatives(),
@@ -186,6 +208,9 @@ def _route_frame(route: dict) -> pl.DataFrame:
         "end_s": end * 1e-12,
         "duration_s": (end - start) * 1e-12,
         **{f"{c}_s": np.asarray(route[f"{c}_ps"]) * 1e-12 for c in CAUSES},
+        # the shared link the stretch's arrival waited on (null: none), and how long
+        **({"link": pl.Series(route["link"], dtype=pl.Utf8),
+            "link_wait_s": np.asarray(route["link_wait_ps"]) * 1e-12} if "link" in route else {}),
     })
 
 
@@ -200,6 +225,66 @@ def write_tables(x: Explanation, out: Path) -> list[Path]:
             write_parquet(out / name, frame)
             written.append(out / name)
     return written
+
+
+#: The bandwidths of shared links a run's sensitivity is measured for:
+#: (where the key is in the scenario, what its links are).
+LINK_BANDWIDTHS = (
+    (("network", "links", "bandwidth_bytes_per_s"), "links between switches"),
+    (("network", "links", "global_bandwidth_bytes_per_s"), "a dragonfly's global links"),
+    (("network", "node_bandwidth_bytes_per_s"), "nodes' links"),
+)
+
+#: The step of the sensitivity runs: each bandwidth 10% higher, then lower.
+LINK_STEP = 0.10
+
+
+def link_bandwidths(scenario: dict) -> list[tuple[tuple[str, ...], str, float]]:
+    """The shared links' bandwidths a scenario sets (key path, what, value),
+    if its links are shared (``[network.links] model = "flow"``)."""
+    net = scenario.get("network", {})
+    if net.get("links", {}).get("model") != "flow":
+        return []
+    found: list[tuple[tuple[str, ...], str, float]] = []
+    for path, what in LINK_BANDWIDTHS:
+        node: object = scenario
+        for k in path:
+            node = node.get(k) if isinstance(node, dict) else None
+        if isinstance(node, (int, float)) and node > 0:
+            found.append((path, what, float(node)))
+    return found
+
+
+def link_sensitivity(scenario: dict, base_s: float, progress=None) -> list[dict]:
+    """How the makespan moves with each shared-link bandwidth the scenario
+    sets: re-simulated with it LINK_STEP higher and lower (two runs each;
+    max–min sharing makes the makespan piecewise in a bandwidth, so both
+    sides are given, and the elasticity from their difference).
+    `progress(key, makespan_s)` hears of each run."""
+    rows = []
+    for path, what, value in link_bandwidths(scenario):
+        key = ".".join(path)
+        times = {}
+        for sign in (1, -1):
+            s = copy.deepcopy(scenario)
+            node = s
+            for k in path[:-1]:
+                node = node[k]
+            node[path[-1]] = value * (1 + sign * LINK_STEP)
+            times[sign] = _makespan(s)
+            if progress is not None:
+                progress(key, times[sign])
+        rows.append({
+            "key": key,
+            "links": what,
+            "bandwidth_bytes_per_s": value,
+            "step": LINK_STEP,
+            "makespan_higher_s": times[1],
+            "makespan_lower_s": times[-1],
+            # d ln T / d ln B: -1 where the links alone set the pace, 0 where they do not
+            "elasticity": (times[1] - times[-1]) / (2 * LINK_STEP * base_s) if base_s > 0 else 0.0,
+        })
+    return rows
 
 
 def perturbed(scenario: dict, param: str, delta: float) -> dict:

@@ -157,6 +157,13 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
             f"the platform measured no message between nodes (off_node_measured = false): this run of "
             f"{summary['ranks']:,} ranks, {per_node} per node, sends messages between nodes at values nobody "
             "measured (the engine's defaults unless the scenario gives them)")
+    held_back = run.held_back
+    if held_back is not None:
+        # the links that held messages back the most; per job, its own
+        names = [j.get("name") or f"job{i}" for i, j in enumerate(scn.get("jobs", []))]
+        summary["links_held_back"] = held_back["all"]
+        for name, job in zip(names, held_back["jobs"]):
+            summary[f"job_{name}_links_held_back"] = job["links"]
     explained = run.explain
     if explained is not None:
         result.explain = Explanation.of_engine(explained)

@@ -157,3 +157,73 @@ fn where_no_link_is_shared_flows_change_nothing() {
         assert_eq!((nic.bytes, nic.peak_flows), (32 * (S - 1), 1));
     }
 }
+
+/// The run explained: its critical path, and the names of the links its route names.
+fn explained(pl: Platform, ops: Vec<Vec<StreamOp>>) -> (crate::probes::explain::Explained, Time) {
+    use crate::probes::explain::Explain;
+    let net = Network { ranks_per_node: pl.ranks_per_node, ..Network::uniform(pl.inter_node.eager) };
+    let net = Network { platform: Some(Box::new(pl)), ..net };
+    let program = StreamProgram::new(Script { ranks: ops, ..Default::default() }, Recorder::disabled());
+    let mut e = Engine::with_probe(program, net, Noise::none(), Explain::default()).unwrap();
+    e.run().unwrap();
+    let makespan = (0..e.num_ranks()).map(|r| e.finish_time(r)).max().unwrap();
+    let mut x = e.findings().explained.expect("explained");
+    let slots: Vec<u32> = x.route.iter().filter_map(|s| s.link.map(|l| l.0)).collect();
+    x.link_names = slots.into_iter().map(|s| (s, e.link_name(s).unwrap())).collect();
+    (x, makespan)
+}
+
+#[test]
+fn explain_lays_a_shared_links_time_on_that_link_and_counts_its_bandwidth() {
+    use crate::probes::explain::{NIC, PENALTY, WIRE};
+    // n senders to rank 0: each flow at 1/n of its NIC in, all end at n MB.
+    // The path: L on the wire, (s − 1)·G the NIC's, the rest rank 0's NIC
+    // in, named; dT/dG is n(s − 1): that link's bandwidth is 1/G too.
+    for n in [1u32, 2, 5] {
+        let pairs: Vec<(u32, u32)> = (1..=n).map(|a| (a, 0)).collect();
+        let pl = platform(Topology::FullyConnected, flow(0.0, 1.0, Routing::DimensionOrder));
+        let (x, makespan) = explained(pl, exchange(n + 1, &pairs));
+        assert_eq!(x.path.total(), makespan, "n={n}");
+        assert_eq!((x.path.ps[WIRE], x.path.ps[NIC], x.path.ps[PENALTY]), (L, S - 1, (n as Time - 1) * (S - 1)), "n={n}");
+        assert_eq!(x.path.count(crate::probes::explain::PARAMS.iter().position(|&p| p == "G").unwrap()), n as u64 * (S - 1));
+        let last = x.route.last().unwrap();
+        assert_eq!(last.rank, 0);
+        if n == 1 {
+            assert_eq!(last.link, None, "alone at its NIC's pace: no link to name");
+        } else {
+            let (slot, ps) = last.link.expect("the arrival waited on a link");
+            assert_eq!(ps, (n as Time - 1) * (S - 1));
+            assert_eq!(x.link_names, vec![(slot, "nic_in of rank 0".to_string())]);
+        }
+    }
+}
+
+#[test]
+fn a_tapered_uplink_is_named_and_its_time_is_not_gs() {
+    use crate::probes::explain::{NIC, PENALTY};
+    // radix 4 (2 nodes per leaf), taper 4: up-links at 1/4 B/ps. Rank 0 sends
+    // to rank 2 (another leaf): alone at 1/4, 4 MB; the NIC's share is 1 MB,
+    // the uplink's 3 MB; G does not move it (the link sets its pace).
+    let pl = platform(Topology::FatTree { radix: 4 }, flow(1.0, 4.0, Routing::DModK));
+    let (x, makespan) = explained(pl, exchange(4, &[(0, 2)]));
+    assert_eq!(makespan, 4 * (S - 1) + L);
+    assert_eq!((x.path.ps[NIC], x.path.ps[PENALTY]), (S - 1, 3 * (S - 1)));
+    assert_eq!(x.path.count(crate::probes::explain::PARAMS.iter().position(|&p| p == "G").unwrap()), 0);
+    let (_, ps) = x.route.last().unwrap().link.expect("named");
+    assert_eq!(ps, 3 * (S - 1));
+    assert!(x.link_names[0].1.starts_with("up_1 #"), "{:?}", x.link_names);
+}
+
+#[test]
+fn the_time_links_cost_is_laid_on_links_in_full() {
+    // a shift across a 4:1 tapered tree and an incast beside it: what the
+    // links cost each flow (summed over flows) is what they cost per link
+    let pl = platform(Topology::FatTree { radix: 4 }, flow(1.0, 4.0, Routing::Random));
+    let pairs: Vec<(u32, u32)> = (0..8).map(|a| (a, (a + 2) % 8)).chain([(1, 4), (3, 4), (6, 4)]).collect();
+    let e = run(pl, exchange(8, &pairs));
+    let (links, total) = e.links_held_back(None, usize::MAX).unwrap();
+    assert!(total > 0.0);
+    let per_link: f64 = links.iter().map(|h| h.ps).sum();
+    assert!((per_link - total).abs() <= 1e-6 * total + links.len() as f64, "{per_link} vs {total}");
+    assert!(links.windows(2).all(|w| w[0].ps >= w[1].ps), "largest first");
+}

@@ -9,7 +9,7 @@
 //! memory domains do). A flow's last byte in, the message reaches its
 //! receiver after the latency it would have had alone.
 
-use super::probe::{Message, Probe};
+use super::probe::{Loss, Message, Probe, NO_LINK};
 use super::{Engine, EvKind, Event};
 use crate::network::{LinkClassId, Routes};
 use crate::program::Program;
@@ -38,12 +38,23 @@ struct Flow {
     cap: f64,
     last: Time,
     start: Time,
-    /// Its duration alone on its route, for the delay that sharing caused.
+    /// Its duration alone on its route, for the delay that sharing caused,
+    /// and its rate alone (the narrowest of its cap and its links).
     alone_ps: f64,
+    alone_rate: f64,
+    /// Since when it has had its rate, and the link that sets it (NO_LINK:
+    /// its own cap); the link that has cost it the most time so far, and how much.
+    since: Time,
+    blame: u32,
+    worst: u32,
+    worst_ps: f64,
+    /// The job it belongs to (0 without jobs).
+    owner: u32,
     version: u32,
     seen: u32,
     fixed: bool,
     new_rate: f64,
+    new_blame: u32,
     msg: Option<(Event, Message, Time)>,
 }
 
@@ -58,6 +69,17 @@ pub struct LinkClassStats {
     pub bytes_max: u64,
     /// Most flows at once on one link.
     pub peak_flows: u32,
+    /// Time its links cost messages beyond running alone (ps, summed over messages).
+    pub delay_ps: f64,
+}
+
+/// A link that held messages back: its name and class, and the time it
+/// cost them (ps, summed over messages).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldBack {
+    pub link: String,
+    pub class: String,
+    pub ps: f64,
 }
 
 pub struct Flows {
@@ -81,6 +103,12 @@ pub struct Flows {
     /// Summed over messages: time beyond what the flow would take alone.
     pub delay_ps: f64,
     pub flowed: u64,
+    /// Per link: the time it cost the flows that it held back (allocated at
+    /// the first such loss); per job and link, where jobs are told.
+    link_delay: Vec<f64>,
+    job_delay: rustc_hash::FxHashMap<(u32, u32), f64>,
+    /// The first rank of each job after the first (empty: one program).
+    job_starts: Vec<u32>,
 }
 
 /// A completion to schedule: (time, flow, version).
@@ -120,7 +148,68 @@ impl Flows {
             due: Vec::new(),
             delay_ps: 0.0,
             flowed: 0,
+            link_delay: Vec::new(),
+            job_delay: Default::default(),
+            job_starts: Vec::new(),
         }
+    }
+
+    /// The run's ranks are jobs', each job's from its first rank on
+    /// (`firsts`, ascending, job 0's first): losses are kept per job too.
+    pub fn set_jobs(&mut self, firsts: &[u32]) {
+        self.job_starts = firsts.iter().skip(1).copied().collect();
+    }
+
+    /// The job of rank `rank`.
+    fn job_of(&self, rank: u32) -> u32 {
+        self.job_starts.partition_point(|&f| f <= rank) as u32
+    }
+
+    /// Closes flow `id`'s stretch at its rate up to `now`: what it lost
+    /// against running alone goes to the link that held it back.
+    fn close(&mut self, id: u32, now: Time) {
+        let f = &mut self.flows[id as usize];
+        let (dt, rate, blame, owner) = (now.saturating_sub(f.since), f.rate, f.blame, f.owner);
+        f.since = now;
+        if dt == 0 || blame == NO_LINK || rate <= 0.0 {
+            return;
+        }
+        let lost = dt as f64 * (1.0 - rate / f.alone_rate);
+        if lost <= dt as f64 * 1e-9 {
+            // (at its rate alone, give or take rounding)
+            return;
+        }
+        if f.worst == blame {
+            f.worst_ps += lost;
+        } else if lost > f.worst_ps {
+            (f.worst, f.worst_ps) = (blame, lost);
+        }
+        if self.link_delay.is_empty() {
+            self.link_delay = vec![0.0; self.links.len()];
+        }
+        self.link_delay[blame as usize] += lost;
+        if !self.job_starts.is_empty() {
+            *self.job_delay.entry((owner, blame)).or_default() += lost;
+        }
+    }
+
+    /// Per link that held flows back: its slot and the time it cost them
+    /// (ps, summed over messages), the largest first (at most `top`).
+    pub fn worst_links(&self, top: usize) -> Vec<(u32, f64)> {
+        let mut v: Vec<(u32, f64)> = self.link_delay.iter().enumerate().filter(|(_, &d)| d > 0.0).map(|(s, &d)| (s as u32, d)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.truncate(top);
+        v
+    }
+
+    /// Job `job`'s links that held its flows back, the largest first (at most
+    /// `top`), and the time all its links cost it (ps).
+    pub fn job_worst_links(&self, job: u32, top: usize) -> (Vec<(u32, f64)>, f64) {
+        let mut v: Vec<(u32, f64)> = self.job_delay.iter().filter(|((j, _), _)| *j == job).map(|(&(_, s), &d)| (s, d)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let total = v.iter().map(|x| x.1).sum();
+        v.truncate(top);
+        (v, total)
     }
 
     /// Bytes a run with this many slots holds before any flow starts.
@@ -205,11 +294,14 @@ impl Flows {
             self.flows.len() as u32 - 1
         });
         let narrowest = route.iter().map(|&s| self.links[s as usize].cap).fold(cap, f64::min);
+        let owner = if self.job_starts.is_empty() { 0 } else { self.job_of(msg.1.src) };
         let f = &mut self.flows[id as usize];
         f.route.clear();
         f.route.extend_from_slice(route);
         (f.remaining, f.rate, f.cap) = (bytes as f64, 0.0, cap);
-        f.alone_ps = bytes as f64 / narrowest;
+        (f.alone_ps, f.alone_rate) = (bytes as f64 / narrowest, narrowest);
+        (f.blame, f.worst, f.worst_ps) = (NO_LINK, NO_LINK, 0.0);
+        f.owner = owner;
         f.msg = Some(msg);
         id
     }
@@ -224,7 +316,7 @@ impl Flows {
             self.advance(now);
         }
         let f = &mut self.flows[id as usize];
-        (f.last, f.start) = (now, now);
+        (f.last, f.start, f.since) = (now, now, now);
         let (bytes, narrowest) = (f.remaining, f.remaining / f.alone_ps);
         if alone {
             f.rate = narrowest;
@@ -251,11 +343,12 @@ impl Flows {
 
     /// The flow `id`'s completion as scheduled with `version`: None if stale,
     /// else its message and latency; re-solves what shared links with it.
-    pub fn finish(&mut self, now: Time, id: u32, version: u32, due: &mut Vec<Due>) -> Option<(Event, Message, Time)> {
+    pub fn finish(&mut self, now: Time, id: u32, version: u32, due: &mut Vec<Due>) -> Option<((Event, Message, Time), Loss)> {
         let f = self.flows.get(id as usize)?;
         if f.version != version || f.msg.is_none() || f.rate == 0.0 {
             return None;
         }
+        self.close(id, now);
         let route = std::mem::take(&mut self.flows[id as usize].route);
         let alone = route.iter().all(|&s| self.links[s as usize].n == 1);
         if !alone {
@@ -275,12 +368,22 @@ impl Flows {
         f.version = bump(f.version);
         self.delay_ps += ((now - f.start) as f64 - f.alone_ps).max(0.0);
         self.flowed += 1;
+        let alone_ps = f.alone_ps.ceil() as Time;
+        // the link that cost it the most under sharing; if none, the narrowest
+        // link on its route where that, not its NIC, set its pace alone
+        let link = if f.worst == NO_LINK && f.alone_rate < f.cap {
+            f.route.iter().copied().find(|&s| self.links[s as usize].cap <= f.alone_rate).unwrap_or(NO_LINK)
+        } else {
+            f.worst
+        };
+        let nic_in = (link as usize) < self.routes.slots() && self.routes.link(link as usize).0 == LinkClassId::NicIn;
+        let loss = Loss { delay_ps: (now - f.start).saturating_sub(alone_ps), link, nic_in, alone_ps, duration_ps: now - f.start };
         let msg = f.msg.take();
         self.free.push(id);
         if !alone {
             self.solve(now, due);
         }
-        msg
+        msg.map(|m| (m, loss))
     }
 
     /// Marks the flows connected to `route`'s links through shared links.
@@ -358,11 +461,15 @@ impl Flows {
                 if f.fixed {
                     continue;
                 }
-                let bottleneck =
-                    f.cap <= tol || f.route.iter().any(|&s| self.rem[s as usize].max(0.0) / self.unfixed[s as usize] as f64 <= tol);
-                if bottleneck {
+                // what holds it at the level: its cap, else the first link at it
+                let blame = if f.cap <= tol {
+                    Some(NO_LINK)
+                } else {
+                    f.route.iter().copied().find(|&s| self.rem[s as usize].max(0.0) / self.unfixed[s as usize] as f64 <= tol)
+                };
+                if let Some(blame) = blame {
                     let f = &mut self.flows[id as usize];
-                    (f.fixed, f.new_rate) = (true, level);
+                    (f.fixed, f.new_rate, f.new_blame) = (true, level, blame);
                     for &s in &f.route {
                         self.rem[s as usize] -= level;
                         self.unfixed[s as usize] -= 1;
@@ -375,14 +482,20 @@ impl Flows {
                 for &id in &self.comp_flows {
                     let f = &mut self.flows[id as usize];
                     if !f.fixed {
-                        (f.fixed, f.new_rate) = (true, level);
+                        (f.fixed, f.new_rate, f.new_blame) = (true, level, NO_LINK);
                     }
                 }
                 left = 0;
             }
         }
-        for &id in &self.comp_flows {
+        for k in 0..self.comp_flows.len() {
+            let id = self.comp_flows[k];
+            let f = &self.flows[id as usize];
+            if f.new_rate != f.rate || f.new_blame != f.blame {
+                self.close(id, now);
+            }
             let f = &mut self.flows[id as usize];
+            f.blame = f.new_blame;
             if f.new_rate != f.rate {
                 f.rate = f.new_rate;
                 f.version = bump(f.version);
@@ -404,6 +517,7 @@ impl Flows {
             e.busy_max_ps = e.busy_max_ps.max(busy);
             e.bytes_max = e.bytes_max.max(l.bytes);
             e.peak_flows = e.peak_flows.max(l.peak);
+            e.delay_ps += self.link_delay.get(s).copied().unwrap_or(0.0);
         }
         by.into_values().collect()
     }
@@ -445,6 +559,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let id = flows.prepare(&route, m.bytes - 1, cap, (msg, m, arrive - now));
         flows.begin(now, id, &mut due);
         flows.route = route;
+        self.tell(|o, v| o.flow_started(v, id, &m));
         self.schedule_flows(due, msg.rank);
     }
 
@@ -454,7 +569,8 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let mut due = std::mem::take(&mut flows.due);
         let done = flows.finish(ev.time, ev.id, ev.tag, &mut due);
         self.schedule_flows(due, ev.rank);
-        if let Some((msg, m, latency)) = done {
+        if let Some(((msg, m, latency), loss)) = done {
+            self.tell(|o, v| o.flow_ended(v, ev.id, loss));
             self.deliver_flowed(msg, m, ev.time.saturating_add(latency).min(PAST_LIMIT));
         }
     }

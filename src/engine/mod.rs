@@ -21,7 +21,7 @@ mod waiting;
 
 pub use fabric::Fabric;
 pub(crate) use fabric::MEM_BUSY;
-pub use flows::LinkClassStats;
+pub use flows::{HeldBack, LinkClassStats};
 pub use layout::Layout;
 pub(crate) use layout::LISTS;
 pub use matching::{Entry, Lists, Matcher, Queue, EMPTY_LISTS};
@@ -216,6 +216,9 @@ impl<P: Program, O: Probe> Engine<P, O> {
             direct: false,
         };
         e.direct = e.may_deliver_directly();
+        if let Some(f) = e.fabric.flows.as_deref_mut() {
+            f.set_jobs(&e.view.program.job_firsts());
+        }
         Ok(e)
     }
 
@@ -252,6 +255,29 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let f = self.fabric.flows.as_deref()?;
         let end = (0..self.num_ranks()).map(|r| self.finish_time(r)).max().unwrap_or(0);
         Some((f.stats(end), f.delay_ps, f.flowed))
+    }
+
+    /// With shared links: the links that held messages back the most (at
+    /// most `top`), by name, with their class and the time they cost (ps,
+    /// summed over messages); for `job` (see `Program::job_firsts`) if given,
+    /// with what all that job's links cost it.
+    pub fn links_held_back(&self, job: Option<u32>, top: usize) -> Option<(Vec<HeldBack>, f64)> {
+        let f = self.fabric.flows.as_deref()?;
+        let (worst, total) = match job {
+            Some(j) => f.job_worst_links(j, top),
+            None => {
+                let w = f.worst_links(top);
+                (w, f.delay_ps)
+            }
+        };
+        let named =
+            worst.into_iter().map(|(s, ps)| HeldBack { link: f.routes.name(s as usize), class: f.routes.link(s as usize).0.name(), ps });
+        Some((named.collect(), total))
+    }
+
+    /// A shared link's name (None without shared links).
+    pub fn link_name(&self, slot: u32) -> Option<String> {
+        Some(self.fabric.flows.as_deref()?.routes.name(slot as usize))
     }
 
     /// Bytes held by the engine's own buffers (not the program's).
@@ -543,7 +569,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let (cpu, nic) = if ev.is_flowed() { (p.recv_cpu_per_byte_o(ev.size), p.g_ps) } else { (p.recv_cpu(ev.size), p.recv_nic(ev.size)) };
         self.view.clocks[c] = self.view.noise.cpu_end(dst, ev.time, cpu);
         self.view.clocks[n] = ev.time + nic;
-        let receipt = Receipt { c, n: Some(n), src, dst, size: ev.size, tag: ev.tag };
+        let receipt = Receipt { c, n: Some(n), src, dst, size: ev.size, tag: ev.tag, flowed: ev.is_flowed() };
         let wait = Wait { rank: dst, before, at: ev.time, why: by_peer(LATE_SENDER, &ev), on: src };
         self.tell_wait(wait, |o, v, w| o.received(v, w, receipt, &p));
         self.received(ev);
@@ -632,7 +658,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let p = *self.view.net.params(src, dst, ev.size);
         let before = self.view.clocks[c];
         self.view.clocks[c] = self.view.noise.cpu_end(dst, ev.time, p.recv_cpu_per_byte_o(ev.size));
-        let receipt = Receipt { c, n: None, src, dst, size: ev.size, tag: ev.tag };
+        let receipt = Receipt { c, n: None, src, dst, size: ev.size, tag: ev.tag, flowed: false };
         let wait = Wait { rank: dst, before, at: ev.time, why: by_peer(LATE_SENDER, &ev), on: src };
         self.tell_wait(wait, |o, v, w| o.received(v, w, receipt, &p));
         self.received(ev);

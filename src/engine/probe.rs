@@ -136,6 +136,25 @@ pub struct Receipt {
     pub dst: u32,
     pub size: u64,
     pub tag: u32,
+    /// Its bytes came as a flow: the receiver pays o + (s − 1)·O and g, not G.
+    pub flowed: bool,
+}
+
+/// No link: a flow held back by its own cap (its NIC's 1/G).
+pub const NO_LINK: u32 = u32::MAX;
+
+/// What a flow that ended lost to its links: its time beyond running alone
+/// (ps) and the link that cost it the most of that (else, if a link rather
+/// than its NIC set its pace alone, the narrowest; NO_LINK if neither).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Loss {
+    pub delay_ps: Time,
+    pub link: u32,
+    /// That link is a receiving NIC (its bandwidth is 1/G too).
+    pub nic_in: bool,
+    /// Its duration alone on its route (ps, rounded up as its end is), and as it ran.
+    pub alone_ps: Time,
+    pub duration_ps: Time,
 }
 
 /// An observer of the engine (see the module notes). `P`: the program run.
@@ -211,6 +230,15 @@ pub trait Probe {
     /// A message was queued for its receiver (see [`Message`]).
     #[inline(always)]
     fn message_queued<P: Program>(&mut self, v: &View<P>, m: Message) {}
+
+    /// The message whose send (and `flew`) was just told moves its bytes as
+    /// flow `id` over shared links, instead of being queued now.
+    #[inline(always)]
+    fn flow_started<P: Program>(&mut self, v: &View<P>, id: u32, m: &Message) {}
+
+    /// Flow `id` ended, having lost `loss` to sharing; its message is queued next.
+    #[inline(always)]
+    fn flow_ended<P: Program>(&mut self, v: &View<P>, id: u32, loss: Loss) {}
 
     /// A rendezvous send of `wait.rank` completed as its receiver matched
     /// it: its CPU clock `c` and NIC clock `n` (before: `wait.before` and
@@ -334,6 +362,18 @@ impl<A: Probe> Probe for Option<A> {
         }
     }
     #[inline(always)]
+    fn flow_started<P: Program>(&mut self, v: &View<P>, id: u32, m: &Message) {
+        if let Some(a) = self {
+            a.flow_started(v, id, m)
+        }
+    }
+    #[inline(always)]
+    fn flow_ended<P: Program>(&mut self, v: &View<P>, id: u32, loss: Loss) {
+        if let Some(a) = self {
+            a.flow_ended(v, id, loss)
+        }
+    }
+    #[inline(always)]
     fn rendezvous_done<P: Program>(&mut self, v: &View<P>, wait: Wait, clocks: (usize, usize), n_before: Time) -> Time {
         self.as_mut().map_or(0, |a| a.rendezvous_done(v, wait, clocks, n_before))
     }
@@ -427,6 +467,16 @@ impl<A: Probe, B: Probe> Probe for (A, B) {
     fn message_queued<P: Program>(&mut self, v: &View<P>, m: Message) {
         self.0.message_queued(v, m);
         self.1.message_queued(v, m);
+    }
+    #[inline(always)]
+    fn flow_started<P: Program>(&mut self, v: &View<P>, id: u32, m: &Message) {
+        self.0.flow_started(v, id, m);
+        self.1.flow_started(v, id, m);
+    }
+    #[inline(always)]
+    fn flow_ended<P: Program>(&mut self, v: &View<P>, id: u32, loss: Loss) {
+        self.0.flow_ended(v, id, loss);
+        self.1.flow_ended(v, id, loss);
     }
     #[inline(always)]
     fn rendezvous_done<P: Program>(&mut self, v: &View<P>, wait: Wait, clocks: (usize, usize), n_before: Time) -> Time {

@@ -337,6 +337,36 @@ impl Routes {
         }
     }
 
+    /// A slot's name for a reader: its class and which one, e.g. `nic_in of
+    /// rank 7`, `node_out of node 3`, `torus_y- of node 12`, `up_2 #5` (a fat
+    /// tree's links of a level are numbered from 0), `global g0→g3`.
+    pub fn name(&self, slot: usize) -> String {
+        let (class, _) = self.link(slot);
+        let nic_slots = if self.nic > 0.0 { self.ranks as usize } else { 0 };
+        let class_name = class.name();
+        match (class, &self.switches) {
+            (LinkClassId::NicIn, _) => format!("{class_name} of rank {slot}"),
+            (LinkClassId::NodeOut, _) => format!("{class_name} of node {}", slot - nic_slots),
+            (LinkClassId::NodeIn, _) => format!("{class_name} of node {}", slot - nic_slots - self.nodes as usize),
+            (LinkClassId::Torus(_), _) => {
+                let s = slot - self.switch_first;
+                format!("{class_name}{} of node {}", if s % 2 == 1 { "-" } else { "+" }, s / 6)
+            }
+            (LinkClassId::Up(_) | LinkClassId::Down(_), Switches::FatTree { levels, .. }) => {
+                let i = levels.partition_point(|&(first, _)| first <= slot) - 1;
+                let (first, m) = levels[i];
+                let j = (slot - first) % m as usize;
+                format!("{class_name} #{j}")
+            }
+            (_, Switches::Dragonfly { groups, .. }) => {
+                let s = slot - self.switch_first;
+                let g = *groups as usize;
+                format!("{class_name} g{}→g{}", s / g, s % g)
+            }
+            _ => format!("{class_name} #{slot}"),
+        }
+    }
+
     /// Calls `f` with each slot a message from rank `src` (node `a`) to rank
     /// `dst` (node `b`, another node) crosses. `key` seeds a random choice;
     /// `load(slot)` is the flows a link carries now (for adaptive routing).

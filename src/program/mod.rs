@@ -115,6 +115,11 @@ pub trait Program {
     fn is_finished(&self, rank: u32) -> bool;
     /// What a stuck rank is blocked in, for deadlock reports.
     fn describe_stuck(&self, rank: u32) -> String;
+    /// Where the program runs several jobs: each job's first rank, in
+    /// order (job 0's first). Empty for one program.
+    fn job_firsts(&self) -> Vec<u32> {
+        Vec::new()
+    }
     /// `rank`'s CPU sat idle `idle` ps (told when the run is explained;
     /// programs that record per-iteration timers add it to the iteration).
     fn waited(&mut self, _rank: u32, _idle: Time) {}

@@ -7,7 +7,7 @@ use crate::sim::RunResult;
 use crate::time::to_seconds;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 /// What one run produced (`idlewave.simulate` wraps it in `idlewave.Result`).
 #[pyclass(module = "idlewave._engine", name = "Result", frozen)]
@@ -117,6 +117,38 @@ impl PyRunResult {
     }
 
     /// The critical path, if the run kept it (see `explained`).
+    /// With shared links: the links that held messages back the most
+    /// (`all`), and per job of a `[[jobs]]` run its own and the time all
+    /// its links cost it (`jobs`); None without shared links.
+    #[getter]
+    fn held_back<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        if self.run.held_back.is_empty() && self.run.job_held_back.is_empty() {
+            return Ok(None);
+        }
+        let links = |v: &[crate::engine::HeldBack]| -> PyResult<Bound<'py, PyList>> {
+            let l = PyList::empty(py);
+            for h in v {
+                let d = PyDict::new(py);
+                d.set_item("link", &h.link)?;
+                d.set_item("class", &h.class)?;
+                d.set_item("delay_s", h.ps / 1e12)?;
+                l.append(d)?;
+            }
+            Ok(l)
+        };
+        let d = PyDict::new(py);
+        d.set_item("all", links(&self.run.held_back)?)?;
+        let jobs = PyList::empty(py);
+        for (v, total) in &self.run.job_held_back {
+            let j = PyDict::new(py);
+            j.set_item("delay_s", total / 1e12)?;
+            j.set_item("links", links(v)?)?;
+            jobs.append(j)?;
+        }
+        d.set_item("jobs", jobs)?;
+        Ok(Some(d))
+    }
+
     #[getter]
     fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         self.run.explained.as_ref().map(|x| explained(py, x)).transpose()
@@ -207,5 +239,13 @@ fn route<'py>(py: Python<'py>, x: &Explained) -> PyResult<Bound<'py, PyDict>> {
     for (c, name) in CAUSES.iter().enumerate() {
         d.set_item(format!("{name}_ps"), PyArray1::from_iter(py, x.route.iter().map(|s| s.ps[c])))?;
     }
+    // the shared link each stretch's arrival waited on (None if none), and how long
+    let names: std::collections::HashMap<u32, &str> = x.link_names.iter().map(|(s, n)| (*s, n.as_str())).collect();
+    let link = PyList::empty(py);
+    for s in &x.route {
+        link.append(s.link.and_then(|(slot, _)| names.get(&slot).copied()))?;
+    }
+    d.set_item("link", link)?;
+    d.set_item("link_wait_ps", PyArray1::from_iter(py, x.route.iter().map(|s| s.link.map_or(0, |l| l.1))))?;
     Ok(d)
 }

@@ -54,6 +54,12 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
         if route.get("from_s", 0) > 0:
             out.print(f"The route is partial: it starts at {fmt_time(route['from_s'], 6)} (earlier stretches were dropped "
                       "to bound memory; the breakdown above still covers the whole run)")
+    links = x.links_on_path()
+    if links:
+        worst = ", ".join(f"{escape(k['link'])} {fmt_time(k['wait_s'], 4)} ({k['messages']:,} messages)" for k in links["links"])
+        out.print(f"On shared links the critical path spent {fmt_time(links['wait_s'], 4)} ({links['share']:.1%} of the "
+                  f"makespan, within the penalties above) beyond its NICs' (s - 1)·G, on links narrower than a NIC "
+                  f"or shared; longest on {worst} (route.parquet: the link of each stretch)")
     if tolerances:
         tt = Table(title="Tolerance: the largest increase for which the makespan grows by at most", title_justify="left")
         tt.add_column("parameter")
@@ -63,6 +69,22 @@ def show_explanation(x, tolerances: dict | None = None) -> None:
         for p, v in tolerances.items():
             tt.add_row(p, *(("no limit found" if math.isinf(v[f]) else increase(p, v[f])) for f in slowdowns))
         out.print(tt)
+
+
+def show_link_sensitivity(rows: list[dict], base_s: float) -> None:
+    """The makespan with each shared-link bandwidth a step higher and lower."""
+    t = Table(title="Sensitivity to the shared links' bandwidth (re-simulated)", title_justify="left")
+    for col in ("bandwidth", "links", "value", "makespan +step", "makespan -step", "elasticity"):
+        t.add_column(col, justify="left" if col in ("bandwidth", "links") else "right", overflow="fold")
+    for r in rows:
+        step = r["step"]
+        change = {k: (r[k] / base_s - 1) if base_s else 0.0 for k in ("makespan_higher_s", "makespan_lower_s")}
+        t.add_row(r["key"], r["links"], f"{r['bandwidth_bytes_per_s']:.4g} B/s",
+                  f"{change['makespan_higher_s']:+.2%} (+{step:.0%})", f"{change['makespan_lower_s']:+.2%} (-{step:.0%})",
+                  f"{r['elasticity']:+.3f}")
+    out.print(t)
+    out.print("(elasticity: the makespan's relative change per relative change of the bandwidth; -1 where those links "
+              "alone set the pace, 0 where they do not limit it)")
 
 
 def _resimulating(base_s: float, total: int, quiet: bool, first: str):
@@ -146,6 +168,14 @@ def explain(
                 _check_same_run(target, x.raw["makespan_ps"])
         assert x is not None
         tolerances, curves, runs = {}, {}, {}
+        sensitivity = []
+        bandwidths = ex.link_bandwidths(scenario)
+        if bandwidths:
+            if not quiet:
+                err.print(f"shared links: {2 * len(bandwidths)} more runs for the makespan's sensitivity to "
+                          f"{', '.join('.'.join(p) for p, _, _ in bandwidths)} (each {ex.LINK_STEP:.0%} higher and lower)",
+                          highlight=False, markup=False, soft_wrap=True)
+            sensitivity = ex.link_sensitivity(scenario, x.makespan_s)
         if search:
             started = time.monotonic()
             total = ex.estimated_runs(len(wanted))
@@ -176,6 +206,7 @@ def explain(
         fail("interrupted", code=130)
     unbounded = "no limit found up to 1000x the makespan"
     doc = {**x.to_json(),
+           **({"link_sensitivity": sensitivity} if sensitivity else {}),
            "tolerance": {p: {str(f): (unbounded if math.isinf(v) else v) for f, v in t.items()}
                          for p, t in tolerances.items()},
            "curves": {p: [{"value": v, "makespan_s": m} for v, m in c] for p, c in curves.items()},
@@ -202,6 +233,8 @@ def explain(
         print_json(doc)
     else:
         show_explanation(x, tolerances)
+        if sensitivity:
+            show_link_sensitivity(sensitivity, x.makespan_s)
         if search:
             note = ex.non_monotonic_note(spreads, bool(scenario.get("noise")))
             if note:

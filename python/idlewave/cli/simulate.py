@@ -148,11 +148,18 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
     jobs = [k[len("job_"):-len("_slowdown")] for k in s if k.startswith("job_") and k.endswith("_slowdown")]
     if jobs:  # jobs sharing the machine: each together and alone
         j = Table(title="jobs", title_justify="left")
-        for col in ("job", "ranks", "makespan", "alone", "slowdown"):
-            j.add_column(col, justify="left" if col == "job" else "right")
+        shared = any(f"job_{name}_link_delay_s" in s for name in jobs)
+        for col in ("job", "ranks", "makespan", "alone", "slowdown", *(("held back most by",) if shared else ())):
+            j.add_column(col, justify="left" if col in ("job", "held back most by") else "right")
         for name in jobs:
+            worst = s.get(f"job_{name}_links_held_back") or []
+            # the link that cost the job's messages the most time beyond their time alone, summed over them
+            held = (f"{worst[0]['link']} ({fmt_time(worst[0]['delay_s'], 4)}; all links "
+                    f"{fmt_time(s[f'job_{name}_link_delay_s'], 4)}, alone {fmt_time(s[f'job_{name}_link_delay_alone_s'], 4)})"
+                    if worst else "-")
             j.add_row(escape(name), f"{s[f'job_{name}_ranks']:,.0f}", fmt_time(s[f"job_{name}_makespan_s"], 6),
-                      fmt_time(s[f"job_{name}_alone_s"], 6), f"{s[f'job_{name}_slowdown']:.3f}×")
+                      fmt_time(s[f"job_{name}_alone_s"], 6), f"{s[f'job_{name}_slowdown']:.3f}×",
+                      *((escape(held),) if shared else ()))
         out.print(j)
     if out_dir is not None:  # a line of its own: a table cell would cut a long path
         out.print(f"results: {out_dir}", markup=False, highlight=False, soft_wrap=True)

@@ -98,6 +98,14 @@ pub struct Explain {
     /// made only when a clock takes the path (a message that waits for a
     /// busy CPU does not become part of any route).
     arriving: Option<Arrival>,
+    /// Shared links: per flow in flight, its message's path as it would
+    /// arrive alone, its link class, bytes, (s − 1)·G and G.
+    flows: HashMap<u32, (Path, usize, u64, Time, f64), BuildHasherDefault<Mix>>,
+    /// The link (slot, ps) the message about to be queued waited on; per
+    /// queued message, likewise; per hop, the link its arrival waited on.
+    flow_link: Option<(u32, Time)>,
+    msg_links: HashMap<u64, (u32, Time), BuildHasherDefault<Mix>>,
+    hop_links: HashMap<u32, (u32, Time), BuildHasherDefault<Mix>>,
 }
 
 /// Division by a number fixed for the run (the engine's clocks per rank),
@@ -138,6 +146,9 @@ pub struct Segment {
     pub start: Time,
     pub end: Time,
     pub ps: [Time; 7],
+    /// The shared link the path waited on to get here (its slot) and how
+    /// long, if its message came as a flow that sharing held back.
+    pub link: Option<(u32, Time)>,
 }
 
 /// The makespan's path: its split and the derivatives, with the rank that
@@ -153,6 +164,8 @@ pub struct Explained {
     pub waits: Vec<Waits>,
     /// The path's route through the ranks, in time order.
     pub route: Vec<Segment>,
+    /// The names of the links the route names (filled in by the run, which knows the links).
+    pub link_names: Vec<(u32, String)>,
 }
 
 /// Bytes per rank explaining adds (for the memory estimate made before the
@@ -166,6 +179,12 @@ pub fn explain_bytes_per_rank() -> u128 {
     let hops = 2 * HOPS_PER_RANK * (std::mem::size_of::<Hop>() + 4);
     let events = 2 * DIRECT_PER_RANK * std::mem::size_of::<Entry>() + 4 * (path + 4);
     (4 * path + std::mem::size_of::<Waits>() + events + hops) as u128
+}
+
+/// Bytes per rank explaining adds with shared links: each flow in flight
+/// keeps its message's path (as many flows as the engine's estimate allows).
+pub fn flow_bytes_per_rank() -> u128 {
+    2 * (std::mem::size_of::<Path>() as u128 + 32 + 2 * 24)
 }
 
 /// What one rank waited for: CPU idle time ended by a message's arrival
@@ -195,6 +214,8 @@ impl Explain {
             + self.events.bytes()
             + self.mem.capacity() * (path + 24)
             + self.waits.capacity() * std::mem::size_of::<Waits>()
+            + self.flows.capacity() * (path + 32)
+            + (self.msg_links.capacity() + self.hop_links.capacity()) * 24
     }
 }
 

@@ -6,6 +6,7 @@ use super::event_paths::{EventPaths, DIRECT_PER_RANK};
 use super::route::COLLECTIONS;
 use super::route::{HOPS_PER_EVENT, HOPS_PER_RANK, MIN_HOP_BUDGET, NOWHERE, NO_RANK, UNKNOWN};
 use super::*;
+use crate::engine::probe::{Loss, NO_LINK};
 use crate::engine::{EvKind, MEM_BUSY};
 use crate::network::LogGOPS;
 use crate::prefetch::{prefetch, prefetch_whole};
@@ -95,8 +96,21 @@ impl Probe for Explain {
     }
     #[inline(always)]
     fn message_queued<P: Program>(&mut self, _v: &View<P>, m: Message) {
-        // it takes the path built for it (`send`, `control`, then `flew`)
+        // it takes the path built for it (`send`, `control`, then `flew`;
+        // for a flow's, `flow_ended`)
         self.store(m.stamp, self.msg);
+        if let Some(link) = self.flow_link.take() {
+            self.msg_links.insert(m.stamp, link);
+        }
+    }
+    fn flow_started<P: Program>(&mut self, v: &View<P>, id: u32, m: &Message) {
+        // the message's path as it would arrive alone, kept until its bytes are in
+        let p = v.net.params(m.src, m.dst, m.bytes);
+        let alone_nic = (m.bytes.saturating_sub(1) as f64 * p.big_g_ps).ceil() as Time;
+        self.flows.insert(id, (self.msg, v.net.class(m.src, m.dst), m.bytes, alone_nic, p.big_g_ps));
+    }
+    fn flow_ended<P: Program>(&mut self, _v: &View<P>, id: u32, loss: Loss) {
+        self.flowed(id, loss);
     }
     #[inline(always)]
     fn rendezvous_done<P: Program>(&mut self, v: &View<P>, wait: Wait, (c, n): (usize, usize), n_before: Time) -> Time {
@@ -106,6 +120,7 @@ impl Probe for Explain {
     fn received<P: Program>(&mut self, v: &View<P>, wait: Wait, r: Receipt, p: &LogGOPS) -> Time {
         let idle = self.wait(wait);
         match r.n {
+            Some(n) if r.flowed => self.receive_flowed(v, (r.c, n), p, (r.src, r.dst, r.size)),
             Some(n) => self.receive(v, (r.c, n), p, (r.src, r.dst, r.size)),
             None => self.landed(v, r.c, p, (r.src, r.dst, r.size)),
         }
@@ -198,7 +213,7 @@ impl Explain {
             .map(|i| (v.clocks[i], self.clock(i)));
         let path = latest(&inputs.collect::<Vec<_>>()).unwrap_or_default();
         let route = self.route(&path);
-        Explained { makespan, last_rank, path, peak_bytes: self.bytes(), waits: self.waits.clone(), route }
+        Explained { makespan, last_rank, path, peak_bytes: self.bytes(), waits: self.waits.clone(), route, link_names: Vec::new() }
     }
 
     /// An event was popped: its path becomes the current one. Only events
@@ -217,12 +232,16 @@ impl Explain {
             // a path from the rank's own clocks is on that rank (`arrive` made
             // it so): only a stored one may come from elsewhere
             let elsewhere = self.hop_rank[s.hop as usize] != ev.rank;
-            self.arriving = elsewhere.then_some(Arrival { rank: ev.rank, from: s.hop, at: s.ps, hop: None });
+            let link = if self.msg_links.is_empty() { None } else { self.msg_links.remove(&ev.stamp()) };
+            self.arriving = elsewhere.then_some(Arrival { rank: ev.rank, from: s.hop, at: s.ps, hop: None, link });
             self.cur = *s;
             self.has_cur = true;
             self.cur_clock = NO_CLOCK;
         } else {
             self.arriving = None;
+            if !self.msg_links.is_empty() {
+                self.msg_links.remove(&ev.stamp());
+            }
             let mut cur_clock = NO_CLOCK;
             let cur = resources(v, ev).and_then(|[a, b]| {
                 let at = [a, b].into_iter().filter(|&i| v.clocks[i] == ev.time);
@@ -383,6 +402,47 @@ impl Explain {
         let mut nic = base;
         nic.nic(class, p, size);
         self.set(v, n, nic);
+    }
+
+    /// A message whose bytes came as a flow (the current event) set CPU
+    /// clock `c` (o + (s − 1)·O) and NIC clock `n` (g) of its receiver.
+    #[inline(never)]
+    fn receive_flowed<P: Program>(&mut self, v: &View<P>, (c, n): (usize, usize), p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
+        let class = v.net.class(src, dst);
+        let base = self.cur_path();
+        let mut cpu = base;
+        self.charge_from(v, &mut cpu, c, v.now);
+        cpu.recv_cpu_dma(class, p, size);
+        cpu.noise(v.now, p.recv_cpu_per_byte_o(size), v.clocks[c]);
+        self.set(v, c, cpu);
+        let mut nic = base;
+        nic.add(NIC, p.g_ps);
+        nic.add_count(class, GAP, 1);
+        self.set(v, n, nic);
+    }
+
+    /// Flow `id` ended: its message's path (kept when it started) takes the
+    /// flow's duration: (s − 1)·G of it the NIC's, as the message alone would
+    /// have paid at its receiver, the rest the links' (penalty), named by the
+    /// link that cost it the most. Its G count: none where a link narrower
+    /// than its NIC set its pace alone; where it shared its receiver's NIC
+    /// (whose bandwidth is 1/G as well), its whole duration in bytes at 1/G;
+    /// else its s − 1 bytes. Exact where one link, or its own NIC, set its
+    /// pace throughout. The message's path is left in `msg`.
+    #[inline(never)]
+    fn flowed(&mut self, id: u32, loss: Loss) {
+        let Some((mut path, class, size, alone_nic, big_g_ps)) = self.flows.remove(&id) else { return };
+        let nic = alone_nic.min(loss.duration_ps);
+        path.add(NIC, nic);
+        if alone_nic >= loss.alone_ps {
+            let bytes =
+                if loss.nic_in && big_g_ps > 0.0 { (loss.duration_ps as f64 / big_g_ps).round() as u64 } else { size.saturating_sub(1) };
+            path.add_count(class, G_BYTE, bytes);
+        }
+        let links = loss.duration_ps - nic;
+        path.add(PENALTY, links);
+        self.msg = path;
+        self.flow_link = (loss.link != NO_LINK && links > 0).then_some((loss.link, links));
     }
 
     /// With a DMA NIC: the NIC took the message (clock `n`); the CPU's part

@@ -11,6 +11,8 @@ pub(super) struct Arrival {
     pub(super) from: u32,
     pub(super) at: [Time; 7],
     pub(super) hop: Option<u32>,
+    /// The shared link its message waited on, and how long.
+    pub(super) link: Option<(u32, Time)>,
 }
 
 /// A path's arrival on a rank: the hop it came from, and its causes at
@@ -67,6 +69,9 @@ impl Explain {
             }
             hop.at = a.at;
             a.hop = Some(self.hops.len() as u32);
+            if let Some(link) = a.link {
+                self.hop_links.insert(self.hops.len() as u32, link);
+            }
         }
         if self.hops.len() == self.hops.capacity() {
             // double, but not past what a collection lets the tree reach
@@ -141,6 +146,10 @@ impl Explain {
         }
         self.hops.truncate(n);
         self.hop_rank.truncate(n);
+        if !self.hop_links.is_empty() {
+            let links = std::mem::take(&mut self.hop_links);
+            self.hop_links = links.into_iter().filter(|(h, _)| new[*h as usize] < EARLIER).map(|(h, l)| (new[h as usize], l)).collect();
+        }
         if cfg!(test) {
             self.collect_at = 64.max(2 * n);
         }
@@ -157,19 +166,19 @@ impl Explain {
         let mut hops = Vec::new();
         let mut h = path.hop;
         while h != 0 {
-            hops.push((self.hop_rank[h as usize], self.hops[h as usize]));
+            hops.push((self.hop_rank[h as usize], self.hops[h as usize], self.hop_links.get(&h).copied()));
             h = self.hops[h as usize].from;
         }
         hops.reverse();
         let mut segments = Vec::with_capacity(hops.len());
-        for (k, (rank, hop)) in hops.iter().enumerate() {
+        for (k, &(rank, hop, link)) in hops.iter().enumerate() {
             let from = hop.at;
-            let to = hops.get(k + 1).map_or(path.ps, |(_, next)| next.at);
+            let to = hops.get(k + 1).map_or(path.ps, |(_, next, _)| next.at);
             // a path's causes only grow as it goes
             let ps = std::array::from_fn(|c| to[c].saturating_sub(from[c]));
             debug_assert!((0..7).all(|c| to[c] >= from[c]), "{from:?} to {to:?}");
             let iteration = (hop.iteration != UNKNOWN).then_some(hop.iteration);
-            segments.push(Segment { rank: *rank, iteration, start: from.iter().sum(), end: to.iter().sum(), ps });
+            segments.push(Segment { rank, iteration, start: from.iter().sum(), end: to.iter().sum(), ps, link });
         }
         segments
     }
