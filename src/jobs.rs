@@ -42,7 +42,7 @@ pub struct JobSpec {
     /// The nodes of `placement = "nodes"`, one per ranks_per_node ranks.
     #[serde(default)]
     pub nodes: Vec<u32>,
-    /// A built-in workload (GOAL files and traces do not run as jobs).
+    /// Any workload: built in, a GOAL file or a trace (without `by_call`).
     pub workload: WorkloadSpec,
 }
 
@@ -55,17 +55,44 @@ impl JobSpec {
         }
     }
 
-    /// Its rank count: a built-in workload's.
-    pub fn ranks(&self, i: usize) -> Result<u32, RuleError> {
-        match (&self.workload, self.workload.shape().ranks) {
-            (WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_), _) => Err(RuleError::new(
-                format!("jobs[{i}].workload.kind"),
-                "a GOAL file or a trace does not run as a job yet: give a built-in workload",
+    /// Refuses what cannot apply to job `i`, without reading its files.
+    pub fn check(&self, i: usize) -> Result<(), RuleError> {
+        match &self.workload {
+            // the replay's report (and so its attribution to calls) is the standalone run's
+            WorkloadSpec::Trace(t) if t.by_call => Err(RuleError::new(
+                format!("jobs[{i}].workload.by_call"),
+                "a trace replayed as a job has no report of its calls: replay it alone for by_call",
             )),
-            (_, Some(r)) => Ok(r),
-            (_, None) => Err(RuleError::new(format!("jobs[{i}].workload.ranks"), "a job needs its rank count")),
+            WorkloadSpec::Goal { .. } | WorkloadSpec::Trace(_) => Ok(()),
+            built_in => built_in.shape().ranks.map(|_| ()).ok_or_else(|| no_rank_count(i)),
         }
     }
+
+    /// Its rank count as written: a built-in workload's; None for a GOAL
+    /// file or trace, whose count is in the file.
+    pub fn written_ranks(&self) -> Option<u32> {
+        self.workload.shape().ranks
+    }
+
+    /// Its rank count: a built-in workload's, or what its GOAL file
+    /// declares or its trace replays (their headers are read, not their ops).
+    pub fn ranks(&self, i: usize) -> Result<u32, RuleError> {
+        match &self.workload {
+            WorkloadSpec::Goal { path } => crate::program::goal::read_goal_ranks(std::path::Path::new(path))
+                .map_err(|e| RuleError::new(format!("jobs[{i}].workload.path"), e.to_string())),
+            WorkloadSpec::Trace(spec) => {
+                let t = crate::trace::open(std::path::Path::new(&spec.dir))
+                    .map_err(|e| RuleError::new(format!("jobs[{i}].workload.dir"), e.to_string()))?;
+                // (the only failures: a grid that disagrees with scale_to or is too large)
+                crate::trace::simulated_ranks(spec, &t).map_err(|e| RuleError::new(format!("jobs[{i}].workload.grid"), e.to_string()))
+            }
+            built_in => built_in.shape().ranks.ok_or_else(|| no_rank_count(i)),
+        }
+    }
+}
+
+fn no_rank_count(i: usize) -> RuleError {
+    RuleError::new(format!("jobs[{i}].workload.ranks"), "a job needs its rank count")
 }
 
 /// Each rank's node for jobs of `ranks` ranks each, `per_node` ranks per
@@ -284,5 +311,81 @@ mod tests {
         assert_eq!(e.key, "jobs[1].nodes");
         let e = place(&[job(Nodes, vec![1])], &[4], 2, 1).unwrap_err();
         assert!(e.message.contains("need 2"), "{e}");
+    }
+
+    use crate::engine::SimError;
+    use crate::sim::{estimate, run};
+
+    const GOAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/dissemination_16.goal");
+    const NET: &str = r#""network": {"ranks_per_node": 2, "topology": {"kind": "fat_tree", "radix": 8}}"#;
+
+    fn alone(workload: &str) -> crate::sim::RunResult {
+        run(&crate::scenario::config_of(&format!(r#"{{{NET}, "workload": {workload}}}"#)).unwrap(), None).unwrap()
+    }
+
+    fn jobs(jobs: &str) -> Result<crate::sim::RunResult, SimError> {
+        let cfg = crate::scenario::config_of(&format!(r#"{{{NET}, "jobs": {jobs}}}"#)).map_err(|e| SimError::Invalid(e.to_string()))?;
+        run(&cfg, None)
+    }
+
+    fn derived(r: &crate::sim::RunResult, name: &str) -> f64 {
+        r.derived.iter().find(|(k, _)| k == name).unwrap_or_else(|| panic!("no {name}")).1
+    }
+
+    #[test]
+    fn a_goal_file_runs_as_a_job_as_it_runs_alone() {
+        let goal = format!(r#"{{"kind": "goal", "path": "{GOAL}"}}"#);
+        let standalone = alone(&goal);
+        let r = jobs(&format!(r#"[{{"name": "g", "workload": {goal}}}]"#)).unwrap();
+        assert_eq!((r.ranks, r.makespan), (16, standalone.makespan));
+        assert_eq!(derived(&r, "job_g_ranks"), 16.0);
+        // beside a job of its own size, on the next nodes: its ranks come first
+        let two = jobs(&format!(r#"[{{"name": "g", "workload": {goal}}}, {{"workload": {{"kind": "bsp", "ranks": 8}}}}]"#)).unwrap();
+        assert_eq!(two.ranks, 24);
+        assert_eq!(two.finish_times[..16], standalone.finish_times[..]);
+        assert_eq!(derived(&two, "job_g_alone_s"), standalone.makespan as f64 / 1e12);
+    }
+
+    #[test]
+    fn a_trace_replays_as_a_job_as_it_replays_alone() {
+        let dir = std::env::temp_dir().join(format!("idlewave-job-trace-{}", std::process::id()));
+        crate::trace::write_synthetic(&dir, 4, 3).unwrap();
+        let dir = dir.display();
+        for extra in ["", r#", "scale_to": 8"#] {
+            let trace = format!(r#"{{"kind": "trace", "dir": "{dir}"{extra}}}"#);
+            let standalone = alone(&trace);
+            let r = jobs(&format!(r#"[{{"workload": {{"kind": "bsp", "ranks": 2}}}}, {{"name": "t", "workload": {trace}}}]"#)).unwrap();
+            let ranks = standalone.ranks as usize;
+            assert_eq!(r.ranks as usize, 2 + ranks);
+            assert_eq!(derived(&r, "job_t_alone_s"), standalone.makespan as f64 / 1e12, "{extra}");
+        }
+        // by_call needs the standalone replay's report
+        let e =
+            crate::scenario::config_of(&format!(r#"{{"jobs": [{{"workload": {{"kind": "trace", "dir": "{dir}", "by_call": true}}}}]}}"#));
+        assert_eq!(e.unwrap_err().key, "jobs[0].workload.by_call");
+        std::fs::remove_dir_all(dir.to_string()).unwrap();
+    }
+
+    #[test]
+    fn a_job_s_file_is_placed_at_its_key_and_counted_in_the_estimate() {
+        let e = crate::scenario::config_of(r#"{"jobs": [{"workload": {"kind": "goal", "path": "/no/such.goal"}}]}"#).unwrap_err();
+        assert_eq!(e.key, "jobs[0].workload.path");
+        let e = crate::scenario::config_of(r#"{"jobs": [{"workload": {"kind": "trace", "dir": "/no/such/trace"}}]}"#).unwrap_err();
+        assert_eq!(e.key, "jobs[0].workload.dir");
+        let bsp = r#"{"kind": "bsp", "ranks": 16}"#;
+        let one = crate::scenario::config_of(&format!(r#"{{"jobs": [{{"workload": {bsp}}}]}}"#)).unwrap();
+        let cfg = crate::scenario::config_of(&format!(
+            r#"{{"jobs": [{{"workload": {bsp}}}, {{"workload": {{"kind": "goal", "path": "{GOAL}"}}}}]}}"#
+        ))
+        .unwrap();
+        let (e1, e2) = (estimate(&one).unwrap(), estimate(&cfg).unwrap());
+        assert_eq!(e2.ranks, 32);
+        // the schedule's text, 4 bytes per byte once loaded
+        let size = std::fs::metadata(GOAL).unwrap().len() as u128;
+        assert!(e2.bytes >= e1.bytes + 4 * size, "{e1:?} {e2:?}");
+        let r = run(&cfg, None).unwrap();
+        assert_eq!(r.estimated_bytes, Some(e2.bytes));
+        let tight = crate::sim::Config { max_memory_bytes: Some(e2.bytes as u64 - 1), ..cfg };
+        assert!(matches!(run(&tight, None), Err(SimError::MemoryLimit(_))));
     }
 }

@@ -193,9 +193,23 @@ fn jobs_estimate(cfg: &Config) -> Result<Estimate, SimError> {
     for (i, j) in cfg.jobs.iter().enumerate() {
         let ranks = j.ranks(i)?;
         let one = Config { workload: j.workload.clone(), jobs: Vec::new(), record_timers: false, ..cfg.clone() };
-        let (part, _) = j.workload.visit(&cfg.network, EstimateStream { cfg: &one })?.expect("jobs are built-in workloads");
-        // each job's own estimate counts an engine for its ranks: keep its program's share
-        e.bytes += part.bytes - engine_bytes(&one, ranks as u128).min(part.bytes);
+        // each job's estimate as it would run alone, where that counts an engine for its ranks
+        let (alone, engine) = match &j.workload {
+            WorkloadSpec::Goal { path } => {
+                let size = goal_file_size(path).map_err(|m| crate::rule::RuleError::new(format!("jobs[{i}].workload.path"), m))?;
+                (goal_bytes(&one, size) + ranks as u128 * j.workload.in_flight_bytes_per_rank(), 0)
+            }
+            WorkloadSpec::Trace(spec) => {
+                let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
+                (trace_bytes(spec, &t, ranks, &one), engine_bytes(&one, ranks as u128))
+            }
+            built_in => {
+                let (part, _) = built_in.visit(&cfg.network, EstimateStream { cfg: &one })?.expect("a built-in workload");
+                (part.bytes, engine_bytes(&one, ranks as u128))
+            }
+        };
+        // keep its program's share: the engine is counted once, for all ranks
+        e.bytes += alone - engine.min(alone);
         e.ranks += ranks;
     }
     e.bytes += engine_bytes(cfg, e.ranks as u128);
@@ -286,6 +300,38 @@ impl WorkloadVisitor for BoxProgram {
     }
 }
 
+/// Job `i`'s program, of `ranks` ranks: a built-in workload's, a GOAL
+/// file's or a trace's replay (without its report). Its file's errors are
+/// placed at the job's key.
+fn job_program(j: &crate::jobs::JobSpec, i: usize, ranks: u32, net: &Network) -> Result<Box<dyn Program>, SimError> {
+    let at = |key: &str| {
+        let key = format!("jobs[{i}].workload{key}");
+        move |e: SimError| match e {
+            SimError::Invalid(m) => SimError::Rule(crate::rule::RuleError::new(key, m)),
+            e => e,
+        }
+    };
+    let program: Box<dyn Program> = match &j.workload {
+        WorkloadSpec::Goal { path } => {
+            let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| at(".path")(e.into()))?;
+            Box::new(GoalProgram::from_schedule(sched))
+        }
+        WorkloadSpec::Trace(spec) => {
+            let t = crate::trace::open(std::path::Path::new(&spec.dir)).map_err(|e| at(".dir")(e.into()))?;
+            match crate::trace::program(spec, &t).map_err(|e| at("")(e.into()))? {
+                Replay::Window(p) => Box::new(p),
+                Replay::Class(p) => Box::new(p),
+            }
+        }
+        built_in => built_in.visit(net, BoxProgram)?.expect("a built-in workload").0,
+    };
+    if program.num_ranks() != ranks {
+        // its file changed since its ranks were placed
+        return Err(at("")(SimError::Invalid(format!("has {} ranks now, {ranks} when placed", program.num_ranks()))));
+    }
+    Ok(program)
+}
+
 /// Runs the jobs together, then each alone on the same nodes (the others'
 /// ranks idle): per job its makespan from its start, alone and together,
 /// and the slowdown, as derived figures `job_<name>_…`.
@@ -299,11 +345,8 @@ fn run_jobs(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimEr
     let build = |only: Option<usize>| -> Result<Jobs, SimError> {
         let (mut parts, mut first) = (Vec::new(), 0);
         for (i, j) in cfg.jobs.iter().enumerate() {
-            let program: Box<dyn Program> = if only.is_none_or(|k| k == i) {
-                j.workload.visit(&cfg.network, BoxProgram)?.expect("jobs are built-in workloads").0
-            } else {
-                Box::new(Idle(ranks[i]))
-            };
+            let program: Box<dyn Program> =
+                if only.is_none_or(|k| k == i) { job_program(j, i, ranks[i], &cfg.network)? } else { Box::new(Idle(ranks[i])) };
             parts.push(Part { first, ranks: ranks[i], start: j.start_ps, program });
             first += ranks[i];
         }

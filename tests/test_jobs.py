@@ -1,10 +1,15 @@
 """Jobs that share a machine ([[jobs]]): each runs as it would alone where
 nothing is shared, slows down where links are shared with another job,
-starts when told, and bad job tables are refused with their key path."""
+starts when told, GOAL files and traces run as jobs too, and bad job tables
+are refused with their key path."""
+
+import shutil
+from pathlib import Path
 
 import pytest
 
 import idlewave
+from idlewave import _engine
 from idlewave.scenario import ScenarioError
 
 pytestmark = pytest.mark.unit
@@ -13,6 +18,7 @@ NET = {"L_s": 1e-6, "o_s": 1e-7, "g_s": 1e-7, "G_s_per_byte": 1e-10, "ranks_per_
        "topology": {"kind": "fat_tree", "radix": 8}}
 FLOW = {"model": "flow", "bandwidth_bytes_per_s": 1e10, "taper": 4}
 APP = {"kind": "bsp", "ranks": 32, "iterations": 10, "compute_s": 1e-4, "distances": [1, 16], "message_bytes": 65536}
+GOAL = Path(__file__).resolve().parent.parent / "examples" / "dissemination_16.goal"
 HOG = {"kind": "bsp", "ranks": 32, "iterations": 10, "compute_s": 0.0, "distances": [16], "message_bytes": 4 << 20}
 
 
@@ -83,7 +89,10 @@ def test_background_traffic_slows_a_job_by_its_pattern():
 
 @pytest.mark.parametrize("doc, key", [
     ({"workload": {"kind": "bsp", "ranks": 4}, "jobs": [{"workload": APP}]}, "workload"),
-    ({"jobs": [{"workload": {"kind": "goal", "path": "x.goal"}}]}, "jobs[0].workload.kind"),
+    ({"jobs": [{"workload": {"kind": "goal", "path": "no-such.goal"}}]}, "jobs[0].workload.path"),
+    ({"jobs": [{"workload": {"kind": "trace", "dir": "no-such-trace"}}]}, "jobs[0].workload.dir"),
+    ({"jobs": [{"workload": {"kind": "trace", "dir": "t", "by_call": True}}]}, "jobs[0].workload.by_call"),
+    ({"jobs": [{"workload": {"kind": "goal", "path": str(GOAL)}}], "noise": [{"kind": "single", "rank": 16}]}, "noise[0].rank"),
     ({"jobs": [{"nodes": [0, 1], "workload": APP}]}, "jobs[0].nodes"),
     ({"jobs": [{"placement": "nodes", "nodes": [0], "workload": APP}]}, "jobs[0].nodes"),
     ({"jobs": [{"workload": {**APP, "ranks": 0}}]}, "jobs[0].workload.ranks"),
@@ -93,3 +102,68 @@ def test_bad_jobs_are_refused_with_their_key(doc, key):
     with pytest.raises(ScenarioError) as e:
         idlewave.simulate({"network": NET, **doc})
     assert e.value.key == key, str(e.value)
+
+
+def test_a_goal_file_runs_as_a_job_as_its_scenario_runs_alone(tmp_path, monkeypatch):
+    """Its ranks from the file's header, its path relative to the scenario
+    file as [workload]'s: alone in [[jobs]] it ends at the picosecond where
+    the GOAL scenario ends."""
+    (tmp_path / "scn").mkdir()
+    shutil.copy(GOAL, tmp_path / "scn" / "d.goal")
+    net = '[network]\nranks_per_node = 2\n[network.topology]\nkind = "fat_tree"\nradix = 8\n'
+    (tmp_path / "scn" / "alone.toml").write_text(net + '[workload]\nkind = "goal"\npath = "d.goal"\n')
+    (tmp_path / "scn" / "job.toml").write_text(net + '[[jobs]]\nname = "g"\n[jobs.workload]\nkind = "goal"\npath = "d.goal"\n')
+    monkeypatch.chdir(tmp_path)  # not the scenarios' directory
+    alone = idlewave.simulate(tmp_path / "scn" / "alone.toml").summary
+    s = idlewave.simulate(tmp_path / "scn" / "job.toml").summary
+    assert s["ranks"] == s["job_g_ranks"] == 16
+    assert s["makespan_s"] == s["job_g_makespan_s"] == s["job_g_alone_s"] == alone["makespan_s"] > 0
+
+
+def test_a_trace_replays_as_a_job_as_it_replays_alone(tmp_path):
+    _engine.write_synthetic_trace(str(tmp_path), 8, 20)
+    for trace in ({"kind": "trace", "dir": str(tmp_path)}, {"kind": "trace", "dir": str(tmp_path), "scale_to": 16}):
+        alone = idlewave.simulate({"network": NET, "workload": trace}).summary
+        s = run([{"name": "t", "workload": trace}], links={"model": "none"})
+        assert s["ranks"] == s["job_t_ranks"] == alone["ranks"]
+        assert s["job_t_makespan_s"] == s["job_t_alone_s"] == alone["makespan_s"] > 0, trace
+
+
+def shift_goal(path: Path, ranks: int, distance: int, size: int) -> dict:
+    """A GOAL schedule of two rounds of a shift by `distance` with `size` bytes, as a workload."""
+    lines = [f"num_ranks {ranks}"]
+    for r in range(ranks):
+        to, frm = (r + distance) % ranks, (r - distance) % ranks
+        lines += [f"rank {r} {{", f"l1: send {size}b to {to} tag 0", f"l2: recv {size}b from {frm} tag 0",
+                  f"l3: send {size}b to {to} tag 1", f"l4: recv {size}b from {frm} tag 1", "l3 requires l2", "}"]
+    path.write_text("\n".join(lines) + "\n")
+    return {"kind": "goal", "path": str(path)}
+
+
+def test_a_goal_job_beside_a_built_in_one_on_shared_links(tmp_path):
+    """A GOAL schedule of half-machine shifts (4 MiB) beside a bandwidth hog
+    on a tapered tree: on contiguous nodes (its own pod) it ends as its GOAL
+    scenario alone; on random nodes its messages meet the hog's on the
+    up-links and it slows down, the hog no less than alone."""
+    goal = shift_goal(tmp_path / "shift.goal", 16, 8, 4 << 20)
+    hog = {**HOG, "ranks": 16, "distances": [8]}
+    s = run([{"name": "g", "workload": goal}, {"name": "hog", "placement": "random", "workload": hog}])
+    assert s["job_g_makespan_s"] == s["job_g_alone_s"] == alone(goal) > 0
+    s = run([{"name": "g", "placement": "random", "workload": goal},
+             {"name": "hog", "placement": "random", "workload": hog}])
+    assert s["job_g_slowdown"] > 1.2 and s["job_hog_slowdown"] >= 1, s
+    assert s["job_g_makespan_s"] > s["job_g_alone_s"]
+
+
+def test_a_bad_goal_file_in_a_job_is_refused_at_its_key(tmp_path):
+    (tmp_path / "bad.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 5 tag 0\n}\nrank 1 {\n}\n")
+    scn = tmp_path / "jobs.toml"
+    scn.write_text('[[jobs]]\n[jobs.workload]\nkind = "goal"\npath = "missing.goal"\n')
+    with pytest.raises(ScenarioError) as e:
+        idlewave.simulate(scn)
+    assert (e.value.key, e.value.line) == ("jobs[0].workload.path", 4), str(e.value)
+    assert "missing.goal" in str(e.value)
+    # a header that reads but a schedule that does not: refused when the job's program is built
+    with pytest.raises(idlewave.SimulationError) as e:
+        idlewave.simulate({"jobs": [{"workload": {"kind": "goal", "path": str(tmp_path / "bad.goal")}}]})
+    assert e.value.key == "jobs[0].workload.path" and "bad.goal:3" in str(e.value), str(e.value)

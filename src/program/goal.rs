@@ -156,6 +156,41 @@ pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     }
 }
 
+/// The rank count a GOAL file declares (its `num_ranks N`, which comes before
+/// any rank block), read from the file's first 64 KiB without loading the
+/// schedule: a job's ranks are placed before its schedule is read. The whole
+/// file is read only where its beginning does not settle it (a header behind
+/// 64 KiB of comments, or cut by the 64 KiB).
+pub fn read_goal_ranks(path: &Path) -> Result<u32, GoalError> {
+    use std::io::Read as _;
+    let file = path.display().to_string();
+    let io = |e: std::io::Error| GoalError { file: file.clone(), line: 0, column: 0, message: e.to_string(), interrupted: false };
+    // (a device or pipe could block or never end)
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(GoalError { message: "a GOAL schedule must be a regular file".into(), ..io(std::io::ErrorKind::Other.into()) });
+    }
+    for prefix in [64 << 10, u64::MAX] {
+        let mut bytes = Vec::new();
+        std::fs::File::open(path).and_then(|f| f.take(prefix).read_to_end(&mut bytes)).map_err(io)?;
+        let whole = (bytes.len() as u64) < prefix;
+        // a prefix may end inside a character: the header is ASCII, before it
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => t,
+            Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to there"),
+        };
+        match Parser::new(text).header() {
+            // a number that ends where the prefix ends may go on after it
+            Ok((n, end)) if whole || end < text.len() => return Ok(n),
+            // a failing token a newline follows is complete (unless a block comment hides the newline)
+            Err(f) if whole || (text[f.pos..].contains('\n') && !text[f.pos..].starts_with("/*")) => {
+                return Err(f.into_goal_error(text, &file))
+            }
+            _ => {}
+        }
+    }
+    unreachable!("the whole file settles it")
+}
+
 /// Writes a schedule as canonical GOAL text.
 ///
 /// Every op is labelled `l<index>`, `-1` stands for [`ANY`], `tag` is always written for
@@ -534,6 +569,20 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The `num_ranks N` a schedule begins with (after blank lines and
+    /// comments), and the offset just after N.
+    fn header(mut self) -> PResult<(u32, usize)> {
+        loop {
+            let t = self.next()?;
+            match t.tok {
+                Tok::Newline => {}
+                Tok::Word("num_ranks") => return Ok((self.rank_count()?, self.lex.pos)),
+                Tok::Word("rank") => return fail(t.pos, "rank block before 'num_ranks': expected 'num_ranks N' first, found 'rank'"),
+                other => return fail(t.pos, format!("not a GOAL schedule: it must begin with 'num_ranks N', found {}", kind_of(other))),
+            }
+        }
+    }
+
     /// Checks that every rank has exactly one block and orders the blocks by rank id.
     fn finish(self, eof_pos: usize) -> PResult<GoalSchedule> {
         let Some((num_ranks, decl_pos)) = self.num_ranks else {
@@ -569,17 +618,20 @@ impl<'a> Parser<'a> {
         if let Some((_, first)) = self.num_ranks {
             return fail(kw_pos, format!("duplicate 'num_ranks' (already given at line {})", self.line_of(first)));
         }
-        let n = self.expect_unsigned("the number of ranks (a positive integer)")?;
-        if n.magnitude == 0 {
-            return fail(n.pos, "expected a positive number of ranks, found '0'");
-        }
-        let Ok(count) = u32::try_from(n.magnitude) else {
-            return fail(n.pos, format!("num_ranks {} is too large (at most {})", n.text, u32::MAX));
-        };
+        let count = self.rank_count()?;
         self.num_ranks = Some((count, kw_pos));
         // A rank block takes at least 8 bytes of text: no more can follow.
         self.ranks.reserve((count as usize).min(self.lex.src.len() / 8));
         Ok(())
+    }
+
+    /// The N of `num_ranks N`.
+    fn rank_count(&mut self) -> PResult<u32> {
+        let n = self.expect_unsigned("the number of ranks (a positive integer)")?;
+        if n.magnitude == 0 {
+            return fail(n.pos, "expected a positive number of ranks, found '0'");
+        }
+        u32::try_from(n.magnitude).or_else(|_| fail(n.pos, format!("num_ranks {} is too large (at most {})", n.text, u32::MAX)))
     }
 
     // --- rank blocks ---------------------------------------------------------------------
@@ -1386,5 +1438,32 @@ l4: calc 7
         // The column is in characters, not bytes, after a non-ASCII comment.
         let text = "num_ranks 1 /* ünïcödé */ rank 0 { calc x\n}\n";
         assert_err(text, 1, 41, &["found 'x'"]);
+    }
+
+    #[test]
+    fn the_rank_count_is_read_from_the_beginning_of_the_file() {
+        let dir = std::env::temp_dir().join(format!("idlewave-goal-ranks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ranks = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            read_goal_ranks(&p)
+        };
+        assert_eq!(ranks("a.goal", "// two\n\nnum_ranks 2\nrank 0 {\n}\nrank 1 {\n}\n"), Ok(2));
+        // a header behind more than the prefix of comments: the whole file settles it
+        let long = format!("/*{}*/ num_ranks 123456\n", "x".repeat(70 << 10));
+        assert_eq!(ranks("b.goal", &long), Ok(123456));
+        // a number cut by the prefix is read whole
+        let cut = format!("{}\nnum_ranks 123456\n", "/".repeat((64 << 10) - 14));
+        assert_eq!(cut.find("123456").map(|i| i + 3), Some(64 << 10));
+        assert_eq!(ranks("c.goal", &cut), Ok(123456));
+        let e = ranks("d.goal", "rank 0 {\n}\n").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 1), "{e}");
+        let e = ranks("e.goal", &format!("secret words\n{}", "x".repeat(70 << 10))).unwrap_err();
+        assert!(e.message.starts_with("not a GOAL schedule") && !e.message.contains("secret"), "{e}");
+        let e = ranks("f.goal", "num_ranks 0\n").unwrap_err();
+        assert!(e.message.contains("positive"), "{e}");
+        assert_eq!(read_goal_ranks(&dir.join("missing.goal")).unwrap_err().line, 0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -152,6 +152,11 @@ fn serde_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> Scenar
     }
 }
 
+/// The jobs' ranks in all, which must number a u32.
+fn fit_ranks(total: u64) -> Result<u32, RuleError> {
+    u32::try_from(total).map_err(|_| RuleError::new("jobs", "the jobs' ranks add up to more than 2^32"))
+}
+
 /// The run configuration of a scenario document (JSON), for tests.
 #[cfg(test)]
 pub fn config_of(json: &str) -> Result<Config, ScenarioError> {
@@ -162,7 +167,7 @@ impl Scenario {
     /// The rules that tie keys together.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         self.network.validate()?;
-        let ranks = if self.jobs.is_empty() { self.workload.shape().ranks } else { Some(self.job_ranks()?.iter().sum()) };
+        let ranks = if self.jobs.is_empty() { self.workload.shape().ranks } else { self.written_job_ranks()? };
         for (i, n) in self.noise.iter().enumerate() {
             n.validate(ranks).map_err(|e| e.within(&format!("noise[{i}].")))?;
         }
@@ -186,12 +191,21 @@ impl Scenario {
         Ok(())
     }
 
-    /// Each job's rank count.
+    /// The jobs' ranks in all, where the scenario says them (None where a
+    /// GOAL file or trace gives a job's: they are read with the files).
+    fn written_job_ranks(&self) -> Result<Option<u32>, RuleError> {
+        let mut total = Some(0u64);
+        for (i, j) in self.jobs.iter().enumerate() {
+            j.check(i)?;
+            total = total.zip(j.written_ranks()).map(|(t, r)| t + r as u64);
+        }
+        total.map(fit_ranks).transpose()
+    }
+
+    /// Each job's rank count (a GOAL file's or trace's read from its headers).
     fn job_ranks(&self) -> Result<Vec<u32>, RuleError> {
         let ranks: Vec<u32> = self.jobs.iter().enumerate().map(|(i, j)| j.ranks(i)).collect::<Result<_, _>>()?;
-        if ranks.iter().map(|&r| r as u64).sum::<u64>() > u32::MAX as u64 {
-            return Err(RuleError::new("jobs", "the jobs' ranks add up to more than 2^32"));
-        }
+        fit_ranks(ranks.iter().map(|&r| r as u64).sum())?;
         Ok(ranks)
     }
 
@@ -201,6 +215,10 @@ impl Scenario {
         if !self.jobs.is_empty() {
             let ranks = self.job_ranks()?;
             let total: u32 = ranks.iter().sum();
+            // (where a GOAL file or trace gave ranks, the noise meets them only now)
+            for (i, n) in self.noise.iter().enumerate() {
+                n.validate(Some(total)).map_err(|e| e.within(&format!("noise[{i}].")))?;
+            }
             crate::memory::check_memory(total as u128 * 16, limit).map_err(|e| RuleError::new("jobs", e.to_string()))?;
             let nodes = crate::jobs::place(&self.jobs, &ranks, self.network.ranks_per_node, self.seed)?;
             return Ok(Config {
