@@ -82,6 +82,8 @@ pub struct RunResult {
     /// job (of a run of `[[jobs]]`), its own, with what all its links cost it (ps).
     pub held_back: Vec<crate::engine::HeldBack>,
     pub job_held_back: Vec<(Vec<crate::engine::HeldBack>, f64)>,
+    /// With shared links and a timeline: each class's flows and busy links over time.
+    pub link_counters: Option<crate::engine::LinkCounters>,
 }
 
 /// How many of the links that held messages back the most a run names.
@@ -526,6 +528,8 @@ fn drive<P: Program, O: Report>(
             )));
         }
         check_memory(cfg.timeline_spans as u128 * Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
+        // shared links' counters beside the spans: as many samples at most (16 bytes each)
+        engine.record_link_counters(cfg.timeline_spans as usize);
     } else if cfg.computation_spans > 0 {
         check_memory(cfg.computation_spans as u128 * Timeline::SPAN_BYTES, cfg.max_memory_bytes)?;
     }
@@ -553,6 +557,7 @@ fn drive<P: Program, O: Report>(
         slots.dedup();
         x.link_names = slots.into_iter().filter_map(|s| Some((s, engine.link_name(s)?))).collect();
     }
+    let link_counters = engine.take_link_counters();
     let jobs = engine.view.program.job_firsts().len() as u32;
     let held_back = engine.links_held_back(None, HELD_BACK_TOP).map(|(w, _)| w).unwrap_or_default();
     let job_held_back = (0..jobs).filter_map(|j| engine.links_held_back(Some(j), HELD_BACK_TOP)).collect();
@@ -578,6 +583,7 @@ fn drive<P: Program, O: Report>(
         explained,
         held_back,
         job_held_back,
+        link_counters,
     };
     Ok((result, engine.view.program))
 }

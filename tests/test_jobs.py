@@ -167,3 +167,24 @@ def test_a_bad_goal_file_in_a_job_is_refused_at_its_key(tmp_path):
     with pytest.raises(idlewave.SimulationError) as e:
         idlewave.simulate({"jobs": [{"workload": {"kind": "goal", "path": str(tmp_path / "bad.goal")}}]})
     assert e.value.key == "jobs[0].workload.path" and "bad.goal:3" in str(e.value), str(e.value)
+
+
+def test_the_placement_example_shows_a_halo_code_slowed_by_an_alltoall_beside_it(tmp_path):
+    """examples/jobs_placement.py: contiguous pods share no link (1.00 for
+    both jobs); interleaved and random nodes put the halo's messages on the
+    alltoall's up-links (the docs quote 1.07–1.09 and 1.04–1.07 over seeds
+    1–5); its figure is written."""
+    import importlib.util
+
+    from conftest import EXAMPLES
+
+    spec = importlib.util.spec_from_file_location("jobs_placement", EXAMPLES / "jobs_placement.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    found = example.slowdowns(seeds=2)
+    assert found["contiguous"] == {"halo": [1.0, 1.0], "alltoall": [1.0, 1.0]}
+    assert all(1.07 <= v <= 1.09 for v in found["interleaved"]["halo"]), found
+    assert all(1.035 <= v <= 1.07 for v in found["random"]["halo"]), found
+    assert all(v > 1.0 for p in ("interleaved", "random") for v in found[p]["alltoall"])
+    assert example.figure(found, tmp_path / "jobs_placement.png").stat().st_size > 0

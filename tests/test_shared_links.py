@@ -1,7 +1,10 @@
 """Shared links ([network.links]) from a scenario: a shift across a tapered
 fat tree takes taper times longer, incast ends as LogGOPSim's receiving NIC
-has it, the summary's per-class link counters add up, and bad keys are refused
-with their key path."""
+has it, the summary's per-class link counters add up, explain names the link a
+path waited on and measures the bandwidths' pull, the timeline carries each
+class's flows, and bad keys are refused with their key path."""
+
+import json
 
 import pytest
 
@@ -111,3 +114,28 @@ def test_explain_names_the_uplink_a_shift_waits_on_and_its_bandwidths_pull():
     [flat] = link_sensitivity(scenario(1.0, 2e9), base.makespan_s)
     assert flat["makespan_lower_s"] == pytest.approx(base.makespan_s, rel=1e-12)
     assert flat["elasticity"] == 0.0
+
+
+def test_the_timeline_carries_each_link_classs_flows():
+    """With a timeline, each class of link's flows in flight and busy links
+    become counter tracks: the most at once on the receiving NICs of a
+    one-step shift is one flow per link (each rank receives one message),
+    and every class ends with none."""
+    from idlewave.timeline import chrome_json
+
+    net = {**NIC, "topology": {"kind": "fat_tree", "radix": 8},
+           "links": {"model": "flow", "bandwidth_bytes_per_s": 1e9, "taper": 4.0}}
+    scn = {"network": net, "workload": {"kind": "bsp", "ranks": 64, "iterations": 1, "compute_s": 0.0,
+                                        "distances": [32], "message_bytes": SIZE, "periodic": False}}
+    tl = idlewave.simulate(scn, timeline=True).timeline
+    links = tl["links"]
+    assert "nic_in" in links["classes"] and "up_1" in links["classes"]
+    nic = links["classes"].index("nic_in")
+    sel = links["class"] == nic
+    assert (links["flows"][sel] == links["busy"][sel]).all(), "one flow per receiving NIC"
+    for k in range(len(links["classes"])):
+        assert links["flows"][links["class"] == k][-1] == 0
+    counters = [e for e in json.loads(chrome_json(tl, 64))["traceEvents"] if e["ph"] == "C"]
+    assert len(counters) == links["t_ps"].size
+    plain = idlewave.simulate({**scn, "network": {**net, "links": {"model": "none"}}}, timeline=True).timeline
+    assert "links" not in plain

@@ -1,7 +1,8 @@
 """Timelines of a run: Perfetto/Chrome trace JSON (open it in
 ui.perfetto.dev) and a PNG like the papers' traces — computation white,
 MPI (waiting and overheads) red, noise detours purple, messages as black
-lines."""
+lines; with shared links, each class of link's flows in flight (counter
+tracks, and a panel under the ranks)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,13 @@ def chrome_json(tl: dict, ranks: int) -> str:
                            "args": args})
     for r, s, e in _waits(tl, ranks):
         events.append({"ph": "X", "pid": 0, "tid": r, "ts": s * us, "dur": (e - s) * us, "name": "MPI wait", "cat": "mpi"})
+    links = tl.get("links")
+    if links is not None:
+        # one counter track per class of link: the flows its links carry, and how many of its links carry one
+        events.append({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "shared links"}})
+        for t, c, f, b in zip(links["t_ps"], links["class"], links["flows"], links["busy"]):
+            events.append({"ph": "C", "pid": 1, "ts": int(t) * us, "name": links["classes"][int(c)],
+                           "args": {"flows": int(f), "busy links": int(b)}})
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"source": "idlewave"}})
 
 
@@ -68,7 +76,14 @@ def png(tl: dict, ranks: int, path: Path, title: str = "") -> None:
     from matplotlib.patches import Patch
 
     s_all, e_all = tl["start_ps"] / 1e6, tl["end_ps"] / 1e6  # µs
-    fig, ax = plt.subplots(figsize=(10, min(2 + ranks * 0.12, 12)), constrained_layout=True)
+    links = tl.get("links")
+    height = min(2 + ranks * 0.12, 12)
+    if links is None:
+        fig, ax = plt.subplots(figsize=(10, height), constrained_layout=True)
+    else:
+        fig, (ax, lax) = plt.subplots(2, 1, figsize=(10, height + 1.8), sharex=True, constrained_layout=True,
+                                      gridspec_kw={"height_ratios": [height, 1.8]})
+        _link_panel(lax, links)
     cpu = (tl["activity"] != MESSAGE) & (tl["activity"] != NOISE)
     for r in range(ranks):
         sel = cpu & (tl["rank"] == r)
@@ -86,7 +101,8 @@ def png(tl: dict, ranks: int, path: Path, title: str = "") -> None:
     ax.add_collection(LineCollection(lines, colors="black", linewidths=0.4))
     ax.set_ylim(-1, ranks)
     ax.invert_yaxis()
-    ax.set_xlabel("time (µs)")
+    if links is None:
+        ax.set_xlabel("time (µs)")
     ax.set_ylabel("rank")
     ax.set_facecolor("#f0f0f0")
     notes = []
@@ -100,6 +116,22 @@ def png(tl: dict, ranks: int, path: Path, title: str = "") -> None:
                Patch(facecolor=NOISE_COLOUR, label="noise detour"), Line2D([], [], color="black", lw=0.8, label="message")]
     fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False, fontsize="small")
     save_figure(fig, path, dpi=110)
+
+
+def _link_panel(ax, links: dict) -> None:
+    """Each class of link's flows in flight over time (steps)."""
+    from idlewave.results import series_colour
+
+    t, cls, flows = links["t_ps"] / 1e6, links["class"], links["flows"]
+    for k, name in enumerate(links["classes"]):
+        sel = cls == k
+        if sel.any():
+            ax.step(t[sel], flows[sel], where="post", lw=0.8, color=series_colour(name), label=name)
+    ax.set_xlabel("time (µs)")
+    ax.set_ylabel("flows on\nshared links", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="x-small", frameon=False)
+    if links.get("truncated"):
+        ax.set_title("link counters stopped at their limit", fontsize="small")
 
 
 def write(tl: dict, ranks: int, out: str | Path, title: str = "") -> list[Path]:

@@ -227,3 +227,29 @@ fn the_time_links_cost_is_laid_on_links_in_full() {
     assert!((per_link - total).abs() <= 1e-6 * total + links.len() as f64, "{per_link} vs {total}");
     assert!(links.windows(2).all(|w| w[0].ps >= w[1].ps), "largest first");
 }
+
+#[test]
+fn link_counters_follow_the_flows_on_each_class() {
+    // n senders to rank 0 (radix 4: ranks 1..n on other leaves than 0 for n ≥ 2):
+    // rank 0's NIC in carries n flows at once on one busy link, then none
+    let n = 5u32;
+    let pairs: Vec<(u32, u32)> = (1..=n).map(|a| (a, 0)).collect();
+    let pl = platform(Topology::FatTree { radix: 4 }, flow(1.0, 1.0, Routing::DModK));
+    let net = Network { ranks_per_node: pl.ranks_per_node, ..Network::uniform(pl.inter_node.eager) };
+    let net = Network { platform: Some(Box::new(pl)), ..net };
+    let program = StreamProgram::new(Script { ranks: exchange(n + 1, &pairs), ..Default::default() }, Recorder::disabled());
+    let mut e = Engine::new(program, net, Noise::none()).unwrap();
+    e.record_link_counters(1 << 20);
+    e.run().unwrap();
+    let c = e.take_link_counters().expect("recorded");
+    let nic = c.classes.iter().position(|k| k == "nic_in").unwrap() as u8;
+    let of = |class: u8| c.samples.iter().filter(move |s| s.class == class);
+    assert_eq!(of(nic).map(|s| (s.flows, s.busy)).max(), Some((n, 1)));
+    for k in 0..c.classes.len() as u8 {
+        let last = of(k).next_back().expect("every class of this route was used");
+        assert_eq!((last.flows, last.busy), (0, 0), "{}: all flows ended", c.classes[k as usize]);
+        assert!(of(k).all(|s| s.busy <= s.flows));
+    }
+    assert!(c.samples.windows(2).all(|w| w[0].t <= w[1].t), "in time order");
+    assert!(!c.truncated);
+}

@@ -109,6 +109,57 @@ pub struct Flows {
     job_delay: rustc_hash::FxHashMap<(u32, u32), f64>,
     /// The first rank of each job after the first (empty: one program).
     job_starts: Vec<u32>,
+    /// For a timeline: per class of link, its flows and busy links over time.
+    pub counters: Option<Box<LinkCounters>>,
+}
+
+/// Per class of link, how many flows its links carry and how many of its
+/// links carry one, sampled at every change (a timeline's counter tracks).
+#[derive(Debug, Clone, Default)]
+pub struct LinkCounters {
+    pub classes: Vec<String>,
+    /// Per slot, its class (an index into `classes`).
+    class_of: Vec<u8>,
+    flows: Vec<u32>,
+    busy: Vec<u32>,
+    pub samples: Vec<CounterSample>,
+    limit: usize,
+    pub truncated: bool,
+}
+
+/// A class's counts from time `t` on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterSample {
+    pub t: Time,
+    pub class: u8,
+    pub flows: u32,
+    pub busy: u32,
+}
+
+impl LinkCounters {
+    /// Flow counts changed by `delta` on the links of `route` at `t`; `links`
+    /// holds their flows now.
+    fn changed(&mut self, t: Time, route: &[u32], links: &[LinkState], delta: i32) {
+        let mut touched: u64 = 0;
+        for &s in route {
+            let c = self.class_of[s as usize] as usize;
+            self.flows[c] = self.flows[c].saturating_add_signed(delta);
+            let n = links[s as usize].n;
+            if (delta > 0 && n == 1) || (delta < 0 && n == 0) {
+                self.busy[c] = self.busy[c].saturating_add_signed(delta);
+            }
+            touched |= 1 << c.min(63);
+        }
+        for c in 0..self.classes.len().min(64) {
+            if touched & (1 << c) != 0 {
+                if self.samples.len() < self.limit {
+                    self.samples.push(CounterSample { t, class: c as u8, flows: self.flows[c], busy: self.busy[c] });
+                } else {
+                    self.truncated = true;
+                }
+            }
+        }
+    }
 }
 
 /// A completion to schedule: (time, flow, version).
@@ -151,7 +202,27 @@ impl Flows {
             link_delay: Vec::new(),
             job_delay: Default::default(),
             job_starts: Vec::new(),
+            counters: None,
         }
+    }
+
+    /// Samples each class's flows and busy links from now on, up to `limit` samples.
+    pub fn record_counters(&mut self, limit: usize) {
+        let mut ids: Vec<LinkClassId> = (0..self.links.len()).map(|s| self.routes.link(s).0).collect();
+        let class_of_slot = ids.clone();
+        ids.sort();
+        ids.dedup();
+        let class_of = class_of_slot.iter().map(|c| ids.binary_search(c).unwrap_or(0) as u8).collect();
+        let n = ids.len();
+        self.counters = Some(Box::new(LinkCounters {
+            classes: ids.iter().map(|c| c.name()).collect(),
+            class_of,
+            flows: vec![0; n],
+            busy: vec![0; n],
+            samples: Vec::new(),
+            limit,
+            truncated: false,
+        }));
     }
 
     /// The run's ranks are jobs', each job's from its first rank on
@@ -335,6 +406,9 @@ impl Flows {
             l.bytes += bytes as u64;
             l.peak = l.peak.max(l.n);
         }
+        if let Some(c) = self.counters.as_deref_mut() {
+            c.changed(now, &route, &self.links, 1);
+        }
         self.flows[id as usize].route = route;
         if !alone {
             self.solve(now, due);
@@ -363,6 +437,9 @@ impl Flows {
             }
         }
         self.comp_flows.retain(|&x| x != id);
+        if let Some(c) = self.counters.as_deref_mut() {
+            c.changed(now, &route, &self.links, -1);
+        }
         let f = &mut self.flows[id as usize];
         f.route = route;
         f.version = bump(f.version);

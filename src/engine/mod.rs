@@ -21,7 +21,7 @@ mod waiting;
 
 pub use fabric::Fabric;
 pub(crate) use fabric::MEM_BUSY;
-pub use flows::{HeldBack, LinkClassStats};
+pub use flows::{CounterSample, HeldBack, LinkClassStats, LinkCounters};
 pub use layout::Layout;
 pub(crate) use layout::LISTS;
 pub use matching::{Entry, Lists, Matcher, Queue, EMPTY_LISTS};
@@ -273,6 +273,19 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let named =
             worst.into_iter().map(|(s, ps)| HeldBack { link: f.routes.name(s as usize), class: f.routes.link(s as usize).0.name(), ps });
         Some((named.collect(), total))
+    }
+
+    /// With shared links, samples each class's flows and busy links for a
+    /// timeline (up to `limit` samples).
+    pub fn record_link_counters(&mut self, limit: usize) {
+        if let Some(f) = self.fabric.flows.as_deref_mut() {
+            f.record_counters(limit);
+        }
+    }
+
+    /// The counters sampled (see `record_link_counters`).
+    pub fn take_link_counters(&mut self) -> Option<flows::LinkCounters> {
+        self.fabric.flows.as_deref_mut()?.counters.take().map(|c| *c)
     }
 
     /// A shared link's name (None without shared links).

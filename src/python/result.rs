@@ -168,6 +168,17 @@ impl PyRunResult {
         tl.set_item("tag", PyArray1::from_iter(py, spans.iter().map(|s| s.tag)))?;
         tl.set_item("bytes", PyArray1::from_iter(py, spans.iter().map(|s| s.bytes)))?;
         tl.set_item("truncated", *truncated)?;
+        if let Some(c) = &self.run.link_counters {
+            // shared links: each class's flows and busy links, from each sample's time on
+            let links = PyDict::new(py);
+            links.set_item("classes", c.classes.clone())?;
+            links.set_item("t_ps", PyArray1::from_iter(py, c.samples.iter().map(|s| s.t)))?;
+            links.set_item("class", PyArray1::from_iter(py, c.samples.iter().map(|s| s.class)))?;
+            links.set_item("flows", PyArray1::from_iter(py, c.samples.iter().map(|s| s.flows)))?;
+            links.set_item("busy", PyArray1::from_iter(py, c.samples.iter().map(|s| s.busy)))?;
+            links.set_item("truncated", c.truncated)?;
+            tl.set_item("links", links)?;
+        }
         Ok(Some(tl))
     }
 
