@@ -302,7 +302,8 @@ fn trace_case(records: u64) -> Result<BenchResult, BenchError> {
 /// GOAL mode: case (a)'s binomial broadcast written as a GOAL file, then
 /// parsed alone (ops/s) and run whole (peak bytes include the parse).
 fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
-    use crate::program::goal::{read_goal_file, write_goal};
+    use crate::program::goal::write_goal;
+    use crate::program::goal_file::read_goal_file;
     let WorkloadSpec::Collective(w) = collective(ranks, 1, CollectiveKind::Bcast) else { unreachable!() };
     let sched = crate::program::stream::export_goal(&w)?;
     let ops = sched.num_ops() as f64;

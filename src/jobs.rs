@@ -78,7 +78,7 @@ impl JobSpec {
     /// declares or its trace replays (their headers are read, not their ops).
     pub fn ranks(&self, i: usize) -> Result<u32, RuleError> {
         match &self.workload {
-            WorkloadSpec::Goal { path } => crate::program::goal::read_goal_ranks(std::path::Path::new(path))
+            WorkloadSpec::Goal { path } => crate::program::goal_file::read_goal_ranks(std::path::Path::new(path))
                 .map_err(|e| RuleError::new(format!("jobs[{i}].workload.path"), e.to_string())),
             WorkloadSpec::Trace(spec) => {
                 let t = crate::trace::open(std::path::Path::new(&spec.dir))

@@ -612,6 +612,26 @@ fn export_goal_text(py: Python<'_>, scenario: PyRef<'_, PyScenario>) -> PyResult
     Ok(write_goal(&sched?))
 }
 
+/// Converts a GOAL schedule between text and LogGOPSim's binary layout
+/// (`to`: "binary" or "text") into `dst` (the caller makes it atomic);
+/// returns (the input's format, ranks, ops).
+#[pyfunction]
+fn goal_convert(py: Python<'_>, src: &str, dst: &str, to: &str) -> PyResult<(String, u32, u64)> {
+    let binary_out = match to {
+        "binary" => true,
+        "text" => false,
+        other => return Err(err(format!("--to: \"{other}\" is not a GOAL format (binary, text)"))),
+    };
+    py.allow_threads(|| {
+        let path = std::path::Path::new(src);
+        let was = if crate::program::goal_file::is_binary_file(path) { "binary" } else { "text" };
+        let sched = crate::program::goal_file::read_goal_file(path).map_err(|e| err(e.to_string()))?;
+        let bytes = if binary_out { crate::program::goal_bin::write_binary(&sched) } else { write_goal(&sched).into_bytes() };
+        std::fs::write(dst, &bytes).map_err(|e| err(format!("{dst}: cannot write: {e}")))?;
+        Ok((was.to_string(), sched.num_ranks, sched.num_ops() as u64))
+    })
+}
+
 /// Streams a trace replay's schedule (JSON of the trace workload) into a
 /// GOAL file; returns (ranks, ops).
 #[pyfunction]
@@ -707,6 +727,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_case, m)?)?;
     m.add_function(wrap_pyfunction!(bench_cases, m)?)?;
     m.add_function(wrap_pyfunction!(trace_export_goal, m)?)?;
+    m.add_function(wrap_pyfunction!(goal_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops, m)?)?;
     m.add_function(wrap_pyfunction!(write_synthetic_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_grid, m)?)?;

@@ -7,7 +7,7 @@ use crate::memory::check_memory;
 use crate::network::Network;
 use crate::noise::{Noise, NoiseSpec};
 use crate::probes::{Explain, Report, Timeline};
-use crate::program::goal::read_goal_file;
+use crate::program::goal_file::read_goal_file;
 use crate::program::goal_program::GoalProgram;
 use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;

@@ -1,4 +1,5 @@
-//! Reader and writer for LogGOPSim's textual GOAL schedule format.
+//! Reader and writer for LogGOPSim's textual GOAL schedule format (its binary
+//! format: `goal_bin`; a file of either: `goal_file`).
 //!
 //! A GOAL file describes, per rank, a list of operations (`send`, `recv`, `calc`) and the
 //! dependencies between them:
@@ -134,8 +135,8 @@ pub fn parse_goal(text: &str, file: &str) -> Result<GoalSchedule, GoalError> {
     Parser::new(text).parse().map_err(|fail| fail.into_goal_error(text, file))
 }
 
-/// Reads and parses a GOAL file. I/O errors become a [`GoalError`] with line 0.
-pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
+/// Reads and parses a GOAL text file. I/O errors become a [`GoalError`] with line 0.
+pub fn read_goal_text_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| GoalError {
         file: file.clone(),
@@ -161,7 +162,7 @@ pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
 /// schedule: a job's ranks are placed before its schedule is read. The whole
 /// file is read only where its beginning does not settle it (a header behind
 /// 64 KiB of comments, or cut by the 64 KiB).
-pub fn read_goal_ranks(path: &Path) -> Result<u32, GoalError> {
+pub fn read_goal_text_ranks(path: &Path) -> Result<u32, GoalError> {
     use std::io::Read as _;
     let file = path.display().to_string();
     let io = |e: std::io::Error| GoalError { file: file.clone(), line: 0, column: 0, message: e.to_string(), interrupted: false };
@@ -1272,12 +1273,12 @@ l4: calc 7
         let dir = std::env::temp_dir();
         let path = dir.join(format!("idlewave_goal_test_{}.goal", std::process::id()));
         std::fs::write(&path, binary_tree_text(16)).unwrap();
-        let s = read_goal_file(&path).unwrap();
+        let s = read_goal_text_file(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(s.num_ops(), 30);
 
         let missing = dir.join("idlewave_goal_test_does_not_exist.goal");
-        let e = read_goal_file(&missing).unwrap_err();
+        let e = read_goal_text_file(&missing).unwrap_err();
         assert_eq!((e.line, e.column), (0, 0));
         assert_eq!(e.file, missing.display().to_string());
         assert!(!e.message.is_empty());
@@ -1288,7 +1289,7 @@ l4: calc 7
     fn read_goal_file_invalid_utf8() {
         let path = std::env::temp_dir().join(format!("idlewave_goal_utf8_{}.goal", std::process::id()));
         std::fs::write(&path, b"num_ranks 1\nrank 0 {\n  \xff\n}\n").unwrap();
-        let e = read_goal_file(&path).unwrap_err();
+        let e = read_goal_text_file(&path).unwrap_err();
         std::fs::remove_file(&path).unwrap();
         assert_eq!((e.line, e.column), (3, 3));
         assert!(e.message.contains("UTF-8"));
@@ -1447,7 +1448,7 @@ l4: calc 7
         let ranks = |name: &str, text: &str| {
             let p = dir.join(name);
             std::fs::write(&p, text).unwrap();
-            read_goal_ranks(&p)
+            read_goal_text_ranks(&p)
         };
         assert_eq!(ranks("a.goal", "// two\n\nnum_ranks 2\nrank 0 {\n}\nrank 1 {\n}\n"), Ok(2));
         // a header behind more than the prefix of comments: the whole file settles it
@@ -1463,7 +1464,7 @@ l4: calc 7
         assert!(e.message.starts_with("not a GOAL schedule") && !e.message.contains("secret"), "{e}");
         let e = ranks("f.goal", "num_ranks 0\n").unwrap_err();
         assert!(e.message.contains("positive"), "{e}");
-        assert_eq!(read_goal_ranks(&dir.join("missing.goal")).unwrap_err().line, 0);
+        assert_eq!(read_goal_text_ranks(&dir.join("missing.goal")).unwrap_err().line, 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

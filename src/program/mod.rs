@@ -7,6 +7,8 @@
 
 pub mod driver;
 pub mod goal;
+pub mod goal_bin;
+pub mod goal_file;
 pub mod goal_program;
 pub mod stream;
 pub mod stream_op;

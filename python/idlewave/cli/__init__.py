@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from idlewave import _engine
-from idlewave.cli import analyze, bench, explain, fit, loggopsim, measure, models, regimes, report, simulate, studies, sweep, trace, validate
+from idlewave.cli import analyze, bench, explain, fit, goal, loggopsim, measure, models, regimes, report, simulate, studies, sweep, trace, validate
 from idlewave.cli.common import err
 from idlewave.interrupts import MESSAGE, exit_at_once, raise_interrupts
 from idlewave.results import NonFiniteWarning, ResultsError
@@ -54,6 +54,7 @@ app.add_typer(models.model_app, name="model")
 app.add_typer(fit.fit_app, name="fit")
 app.add_typer(measure.measure_app, name="measure")
 app.add_typer(trace.trace_app, name="trace")
+app.add_typer(goal.goal_app, name="goal")
 app.command("validate", context_settings={"allow_interspersed_args": False})(validate.validate)
 
 

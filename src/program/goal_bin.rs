@@ -1,0 +1,320 @@
+//! LogGOPSim's binary GOAL schedules: what its `txt2bin` writes and its
+//! simulator maps into memory. Read (memory-mapped) into the same
+//! [`GoalSchedule`] as the text, and written byte for byte as `txt2bin`
+//! writes it (tested against its output).
+//!
+//! The layout (LogGOPSim's `src/LogGOPSim/Parser.hpp`, `serialize_mmap`),
+//! little-endian, packed:
+//!
+//! ```text
+//! u64 magic 4223
+//! u32 num_ranks, u8 max_cpu, u8 max_nic
+//! per rank: u64 start, u64 end        (offsets from byte 8, the byte after the magic)
+//! per rank, from its start:
+//!   u32 nodes, u32 roots, u32 root[roots]          (ops no other op waits for)
+//!   per node (39 bytes): u32 dependencies, u8 type (1 send, 2 recv, 3 calc),
+//!     u32 peer, u64 size, u32 tag, u8 cpu, u8 nic,
+//!     u32 done_count, u32 done_first, u32 start_count, u32 start_first
+//!   u32 appendix[...]: the ops that wait for each node to be done (done_count
+//!     from done_first), then to have started (irequires), node by node
+//! ```
+//!
+//! `dependencies` counts the ops a node waits for; a node's `done` list names
+//! the ops that wait for it (in the order their `requires` appeared).
+
+use super::goal::{GoalError, GoalKind, GoalOp, GoalRank, GoalSchedule, ANY};
+use std::path::Path;
+
+/// The first eight bytes of a binary schedule (LogGOPSim's `MAGIC_COOKIE`).
+pub const MAGIC: u64 = 4223;
+const HEADER: usize = 8 + 4 + 1 + 1;
+const NODE: usize = 4 + 1 + 4 + 8 + 4 + 1 + 1 + 4 * 4;
+const SEND: u8 = 1;
+const RECV: u8 = 2;
+const CALC: u8 = 3;
+
+/// Whether `head` (a file's first bytes) begins a binary schedule.
+pub fn is_binary(head: &[u8]) -> bool {
+    head.len() >= 8 && u64::from_le_bytes(head[..8].try_into().expect("8 bytes")) == MAGIC
+}
+
+/// Reads a binary schedule from a file, memory-mapped.
+pub fn read_binary_file(path: &Path) -> Result<GoalSchedule, GoalError> {
+    let file = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| error(&file, e.to_string()))?;
+    // SAFETY: the map is read only and dropped before we return; a file
+    // truncated meanwhile by another process could fault (as any mmap reader).
+    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| error(&file, e.to_string()))?;
+    read_binary(&map, &file)
+}
+
+/// The rank count a binary schedule declares (its header).
+pub fn binary_ranks(head: &[u8], file: &str) -> Result<u32, GoalError> {
+    Reader { b: head, file }.u32(8).and_then(|n| if n == 0 { Err(error(file, "the schedule has 0 ranks".into())) } else { Ok(n) })
+}
+
+fn error(file: &str, message: String) -> GoalError {
+    GoalError { file: file.to_string(), line: 0, column: 0, message, interrupted: false }
+}
+
+/// Bounds-checked little-endian reads, each failure naming its byte.
+struct Reader<'a> {
+    b: &'a [u8],
+    file: &'a str,
+}
+
+impl Reader<'_> {
+    fn bytes<const N: usize>(&self, at: usize) -> Result<[u8; N], GoalError> {
+        self.b
+            .get(at..at.saturating_add(N))
+            .map(|s| s.try_into().expect("N bytes"))
+            .ok_or_else(|| self.fail(at, format!("the file ends at byte {}, inside a record", self.b.len())))
+    }
+    fn u8(&self, at: usize) -> Result<u8, GoalError> {
+        Ok(self.bytes::<1>(at)?[0])
+    }
+    fn u32(&self, at: usize) -> Result<u32, GoalError> {
+        Ok(u32::from_le_bytes(self.bytes(at)?))
+    }
+    fn u64(&self, at: usize) -> Result<u64, GoalError> {
+        Ok(u64::from_le_bytes(self.bytes(at)?))
+    }
+    fn fail(&self, at: usize, message: String) -> GoalError {
+        error(self.file, format!("byte {at}: {message}"))
+    }
+}
+
+/// Parses a binary schedule; every inconsistency is an error naming its byte.
+pub fn read_binary(b: &[u8], file: &str) -> Result<GoalSchedule, GoalError> {
+    let r = Reader { b, file };
+    if !is_binary(b) {
+        return Err(r.fail(0, format!("not a binary GOAL schedule (no magic number {MAGIC})")));
+    }
+    let num_ranks = binary_ranks(b, file)?;
+    let table = HEADER as u64 + 16 * num_ranks as u64;
+    if table > b.len() as u64 {
+        return Err(r.fail(8, format!("{num_ranks} ranks need a {table}-byte header; the file has {} bytes", b.len())));
+    }
+    let mut ranks = Vec::with_capacity(num_ranks as usize);
+    for rank in 0..num_ranks {
+        let at = HEADER + 16 * rank as usize;
+        let (start, end) = (r.u64(at)?.saturating_add(8), r.u64(at + 8)?.saturating_add(8));
+        if start < table || start > end || end > b.len() as u64 {
+            return Err(r.fail(at, format!("rank {rank}'s data [{start}, {end}) is not inside the file's {} bytes", b.len())));
+        }
+        ranks.push(read_rank(&r, (start as usize, end as usize), rank, num_ranks)?);
+    }
+    Ok(GoalSchedule { num_ranks, ranks })
+}
+
+fn read_rank(r: &Reader, (start, end): (usize, usize), rank: u32, num_ranks: u32) -> Result<GoalRank, GoalError> {
+    let nodes = r.u32(start)? as usize;
+    let roots = r.u32(start + 4)? as usize;
+    let first_node = start + 8 + 4 * roots;
+    let appendix = first_node.saturating_add(nodes.saturating_mul(NODE));
+    if appendix > end {
+        return Err(r.fail(start, format!("rank {rank}'s {nodes} ops and {roots} roots do not fit in its {} bytes", end - start)));
+    }
+    let app_len = (end - appendix) / 4;
+    let mut out = GoalRank { ops: Vec::with_capacity(nodes), ..Default::default() };
+    let mut waits_for = vec![0u32; nodes];
+    for i in 0..nodes {
+        let at = first_node + i * NODE;
+        let (kind, peer) = (r.u8(at + 4)?, r.u32(at + 5)?);
+        let kind = match kind {
+            SEND => GoalKind::Send,
+            RECV => GoalKind::Recv,
+            CALC => GoalKind::Calc,
+            k => return Err(r.fail(at + 4, format!("rank {rank} op {i}: type {k} (1 send, 2 recv, 3 calc)"))),
+        };
+        let any_allowed = kind == GoalKind::Recv;
+        if kind != GoalKind::Calc && peer >= num_ranks && !(any_allowed && peer == ANY) {
+            return Err(r.fail(at + 5, format!("rank {rank} op {i}: peer {peer} of {num_ranks} ranks")));
+        }
+        let (cpu, nic) = (r.u8(at + 21)?, r.u8(at + 22)?);
+        out.ops.push(GoalOp { kind, peer, tag: r.u32(at + 17)?, size: r.u64(at + 9)?, cpu, nic });
+        for (list, (count_at, first_at)) in [(0, (at + 23, at + 27)), (1, (at + 31, at + 35))] {
+            let (count, first) = (r.u32(count_at)? as usize, r.u32(first_at)? as usize);
+            if count > 0 && first.saturating_add(count) > app_len {
+                return Err(r.fail(count_at, format!("rank {rank} op {i}: ops {first}..{} past the {app_len} listed", first + count)));
+            }
+            for k in 0..count {
+                let a = r.u32(appendix + 4 * (first + k))?;
+                if a as usize >= nodes {
+                    return Err(r.fail(appendix + 4 * (first + k), format!("rank {rank}: op {a} of {nodes} waits for op {i}")));
+                }
+                waits_for[a as usize] += 1;
+                if list == 0 { &mut out.requires } else { &mut out.irequires }.push((a, i as u32));
+            }
+        }
+    }
+    for (i, &n) in waits_for.iter().enumerate() {
+        let at = first_node + i * NODE;
+        let said = r.u32(at)?;
+        if said != n {
+            return Err(r.fail(at, format!("rank {rank} op {i}: says it waits for {said} ops, {n} name it")));
+        }
+    }
+    let listed: Vec<u32> = (0..roots).map(|k| r.u32(start + 8 + 4 * k)).collect::<Result<_, _>>()?;
+    let free: Vec<u32> = (0..nodes as u32).filter(|&i| waits_for[i as usize] == 0).collect();
+    if listed != free {
+        return Err(r.fail(start + 8, format!("rank {rank}: the ops listed as waiting for none are not those that wait for none")));
+    }
+    Ok(out)
+}
+
+/// The schedule as `txt2bin` writes it: the same bytes for the same schedule
+/// (each op's waiters in the order of their `requires`, then `irequires`).
+pub fn write_binary(s: &GoalSchedule) -> Vec<u8> {
+    let n = s.num_ranks as usize;
+    let mut out = Vec::with_capacity(HEADER + 16 * n + s.num_ops() * (NODE + 8));
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    out.extend_from_slice(&s.num_ranks.to_le_bytes());
+    out.push(s.max_cpu());
+    out.push(s.max_nic());
+    out.resize(HEADER + 16 * n, 0);
+    for (rank, g) in s.ranks.iter().enumerate() {
+        let start = out.len() as u64 - 8;
+        let nodes = g.ops.len();
+        // who waits for each op to be done, and to have started, in file order
+        let mut done: Vec<Vec<u32>> = vec![Vec::new(); nodes];
+        let mut started: Vec<Vec<u32>> = vec![Vec::new(); nodes];
+        let mut waits = vec![0u32; nodes];
+        for &(a, b) in &g.requires {
+            done[b as usize].push(a);
+            waits[a as usize] += 1;
+        }
+        for &(a, b) in &g.irequires {
+            started[b as usize].push(a);
+            waits[a as usize] += 1;
+        }
+        let roots: Vec<u32> = (0..nodes as u32).filter(|&i| waits[i as usize] == 0).collect();
+        out.extend_from_slice(&(nodes as u32).to_le_bytes());
+        out.extend_from_slice(&(roots.len() as u32).to_le_bytes());
+        roots.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+        let mut listed = 0u32;
+        for (i, op) in g.ops.iter().enumerate() {
+            out.extend_from_slice(&waits[i].to_le_bytes());
+            out.push(match op.kind {
+                GoalKind::Send => SEND,
+                GoalKind::Recv => RECV,
+                GoalKind::Calc => CALC,
+            });
+            out.extend_from_slice(&op.peer.to_le_bytes());
+            out.extend_from_slice(&op.size.to_le_bytes());
+            out.extend_from_slice(&op.tag.to_le_bytes());
+            out.push(op.cpu);
+            out.push(op.nic);
+            for list in [&done[i], &started[i]] {
+                out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+                out.extend_from_slice(&listed.to_le_bytes());
+                listed += list.len() as u32;
+            }
+        }
+        for i in 0..nodes {
+            done[i].iter().chain(&started[i]).for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+        }
+        let end = out.len() as u64 - 8;
+        let at = HEADER + 16 * rank;
+        out[at..at + 8].copy_from_slice(&start.to_le_bytes());
+        out[at + 8..at + 16].copy_from_slice(&end.to_le_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::goal::parse_goal;
+    use crate::program::goal_file::{read_goal_file, read_goal_ranks};
+
+    fn data(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/loggopsim").join(name)
+    }
+
+    fn text(name: &str) -> GoalSchedule {
+        let path = if name == "dissemination_16" {
+            "examples/dissemination_16.goal".to_string()
+        } else {
+            format!("tests/data/loggopsim/{name}.goal")
+        };
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        parse_goal(&std::fs::read_to_string(&path).unwrap(), "t.goal").unwrap()
+    }
+
+    /// The text's dependencies in the binary's order: grouped by the op waited for.
+    fn canonical(mut s: GoalSchedule) -> GoalSchedule {
+        for r in &mut s.ranks {
+            r.requires.sort_by_key(|&(_, b)| b);
+            r.irequires.sort_by_key(|&(_, b)| b);
+        }
+        s
+    }
+
+    #[test]
+    fn writes_what_loggopsims_txt2bin_writes_byte_for_byte() {
+        for name in ["binary_tree_32", "mixed", "dissemination_16"] {
+            let theirs = std::fs::read(data(&format!("{name}.bin"))).unwrap();
+            assert_eq!(write_binary(&text(name)), theirs, "{name}");
+        }
+    }
+
+    #[test]
+    fn reads_txt2bins_output_as_the_text() {
+        for name in ["binary_tree_32", "mixed", "dissemination_16"] {
+            let path = data(&format!("{name}.bin"));
+            let read = read_goal_file(&path).unwrap();
+            assert_eq!(read, canonical(text(name)), "{name}");
+            assert_eq!(read_goal_ranks(&path).unwrap(), read.num_ranks);
+        }
+        let mixed = read_goal_file(&data("mixed.bin")).unwrap();
+        assert_eq!(mixed.ranks[0].irequires, vec![(2, 0)]);
+        assert_eq!((mixed.ranks[0].ops[3].peer, mixed.ranks[0].ops[3].tag), (ANY, ANY));
+        assert_eq!((mixed.max_cpu(), mixed.max_nic()), (1, 1));
+    }
+
+    #[test]
+    fn a_damaged_file_is_refused_naming_its_byte() {
+        let good = std::fs::read(data("mixed.bin")).unwrap();
+        let fails = |bytes: &[u8]| read_binary(bytes, "x.bin").unwrap_err().to_string();
+        // cut short: rank 2's data lies past the end
+        let e = fails(&good[..good.len() - 10]);
+        assert!(e.starts_with("x.bin: byte ") && e.contains("rank 2"), "{e}");
+        // an op's type: rank 0's first op is at 8 + 4 + 1 + 1 + 48 (table) + 8 + 4 (one root) = 74, type at +4
+        let mut bad = good.clone();
+        bad[78] = 9;
+        assert_eq!(fails(&bad), "x.bin: byte 78: rank 0 op 0: type 9 (1 send, 2 recv, 3 calc)");
+        // a dependency count the lists do not back
+        let mut bad = good.clone();
+        bad[74] = 1;
+        assert!(fails(&bad).contains("rank 0 op 0: says it waits for 1 ops, 0 name it"), "{}", fails(&bad));
+        // a send to a rank that does not exist
+        let mut bad = good.clone();
+        bad[79..83].copy_from_slice(&7u32.to_le_bytes());
+        assert!(fails(&bad).contains("peer 7 of 3 ranks"));
+        assert!(fails(&good[..10]).contains("the file ends at byte 10"), "{}", fails(&good[..10]));
+        assert!(fails(&good[..40]).contains("3 ranks need a 62-byte header"), "{}", fails(&good[..40]));
+        assert!(fails(b"num_ranks 2\n").contains("not a binary GOAL schedule"));
+    }
+
+    #[test]
+    fn text_and_binary_run_to_the_same_end() {
+        use crate::network::{LogGOPS, Network};
+        use crate::noise::Noise;
+        for name in ["binary_tree_32", "mixed", "dissemination_16"] {
+            let run = |s: GoalSchedule| {
+                let mut e = crate::engine::Engine::new(
+                    crate::program::goal_program::GoalProgram::from_schedule(s),
+                    Network::uniform(LogGOPS::loggopsim_defaults()),
+                    Noise::none(),
+                )
+                .unwrap();
+                e.run().unwrap();
+                (0..e.num_ranks()).map(|r| e.finish_time(r)).collect::<Vec<_>>()
+            };
+            let from_text = run(text(name));
+            assert_eq!(run(read_goal_file(&data(&format!("{name}.bin"))).unwrap()), from_text, "{name}");
+            assert!(from_text.iter().any(|&t| t > 0));
+        }
+    }
+}
