@@ -333,18 +333,35 @@ def traced_vs_predicted(s: dict):
 
 @trace_app.command("import")
 def import_cmd(
-    source: Path = typer.Argument(..., help="An OTF2 archive: its directory or traces.otf2 (Score-P)."),
+    source: Path = typer.Argument(..., help="An OTF2 archive (its directory or traces.otf2, Score-P), or a "
+                                            "directory of liballprof traces (pmpi-trace-rank-<r>.txt)."),
     out_dir: Path = typer.Option(Path("imported-trace"), "--out", help="Where to write rank-*.iwt."),
+    fmt: str = typer.Option("auto", "--format", help="otf2, liballprof, or auto (liballprof where SOURCE holds "
+                                                     "pmpi-trace-rank-0.txt, else OTF2)."),
     as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
     quiet: bool = QUIET,
 ):
-    """Import an OTF2 trace (Score-P) into idlewave's trace format, for replay and export."""
+    """Import an OTF2 trace (Score-P) or liballprof traces (LogGOPSim's and
+    ATLAHS's PMPI tracer) into idlewave's trace format, for replay and export."""
     from idlewave.trace import TraceError
-    from idlewave.trace.otf2_import import read_otf2, write_iwt
 
+    if fmt not in ("auto", "otf2", "liballprof"):
+        fail(f"--format: {fmt!r} is not a trace format (otf2, liballprof, auto)")
+    if fmt == "auto":
+        fmt = "liballprof" if (source / "pmpi-trace-rank-0.txt").is_file() else "otf2"
     try:
-        traces, notes = read_otf2(source)
-        write_iwt(traces, out_dir)
+        if fmt == "liballprof":
+            from idlewave.trace import liballprof_import
+
+            records, notes = liballprof_import.read_liballprof(source)
+            liballprof_import.write_iwt(records, out_dir)
+            ranks = len(records)
+        else:
+            from idlewave.trace.otf2_import import read_otf2, write_iwt
+
+            traces, notes = read_otf2(source)
+            write_iwt(traces, out_dir)
+            ranks = len(traces)
     except TraceError as e:
         fail(str(e))
     except OSError as e:
@@ -352,6 +369,6 @@ def import_cmd(
     for note in [] if quiet else notes:
         err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     if as_json:
-        print(json.dumps({"ranks": len(traces), "out": str(out_dir), "notes": notes}))
+        print(json.dumps({"ranks": ranks, "out": str(out_dir), "notes": notes}))
         return
-    out.print(f"imported {len(traces)} ranks into {out_dir}", markup=False, soft_wrap=True)
+    out.print(f"imported {ranks} ranks into {out_dir}", markup=False, soft_wrap=True)

@@ -281,9 +281,10 @@ def read_otf2(path: str | Path) -> tuple[list[tuple[np.ndarray, dict]], list[str
         return [(a, pl) for a, pl in zip(arrays, payloads)], notes
 
 
-def write_iwt(traces: list[tuple[np.ndarray, dict]], out: str | Path) -> Path:
+def write_iwt(traces: list[tuple[np.ndarray, dict]], out: str | Path, library: str = "imported from OTF2 by idlewave") -> Path:
     """Writes records and payloads as the tracer would (rank-<r>.iwt, format
-    version 2, a footer without a function table), atomically per file."""
+    version 2, a footer without a function table, `library` where the
+    tracer names the MPI library), atomically per file."""
     out = Path(out)
     if out.is_dir():
         other = [f.name for f in out.iterdir() if not (f.name.startswith("rank-") and f.name.endswith(".iwt"))]
@@ -293,5 +294,5 @@ def write_iwt(traces: list[tuple[np.ndarray, dict]], out: str | Path) -> Path:
     for stale in out.glob("rank-*.iwt"):  # an earlier trace's ranks beyond this one's would join it
         stale.unlink()
     for r, (rec, payloads) in enumerate(traces):
-        write_rank(out / f"rank-{r}.iwt", r, len(traces), rec, payloads, library="imported from OTF2 by idlewave")
+        write_rank(out / f"rank-{r}.iwt", r, len(traces), rec, payloads, library=library)
     return out

@@ -1,0 +1,98 @@
+"""liballprof traces (LogGOPSim's and ATLAHS's PMPI tracer) imported into
+idlewave's trace format: each call's fields as the tracer wrote them, a
+replay that pairs every message, what the format cannot give refused with
+file:line; ATLAHS's published sweep3d 2x2 sample where it is on disk."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from idlewave.trace import TraceError
+from idlewave.trace.format import CODES, read
+from idlewave.trace.liballprof_import import read_liballprof, write_iwt
+
+pytestmark = pytest.mark.integration
+
+DT8 = "11,8,8"  # MPI_DOUBLE as liballprof writes a datatype: handle, size, extent
+WORLD = "0,{r},2"  # a communicator: handle, this rank, size
+
+
+def write(tmp: Path, ranks: dict[int, list[str]]) -> Path:
+    for r, lines in ranks.items():
+        body = ["# collprof 0.9 output file", "MPI_Init:-:1:2:1000.000000"]
+        t = 1000.0
+        for call in lines:
+            body.append(f"{call.split(':')[0]}:{t + 10:.6f}:{call.split(':', 1)[1].format(r=r)}:{t + 20:.6f}")
+            t += 100
+        body.append(f"MPI_Finalize:{t + 10:.6f}:-")
+        (tmp / f"pmpi-trace-rank-{r}.txt").write_text("\n".join(body) + "\n")
+    return tmp
+
+
+GOOD = {
+    0: ["MPI_Comm_rank:" + WORLD + ":77", f"MPI_Send:5:100:{DT8}:1:3:{WORLD}", f"MPI_Isend:5:4:{DT8}:1:4:{WORLD}:900",
+        "MPI_Wait:900:901", f"MPI_Allreduce:5:6:2:{DT8}:3:{WORLD}", f"MPI_Bcast:5:16:{DT8}:0:{WORLD}", f"MPI_Barrier:{WORLD}"],
+    1: [f"MPI_Recv:5:100:{DT8}:0:3:{WORLD}:66", f"MPI_Irecv:5:4:{DT8}:0:4:{WORLD}:900", "MPI_Wait:900:901",
+        f"MPI_Allreduce:5:6:2:{DT8}:3:{WORLD}", f"MPI_Bcast:5:16:{DT8}:0:{WORLD}", f"MPI_Barrier:{WORLD}"],
+}
+
+
+def test_each_call_becomes_its_record_and_the_trace_replays(tmp_path, cli):
+    src = write(tmp_path, GOOD)
+    traces, notes = read_liballprof(src)
+    ops = [[int(x) for x in t["op"]] for t in traces]
+    assert ops[0] == [CODES[o] for o in ("init", "send", "isend", "wait", "allreduce", "bcast", "barrier", "finalize")]
+    assert ops[1] == [CODES[o] for o in ("init", "recv", "irecv", "wait", "allreduce", "bcast", "barrier", "finalize")]
+    send = traces[0][1]
+    assert (send["peer"], send["tag"], send["bytes"]) == (1, 3, 800)  # 100 doubles
+    assert traces[0][2]["req"] == traces[0][3]["req"] != 0  # the Wait completes the Isend at its address
+    assert traces[0][4]["bytes"] == 16 and traces[0][5]["peer"] == 0  # allreduce: 2 doubles; bcast's root
+    assert np.isclose(send["t0"], 1110e-6) and np.isclose(send["t1"], 1120e-6)  # µs → s
+    assert notes == ["1 calls of MPI_Comm_rank left out (they do not communicate; their time joins the computation)"]
+    out = write_iwt(traces, tmp_path / "iwt")
+    assert [len(r.records) for r in read(out)] == [8, 8]
+    p = cli("trace", "replay", out, "--json")
+    import json
+
+    doc = json.loads(p.stdout)
+    assert doc["ranks"] == 2 and doc["messages"] >= 2
+
+
+@pytest.mark.parametrize("call, words", [
+    (f"MPI_Recv:5:100:{DT8}:-1:3:{WORLD}:66", "a wildcard receive"),
+    (f"MPI_Send:5:100:{DT8}:1:3:7,0,1", "a communicator of 1 ranks"),
+    ("MPI_Waitall:2:900:901", "MPI_Waitall"),
+    ("MPI_Wait:123:901", "no request was started at address 123"),
+    (f"MPI_Send:5:100:{DT8}:9:3:{WORLD}", "rank 9 of 2"),
+    ("MPI_Send:5:x", "its fields do not read"),
+])
+def test_what_the_format_cannot_give_is_refused_at_its_line(tmp_path, call, words):
+    write(tmp_path, {0: [call], 1: []})
+    with pytest.raises(TraceError) as e:
+        read_liballprof(tmp_path)
+    assert "pmpi-trace-rank-0.txt:3: " in str(e.value) and words in str(e.value)
+
+
+def test_a_missing_rank_is_refused(tmp_path):
+    write(tmp_path, {0: [], 2: []})
+    with pytest.raises(TraceError, match="rank 1's trace is missing"):
+        read_liballprof(tmp_path)
+
+
+SAMPLES = os.environ.get("IDLEWAVE_LIBALLPROF_SAMPLES")
+
+
+@pytest.mark.skipif(not SAMPLES or not Path(SAMPLES, "sweep3d-2x2").is_dir(),
+                    reason="ATLAHS's liballprof samples (goal_gen/hpc/Schedgen/liballprof-samples) not given in "
+                           "IDLEWAVE_LIBALLPROF_SAMPLES")
+def test_atlahs_sweep3d_sample_imports_and_replays(tmp_path, cli):
+    import json
+
+    traces, _ = read_liballprof(Path(SAMPLES, "sweep3d-2x2"))
+    assert [int((t["op"] == CODES["send"]).sum()) for t in traces] == [1440] * 4
+    out = write_iwt(traces, tmp_path / "iwt")
+    doc = json.loads(cli("trace", "replay", out, "--json").stdout)
+    # the makespan of the calls as traced is predicted within 1% (0.2% with the default network)
+    assert abs(doc["makespan_s"] / doc["traced_makespan_s"] - 1) < 0.01
