@@ -15,27 +15,79 @@ use crate::network::{LinkClassId, Routes};
 use crate::program::Program;
 use crate::time::{Time, PAST_LIMIT};
 
-/// A link: 48 bytes, its flows listed apart once it has two or more
-/// (most links carry at most one flow at a time).
+/// A link's flows now: 8 bytes, read for every flow that starts or ends
+/// (most links carry at most one flow at a time; with two or more they are
+/// listed apart). Kept apart from [`LinkUse`] so that the check whether a
+/// flow is alone on its links touches a small array that stays in cache
+/// (64 Ki ranks have ~460 K links).
 #[derive(Default, Clone, Copy)]
-struct LinkState {
-    cap: f64,
-    bytes: u64,
-    busy_ps: Time,
-    since: Time,
+struct LinkLoad {
     /// Flows on it now; the one flow when `n` is 1.
     n: u32,
     one: u32,
+}
+
+/// What a link carried, for the run's statistics; and a component's mark.
+/// A flow's bytes are counted on its links when it ends (`stats` adds the
+/// flows still on them), its busy time when the link falls idle: a flow
+/// starting alone only writes `since` here, without reading the line.
+#[derive(Default, Clone, Copy)]
+struct LinkUse {
+    bytes: u64,
+    busy_ps: Time,
+    since: Time,
+    /// Most flows at once: raised when two or more share it, and to 1 when a flow leaves it.
     peak: u32,
     seen: u32,
 }
 
+/// Links a route keeps in its flow's own state: a fat tree's routes (a
+/// NIC, a link up and one down per level) and a dragonfly's fit.
+const INLINE: usize = 8;
+
+/// A flow's route: short ones inline, so that starting a flow writes no
+/// heap block of its own (the reused flows' went cold between two waves of
+/// flows); longer ones (a torus's across many hops) on the heap.
+#[derive(Default)]
+struct Route {
+    len: u32,
+    inline: [u32; INLINE],
+    spill: Vec<u32>,
+}
+
+impl Route {
+    fn set(&mut self, route: &[u32]) {
+        self.len = route.len() as u32;
+        if route.len() <= INLINE {
+            self.inline[..route.len()].copy_from_slice(route);
+        } else {
+            self.spill.clear();
+            self.spill.extend_from_slice(route);
+        }
+    }
+}
+
+impl std::ops::Deref for Route {
+    type Target = [u32];
+    #[inline]
+    fn deref(&self) -> &[u32] {
+        let n = self.len as usize;
+        if n <= INLINE {
+            &self.inline[..n]
+        } else {
+            &self.spill
+        }
+    }
+}
+
 #[derive(Default)]
 struct Flow {
-    route: Vec<u32>,
+    route: Route,
     remaining: f64,
     rate: f64,
     cap: f64,
+    /// Its bytes (counted on its links when it ends).
+    bytes: u64,
     last: Time,
     start: Time,
     /// Its duration alone on its route, for the delay that sharing caused,
@@ -84,7 +136,9 @@ pub struct HeldBack {
 
 pub struct Flows {
     pub routes: Routes,
-    links: Vec<LinkState>,
+    /// Per link (slot): its flows, and what it carried.
+    loads: Vec<LinkLoad>,
+    uses: Vec<LinkUse>,
     /// The flows of each link that carries two or more.
     lists: rustc_hash::FxHashMap<u32, Vec<u32>>,
     /// Progressive filling's scratch per link (allocated at the first
@@ -139,12 +193,12 @@ pub struct CounterSample {
 impl LinkCounters {
     /// Flow counts changed by `delta` on the links of `route` at `t`; `links`
     /// holds their flows now.
-    fn changed(&mut self, t: Time, route: &[u32], links: &[LinkState], delta: i32) {
+    fn changed(&mut self, t: Time, route: &[u32], loads: &[LinkLoad], delta: i32) {
         let mut touched: u64 = 0;
         for &s in route {
             let c = self.class_of[s as usize] as usize;
             self.flows[c] = self.flows[c].saturating_add_signed(delta);
-            let n = links[s as usize].n;
+            let n = loads[s as usize].n;
             if (delta > 0 && n == 1) || (delta < 0 && n == 0) {
                 self.busy[c] = self.busy[c].saturating_add_signed(delta);
             }
@@ -166,8 +220,8 @@ impl LinkCounters {
 pub type Due = (Time, u32, u32);
 
 /// The flows on link `s`.
-fn on<'a>(links: &'a [LinkState], lists: &'a rustc_hash::FxHashMap<u32, Vec<u32>>, s: u32) -> &'a [u32] {
-    let l = &links[s as usize];
+fn on<'a>(loads: &'a [LinkLoad], lists: &'a rustc_hash::FxHashMap<u32, Vec<u32>>, s: u32) -> &'a [u32] {
+    let l = &loads[s as usize];
     match l.n {
         0 => &[],
         1 => std::slice::from_ref(&l.one),
@@ -182,10 +236,11 @@ fn bump(v: u32) -> u32 {
 
 impl Flows {
     pub fn new(routes: Routes) -> Flows {
-        let links = (0..routes.slots()).map(|s| LinkState { cap: routes.link(s).1, ..LinkState::default() }).collect();
+        let slots = routes.slots();
         Flows {
             routes,
-            links,
+            loads: vec![LinkLoad::default(); slots],
+            uses: vec![LinkUse::default(); slots],
             lists: Default::default(),
             rem: Vec::new(),
             unfixed: Vec::new(),
@@ -208,7 +263,7 @@ impl Flows {
 
     /// Samples each class's flows and busy links from now on, up to `limit` samples.
     pub fn record_counters(&mut self, limit: usize) {
-        let mut ids: Vec<LinkClassId> = (0..self.links.len()).map(|s| self.routes.link(s).0).collect();
+        let mut ids: Vec<LinkClassId> = (0..self.loads.len()).map(|s| self.routes.link(s).0).collect();
         let class_of_slot = ids.clone();
         ids.sort();
         ids.dedup();
@@ -256,7 +311,7 @@ impl Flows {
             (f.worst, f.worst_ps) = (blame, lost);
         }
         if self.link_delay.is_empty() {
-            self.link_delay = vec![0.0; self.links.len()];
+            self.link_delay = vec![0.0; self.loads.len()];
         }
         self.link_delay[blame as usize] += lost;
         if !self.job_starts.is_empty() {
@@ -285,22 +340,24 @@ impl Flows {
 
     /// Bytes a run with this many slots holds before any flow starts.
     pub fn bytes_per_slot() -> u128 {
-        std::mem::size_of::<LinkState>() as u128
+        (std::mem::size_of::<LinkLoad>() + std::mem::size_of::<LinkUse>()) as u128
     }
 
-    /// Bytes per rank for the flows in flight: a flow's state, its route
-    /// (up to 16 links) and its completion event, about two per rank at once
+    /// Bytes per rank for the flows in flight: a flow's state (a short route
+    /// inline), a route too long for that (up to 16 links) and its
+    /// completion event, about two per rank at once
     /// in the halo exchanges and collectives measured (docs/links.md).
     pub fn bytes_in_flight_per_rank() -> u128 {
         2 * (std::mem::size_of::<Flow>() as u128 + 16 * 4 + 40)
     }
 
     pub fn bytes(&self) -> usize {
-        self.links.capacity() * std::mem::size_of::<LinkState>()
+        self.loads.capacity() * std::mem::size_of::<LinkLoad>()
+            + self.uses.capacity() * std::mem::size_of::<LinkUse>()
             + self.lists.values().map(|l| l.capacity() * 4 + 32).sum::<usize>()
             + self.rem.capacity() * 12
             + self.flows.capacity() * std::mem::size_of::<Flow>()
-            + self.flows.iter().map(|f| f.route.capacity() * 4).sum::<usize>()
+            + self.flows.iter().map(|f| f.route.spill.capacity() * 4).sum::<usize>()
     }
 
     /// Asks for flow `id`'s state, or (`links`) for its links'.
@@ -309,19 +366,20 @@ impl Flows {
         if !links {
             crate::prefetch::prefetch_whole(&self.flows, id as usize);
         } else if let Some(f) = self.flows.get(id as usize) {
-            for &s in &f.route {
-                crate::prefetch::prefetch(&self.links, s as usize);
+            for &s in f.route.iter() {
+                crate::prefetch::prefetch(&self.loads, s as usize);
+                crate::prefetch::prefetch(&self.uses, s as usize);
             }
         }
     }
 
     /// Flows a link carries now.
     pub fn load(&self, slot: usize) -> usize {
-        self.links[slot].n as usize
+        self.loads[slot].n as usize
     }
 
     fn add(&mut self, s: u32, id: u32) {
-        let l = &mut self.links[s as usize];
+        let l = &mut self.loads[s as usize];
         match l.n {
             0 => l.one = id,
             1 => {
@@ -333,7 +391,7 @@ impl Flows {
     }
 
     fn remove(&mut self, s: u32, id: u32) {
-        let l = &mut self.links[s as usize];
+        let l = &mut self.loads[s as usize];
         match l.n {
             1 => debug_assert_eq!(l.one, id),
             2 => {
@@ -360,16 +418,27 @@ impl Flows {
 
     /// A flow to begin later (`begin`): its route, bytes, cap and message. Returns its id.
     pub fn prepare(&mut self, route: &[u32], bytes: u64, cap: f64, msg: (Event, Message, Time)) -> u32 {
+        // `begin` reads its links' loads: ask for them while its state arrives
+        for &s in route {
+            crate::prefetch::prefetch(&self.loads, s as usize);
+        }
         let id = self.free.pop().unwrap_or_else(|| {
             self.flows.push(Flow::default());
             self.flows.len() as u32 - 1
         });
-        let narrowest = route.iter().map(|&s| self.links[s as usize].cap).fold(cap, f64::min);
+        if let Some(&next) = self.free.last() {
+            // the next flow to start reuses it: flows end in waves (a step of
+            // a collective) and are reused last freed first, so by then its
+            // state would have gone cold
+            crate::prefetch::prefetch_whole(&self.flows, next as usize);
+        }
+        let narrowest = route.iter().map(|&s| self.routes.cap(s as usize)).fold(cap, f64::min);
         let owner = if self.job_starts.is_empty() { 0 } else { self.job_of(msg.1.src) };
         let f = &mut self.flows[id as usize];
-        f.route.clear();
-        f.route.extend_from_slice(route);
+        f.route.set(route);
         (f.remaining, f.rate, f.cap) = (bytes as f64, 0.0, cap);
+        // (what its links count when it ends: the bytes they counted when it began)
+        f.bytes = bytes as f64 as u64;
         (f.alone_ps, f.alone_rate) = (bytes as f64 / narrowest, narrowest);
         (f.blame, f.worst, f.worst_ps) = (NO_LINK, NO_LINK, 0.0);
         f.owner = owner;
@@ -381,14 +450,14 @@ impl Flows {
     pub fn begin(&mut self, now: Time, id: u32, due: &mut Vec<Due>) {
         let route = std::mem::take(&mut self.flows[id as usize].route);
         // alone on its links (the common case): its rate is the narrowest, nothing to re-solve
-        let alone = route.iter().all(|&s| self.links[s as usize].n == 0);
+        let alone = route.iter().all(|&s| self.loads[s as usize].n == 0);
         if !alone {
             self.component(&route);
             self.advance(now);
         }
         let f = &mut self.flows[id as usize];
         (f.last, f.start, f.since) = (now, now, now);
-        let (bytes, narrowest) = (f.remaining, f.remaining / f.alone_ps);
+        let narrowest = f.remaining / f.alone_ps;
         if alone {
             f.rate = narrowest;
             f.version = bump(f.version);
@@ -397,17 +466,19 @@ impl Flows {
             f.seen = self.epoch;
             self.comp_flows.push(id);
         }
-        for &s in &route {
+        for &s in route.iter() {
             self.add(s, id);
-            let l = &mut self.links[s as usize];
-            if l.n == 1 {
-                l.since = now;
+            let n = self.loads[s as usize].n;
+            let u = &mut self.uses[s as usize];
+            if n == 1 {
+                // (a store only: the line need not be read in)
+                u.since = now;
+            } else {
+                u.peak = u.peak.max(n);
             }
-            l.bytes += bytes as u64;
-            l.peak = l.peak.max(l.n);
         }
         if let Some(c) = self.counters.as_deref_mut() {
-            c.changed(now, &route, &self.links, 1);
+            c.changed(now, &route, &self.loads, 1);
         }
         self.flows[id as usize].route = route;
         if !alone {
@@ -424,21 +495,26 @@ impl Flows {
         }
         self.close(id, now);
         let route = std::mem::take(&mut self.flows[id as usize].route);
-        let alone = route.iter().all(|&s| self.links[s as usize].n == 1);
+        let alone = route.iter().all(|&s| self.loads[s as usize].n == 1);
         if !alone {
             self.component(&route);
             self.advance(now);
         }
-        for &s in &route {
+        let bytes = self.flows[id as usize].bytes;
+        for &s in route.iter() {
             self.remove(s, id);
-            let l = &mut self.links[s as usize];
-            if l.n == 0 {
-                l.busy_ps += now - l.since;
+            let u = &mut self.uses[s as usize];
+            u.bytes += bytes;
+            u.peak = u.peak.max(1);
+            if self.loads[s as usize].n == 0 {
+                u.busy_ps += now - u.since;
             }
         }
-        self.comp_flows.retain(|&x| x != id);
+        if !alone {
+            self.comp_flows.retain(|&x| x != id);
+        }
         if let Some(c) = self.counters.as_deref_mut() {
-            c.changed(now, &route, &self.links, -1);
+            c.changed(now, &route, &self.loads, -1);
         }
         let f = &mut self.flows[id as usize];
         f.route = route;
@@ -449,7 +525,7 @@ impl Flows {
         // the link that cost it the most under sharing; if none, the narrowest
         // link on its route where that, not its NIC, set its pace alone
         let link = if f.worst == NO_LINK && f.alone_rate < f.cap {
-            f.route.iter().copied().find(|&s| self.links[s as usize].cap <= f.alone_rate).unwrap_or(NO_LINK)
+            f.route.iter().copied().find(|&s| self.routes.cap(s as usize) <= f.alone_rate).unwrap_or(NO_LINK)
         } else {
             f.worst
         };
@@ -468,7 +544,7 @@ impl Flows {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             // marks wrapped: clear them so an old mark never matches
-            self.links.iter_mut().for_each(|l| l.seen = 0);
+            self.uses.iter_mut().for_each(|u| u.seen = 0);
             self.flows.iter_mut().for_each(|f| f.seen = 0);
             self.epoch = 1;
         }
@@ -477,13 +553,13 @@ impl Flows {
         self.stack.clear();
         self.stack.extend_from_slice(route);
         while let Some(s) = self.stack.pop() {
-            let l = &mut self.links[s as usize];
-            if l.seen == self.epoch {
+            let u = &mut self.uses[s as usize];
+            if u.seen == self.epoch {
                 continue;
             }
-            l.seen = self.epoch;
+            u.seen = self.epoch;
             self.comp_links.push(s);
-            for &id in on(&self.links, &self.lists, s) {
+            for &id in on(&self.loads, &self.lists, s) {
                 let f = &mut self.flows[id as usize];
                 if f.seen != self.epoch {
                     f.seen = self.epoch;
@@ -507,11 +583,10 @@ impl Flows {
     /// completions for the flows whose rate changed.
     fn solve(&mut self, now: Time, due: &mut Vec<Due>) {
         if self.rem.is_empty() {
-            (self.rem, self.unfixed) = (vec![0.0; self.links.len()], vec![0; self.links.len()]);
+            (self.rem, self.unfixed) = (vec![0.0; self.loads.len()], vec![0; self.loads.len()]);
         }
         for &s in &self.comp_links {
-            let l = &self.links[s as usize];
-            (self.rem[s as usize], self.unfixed[s as usize]) = (l.cap, l.n);
+            (self.rem[s as usize], self.unfixed[s as usize]) = (self.routes.cap(s as usize), self.loads[s as usize].n);
         }
         for &id in &self.comp_flows {
             self.flows[id as usize].fixed = false;
@@ -547,7 +622,7 @@ impl Flows {
                 if let Some(blame) = blame {
                     let f = &mut self.flows[id as usize];
                     (f.fixed, f.new_rate, f.new_blame) = (true, level, blame);
-                    for &s in &f.route {
+                    for &s in f.route.iter() {
                         self.rem[s as usize] -= level;
                         self.unfixed[s as usize] -= 1;
                     }
@@ -585,15 +660,25 @@ impl Flows {
     /// Per class of link: what its links carried, ended at `end` (links still busy count until then).
     pub fn stats(&self, end: Time) -> Vec<LinkClassStats> {
         let mut by: std::collections::BTreeMap<LinkClassId, LinkClassStats> = Default::default();
-        for (s, l) in self.links.iter().enumerate() {
+        // the flows still on their links: their bytes, counted by the links when they end
+        let mut in_flight: rustc_hash::FxHashMap<u32, u64> = Default::default();
+        for f in self.flows.iter().filter(|f| f.msg.is_some()) {
+            for &s in f.route.iter() {
+                *in_flight.entry(s).or_default() += f.bytes;
+            }
+        }
+        for (s, (l, u)) in self.loads.iter().zip(&self.uses).enumerate() {
             let class = self.routes.link(s).0;
             let e = by.entry(class).or_insert_with(|| LinkClassStats { class: class.name(), ..Default::default() });
-            let busy = l.busy_ps + if l.n == 0 { 0 } else { end.saturating_sub(l.since) };
+            let busy = u.busy_ps + if l.n == 0 { 0 } else { end.saturating_sub(u.since) };
+            let bytes = u.bytes + in_flight.get(&(s as u32)).copied().unwrap_or(0);
+            // (a flow on it now is one at once, at least)
+            let peak = u.peak.max((l.n > 0) as u32);
             e.links += 1;
-            e.bytes += l.bytes;
+            e.bytes += bytes;
             e.busy_max_ps = e.busy_max_ps.max(busy);
-            e.bytes_max = e.bytes_max.max(l.bytes);
-            e.peak_flows = e.peak_flows.max(l.peak);
+            e.bytes_max = e.bytes_max.max(bytes);
+            e.peak_flows = e.peak_flows.max(peak);
             e.delay_ps += self.link_delay.get(s).copied().unwrap_or(0.0);
         }
         by.into_values().collect()
@@ -675,13 +760,17 @@ mod tests {
     use super::*;
     use crate::network::{LinkModel, Topology};
 
-    /// Flows over hand-made links (no NICs): `caps` per link.
+    /// Flows over hand-made links: `caps` per link, one capacity and then
+    /// at most one other. A fully connected network has no links between
+    /// switches: the first run are its NICs' links, the second its nodes'.
     fn flows(caps: &[f64]) -> Flows {
-        // a fully connected network has no links of its own: set them here
-        let routes = Routes::new(LinkModel { flow: true, ..Default::default() }, &Topology::FullyConnected, 0, 0, 0.0, 0.0, 0);
-        let mut f = Flows::new(routes);
-        f.links = caps.iter().map(|&cap| LinkState { cap, ..Default::default() }).collect();
-        f
+        let first = caps.iter().take_while(|&&c| c == caps[0]).count();
+        let rest = &caps[first..];
+        assert!(rest.iter().all(|&c| c == rest[0]), "two capacities at most: {caps:?}");
+        let nodes = rest.len().div_ceil(2) as u32;
+        let model = LinkModel { flow: true, ..Default::default() };
+        let node_cap = rest.first().copied().unwrap_or(0.0);
+        Flows::new(Routes::new(model, &Topology::FullyConnected, first as u32, nodes, caps[0], node_cap, 0))
     }
 
     fn msg() -> (Event, Message, Time) {

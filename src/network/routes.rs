@@ -226,6 +226,8 @@ pub struct Routes {
     node: f64,
     switch_first: usize,
     switches: Switches,
+    /// Every switch link's capacity (one per topology; a dragonfly's are global).
+    switch_cap: f64,
     slots: usize,
     model: LinkModel,
     seed: u64,
@@ -273,6 +275,12 @@ impl Routes {
                 (Switches::Dragonfly { per_group, groups }, groups as usize * groups as usize)
             }
         };
+        let switch_cap = match switches {
+            Switches::None => 0.0,
+            Switches::Torus(_) => model.bytes_per_ps,
+            Switches::FatTree { .. } => model.bytes_per_ps / model.taper,
+            Switches::Dragonfly { .. } => model.global_bytes_per_ps,
+        };
         Routes {
             ranks,
             nodes,
@@ -280,6 +288,7 @@ impl Routes {
             node: node_bytes_per_ps,
             switch_first,
             switches,
+            switch_cap,
             slots: switch_first + n,
             model,
             seed,
@@ -313,28 +322,49 @@ impl Routes {
         self.slots
     }
 
+    /// A slot's capacity in bytes per ps: its class's, found without a
+    /// look-up (a flow's start reads it for each link of its route).
+    #[inline]
+    pub fn cap(&self, slot: usize) -> f64 {
+        if slot < self.switch_first {
+            let nic_slots = if self.nic > 0.0 { self.ranks as usize } else { 0 };
+            if slot < nic_slots {
+                self.nic
+            } else {
+                self.node
+            }
+        } else {
+            self.switch_cap
+        }
+    }
+
     /// A slot's class and capacity in bytes per ps.
     pub fn link(&self, slot: usize) -> (LinkClassId, f64) {
         let nic_slots = if self.nic > 0.0 { self.ranks as usize } else { 0 };
+        let cap = self.cap(slot);
         if slot < nic_slots {
-            return (LinkClassId::NicIn, self.nic);
+            return (LinkClassId::NicIn, cap);
         }
         if slot < self.switch_first {
             let s = slot - nic_slots;
-            return (if s < self.nodes as usize { LinkClassId::NodeOut } else { LinkClassId::NodeIn }, self.node);
+            return (if s < self.nodes as usize { LinkClassId::NodeOut } else { LinkClassId::NodeIn }, cap);
         }
         let s = slot - self.switch_first;
-        match &self.switches {
+        let class = match &self.switches {
             Switches::None => unreachable!("no switch links"),
-            Switches::Torus(_) => (LinkClassId::Torus((s % 6 / 2) as u8), self.model.bytes_per_ps),
+            Switches::Torus(_) => LinkClassId::Torus((s % 6 / 2) as u8),
             Switches::FatTree { levels, .. } => {
                 let i = levels.partition_point(|&(first, _)| first <= slot) - 1;
                 let (first, m) = levels[i];
-                let class = if slot < first + m as usize { LinkClassId::Up(i as u8 + 1) } else { LinkClassId::Down(i as u8 + 1) };
-                (class, self.model.bytes_per_ps / self.model.taper)
+                if slot < first + m as usize {
+                    LinkClassId::Up(i as u8 + 1)
+                } else {
+                    LinkClassId::Down(i as u8 + 1)
+                }
             }
-            Switches::Dragonfly { .. } => (LinkClassId::Global, self.model.global_bytes_per_ps),
-        }
+            Switches::Dragonfly { .. } => LinkClassId::Global,
+        };
+        (class, cap)
     }
 
     /// A slot's name for a reader: its class and which one, e.g. `nic_in of
