@@ -195,6 +195,14 @@ impl Fabric {
         }
     }
 
+    /// Asks for the links a message from `src` to `dst` (other nodes) will cross as a flow.
+    #[inline]
+    pub(super) fn prefetch_route(&self, net: &crate::network::Network, src: u32, dst: u32) {
+        if let (Some(f), Some(pl)) = (&self.flows, net.platform.as_deref()) {
+            f.prefetch_route((src, dst), (pl.node(src), pl.node(dst)));
+        }
+    }
+
     pub fn bytes(&self) -> usize {
         (self.inject_free.capacity() + self.node_bytes_out.capacity() + self.node_bytes_in.capacity() + self.link_bytes.capacity()) * 8
             + self.rank_cursors.iter().map(|c| c.capacity() * std::mem::size_of::<RankCursor>()).sum::<usize>()

@@ -373,6 +373,19 @@ impl Flows {
         }
     }
 
+    /// Asks for the link counts a flow from rank `src` (node `a`) to `dst`
+    /// (node `b`) will read when it starts, where its route depends only on
+    /// its ends (else the receiving NIC's alone): called as its send is
+    /// queued, so that they arrive before it runs.
+    #[inline]
+    pub fn prefetch_route(&self, (src, dst): (u32, u32), (a, b): (u32, u32)) {
+        if self.routes.fixed() {
+            self.routes.route((src, dst), (a, b), 0, |_| 0, |s| crate::prefetch::prefetch(&self.loads, s));
+        } else {
+            crate::prefetch::prefetch(&self.loads, dst as usize);
+        }
+    }
+
     /// Flows a link carries now.
     pub fn load(&self, slot: usize) -> usize {
         self.loads[slot].n as usize

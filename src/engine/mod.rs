@@ -860,6 +860,10 @@ impl<P: Program, O: Probe> Engine<P, O> {
             let mut ready = std::mem::take(&mut self.ready);
             for op in ready.drain(..) {
                 let ev = self.event_for(r, op)?;
+                if op.kind == OpKind::Send && self.fabric.flows.is_some() && self.flows_on(r, op.peer, op.size) {
+                    // its flow's links, read when it runs: a few events from now at best
+                    self.fabric.prefetch_route(&self.view.net, r, op.peer);
+                }
                 let stamp = self.queue.push_new(ev);
                 self.tell(|o, v| o.issued(v, stamp, r, &op));
             }

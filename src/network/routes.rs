@@ -367,6 +367,12 @@ impl Routes {
         (class, cap)
     }
 
+    /// Whether a message's route depends only on its ends (not on a random
+    /// draw or on the links' load).
+    pub fn fixed(&self) -> bool {
+        matches!(self.model.routing, Routing::DimensionOrder | Routing::DModK | Routing::Minimal)
+    }
+
     /// A slot's name for a reader: its class and which one, e.g. `nic_in of
     /// rank 7`, `node_out of node 3`, `torus_y- of node 12`, `up_2 #5` (a fat
     /// tree's links of a level are numbered from 0), `global g0→g3`.
