@@ -18,15 +18,15 @@ DATA = ROOT / "tests" / "data" / "loggopsim"
 @pytest.mark.parametrize("name", ["binary_tree_32", "mixed"])
 def test_convert_writes_txt2bins_bytes_and_reads_them_back(cli, tmp_path, name):
     out = tmp_path / f"{name}.bin"
-    doc = json.loads(cli("goal", "convert", DATA / f"{name}.goal", out, "--json").stdout)
+    doc = json.loads(cli("goal", "convert", DATA / f"{name}.goal", "-o", out, "--json").stdout)
     assert (doc["input_format"], doc["output_format"]) == ("text", "binary")
     assert out.read_bytes() == (DATA / f"{name}.bin").read_bytes()
     back = tmp_path / f"{name}.goal"
-    doc = json.loads(cli("goal", "convert", out, back, "--json").stdout)
+    doc = json.loads(cli("goal", "convert", out, "-o", back, "--json").stdout)
     assert (doc["input_format"], doc["output_format"]) == ("binary", "text")
     # the text read back converts to the same bytes again
     again = tmp_path / "again.bin"
-    cli("goal", "convert", back, again, "--to", "binary")
+    cli("goal", "convert", back, "-o", again, "--to", "binary")
     assert again.read_bytes() == out.read_bytes()
 
 
@@ -49,5 +49,5 @@ def test_a_damaged_binary_is_refused_naming_its_byte(cli, tmp_path):
     bad.write_bytes(bytes(data))
     p = cli("loggopsim", bad, check=False)
     assert p.returncode != 0 and "byte 78: rank 0 op 0: type 9" in p.stderr and "Traceback" not in p.stderr
-    p = cli("goal", "convert", bad, tmp_path / "out.goal", check=False)
+    p = cli("goal", "convert", bad, "-o", tmp_path / "out.goal", check=False)
     assert p.returncode == 1 and "byte 78" in p.stderr and not (tmp_path / "out.goal").exists()

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from idlewave import _engine
-from idlewave.cli.common import fail, out, print_json
+from idlewave.cli.common import QUIET, fail, out, print_json
 
 goal_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
                        help="GOAL schedules: convert between text and LogGOPSim's binary layout (`txt2bin`'s).")
@@ -15,9 +15,10 @@ goal_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
 
 def convert(
     src: Path = typer.Argument(..., help="A GOAL schedule: text, or binary (recognised by its magic number, 4223)."),
-    dst: Path = typer.Argument(..., help="Where to write it (replaced atomically)."),
+    dst: Path = typer.Option(..., "-o", "--output", help="Where to write it (replaced atomically)."),
     to: str = typer.Option("", "--to", help="binary or text (default: the other format than SRC's)."),
     as_json: bool = typer.Option(False, "--json", help="Print what was converted as JSON."),
+    quiet: bool = QUIET,
 ):
     """Convert a GOAL schedule between text and LogGOPSim's binary layout:
     the binary is byte for byte what LogGOPSim's `txt2bin` writes for the same
