@@ -121,6 +121,13 @@ impl fmt::Display for GoalError {
 
 impl std::error::Error for GoalError {}
 
+impl GoalError {
+    /// An I/O error on `file`: no position in it to point at.
+    pub fn io(file: &str, e: std::io::Error) -> GoalError {
+        GoalError { file: file.to_string(), line: 0, column: 0, message: e.to_string(), interrupted: false }
+    }
+}
+
 /// Parses GOAL text. `file` is only used to label errors.
 ///
 /// Differences from LogGOPSim's `txt2bin`, all of them stricter checks or harmless extensions:
@@ -138,13 +145,7 @@ pub fn parse_goal(text: &str, file: &str) -> Result<GoalSchedule, GoalError> {
 /// Reads and parses a GOAL text file. I/O errors become a [`GoalError`] with line 0.
 pub fn read_goal_text_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| GoalError {
-        file: file.clone(),
-        line: 0,
-        column: 0,
-        message: e.to_string(),
-        interrupted: false,
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| GoalError::io(&file, e))?;
     match String::from_utf8(bytes) {
         Ok(text) => parse_goal(&text, &file),
         Err(e) => {
@@ -165,7 +166,7 @@ pub fn read_goal_text_file(path: &Path) -> Result<GoalSchedule, GoalError> {
 pub fn read_goal_text_ranks(path: &Path) -> Result<u32, GoalError> {
     use std::io::Read as _;
     let file = path.display().to_string();
-    let io = |e: std::io::Error| GoalError { file: file.clone(), line: 0, column: 0, message: e.to_string(), interrupted: false };
+    let io = |e: std::io::Error| GoalError::io(&file, e);
     // (a device or pipe could block or never end)
     if !std::fs::metadata(path).map_err(io)?.is_file() {
         return Err(GoalError { message: "a GOAL schedule must be a regular file".into(), ..io(std::io::ErrorKind::Other.into()) });

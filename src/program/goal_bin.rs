@@ -41,10 +41,10 @@ pub fn is_binary(head: &[u8]) -> bool {
 /// Reads a binary schedule from a file, memory-mapped.
 pub fn read_binary_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     let file = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|e| error(&file, e.to_string()))?;
+    let f = std::fs::File::open(path).map_err(|e| GoalError::io(&file, e))?;
     // SAFETY: the map is read only and dropped before we return; a file
     // truncated meanwhile by another process could fault (as any mmap reader).
-    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| error(&file, e.to_string()))?;
+    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| GoalError::io(&file, e))?;
     read_binary(&map, &file)
 }
 

@@ -27,13 +27,7 @@ pub fn read_goal_ranks(path: &Path) -> Result<u32, GoalError> {
     if is_binary_file(path) {
         let mut head = Vec::new();
         let file = path.display().to_string();
-        std::fs::File::open(path).and_then(|f| f.take(12).read_to_end(&mut head)).map_err(|e| GoalError {
-            file: file.clone(),
-            line: 0,
-            column: 0,
-            message: e.to_string(),
-            interrupted: false,
-        })?;
+        std::fs::File::open(path).and_then(|f| f.take(12).read_to_end(&mut head)).map_err(|e| GoalError::io(&file, e))?;
         binary_ranks(&head, &file)
     } else {
         read_goal_text_ranks(path)
