@@ -116,6 +116,8 @@ impl<N: Node> Slab<N> {
         let idx = if self.free != NIL {
             let i = self.free;
             self.free = self.nodes[i as usize].base().next;
+            // the next push takes that node: its line may have gone cold
+            crate::prefetch::prefetch(&self.nodes, self.free as usize);
             self.nodes[i as usize] = N::new(e);
             i
         } else {
