@@ -1,5 +1,6 @@
 //! LogGOPSim's binary GOAL schedules: what its `txt2bin` writes and its
-//! simulator maps into memory. Read (memory-mapped) into the same
+//! simulator maps into memory. ATLAHS's LogGOPSim and htsim back ends read
+//! the same layout (their `Parser.hpp` and `Goal.hpp` serialise it unchanged). Read (memory-mapped) into the same
 //! [`GoalSchedule`] as the text, and written byte for byte as `txt2bin`
 //! writes it (tested against its output).
 //!
@@ -27,6 +28,8 @@ use std::path::Path;
 
 /// The first eight bytes of a binary schedule (LogGOPSim's `MAGIC_COOKIE`).
 pub const MAGIC: u64 = 4223;
+/// The magic of a schedule a LogGOPSim `--save-mem` run consumed (`MAGIC_COOKIE_INVALID`).
+pub const CONSUMED: u64 = 2342;
 const HEADER: usize = 8 + 4 + 1 + 1;
 const NODE: usize = 4 + 1 + 4 + 8 + 4 + 1 + 1 + 4 * 4;
 const SEND: u8 = 1;
@@ -295,6 +298,19 @@ mod tests {
         assert!(fails(&good[..10]).contains("the file ends at byte 10"), "{}", fails(&good[..10]));
         assert!(fails(&good[..40]).contains("3 ranks need a 62-byte header"), "{}", fails(&good[..40]));
         assert!(fails(b"num_ranks 2\n").contains("not a binary GOAL schedule"));
+    }
+
+    #[test]
+    fn a_schedule_used_up_by_save_mem_is_refused_saying_so() {
+        let mut bytes = std::fs::read(data("mixed.bin")).unwrap();
+        bytes[..8].copy_from_slice(&CONSUMED.to_le_bytes());
+        let path = std::env::temp_dir().join(format!("idlewave-consumed-{}.bin", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let (read, ranks) = (read_goal_file(&path).unwrap_err().to_string(), read_goal_ranks(&path).unwrap_err().to_string());
+        std::fs::remove_file(&path).unwrap();
+        for e in [read, ranks] {
+            assert!(e.contains("--save-mem") && e.contains("magic 2342"), "{e}");
+        }
     }
 
     #[test]

@@ -2,18 +2,42 @@
 //! layout (`goal_bin`), told apart by the binary's magic number.
 
 use super::goal::{read_goal_text_file, read_goal_text_ranks, GoalError, GoalSchedule};
-use super::goal_bin::{binary_ranks, is_binary, read_binary_file};
+use super::goal_bin::{binary_ranks, is_binary, read_binary_file, CONSUMED};
 use std::io::Read as _;
 use std::path::Path;
 
+/// The file's first eight bytes (None if it cannot be read or is shorter).
+fn head(path: &Path) -> Option<[u8; 8]> {
+    let mut head = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).ok().map(|_| head)
+}
+
 /// Whether the file at `path` begins as a binary schedule (false if it cannot be read).
 pub fn is_binary_file(path: &Path) -> bool {
-    let mut head = [0u8; 8];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && is_binary(&head)
+    head(path).is_some_and(|h| is_binary(&h))
+}
+
+/// Refuses a binary schedule that LogGOPSim's `--save-mem` run consumed:
+/// it counts dependencies down in the file itself and, to say so, replaces
+/// the magic number with 2342 (in LogGOPSim and in ATLAHS alike).
+fn refuse_consumed(path: &Path) -> Result<(), GoalError> {
+    match head(path) {
+        Some(h) if u64::from_le_bytes(h) == CONSUMED => Err(GoalError {
+            file: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: "a binary schedule that a LogGOPSim --save-mem run has used up (magic 2342: its dependency counts were \
+                      changed in place); convert the text schedule again (txt2bin, or idlewave goal convert)"
+                .into(),
+            interrupted: false,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Reads a GOAL schedule, text or binary. I/O errors become a [`GoalError`] with line 0.
 pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
+    refuse_consumed(path)?;
     if is_binary_file(path) {
         read_binary_file(path)
     } else {
@@ -24,6 +48,7 @@ pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
 /// The rank count a GOAL file declares, without reading its schedule (a
 /// binary's header; a text's `num_ranks`).
 pub fn read_goal_ranks(path: &Path) -> Result<u32, GoalError> {
+    refuse_consumed(path)?;
     if is_binary_file(path) {
         let mut head = Vec::new();
         let file = path.display().to_string();
