@@ -108,6 +108,13 @@ bench: install
 	$(BIN)/idlewave bench --repeat 3
 	$(BIN)/python -m idlewave.stats.bench
 
+# idlewave and LogGOPSim on the same GOAL schedules (CPU time, peak memory, end times):
+# make bench-loggopsim LOGGOPSIM=path/to/LogGOPSim [RANKS="131072 1048576"]
+.PHONY: bench-loggopsim
+bench-loggopsim: install
+	@test -n "$(LOGGOPSIM)" || { echo "give LOGGOPSIM=path to LogGOPSim's source (git clone https://github.com/spcl/LogGOPSim)"; exit 2; }
+	$(BIN)/python scripts/bench_loggopsim.py "$(LOGGOPSIM)" $(if $(RANKS),--ranks $(RANKS))
+
 # The wheel (release engine, no debug info) in dist/; wheel-check installs it into a
 # fresh venv with only the core dependencies (linked from .venv: no index needed)
 # and runs `idlewave --version` and a small simulation (tests/test_packaging.py).

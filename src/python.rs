@@ -612,16 +612,39 @@ fn export_goal_text(py: Python<'_>, scenario: PyRef<'_, PyScenario>) -> PyResult
     Ok(write_goal(&sched?))
 }
 
+/// Writes a scenario's built-in workload as a GOAL schedule into `path`
+/// (`to`: "text" or "binary"; the caller makes it atomic); returns (ranks, ops).
+#[pyfunction]
+fn export_goal_file(py: Python<'_>, scenario: PyRef<'_, PyScenario>, path: &str, to: &str) -> PyResult<(u32, u64)> {
+    let binary_out = goal_format(to)?;
+    let cfg = scenario.config(py)?;
+    if let Some(why) = cfg.workload.no_goal_export() {
+        return Err(err(why.into()));
+    }
+    py.allow_threads(|| {
+        let (sched, _) = cfg.workload.visit(&cfg.network, ExportGoal).map_err(|e| err(e.to_string()))?.expect("a generated workload");
+        let sched = sched.map_err(|e| err(e.to_string()))?;
+        let bytes = if binary_out { crate::program::goal_bin::write_binary(&sched) } else { write_goal(&sched).into_bytes() };
+        std::fs::write(path, &bytes).map_err(|e| err(format!("{path}: cannot write: {e}")))?;
+        Ok((sched.num_ranks, sched.num_ops() as u64))
+    })
+}
+
+/// Whether a GOAL format's name means binary.
+fn goal_format(to: &str) -> PyResult<bool> {
+    match to {
+        "binary" => Ok(true),
+        "text" => Ok(false),
+        other => Err(err(format!("--to: \"{other}\" is not a GOAL format (binary, text)"))),
+    }
+}
+
 /// Converts a GOAL schedule between text and LogGOPSim's binary layout
 /// (`to`: "binary" or "text") into `dst` (the caller makes it atomic);
 /// returns (the input's format, ranks, ops).
 #[pyfunction]
 fn goal_convert(py: Python<'_>, src: &str, dst: &str, to: &str) -> PyResult<(String, u32, u64)> {
-    let binary_out = match to {
-        "binary" => true,
-        "text" => false,
-        other => return Err(err(format!("--to: \"{other}\" is not a GOAL format (binary, text)"))),
-    };
+    let binary_out = goal_format(to)?;
     py.allow_threads(|| {
         let path = std::path::Path::new(src);
         let was = if crate::program::goal_file::is_binary_file(path) { "binary" } else { "text" };
@@ -708,6 +731,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_memory, m)?)?;
     m.add_function(wrap_pyfunction!(loggopsim, m)?)?;
     m.add_function(wrap_pyfunction!(export_goal_text, m)?)?;
+    m.add_function(wrap_pyfunction!(export_goal_file, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     m.add_class::<PyScenario>()?;
     m.add_class::<PyRunResult>()?;

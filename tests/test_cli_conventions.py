@@ -48,9 +48,9 @@ def flags(cmd) -> set[str]:
 #: Commands that write a directory (--out) or one file (-o/--output).
 WRITES_DIR = {"simulate", "explain", "sweep", "regimes", "reproduce", "demo", "validate", "trace build", "trace import",
               "trace replay", "measure compare"} | {c for c in COMMANDS if c.startswith("measure ")}
-WRITES_FILE = {"init", "report", "fit postal", "trace export", "goal convert"}
+WRITES_FILE = {"init", "report", "fit postal", "trace export", "goal convert", "goal export"}
 #: Commands that take a scenario (a file, a study's base, or a replay's network and noise).
-TAKES_SCENARIO = {"simulate", "explain", "sweep", "trace replay"}
+TAKES_SCENARIO = {"simulate", "explain", "sweep", "trace replay", "goal export"}
 MARKUP = re.compile(r"\[/?(?:bold|dim|italic|red|green|yellow|blue|cyan|magenta|white|link)\b[^\]]*\]|\[/\]")
 
 

@@ -51,3 +51,37 @@ def test_a_damaged_binary_is_refused_naming_its_byte(cli, tmp_path):
     assert p.returncode != 0 and "byte 78: rank 0 op 0: type 9" in p.stderr and "Traceback" not in p.stderr
     p = cli("goal", "convert", bad, "-o", tmp_path / "out.goal", check=False)
     assert p.returncode == 1 and "byte 78" in p.stderr and not (tmp_path / "out.goal").exists()
+
+
+def test_export_writes_a_workload_that_runs_to_the_scenarios_own_times(cli, tmp_path):
+    """`goal export`: a built-in workload as text and as binary; both run (LogGOPSim mode) to the
+    finishing times the scenario itself simulates, and the binary is the text's txt2bin form."""
+    import idlewave
+
+    scn = tmp_path / "s.toml"
+    scn.write_text('[workload]\nkind = "collective"\ncollective = "bcast"\nalgorithm = "binomial"\nranks = 12\n'
+                   'iterations = 2\ncompute_s = 3e-6\nmessage_bytes = 100000\n')
+    text, binary = tmp_path / "s.goal", tmp_path / "s.bin"
+    doc = json.loads(cli("goal", "export", scn, "-o", text, "--json").stdout)
+    assert (doc["ranks"], doc["output_format"]) == (12, "text")
+    # 2 iterations: a calc per rank, 11 sends and 11 receives of the broadcast
+    assert doc["ops"] == 2 * (12 + 2 * 11)
+    cli("goal", "export", scn, "-o", binary, "--to", "binary")
+    cli("goal", "convert", text, "-o", tmp_path / "c.bin")
+    assert binary.read_bytes() == (tmp_path / "c.bin").read_bytes()
+    direct = idlewave.simulate(str(scn)).finish_times_ps
+    for path in (text, binary):
+        hosts = json.loads(cli("loggopsim", path, "--json").stdout)["hosts_ps"]
+        assert hosts == list(direct), path
+    # --set reaches the workload: twice the ranks, twice the schedule
+    doc = json.loads(cli("goal", "export", scn, "-o", text, "--set", "workload.ranks=24", "--json").stdout)
+    assert (doc["ranks"], doc["ops"]) == (24, 2 * (24 + 2 * 23))
+
+
+def test_export_refuses_a_workload_without_a_goal_form(cli, tmp_path):
+    scn = tmp_path / "s.toml"
+    scn.write_text('[workload]\nkind = "collective"\ncollective = "allreduce"\nmode = "nonblocking"\nranks = 8\n')
+    out = tmp_path / "s.goal"
+    p = cli("goal", "export", scn, "-o", out, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and not out.exists()
+    assert "nonblocking" in p.stderr.lower(), p.stderr

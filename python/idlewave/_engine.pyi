@@ -136,6 +136,9 @@ def loggopsim(
 def export_goal_text(scenario: Scenario) -> str:
     """The scenario's built-in workload written as a GOAL schedule."""
 
+def export_goal_file(scenario: Scenario, path: str, to: str) -> tuple[int, int]:
+    """Writes the scenario's built-in workload as a GOAL schedule (to: "text" or "binary"); (ranks, ops)."""
+
 def spmv_partners_text(scenario: Scenario) -> str:
     """The partner file of a banded spmv scenario."""
 
