@@ -303,7 +303,6 @@ fn trace_case(records: u64) -> Result<BenchResult, BenchError> {
 /// parsed alone (ops/s) and run whole (peak bytes include the parse).
 fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
     use crate::program::goal::write_goal;
-    use crate::program::goal_file::read_goal_file;
     let WorkloadSpec::Collective(w) = collective(ranks, 1, CollectiveKind::Bcast) else { unreachable!() };
     let sched = crate::program::stream::export_goal(&w)?;
     let ops = sched.num_ops() as f64;
@@ -312,7 +311,7 @@ fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
     drop(sched);
     let result = (|| {
         let (wall, cpu) = (std::time::Instant::now(), thread_cpu_s());
-        drop(read_goal_file(&path)?);
+        drop(crate::program::goal_file::read_goal_program(&path)?);
         let (parse_s, parse_cpu_s) = (wall.elapsed().as_secs_f64(), thread_cpu_s() - cpu);
         let mut cfg = config("bcast_1m").expect("a known case");
         cfg.workload = WorkloadSpec::Goal { path: path.display().to_string() };

@@ -7,8 +7,7 @@ use crate::memory::check_memory;
 use crate::network::Network;
 use crate::noise::{Noise, NoiseSpec};
 use crate::probes::{Explain, Report, Timeline};
-use crate::program::goal_file::read_goal_file;
-use crate::program::goal_program::GoalProgram;
+use crate::program::goal_file::read_goal_program;
 use crate::program::stream::{StreamProgram, Workload};
 use crate::program::Program;
 use crate::record::Recorder;
@@ -263,15 +262,14 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
         WorkloadSpec::Goal { path } => {
             let size = goal_file_size(path)?;
             check_memory(goal_bytes(cfg, size), cfg.max_memory_bytes)?;
-            let sched = read_goal_file(std::path::Path::new(path))?;
-            let cfg = &*mapped(cfg, sched.num_ranks)?;
+            let program = read_goal_program(std::path::Path::new(path))?;
+            let ranks = program.num_ranks();
+            let cfg = &*mapped(cfg, ranks)?;
             // the engine's share, once the file gives the ranks
-            let estimated = goal_bytes(cfg, size)
-                + engine_bytes(cfg, sched.num_ranks as u128)
-                + sched.num_ranks as u128 * cfg.workload.in_flight_bytes_per_rank();
+            let estimated =
+                goal_bytes(cfg, size) + engine_bytes(cfg, ranks as u128) + ranks as u128 * cfg.workload.in_flight_bytes_per_rank();
             check_memory(estimated, cfg.max_memory_bytes)?;
-            let noise = Noise::new(&cfg.noise, cfg.seed, sched.num_ranks)?;
-            let program = GoalProgram::from_schedule(sched);
+            let noise = Noise::new(&cfg.noise, cfg.seed, ranks)?;
             run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(mut r, _)| {
                 r.estimated_bytes = Some(estimated);
                 r
@@ -314,10 +312,7 @@ fn job_program(j: &crate::jobs::JobSpec, i: usize, ranks: u32, net: &Network) ->
         }
     };
     let program: Box<dyn Program> = match &j.workload {
-        WorkloadSpec::Goal { path } => {
-            let sched = read_goal_file(std::path::Path::new(path)).map_err(|e| at(".path")(e.into()))?;
-            Box::new(GoalProgram::from_schedule(sched))
-        }
+        WorkloadSpec::Goal { path } => Box::new(read_goal_program(std::path::Path::new(path)).map_err(|e| at(".path")(e.into()))?),
         WorkloadSpec::Trace(spec) => {
             let t = crate::trace::open(std::path::Path::new(&spec.dir)).map_err(|e| at(".dir")(e.into()))?;
             match crate::trace::program(spec, &t).map_err(|e| at("")(e.into()))? {
@@ -649,9 +644,9 @@ fn goal_file_size(path: &str) -> Result<u64, String> {
 pub fn run_goal(path: &str, net: Network, noise: &[NoiseSpec], seed: u64) -> Result<(Vec<Time>, u64), SimError> {
     let size = goal_file_size(path)?;
     check_memory(size as u128 * 4, None)?;
-    let sched = read_goal_file(std::path::Path::new(path))?;
-    let noise = Noise::new(noise, seed, sched.num_ranks)?;
-    let mut engine = Engine::new(GoalProgram::from_schedule(sched), net, noise)?;
+    let program = read_goal_program(std::path::Path::new(path))?;
+    let noise = Noise::new(noise, seed, program.num_ranks())?;
+    let mut engine = Engine::new(program, net, noise)?;
     while !engine.step(CHUNK)? {
         if !crate::interrupt::keep_going() {
             return Err(SimError::Interrupted);

@@ -25,6 +25,7 @@
 //! turns an offset into a line and column only when it reports an error, so multi-million
 //! line schedules parse in linear time.
 
+use super::goal_program::{GoalProgram, GoalProgramBuilder};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::{self, Write as _};
 use std::path::Path;
@@ -146,16 +147,73 @@ pub fn parse_goal(text: &str, file: &str) -> Result<GoalSchedule, GoalError> {
 pub fn read_goal_text_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| GoalError::io(&file, e))?;
-    match String::from_utf8(bytes) {
-        Ok(text) => parse_goal(&text, &file),
-        Err(e) => {
-            // Point at the first bad byte rather than just saying "invalid UTF-8".
-            let valid = e.utf8_error().valid_up_to();
-            let prefix = std::str::from_utf8(&e.as_bytes()[..valid]).unwrap_or("");
-            let (line, column) = line_col(prefix, prefix.len());
-            Err(GoalError { file, line, column, message: "the file is not valid UTF-8".to_string(), interrupted: false })
-        }
+    parse_goal(utf8(&bytes, &file)?, &file)
+}
+
+/// Parses GOAL text straight into an engine program: each rank block is
+/// converted as it is parsed and then dropped.
+pub fn parse_goal_program(text: &str, file: &str) -> Result<GoalProgram, GoalError> {
+    parse_goal_program_with(text, file, None)
+}
+
+/// As [`parse_goal_program`], telling `parsed_to` how far the text is parsed after each rank block.
+fn parse_goal_program_with<'a>(text: &'a str, file: &str, parsed_to: Option<&'a mut dyn FnMut(usize)>) -> Result<GoalProgram, GoalError> {
+    let mut parser = Parser::new(text);
+    parser.parsed_to = parsed_to;
+    parser.parse_program().map_err(|fail| fail.into_goal_error(text, file))
+}
+
+/// Bytes of a mapped file parsed before its pages behind are given back.
+const RELEASE_EVERY: usize = 16 << 20;
+
+/// Gives back the pages of `map` before `to` once RELEASE_EVERY more are
+/// behind: their contents stay in the page cache, and an error message
+/// that reads them again faults them back in. `released` is how far it went.
+pub(crate) fn release_behind(map: &memmap2::Mmap, released: &mut usize, to: usize) {
+    let to = to & !(page_size() - 1);
+    if to >= *released + RELEASE_EVERY {
+        // SAFETY: a read-only map of a file: dropping its pages loses nothing
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, to) };
+        *released = to;
     }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 && (n as usize).is_power_of_two() {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+/// Reads a GOAL text file into an engine program, memory-mapped: what it
+/// holds is the program, not the text or its parsed form (the text's pages
+/// are the kernel's page cache, and it drops them as it needs the room).
+pub fn read_goal_text_program(path: &Path) -> Result<GoalProgram, GoalError> {
+    let file = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| GoalError::io(&file, e))?;
+    if f.metadata().map_err(|e| GoalError::io(&file, e))?.len() == 0 {
+        return parse_goal_program("", &file);
+    }
+    // SAFETY: the map is read only and dropped before we return; a file
+    // truncated meanwhile by another process could fault (as any mmap reader).
+    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| GoalError::io(&file, e))?;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let text = utf8(&map, &file)?;
+    let mut released = 0;
+    parse_goal_program_with(text, &file, Some(&mut |to| release_behind(&map, &mut released, to)))
+}
+
+/// The bytes as text, or an error at the first byte that is not UTF-8.
+fn utf8<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, GoalError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let valid = e.valid_up_to();
+        let prefix = std::str::from_utf8(&bytes[..valid]).unwrap_or("");
+        let (line, column) = line_col(prefix, prefix.len());
+        GoalError { file: file.to_string(), line, column, message: "the file is not valid UTF-8".to_string(), interrupted: false }
+    })
 }
 
 /// The rank count a GOAL file declares (its `num_ranks N`, which comes before
@@ -492,12 +550,43 @@ struct PendingDep<'a> {
     start_only: bool,
 }
 
+/// Rank blocks on their way into a program, which takes them in rank order.
+#[derive(Default)]
+struct InOrder {
+    builder: Option<GoalProgramBuilder>,
+    /// Blocks that came before a rank below them, by rank.
+    pending: std::collections::BTreeMap<u32, GoalRank>,
+}
+
+impl InOrder {
+    fn push(&mut self, id: u32, rank: GoalRank) {
+        let b = self.builder.as_mut().expect("num_ranks precedes every rank block");
+        if id != b.ranks() {
+            self.pending.insert(id, rank);
+            return;
+        }
+        b.push_rank(&rank);
+        drop(rank);
+        while let Some(next) = self.pending.remove(&b.ranks()) {
+            b.push_rank(&next);
+        }
+    }
+}
+
 struct Parser<'a> {
     lex: Lexer<'a>,
     /// Declared rank count and the offset of its `num_ranks` keyword.
     num_ranks: Option<(u32, usize)>,
-    /// Finished rank blocks in file order.
+    /// Finished rank blocks in file order (unless they go to `program`).
     ranks: Vec<GoalRank>,
+    /// Rank blocks parsed so far.
+    blocks: usize,
+    /// Where rank blocks go as they are parsed, when a program is read
+    /// directly (`parse_program`).
+    program: Option<InOrder>,
+    /// Told how far the text is parsed after each rank block (a mapped
+    /// file gives the pages behind back).
+    parsed_to: Option<&'a mut dyn FnMut(usize)>,
     /// Their rank ids, kept only once a block came out of order (else block i is rank i).
     ids: Vec<u32>,
     /// Rank id -> offset of its `rank` keyword, to detect duplicates. A map rather than a
@@ -517,6 +606,9 @@ impl<'a> Parser<'a> {
             lex: Lexer::new(src),
             num_ranks: None,
             ranks: Vec::new(),
+            blocks: 0,
+            program: None,
+            parsed_to: None,
             ids: Vec::new(),
             rank_seen: HashMap::default(),
             in_order_pos: Vec::new(),
@@ -537,6 +629,23 @@ impl<'a> Parser<'a> {
     // --- top level -----------------------------------------------------------------------
 
     fn parse(mut self) -> PResult<GoalSchedule> {
+        let eof = self.statements()?;
+        self.finish(eof)
+    }
+
+    /// Parses into an engine program, handing each rank block to it as it
+    /// is parsed (a block out of rank order waits until the ranks before it came).
+    fn parse_program(mut self) -> PResult<GoalProgram> {
+        self.program = Some(InOrder::default());
+        let eof = self.statements()?;
+        self.check_complete(eof)?;
+        let InOrder { builder, pending, .. } = self.program.take().expect("set above");
+        debug_assert!(pending.is_empty(), "every rank came, so none waits");
+        Ok(builder.expect("num_ranks came first").finish())
+    }
+
+    /// Parses every statement; returns the end of file's offset.
+    fn statements(&mut self) -> PResult<usize> {
         // Like txt2bin, `num_ranks N`, `rank N {` and `}` need no newline after them;
         // blank lines between statements are skipped here.
         // Until a first statement shows the file is a schedule, an error names
@@ -547,7 +656,7 @@ impl<'a> Parser<'a> {
             let t = self.next()?;
             match t.tok {
                 Tok::Newline => {}
-                Tok::Eof => return self.finish(t.pos),
+                Tok::Eof => return Ok(t.pos),
                 Tok::Word("num_ranks") => {
                     self.parse_num_ranks(t.pos)?;
                     recognised = true;
@@ -587,26 +696,8 @@ impl<'a> Parser<'a> {
 
     /// Checks that every rank has exactly one block and orders the blocks by rank id.
     fn finish(self, eof_pos: usize) -> PResult<GoalSchedule> {
-        let Some((num_ranks, decl_pos)) = self.num_ranks else {
-            return fail(eof_pos, "expected 'num_ranks N', found end of file (the schedule declares no ranks)");
-        };
-        // Ids are unique and < num_ranks (checked when each block opened), so the blocks
-        // cover every rank exactly when there are num_ranks of them.
-        let in_order = self.rank_seen.is_empty();
-        if self.ranks.len() < num_ranks as usize {
-            let mut ids = self.ids;
-            ids.sort_unstable();
-            let missing = if in_order {
-                self.ranks.len() as u32
-            } else {
-                ids.iter().zip(0u32..).find(|(id, expected)| *id != expected).map_or(ids.len() as u32, |(_, expected)| expected)
-            };
-            return fail(
-                decl_pos,
-                format!("missing rank: num_ranks {num_ranks} declares ranks 0..={} but there is no 'rank {missing}' block", num_ranks - 1),
-            );
-        }
-        if in_order {
+        let num_ranks = self.check_complete(eof_pos)?;
+        if self.rank_seen.is_empty() {
             return Ok(GoalSchedule { num_ranks, ranks: self.ranks });
         }
         let mut ranks = vec![GoalRank::default(); num_ranks as usize];
@@ -616,6 +707,30 @@ impl<'a> Parser<'a> {
         Ok(GoalSchedule { num_ranks, ranks })
     }
 
+    /// Checks that every rank has exactly one block; returns the rank count.
+    fn check_complete(&self, eof_pos: usize) -> PResult<u32> {
+        let Some((num_ranks, decl_pos)) = self.num_ranks else {
+            return fail(eof_pos, "expected 'num_ranks N', found end of file (the schedule declares no ranks)");
+        };
+        // Ids are unique and < num_ranks (checked when each block opened), so the blocks
+        // cover every rank exactly when there are num_ranks of them.
+        let in_order = self.rank_seen.is_empty();
+        if self.blocks < num_ranks as usize {
+            let mut ids = self.ids.clone();
+            ids.sort_unstable();
+            let missing = if in_order {
+                self.blocks as u32
+            } else {
+                ids.iter().zip(0u32..).find(|(id, expected)| *id != expected).map_or(ids.len() as u32, |(_, expected)| expected)
+            };
+            return fail(
+                decl_pos,
+                format!("missing rank: num_ranks {num_ranks} declares ranks 0..={} but there is no 'rank {missing}' block", num_ranks - 1),
+            );
+        }
+        Ok(num_ranks)
+    }
+
     fn parse_num_ranks(&mut self, kw_pos: usize) -> PResult<()> {
         if let Some((_, first)) = self.num_ranks {
             return fail(kw_pos, format!("duplicate 'num_ranks' (already given at line {})", self.line_of(first)));
@@ -623,7 +738,12 @@ impl<'a> Parser<'a> {
         let count = self.rank_count()?;
         self.num_ranks = Some((count, kw_pos));
         // A rank block takes at least 8 bytes of text: no more can follow.
-        self.ranks.reserve((count as usize).min(self.lex.src.len() / 8));
+        let most = (count as usize).min(self.lex.src.len() / 8);
+        match &mut self.program {
+            // (an op takes at least 12 bytes of text: `l: calc 1\n` and a dependency line)
+            Some(p) => p.builder = Some(GoalProgramBuilder::new(count, most, self.lex.src.len() / 24)),
+            None => self.ranks.reserve(most),
+        }
         Ok(())
     }
 
@@ -648,12 +768,12 @@ impl<'a> Parser<'a> {
         }
         let id = n.magnitude as u32;
         // Blocks usually come in rank order: while they do, no map is needed.
-        if id as usize == self.ranks.len() && self.rank_seen.is_empty() {
+        if id as usize == self.blocks && self.rank_seen.is_empty() {
             self.in_order_pos.push(kw_pos);
         } else {
             if self.rank_seen.is_empty() {
                 self.rank_seen.extend(self.in_order_pos.drain(..).enumerate().map(|(i, p)| (i as u32, p)));
-                self.ids.extend(0..self.ranks.len() as u32);
+                self.ids.extend(0..self.blocks as u32);
             }
             if let Some(&first) = self.rank_seen.get(&id) {
                 return fail(n.pos, format!("duplicate block for rank {id} (first opened at line {})", self.line_of(first)));
@@ -665,7 +785,14 @@ impl<'a> Parser<'a> {
             return fail(t.pos, format!("expected '{{' after 'rank {id}', found {}", describe(t.tok)));
         }
         let rank = self.parse_block_body(kw_pos, id)?;
-        self.ranks.push(rank);
+        self.blocks += 1;
+        match &mut self.program {
+            Some(p) => p.push(id, rank),
+            None => self.ranks.push(rank),
+        }
+        if let Some(f) = self.parsed_to.as_mut() {
+            f(self.lex.pos);
+        }
         if !self.rank_seen.is_empty() {
             self.ids.push(id);
         }
@@ -1159,6 +1286,40 @@ l4: calc 7
         let s = parse("num_ranks 2 rank 0{ calc 5\n} rank 1 { }");
         assert_eq!(s.ranks[0].ops, vec![op(GoalKind::Calc, 0, 0, 5)]);
         assert!(s.ranks[1].ops.is_empty());
+    }
+
+    /// Each rank's finishing time, the program run on LogGOPSim's defaults.
+    fn finish_times(p: GoalProgram) -> Vec<crate::time::Time> {
+        use crate::network::{LogGOPS, Network};
+        let mut e = crate::engine::Engine::new(p, Network::uniform(LogGOPS::loggopsim_defaults()), crate::noise::Noise::none()).unwrap();
+        e.run().unwrap();
+        (0..e.num_ranks()).map(|r| e.finish_time(r)).collect()
+    }
+
+    #[test]
+    fn a_program_read_rank_by_rank_runs_as_the_whole_schedule() {
+        let dissemination = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/dissemination_16.goal")).unwrap();
+        // blocks out of order (3 before 1 and 2, then 0 last), several CPUs and NICs, both kinds of dependency
+        let shuffled = "num_ranks 4\nrank 3 {\nr: recv 100b from 2 tag 1 cpu 1\ns: send 10b to 0 tag 2 nic 1\ns requires r\n}\n\
+                        rank 1 {\nc: calc 500\ns: send 2000b to 2 tag 3\ns irequires c\n}\n\
+                        rank 2 {\na: recv 2000b from 1 tag 3\nb: send 100b to 3 tag 1\nb requires a\n}\n\
+                        rank 0 {\nr: recv 10b from -1 tag -1\nc: calc 7 cpu 2\nc requires r\n}\n";
+        for text in [dissemination.as_str(), shuffled, "num_ranks 1\nrank 0 {\n}\n"] {
+            let whole = finish_times(GoalProgram::new(&parse_goal(text, "t.goal").unwrap()));
+            assert_eq!(finish_times(parse_goal_program(text, "t.goal").unwrap()), whole);
+            assert!(text.starts_with("num_ranks 1") || whole.iter().any(|&t| t > 0));
+        }
+        // and it is refused where the whole schedule is, with the same error
+        for bad in [
+            "num_ranks 3\nrank 2 {\n}\nrank 0 {\n}\n",
+            "num_ranks 2\nrank 1 {\n}\nrank 1 {\n}\n",
+            "num_ranks 4000000000\nrank 0 {\n}\n",
+            "rank 0 {\n}\n",
+            "num_ranks 2\nrank 0 {\nsend 1b to 5 tag 0\n}\n",
+        ] {
+            let e = parse_goal(bad, "t.goal").unwrap_err();
+            assert_eq!(parse_goal_program(bad, "t.goal").err(), Some(e), "{bad}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //! the ops that wait for it (in the order their `requires` appeared).
 
 use super::goal::{GoalError, GoalKind, GoalOp, GoalRank, GoalSchedule, ANY};
+use super::goal_program::{GoalProgram, GoalProgramBuilder};
 use std::path::Path;
 
 /// The first eight bytes of a binary schedule (LogGOPSim's `MAGIC_COOKIE`).
@@ -89,6 +90,33 @@ impl Reader<'_> {
 
 /// Parses a binary schedule; every inconsistency is an error naming its byte.
 pub fn read_binary(b: &[u8], file: &str) -> Result<GoalSchedule, GoalError> {
+    let mut ranks = Vec::new();
+    let num_ranks = each_rank(b, file, |_, g, _| ranks.push(g))?;
+    Ok(GoalSchedule { num_ranks, ranks })
+}
+
+/// Reads a binary schedule from a file (memory-mapped) into an engine
+/// program, one rank at a time.
+pub fn read_binary_program(path: &Path) -> Result<GoalProgram, GoalError> {
+    let file = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| GoalError::io(&file, e))?;
+    // SAFETY: as in `read_binary_file`
+    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| GoalError::io(&file, e))?;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let mut b: Option<GoalProgramBuilder> = None;
+    let mut released = 0;
+    // (the header is checked against the file's size before the first rank comes)
+    each_rank(&map, &file, |ranks, g, end| {
+        b.get_or_insert_with(|| GoalProgramBuilder::new(ranks, ranks as usize, map.len() / NODE)).push_rank(&g);
+        // (ranks' data usually follow one another; where not, pages come back as read)
+        crate::program::goal::release_behind(&map, &mut released, end);
+    })?;
+    Ok(b.expect("a schedule has ranks").finish())
+}
+
+/// Hands each rank's schedule to `f` (with the rank count and the end of its
+/// data) in rank order; returns the rank count.
+fn each_rank(b: &[u8], file: &str, mut f: impl FnMut(u32, GoalRank, usize)) -> Result<u32, GoalError> {
     let r = Reader { b, file };
     if !is_binary(b) {
         return Err(r.fail(0, format!("not a binary GOAL schedule (no magic number {MAGIC})")));
@@ -98,16 +126,15 @@ pub fn read_binary(b: &[u8], file: &str) -> Result<GoalSchedule, GoalError> {
     if table > b.len() as u64 {
         return Err(r.fail(8, format!("{num_ranks} ranks need a {table}-byte header; the file has {} bytes", b.len())));
     }
-    let mut ranks = Vec::with_capacity(num_ranks as usize);
     for rank in 0..num_ranks {
         let at = HEADER + 16 * rank as usize;
         let (start, end) = (r.u64(at)?.saturating_add(8), r.u64(at + 8)?.saturating_add(8));
         if start < table || start > end || end > b.len() as u64 {
             return Err(r.fail(at, format!("rank {rank}'s data [{start}, {end}) is not inside the file's {} bytes", b.len())));
         }
-        ranks.push(read_rank(&r, (start as usize, end as usize), rank, num_ranks)?);
+        f(num_ranks, read_rank(&r, (start as usize, end as usize), rank, num_ranks)?, end as usize);
     }
-    Ok(GoalSchedule { num_ranks, ranks })
+    Ok(num_ranks)
 }
 
 fn read_rank(r: &Reader, (start, end): (usize, usize), rank: u32, num_ranks: u32) -> Result<GoalRank, GoalError> {

@@ -1,8 +1,9 @@
 //! A GOAL file of either format: LogGOPSim's text (`goal`) or its binary
 //! layout (`goal_bin`), told apart by the binary's magic number.
 
-use super::goal::{read_goal_text_file, read_goal_text_ranks, GoalError, GoalSchedule};
-use super::goal_bin::{binary_ranks, is_binary, read_binary_file, CONSUMED};
+use super::goal::{read_goal_text_file, read_goal_text_program, read_goal_text_ranks, GoalError, GoalSchedule};
+use super::goal_bin::{binary_ranks, is_binary, read_binary_file, read_binary_program, CONSUMED};
+use super::goal_program::GoalProgram;
 use std::io::Read as _;
 use std::path::Path;
 
@@ -42,6 +43,17 @@ pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
         read_binary_file(path)
     } else {
         read_goal_text_file(path)
+    }
+}
+
+/// Reads a GOAL schedule, text or binary, straight into an engine program
+/// (rank by rank: its parsed form is never whole in memory).
+pub fn read_goal_program(path: &Path) -> Result<GoalProgram, GoalError> {
+    refuse_consumed(path)?;
+    if is_binary_file(path) {
+        read_binary_program(path)
+    } else {
+        read_goal_text_program(path)
     }
 }
 

@@ -106,54 +106,12 @@ impl GoalProgram {
         total_ops: usize,
         ranks: impl Iterator<Item = R>,
     ) -> Self {
-        let mut p = GoalProgram {
-            num_ranks,
-            first_op: Vec::with_capacity(num_ranks as usize + 1),
-            ops: Vec::with_capacity(total_ops),
-            deps_left: Vec::with_capacity(total_ops),
-            state: Vec::with_capacity(total_ops),
-            on_done: Csr::new(),
-            on_start: Csr::new(),
-            freed_head: Vec::with_capacity(num_ranks as usize),
-            freed_tail: Vec::with_capacity(num_ranks as usize),
-            next_freed: vec![NONE; total_ops],
-            done_count: vec![0; num_ranks as usize],
-            max_initial_ops: 0,
-            max_cpu,
-            max_nic,
-        };
-        p.first_op.push(0);
-        for (r, g) in ranks.enumerate() {
-            let g = g.borrow();
-            let base = p.ops.len();
-            let n = g.ops.len();
-            p.ops.extend(g.ops.iter().enumerate().map(|(i, o)| {
-                let (kind, size) = match o.kind {
-                    GoalKind::Send => (OpKind::Send, o.size),
-                    GoalKind::Recv => (OpKind::Recv, o.size),
-                    GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
-                };
-                ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic, collective: false }
-            }));
-            p.deps_left.resize(base + n, 0);
-            for &(a, _) in g.requires.iter().chain(&g.irequires) {
-                p.deps_left[base + a as usize] += 1;
-            }
-            p.state.resize(base + n, OpState::Blocked);
-            p.on_done.push_rank(n, &g.requires);
-            p.on_start.push_rank(n, &g.irequires);
-            p.first_op.push(p.ops.len() as u32);
-            p.freed_head.push(NONE);
-            p.freed_tail.push(NONE);
-            let mut roots = 0;
-            for i in 0..n as u32 {
-                if p.deps_left[base + i as usize] == 0 {
-                    p.free(r as u32, i);
-                    roots += 1;
-                }
-            }
-            p.max_initial_ops = p.max_initial_ops.max(roots);
+        let mut b = GoalProgramBuilder::new(num_ranks, num_ranks as usize, total_ops);
+        for g in ranks {
+            b.push_rank(g.borrow());
         }
+        let p = b.finish();
+        debug_assert_eq!((p.max_cpu, p.max_nic), (max_cpu, max_nic));
         p
     }
 
@@ -193,6 +151,92 @@ impl GoalProgram {
 
     fn rank_ops(&self, rank: u32) -> std::ops::Range<usize> {
         self.first_op[rank as usize] as usize..self.first_op[rank as usize + 1] as usize
+    }
+}
+
+/// Builds a [`GoalProgram`] rank by rank, as a reader hands over each
+/// rank's parsed block (in rank order) and drops it: a schedule's parsed
+/// form is never whole in memory, only the program.
+pub struct GoalProgramBuilder {
+    p: GoalProgram,
+}
+
+impl GoalProgramBuilder {
+    /// For `num_ranks` ranks; the hints reserve room for that many ranks
+    /// and ops (estimates from the file's size, which bound what a tiny
+    /// file declaring huge counts can allocate; the arrays grow past them).
+    pub fn new(num_ranks: u32, ranks_hint: usize, ops_hint: usize) -> Self {
+        let n = ranks_hint.min(num_ranks as usize);
+        let mut first_op = Vec::with_capacity(n + 1);
+        first_op.push(0);
+        GoalProgramBuilder {
+            p: GoalProgram {
+                num_ranks,
+                first_op,
+                ops: Vec::with_capacity(ops_hint),
+                deps_left: Vec::with_capacity(ops_hint),
+                state: Vec::with_capacity(ops_hint),
+                on_done: Csr::new(),
+                on_start: Csr::new(),
+                freed_head: Vec::with_capacity(n),
+                freed_tail: Vec::with_capacity(n),
+                next_freed: Vec::with_capacity(ops_hint),
+                done_count: Vec::with_capacity(n),
+                max_initial_ops: 0,
+                max_cpu: 0,
+                max_nic: 0,
+            },
+        }
+    }
+
+    /// Ranks pushed so far.
+    pub fn ranks(&self) -> u32 {
+        self.p.freed_head.len() as u32
+    }
+
+    /// Appends the next rank's ops (`calc` sizes in nanoseconds).
+    pub fn push_rank(&mut self, g: &GoalRank) {
+        let p = &mut self.p;
+        let r = p.freed_head.len() as u32;
+        assert!(r < p.num_ranks, "more rank blocks than num_ranks");
+        let base = p.ops.len();
+        let n = g.ops.len();
+        p.ops.extend(g.ops.iter().enumerate().map(|(i, o)| {
+            let (kind, size) = match o.kind {
+                GoalKind::Send => (OpKind::Send, o.size),
+                GoalKind::Recv => (OpKind::Recv, o.size),
+                GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
+            };
+            ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic, collective: false }
+        }));
+        p.max_cpu = g.ops.iter().map(|o| o.cpu).fold(p.max_cpu, u8::max);
+        p.max_nic = g.ops.iter().map(|o| o.nic).fold(p.max_nic, u8::max);
+        p.deps_left.resize(base + n, 0);
+        for &(a, _) in g.requires.iter().chain(&g.irequires) {
+            p.deps_left[base + a as usize] += 1;
+        }
+        p.state.resize(base + n, OpState::Blocked);
+        p.next_freed.resize(base + n, NONE);
+        p.on_done.push_rank(n, &g.requires);
+        p.on_start.push_rank(n, &g.irequires);
+        p.first_op.push(p.ops.len() as u32);
+        p.freed_head.push(NONE);
+        p.freed_tail.push(NONE);
+        p.done_count.push(0);
+        let mut roots = 0;
+        for i in 0..n as u32 {
+            if p.deps_left[base + i as usize] == 0 {
+                p.free(r, i);
+                roots += 1;
+            }
+        }
+        p.max_initial_ops = p.max_initial_ops.max(roots);
+    }
+
+    /// The program, once every rank is pushed.
+    pub fn finish(self) -> GoalProgram {
+        assert_eq!(self.ranks(), self.p.num_ranks, "a rank block is missing");
+        self.p
     }
 }
 
