@@ -25,7 +25,6 @@
 //! turns an offset into a line and column only when it reports an error, so multi-million
 //! line schedules parse in linear time.
 
-use super::goal_program::{GoalProgram, GoalProgramBuilder};
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::{self, Write as _};
 use std::path::Path;
@@ -150,64 +149,24 @@ pub fn read_goal_text_file(path: &Path) -> Result<GoalSchedule, GoalError> {
     parse_goal(utf8(&bytes, &file)?, &file)
 }
 
-/// Parses GOAL text straight into an engine program: each rank block is
-/// converted as it is parsed and then dropped.
-pub fn parse_goal_program(text: &str, file: &str) -> Result<GoalProgram, GoalError> {
-    parse_goal_program_with(text, file, None)
+/// Where a parser hands each rank block as it is parsed (an engine program
+/// being built, which then drops it), instead of keeping them.
+pub trait RankSink {
+    /// The schedule's rank count; the hints bound what to reserve (from the text's size).
+    fn num_ranks(&mut self, num_ranks: u32, ranks_hint: usize, ops_hint: usize);
+    /// Rank `id`'s block, in file order, and the offset the text is parsed to.
+    fn rank(&mut self, id: u32, block: GoalRank, parsed_to: usize);
 }
 
-/// As [`parse_goal_program`], telling `parsed_to` how far the text is parsed after each rank block.
-fn parse_goal_program_with<'a>(text: &'a str, file: &str, parsed_to: Option<&'a mut dyn FnMut(usize)>) -> Result<GoalProgram, GoalError> {
+/// Parses GOAL text, handing each rank block to `sink`; checks as [`parse_goal`] does.
+pub fn parse_goal_into(text: &str, file: &str, sink: &mut dyn RankSink) -> Result<(), GoalError> {
     let mut parser = Parser::new(text);
-    parser.parsed_to = parsed_to;
-    parser.parse_program().map_err(|fail| fail.into_goal_error(text, file))
-}
-
-/// Bytes of a mapped file parsed before its pages behind are given back.
-const RELEASE_EVERY: usize = 16 << 20;
-
-/// Gives back the pages of `map` before `to` once RELEASE_EVERY more are
-/// behind: their contents stay in the page cache, and an error message
-/// that reads them again faults them back in. `released` is how far it went.
-pub(crate) fn release_behind(map: &memmap2::Mmap, released: &mut usize, to: usize) {
-    let to = to & !(page_size() - 1);
-    if to >= *released + RELEASE_EVERY {
-        // SAFETY: a read-only map of a file: dropping its pages loses nothing
-        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, to) };
-        *released = to;
-    }
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 && (n as usize).is_power_of_two() {
-        n as usize
-    } else {
-        4096
-    }
-}
-
-/// Reads a GOAL text file into an engine program, memory-mapped: what it
-/// holds is the program, not the text or its parsed form (the text's pages
-/// are the kernel's page cache, and it drops them as it needs the room).
-pub fn read_goal_text_program(path: &Path) -> Result<GoalProgram, GoalError> {
-    let file = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|e| GoalError::io(&file, e))?;
-    if f.metadata().map_err(|e| GoalError::io(&file, e))?.len() == 0 {
-        return parse_goal_program("", &file);
-    }
-    // SAFETY: the map is read only and dropped before we return; a file
-    // truncated meanwhile by another process could fault (as any mmap reader).
-    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| GoalError::io(&file, e))?;
-    let _ = map.advise(memmap2::Advice::Sequential);
-    let text = utf8(&map, &file)?;
-    let mut released = 0;
-    parse_goal_program_with(text, &file, Some(&mut |to| release_behind(&map, &mut released, to)))
+    parser.sink = Some(sink);
+    parser.statements().and_then(|eof| parser.check_complete(eof)).map(drop).map_err(|fail| fail.into_goal_error(text, file))
 }
 
 /// The bytes as text, or an error at the first byte that is not UTF-8.
-fn utf8<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, GoalError> {
+pub(crate) fn utf8<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, GoalError> {
     std::str::from_utf8(bytes).map_err(|e| {
         let valid = e.valid_up_to();
         let prefix = std::str::from_utf8(&bytes[..valid]).unwrap_or("");
@@ -550,29 +509,6 @@ struct PendingDep<'a> {
     start_only: bool,
 }
 
-/// Rank blocks on their way into a program, which takes them in rank order.
-#[derive(Default)]
-struct InOrder {
-    builder: Option<GoalProgramBuilder>,
-    /// Blocks that came before a rank below them, by rank.
-    pending: std::collections::BTreeMap<u32, GoalRank>,
-}
-
-impl InOrder {
-    fn push(&mut self, id: u32, rank: GoalRank) {
-        let b = self.builder.as_mut().expect("num_ranks precedes every rank block");
-        if id != b.ranks() {
-            self.pending.insert(id, rank);
-            return;
-        }
-        b.push_rank(&rank);
-        drop(rank);
-        while let Some(next) = self.pending.remove(&b.ranks()) {
-            b.push_rank(&next);
-        }
-    }
-}
-
 struct Parser<'a> {
     lex: Lexer<'a>,
     /// Declared rank count and the offset of its `num_ranks` keyword.
@@ -581,12 +517,8 @@ struct Parser<'a> {
     ranks: Vec<GoalRank>,
     /// Rank blocks parsed so far.
     blocks: usize,
-    /// Where rank blocks go as they are parsed, when a program is read
-    /// directly (`parse_program`).
-    program: Option<InOrder>,
-    /// Told how far the text is parsed after each rank block (a mapped
-    /// file gives the pages behind back).
-    parsed_to: Option<&'a mut dyn FnMut(usize)>,
+    /// Where rank blocks go as they are parsed, if not into `ranks`.
+    sink: Option<&'a mut dyn RankSink>,
     /// Their rank ids, kept only once a block came out of order (else block i is rank i).
     ids: Vec<u32>,
     /// Rank id -> offset of its `rank` keyword, to detect duplicates. A map rather than a
@@ -607,8 +539,7 @@ impl<'a> Parser<'a> {
             num_ranks: None,
             ranks: Vec::new(),
             blocks: 0,
-            program: None,
-            parsed_to: None,
+            sink: None,
             ids: Vec::new(),
             rank_seen: HashMap::default(),
             in_order_pos: Vec::new(),
@@ -631,17 +562,6 @@ impl<'a> Parser<'a> {
     fn parse(mut self) -> PResult<GoalSchedule> {
         let eof = self.statements()?;
         self.finish(eof)
-    }
-
-    /// Parses into an engine program, handing each rank block to it as it
-    /// is parsed (a block out of rank order waits until the ranks before it came).
-    fn parse_program(mut self) -> PResult<GoalProgram> {
-        self.program = Some(InOrder::default());
-        let eof = self.statements()?;
-        self.check_complete(eof)?;
-        let InOrder { builder, pending, .. } = self.program.take().expect("set above");
-        debug_assert!(pending.is_empty(), "every rank came, so none waits");
-        Ok(builder.expect("num_ranks came first").finish())
     }
 
     /// Parses every statement; returns the end of file's offset.
@@ -739,9 +659,9 @@ impl<'a> Parser<'a> {
         self.num_ranks = Some((count, kw_pos));
         // A rank block takes at least 8 bytes of text: no more can follow.
         let most = (count as usize).min(self.lex.src.len() / 8);
-        match &mut self.program {
-            // (an op takes at least 12 bytes of text: `l: calc 1\n` and a dependency line)
-            Some(p) => p.builder = Some(GoalProgramBuilder::new(count, most, self.lex.src.len() / 24)),
+        match &mut self.sink {
+            // (an op and the dependency line chaining it take at least 24 bytes)
+            Some(sink) => sink.num_ranks(count, most, self.lex.src.len() / 24),
             None => self.ranks.reserve(most),
         }
         Ok(())
@@ -786,12 +706,9 @@ impl<'a> Parser<'a> {
         }
         let rank = self.parse_block_body(kw_pos, id)?;
         self.blocks += 1;
-        match &mut self.program {
-            Some(p) => p.push(id, rank),
+        match &mut self.sink {
+            Some(sink) => sink.rank(id, rank, self.lex.pos),
             None => self.ranks.push(rank),
-        }
-        if let Some(f) = self.parsed_to.as_mut() {
-            f(self.lex.pos);
         }
         if !self.rank_seen.is_empty() {
             self.ids.push(id);
@@ -1287,6 +1204,8 @@ l4: calc 7
         assert_eq!(s.ranks[0].ops, vec![op(GoalKind::Calc, 0, 0, 5)]);
         assert!(s.ranks[1].ops.is_empty());
     }
+
+    use crate::program::goal_program::{parse_goal_program, GoalProgram};
 
     /// Each rank's finishing time, the program run on LogGOPSim's defaults.
     fn finish_times(p: GoalProgram) -> Vec<crate::time::Time> {

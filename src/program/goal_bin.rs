@@ -99,17 +99,14 @@ pub fn read_binary(b: &[u8], file: &str) -> Result<GoalSchedule, GoalError> {
 /// program, one rank at a time.
 pub fn read_binary_program(path: &Path) -> Result<GoalProgram, GoalError> {
     let file = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|e| GoalError::io(&file, e))?;
-    // SAFETY: as in `read_binary_file`
-    let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| GoalError::io(&file, e))?;
-    let _ = map.advise(memmap2::Advice::Sequential);
+    let map = crate::program::mapped::map(path)?;
     let mut b: Option<GoalProgramBuilder> = None;
     let mut released = 0;
     // (the header is checked against the file's size before the first rank comes)
     each_rank(&map, &file, |ranks, g, end| {
         b.get_or_insert_with(|| GoalProgramBuilder::new(ranks, ranks as usize, map.len() / NODE)).push_rank(&g);
         // (ranks' data usually follow one another; where not, pages come back as read)
-        crate::program::goal::release_behind(&map, &mut released, end);
+        crate::program::mapped::release_behind(&map, &mut released, end);
     })?;
     Ok(b.expect("a schedule has ranks").finish())
 }

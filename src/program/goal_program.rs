@@ -2,7 +2,7 @@
 //! released exactly as LogGOPSim releases it (roots in schedule order; freed
 //! ops in the order their dependency edges were declared).
 
-use super::goal::{GoalKind, GoalRank, GoalSchedule};
+use super::goal::{parse_goal_into, GoalError, GoalKind, GoalRank, GoalSchedule, RankSink};
 use super::{OpKind, Program, ReadyOp};
 use crate::time::{Time, PAST_LIMIT, PS_PER_NS};
 
@@ -237,6 +237,48 @@ impl GoalProgramBuilder {
     pub fn finish(self) -> GoalProgram {
         assert_eq!(self.ranks(), self.p.num_ranks, "a rank block is missing");
         self.p
+    }
+}
+
+/// Parses GOAL text straight into an engine program: each rank block is
+/// converted as it is parsed and then dropped.
+pub fn parse_goal_program(text: &str, file: &str) -> Result<GoalProgram, GoalError> {
+    parse_goal_program_with(text, file, &mut |_| ())
+}
+
+/// As [`parse_goal_program`], telling `parsed_to` how far the text is parsed after each rank block.
+pub fn parse_goal_program_with(text: &str, file: &str, parsed_to: &mut dyn FnMut(usize)) -> Result<GoalProgram, GoalError> {
+    let mut sink = InOrder { builder: None, pending: Default::default(), parsed_to };
+    parse_goal_into(text, file, &mut sink)?;
+    debug_assert!(sink.pending.is_empty(), "every rank came, so none waits");
+    Ok(sink.builder.expect("a complete schedule declares its ranks").finish())
+}
+
+/// Rank blocks on their way into a program, which takes them in rank order.
+struct InOrder<'f> {
+    builder: Option<GoalProgramBuilder>,
+    /// Blocks that came before a rank below them, by rank.
+    pending: std::collections::BTreeMap<u32, GoalRank>,
+    parsed_to: &'f mut dyn FnMut(usize),
+}
+
+impl RankSink for InOrder<'_> {
+    fn num_ranks(&mut self, num_ranks: u32, ranks_hint: usize, ops_hint: usize) {
+        self.builder = Some(GoalProgramBuilder::new(num_ranks, ranks_hint, ops_hint));
+    }
+
+    fn rank(&mut self, id: u32, block: GoalRank, parsed_to: usize) {
+        let b = self.builder.as_mut().expect("num_ranks precedes every rank block");
+        if id != b.ranks() {
+            self.pending.insert(id, block);
+            return;
+        }
+        b.push_rank(&block);
+        drop(block);
+        while let Some(next) = self.pending.remove(&b.ranks()) {
+            b.push_rank(&next);
+        }
+        (self.parsed_to)(parsed_to);
     }
 }
 

@@ -10,6 +10,7 @@ pub mod goal;
 pub mod goal_bin;
 pub mod goal_file;
 pub mod goal_program;
+pub mod mapped;
 pub mod stream;
 pub mod stream_op;
 
