@@ -34,12 +34,15 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 14] = [
+pub const CASES: [&str; 17] = [
     "bcast_1m",
     "allreduce_64k_x10",
     "allreduce_64k_x10+tree",
     "allreduce_64k_x10+flow",
     "bsp_64k_x100_poisson",
+    "bsp_16k_x400_poisson",
+    "bsp_128k_x50_poisson",
+    "bsp_1m_x6_poisson",
     "bsp_64k_x100",
     "bsp_64k_x100+tree",
     "bsp_64k_x100+flow",
@@ -104,6 +107,17 @@ pub fn config(case: &str) -> Option<Config> {
             let (w, n) = config("bsp_64k_x100_poisson")?.workload_and_noise();
             let WorkloadSpec::Bsp(b) = w else { unreachable!() };
             (WorkloadSpec::Bsp(Bsp { ranks: 1 << 12, iterations: 20, ..b }), n)
+        }
+        // (c) at three sizes, each with about (c)'s 32.8 M events: noise's cost per event against the ranks
+        "bsp_16k_x400_poisson" | "bsp_128k_x50_poisson" | "bsp_1m_x6_poisson" => {
+            let (w, n) = config("bsp_64k_x100_poisson")?.workload_and_noise();
+            let WorkloadSpec::Bsp(b) = w else { unreachable!() };
+            let (ranks, iterations) = match case {
+                "bsp_16k_x400_poisson" => (1 << 14, 400),
+                "bsp_128k_x50_poisson" => (1 << 17, 50),
+                _ => (1 << 20, 6),
+            };
+            (WorkloadSpec::Bsp(Bsp { ranks, iterations, ..b }), n)
         }
         "bsp_64k_x10_poisson" => {
             let (w, n) = config("bsp_64k_x100_poisson")?.workload_and_noise();
@@ -313,6 +327,7 @@ fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
         let (wall, cpu) = (std::time::Instant::now(), thread_cpu_s());
         drop(crate::program::goal_file::read_goal_program(&path)?);
         let (parse_s, parse_cpu_s) = (wall.elapsed().as_secs_f64(), thread_cpu_s() - cpu);
+        let file_bytes = std::fs::metadata(&path).map_err(io(&path))?.len() as f64;
         let mut cfg = config("bcast_1m").expect("a known case");
         cfg.workload = WorkloadSpec::Goal { path: path.display().to_string() };
         let r = run(&cfg, None)?;
@@ -320,6 +335,7 @@ fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
             ("ops", ops),
             ("parse_ops_per_s", ops / parse_s.max(1e-9)),
             ("parse_ops_per_cpu_s", ops / parse_cpu_s.max(1e-9)),
+            ("parse_bytes_per_cpu_s", file_bytes / parse_cpu_s.max(1e-9)),
             ("peak_bytes", r.peak_bytes as f64),
         ];
         Ok(BenchResult::of(case, ranks, &r, extra))

@@ -509,6 +509,66 @@ struct PendingDep<'a> {
     start_only: bool,
 }
 
+/// A rank block's labels: name -> (op index, offset of the definition).
+/// Most schedules name ops `l<n>` (schedgen, txt2bin's examples, our
+/// exports): those with a small n, written without leading zeros, are kept
+/// by n in a vector, the rest hashed by name (hashing and comparing the
+/// names was a fifth of the parse).
+#[derive(Default)]
+struct Labels<'a> {
+    /// by_number[n]: label `l<n>`'s op index + 1 (0: not defined) and offset.
+    by_number: Vec<(u32, usize)>,
+    /// The n defined in this block, to clear them at its end.
+    numbers: Vec<u32>,
+    by_name: HashMap<&'a str, (u32, usize)>,
+}
+
+/// `l<n>` labels kept by number below this n (the vector grows to the largest used).
+const LABEL_NUMBERS: u64 = 1 << 24;
+
+impl<'a> Labels<'a> {
+    /// The n of a label `l<n>` kept by number.
+    #[inline]
+    fn number(name: &str) -> Option<u32> {
+        let digits = name.strip_prefix('l')?.as_bytes();
+        if digits.is_empty() || digits.len() > 8 || (digits[0] == b'0' && digits.len() > 1) {
+            return None;
+        }
+        let n = digits.iter().try_fold(0u64, |n, &d| d.is_ascii_digit().then(|| n * 10 + u64::from(d - b'0')))?;
+        (n < LABEL_NUMBERS).then_some(n as u32)
+    }
+
+    fn get(&self, name: &str) -> Option<(u32, usize)> {
+        match Self::number(name) {
+            Some(n) => self.by_number.get(n as usize).filter(|e| e.0 > 0).map(|&(i, pos)| (i - 1, pos)),
+            None => self.by_name.get(name).copied(),
+        }
+    }
+
+    /// Defines `name` (not yet defined) as op `index`, at `pos`.
+    fn insert(&mut self, name: &'a str, (index, pos): (u32, usize)) {
+        match Self::number(name) {
+            Some(n) => {
+                if n as usize >= self.by_number.len() {
+                    self.by_number.resize(n as usize + 1, (0, 0));
+                }
+                self.by_number[n as usize] = (index + 1, pos);
+                self.numbers.push(n);
+            }
+            None => {
+                self.by_name.insert(name, (index, pos));
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        for n in self.numbers.drain(..) {
+            self.by_number[n as usize].0 = 0;
+        }
+        self.by_name.clear();
+    }
+}
+
 struct Parser<'a> {
     lex: Lexer<'a>,
     /// Declared rank count and the offset of its `num_ranks` keyword.
@@ -527,7 +587,7 @@ struct Parser<'a> {
     /// The same for blocks 0, 1, 2, … while they come in order (`rank_seen` empty).
     in_order_pos: Vec<usize>,
     /// Labels of the current rank block -> (op index, offset of the definition).
-    labels: HashMap<&'a str, (u32, usize)>,
+    labels: Labels<'a>,
     /// Dependencies of the current rank block, in file order.
     pending: Vec<PendingDep<'a>>,
 }
@@ -543,7 +603,7 @@ impl<'a> Parser<'a> {
             ids: Vec::new(),
             rank_seen: HashMap::default(),
             in_order_pos: Vec::new(),
-            labels: HashMap::default(),
+            labels: Labels::default(),
             pending: Vec::new(),
         }
     }
@@ -795,7 +855,7 @@ impl<'a> Parser<'a> {
     }
 
     fn define_label(&mut self, name: &'a str, pos: usize, index: usize) -> PResult<()> {
-        if let Some(&(_, first)) = self.labels.get(name) {
+        if let Some((_, first)) = self.labels.get(name) {
             return fail(pos, format!("duplicate label '{name}' (already defined at line {} in this rank block)", self.line_of(first)));
         }
         // push_op rejects indices beyond u32 before this label could be used.
@@ -821,7 +881,7 @@ impl<'a> Parser<'a> {
 
     fn lookup_label(&self, name: &str, pos: usize, rank_id: u32) -> PResult<u32> {
         match self.labels.get(name) {
-            Some(&(index, _)) => Ok(index),
+            Some((index, _)) => Ok(index),
             None => fail(
                 pos,
                 format!(
@@ -1255,6 +1315,21 @@ l4: calc 7
         let s = parse("num_ranks 2\nrank 0 {\na: calc 1\nb: calc 2\nb requires a\n}\nrank 1 {\nb: calc 3\na: calc 4\nb irequires a\n}\n");
         assert_eq!(s.ranks[0].requires, vec![(1, 0)]);
         assert_eq!(s.ranks[1].irequires, vec![(0, 1)]);
+    }
+
+    #[test]
+    fn numbered_labels_are_names_too() {
+        // `l1` and `l01` are different labels; so are `l0` and `l`; a huge number is a name like any
+        let s = parse(
+            "num_ranks 2\nrank 0 {\nl01: calc 1\nl1: calc 2\nl0: calc 3\nl: calc 4\nl99999999999: calc 5\n\
+             l1 requires l01\nl requires l0\nl0 irequires l99999999999\n}\nrank 1 {\nl3: calc 1\nl2: calc 2\nl2 requires l3\n}\n",
+        );
+        assert_eq!(s.ranks[0].requires, vec![(1, 0), (3, 2)]);
+        assert_eq!(s.ranks[0].irequires, vec![(2, 4)]);
+        assert_eq!(s.ranks[1].requires, vec![(1, 0)]);
+        // a numbered label of one block is not defined in the next
+        assert_err("num_ranks 2\nrank 0 {\nl5: calc 1\n}\nrank 1 {\nl6: calc 1\nl6 requires l5\n}\n", 7, 13, &["undefined label 'l5'"]);
+        assert_err("num_ranks 1\nrank 0 {\nl5: calc 1\nl5: calc 2\n}\n", 4, 1, &["duplicate label 'l5'", "line 3"]);
     }
 
     // --- writer --------------------------------------------------------------------------------
