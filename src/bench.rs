@@ -124,6 +124,10 @@ pub fn config(case: &str) -> Option<Config> {
             let WorkloadSpec::Bsp(b) = w else { unreachable!() };
             (WorkloadSpec::Bsp(Bsp { iterations: 10, ..b }), n)
         }
+        "bsp_1m_x6" | "bsp_16k_x400" => {
+            let (w, _) = config(&format!("{case}_poisson"))?.workload_and_noise();
+            (w, vec![])
+        }
         "bsp_4k_x20" => {
             let (w, _) = config("bsp_4k_x20_poisson")?.workload_and_noise();
             (w, vec![])
