@@ -93,6 +93,10 @@ def test_fig9_checkpoints_speed_dissemination_collectives_up_and_binomial_ones_b
     """Fig. 9: under checkpoint noise the dissemination collectives gain a
     large factor from the idealized version; binomial ones under 10%, as
     their dependencies reach only a rank's ancestors (Fig. 10)."""
+    # the paper's algorithms: dissemination-based allreduce and allgather ("a dissemination algorithm
+    # similar to that used by MPICH"; Bruck's allgather is one), binomial trees for gather and scatter
+    algorithms = {r["collective"]: r["algorithm"] for r in collectives_1024}
+    assert algorithms == {"allreduce": "dissemination", "allgather": "bruck", "gather": "binomial", "scatter": "binomial"}
     s = {r["collective"]: r["speedup"] for r in collectives_1024 if r["noise"] == "checkpoint"}
     assert min(s["allreduce"], s["allgather"]) > 10 * max(s["gather"], s["scatter"]), s
     assert max(s["gather"], s["scatter"]) < 1.1, s
