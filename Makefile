@@ -108,6 +108,11 @@ bench: install
 	$(BIN)/idlewave bench --repeat 3
 	$(BIN)/python -m idlewave.stats.bench
 
+# Breaks each model in a listed way (scripts/mutants.py) and shows the fast tests catch it
+.PHONY: mutants
+mutants: install
+	$(BIN)/python scripts/mutants.py
+
 # idlewave and LogGOPSim on the same GOAL schedules (CPU time, peak memory, end times):
 # make bench-loggopsim LOGGOPSIM=path/to/LogGOPSim [RANKS="131072 1048576"]
 .PHONY: bench-loggopsim

@@ -150,12 +150,19 @@ def test_demo_runs_the_three_studies_and_writes_the_report(cli, tmp_path, monkey
     assert len(checked) >= 15 and all(line.endswith(": ok") for line in checked), checked
     s = json.loads((tmp_path / "d" / "summary.json").read_text())
     coll = {(r["app"], r["noise"]): r["speedup"] for r in s["collectives"]}
-    # the claims the demo prints as the paper's: Fig. 5a, 5b (CTH, LAMMPS) and Fig. 7, with its thresholds
-    assert all(coll[app, "system"] < 1.1 for app in ("CTH", "HPCCG", "LAMMPS"))
-    assert coll["CTH", "daemon"] > 1.1 and coll["LAMMPS", "daemon"] < 1.1
-    assert coll["HPCCG", "checkpoint"] > 2 and coll["CTH", "checkpoint"] > 2 and coll["LAMMPS", "checkpoint"] < 1.3
-    # and where it differs, it says so
-    assert "Unlike the paper" in s["collectives_vs_paper"]
+    # the paper's claims as the demo words them, computed from its run: per figure a sentence that
+    # puts each application on the side its value falls (Fig. 5a: below 1.10; 5b: CTH above, others at
+    # most 1.10; Fig. 7: HPCCG and CTH above 2, LAMMPS below 1.3)
+    said = dict(zip(("system", "daemon", "checkpoint"), s["collectives_vs_paper"]))
+    expected = {("CTH", "system"): coll["CTH", "system"] < 1.1, ("HPCCG", "system"): coll["HPCCG", "system"] < 1.1,
+                ("LAMMPS", "system"): coll["LAMMPS", "system"] < 1.1, ("CTH", "daemon"): coll["CTH", "daemon"] > 1.1,
+                ("HPCCG", "daemon"): coll["HPCCG", "daemon"] <= 1.1, ("LAMMPS", "daemon"): coll["LAMMPS", "daemon"] <= 1.1,
+                ("HPCCG", "checkpoint"): coll["HPCCG", "checkpoint"] > 2, ("CTH", "checkpoint"): coll["CTH", "checkpoint"] > 2,
+                ("LAMMPS", "checkpoint"): coll["LAMMPS", "checkpoint"] < 1.3}
+    for (app, noise), agrees in expected.items():
+        sentence = said[noise]
+        side = sentence.split("unlike the paper")[0] if agrees else sentence.split("unlike the paper")[-1]
+        assert f"{app} {coll[app, noise]:.3f}×" in side, (app, noise, sentence)
     assert s["idle_waves"]["idle_wave"]["speed_ranks_per_iteration"] == pytest.approx(1.0, rel=0.03)
     assert s["idle_waves"]["pd"]["pd"] > 0.1
     assert {r["hiding"] for r in s["matvec"]["runs"]} == {"fixed_alpha", "dynamic_alpha", "mpi_test"}
