@@ -161,3 +161,26 @@ def test_chebfd_verdicts_follow_the_papers_order_both_ways():
         assert {x["figure"]: x["verdict"] for x in chebfd_verdicts(r)}["M3 overlap"] == verdict
     v = {x["figure"]: x["verdict"] for x in chebfd_verdicts(rows(CHEB_ORDER[::-1]))}
     assert v["Fig. 6 order"] == "differs"
+
+
+def test_a_claim_that_holds_for_some_seeds_says_for_how_many():
+    """Fig. 9 judged per seed: seed 2 has a binomial gather at 2.11× (as it does at 4,096 ranks),
+    so the verdict is neither 'reproduced' nor 'differs' but holds for 1 of 2 seeds; values are ranges."""
+    from idlewave.studies.reproduce import COLLECTIVES, NOISE_ENVIRONMENTS, micro_verdicts
+
+    speed = {"allreduce": 260.0, "allgather": 261.0, "gather": 1.01, "scatter": 1.03}
+    rows = [{"seed": seed, "ranks": p, "collective": c, "noise": n,
+             "speedup": 2.11 if (seed, c, n) == (2, "gather", "checkpoint") else speed[c]}
+            for seed in (1, 2) for p in (1024, 4096) for c in COLLECTIVES for n in NOISE_ENVIRONMENTS]
+    (fig9,) = [v for v in micro_verdicts(rows) if v["figure"] == "Fig. 9"]
+    assert fig9["verdict"] == "holds for 1 of 2 seeds (1)" and fig9["seeds_holding"] == [1]
+    assert fig9["values"]["gather 4096"] == (1.01, 2.11)
+    one = [r for r in rows if r["seed"] == 1]
+    assert [v["verdict"] for v in micro_verdicts(one) if v["figure"] == "Fig. 9"] == ["reproduced"]
+
+
+def test_seeds_is_refused_where_it_would_be_ignored():
+    r = CliRunner().invoke(app, ["reproduce", "noise-apps", "--seeds", "3"])
+    assert r.exit_code == 2 and "noise-apps does not take --seeds" in r.output
+    r = CliRunner().invoke(app, ["reproduce", "noise-collectives", "--seeds", "0"])
+    assert r.exit_code == 2 and "--seeds" in r.output

@@ -44,6 +44,8 @@ def reproduce(
     iterations: int = typer.Option(None, "--iterations", min=1, help="Iterations per run (default: the study's; "
                                    "chebfd: the polynomial degree; grid-broadcasts takes none)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the noise (default 1; noise-apps and noise-collectives only)."),
+    seeds: int | None = typer.Option(None, "--seeds", help="Run the seeds from --seed on, this many, and judge each "
+                                     "claim per seed: 'holds for k of n seeds' (noise-collectives only; default 1)."),
     taper: float | None = typer.Option(None, "--taper", help="Run on shared links: a fat tree tapered TAPER:1, its links "
                                        "as fast as a NIC, shared max-min fairly (krylov-kernels and grid-broadcasts only; "
                                        "see docs/links.md)."),
@@ -71,7 +73,7 @@ def reproduce(
         fail(f"--ranks: every scale needs at least 2 ranks, got {given!r}")
     studies = names or list(rp.STUDIES)
     for name in studies:  # all refusals before the first (possibly long) run
-        if error := rp.flag_error(name, scales, iterations, seed, taper):
+        if error := rp.flag_error(name, scales, iterations, seed, taper, seeds):
             fail(error + ("" if names else " (with no study named, every study runs; name the ones to run)"))
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: exists and is not a directory; each study writes a directory inside it")
@@ -84,7 +86,7 @@ def reproduce(
     results = {}
     # on a terminal one progress line over every study's rows (row k of N, elapsed, ETA, the row last done);
     # elsewhere (a log) one line per finished row; nothing with --quiet or --json
-    total = sum(rp.rows_expected(name, scales or rp.DEFAULTS[name][0]) for name in studies)
+    total = sum(rp.rows_expected(name, scales or rp.DEFAULTS[name][0], seeds or 1) for name in studies)
     steps = Steps(total, quiet or as_json, first=f"{studies[0]}: first row")
     finished = [0]
 
@@ -105,7 +107,7 @@ def reproduce(
             default_ranks, default_iterations = rp.DEFAULTS[name]
             try:
                 results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
-                                             1 if seed is None else seed, on_row=done(name), links=links)
+                                             1 if seed is None else seed, on_row=done(name), links=links, seeds=seeds or 1)
             except ScenarioError as e:  # a bound flag_error does not know: name the flag, not the study's internal scenario
                 flag = {"seed": "--seed", "workload.ranks": "--ranks", "workload.iterations": "--iterations"}.get(e.key)
                 fail(f"{flag}: {str(e).removeprefix(f'{e.source}: {e.key}: ')} ({name})" if flag else f"{name}: {e}")
@@ -186,9 +188,11 @@ def _print_micro(result: dict) -> None:
         t.add_column(c, justify="right")
     for noise in rp.NOISE_ENVIRONMENTS:
         for coll, algorithm in rp.COLLECTIVES.items():
-            values = [next(r["speedup"] for r in rows if r["collective"] == coll and r["noise"] == noise and r["ranks"] == p)
-                      for p in scales]
-            t.add_row(noise, f"{coll} ({algorithm})", *(f"{v:.2f}" for v in values))
+            # per scale, the value, or its range over the seeds
+            spans = [[r["speedup"] for r in rows if r["collective"] == coll and r["noise"] == noise and r["ranks"] == p]
+                     for p in scales]
+            t.add_row(noise, f"{coll} ({algorithm})",
+                      *(f"{min(v):.2f}" if len(v) == 1 else f"{min(v):.2f}–{max(v):.2f}" for v in spans))
     out.print(t)
     for v in result["verdicts"]:
         out.print(f"  {v['figure']} ({v['noise']}): {v['verdict']}. The paper: {v['paper']}", highlight=False)
