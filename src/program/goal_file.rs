@@ -37,25 +37,25 @@ fn refuse_consumed(path: &Path) -> Result<(), GoalError> {
     }
 }
 
-/// Reads a GOAL schedule, text or binary. I/O errors become a [`GoalError`] with line 0.
-pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
+/// Reads a GOAL file with `binary` or `text` by its format, a used-up binary refused first.
+fn by_format<T>(path: &Path, binary: fn(&Path) -> Result<T, GoalError>, text: fn(&Path) -> Result<T, GoalError>) -> Result<T, GoalError> {
     refuse_consumed(path)?;
     if is_binary_file(path) {
-        read_binary_file(path)
+        binary(path)
     } else {
-        read_goal_text_file(path)
+        text(path)
     }
+}
+
+/// Reads a GOAL schedule, text or binary. I/O errors become a [`GoalError`] with line 0.
+pub fn read_goal_file(path: &Path) -> Result<GoalSchedule, GoalError> {
+    by_format(path, read_binary_file, read_goal_text_file)
 }
 
 /// Reads a GOAL schedule, text or binary, straight into an engine program
 /// (rank by rank: its parsed form is never whole in memory).
 pub fn read_goal_program(path: &Path) -> Result<GoalProgram, GoalError> {
-    refuse_consumed(path)?;
-    if is_binary_file(path) {
-        read_binary_program(path)
-    } else {
-        read_goal_text_program(path)
-    }
+    by_format(path, read_binary_program, read_goal_text_program)
 }
 
 /// Reads a GOAL text file into an engine program, memory-mapped.
