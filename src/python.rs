@@ -56,16 +56,32 @@ fn scenario_error(py: Python<'_>, e: &crate::scenario::ScenarioError) -> PyErr {
     make().unwrap_or_else(|err| err)
 }
 
-/// A Python value (dict, list, str, int, float, bool, None) as a scenario value tree.
-fn node_of(v: &Bound<'_, PyAny>) -> PyResult<Node> {
+/// A Python value (dict, list, str, int, float, bool, None) as a scenario
+/// value tree; `key` is its dotted path, named when a value cannot be read.
+fn node_of(v: &Bound<'_, PyAny>, source: &str, key: &str) -> PyResult<Node> {
     use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
+    let child = |k: &str| if key.is_empty() { k.to_string() } else { format!("{key}.{k}") };
     let val = if v.is_none() {
         Val::Null
     } else if let Ok(b) = v.downcast::<PyBool>() {
         Val::Bool(b.is_true())
     } else if v.is_instance_of::<PyInt>() {
         // any size: a range check, not a conversion, refuses what does not fit
-        Val::Int(v.str()?.to_str()?.parse().map_err(|_| PyValueError::new_err("an integer too large to read"))?)
+        let text = v.str()?.to_str()?.to_string();
+        match text.parse() {
+            Ok(i) => Val::Int(i),
+            Err(_) => {
+                let e = crate::scenario::ScenarioError {
+                    source_name: source.to_string(),
+                    key: key.to_string(),
+                    line: None,
+                    column: None,
+                    kind: crate::scenario::ErrorKind::Value,
+                    message: format!("{text} is beyond any integer a scenario can hold (128 bits)"),
+                };
+                return Err(scenario_error(v.py(), &e));
+            }
+        }
     } else if let Ok(f) = v.downcast::<PyFloat>() {
         Val::Float(f.value())
     } else if let Ok(s) = v.downcast::<PyString>() {
@@ -73,11 +89,14 @@ fn node_of(v: &Bound<'_, PyAny>) -> PyResult<Node> {
     } else if let Ok(d) = v.downcast::<PyDict>() {
         let mut out = Vec::with_capacity(d.len());
         for (k, x) in d.iter() {
-            out.push((k.str()?.to_str()?.to_string(), node_of(&x)?));
+            let k = k.str()?.to_str()?.to_string();
+            let node = node_of(&x, source, &child(&k))?;
+            out.push((k, node));
         }
         Val::Table(out)
     } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
-        Val::Array(v.try_iter()?.map(|x| node_of(&x?)).collect::<PyResult<_>>()?)
+        let items = v.try_iter()?.enumerate().map(|(i, x)| node_of(&x?, source, &format!("{key}[{i}]")));
+        Val::Array(items.collect::<PyResult<_>>()?)
     } else {
         // a Path or another object: its text (the checks then judge it as a string)
         Val::Str(v.str()?.to_str()?.to_string())
@@ -86,10 +105,16 @@ fn node_of(v: &Bound<'_, PyAny>) -> PyResult<Node> {
 }
 
 /// Overrides (dotted key -> value) from a Python dict.
-fn overrides_of(o: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, Node)>> {
+fn overrides_of(o: Option<&Bound<'_, PyAny>>, source: &str) -> PyResult<Vec<(String, Node)>> {
     let Some(o) = o.filter(|o| !o.is_none()) else { return Ok(Vec::new()) };
     let d = o.downcast::<PyDict>()?;
-    d.iter().map(|(k, v)| Ok((k.str()?.to_str()?.to_string(), node_of(&v)?))).collect()
+    d.iter()
+        .map(|(k, v)| {
+            let k = k.str()?.to_str()?.to_string();
+            let node = node_of(&v, source, &k)?;
+            Ok((k, node))
+        })
+        .collect()
 }
 
 /// A checked scenario: read from TOML text (or a dict), every default filled
@@ -154,7 +179,8 @@ impl PyScenario {
         base_dir: Option<std::path::PathBuf>,
         overrides: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        Self::build(py, source, Some(text), base_dir, None, overrides_of(overrides)?)
+        let overrides = overrides_of(overrides, &source)?;
+        Self::build(py, source, Some(text), base_dir, None, overrides)
     }
 
     /// From a TOML file; relative paths in it resolve against its directory.
@@ -177,7 +203,8 @@ impl PyScenario {
             err
         })?;
         let dir = std::path::absolute(&path).ok().and_then(|p| p.parent().map(|d| d.to_path_buf()));
-        Self::build(py, source, Some(text), dir, None, overrides_of(overrides)?)
+        let overrides = overrides_of(overrides, &source)?;
+        Self::build(py, source, Some(text), dir, None, overrides)
     }
 
     /// From a dict in the scenario file's layout (or a checked document).
@@ -190,13 +217,15 @@ impl PyScenario {
         base_dir: Option<std::path::PathBuf>,
         overrides: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        Self::build(py, source, None, base_dir, Some(node_of(doc)?), overrides_of(overrides)?)
+        let (doc, overrides) = (node_of(doc, &source, "")?, overrides_of(overrides, &source)?);
+        Self::build(py, source, None, base_dir, Some(doc), overrides)
     }
 
     /// Sets one dotted key (as `--set key.path=value`) and checks the scenario again.
     fn set(&mut self, py: Python<'_>, key: String, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut overrides = self.overrides.clone();
-        overrides.push((key, node_of(value)?));
+        let node = node_of(value, &self.source, &key)?;
+        overrides.push((key, node));
         self.loaded = Self::check(&self.raw, &overrides, &self.origin()).map_err(|e| scenario_error(py, &e))?;
         self.overrides = overrides;
         Ok(())
@@ -249,9 +278,10 @@ fn apply_overrides<'py>(
     overrides: &Bound<'py, PyAny>,
     source: String,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut node = node_of(raw)?;
+    let mut node = node_of(raw, &source, "")?;
     let origin = Origin { source: &source, text: None, base_dir: std::path::Path::new("/") };
-    crate::scenario::load::apply_overrides(&mut node, &overrides_of(Some(overrides))?, &origin).map_err(|e| scenario_error(py, &e))?;
+    crate::scenario::load::apply_overrides(&mut node, &overrides_of(Some(overrides), &source)?, &origin)
+        .map_err(|e| scenario_error(py, &e))?;
     let json = crate::scenario::load::to_json(&node).to_string();
     py.import("json")?.call_method1("loads", (json,))
 }

@@ -21,7 +21,7 @@ KEYS = ["seed", "name", "network", "workload", "noise", "record", "limits", "kin
         "L_s", "S_bytes", "platform", "topology", "mapping", "radix", "dims", "grid", "node_grid", "path", "regimes",
         "transition", "multiplier", "intra_node", "short", "max_bytes", "collective", "algorithm", "bsp", "torus",
         "distances", "period_s", "duration_s", "rate_hz", "app", "beta", "timers"]
-edge = st.sampled_from([0, 1, -1, 2**31, 2**32, 2**64, 2**70, 1e-13, 0.5, 1e300, float("nan"), float("inf"), True, "", "x",
+edge = st.sampled_from([0, 1, -1, 2**31, 2**32, 2**64, 2**70, 2**127, -(2**200), 1e-13, 0.5, 1e300, float("nan"), float("inf"), True, "", "x",
                         "bsp", "torus", "fat_tree", "collective", "auto", "ring", None])
 values = st.recursive(edge | st.integers() | st.floats() | st.text(max_size=8),
                       lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=4),
@@ -37,6 +37,14 @@ def test_any_scenario_dict_is_checked_or_refused_with_a_message(raw):
         assert str(e)
     else:
         assert sc.validate(json.loads(json.dumps(doc))) == doc  # idempotent, and JSON-clean
+
+
+def test_an_integer_beyond_128_bits_is_refused_at_its_key():
+    with pytest.raises(sc.ScenarioError) as e:
+        sc.validate({"workload": {"ranks": [8, 2**127]}})
+    assert e.value.key == "workload.ranks[1]" and "128 bits" in str(e.value)
+    with pytest.raises(sc.ScenarioError, match="seed"):
+        sc.parse_scenario("[workload]\nranks = 8\n", "fuzz.toml", {"seed": 2**200})
 
 
 @SETTINGS
