@@ -15,7 +15,11 @@ from idlewave.stats.data import DataError, load
 pytestmark = pytest.mark.unit
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# `make test` draws the same examples every run (a red CI names a code change,
+# not a lucky draw); `make fuzz` explores new ones each time.
+DERANDOMIZE = "FUZZ_EXAMPLES" not in os.environ
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 KEYS = ["seed", "name", "network", "workload", "noise", "record", "limits", "kind", "ranks", "iterations", "compute_s",
         "L_s", "S_bytes", "platform", "topology", "mapping", "radix", "dims", "grid", "node_grid", "path", "regimes",
@@ -65,7 +69,7 @@ def test_any_override_is_applied_or_refused(overrides):
         pass
 
 
-@settings(max_examples=max(10, EXAMPLES // 4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=max(10, EXAMPLES // 4), deadline=None, derandomize=DERANDOMIZE, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=400), st.sampled_from([".npy", ".csv", ".parquet", ".txt"]))
 def test_any_timing_file_is_loaded_or_refused(tmp_path, data, suffix):
     f = tmp_path / f"t{suffix}"
