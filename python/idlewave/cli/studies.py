@@ -50,6 +50,16 @@ def reproduce(
                                        "as fast as a NIC, shared max-min fairly (krylov-kernels and grid-broadcasts only; "
                                        "see docs/links.md)."),
     list_: bool = typer.Option(False, "--list", help="List the studies and exit."),
+    table: bool = typer.Option(False, "--table", help="Run every study over 5 noise seeds and several sizes and write "
+                               "the Reproductions table: per claim of the papers what they say, what we get, where it "
+                               "was checked and the verdict (OUT/reproductions.md and .json; about an hour on 2 cores)."),
+    quick: bool = typer.Option(False, "--quick", help="With --table: 2 seeds and small sizes, to check that it runs "
+                               "(about a minute; its verdicts mean little)."),
+    embed: Path | None = typer.Option(None, "--embed", help="With --table: also write the table into this Markdown "
+                                      "file, between its markers (docs/reproductions.md)."),
+    resume: bool = typer.Option(False, "--resume", help="With --table: take the runs already in OUT/reproductions.json "
+                                "(of the same plan) instead of running them again, after an interruption or when "
+                                "claims were added; never after the model changed."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
 ):
@@ -60,6 +70,16 @@ def reproduce(
     if list_:
         for name, what in rp.STUDIES.items():
             out.print(f"{name}: {what}", highlight=False)
+        return
+    if table or quick or resume or embed is not None:
+        not_here = [flag for flag, v in (("a study's name", names), ("--ranks", ranks), ("--iterations", iterations),
+                                      ("--seed", seed), ("--seeds", seeds), ("--taper", taper)) if v]
+        if not table:
+            fail(f"{'--quick' if quick else '--resume' if resume else '--embed'} goes with --table")
+        if not_here:
+            fail(f"--table runs every study at its own seeds and sizes; it takes no {', '.join(not_here)} "
+                 "(--quick for a short check)")
+        _table(out_dir, quick, embed, resume, as_json, quiet)
         return
     unknown = [n for n in names or [] if n not in rp.STUDIES]
     if unknown:
@@ -143,6 +163,58 @@ def reproduce(
         for fig, (says, _) in rp.PAPER.items():
             out.print(f"  {fig}, the paper: {says}", highlight=False)
         out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _table(out_dir: Path, quick: bool, embed: Path | None, resume: bool, as_json: bool, quiet: bool) -> None:
+    """`reproduce --table`: every study run over the plan's seeds and sizes, each claim judged."""
+    from idlewave.results import check_writable, write_json, write_text
+    from idlewave.studies import claims as cl
+    from idlewave.studies import table as tb
+
+    plan = tb.QUICK if quick else tb.FULL
+    try:
+        check_writable(out_dir / "reproductions.json")
+        text = embed.read_text() if embed is not None else ""
+    except OSError as e:
+        fail(f"{embed if embed is not None and not isinstance(e, PermissionError) else out_dir}: {e.strerror or e}")
+    if embed is not None and tb.BEGIN not in text:
+        fail(f"--embed {embed}: it has no generated table to replace (a line {tb.BEGIN!r}, then {tb.END!r})")
+    done = tb.load_runs(out_dir / "reproductions.json", plan) if resume else {}
+    steps = Steps(sum(tb.job_key(j) not in done for j in tb.jobs(plan)), quiet or as_json, first="first run")
+    if done and not (quiet or as_json):
+        err.print(f"{len(done)} runs taken from {out_dir / 'reproductions.json'} (the same plan); "
+                  f"{steps.total} to run", highlight=False, markup=False)
+
+    def finished(job: tb.Job, k: int, n: int) -> None:
+        what = f"{job[0]} " + ", ".join(f"{a} {v}" for a, v in job[1].items())
+        if steps.bar is None and not (quiet or as_json):  # a log: one line per run finished
+            err.print(f"  {k}/{n} done: {what}", highlight=False, markup=False)
+        elif k < n:
+            steps(f"{k}/{n} done: {what}")
+
+    try:
+        with steps:
+            steps("first run")
+            runs = tb.collect(plan, done, on_job=finished,
+                              save=lambda so_far: write_json(out_dir / "reproductions.json", tb.results(plan, so_far)))
+    except OSError as e:  # e.g. a full disk while saving the runs so far
+        fail(f"--out {out_dir}: cannot write the runs: {e.strerror or e}")
+    claims = cl.judge_all(runs)
+    md = tb.render(claims)
+    try:
+        write_json(out_dir / "reproductions.json", tb.results(plan, runs, claims))
+        write_text(out_dir / "reproductions.md", md + "\n")
+        if embed is not None:
+            write_text(embed, tb.embed(embed, md))
+    except OSError as e:
+        fail(f"cannot write the table: {e.strerror or e}")
+    if as_json:
+        print_json({"plan": plan.describe(), "claims": claims})
+        return
+    for c in claims:
+        out.print(f"{c['paper']}, {c['result']}: {c['verdict']}", highlight=False, markup=False)
+    out.print(f"{tb.tally(claims)}; the table: {out_dir / 'reproductions.md'}"
+              + (f", and in {embed}" if embed is not None else ""), highlight=False, markup=False)
 
 
 def _row_text(row: dict) -> str:

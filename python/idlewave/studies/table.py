@@ -1,0 +1,304 @@
+"""The Reproductions table, generated: `idlewave reproduce --table` runs the
+studies of `idlewave reproduce` over several noise seeds and sizes (the
+`Plan`, run by `collect`), judges every claim on the runs
+(`idlewave.studies.claims`) and writes the table (`render`, `embed`). No
+verdict is written by hand: docs/reproductions.md embeds the table between
+markers, and a test checks the two agree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from idlewave.studies import reproduce as rp
+from idlewave.studies import reproduce_grid as grid
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the table runs: the noise seeds and, per study, the sizes (the
+    paper's and at least one larger where we can afford it)."""
+
+    seeds: tuple[int, ...] = (1, 2, 3, 4, 5)
+    app_ranks: tuple[int, ...] = (1024, 4096)
+    micro_ranks: tuple[int, ...] = (1024, 4096, 16384)
+    krylov_ranks: tuple[int, ...] = (64, 512)  # Fig. 2's allreduce (the paper: 64)
+    hpl_grids: tuple[int, ...] = (16, 32, 64, 128)  # Fig. 10 (the paper: 128 x 128)
+    apsp_sides: tuple[int, ...] = (64, 128, 256)  # Fig. 9 (the paper: 128 x 128)
+    cheb_ranks: int = 1280  # Fig. 6 (the paper's 1,280 on Meggie)
+    matvec_ranks: tuple[int, ...] = (64, 512)  # the MatVec hiding methods (the paper: 1,792 ranks recorded)
+
+    def describe(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+
+
+FULL = Plan()
+# A check that everything runs, in about a minute: its verdicts mean little.
+QUICK = Plan(seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), hpl_grids=(16,),
+             apsp_sides=(32,), cheb_ranks=640, matvec_ranks=(64,))
+
+# HPL-MxP at larger grids keeps the example's local matrix (16 x 16 ranks,
+# 64 blocks of 2,048): 4 blocks per process row, as an HPL run is sized to
+# the nodes' memory (the paper's Fig. 10 keeps LN = 125,440 per rank).
+HPL_BLOCKS_PER_ROW = 4
+
+
+# ---- running ---------------------------------------------------------------
+
+Job = tuple[str, dict]
+
+
+def jobs(plan: Plan) -> list[Job]:
+    """The runs of `plan`, the longest first (they go to a pool of processes)."""
+    # (Fig. 12's chunk sizes on the smallest grid only: the example's)
+    out: list[Job] = [("hpl", {"side": s, "chunks": s == min(plan.hpl_grids)}) for s in sorted(plan.hpl_grids, reverse=True)]
+    for p in sorted(plan.app_ranks, reverse=True):
+        out += [("noise-apps", {"ranks": p, "seed": s}) for s in plan.seeds]
+    for p in sorted(plan.micro_ranks, reverse=True):
+        out += [("noise-collectives", {"ranks": p, "seed": s}) for s in plan.seeds]
+    out.append(("chebfd", {"ranks": plan.cheb_ranks}))
+    out += [("matvec", {"ranks": p, "seed": s, "nic": nic}) for p in sorted(plan.matvec_ranks, reverse=True)
+            for s in plan.seeds for nic in MATVEC_NICS]
+    out += [("micro-quiet", {"ranks": p}) for p in sorted(plan.micro_ranks, reverse=True)]
+    out += [("propagation", {"ranks": p}) for p in plan.app_ranks]
+    out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
+    out.append(("krylov", {}))
+    out += [("krylov-fig2", {"ranks": p}) for p in plan.krylov_ranks if p != rp.KRYLOV_ALLREDUCE_RANKS]
+    out += [("apsp", {"side": s}) for s in plan.apsp_sides]
+    # Fig. 13: the nodes doubled make a square grid's rows √2 longer
+    out.append(("bandwidth", {"pairs": [[s, round(s * math.sqrt(2))] for s in plan.apsp_sides]}))
+    return out
+
+
+def hpl(side: int, alg: str, chunk: int, ports: int) -> float:
+    """Makespan of `examples/hpl_mxp.toml` on a side x side grid (weak scaling: HPL_BLOCKS_PER_ROW)."""
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False, grid=[side, side],
+             blocks=HPL_BLOCKS_PER_ROW * side)
+    return grid._makespan(dict(base["network"], nic_ports=ports), w)
+
+
+MATVEC_HIDING = ("fixed_alpha", "dynamic_alpha", "mpi_test")
+# LogGOPSim's NIC (the receiving CPU takes each message in) and a DMA NIC (it lands while the CPU computes)
+MATVEC_NICS = ("loggopsim", "dma")
+
+
+def matvec(hiding: str, ranks: int, seed: int, nic: str = "loggopsim") -> float:
+    """Makespan of the FEM MatVec in CG (Algorithm 2) under a 3-regime chain
+    of network latency: the demo's study (idlewave.studies.demo)."""
+    from idlewave.simulation import simulate
+    from idlewave.studies.demo import MATVEC_CHAIN
+
+    w = {"kind": "fem_matvec", "ranks": ranks, "iterations": 800, "hiding": hiding, "epsilon_s": 2e-5,
+         "elements": 1000, "element_s": 1e-6, "cg": True}
+    return simulate({"seed": seed, "network": {"regimes": MATVEC_CHAIN, "nic_model": nic}, "record": {"timers": False},
+                     "workload": w}).summary["makespan_s"]
+
+
+def micro_quiet(collective: str, ranks: int) -> float:
+    """Fig. 6's loop (blocking / idealized makespan) without noise."""
+    from idlewave.simulation import simulate
+
+    t = [simulate({"seed": 1, "record": {"timers": False},
+                   "workload": {"kind": "collective", "collective": collective,
+                                "algorithm": rp.COLLECTIVES[collective], "ranks": ranks, "iterations": 200,
+                                "mode": mode, "message_bytes": 8, "compute_s": rp.MICRO_COMPUTE_S}}).summary["makespan_s"]
+         for mode in ("blocking", "ideal")]
+    return t[0] / t[1]
+
+
+# Fig. 10 of the noise paper: how far one rank's detour spreads through a collective.
+PROPAGATION = {"allreduce": "dissemination", "allgather": "bruck", "gather": "binomial", "scatter": "binomial",
+               "bcast": "binomial"}
+
+
+def delayed_by_one_detour(collective: str, ranks: int, rank: int) -> int:
+    """How many ranks finish an 8-byte collective more than 0.5 ms later when
+    `rank` takes a 1 ms detour in the 1 ms of computation before it."""
+    from idlewave.simulation import simulate
+
+    w = {"kind": "collective", "collective": collective, "algorithm": PROPAGATION[collective], "ranks": ranks,
+         "iterations": 1, "message_bytes": 8, "compute_s": 1e-3}
+    quiet = simulate({"workload": w, "record": {"timers": False}}).finish_times_s
+    noisy = simulate({"workload": w, "record": {"timers": False},
+                      "noise": [{"kind": "single", "rank": rank, "start_s": 5e-4, "duration_s": 1e-3}]}).finish_times_s
+    return int(((noisy - quiet) > 5e-4).sum())
+
+
+# Algorithm 3 of the 2-D grid paper on the shipped examples of its two kernels.
+ALG3_EXAMPLES = {"lu": "hpl_mxp.toml", "floyd_warshall": "floyd_warshall.toml"}
+
+
+def dense2d(kernel: str, alg: str, combined: bool, ports: int) -> float:
+    """Makespan of the kernel's example with this broadcast, combined (Algorithm 3) or not."""
+    base = tomllib.loads(files("idlewave.examples").joinpath(ALG3_EXAMPLES[kernel]).read_text())
+    w = dict(base["workload"], broadcast=alg, combined=combined, lookahead=False)
+    return grid._makespan(dict(base["network"], nic_ports=ports), w)
+
+
+def run_job(job: Job) -> list[dict]:
+    """One run of the plan: its rows, each naming the study and its size (and seed)."""
+    kind, a = job
+    if kind == "noise-apps":
+        return [dict(r, seed=a["seed"]) for r in rp.noise_apps(ranks=(a["ranks"],), seed=a["seed"])["rows"]]
+    if kind == "noise-collectives":
+        return rp.noise_collectives(ranks=(a["ranks"],), seed=a["seed"])["rows"]
+    if kind == "chebfd":
+        return [dict(r, ranks=a["ranks"]) for r in rp.chebfd(ranks=a["ranks"])["rows"]]
+    if kind == "matvec":
+        return [{"ranks": a["ranks"], "seed": a["seed"], "nic": a["nic"], "hiding": h,
+                 "makespan_s": matvec(h, a["ranks"], a["seed"], a["nic"])} for h in MATVEC_HIDING]
+    if kind == "micro-quiet":  # Fig. 6's loop without noise: what the idealized collective gains anyway
+        return [{"ranks": a["ranks"], "collective": c, "speedup": micro_quiet(c, a["ranks"])} for c in rp.COLLECTIVES]
+    if kind == "propagation":
+        p = a["ranks"]
+        return [{"ranks": p, "collective": c, "detour_rank": d, "delayed": delayed_by_one_detour(c, p, d)}
+                for c in PROPAGATION for d in (1, p // 2 + 3, p - 1)]
+    if kind == "alg3":
+        return [{"study": "alg3", "kernel": a["kernel"], "ports": ports, "broadcast": alg, "combined": combined,
+                 "seconds": dense2d(a["kernel"], alg, combined, ports)}
+                for ports in grid.PORTS for alg in grid.RINGS for combined in (False, True)]
+    if kind == "krylov":
+        return [dict(r, ranks=rp.KRYLOV_ALLREDUCE_RANKS if r["figure"] == "Fig. 2" else 512) for r in rp.krylov()["rows"]]
+    if kind == "krylov-fig2":
+        return [{"figure": "Fig. 2", "variant": "handshake, dma", "bytes": b, "mode": m, "ranks": a["ranks"],
+                 "iteration_s": rp.krylov_allreduce(b, m, ranks=a["ranks"])}
+                for b in rp.KRYLOV_ALLREDUCE_BYTES for m in ("blocking", "nonblocking")]
+    if kind == "hpl":
+        rows = [{"study": "hpl", "side": a["side"], "ports": p, "broadcast": alg, "chunk_bytes": grid.CHUNK,
+                 "seconds": hpl(a["side"], alg, grid.CHUNK, p)} for p in grid.PORTS for alg in grid.RINGS]
+        return rows + [{"study": "chunk", "side": a["side"], "ports": p, "broadcast": "ring", "chunk_bytes": c,
+                        "seconds": hpl(a["side"], "ring", c, p)} for p in grid.PORTS for c in grid.CHUNKS_FIG12
+                       if a["chunks"]]
+    if kind == "apsp":
+        return [{"study": "apsp", "side": a["side"], "ports": p, "broadcast": alg, "chunk_bytes": c,
+                 "seconds": grid.apsp_step(a["side"], alg, c, p)}
+                for p in grid.PORTS for alg in grid.VARIANTS for c in (0, grid.CHUNK)]
+    if kind == "bandwidth":
+        return [{"study": "bandwidth", "side": s, "from": a, "ports": 1, "broadcast": "ring", "chunk_bytes": grid.CHUNK,
+                 "seconds": grid.apsp_step(s, "ring", grid.CHUNK, 1)} for a, b in a["pairs"] for s in (a, b)]
+    raise ValueError(f"unknown job {kind!r}")
+
+
+STUDY_OF = {"matvec": "matvec", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
+            "alg3": "grid-broadcasts", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
+            "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
+            "apsp": "grid-broadcasts", "bandwidth": "grid-broadcasts"}
+
+
+def job_key(job: Job) -> str:
+    """A job as text, the same for the same run: how finished runs are found again."""
+    return json.dumps([job[0], job[1]], sort_keys=True)
+
+
+def collect(plan: Plan, done: dict[str, list[dict]] | None = None, workers: int | None = None,
+            on_job: Callable[[Job, int, int], None] | None = None,
+            save: Callable[[dict[str, list[dict]]], None] | None = None) -> dict[str, list[dict]]:
+    """The rows of every run of `plan` (by `job_key`), running only those
+    not in `done` (the runs of an earlier table of the same model, taken as
+    they are); `save` is given the runs so far after each one (so that an
+    interrupted table can be resumed)."""
+    todo = [j for j in jobs(plan) if job_key(j) not in (done or {})]
+    out = {k: v for k, v in (done or {}).items()}
+    workers = workers or min(len(os.sched_getaffinity(0)), len(todo))
+    if workers <= 1:
+        for job in todo:
+            out[job_key(job)] = run_job(job)
+            if save:
+                save(out)
+            if on_job:
+                on_job(job, len(out), len(todo))
+    elif todo:
+        import multiprocessing
+        from concurrent.futures import as_completed
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(run_job, job): job for job in todo}
+            for k, f in enumerate(as_completed(futures), 1):
+                out[job_key(futures[f])] = f.result()
+                if save:
+                    save(out)
+                if on_job:
+                    on_job(futures[f], k, len(todo))
+    # the plan's runs only, in its order (a run an earlier plan had and this one has not is left out)
+    return {job_key(j): out[job_key(j)] for j in jobs(plan)}
+
+
+def results(plan: Plan, runs: dict[str, list[dict]], claims: list[dict] | None = None) -> dict:
+    """What `--table` writes to reproductions.json: the plan, every run's
+    rows and the judged claims (none yet while the runs go on)."""
+    return {"plan": plan.describe(), "runs": [{"job": json.loads(k), "rows": v} for k, v in runs.items()],
+            "claims": claims or []}
+
+
+def load_runs(path: Path, plan: Plan) -> dict[str, list[dict]]:
+    """The runs of an earlier reproductions.json of the same plan (none if
+    there is none, or it was of another plan)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("plan") != plan.describe():
+        return {}
+    return {json.dumps(r["job"], sort_keys=True): r["rows"] for r in data.get("runs", [])}
+
+
+def by_study(runs: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The rows of `runs` (by job) per study, in the runs' order."""
+    rows: dict[str, list[dict]] = {}
+    for key, rs in runs.items():
+        rows.setdefault(STUDY_OF[json.loads(key)[0]], []).extend(rs)
+    return rows
+
+
+# ---- the table -------------------------------------------------------------
+
+BEGIN = "<!-- generated by `idlewave reproduce --table`: do not edit by hand -->"
+END = "<!-- end of the generated table -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(claims: list[dict]) -> str:
+    """The table in Markdown."""
+    lines = ["| paper, result | the paper says | we get | checked at | verdict | why |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for c in claims:
+        lines.append("| " + " | ".join(_cell(x) for x in (f"{c['paper']}, {c['result']}", c["says"], c["ours"],
+                                                         c["checked_at"], c["verdict"], c["why"])) + " |")
+    return "\n".join(lines)
+
+
+def embed(doc: Path, table: str) -> str:
+    """`doc`'s text with the table between the markers (which must be there)."""
+    text = doc.read_text()
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{doc}: no generated table to replace (the markers {BEGIN!r} … {END!r})")
+    return pattern.sub(lambda _: f"{BEGIN}\n\n{table}\n\n{END}", text)
+
+
+def embedded(doc: Path) -> str | None:
+    """The table embedded in `doc`, or None."""
+    m = re.search(re.escape(BEGIN) + r"\s*(.*?)\s*" + re.escape(END), doc.read_text(), re.S)
+    return m.group(1) if m else None
+
+
+def tally(claims: list[dict]) -> str:
+    """How many claims have each verdict: `12 reproduced, 5 partly, 6 differs`."""
+    counts: dict[str, int] = {}
+    for c in claims:
+        kind = c["verdict"].split(":")[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{counts[k]} {k}" for k in ("reproduced", "partly", "differs", "not checkable") if k in counts)
