@@ -116,3 +116,28 @@ def test_table_refuses_study_flags(cli, tmp_path):
     doc.write_text("no markers\n")
     r = cli("reproduce", "--table", "--quick", "--embed", str(doc), "--out", str(tmp_path / "o"), check=False)
     assert r.returncode == 2 and "no generated table" in r.stderr
+
+
+def test_the_experiments_the_whys_quote():
+    # the table's "why" cells quote these experiments: they must stay true of the model
+    import tomllib
+    from importlib.resources import files
+
+    from idlewave.studies import reproduce as rp
+    from idlewave.studies import reproduce_grid as grid
+
+    # Fig. 12: with α ≈ 75 µs per chunk (o = 36 µs) the best chunk is 2 MiB, with the example's 0.5 MiB
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    for o, best in ((1e-6, 512 << 10), (36e-6, 2 << 20)):
+        t = {c: grid._makespan(dict(base["network"], nic_ports=1, o_s=o),
+                               dict(base["workload"], broadcast="ring", chunk_bytes=c, combined=False))
+             for c in grid.CHUNKS_FIG12}
+        assert min(t, key=lambda c: t[c]) == best, (o, t)
+    # Fig. 13 (nonblocking halo): testing 10 times as often leaves rendezvous 25% behind eager
+    halo = {"kind": "krylov_kernel", "kernel": "halo", "grid": [8, 8, 8], "overlap_s": 1e-3, "trailing_s": 1e-4,
+            "iterations": 4, "local": [64, 64, 64], "mode": "nonblocking"}
+    net = {"nic_model": "dma", "rendezvous_model": "handshake"}
+    for chunks in (10, 100):
+        eager = rp._kernel_time(dict(halo, test_chunks=chunks), dict(net, S_bytes=rp.EAGER_ALWAYS))
+        rendezvous = rp._kernel_time(dict(halo, test_chunks=chunks), dict(net, S_bytes=8192))
+        assert 1.2 < rendezvous / eager < 1.35, (chunks, eager, rendezvous)
