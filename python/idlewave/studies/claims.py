@@ -54,8 +54,10 @@ def _where(cases: list[Case]) -> str:
         ok = [c for c in at if c.holds]
         if not ok:
             continue
-        if at[0].seed is None or len(ok) == len(at):
+        if len(ok) == len(at):
             parts.append(f"at {s}" if s else "in every run")
+        elif at[0].seed is None:
+            parts.append(f"{f'at {s} ' if s else ''}in {len(ok)} of {len(at)} cases")
         else:
             parts.append(f"at {s} for {len(ok)} of {len(at)} seeds ({_seeds(ok)})" if s
                          else f"for {len(ok)} of {len(at)} seeds ({_seeds(ok)})")
@@ -213,6 +215,31 @@ def _alg3(rows: dict) -> tuple[str, list[Case]]:
     return "; ".join(ours), cases
 
 
+def _not_tight(rows: dict) -> tuple[str, list[Case]]:
+    """§3.2: without noise the idealized allreduce gains less than Eq. 4–5 allow (speedup − 1 ≤ 0.9·(bound − 1))."""
+    from idlewave.models import nbc
+
+    blocking = {(r["app"], r["ranks"]): r["no_noise_s"] for r in rows["noise-apps"]}
+    cases, ours = [], []
+    for r in rows["noise-apps-quiet"]:
+        speedup = blocking[r["app"], r["ranks"]] / r["ideal_no_noise_s"]
+        bound = nbc.bound(nbc.TABLE1_BETA[r["app"]])["max_speedup"]
+        cases.append(Case(speedup - 1 <= 0.9 * (bound - 1), r["app"], _ranks(r["ranks"])))
+        ours.append(f"{r['app']} {speedup:.3f}× (bound {bound:.2f}×, {_ranks(r['ranks'])})")
+    return "without noise: " + ", ".join(ours), cases
+
+
+def _ideal_bounds(rows: dict) -> tuple[str, list[Case]]:
+    """§2.5: the idealized collective is at least as fast as a real nonblocking one."""
+    ideal = {(r["collective"], r["noise"], r["ranks"], r["seed"]): r["ideal_s"] for r in rows["noise-collectives"]}
+    cases, ratios = [], []
+    for r in rows["noise-collectives-nonblocking"]:
+        t = ideal[r["collective"], r["noise"], r["ranks"], r["seed"]]
+        cases.append(Case(t <= r["nonblocking_s"], f"{r['collective']} ({r['noise']} noise)", _ranks(r["ranks"]), r["seed"]))
+        ratios.append(r["nonblocking_s"] / t)
+    return f"nonblocking / idealized makespan {_range(ratios)} (the collective loop)", cases
+
+
 def _table1(rows: dict) -> tuple[str, list[Case]]:
     from idlewave.models import nbc
 
@@ -276,6 +303,33 @@ def _ports(p: int) -> str:
 
 def _grid_rows(rows: dict, study: str) -> list[dict]:
     return [r for r in rows["grid-broadcasts"] if r["study"] == study]
+
+
+def _rings_beat_trees(rows: dict) -> tuple[str, list[Case]]:
+    """§3.3: the fastest chunked ring beats the fastest binomial broadcast (APSP)."""
+    at = _grid_rows(rows, "apsp")
+    cases, ours = [], []
+    for ports in grid.PORTS:
+        for side in sorted({r["side"] for r in at}):
+            mine = [r for r in at if (r["ports"], r["side"]) == (ports, side)]
+            ring = min(r["seconds"] for r in mine if r["broadcast"] in grid.RINGS and r["chunk_bytes"])
+            tree = min(r["seconds"] for r in mine if r["broadcast"] == "binomial")
+            cases.append(Case(ring < tree, _ports(ports), f"{side} × {side}"))
+            ours.append(f"{_ports(ports)}, {side} × {side}: {ring / tree:.2f}")
+    return "APSP step, fastest chunked ring / fastest binomial: " + "; ".join(ours), cases
+
+
+def _latency(rows: dict) -> tuple[str, list[Case]]:
+    """§3.2: 10× the latency adds under 10%, and less than 10× the per-byte time."""
+    at = _grid_rows(rows, "latency")
+    cases, ours = [], []
+    for k in ALG3_EXAMPLES:
+        t = {r["scaled"]: r["seconds"] for r in at if r["kernel"] == k}
+        dl, dg = t["L_s"] / t[""] - 1, t["G_s_per_byte"] / t[""] - 1
+        name = "HPL-MxP" if k == "lu" else "Floyd–Warshall"
+        cases.append(Case(dl < 0.1 and dl < dg, name))
+        ours.append(f"{name}: 10× L {dl:+.1%}, 10× G {dg:+.1%}")
+    return "; ".join(ours), cases
 
 
 def _fig9(rows: dict) -> tuple[str, list[Case]]:
@@ -414,6 +468,23 @@ def _cheb_split(rows: dict) -> tuple[str, list[Case]]:
     return f"SPLIT-WAIT the slowest in {n} of {len(cases)} (decomposition, n_b, barrier) cases", cases
 
 
+def _cheb_modes(rows: dict) -> tuple[str, list[Case]]:
+    """§3.3.3: PIPELINE shows no barrier hit; barrier-free NON-SPLIT matches or beats PIPELINE in the more
+    saturating case (n_b = 2); NON-SPLIT suffers more from barriers at n_b = 2 than at 32."""
+    by = _cheb(rows)
+    cases = [Case(by[nb, "pipeline", m]["p_d"] < 1.01, "PIPELINE without a barrier hit", f"n_b = {nb}")
+             for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS]
+    cases += [Case(by[2, "non_split", m]["free_s"] <= 1.02 * by[2, "pipeline", m]["free_s"],
+                   "barrier-free NON-SPLIT at least as fast as PIPELINE", "n_b = 2") for m in rp.CHEB_PRESETS]
+    cases += [Case(by[2, "non_split", m]["p_d"] > by[32, "non_split", m]["p_d"],
+                   "NON-SPLIT's barrier hit larger at n_b = 2", "n_b = 2 vs 32") for m in rp.CHEB_PRESETS]
+    hit = [by[nb, "pipeline", m]["p_d"] for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS]
+    free = [by[2, "non_split", m]["free_s"] / by[2, "pipeline", m]["free_s"] for m in rp.CHEB_PRESETS]
+    return (f"PIPELINE's P_D {_range(hit, '')}; barrier-free NON-SPLIT / PIPELINE at n_b = 2 {_range(free, '')}; "
+            f"NON-SPLIT's P_D at n_b = 2 {_range([by[2, 'non_split', m]['p_d'] for m in rp.CHEB_PRESETS], '')}, "
+            f"at n_b = 32 {_range([by[32, 'non_split', m]['p_d'] for m in rp.CHEB_PRESETS], '')}"), cases
+
+
 def _cheb_pipeline(rows: dict) -> tuple[str, list[Case]]:
     by = _cheb(rows)
     ratio = {(nb, m): by[nb, "non_split", m]["barrier_s"] / by[nb, "pipeline", m]["barrier_s"]
@@ -425,6 +496,12 @@ def _cheb_pipeline(rows: dict) -> tuple[str, list[Case]]:
 CLAIMS: tuple[Claim, ...] = (
     Claim("noise-table1", "noise", "Table 1 and Eq. 4–5", "β per application and the maximum speedup min((1+β)/β, 1+β)",
           _table1),
+    Claim("noise-ideal", "noise", "§2.5 (the idealized collective)",
+          "the idealized nonblocking collective gives an optimistic upper bound on the speedup a real one can reach",
+          _ideal_bounds),
+    Claim("noise-bounds-not-tight", "noise", "§3.2 (Eq. 4–5 and point-to-point)",
+          "for applications that spend much of their communication in point-to-point operations the bounds of "
+          "Eq. 4–5 are not tight", _not_tight),
     Claim("noise-fig5a", "noise", "Fig. 5a (system noise)", rp.PAPER["Fig. 5a"][0], _apps("Fig. 5a", "system")),
     Claim("noise-fig5b", "noise", "Fig. 5b (daemon, 2.5 ms at 10 Hz)", rp.PAPER["Fig. 5b"][0],
           _apps("Fig. 5b", "daemon"),
@@ -482,6 +559,11 @@ CLAIMS: tuple[Claim, ...] = (
           why="a pipelined 1-ring takes about C + p − 2 chunk times for C chunks on p ranks; a 2-ring's root feeds "
               "two chains of p/2, about 2C + p/2 through one port and C + p/2 through three: as p grows against C, "
               "and with three ports at once, the 2-ring's shorter chains win"),
+    Claim("grid-rings", "2-D grid", "§3.3 (rings and trees)",
+          "for 2-D partitioned codes the ring family of broadcasts may outperform tree-based broadcasts",
+          _rings_beat_trees),
+    Claim("grid-latency", "2-D grid", "§3.2 (latency)", "latency is normally less critical in dense matrix operations",
+          _latency),
     Claim("grid-alg3", "2-D grid", "Algorithm 3 (chunked row and column broadcasts combined)",
           "this broadcast implementation performs the best in all cases", _alg3,
           why="on HPL-MxP with the 1-ring the combined broadcast puts 1.6–1.9× as many bytes on the critical path as "
@@ -513,6 +595,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("cheb-m3", "idle waves", "ChebFD (M3 overlap)", rp.CHEB_PAPER["M3 overlap"], _cheb_m3,
           why="M3 communicates least (0.7% of the run with barriers), so its barrier costs least"),
     Claim("cheb-split", "idle waves", "ChebFD (SPLIT-WAIT)", rp.CHEB_PAPER["split-wait"], _cheb_split),
+    Claim("cheb-modes", "idle waves", "ChebFD (the modes and barriers, §3.3.3)",
+          "PIPELINE shows no barrier hit; barrier-free NON-SPLIT matches or beats PIPELINE in the more saturating "
+          "case; NON-SPLIT suffers more from barriers at n_b = 2", _cheb_modes),
     Claim("cheb-pipeline", "idle waves", "ChebFD (PIPELINE)", rp.CHEB_PAPER["pipeline"], _cheb_pipeline),
 )
 

@@ -71,6 +71,9 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("micro-quiet", {"ranks": p}) for p in sorted(plan.micro_ranks, reverse=True)]
     out += [("propagation", {"ranks": p}) for p in plan.app_ranks]
     out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
+    out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
+    out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
+    out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
     out += [("krylov-fig2", {"ranks": p}) for p in plan.krylov_ranks if p != rp.KRYLOV_ALLREDUCE_RANKS]
     out += [("apsp", {"side": s}) for s in plan.apsp_sides]
@@ -138,11 +141,38 @@ def delayed_by_one_detour(collective: str, ranks: int, rank: int) -> int:
 ALG3_EXAMPLES = {"lu": "hpl_mxp.toml", "floyd_warshall": "floyd_warshall.toml"}
 
 
-def dense2d(kernel: str, alg: str, combined: bool, ports: int) -> float:
-    """Makespan of the kernel's example with this broadcast, combined (Algorithm 3) or not."""
+def dense2d(kernel: str, alg: str, combined: bool, ports: int, times: dict[str, float] | None = None) -> float:
+    """Makespan of the kernel's example with this broadcast, combined
+    (Algorithm 3) or not; `times` multiplies network parameters (L_s: 10)."""
     base = tomllib.loads(files("idlewave.examples").joinpath(ALG3_EXAMPLES[kernel]).read_text())
     w = dict(base["workload"], broadcast=alg, combined=combined, lookahead=False)
-    return grid._makespan(dict(base["network"], nic_ports=ports), w)
+    net = dict(base["network"], nic_ports=ports)
+    if times:
+        from idlewave.scenario import validate
+
+        full = validate({"network": net, "workload": w})["network"]  # (the defaults the example leaves out)
+        net.update({key: factor * full[key] for key, factor in times.items()})
+    return grid._makespan(net, w)
+
+
+def app_ideal_quiet(app: str, ranks: int) -> float:
+    """Makespan of the noise paper's application with the idealized allreduce, without noise."""
+    from idlewave.simulation import simulate
+
+    return simulate({"seed": 1, "record": {"timers": False},
+                     "workload": {"kind": "app", "app": app, "ranks": ranks, "iterations": 40,
+                                  "mode": "ideal"}}).summary["makespan_s"]
+
+
+def micro_nonblocking(collective: str, noise: str, ranks: int, seed: int) -> float:
+    """Fig. 6/9's loop with a real nonblocking collective (not the idealized one)."""
+    from idlewave.simulation import simulate
+
+    return simulate({"seed": seed, "noise": rp.NOISE_ENVIRONMENTS[noise], "record": {"timers": False},
+                     "workload": {"kind": "collective", "collective": collective,
+                                  "algorithm": rp.COLLECTIVES[collective], "ranks": ranks, "iterations": 200,
+                                  "mode": "nonblocking", "message_bytes": 8,
+                                  "compute_s": rp.MICRO_COMPUTE_S}}).summary["makespan_s"]
 
 
 def run_job(job: Job) -> list[dict]:
@@ -163,6 +193,17 @@ def run_job(job: Job) -> list[dict]:
         p = a["ranks"]
         return [{"ranks": p, "collective": c, "detour_rank": d, "delayed": delayed_by_one_detour(c, p, d)}
                 for c in PROPAGATION for d in (1, p // 2 + 3, p - 1)]
+    if kind == "latency":  # the 2-D grid paper's §3.2: latency matters less than bandwidth in dense kernels
+        return [{"study": "latency", "kernel": a["kernel"], "scaled": k,
+                 "seconds": dense2d(a["kernel"], "ring", False, 1, {k: 10} if k else {})}
+                for k in ("", "L_s", "G_s_per_byte")]
+    if kind == "apps-ideal-quiet":
+        return [{"ranks": a["ranks"], "app": app, "ideal_no_noise_s": app_ideal_quiet(app, a["ranks"])}
+                for app in rp.APPS]
+    if kind == "micro-nonblocking":
+        return [{"ranks": a["ranks"], "seed": a["seed"], "collective": c, "noise": n,
+                 "nonblocking_s": micro_nonblocking(c, n, a["ranks"], a["seed"])}
+                for c in rp.COLLECTIVES for n in rp.NOISE_ENVIRONMENTS]
     if kind == "alg3":
         return [{"study": "alg3", "kernel": a["kernel"], "ports": ports, "broadcast": alg, "combined": combined,
                  "seconds": dense2d(a["kernel"], alg, combined, ports)}
@@ -190,7 +231,8 @@ def run_job(job: Job) -> list[dict]:
 
 
 STUDY_OF = {"matvec": "matvec", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
-            "alg3": "grid-broadcasts", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
+            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "apps-ideal-quiet": "noise-apps-quiet",
+            "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
             "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
             "apsp": "grid-broadcasts", "bandwidth": "grid-broadcasts"}
 
