@@ -72,6 +72,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("propagation", {"ranks": p}) for p in plan.app_ranks]
     out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
+    out += [("spikes", {}), ("grid-shape", {})]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
@@ -155,6 +156,37 @@ def dense2d(kernel: str, alg: str, combined: bool, ports: int, times: dict[str, 
     return grid._makespan(net, w)
 
 
+# Fig. 10's caption: the unchunked 1-ring's spikes, the modified 2-ring's smaller, the chunked 1-ring's least.
+SPIKES = (("ring", 0), ("two_ring_modified", 0), ("ring", grid.CHUNK))
+
+
+def hpl_steps(alg: str, chunk: int, ports: int) -> dict:
+    """The HPL-MxP example's step times (every rank's every step): largest and 95th percentile."""
+    from idlewave.simulation import simulate
+
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False)
+    steps = simulate({"seed": 1, "network": dict(base["network"], nic_ports=ports), "workload": w}).summary["iteration_s"]
+    return {"max_s": steps["max"], "p95_s": steps["p95"]}
+
+
+# §3.2.1: the process grids of 256 ranks on nodes of 4 (a 1 x 4 block of the grid each): 16 x 16 makes
+# a 16 x 4 grid of nodes, 8 x 32 a square 8 x 8 one.
+GRID_SHAPES = ([16, 16], [8, 32], [32, 8])
+
+
+def hpl_shape(shape: list[int]) -> dict:
+    """The HPL-MxP example on `shape` with 4 ranks per node: its makespan and the most bytes a node sends."""
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    net = dict(base["network"], ranks_per_node=4, node_bandwidth_bytes_per_s=25e9,
+               mapping={"kind": "grid2d", "node_grid": [1, 4]})
+    from idlewave.simulation import simulate
+
+    r = simulate({"seed": 1, "network": net, "workload": dict(base["workload"], grid=shape, combined=False),
+                  "record": {"timers": False}}).summary
+    return {"seconds": r["makespan_s"], "node_bytes_out_max": r["node_bytes_out_max"]}
+
+
 def app_ideal_quiet(app: str, ranks: int) -> float:
     """Makespan of the noise paper's application with the idealized allreduce, without noise."""
     from idlewave.simulation import simulate
@@ -197,6 +229,11 @@ def run_job(job: Job) -> list[dict]:
         return [{"study": "latency", "kernel": a["kernel"], "scaled": k,
                  "seconds": dense2d(a["kernel"], "ring", False, 1, {k: 10} if k else {})}
                 for k in ("", "L_s", "G_s_per_byte")]
+    if kind == "spikes":  # Fig. 10's caption: the step times' spikes per broadcast
+        return [dict(hpl_steps(alg, chunk, ports), study="spikes", broadcast=alg, chunk_bytes=chunk, ports=ports)
+                for ports in grid.PORTS for alg, chunk in SPIKES]
+    if kind == "grid-shape":  # §3.2.1: 4 ranks per node as a 1 x 4 block, three process grids
+        return [dict(hpl_shape(g), study="grid-shape", grid=g) for g in GRID_SHAPES]
     if kind == "apps-ideal-quiet":
         return [{"ranks": a["ranks"], "app": app, "ideal_no_noise_s": app_ideal_quiet(app, a["ranks"])}
                 for app in rp.APPS]
@@ -231,7 +268,7 @@ def run_job(job: Job) -> list[dict]:
 
 
 STUDY_OF = {"matvec": "matvec", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
-            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "apps-ideal-quiet": "noise-apps-quiet",
+            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
             "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
             "apsp": "grid-broadcasts", "bandwidth": "grid-broadcasts"}
