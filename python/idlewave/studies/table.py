@@ -72,7 +72,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("propagation", {"ranks": p}) for p in plan.app_ranks]
     out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
-    out += [("spikes", {}), ("grid-shape", {})]
+    out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
@@ -187,6 +187,26 @@ def hpl_shape(shape: list[int]) -> dict:
     return {"seconds": r["makespan_s"], "node_bytes_out_max": r["node_bytes_out_max"]}
 
 
+def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
+    """An idle wave (one 50 ms delay on rank 20 of 40) through a STREAM triad on
+    `meggie`: with its sockets' memory bandwidth, or with sockets that never
+    saturate (no bottleneck). Its speed, reach and decay (`analyze idle-wave`)."""
+    from idlewave.analyze import idle_wave
+    from idlewave.simulation import simulate
+
+    net: dict = {"platform": "meggie"}
+    if not bottleneck:
+        net["memory"] = {"socket_bandwidth_bytes_per_s": 1e15, "core_bandwidth_bytes_per_s": 7e9}
+    w = idle_wave(simulate({"seed": 1, "network": net,
+                            "noise": [{"kind": "single", "rank": 20, "start_s": 0.2, "duration_s": 0.05}],
+                            "workload": {"kind": "stream_triad", "ranks": 40, "iterations": 120,
+                                         "elements_per_rank": 2_500_000, "bytes_per_element": 24,
+                                         "core_bandwidth_bytes_per_s": 7e9, "max_distance": distance,
+                                         "message_bytes": 16384, "periodic": False}}))
+    return {"decay_per_rank": w["decay_per_rank"], "ranks_reached": w["ranks_reached"],
+            "speed_ranks_per_iteration": w["speed_ranks_per_iteration"]}
+
+
 def app_ideal_quiet(app: str, ranks: int) -> float:
     """Makespan of the noise paper's application with the idealized allreduce, without noise."""
     from idlewave.simulation import simulate
@@ -234,6 +254,9 @@ def run_job(job: Job) -> list[dict]:
                 for ports in grid.PORTS for alg, chunk in SPIKES]
     if kind == "grid-shape":  # §3.2.1: 4 ranks per node as a 1 x 4 block, three process grids
         return [dict(hpl_shape(g), study="grid-shape", grid=g) for g in GRID_SHAPES]
+    if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
+        return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
+                for bottleneck in (True, False) for d in (1, 2)]
     if kind == "apps-ideal-quiet":
         return [{"ranks": a["ranks"], "app": app, "ideal_no_noise_s": app_ideal_quiet(app, a["ranks"])}
                 for app in rp.APPS]
@@ -268,7 +291,8 @@ def run_job(job: Job) -> list[dict]:
 
 
 STUDY_OF = {"matvec": "matvec", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
-            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts", "apps-ideal-quiet": "noise-apps-quiet",
+            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts",
+            "idle-decay": "idle-waves", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
             "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
             "apsp": "grid-broadcasts", "bandwidth": "grid-broadcasts"}
