@@ -74,6 +74,7 @@ def test_the_claims_page_names_every_table_row_and_only_those():
         assert f"| {title} | {' | '.join(map(str, counts))} | {len(last)} |" in text, title
     total = re.search(r"\| \*\*total\*\* \|(?: \*\*\d+\*\* \|){4} \*\*(\d+)\*\* \|", text)
     assert total and int(total.group(1)) == len(rows)
+    assert f"make {len(rows)} claims" in text  # the introduction's count
 
 
 def test_every_verdict_covers_at_least_five_seeds_where_there_is_noise():
