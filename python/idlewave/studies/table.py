@@ -73,6 +73,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
+    out += [("matvec-size", {"seed": s}) for s in plan.seeds]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
@@ -96,14 +97,19 @@ MATVEC_HIDING = ("fixed_alpha", "dynamic_alpha", "mpi_test")
 MATVEC_NICS = ("loggopsim", "dma")
 
 
-def matvec(hiding: str, ranks: int, seed: int, nic: str = "loggopsim") -> float:
+# Elements per rank from little computation against the latency (125 µs a MatVec) to much (16 ms).
+MATVEC_ELEMENTS = (125, 250, 1000, 4000, 16000)
+
+
+def matvec(hiding: str, ranks: int, seed: int, nic: str = "loggopsim", elements: int = 1000,
+           iterations: int = 800) -> float:
     """Makespan of the FEM MatVec in CG (Algorithm 2) under a 3-regime chain
     of network latency: the demo's study (idlewave.studies.demo)."""
     from idlewave.simulation import simulate
     from idlewave.studies.demo import MATVEC_CHAIN
 
-    w = {"kind": "fem_matvec", "ranks": ranks, "iterations": 800, "hiding": hiding, "epsilon_s": 2e-5,
-         "elements": 1000, "element_s": 1e-6, "cg": True}
+    w = {"kind": "fem_matvec", "ranks": ranks, "iterations": iterations, "hiding": hiding, "epsilon_s": 2e-5,
+         "elements": elements, "element_s": 1e-6, "cg": True}
     return simulate({"seed": seed, "network": {"regimes": MATVEC_CHAIN, "nic_model": nic}, "record": {"timers": False},
                      "workload": w}).summary["makespan_s"]
 
@@ -254,6 +260,10 @@ def run_job(job: Job) -> list[dict]:
                 for ports in grid.PORTS for alg, chunk in SPIKES]
     if kind == "grid-shape":  # §3.2.1: 4 ranks per node as a 1 x 4 block, three process grids
         return [dict(hpl_shape(g), study="grid-shape", grid=g) for g in GRID_SHAPES]
+    if kind == "matvec-size":  # HMM paper §3.2: with much computation α = ½ hides all communication
+        return [{"seed": a["seed"], "elements": e, "hiding": h,
+                 "makespan_s": matvec(h, 64, a["seed"], "dma", elements=e, iterations=400)}
+                for e in MATVEC_ELEMENTS for h in MATVEC_HIDING]
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
         return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
                 for bottleneck in (True, False) for d in (1, 2)]
@@ -290,7 +300,7 @@ def run_job(job: Job) -> list[dict]:
     raise ValueError(f"unknown job {kind!r}")
 
 
-STUDY_OF = {"matvec": "matvec", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
+STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
             "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts",
             "idle-decay": "idle-waves", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
