@@ -125,6 +125,10 @@ def test_table_refuses_study_flags(cli, tmp_path):
     doc.write_text("no markers\n")
     r = cli("reproduce", "--table", "--quick", "--embed", str(doc), "--out", str(tmp_path / "o"), check=False)
     assert r.returncode == 2 and "no generated table" in r.stderr
+    r = cli("reproduce", "--table", "--quick", "--embed", str(tmp_path / "missing.md"), check=False)
+    assert r.returncode == 2 and r.stderr.startswith("error: --embed") and "Traceback" not in r.stderr
+    r = cli("reproduce", "--table", "--quick", "--out", str(doc), check=False)
+    assert r.returncode == 2 and "is not a directory" in r.stderr
 
 
 def test_the_experiments_the_whys_quote():

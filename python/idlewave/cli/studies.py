@@ -172,14 +172,22 @@ def _table(out_dir: Path, quick: bool, embed: Path | None, resume: bool, as_json
     from idlewave.studies import table as tb
 
     plan = tb.QUICK if quick else tb.FULL
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: exists and is not a directory; the table and its runs are written inside it")
     try:
         check_writable(out_dir / "reproductions.json")
+    except OSError as e:
+        fail(f"--out {out_dir}: {e.strerror or e}")
+    try:
         text = embed.read_text() if embed is not None else ""
     except OSError as e:
-        fail(f"{embed if embed is not None and not isinstance(e, PermissionError) else out_dir}: {e.strerror or e}")
+        fail(f"--embed {embed}: {e.strerror or e}")
     if embed is not None and tb.BEGIN not in text:
         fail(f"--embed {embed}: it has no generated table to replace (a line {tb.BEGIN!r}, then {tb.END!r})")
     done = tb.load_runs(out_dir / "reproductions.json", plan) if resume else {}
+    if resume and not done and not (quiet or as_json):
+        err.print(f"--resume: no runs of this plan in {out_dir / 'reproductions.json'} (none there, or of another "
+                  "plan): running them all", highlight=False, markup=False)
     steps = Steps(sum(tb.job_key(j) not in done for j in tb.jobs(plan)), quiet or as_json, first="first run")
     if done and not (quiet or as_json):
         err.print(f"{len(done)} runs taken from {out_dir / 'reproductions.json'} (the same plan); "
