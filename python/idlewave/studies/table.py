@@ -74,6 +74,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
+    out += [("checkpoints", {"ranks": min(plan.app_ranks), "seed": s}) for s in plan.seeds]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
@@ -213,6 +214,21 @@ def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
             "speed_ranks_per_iteration": w["speed_ranks_per_iteration"]}
 
 
+# Fig. 8: the interval varied at a 1 s commit, the commit time at a 120 s interval (the paper's applications).
+CHECKPOINTS = ((60, 1.0), (120, 1.0), (240, 1.0), (480, 1.0), (120, 0.25), (120, 4.0))
+CHECKPOINT_APPS = ("CTH", "HPCCG", "LAMMPS", "miniFE")
+
+
+def app_blocking(app: str, ranks: int, seed: int, interval_s: float, duration_s: float) -> float:
+    """Time to solution of the noise paper's application under uncoordinated checkpoints."""
+    from idlewave.simulation import simulate
+
+    return simulate({"seed": seed, "record": {"timers": False},
+                     "noise": [{"kind": "checkpoint", "interval_s": interval_s, "duration_s": duration_s}],
+                     "workload": {"kind": "app", "app": app, "ranks": ranks, "iterations": 40,
+                                  "mode": "blocking"}}).summary["makespan_s"]
+
+
 def app_ideal_quiet(app: str, ranks: int) -> float:
     """Makespan of the noise paper's application with the idealized allreduce, without noise."""
     from idlewave.simulation import simulate
@@ -264,6 +280,10 @@ def run_job(job: Job) -> list[dict]:
         return [{"seed": a["seed"], "elements": e, "hiding": h,
                  "makespan_s": matvec(h, 64, a["seed"], "dma", elements=e, iterations=400)}
                 for e in MATVEC_ELEMENTS for h in MATVEC_HIDING]
+    if kind == "checkpoints":  # the noise paper's Fig. 8: checkpoint interval against commit time
+        return [{"ranks": a["ranks"], "seed": a["seed"], "app": app, "interval_s": tau, "duration_s": d,
+                 "makespan_s": app_blocking(app, a["ranks"], a["seed"], tau, d)}
+                for app in CHECKPOINT_APPS for tau, d in CHECKPOINTS]
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
         return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
                 for bottleneck in (True, False) for d in (1, 2)]
@@ -300,7 +320,7 @@ def run_job(job: Job) -> list[dict]:
     raise ValueError(f"unknown job {kind!r}")
 
 
-STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
+STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "checkpoints": "checkpoints", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
             "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts",
             "idle-decay": "idle-waves", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
