@@ -53,7 +53,7 @@ def test_each_call_becomes_its_record_and_the_trace_replays(tmp_path, cli):
     assert notes == ["1 calls of MPI_Comm_rank left out (they do not communicate; their time joins the computation)"]
     out = write_iwt(traces, tmp_path / "iwt")
     assert [len(r.records) for r in read(out)] == [8, 8]
-    p = cli("trace", "replay", out, "--json")
+    p = cli("trace", "replay", out, "--json", "--out", tmp_path / "replay")
     import json
 
     doc = json.loads(p.stdout)
@@ -93,6 +93,6 @@ def test_atlahs_sweep3d_sample_imports_and_replays(tmp_path, cli):
     traces, _ = read_liballprof(Path(SAMPLES, "sweep3d-2x2"))
     assert [int((t["op"] == CODES["send"]).sum()) for t in traces] == [1440] * 4
     out = write_iwt(traces, tmp_path / "iwt")
-    doc = json.loads(cli("trace", "replay", out, "--json").stdout)
+    doc = json.loads(cli("trace", "replay", out, "--json", "--out", tmp_path / "replay").stdout)
     # the makespan of the calls as traced is predicted within 1% (0.2% with the default network)
     assert abs(doc["makespan_s"] / doc["traced_makespan_s"] - 1) < 0.01
