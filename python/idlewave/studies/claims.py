@@ -447,6 +447,20 @@ def _hides_all(rows: dict) -> tuple[str, list[Case]]:
     return "gain over fixed α on a DMA NIC, 64 ranks, by elements per rank: " + "; ".join(ours), cases
 
 
+def _fast_share(rows: dict) -> tuple[str, list[Case]]:
+    """Fig. 8: each new method's share of the fast regime at least 10 points above fixed α's (regimes fitted
+    to the three together)."""
+    at = rows["matvec-regimes"]
+    share = {(r["hiding"], r["seed"]): r["shares"][0] for r in at}
+    seeds = sorted({r["seed"] for r in at})
+    p = _ranks(at[0]["ranks"])
+    cases = [Case(share[h, k] >= share["fixed_alpha", k] + 0.1, name, p, k)
+             for h, name in (("dynamic_alpha", "dynamic α"), ("mpi_test", "MPI test")) for k in seeds]
+    return ("share of the fastest of 3 regimes fitted to all three methods' MatVec times: " + ", ".join(
+        f"{name} {_range([100 * share[h, k] for k in seeds], '%')}"
+        for h, name in (("fixed_alpha", "fixed α"), ("dynamic_alpha", "dynamic α"), ("mpi_test", "MPI test")))), cases
+
+
 def _matvec_alike(rows: dict) -> tuple[str, list[Case]]:
     """§2.4: dynamic α and MPI test within 5% of fixed α's makespan of each other."""
     at = rows["matvec"]
@@ -673,6 +687,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("hmm-hides-all", "HMM", "§3.2 (much computation per MatVec)",
           "with much computation relative to the latency, α = ½ is able to hide all of the communication",
           _hides_all),
+    Claim("hmm-fast-share", "HMM", "Fig. 8 (the fast regime's share)",
+          "the fast regime holds 71% (dynamic α) and 75% (MPI test) of the MatVecs against 47% (fixed α)",
+          _fast_share,
+          why="the NIC model decides the shares here, not the method: on a DMA NIC all three methods' MatVecs are "
+              "in the fast regime 89–96% of the time (seed 1), with LogGOPSim's NIC (the receiving CPU takes each "
+              "message in) 2–40%. The paper's shares come from its machines' latencies, ours from a 3-state chain"),
     Claim("hmm-alike", "HMM", "dynamic α vs MPI test (§2.4)", "the two methods perform similarly",
           _matvec_alike,
           why="with LogGOPSim's NIC dynamic α loses 3–6% to fixed α where MPI test ties it (see the row above); with "

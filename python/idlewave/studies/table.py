@@ -75,6 +75,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
     out += [("checkpoints", {"ranks": min(plan.app_ranks), "seed": s}) for s in plan.seeds]
+    out += [("matvec-regimes", {"ranks": min(plan.matvec_ranks), "seed": s}) for s in plan.seeds]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
@@ -96,6 +97,24 @@ def hpl(side: int, alg: str, chunk: int, ports: int) -> float:
 MATVEC_HIDING = ("fixed_alpha", "dynamic_alpha", "mpi_test")
 # LogGOPSim's NIC (the receiving CPU takes each message in) and a DMA NIC (it lands while the CPU computes)
 MATVEC_NICS = ("loggopsim", "dma")
+
+
+def matvec_regime_shares(ranks: int, seed: int) -> dict[str, list[float]]:
+    """Each hiding method's share of every regime (fastest first) of its MatVec
+    times, the regimes fitted once (Algorithm 1, 3 regimes) to the three
+    methods' times together, so that every share counts the same regimes."""
+    import numpy as np
+
+    from idlewave.simulation import simulate
+    from idlewave.stats.regimes import decode, fit
+    from idlewave.studies.demo import MATVEC_CHAIN
+
+    times = {h: simulate({"seed": seed, "network": {"regimes": MATVEC_CHAIN},
+                          "workload": {"kind": "fem_matvec", "ranks": ranks, "iterations": 800, "hiding": h,
+                                       "epsilon_s": 2e-5, "elements": 1000, "element_s": 1e-6,
+                                       "cg": True}}).timers["matvec"] for h in MATVEC_HIDING}
+    regimes = fit(np.vstack(list(times.values())), 3, seed=0, restarts=3)
+    return {h: [float(np.mean(decode(regimes, t) == i)) for i in range(3)] for h, t in times.items()}
 
 
 # Elements per rank from little computation against the latency (125 µs a MatVec) to much (16 ms).
@@ -280,6 +299,9 @@ def run_job(job: Job) -> list[dict]:
         return [{"seed": a["seed"], "elements": e, "hiding": h,
                  "makespan_s": matvec(h, 64, a["seed"], "dma", elements=e, iterations=400)}
                 for e in MATVEC_ELEMENTS for h in MATVEC_HIDING]
+    if kind == "matvec-regimes":  # the HMM paper's Fig. 8: each method's share of the fast regime
+        return [{"ranks": a["ranks"], "seed": a["seed"], "hiding": h, "shares": shares}
+                for h, shares in matvec_regime_shares(a["ranks"], a["seed"]).items()]
     if kind == "checkpoints":  # the noise paper's Fig. 8: checkpoint interval against commit time
         return [{"ranks": a["ranks"], "seed": a["seed"], "app": app, "interval_s": tau, "duration_s": d,
                  "makespan_s": app_blocking(app, a["ranks"], a["seed"], tau, d)}
@@ -320,7 +342,7 @@ def run_job(job: Job) -> list[dict]:
     raise ValueError(f"unknown job {kind!r}")
 
 
-STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "checkpoints": "checkpoints", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
+STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "matvec-regimes": "matvec-regimes", "checkpoints": "checkpoints", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
             "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts",
             "idle-decay": "idle-waves", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
