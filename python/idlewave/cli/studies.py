@@ -207,7 +207,12 @@ def _table(out_dir: Path, quick: bool, embed: Path | None, resume: bool, as_json
                               save=lambda so_far: write_json(out_dir / "reproductions.json", tb.results(plan, so_far)))
     except OSError as e:  # e.g. a full disk while saving the runs so far
         fail(f"--out {out_dir}: cannot write the runs: {e.strerror or e}")
-    claims = cl.judge_all(runs)
+    try:
+        claims = cl.judge_all(runs)
+    except (KeyError, StopIteration) as e:  # rows of an older version taken with --resume
+        fail(f"the runs do not fit today's claims ({type(e).__name__}: {e}): "
+             + ("some were taken with --resume from an older version; run without --resume" if done else
+                "a claim reads a row its study does not give"))
     md = tb.render(claims)
     try:
         write_json(out_dir / "reproductions.json", tb.results(plan, runs, claims))
