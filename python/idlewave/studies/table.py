@@ -104,7 +104,8 @@ def matvec_regimes(ranks: int, seed: int) -> dict[str, dict]:
     every regime (fastest first) of 3 regimes fitted to the three methods'
     times together, so that every share counts the same regimes; the number
     of regimes BIC picks for its own times; and the mean of the fast one of
-    2 regimes of its slowest rank's time per MatVec (T^max, Remark 1)."""
+    2 regimes of its slowest rank's time per MatVec (T^max, Remark 1); and
+    statistics of the per-rank distributions."""
     import numpy as np
 
     from idlewave.simulation import simulate
@@ -121,9 +122,15 @@ def matvec_regimes(ranks: int, seed: int) -> dict[str, dict]:
     for h, t in times.items():
         tmax = t.max(axis=0, keepdims=True)
         two = fit(tmax, 2, seed=0, restarts=3)
+        medians = np.median(t, axis=1)
         out[h] = {"shares": [float(np.mean(decode(common, t) == i)) for i in range(3)],
                   "bic_regimes": fit(t, None, seed=0, restarts=3).n_regimes,
-                  "tmax_fast_mean_s": fast_mean(tmax, decode(two, tmax))}
+                  "tmax_fast_mean_s": fast_mean(tmax, decode(two, tmax)),
+                  # the per-rank distributions (the functional boxplots of Fig. 9): their median, the
+                  # spread of the ranks' medians, and the worst rank's 90th percentile
+                  "median_s": float(np.median(medians)),
+                  "rank_iqr_s": float(np.percentile(medians, 75) - np.percentile(medians, 25)),
+                  "worst_p90_s": float(np.percentile(t, 90, axis=1).max())}
     return out
 
 
