@@ -73,6 +73,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
+    out += [("node-aware", {"side": side}) for side in (8, 16)]
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
     out += [("checkpoints", {"ranks": min(plan.app_ranks), "seed": s}) for s in plan.seeds]
     out += [("matvec-regimes", {"ranks": min(plan.matvec_ranks), "seed": s}) for s in plan.seeds]
@@ -230,6 +231,14 @@ def hpl_shape(shape: list[int]) -> dict:
     return {"seconds": r["makespan_s"], "node_bytes_out_max": r["node_bytes_out_max"]}
 
 
+def krylov_solver(method: str, mapping: str, side: int) -> float:
+    """Makespan of 50 iterations of a Krylov solver (27-point stencil, 4,096 rows per rank) on a side³ grid
+    of ranks on `blue_waters`, with the ranks placed on nodes by `mapping`."""
+    return grid._makespan({"platform": "blue_waters", "mapping": {"kind": mapping}},
+                          {"kind": "krylov", "method": method, "iterations": 50, "grid": [side] * 3,
+                           "local": [16, 16, 16], "stencil": 27})
+
+
 def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
     """An idle wave (one 50 ms delay on rank 20 of 40) through a STREAM triad on
     `meggie`: with its sockets' memory bandwidth, or with sockets that never
@@ -323,6 +332,9 @@ def run_job(job: Job) -> list[dict]:
         return [{"ranks": a["ranks"], "seed": a["seed"], "app": app, "interval_s": tau, "duration_s": d,
                  "makespan_s": app_blocking(app, a["ranks"], a["seed"], tau, d)}
                 for app in CHECKPOINT_APPS for tau, d in CHECKPOINTS]
+    if kind == "node-aware":  # the Krylov paper's Fig. 15: node-aware (Cartesian) mapping of the solvers
+        return [{"side": a["side"], "method": m, "mapping": mapping, "seconds": krylov_solver(m, mapping, a["side"])}
+                for m in ("pcg", "pipecg") for mapping in ("block", "cartesian")]
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
         return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
                 for bottleneck in (True, False) for d in (1, 2)]
@@ -360,7 +372,7 @@ def run_job(job: Job) -> list[dict]:
 
 
 STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "matvec-regimes": "matvec-regimes", "checkpoints": "checkpoints", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
-            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts",
+            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts", "node-aware": "krylov-solvers",
             "idle-decay": "idle-waves", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
             "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
