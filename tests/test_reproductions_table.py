@@ -92,7 +92,7 @@ def test_a_verdict_that_flips_with_size_says_so():
 
 
 @pytest.mark.parametrize("kind", ["krylov", "hpl", "apsp", "bandwidth", "alg3", "latency", "propagation", "spikes",
-                                  "grid-shape", "idle-decay", "node-aware"])
+                                  "grid-shape", "idle-decay", "node-aware", "links"])
 def test_the_deterministic_studies_give_the_committed_rows(kind):
     # no noise: the same rows to the last digit, so the committed table is today's model's
     job = min((j for j in tb.jobs(tb.FULL) if j[0] == kind), key=lambda j: j[1].get("side", 0))

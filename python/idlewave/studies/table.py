@@ -74,6 +74,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
     out += [("node-aware", {"side": side}) for side in (8, 16)]
+    out += [("links", {"taper": t}) for t in LINK_TAPERS]
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
     out += [("checkpoints", {"ranks": min(plan.app_ranks), "seed": s}) for s in plan.seeds]
     out += [("matvec-regimes", {"ranks": min(plan.matvec_ranks), "seed": s}) for s in plan.seeds]
@@ -231,6 +232,10 @@ def hpl_shape(shape: list[int]) -> dict:
     return {"seconds": r["makespan_s"], "node_bytes_out_max": r["node_bytes_out_max"]}
 
 
+# The tapers of the fat tree the network-dependent studies run on again (docs/links.md).
+LINK_TAPERS = (2.0, 4.0)
+
+
 def krylov_solver(method: str, mapping: str, side: int) -> float:
     """Makespan of 50 iterations of a Krylov solver (27-point stencil, 4,096 rows per rank) on a side³ grid
     of ranks on `blue_waters`, with the ranks placed on nodes by `mapping`."""
@@ -335,6 +340,17 @@ def run_job(job: Job) -> list[dict]:
     if kind == "node-aware":  # the Krylov paper's Fig. 15: node-aware (Cartesian) mapping of the solvers
         return [{"side": a["side"], "method": m, "mapping": mapping, "seconds": krylov_solver(m, mapping, a["side"])}
                 for m in ("pcg", "pipecg") for mapping in ("block", "cartesian")]
+    if kind == "links":  # the network-dependent studies again, on a tapered fat tree with shared links
+        from idlewave.studies.shared_links import SharedLinks
+
+        links = SharedLinks(taper=a["taper"])
+        fig2 = [{"study": "fig2", "taper": a["taper"], "ranks": p, "bytes": b, "mode": m,
+                 "iteration_s": rp.krylov_allreduce(b, m, ranks=p, links=links)}
+                for p in (rp.KRYLOV_ALLREDUCE_RANKS, 1024) for b in rp.KRYLOV_ALLREDUCE_BYTES
+                for m in ("blocking", "nonblocking")]
+        return fig2 + [{"study": "hpl", "taper": a["taper"], "ports": ports, "broadcast": alg,
+                        "seconds": grid.hpl_total(alg, grid.CHUNK, ports, links=links)}
+                       for ports in grid.PORTS for alg in grid.RINGS]
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
         return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
                 for bottleneck in (True, False) for d in (1, 2)]
@@ -372,7 +388,7 @@ def run_job(job: Job) -> list[dict]:
 
 
 STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "matvec-regimes": "matvec-regimes", "checkpoints": "checkpoints", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
-            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts", "node-aware": "krylov-solvers",
+            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts", "node-aware": "krylov-solvers", "links": "shared-links",
             "idle-decay": "idle-waves", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
             "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
