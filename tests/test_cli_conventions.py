@@ -300,6 +300,15 @@ def test_analyze_prints_units(monkeypatch):
     desync = run("analyze", "pd", "a", "b")
     assert desync.exit_code == 0, desync.output
     assert "12.35 ms, minus 1,000 × 3.2 µs barrier cost" in desync.stdout and "11 ms" in desync.stdout, desync.stdout
+    monkeypatch.setattr(an, "wavefront", lambda *a: {
+        "domain": "socket", "ranks_per_domain": 10, "iterations": [500, 1000], "period_s": 1.78e-2,
+        "saturation_ranks": 4.88, "active": [9.94, 5.03], "spread_s": [2.8e-4, 8.0e-2], "lock_step": [True, False],
+        "lagging_rank": 4, "lagging_domain": 0})
+    front = run("analyze", "wavefront", "anywhere")
+    assert front.exit_code == 0, front.output
+    assert "iterations 500–999, 17.8 ms each" in front.stdout and "saturated by 4.88 ranks" in front.stdout, front.stdout
+    assert re.search(r"0 +│ 0–9 +│ 9.94 +│ 280 µs +│ lock step \(lagging\)", front.stdout), front.stdout
+    assert re.search(r"1 +│ 10–19 +│ 5.03 +│ 80 ms +│ wavefront", front.stdout), front.stdout
 
 
 def test_sweep_ranking_prints_units(capsys):

@@ -4,6 +4,7 @@ desynchronization of SpMVM favoured by a narrow coupling."""
 
 import json
 
+import numpy as np
 import pytest
 
 import idlewave
@@ -99,3 +100,55 @@ def test_analyze_commands_on_result_directories(cli, tmp_path):
     assert r["pd"] > 0.1 and r["barrier_cost_s"] > 0
     p = cli("analyze", "pd", tmp_path / "nope", tmp_path / "desync-free", check=False)
     assert p.returncode == 2 and "not a complete result directory" in p.stderr
+
+
+class _Run:
+    """A result with hand-made timers: what `analyze.wavefront` reads."""
+
+    def __init__(self, iteration, compute, per_socket, mapping="block"):
+        self.timers = {"iteration": np.asarray(iteration, float), "compute": np.asarray(compute, float)}
+        ranks, iters = self.timers["iteration"].shape
+        self.scenario = {"network": {"ranks_per_socket": per_socket, "mapping": {"kind": mapping}}}
+        self.summary = {"ranks": ranks, "iterations": iters, "makespan_s": 1.0}
+
+
+def test_wavefront_counts_the_ranks_computing_at_once_and_their_spread():
+    """Two ranks of 10 s iterations computing 4 s each, the second 5 s behind from its first iteration on:
+    in iterations 2–3 (t = 25…40 s, when both are inside) rank 0 computes 4 s and rank 1 8 s."""
+    w = analyze.wavefront(_Run([[10] * 5, [15] + [10] * 4], [[4] * 5] * 2, 2), 2, 4)
+    assert w["active"] == [pytest.approx(12 / 15)] and w["spread_s"] == [pytest.approx(5)]
+    assert w["lagging_rank"] == 1 and w["lagging_domain"] == 0 and w["lock_step"] == [False]
+    assert w["period_s"] == 10 and w["iterations"] == [2, 4]
+    in_step = analyze.wavefront(_Run([[10] * 4] * 4, [[4] * 4] * 4, 2))
+    assert in_step["active"] == [pytest.approx(0.8)] * 2 and in_step["spread_s"] == [0, 0]
+    assert in_step["lock_step"] == [True, True] and in_step["iterations"] == [2, 4]
+
+
+def test_wavefront_refuses_what_it_cannot_measure():
+    run = _Run([[10] * 4] * 4, [[4] * 4] * 4, 2)
+    for first, last in ((3, 3), (0, 5), (-1, 2)):
+        with pytest.raises(analyze.AnalysisError, match="not a window"):
+            analyze.wavefront(run, first, last)
+    with pytest.raises(analyze.AnalysisError, match="mapping"):
+        analyze.wavefront(_Run([[10] * 4] * 4, [[4] * 4] * 4, 2, "round_robin"))
+    with pytest.raises(analyze.AnalysisError, match="do not fill sockets of 3"):
+        analyze.wavefront(_Run([[10] * 4] * 4, [[4] * 4] * 4, 3))
+    with pytest.raises(analyze.AnalysisError, match="too few"):
+        analyze.wavefront(_Run([[10] * 4, [25] * 4], [[4] * 4] * 2, 2), 1, 2)
+
+
+def test_stream_triad_desynchronizes_to_the_saturation_point():
+    """The idle-waves paper's STREAM triad (Fig. 1(a)) on `meggie`: sockets in a wavefront run about as many
+    ranks at once as saturate the memory (4.9, not the 10 of lock step); ±(1…8) keeps every socket in lock step."""
+    def run(distance):
+        return idlewave.simulate({
+            "seed": 1, "network": {"platform": "meggie"}, "noise": [{"kind": "poisson", "rate_hz": 1e3, "duration_s": 2e-5}],
+            "workload": {"kind": "stream_triad", "ranks": 40, "iterations": 1500, "elements_per_rank": 2_500_000,
+                         "bytes_per_element": 24, "core_bandwidth_bytes_per_s": 7e9, "max_distance": distance,
+                         "message_bytes": 16384, "periodic": False}})
+
+    near, far = analyze.wavefront(run(1)), analyze.wavefront(run(8))
+    sat = near["saturation_ranks"]
+    wave = [a for a, lock in zip(near["active"], near["lock_step"], strict=True) if not lock]
+    assert wave and all(abs(a - sat) < 0.5 for a in wave), near
+    assert all(far["lock_step"]) and all(a > 9.5 for a in far["active"]), far

@@ -224,3 +224,74 @@ def pd(barrier_source, free_source, barrier_cost_s: float | None = None) -> dict
         "runtime_free_s": t_free,
         "iterations": iters,
     }
+
+
+# A domain whose ranks start an iteration within this fraction of the
+# iteration time of each other computes in lock step.
+LOCK_STEP_FRACTION = 0.05
+
+
+def _domains(res: Loaded) -> tuple[int, str]:
+    """Ranks per ccNUMA domain and what they are: the platform's sockets,
+    else its nodes, else the whole run (one domain). Ranks fill domains in
+    rank order, so other mappings are refused."""
+    net = res.scenario.get("network") or {}
+    kind = (net.get("mapping") or {}).get("kind", "block")
+    if kind != "block":
+        raise AnalysisError(f"network.mapping.kind = {kind!r}: the wavefront per domain needs the ranks placed in rank "
+                            "order (mapping \"block\")")
+    for key, what in (("ranks_per_socket", "socket"), ("ranks_per_node", "node")):
+        if isinstance(net.get(key), int) and net[key] > 0:
+            return net[key], what
+    return res.summary["ranks"], "run"
+
+
+def wavefront(source, first: int | None = None, last: int | None = None) -> dict:
+    """The computational wavefront (idle-waves paper §3.1.1) per ccNUMA
+    domain over iterations [first, last) (default: the second half).
+
+    Iteration k of a rank starts when its iteration k − 1 ends (the
+    iterations run back to back from t = 0) and computes first. Per domain:
+    `active`, the mean number of its ranks computing at once over the window
+    (time-weighted; compare with the summary's `memory_saturation_ranks`);
+    `spread_s`, how far apart its ranks start an iteration (median over the
+    window of max − min, the wavefront's extent: smaller is steeper);
+    `lock_step`, spread below LOCK_STEP_FRACTION of the iteration time. The
+    lagging rank starts most iterations last; its domain is the lagging one.
+    """
+    res = load(source)
+    if "compute" not in res.timers or "iteration" not in res.timers:
+        raise AnalysisError("the wavefront needs the 'iteration' and 'compute' timers (a stream_triad or bsp run "
+                            "with [record] timers = true)")
+    it, comp = res.timers["iteration"], res.timers["compute"]
+    ranks, iters = it.shape
+    first = iters // 2 if first is None else first
+    last = iters if last is None else last
+    if not 0 <= first < last <= iters:
+        raise AnalysisError(f"iterations [{first}, {last}) are not a window of the run's {iters} iterations")
+    per, what = _domains(res)
+    if ranks % per:
+        raise AnalysisError(f"{ranks} ranks do not fill {what}s of {per} ranks")
+    starts = np.concatenate([np.zeros((ranks, 1)), np.nancumsum(it, axis=1)], axis=1)
+    t0, t1 = float(starts[:, first].max()), float(starts[:, last].min())
+    if not t1 > t0:
+        raise AnalysisError(f"iterations [{first}, {last}) are too few: no moment in them when every rank is inside")
+    begin = starts[:, first:last]
+    computing = np.clip(begin + comp[:, first:last], t0, t1) - np.clip(begin, t0, t1)
+    active = computing.sum(axis=1).reshape(-1, per).sum(axis=1) / (t1 - t0)
+    by_domain = begin.reshape(-1, per, last - first)
+    spread = np.median(by_domain.max(axis=1) - by_domain.min(axis=1), axis=1)
+    period = float(np.nanmedian(it[:, first:last]))
+    lagging = int(np.bincount(np.argmax(begin, axis=0), minlength=ranks).argmax())
+    return {
+        "domain": what,
+        "ranks_per_domain": per,
+        "iterations": [first, last],
+        "period_s": period,
+        "saturation_ranks": res.summary.get("memory_saturation_ranks"),
+        "active": [float(a) for a in active],
+        "spread_s": [float(s) for s in spread],
+        "lock_step": [bool(s < LOCK_STEP_FRACTION * period) for s in spread],
+        "lagging_rank": lagging,
+        "lagging_domain": lagging // per,
+    }

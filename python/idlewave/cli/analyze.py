@@ -1,4 +1,4 @@
-"""`idlewave analyze …`: measurements on results (idle-wave speed and decay, P_D)."""
+"""`idlewave analyze …`: measurements on results (idle-wave speed and decay, wavefronts, P_D)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from idlewave.cli.common import QUIET, fail, out, print_json
 from idlewave.scenario import ScenarioError
 from idlewave.units import fmt_rate, fmt_time
 
-analyze_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Measurements on results: idle-wave speed and decay, desynchronization P_D.")
+analyze_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Measurements on results: idle-wave speed and decay, computational wavefronts, desynchronization P_D.")
 
 
 def _analysis(run) -> dict:
@@ -67,4 +67,32 @@ def analyze_pd(
     t.add_row("with barriers", f"{fmt_time(r['runtime_barrier_s'], 4)}, minus {r['iterations']:,} × "
                                f"{fmt_time(r['barrier_cost_s'])} barrier cost")
     t.add_row("without", fmt_time(r["runtime_free_s"], 4))
+    out.print(t)
+
+
+@analyze_app.command("wavefront")
+def analyze_wavefront(
+    result: Path = typer.Argument(..., help="A result directory (idlewave simulate --out)."),
+    first: int | None = typer.Option(None, "--first", help="First iteration of the window (default: half the run)."),
+    last: int | None = typer.Option(None, "--last", help="Iteration after the window (default: the run's end)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    quiet: bool = QUIET,
+):
+    """The computational wavefront per ccNUMA domain: ranks computing at once, spread, lock step."""
+    from idlewave.analyze import wavefront
+
+    r = _analysis(lambda: wavefront(result, first, last))
+    if as_json:
+        print_json(r)
+        return
+    first_it, last_it = r["iterations"]
+    sat = r["saturation_ranks"]
+    out.print(f"iterations {first_it:,}–{last_it - 1:,}, {fmt_time(r['period_s'])} each; {r['ranks_per_domain']} ranks per "
+              f"{r['domain']}" + (f", memory bandwidth saturated by {sat:.3g} ranks" if sat else ""))
+    t = Table(r["domain"], "ranks", "computing at once", "spread", "state")
+    per = r["ranks_per_domain"]
+    for d, (a, s, lock) in enumerate(zip(r["active"], r["spread_s"], r["lock_step"], strict=True)):
+        lag = " (lagging)" if d == r["lagging_domain"] else ""
+        t.add_row(str(d), f"{d * per}–{(d + 1) * per - 1}", f"{a:.2f}", fmt_time(s),
+                  ("lock step" if lock else "wavefront") + lag)
     out.print(t)

@@ -36,6 +36,8 @@ class Plan:
     apsp_sides: tuple[int, ...] = (64, 128, 256)  # Fig. 9 (the paper: 128 x 128)
     cheb_ranks: int = 1280  # Fig. 6 (the paper's 1,280 on Meggie)
     matvec_ranks: tuple[int, ...] = (64, 512)  # the MatVec hiding methods (the paper: 1,792 ranks recorded)
+    wavefront_ranks: tuple[int, ...] = (40, 80)  # the STREAM triad's wavefronts (the paper: 40 ranks on Meggie)
+    wavefront_iterations: int = 4000  # the paper: 5·10^4; ours settle within 2,000 (docs/reproductions.md)
 
     def describe(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
@@ -44,7 +46,7 @@ class Plan:
 FULL = Plan()
 # A check that everything runs, in about a minute: its verdicts mean little.
 QUICK = Plan(seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), hpl_grids=(16,),
-             apsp_sides=(32,), cheb_ranks=640, matvec_ranks=(64,))
+             apsp_sides=(32,), cheb_ranks=640, matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400)
 
 # HPL-MxP at larger grids keeps the example's local matrix (16 x 16 ranks,
 # 64 blocks of 2,048): 4 blocks per process row, as an HPL run is sized to
@@ -73,6 +75,12 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
+    n = plan.wavefront_iterations
+    out += [("wavefront", {"ranks": p, "seed": s, "noise": WAVEFRONT_NOISE, "iterations": n})
+            for p in plan.wavefront_ranks for s in plan.seeds]
+    out += [("wavefront", {"ranks": min(plan.wavefront_ranks), "seed": s, "noise": noise, "iterations": n})
+            for s in plan.seeds for noise in WAVEFRONT_NOISES if noise != WAVEFRONT_NOISE]
+    out += [("wavefront-kick", {"seed": s, "iterations": n}) for s in plan.seeds]
     out += [("node-aware", {"side": side}) for side in (8, 16)]
     out += [("links", {"taper": t}) for t in LINK_TAPERS]
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
@@ -264,6 +272,72 @@ def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
             "speed_ranks_per_iteration": w["speed_ranks_per_iteration"]}
 
 
+# The STREAM triad of the idle-waves paper §3.1 (10^8 elements of 24 bytes over 40 ranks, 16 KiB to each
+# partner, open boundaries) on `meggie`, under natural noise: Poisson detours (rate Hz, seconds) from a
+# quiet machine's to a noisy one's, the middle one the table's default.
+WAVEFRONT_NOISES = {"200 Hz × 10 µs": (200.0, 10e-6), "1 kHz × 20 µs": (1000.0, 20e-6), "2 kHz × 25 µs": (2000.0, 25e-6)}
+WAVEFRONT_NOISE = "1 kHz × 20 µs"
+WAVEFRONT_DISTANCES = (1, 2, 4, 8)  # ±1, ±(1, 2), ±(1…4), ±(1…8): Fig. 1(a), (b) and (d)
+WAVEFRONT_KICKS_S = (0.005, 2.0)  # Fig. 2: a small and a large one-off delay
+
+
+def stream_triad_on_meggie(ranks: int, distance: int, seed: int, noise: str, iterations: int,
+                           kick: dict | None = None):
+    """The idle-waves paper's MPI-augmented STREAM triad (§3.1), with an optional one-off delay."""
+    from idlewave.simulation import simulate
+
+    rate, duration = WAVEFRONT_NOISES[noise]
+    detours = [{"kind": "poisson", "rate_hz": rate, "duration_s": duration}] + ([kick] if kick else [])
+    return simulate({"seed": seed, "network": {"platform": "meggie"}, "noise": detours,
+                     "workload": {"kind": "stream_triad", "ranks": ranks, "iterations": iterations,
+                                  "elements_per_rank": 100_000_000 // 40, "bytes_per_element": 24,
+                                  "core_bandwidth_bytes_per_s": 7e9, "max_distance": distance,
+                                  "message_bytes": 16384, "periodic": False}})
+
+
+def wavefronts(ranks: int, seed: int, noise: str, iterations: int) -> list[dict]:
+    """Per communication distance: the wavefront per socket in the third and the last quarter of the run
+    (`analyze wavefront`), and the speed of an idle wave in the same setup (one 50 ms delay)."""
+    from idlewave.analyze import idle_wave, wavefront
+
+    out = []
+    for d in WAVEFRONT_DISTANCES:
+        run = stream_triad_on_meggie(ranks, d, seed, noise, iterations)
+        q3, q4 = wavefront(run, iterations // 2, 3 * iterations // 4), wavefront(run, 3 * iterations // 4, iterations)
+        kicked = stream_triad_on_meggie(ranks, d, seed, noise, 120, {"kind": "single", "rank": ranks // 2,
+                                                                     "start_s": 0.2, "duration_s": 0.05})
+        out.append({"ranks": ranks, "seed": seed, "noise": noise, "distance": d, "iterations": iterations,
+                    "saturation_ranks": q4["saturation_ranks"], "period_s": q4["period_s"],
+                    **{f"{k}_{q}": w[k] for q, w in (("q3", q3), ("q4", q4))
+                       for k in ("active", "spread_s", "lock_step", "lagging_domain")},
+                    "idle_wave_ranks_per_s": idle_wave(kicked)["speed_ranks_per_s"]})
+    return out
+
+
+def wavefront_kicks(seed: int, iterations: int) -> list[dict]:
+    """Fig. 2: a one-off delay halfway through a developed wavefront (±1, 40 ranks), on the middle rank
+    of each socket but the lagging one; the lagging socket and the spreads before and after it."""
+    from idlewave.analyze import wavefront
+
+    half, quarter = iterations // 2, iterations // 4
+    base = stream_triad_on_meggie(40, 1, seed, WAVEFRONT_NOISE, iterations)
+    before = wavefront(base, quarter, half)
+    unkicked = wavefront(base, 3 * quarter, iterations)
+    out = []
+    for socket in range(4):
+        if socket == before["lagging_domain"]:
+            continue
+        for delay in WAVEFRONT_KICKS_S:
+            kick = {"kind": "single", "rank": 10 * socket + 5, "start_s": half * before["period_s"], "duration_s": delay}
+            after = wavefront(stream_triad_on_meggie(40, 1, seed, WAVEFRONT_NOISE, iterations, kick), 3 * quarter, iterations)
+            out.append({"seed": seed, "iterations": iterations, "socket": socket, "delay_s": delay,
+                        "lagging_before": before["lagging_domain"], "lagging_unkicked": unkicked["lagging_domain"],
+                        "lagging_after": after["lagging_domain"], "spread_before_s": before["spread_s"],
+                        "spread_after_s": after["spread_s"], "lock_step_before": before["lock_step"],
+                        "lock_step_after": after["lock_step"]})
+    return out
+
+
 # Fig. 8: the interval varied at a 1 s commit, the commit time at a 120 s interval (the paper's applications).
 CHECKPOINTS = ((60, 1.0), (120, 1.0), (240, 1.0), (480, 1.0), (120, 0.25), (120, 4.0))
 CHECKPOINT_APPS = ("CTH", "HPCCG", "LAMMPS", "miniFE")
@@ -354,6 +428,10 @@ def run_job(job: Job) -> list[dict]:
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
         return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
                 for bottleneck in (True, False) for d in (1, 2)]
+    if kind == "wavefront":  # the idle-waves paper Fig. 1 and §3.1.2: computational wavefronts
+        return wavefronts(a["ranks"], a["seed"], a["noise"], a["iterations"])
+    if kind == "wavefront-kick":  # Fig. 2: a one-off delay against a developed wavefront
+        return wavefront_kicks(a["seed"], a["iterations"])
     if kind == "apps-ideal-quiet":
         return [{"ranks": a["ranks"], "app": app, "ideal_no_noise_s": app_ideal_quiet(app, a["ranks"])}
                 for app in rp.APPS]
@@ -389,7 +467,7 @@ def run_job(job: Job) -> list[dict]:
 
 STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "matvec-regimes": "matvec-regimes", "checkpoints": "checkpoints", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
             "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts", "node-aware": "krylov-solvers", "links": "shared-links",
-            "idle-decay": "idle-waves", "apps-ideal-quiet": "noise-apps-quiet",
+            "idle-decay": "idle-waves", "wavefront": "wavefronts", "wavefront-kick": "wavefront-kicks", "apps-ideal-quiet": "noise-apps-quiet",
             "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
             "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
             "apsp": "grid-broadcasts", "bandwidth": "grid-broadcasts"}
