@@ -92,9 +92,10 @@ def test_a_verdict_that_flips_with_size_says_so():
 
 
 @pytest.mark.parametrize("kind", ["krylov", "hpl", "apsp", "bandwidth", "alg3", "latency", "propagation", "spikes",
-                                  "grid-shape", "idle-decay", "node-aware", "links", "wavefront-kick"])
+                                  "grid-shape", "idle-decay", "node-aware", "links", "wavefront-kick", "qr-qc",
+                                  "two-at-once", "matvec-floors", "regime-filter"])
 def test_the_deterministic_studies_give_the_committed_rows(kind):
-    # no noise (or, for wavefront-kick, seeded noise): the same rows to the last digit, so the committed
+    # no noise (or seeded noise and latency regimes): the same rows to the last digit, so the committed
     # table is today's model's
     job = min((j for j in tb.jobs(tb.FULL) if j[0] == kind), key=lambda j: j[1].get("side", 0))
     assert tb.run_job(job) == committed_runs()[tb.job_key(job)]
@@ -178,3 +179,19 @@ def test_the_wavefront_experiments_the_whys_quote():
         return sum(abs(a - w["saturation_ranks"]) < 0.8 for a in w["active"])
 
     assert (sockets_in_a_wavefront(16 << 10), sockets_in_a_wavefront(16 << 20)) == (2, 3)
+
+
+def test_the_two_at_once_why():
+    # grid-two-at-once's why: with two NIC ports the combined chunked 1-ring has 1.9x the sequential
+    # one's dT/dG (bytes on the critical path) on the 16 x 16 HPL-MxP example
+    import tomllib
+    from importlib.resources import files
+
+    from idlewave.simulation import simulate
+    from idlewave.studies import reproduce_grid as grid
+
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    d_g = [simulate({"seed": 1, "network": dict(base["network"], nic_ports=2),
+                     "workload": dict(base["workload"], broadcast="ring", chunk_bytes=grid.CHUNK, combined=c)},
+                    explain=True).explain.raw["derivatives"]["G"] for c in (False, True)]
+    assert 1.8 < d_g[1] / d_g[0] < 2.0, d_g

@@ -75,6 +75,8 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
+    out += [("qr-qc", {"side": s}) for s in sorted(plan.hpl_grids, reverse=True)]
+    out += [("two-at-once", {"side": s}) for s in sorted(plan.hpl_grids, reverse=True)]
     n = plan.wavefront_iterations
     out += [("wavefront", {"ranks": p, "seed": s, "noise": WAVEFRONT_NOISE, "iterations": n})
             for p in plan.wavefront_ranks for s in plan.seeds]
@@ -86,6 +88,8 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
     out += [("checkpoints", {"ranks": min(plan.app_ranks), "seed": s}) for s in plan.seeds]
     out += [("matvec-regimes", {"ranks": min(plan.matvec_ranks), "seed": s}) for s in plan.seeds]
+    out += [("regime-filter", {"seed": s}) for s in plan.seeds]
+    out += [("matvec-floors", {"seed": s}) for s in plan.seeds]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
@@ -141,6 +145,54 @@ def matvec_regimes(ranks: int, seed: int) -> dict[str, dict]:
                   "median_s": float(np.median(medians)),
                   "rank_iqr_s": float(np.percentile(medians, 75) - np.percentile(medians, 25)),
                   "worst_p90_s": float(np.percentile(t, 90, axis=1).max())}
+    return out
+
+
+# HMM paper §4.4: a long period of extreme latency (2 ms more per message between nodes, from the start
+# for 1 s on average: a chain that leaves its slow state for good with probability 1/2,000 per 0.5 ms step),
+# laid over the MatVec study's latency regimes in the fixed-α run only.
+EXTREME_PERIOD = {"classes": ["inter_node"], "step_s": 5e-4, "transition": [[0.9995, 0.0005], [0.0, 1.0]],
+                  "initial": 0, "multiplier": [1.0, 1.0], "add_mean_s": [2e-3, 0.0], "add_sd_s": [2e-4, 0.0]}
+
+
+def regime_filtering(seed: int) -> list[dict]:
+    """Per hiding method, the mean MatVec time and the mean of the fast one of 2 regimes fitted to its
+    times; fixed α twice, without and with EXTREME_PERIOD."""
+    from idlewave.simulation import simulate
+    from idlewave.stats.compare import fast_mean
+    from idlewave.stats.regimes import decode, fit
+    from idlewave.studies.demo import MATVEC_CHAIN
+
+    out = []
+    for h, extreme in (("fixed_alpha", False), ("fixed_alpha", True), ("dynamic_alpha", False), ("mpi_test", False)):
+        t = simulate({"seed": seed, "network": {"regimes": MATVEC_CHAIN + ([EXTREME_PERIOD] if extreme else [])},
+                      "workload": {"kind": "fem_matvec", "ranks": 64, "iterations": 800, "hiding": h,
+                                   "epsilon_s": 2e-5, "elements": 1000, "element_s": 1e-6, "cg": True}}).timers["matvec"]
+        two = fit(t, 2, seed=0, restarts=3)
+        out.append({"seed": seed, "hiding": h, "extreme": extreme, "mean_s": float(t.mean()),
+                    "fast_mean_s": fast_mean(t, decode(two, t))})
+    return out
+
+
+def matvec_floors(seed: int) -> list[dict]:
+    """HMM paper Fig. 7: per hiding method, the input and output times' lowest values (T_in: the first
+    block of elements and the wait for the input; T_out: the second block and the wait for the output),
+    and the share of MatVecs within 2% of fixed α's floor, half the non-mirror elements' computation."""
+    import numpy as np
+
+    from idlewave.simulation import simulate
+    from idlewave.studies.demo import MATVEC_CHAIN
+
+    out = []
+    for h in MATVEC_HIDING:
+        elements, element_s = 1000, 1e-6
+        w = {"kind": "fem_matvec", "ranks": 64, "iterations": 800, "hiding": h, "epsilon_s": 2e-5,
+             "elements": elements, "element_s": element_s, "cg": True}
+        t = simulate({"seed": seed, "network": {"regimes": MATVEC_CHAIN}, "workload": w}).timers
+        floor = 0.5 * elements * element_s
+        out.append({"seed": seed, "hiding": h, "floor_s": floor,
+                    **{f"{k}_min_s": float(np.min(t[k])) for k in ("t_in", "t_out")},
+                    **{f"{k}_at_floor": float(np.mean(np.abs(t[k] - floor) <= 0.02 * floor)) for k in ("t_in", "t_out")}})
     return out
 
 
@@ -237,6 +289,37 @@ def hpl_shape(shape: list[int]) -> dict:
 
     r = simulate({"seed": 1, "network": net, "workload": dict(base["workload"], grid=shape, combined=False),
                   "record": {"timers": False}}).summary
+    return {"seconds": r["makespan_s"], "node_bytes_out_max": r["node_bytes_out_max"]}
+
+
+def hpl_two_at_once(side: int, combined: bool) -> dict:
+    """Fig. 11's analogue: the chunked 1-ring on a side x side grid with two NIC ports, the row and column
+    broadcasts one after the other or together (Algorithm 3, a rank relays whichever chunk arrives first):
+    the step times' mean, 95th percentile and largest, and the makespan."""
+    from idlewave.simulation import simulate
+
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    w = dict(base["workload"], broadcast="ring", chunk_bytes=grid.CHUNK, combined=combined, grid=[side, side],
+             blocks=HPL_BLOCKS_PER_ROW * side)
+    r = simulate({"seed": 1, "network": dict(base["network"], nic_ports=2), "workload": w}).summary
+    steps = r["iteration_s"]
+    return {"mean_s": steps["mean"], "p95_s": steps["p95"], "max_s": steps["max"], "seconds": r["makespan_s"]}
+
+
+# §6.2 / Fig. 7: HPL-MxP on Frontier-like nodes of 8 GCDs and 4 NICs (100 GB/s), the ranks of a node as
+# a 1 x 8 block of the process grid (MPI's default order) or a 2 x 4 one (the qr-qc reordering, Fig. 4).
+QRQC_MAPPINGS = {"block": {"kind": "block"}, "qr-qc 2 x 4": {"kind": "grid2d", "node_grid": [2, 4]}}
+
+
+def hpl_mapping(side: int, mapping: str) -> dict:
+    """The HPL-MxP example on a side x side grid (HPL_BLOCKS_PER_ROW) with 8 ranks per node placed by
+    `mapping`: its makespan and the most bytes a node sends."""
+    from idlewave.simulation import simulate
+
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    net = dict(base["network"], ranks_per_node=8, node_bandwidth_bytes_per_s=100e9, mapping=QRQC_MAPPINGS[mapping])
+    w = dict(base["workload"], grid=[side, side], blocks=HPL_BLOCKS_PER_ROW * side, combined=False)
+    r = simulate({"seed": 1, "network": net, "workload": w, "record": {"timers": False}}).summary
     return {"seconds": r["makespan_s"], "node_bytes_out_max": r["node_bytes_out_max"]}
 
 
@@ -400,6 +483,10 @@ def run_job(job: Job) -> list[dict]:
                 for ports in grid.PORTS for alg, chunk in SPIKES]
     if kind == "grid-shape":  # §3.2.1: 4 ranks per node as a 1 x 4 block, three process grids
         return [dict(hpl_shape(g), study="grid-shape", grid=g) for g in GRID_SHAPES]
+    if kind == "qr-qc":  # §6.2: the qr-qc reordering of the ranks on Frontier's nodes
+        return [dict(hpl_mapping(a["side"], m), study="qr-qc", side=a["side"], mapping=m) for m in QRQC_MAPPINGS]
+    if kind == "two-at-once":  # Fig. 11: two messages handled at once (OpenMP there, Algorithm 3 here)
+        return [dict(hpl_two_at_once(a["side"], c), study="two-at-once", side=a["side"], combined=c) for c in (False, True)]
     if kind == "matvec-size":  # HMM paper §3.2: with much computation α = ½ hides all communication
         return [{"seed": a["seed"], "elements": e, "hiding": h,
                  "makespan_s": matvec(h, 64, a["seed"], "dma", elements=e, iterations=400)}
@@ -407,6 +494,10 @@ def run_job(job: Job) -> list[dict]:
     if kind == "matvec-regimes":  # the HMM paper's Fig. 8: each method's share of the fast regime
         return [dict(r, ranks=a["ranks"], seed=a["seed"], hiding=h)
                 for h, r in matvec_regimes(a["ranks"], a["seed"]).items()]
+    if kind == "matvec-floors":  # the HMM paper's Fig. 7: the floor of the input and output times
+        return matvec_floors(a["seed"])
+    if kind == "regime-filter":  # the HMM paper §4.4: regime filtering separates methods from machine noise
+        return regime_filtering(a["seed"])
     if kind == "checkpoints":  # the noise paper's Fig. 8: checkpoint interval against commit time
         return [{"ranks": a["ranks"], "seed": a["seed"], "app": app, "interval_s": tau, "duration_s": d,
                  "makespan_s": app_blocking(app, a["ranks"], a["seed"], tau, d)}
@@ -465,12 +556,37 @@ def run_job(job: Job) -> list[dict]:
     raise ValueError(f"unknown job {kind!r}")
 
 
-STUDY_OF = {"matvec": "matvec", "matvec-size": "matvec-size", "matvec-regimes": "matvec-regimes", "checkpoints": "checkpoints", "micro-quiet": "noise-collectives-quiet", "propagation": "propagation",
-            "alg3": "grid-broadcasts", "latency": "grid-broadcasts", "spikes": "grid-broadcasts", "grid-shape": "grid-broadcasts", "node-aware": "krylov-solvers", "links": "shared-links",
-            "idle-decay": "idle-waves", "wavefront": "wavefronts", "wavefront-kick": "wavefront-kicks", "apps-ideal-quiet": "noise-apps-quiet",
-            "micro-nonblocking": "noise-collectives-nonblocking", "noise-apps": "noise-apps", "noise-collectives": "noise-collectives", "chebfd": "chebfd",
-            "krylov": "krylov-kernels", "krylov-fig2": "krylov-kernels", "hpl": "grid-broadcasts",
-            "apsp": "grid-broadcasts", "bandwidth": "grid-broadcasts"}
+STUDY_OF = {
+    "matvec": "matvec",
+    "matvec-size": "matvec-size",
+    "matvec-regimes": "matvec-regimes",
+    "regime-filter": "regime-filter",
+    "matvec-floors": "matvec-floors",
+    "checkpoints": "checkpoints",
+    "micro-quiet": "noise-collectives-quiet",
+    "propagation": "propagation",
+    "alg3": "grid-broadcasts",
+    "latency": "grid-broadcasts",
+    "spikes": "grid-broadcasts",
+    "grid-shape": "grid-broadcasts",
+    "qr-qc": "grid-broadcasts",
+    "two-at-once": "grid-broadcasts",
+    "node-aware": "krylov-solvers",
+    "links": "shared-links",
+    "idle-decay": "idle-waves",
+    "wavefront": "wavefronts",
+    "wavefront-kick": "wavefront-kicks",
+    "apps-ideal-quiet": "noise-apps-quiet",
+    "micro-nonblocking": "noise-collectives-nonblocking",
+    "noise-apps": "noise-apps",
+    "noise-collectives": "noise-collectives",
+    "chebfd": "chebfd",
+    "krylov": "krylov-kernels",
+    "krylov-fig2": "krylov-kernels",
+    "hpl": "grid-broadcasts",
+    "apsp": "grid-broadcasts",
+    "bandwidth": "grid-broadcasts",
+}
 
 
 def job_key(job: Job) -> str:
