@@ -93,7 +93,7 @@ def test_a_verdict_that_flips_with_size_says_so():
 
 @pytest.mark.parametrize("kind", ["krylov", "hpl", "apsp", "bandwidth", "alg3", "latency", "propagation", "spikes",
                                   "grid-shape", "idle-decay", "node-aware", "links", "wavefront-kick", "qr-qc",
-                                  "two-at-once", "matvec-floors", "regime-filter"])
+                                  "two-at-once", "matvec-floors", "regime-filter", "flaky-links"])
 def test_the_deterministic_studies_give_the_committed_rows(kind):
     # no noise (or seeded noise and latency regimes): the same rows to the last digit, so the committed
     # table is today's model's

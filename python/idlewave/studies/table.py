@@ -77,6 +77,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
     out += [("qr-qc", {"side": s}) for s in sorted(plan.hpl_grids, reverse=True)]
     out += [("two-at-once", {"side": s}) for s in sorted(plan.hpl_grids, reverse=True)]
+    out += [("flaky-links", {"side": side, "seed": s}) for side in plan.hpl_grids if side <= 32 for s in plan.seeds]
     n = plan.wavefront_iterations
     out += [("wavefront", {"ranks": p, "seed": s, "noise": WAVEFRONT_NOISE, "iterations": n})
             for p in plan.wavefront_ranks for s in plan.seeds]
@@ -306,6 +307,32 @@ def hpl_two_at_once(side: int, combined: bool) -> dict:
     return {"mean_s": steps["mean"], "p95_s": steps["p95"], "max_s": steps["max"], "seconds": r["makespan_s"]}
 
 
+# §3.3.1: "unexpected network behavior" as a chain per link between switches of a fat tree (radix 16): now
+# and then (2% per ms) a link turns slow for about 5 ms, 4x the latency and 100 µs more per message.
+FLAKY_LINKS = {"classes": ["inter_node"], "scope": "link", "step_s": 1e-3, "transition": [[0.98, 0.02], [0.2, 0.8]],
+               "multiplier": [1.0, 4.0], "add_mean_s": [0.0, 1e-4], "add_sd_s": [0.0, 2e-5]}
+
+
+def hpl_flaky_links(side: int, seed: int) -> list[dict]:
+    """Per ring broadcast, one after the other or combined (Algorithm 3): the HPL-MxP example's makespan on
+    a side x side grid on a fat tree, with its links steady and with FLAKY_LINKS."""
+    from idlewave.simulation import simulate
+
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    out = []
+    for alg in grid.RINGS:
+        for combined in (False, True):
+            w = dict(base["workload"], broadcast=alg, chunk_bytes=grid.CHUNK, combined=combined, grid=[side, side],
+                     blocks=HPL_BLOCKS_PER_ROW * side)
+            t = [simulate({"seed": seed, "record": {"timers": False}, "workload": w,
+                           "network": dict(base["network"], topology={"kind": "fat_tree", "radix": 16},
+                                           regimes=[FLAKY_LINKS] if flaky else [])}).summary["makespan_s"]
+                 for flaky in (False, True)]
+            out.append({"study": "flaky-links", "side": side, "seed": seed, "broadcast": alg, "combined": combined,
+                        "steady_s": t[0], "flaky_s": t[1]})
+    return out
+
+
 # §6.2 / Fig. 7: HPL-MxP on Frontier-like nodes of 8 GCDs and 4 NICs (100 GB/s), the ranks of a node as
 # a 1 x 8 block of the process grid (MPI's default order) or a 2 x 4 one (the qr-qc reordering, Fig. 4).
 QRQC_MAPPINGS = {"block": {"kind": "block"}, "qr-qc 2 x 4": {"kind": "grid2d", "node_grid": [2, 4]}}
@@ -485,6 +512,8 @@ def run_job(job: Job) -> list[dict]:
         return [dict(hpl_shape(g), study="grid-shape", grid=g) for g in GRID_SHAPES]
     if kind == "qr-qc":  # §6.2: the qr-qc reordering of the ranks on Frontier's nodes
         return [dict(hpl_mapping(a["side"], m), study="qr-qc", side=a["side"], mapping=m) for m in QRQC_MAPPINGS]
+    if kind == "flaky-links":  # §3.3.1: the merged broadcast's resilience to unexpected network behaviour
+        return hpl_flaky_links(a["side"], a["seed"])
     if kind == "two-at-once":  # Fig. 11: two messages handled at once (OpenMP there, Algorithm 3 here)
         return [dict(hpl_two_at_once(a["side"], c), study="two-at-once", side=a["side"], combined=c) for c in (False, True)]
     if kind == "matvec-size":  # HMM paper §3.2: with much computation α = ½ hides all communication
@@ -571,6 +600,7 @@ STUDY_OF = {
     "grid-shape": "grid-broadcasts",
     "qr-qc": "grid-broadcasts",
     "two-at-once": "grid-broadcasts",
+    "flaky-links": "grid-broadcasts",
     "node-aware": "krylov-solvers",
     "links": "shared-links",
     "idle-decay": "idle-waves",
