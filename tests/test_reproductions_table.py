@@ -46,6 +46,24 @@ def test_the_verdict_rule():
         cl.verdict([])
 
 
+def test_a_seed_dependent_verdict_gives_the_effect_and_its_paired_interval():
+    C = cl.Case
+    # speedups 1.0, 1.1, 1.2 over three seeds: mean 1.1, s = 0.1, t(0.975, 2) = 4.303: 1.1 ± 0.2484
+    cases = [C(v > 1.05, "HPCCG", "1,024 ranks", k, v) for k, v in ((1, 1.0), (2, 1.1), (3, 1.2))]
+    mean, low, high = cl.effect_interval(cases)
+    assert (mean, low, high) == pytest.approx((1.1, 1.1 - 0.24841, 1.1 + 0.24841), abs=1e-5)
+    assert cl.verdict(cases) == ("partly: HPCCG at 1,024 ranks for 2 of 3 seeds (2, 3; mean 1.100×, 95% CI 0.852× to "
+                                 "1.348×) only")
+    shares = [C(v < 0.05, "", "", k, v, "%") for k, v in ((1, 0.04), (2, 0.06))]
+    assert cl.verdict(shares) == "partly: holds for 1 of 2 seeds (1; mean 5.00%, 95% CI −7.71% to 17.71%); not elsewhere"
+    # no interval without a number for every seed, or with one seed
+    assert cl.effect_interval([C(True, "", "", 1, 1.0), C(False, "", "", 2)]) is None
+    assert cl.effect_interval([C(True, "", "", 1, 1.0)]) is None
+    assert cl.effects(cases) == [{"item": "HPCCG", "size": "1,024 ranks", "seeds": 3, "holding": 2, "mean": pytest.approx(1.1),
+                                  "ci_low": pytest.approx(0.85159, abs=1e-5), "ci_high": pytest.approx(1.34841, abs=1e-5),
+                                  "unit": "×"}]
+
+
 def test_the_docs_embed_the_table_of_the_committed_results():
     # the table is not edited by hand: it is the committed results, judged by today's rules
     runs = committed_runs()

@@ -21,12 +21,48 @@ from idlewave.units import fmt_bytes
 @dataclass(frozen=True)
 class Case:
     """One run of a claim's test: the item it is about (an application, a
-    collective; "" for the whole claim), its size, its seed (None: no noise)."""
+    collective; "" for the whole claim), its size, its seed (None: no noise),
+    and, where the test thresholds a number, that number (the effect: a
+    ratio of two runs of one seed, or a share) and its unit ("×" or "%")."""
 
     holds: bool
     item: str = ""
     size: str = ""
     seed: int | None = None
+    effect: float | None = None
+    unit: str = "×"
+
+
+def _effect(v: float, unit: str) -> str:
+    return (f"{100 * v:.2f}%" if unit == "%" else f"{v:.3f}×").replace("-", "−")
+
+
+def effect_interval(cases: list[Case]) -> tuple[float, float, float] | None:
+    """The mean effect over the seeds of `cases` (one item at one size) and its 95% confidence interval
+    (Student's t over the seeds: each effect compares two runs of the same seed, so the interval is a
+    paired one); None without effects or with fewer than two seeds."""
+    from scipy.stats import t
+
+    values = [c.effect for c in cases if c.effect is not None and c.seed is not None]
+    if len(values) < 2 or len(values) != len(cases):
+        return None
+    n = len(values)
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
+    half = float(t.ppf(0.975, n - 1)) * sd / n ** 0.5
+    return mean, mean - half, mean + half
+
+
+def effects(cases: list[Case]) -> list[dict]:
+    """Per item and size with effects over seeds: their mean and paired 95% interval."""
+    out = []
+    for item in dict.fromkeys(c.item for c in cases):
+        for size in dict.fromkeys(c.size for c in cases if c.item == item):
+            group = [c for c in cases if (c.item, c.size) == (item, size)]
+            if (ci := effect_interval(group)) is not None:
+                out.append({"item": item, "size": size, "seeds": len(group), "holding": sum(c.holds for c in group),
+                            "mean": ci[0], "ci_low": ci[1], "ci_high": ci[2], "unit": group[0].unit})
+    return out
 
 
 @dataclass(frozen=True)
@@ -59,8 +95,11 @@ def _where(cases: list[Case]) -> str:
         elif at[0].seed is None:
             parts.append(f"{f'at {s} ' if s else ''}in {len(ok)} of {len(at)} cases")
         else:
-            parts.append(f"at {s} for {len(ok)} of {len(at)} seeds ({_seeds(ok)})" if s
-                         else f"for {len(ok)} of {len(at)} seeds ({_seeds(ok)})")
+            ci = effect_interval(at)
+            mean = (f"; mean {_effect(ci[0], at[0].unit)}, 95% CI {_effect(ci[1], at[0].unit)} to "
+                    f"{_effect(ci[2], at[0].unit)}") if ci else ""
+            parts.append(f"at {s} for {len(ok)} of {len(at)} seeds ({_seeds(ok)}{mean})" if s
+                         else f"for {len(ok)} of {len(at)} seeds ({_seeds(ok)}{mean})")
     return _listing(parts)
 
 
@@ -125,7 +164,7 @@ def _apps(fig: str, noise: str, metric: str = "speedup") -> Callable[[dict], tup
                                                      for a in apps))
             for s in sorted({r["seed"] for r in here}):
                 values = {r["app"]: r[metric] for r in here if r["seed"] == s}
-                cases += [Case(ok, a, _ranks(p), s) for a, ok in rp.holds(fig, values).items()]
+                cases += [Case(ok, a, _ranks(p), s, values[a]) for a, ok in rp.holds(fig, values).items()]
         return "; ".join(ours), cases
     return judge
 
@@ -182,9 +221,11 @@ def _micro(fig: str, noise: str) -> Callable[[dict], tuple[str, list[Case]]]:
         else:
             # dissemination above every binomial; binomial below 1.1 under 128Ki
             cases += [Case(min(s(c, p, k) for c in rp.DISSEMINATION) > max(s(c, p, k) for c in rp.BINOMIAL),
-                           "dissemination above binomial", _ranks(p), k) for p in scales for k in seeds]
-            cases += [Case(s(c, p, k) < 1.1, c, _ranks(p), k) for c in rp.BINOMIAL for p in scales if p < 131072
-                      for k in seeds]
+                           "dissemination above binomial", _ranks(p), k,
+                           min(s(c, p, k) for c in rp.DISSEMINATION) / max(s(c, p, k) for c in rp.BINOMIAL))
+                      for p in scales for k in seeds]
+            cases += [Case(s(c, p, k) < 1.1, c, _ranks(p), k, s(c, p, k)) for c in rp.BINOMIAL for p in scales
+                      if p < 131072 for k in seeds]
         ours = "; ".join(f"{_ranks(p)}: " + ", ".join(f"{c} {_range([s(c, p, k) for k in seeds])}" for c in rp.COLLECTIVES)
                          for p in scales)
         return ours, cases
@@ -582,13 +623,14 @@ def _tmax_fast(rows: dict) -> tuple[str, list[Case]]:
 
 def _rank_spread(rows: dict) -> tuple[str, list[Case]]:
     """Fig. 9: against fixed α, the new methods' per-rank distributions have a faster median, a narrower band
-    and a faster worst rank (each by at least 0.5%)."""
+    and a faster worst rank (each by at least 0.5%; the effect: the difference in % of fixed α's median)."""
     at = rows["matvec-regimes"]
     seeds = sorted({r["seed"] for r in at})
     v = {(r["hiding"], r["seed"]): r for r in at}
     p = _ranks(at[0]["ranks"])
     stats = (("median_s", "median"), ("rank_iqr_s", "band"), ("worst_p90_s", "worst rank"))
-    cases = [Case(v[h, k][key] < 0.995 * v["fixed_alpha", k][key], f"{HIDING_NAME[h]}: {what}", p, k)
+    cases = [Case(v[h, k][key] < 0.995 * v["fixed_alpha", k][key], f"{HIDING_NAME[h]}: {what}", p, k,
+                  (v[h, k][key] - v["fixed_alpha", k][key]) / v["fixed_alpha", k]["median_s"], "%")
              for h in ("dynamic_alpha", "mpi_test") for key, what in stats for k in seeds]
     return ("; ".join(f"{HIDING_NAME[h]}: median {_range([1e6 * v[h, k]['median_s'] for k in seeds], ' µs')}, band "
                       f"{_range([1e6 * v[h, k]['rank_iqr_s'] for k in seeds], ' µs')}, worst rank's p90 "
@@ -604,7 +646,7 @@ def _matvec_alike(rows: dict) -> tuple[str, list[Case]]:
             t = {(r["hiding"], r["seed"]): r["makespan_s"] for r in at if (r["ranks"], r["nic"]) == (p, nic)}
             for k in sorted({k for _, k in t}):
                 gap = abs(t["dynamic_alpha", k] - t["mpi_test", k]) / t["fixed_alpha", k]
-                cases.append(Case(gap < 0.05, nic_name, _ranks(p), k))
+                cases.append(Case(gap < 0.05, nic_name, _ranks(p), k, gap, "%"))
                 gaps.append(gap)
     return f"|dynamic α − MPI test| / fixed α: {_range([100 * g for g in gaps], '%')}", cases
 
@@ -617,7 +659,8 @@ def _matvec(rows: dict) -> tuple[str, list[Case]]:
             t = {(r["hiding"], r["seed"]): r["makespan_s"] for r in at if (r["ranks"], r["nic"]) == (p, nic)}
             seeds = sorted({k for _, k in t})
             for h, name in (("dynamic_alpha", "dynamic α"), ("mpi_test", "MPI test")):
-                cases += [Case(t[h, k] < t["fixed_alpha", k], f"{name} with {nic_name}", _ranks(p), k) for k in seeds]
+                cases += [Case(t[h, k] < t["fixed_alpha", k], f"{name} with {nic_name}", _ranks(p), k,
+                               t[h, k] / t["fixed_alpha", k]) for k in seeds]
             ours.append(f"{nic_name}, {_ranks(p)}: " + ", ".join(
                 f"{name} {_range([t[h, k] / t['fixed_alpha', k] for k in seeds])}"
                 for h, name in (("dynamic_alpha", "dynamic α"), ("mpi_test", "MPI test"))))
@@ -1074,5 +1117,5 @@ def judge_all(runs: dict[str, list[dict]]) -> list[dict]:
         v = verdict(cases) if cases else "not run: the plan has one size only"
         out.append({"key": c.key, "paper": c.paper, "result": c.result, "says": c.says, "ours": ours,
                     "checked_at": checked_at(cases), "cases": len(cases), "holding": sum(x.holds for x in cases),
-                    "verdict": v, "why": "" if v == "reproduced" else c.why})
+                    "verdict": v, "why": "" if v == "reproduced" else c.why, "effects": effects(cases)})
     return out
