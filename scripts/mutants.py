@@ -64,6 +64,14 @@ MUTANTS = [
     Mutant("idle-wave-speed", "the idle wave's speed without the distance d",
            "python/idlewave/models/postal.py", "return sigma * d / (t_exec + t_comm)", "return sigma / (t_exec + t_comm)",
            pytest=("tests/test_models.py", "tests/test_phenomena.py", "-k", "wave")),
+    Mutant("wavefront-active", "ranks computing at once counted over whole iterations, not within the window",
+           "python/idlewave/analyze.py",
+           "computing = np.clip(begin + comp[:, first:last], t0, t1) - np.clip(begin, t0, t1)",
+           "computing = comp[:, first:last]",
+           pytest=("tests/test_phenomena.py", "-k", "wavefront")),
+    Mutant("paired-interval", "the seeds' confidence interval from the normal quantile, not Student's t",
+           "python/idlewave/studies/claims.py", "half = float(t.ppf(0.975, n - 1)) * sd / n ** 0.5",
+           "half = 1.96 * sd / n ** 0.5", pytest=("tests/test_reproductions_table.py", "-k", "effect")),
 ]
 
 
