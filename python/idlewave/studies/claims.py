@@ -835,8 +835,8 @@ def _wf_lock_step(rows: dict) -> tuple[str, list[Case]]:
     The paper ties this to its 40 ranks, so larger runs are shown, not judged."""
     cases, text = [], []
     for p in sorted({r["ranks"] for r in rows["wavefronts"]}):
-        eight, four = (_wf(rows, d) for d in (8, 4))
-        eight, four = [r for r in eight if r["ranks"] == p], [r for r in four if r["ranks"] == p]
+        eight = [r for r in _wf(rows, 8) if r["ranks"] == p]
+        four = [r for r in _wf(rows, 4) if r["ranks"] == p]
         text.append(f"{_ranks(p)}: ±(1…8) in lock step in {sum(not _desync(r) for r in eight)} of {len(eight)} runs, "
                     f"±(1…4) in {sum(not _desync(r) for r in four)} of {len(four)}")
         if p == 40:
