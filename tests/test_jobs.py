@@ -72,7 +72,7 @@ def test_a_job_starts_when_told():
 
 def test_background_traffic_slows_a_job_by_its_pattern():
     """Interleaved with the app on a tree routing up-links at random, an incast
-    of the same volume hurts the app more than uniform traffic (here 1.94× and
+    of the same volume hurts the app more than uniform traffic (here 1.92× and
     1.12×); none of it matters without shared links."""
     traffic = {"kind": "traffic", "ranks": 32, "message_bytes": 1 << 20, "rate_bytes_per_s": 1e10, "rounds": 20}
     slow = {}
@@ -84,7 +84,7 @@ def test_background_traffic_slows_a_job_by_its_pattern():
         # d-mod-k keeps the interleaved jobs on different up-links: no slowdown at all
         assert run(jobs)["job_app_slowdown"] == 1.0
     # the values docs/jobs.md quotes (seeded: a change of the flow model or of the routes moves them)
-    assert slow["uniform"] == pytest.approx(1.12, abs=0.01) and slow["incast"] == pytest.approx(1.94, abs=0.01), slow
+    assert slow["uniform"] == pytest.approx(1.12, abs=0.01) and slow["incast"] == pytest.approx(1.92, abs=0.01), slow
 
 
 @pytest.mark.parametrize("doc, key", [
@@ -172,7 +172,7 @@ def test_a_bad_goal_file_in_a_job_is_refused_at_its_key(tmp_path):
 def test_the_placement_example_shows_a_halo_code_slowed_by_an_alltoall_beside_it(tmp_path):
     """examples/jobs_placement.py: contiguous pods share no link (1.00 for
     both jobs); interleaved and random nodes put the halo's messages on the
-    alltoall's up-links (the docs quote 1.07–1.09 and 1.04–1.07 over seeds
+    alltoall's up-links (the docs quote 1.08–1.10 and 1.03–1.08 over seeds
     1–5); its figure is written."""
     import importlib.util
 
@@ -184,7 +184,7 @@ def test_the_placement_example_shows_a_halo_code_slowed_by_an_alltoall_beside_it
     spec.loader.exec_module(example)
     found = example.slowdowns(seeds=2)
     assert found["contiguous"] == {"halo": [1.0, 1.0], "alltoall": [1.0, 1.0]}
-    assert all(1.07 <= v <= 1.09 for v in found["interleaved"]["halo"]), found
-    assert all(1.035 <= v <= 1.07 for v in found["random"]["halo"]), found
+    assert all(1.08 <= v <= 1.11 for v in found["interleaved"]["halo"]), found
+    assert all(1.03 <= v <= 1.05 for v in found["random"]["halo"]), found
     assert all(v > 1.0 for p in ("interleaved", "random") for v in found[p]["alltoall"])
     assert example.figure(found, tmp_path / "jobs_placement.png").stat().st_size > 0

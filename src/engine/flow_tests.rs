@@ -78,6 +78,21 @@ fn incast_shares_the_receivers_nic_and_ends_as_loggopsim_does() {
 }
 
 #[test]
+fn flows_that_start_and_end_at_one_instant_are_re_solved_once() {
+    // The incast's n senders start at 0 (o = g = 0) on the receiver's NIC and
+    // end together: one re-solve for the n starts, one for the n ends (a
+    // re-solve after each change would run 2n − 2 of them, each over the
+    // flows still in flight: the square of the flows, as in a halo exchange
+    // on a machine with o = g = 0).
+    for n in [2u32, 5, 8] {
+        let pairs: Vec<(u32, u32)> = (1..=n).map(|a| (a, 0)).collect();
+        let e = run(platform(Topology::FullyConnected, flow(0.0, 1.0, Routing::DimensionOrder)), exchange(n + 1, &pairs));
+        let flows = e.fabric.flows.as_deref().expect("flows on");
+        assert_eq!((flows.flowed, flows.resolves), (n as u64, 2), "n={n}");
+    }
+}
+
+#[test]
 fn a_shift_across_a_tapered_fat_tree_takes_taper_times_longer() {
     // 16 nodes, 2 per leaf; every node sends to the one 8 away: each message
     // crosses the top of the tree. Links run at the NIC's 1 B/ps; tapered by t,

@@ -2,11 +2,17 @@
 //! between nodes moves its (s − 1) bytes — LogGOPS's per-byte count — as a
 //! flow along its route, and the flows on a link share its bandwidth
 //! max–min fairly, each also capped by its NIC's 1/G (progressive filling,
-//! as SimGrid's LMM solver). When a flow starts or ends, only the flows
-//! connected to it through shared links (its component) are brought up to
-//! date and re-solved; a flow whose rate changed gets a new completion
-//! event, older ones are recognised as stale by a version number (as the
-//! memory domains do). A flow's last byte in, the message reaches its
+//! as SimGrid's LMM solver). A flow that starts alone on its links, or ends
+//! alone, changes no other flow's rate. Otherwise the flows connected to it
+//! through shared links (its component) are brought up to date and
+//! re-solved, once per instant: every start and end queued for the same
+//! time is applied first, then one re-solve (an event queued behind them)
+//! covers them all. A halo exchange starts thousands of flows at the same
+//! moment on a machine with o = g = 0, and re-solving after each would cost
+//! the square of the flows in flight. The rates are the same either way
+//! (max–min's solution is unique, and no time passes in between). A flow
+//! whose rate changed gets a new completion event, older ones are
+//! recognised as stale by a version number (as the memory domains do). A flow's last byte in, the message reaches its
 //! receiver after the latency it would have had alone.
 
 use super::probe::{Loss, Message, Probe, NO_LINK};
@@ -15,22 +21,25 @@ use crate::network::{LinkClassId, Routes};
 use crate::program::Program;
 use crate::time::{Time, PAST_LIMIT};
 
-/// A link's flows now: 8 bytes, read for every flow that starts or ends
-/// (most links carry at most one flow at a time; with two or more they are
-/// listed apart). Kept apart from [`LinkUse`] so that the check whether a
-/// flow is alone on its links touches a small array that stays in cache
-/// (64 Ki ranks have ~460 K links).
+/// A link's flows now: 16 bytes, read for every flow that starts or ends
+/// and for every link a component's search crosses. Most links carry at
+/// most two flows at a time (a NIC's sends to its two halo neighbours), so
+/// those are kept here; with three or more they are listed apart. Kept
+/// apart from [`LinkUse`] so that the check whether a flow is alone on its
+/// links touches a small array (64 Ki ranks have ~460 K links).
 #[derive(Default, Clone, Copy)]
 struct LinkLoad {
-    /// Flows on it now; the one flow when `n` is 1.
+    /// Flows on it now; the first `n` of `ids` when `n` is at most 2.
     n: u32,
-    one: u32,
+    /// A component's mark.
+    seen: u32,
+    ids: [u32; 2],
 }
 
-/// What a link carried, for the run's statistics; and a component's mark.
+/// What a link carried, for the run's statistics.
 /// A flow's bytes are counted on its links when it ends (`stats` adds the
 /// flows still on them), its busy time when the link falls idle: a flow
-/// starting alone only writes `since` here, without reading the line.
+/// starting alone only writes `since` here.
 #[derive(Default, Clone, Copy)]
 struct LinkUse {
     bytes: u64,
@@ -38,7 +47,6 @@ struct LinkUse {
     since: Time,
     /// Most flows at once: raised when two or more share it, and to 1 when a flow leaves it.
     peak: u32,
-    seen: u32,
 }
 
 /// Links a route keeps in its flow's own state: a fat tree's routes (a
@@ -49,10 +57,11 @@ const INLINE: usize = 8;
 /// heap block of its own (the reused flows' went cold between two waves of
 /// flows); longer ones (a torus's across many hops) on the heap.
 #[derive(Default)]
+#[repr(C)]
 struct Route {
     len: u32,
     inline: [u32; INLINE],
-    spill: Vec<u32>,
+    spill: Option<Box<[u32]>>,
 }
 
 impl Route {
@@ -61,8 +70,7 @@ impl Route {
         if route.len() <= INLINE {
             self.inline[..route.len()].copy_from_slice(route);
         } else {
-            self.spill.clear();
-            self.spill.extend_from_slice(route);
+            self.spill = Some(route.into());
         }
     }
 }
@@ -75,38 +83,51 @@ impl std::ops::Deref for Route {
         if n <= INLINE {
             &self.inline[..n]
         } else {
-            &self.spill
+            self.spill.as_deref().unwrap_or_default()
         }
     }
 }
 
+/// A flow's state that a component's search and progressive filling read
+/// (two cache lines: the flows sharing a link with a new one are out of
+/// cache, and each line read is a miss); the rest is in [`FlowEnds`].
 #[derive(Default)]
+#[repr(C, align(64))]
 struct Flow {
+    // the first line: the search
     route: Route,
+    seen: u32,
+    /// Progressive filling's result: the link that holds it (NO_LINK: its cap).
+    new_blame: u32,
+    // the second line: its rate
     remaining: f64,
     rate: f64,
+    last: Time,
     cap: f64,
+    /// Progressive filling's rate; negative while not yet fixed.
+    new_rate: f64,
+    /// Since when it has had its rate, and the link that sets it (NO_LINK:
+    /// its own cap).
+    since: Time,
+    /// Its rate alone (the narrowest of its cap and its links).
+    alone_rate: f64,
+    version: u32,
+    blame: u32,
+}
+
+/// What a flow needs only when it begins and ends.
+#[derive(Default)]
+struct FlowEnds {
     /// Its bytes (counted on its links when it ends).
     bytes: u64,
-    last: Time,
     start: Time,
-    /// Its duration alone on its route, for the delay that sharing caused,
-    /// and its rate alone (the narrowest of its cap and its links).
+    /// Its duration alone on its route, for the delay that sharing caused.
     alone_ps: f64,
-    alone_rate: f64,
-    /// Since when it has had its rate, and the link that sets it (NO_LINK:
-    /// its own cap); the link that has cost it the most time so far, and how much.
-    since: Time,
-    blame: u32,
+    /// The link that has cost it the most time so far, and how much.
     worst: u32,
     worst_ps: f64,
     /// The job it belongs to (0 without jobs).
     owner: u32,
-    version: u32,
-    seen: u32,
-    fixed: bool,
-    new_rate: f64,
-    new_blame: u32,
     msg: Option<(Event, Message, Time)>,
 }
 
@@ -139,13 +160,14 @@ pub struct Flows {
     /// Per link (slot): its flows, and what it carried.
     loads: Vec<LinkLoad>,
     uses: Vec<LinkUse>,
-    /// The flows of each link that carries two or more.
+    /// The flows of each link that carries three or more.
     lists: rustc_hash::FxHashMap<u32, Vec<u32>>,
     /// Progressive filling's scratch per link (allocated at the first
     /// re-solve): capacity left, flows not yet fixed.
     rem: Vec<f64>,
     unfixed: Vec<u32>,
     flows: Vec<Flow>,
+    ends: Vec<FlowEnds>,
     free: Vec<u32>,
     epoch: u32,
     comp_links: Vec<u32>,
@@ -154,9 +176,14 @@ pub struct Flows {
     /// Scratch for a route and for the completions to schedule.
     route: Vec<u32>,
     due: Vec<Due>,
+    /// The links whose flows changed since the last re-solve (it is queued
+    /// for now when this is not empty).
+    pending: Vec<u32>,
     /// Summed over messages: time beyond what the flow would take alone.
     pub delay_ps: f64,
     pub flowed: u64,
+    /// Re-solves run (one per instant at which shared flows changed).
+    pub resolves: u64,
     /// Per link: the time it cost the flows that it held back (allocated at
     /// the first such loss); per job and link, where jobs are told.
     link_delay: Vec<f64>,
@@ -223,8 +250,7 @@ pub type Due = (Time, u32, u32);
 fn on<'a>(loads: &'a [LinkLoad], lists: &'a rustc_hash::FxHashMap<u32, Vec<u32>>, s: u32) -> &'a [u32] {
     let l = &loads[s as usize];
     match l.n {
-        0 => &[],
-        1 => std::slice::from_ref(&l.one),
+        0..=2 => &l.ids[..l.n as usize],
         _ => &lists[&s],
     }
 }
@@ -245,6 +271,7 @@ impl Flows {
             rem: Vec::new(),
             unfixed: Vec::new(),
             flows: Vec::new(),
+            ends: Vec::new(),
             free: Vec::new(),
             epoch: 0,
             comp_links: Vec::new(),
@@ -252,8 +279,10 @@ impl Flows {
             stack: Vec::new(),
             route: Vec::new(),
             due: Vec::new(),
+            pending: Vec::new(),
             delay_ps: 0.0,
             flowed: 0,
+            resolves: 0,
             link_delay: Vec::new(),
             job_delay: Default::default(),
             job_starts: Vec::new(),
@@ -295,7 +324,7 @@ impl Flows {
     /// against running alone goes to the link that held it back.
     fn close(&mut self, id: u32, now: Time) {
         let f = &mut self.flows[id as usize];
-        let (dt, rate, blame, owner) = (now.saturating_sub(f.since), f.rate, f.blame, f.owner);
+        let (dt, rate, blame) = (now.saturating_sub(f.since), f.rate, f.blame);
         f.since = now;
         if dt == 0 || blame == NO_LINK || rate <= 0.0 {
             return;
@@ -305,6 +334,8 @@ impl Flows {
             // (at its rate alone, give or take rounding)
             return;
         }
+        let f = &mut self.ends[id as usize];
+        let owner = f.owner;
         if f.worst == blame {
             f.worst_ps += lost;
         } else if lost > f.worst_ps {
@@ -348,7 +379,7 @@ impl Flows {
     /// completion event, about two per rank at once
     /// in the halo exchanges and collectives measured (docs/links.md).
     pub fn bytes_in_flight_per_rank() -> u128 {
-        2 * (std::mem::size_of::<Flow>() as u128 + 16 * 4 + 40)
+        2 * ((std::mem::size_of::<Flow>() + std::mem::size_of::<FlowEnds>()) as u128 + 16 * 4 + 40)
     }
 
     pub fn bytes(&self) -> usize {
@@ -357,7 +388,8 @@ impl Flows {
             + self.lists.values().map(|l| l.capacity() * 4 + 32).sum::<usize>()
             + self.rem.capacity() * 12
             + self.flows.capacity() * std::mem::size_of::<Flow>()
-            + self.flows.iter().map(|f| f.route.spill.capacity() * 4).sum::<usize>()
+            + self.ends.capacity() * std::mem::size_of::<FlowEnds>()
+            + self.flows.iter().map(|f| f.route.spill.as_ref().map_or(0, |r| r.len() * 4)).sum::<usize>()
     }
 
     /// Asks for flow `id`'s state, or (`links`) for its links'.
@@ -365,6 +397,7 @@ impl Flows {
     pub fn prefetch(&self, id: u32, links: bool) {
         if !links {
             crate::prefetch::prefetch_whole(&self.flows, id as usize);
+            crate::prefetch::prefetch_whole(&self.ends, id as usize);
         } else if let Some(f) = self.flows.get(id as usize) {
             for &s in f.route.iter() {
                 crate::prefetch::prefetch(&self.loads, s as usize);
@@ -394,9 +427,9 @@ impl Flows {
     fn add(&mut self, s: u32, id: u32) {
         let l = &mut self.loads[s as usize];
         match l.n {
-            0 => l.one = id,
-            1 => {
-                self.lists.insert(s, vec![l.one, id]);
+            0 | 1 => l.ids[l.n as usize] = id,
+            2 => {
+                self.lists.insert(s, vec![l.ids[0], l.ids[1], id]);
             }
             _ => self.lists.get_mut(&s).expect("listed").push(id),
         }
@@ -406,10 +439,19 @@ impl Flows {
     fn remove(&mut self, s: u32, id: u32) {
         let l = &mut self.loads[s as usize];
         match l.n {
-            1 => debug_assert_eq!(l.one, id),
+            1 => debug_assert_eq!(l.ids[0], id),
             2 => {
-                let list = self.lists.remove(&s).expect("listed");
-                l.one = if list[0] == id { list[1] } else { list[0] };
+                debug_assert!(l.ids.contains(&id));
+                if l.ids[0] == id {
+                    l.ids[0] = l.ids[1];
+                }
+            }
+            3 => {
+                // back to two: the two left, in the order the list had them
+                let mut list = self.lists.remove(&s).expect("listed");
+                let i = list.iter().position(|&x| x == id).expect("a flow is on its links");
+                list.swap_remove(i);
+                l.ids = [list[0], list[1]];
             }
             _ => {
                 let list = self.lists.get_mut(&s).expect("listed");
@@ -422,11 +464,12 @@ impl Flows {
 
     /// Starts a flow of `bytes` over `route` at `now`, capped at `cap` bytes
     /// per ps; `msg` is delivered `latency` after its last byte.
-    /// Pushes the completions to (re)schedule into `due`.
+    /// Pushes the completions to (re)schedule into `due` (re-solving at once).
     #[cfg(test)]
     pub fn start(&mut self, now: Time, route: &[u32], bytes: u64, cap: f64, msg: (Event, Message, Time), due: &mut Vec<Due>) {
         let id = self.prepare(route, bytes, cap, msg);
-        self.begin(now, id, due);
+        let _ = self.begin(now, id, due);
+        self.settle(now, due);
     }
 
     /// A flow to begin later (`begin`): its route, bytes, cap and message. Returns its id.
@@ -437,6 +480,7 @@ impl Flows {
         }
         let id = self.free.pop().unwrap_or_else(|| {
             self.flows.push(Flow::default());
+            self.ends.push(FlowEnds::default());
             self.flows.len() as u32 - 1
         });
         if let Some(&next) = self.free.last() {
@@ -444,47 +488,43 @@ impl Flows {
             // a collective) and are reused last freed first, so by then its
             // state would have gone cold
             crate::prefetch::prefetch_whole(&self.flows, next as usize);
+            crate::prefetch::prefetch_whole(&self.ends, next as usize);
         }
         let narrowest = route.iter().map(|&s| self.routes.cap(s as usize)).fold(cap, f64::min);
         let owner = if self.job_starts.is_empty() { 0 } else { self.job_of(msg.1.src) };
         let f = &mut self.flows[id as usize];
         f.route.set(route);
         (f.remaining, f.rate, f.cap) = (bytes as f64, 0.0, cap);
+        (f.alone_rate, f.blame) = (narrowest, NO_LINK);
+        let e = &mut self.ends[id as usize];
         // (what its links count when it ends: the bytes they counted when it began)
-        f.bytes = bytes as f64 as u64;
-        (f.alone_ps, f.alone_rate) = (bytes as f64 / narrowest, narrowest);
-        (f.blame, f.worst, f.worst_ps) = (NO_LINK, NO_LINK, 0.0);
-        f.owner = owner;
-        f.msg = Some(msg);
+        e.bytes = bytes as f64 as u64;
+        e.alone_ps = bytes as f64 / narrowest;
+        (e.worst, e.worst_ps) = (NO_LINK, 0.0);
+        e.owner = owner;
+        e.msg = Some(msg);
         id
     }
 
-    /// Puts the prepared flow `id` on its links at `now`.
-    pub fn begin(&mut self, now: Time, id: u32, due: &mut Vec<Due>) {
+    /// Puts the prepared flow `id` on its links at `now`. Returns whether
+    /// a re-solve must be queued for now (see `settle`).
+    #[must_use]
+    pub fn begin(&mut self, now: Time, id: u32, due: &mut Vec<Due>) -> bool {
         let route = std::mem::take(&mut self.flows[id as usize].route);
         // alone on its links (the common case): its rate is the narrowest, nothing to re-solve
         let alone = route.iter().all(|&s| self.loads[s as usize].n == 0);
-        if !alone {
-            self.component(&route);
-            self.advance(now);
-        }
-        let f = &mut self.flows[id as usize];
-        (f.last, f.start, f.since) = (now, now, now);
-        let narrowest = f.remaining / f.alone_ps;
+        let (f, e) = (&mut self.flows[id as usize], &mut self.ends[id as usize]);
+        (f.last, e.start, f.since) = (now, now, now);
         if alone {
-            f.rate = narrowest;
+            f.rate = f.remaining / e.alone_ps;
             f.version = bump(f.version);
-            due.push(((now as f64 + f.alone_ps.ceil()).min(PAST_LIMIT as f64) as Time, id, f.version));
-        } else {
-            f.seen = self.epoch;
-            self.comp_flows.push(id);
+            due.push(((now as f64 + e.alone_ps.ceil()).min(PAST_LIMIT as f64) as Time, id, f.version));
         }
         for &s in route.iter() {
             self.add(s, id);
             let n = self.loads[s as usize].n;
             let u = &mut self.uses[s as usize];
             if n == 1 {
-                // (a store only: the line need not be read in)
                 u.since = now;
             } else {
                 u.peak = u.peak.max(n);
@@ -493,27 +533,41 @@ impl Flows {
         if let Some(c) = self.counters.as_deref_mut() {
             c.changed(now, &route, &self.loads, 1);
         }
-        self.flows[id as usize].route = route;
+        let queue = !alone && self.pending.is_empty();
         if !alone {
-            self.solve(now, due);
+            self.pending.extend_from_slice(&route);
         }
+        self.flows[id as usize].route = route;
+        queue
+    }
+
+    /// The re-solve queued for `now`: brings the flows connected to the
+    /// links that changed up to `now` and gives them their max–min rates.
+    pub fn settle(&mut self, now: Time, due: &mut Vec<Due>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.resolves += 1;
+        let seeds = std::mem::take(&mut self.pending);
+        self.component(&seeds);
+        self.pending = seeds;
+        self.pending.clear();
+        self.advance(now);
+        self.solve(now, due);
     }
 
     /// The flow `id`'s completion as scheduled with `version`: None if stale,
-    /// else its message and latency; re-solves what shared links with it.
-    pub fn finish(&mut self, now: Time, id: u32, version: u32, due: &mut Vec<Due>) -> Option<((Event, Message, Time), Loss)> {
+    /// else its message and latency, and whether a re-solve must be queued
+    /// for now for what shared links with it (see `settle`).
+    pub fn finish(&mut self, now: Time, id: u32, version: u32) -> Option<((Event, Message, Time), Loss, bool)> {
         let f = self.flows.get(id as usize)?;
-        if f.version != version || f.msg.is_none() || f.rate == 0.0 {
+        if f.version != version || f.rate == 0.0 || self.ends[id as usize].msg.is_none() {
             return None;
         }
         self.close(id, now);
         let route = std::mem::take(&mut self.flows[id as usize].route);
         let alone = route.iter().all(|&s| self.loads[s as usize].n == 1);
-        if !alone {
-            self.component(&route);
-            self.advance(now);
-        }
-        let bytes = self.flows[id as usize].bytes;
+        let bytes = self.ends[id as usize].bytes;
         for &s in route.iter() {
             self.remove(s, id);
             let u = &mut self.uses[s as usize];
@@ -523,54 +577,52 @@ impl Flows {
                 u.busy_ps += now - u.since;
             }
         }
+        let queue = !alone && self.pending.is_empty();
         if !alone {
-            self.comp_flows.retain(|&x| x != id);
+            self.pending.extend_from_slice(&route);
         }
         if let Some(c) = self.counters.as_deref_mut() {
             c.changed(now, &route, &self.loads, -1);
         }
-        let f = &mut self.flows[id as usize];
+        let (f, e) = (&mut self.flows[id as usize], &mut self.ends[id as usize]);
         f.route = route;
         f.version = bump(f.version);
-        self.delay_ps += ((now - f.start) as f64 - f.alone_ps).max(0.0);
+        self.delay_ps += ((now - e.start) as f64 - e.alone_ps).max(0.0);
         self.flowed += 1;
-        let alone_ps = f.alone_ps.ceil() as Time;
+        let alone_ps = e.alone_ps.ceil() as Time;
         // the link that cost it the most under sharing; if none, the narrowest
         // link on its route where that, not its NIC, set its pace alone
-        let link = if f.worst == NO_LINK && f.alone_rate < f.cap {
+        let link = if e.worst == NO_LINK && f.alone_rate < f.cap {
             f.route.iter().copied().find(|&s| self.routes.cap(s as usize) <= f.alone_rate).unwrap_or(NO_LINK)
         } else {
-            f.worst
+            e.worst
         };
         let nic_in = (link as usize) < self.routes.slots() && self.routes.link(link as usize).0 == LinkClassId::NicIn;
-        let loss = Loss { delay_ps: (now - f.start).saturating_sub(alone_ps), link, nic_in, alone_ps, duration_ps: now - f.start };
-        let msg = f.msg.take();
+        let loss = Loss { delay_ps: (now - e.start).saturating_sub(alone_ps), link, nic_in, alone_ps, duration_ps: now - e.start };
+        let msg = e.msg.take();
         self.free.push(id);
-        if !alone {
-            self.solve(now, due);
-        }
-        msg.map(|m| (m, loss))
+        msg.map(|m| (m, loss, queue))
     }
 
-    /// Marks the flows connected to `route`'s links through shared links.
-    fn component(&mut self, route: &[u32]) {
+    /// Marks the flows connected to `seeds` (links) through shared links.
+    fn component(&mut self, seeds: &[u32]) {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             // marks wrapped: clear them so an old mark never matches
-            self.uses.iter_mut().for_each(|u| u.seen = 0);
+            self.loads.iter_mut().for_each(|l| l.seen = 0);
             self.flows.iter_mut().for_each(|f| f.seen = 0);
             self.epoch = 1;
         }
         self.comp_links.clear();
         self.comp_flows.clear();
         self.stack.clear();
-        self.stack.extend_from_slice(route);
+        self.stack.extend_from_slice(seeds);
         while let Some(s) = self.stack.pop() {
-            let u = &mut self.uses[s as usize];
-            if u.seen == self.epoch {
+            let l = &mut self.loads[s as usize];
+            if l.seen == self.epoch {
                 continue;
             }
-            u.seen = self.epoch;
+            l.seen = self.epoch;
             self.comp_links.push(s);
             for &id in on(&self.loads, &self.lists, s) {
                 let f = &mut self.flows[id as usize];
@@ -602,7 +654,7 @@ impl Flows {
             (self.rem[s as usize], self.unfixed[s as usize]) = (self.routes.cap(s as usize), self.loads[s as usize].n);
         }
         for &id in &self.comp_flows {
-            self.flows[id as usize].fixed = false;
+            self.flows[id as usize].new_rate = -1.0;
         }
         let mut left = self.comp_flows.len();
         while left > 0 {
@@ -616,14 +668,14 @@ impl Flows {
             }
             for &id in &self.comp_flows {
                 let f = &self.flows[id as usize];
-                if !f.fixed {
+                if f.new_rate < 0.0 {
                     level = level.min(f.cap);
                 }
             }
             let tol = level * (1.0 + 1e-9);
             for &id in &self.comp_flows {
                 let f = &self.flows[id as usize];
-                if f.fixed {
+                if f.new_rate >= 0.0 {
                     continue;
                 }
                 // what holds it at the level: its cap, else the first link at it
@@ -634,7 +686,7 @@ impl Flows {
                 };
                 if let Some(blame) = blame {
                     let f = &mut self.flows[id as usize];
-                    (f.fixed, f.new_rate, f.new_blame) = (true, level, blame);
+                    (f.new_rate, f.new_blame) = (level, blame);
                     for &s in f.route.iter() {
                         self.rem[s as usize] -= level;
                         self.unfixed[s as usize] -= 1;
@@ -646,8 +698,8 @@ impl Flows {
                 // rounding left no link at the level: the rest get it
                 for &id in &self.comp_flows {
                     let f = &mut self.flows[id as usize];
-                    if !f.fixed {
-                        (f.fixed, f.new_rate, f.new_blame) = (true, level, NO_LINK);
+                    if f.new_rate < 0.0 {
+                        (f.new_rate, f.new_blame) = (level, NO_LINK);
                     }
                 }
                 left = 0;
@@ -675,9 +727,9 @@ impl Flows {
         let mut by: std::collections::BTreeMap<LinkClassId, LinkClassStats> = Default::default();
         // the flows still on their links: their bytes, counted by the links when they end
         let mut in_flight: rustc_hash::FxHashMap<u32, u64> = Default::default();
-        for f in self.flows.iter().filter(|f| f.msg.is_some()) {
+        for (f, e) in self.flows.iter().zip(&self.ends).filter(|(_, e)| e.msg.is_some()) {
             for &s in f.route.iter() {
-                *in_flight.entry(s).or_default() += f.bytes;
+                *in_flight.entry(s).or_default() += e.bytes;
             }
         }
         for (s, (l, u)) in self.loads.iter().zip(&self.uses).enumerate() {
@@ -732,19 +784,31 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let now = self.view.now;
         let mut due = std::mem::take(&mut flows.due);
         let id = flows.prepare(&route, m.bytes - 1, cap, (msg, m, arrive - now));
-        flows.begin(now, id, &mut due);
+        let settle = flows.begin(now, id, &mut due);
         flows.route = route;
         self.tell(|o, v| o.flow_started(v, id, &m));
         self.schedule_flows(due, msg.rank);
+        if settle {
+            self.queue.push_new(Event::new(now, EvKind::FlowSolve, 0, 0, 0, msg.rank, 0, 0, 0));
+        }
+    }
+
+    /// The re-solve queued behind the flows' starts and ends at this time.
+    pub(super) fn on_flow_solve(&mut self, ev: Event) {
+        let flows = self.fabric.flows.as_deref_mut().expect("flow events imply flows");
+        let mut due = std::mem::take(&mut flows.due);
+        flows.settle(ev.time, &mut due);
+        self.schedule_flows(due, ev.rank);
     }
 
     /// A flow's completion as last scheduled (ignored if stale).
     pub(super) fn on_flow_done(&mut self, ev: Event) {
         let flows = self.fabric.flows.as_deref_mut().expect("flow events imply flows");
-        let mut due = std::mem::take(&mut flows.due);
-        let done = flows.finish(ev.time, ev.id, ev.tag, &mut due);
-        self.schedule_flows(due, ev.rank);
-        if let Some(((msg, m, latency), loss)) = done {
+        let done = flows.finish(ev.time, ev.id, ev.tag);
+        if let Some(((msg, m, latency), loss, settle)) = done {
+            if settle {
+                self.queue.push_new(Event::new(ev.time, EvKind::FlowSolve, 0, 0, 0, ev.rank, 0, 0, 0));
+            }
             self.tell(|o, v| o.flow_ended(v, ev.id, loss));
             self.deliver_flowed(msg, m, ev.time.saturating_add(latency).min(PAST_LIMIT));
         }
@@ -811,15 +875,22 @@ mod tests {
                 }
                 (_, Some(_)) => {
                     let (t, id, v) = pending.remove(0);
-                    if f.finish(t, id, v, &mut due).is_some() {
+                    if f.finish(t, id, v).is_some() {
                         ended[id as usize] = t;
                     }
+                    f.settle(t, &mut due);
                 }
                 _ => break,
             }
             pending.append(&mut due);
         }
         ended
+    }
+
+    #[test]
+    fn a_flows_search_state_is_two_cache_lines() {
+        assert_eq!(std::mem::size_of::<Flow>(), 128);
+        assert_eq!(std::mem::offset_of!(Flow, new_blame), 60);
     }
 
     #[test]

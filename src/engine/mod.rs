@@ -425,6 +425,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
             EvKind::Cts => self.on_cts(ev),
             EvKind::Landed | EvKind::DataLanded => self.on_landed(ev),
             EvKind::FlowDone => self.on_flow_done(ev),
+            EvKind::FlowSolve => self.on_flow_solve(ev),
         }
     }
 

@@ -42,11 +42,13 @@ pub enum EvKind {
     DataLanded = 12,
     /// A flow's end as last scheduled (`id`: the flow, `tag`: its version).
     FlowDone = 13,
+    /// The flows' re-solve, behind the starts and ends queued for its time.
+    FlowSolve = 14,
 }
 
 const KINDS: [EvKind; 16] = {
     use EvKind::*;
-    [Calc, Send, Recv, Calc, Msg, Probe, Mem, MemDone, Rts, Cts, Data, Landed, DataLanded, FlowDone, Calc, Calc]
+    [Calc, Send, Recv, Calc, Msg, Probe, Mem, MemDone, Rts, Cts, Data, Landed, DataLanded, FlowDone, FlowSolve, Calc]
 };
 
 /// 40 bytes: the stamp, kind, cpu and nic share one word.

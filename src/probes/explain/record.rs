@@ -547,6 +547,6 @@ fn resources<P: Program>(v: &View<P>, ev: &Event) -> Option<[usize; 2]> {
         }
         EvKind::Msg | EvKind::Data => [c, v.layout.gr(ev.rank, ev.nic())],
         EvKind::Rts | EvKind::Cts | EvKind::Landed | EvKind::DataLanded => [c, c],
-        EvKind::MemDone | EvKind::FlowDone => return None,
+        EvKind::MemDone | EvKind::FlowDone | EvKind::FlowSolve => return None,
     })
 }
