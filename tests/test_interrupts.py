@@ -144,3 +144,20 @@ def test_a_lazy_module_interrupted_while_importing_is_imported_again():
     finally:
         sys.meta_path.pop(0)
         sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_module_whose_start_up_cannot_take_an_interrupt_finishes_its_import_first(tmp_path, held):
+    """A Ctrl-C in the middle of polars' first import panics in its Rust
+    start-up; the command line holds it back until the import is over. A
+    module that interrupts itself half-way stands in for it: held, it runs to
+    its last line and the interrupt comes after; not held, it stops half-way."""
+    (tmp_path / "startup_stand_in.py").write_text(
+        "import os, signal, sys\nos.kill(os.getpid(), signal.SIGINT)\n"
+        "for _ in range(1000):\n    sum(range(100))\nsys.stdout.write('last line ran\\n')\n")
+    code = ("import sys; from idlewave.interrupts import hold_during_import\n"
+            + ("hold_during_import('startup_stand_in')\n" if held else "")
+            + "try:\n    import startup_stand_in\nexcept KeyboardInterrupt:\n    print('interrupted')\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == (["last line ran", "interrupted"] if held else ["interrupted"]), p.stdout

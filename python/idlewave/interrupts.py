@@ -19,7 +19,8 @@ half-initialised says "module 'polars' has no attribute 'DataFrame'" later:
 `idlewave.cli.common.lazy` imports for real, which an interrupt undoes), and
 the engine's first look-up of numpy's C API (Python code run from Rust, which
 panics when it fails: `held` keeps Ctrl-C back while it happens, see
-`idlewave.simulation`).
+`idlewave.simulation`), and polars' first import, whose Rust start-up panics
+on an interrupt too (`hold_during_import`, installed by the command line).
 
 Only stdlib modules here: this runs before anything else is imported.
 """
@@ -96,4 +97,37 @@ class held:
             _signal.raise_signal(_signal.SIGINT)  # the handler before answers it now
 
 
-__all__ = ["MESSAGE", "exit_at_once", "raise_interrupts", "ignore_interrupts", "held"]
+def hold_during_import(*names: str) -> None:
+    """From now on Ctrl-C is held back (`held`) while a module of `names` is
+    first imported: polars' start-up, Rust code calling back into Python,
+    panics when an interrupt arrives in the middle of it."""
+    import importlib.abc
+    import importlib.machinery
+
+    class Loader(importlib.abc.Loader):
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def create_module(self, spec):
+            return self.inner.create_module(spec)
+
+        def exec_module(self, module) -> None:
+            with held():
+                self.inner.exec_module(module)
+
+        def __getattr__(self, attr: str):  # resources, source: the real loader's
+            return getattr(self.inner, attr)
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name not in names:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = Loader(spec.loader)
+            return spec
+
+    sys.meta_path.insert(0, Finder())
+
+
+__all__ = ["MESSAGE", "exit_at_once", "raise_interrupts", "ignore_interrupts", "held", "hold_during_import"]

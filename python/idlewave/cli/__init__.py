@@ -11,7 +11,7 @@ from rich.markup import escape
 from idlewave import _engine
 from idlewave.cli import analyze, bench, explain, fit, goal, loggopsim, measure, models, regimes, report, simulate, studies, sweep, trace, validate
 from idlewave.cli.common import err
-from idlewave.interrupts import MESSAGE, exit_at_once, raise_interrupts
+from idlewave.interrupts import MESSAGE, exit_at_once, hold_during_import, raise_interrupts
 from idlewave.results import NonFiniteWarning, ResultsError
 
 app = typer.Typer(
@@ -74,6 +74,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 def main() -> None:
     warnings.showwarning = _show_warning
     raise_interrupts()  # the command runs: Ctrl-C is KeyboardInterrupt from here (idlewave.interrupts)
+    hold_during_import("polars")
     try:
         app()
     except SystemExit as e:
