@@ -161,3 +161,23 @@ def test_a_module_whose_start_up_cannot_take_an_interrupt_finishes_its_import_fi
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == (["last line ran", "interrupted"] if held else ["interrupted"]), p.stdout
+
+
+def test_a_sweep_worker_keeps_ignoring_ctrl_c_once_polars_is_loaded():
+    """A local cluster's worker starts with SIGINT ignored (the command
+    answers a terminal's Ctrl-C and stops it). polars' first import installs
+    a handler of its own over that, and a query running when Ctrl-C came
+    raised KeyboardInterrupt with a traceback in the worker. The kernel's view
+    of the worker's SIGINT (/proc) must stay: ignored, not caught."""
+    status = Path("/proc/self/status")
+    if not status.is_file():
+        pytest.skip("no /proc to read a process's signal dispositions from")
+    code = ("import sys, multiprocessing\nsys.argv[0] = 'idlewave'\nimport idlewave, polars as pl\n"
+            "pl.DataFrame({'a': [1]}).lazy().collect()\n"
+            "print(*[l.split()[1] for l in open('/proc/self/status') if l.startswith(('SigIgn', 'SigCgt'))])\n")
+    # started as the cluster starts its workers: through `sh`, which ignores SIGINT, then Python
+    p = subprocess.run(["sh", "-c", "trap '' INT; exec \"$0\" -c \"$1\"", sys.executable, code],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    ignored, caught = (int(x, 16) >> (signal.SIGINT - 1) & 1 for x in p.stdout.split())
+    assert (ignored, caught) == (1, 0), p.stdout

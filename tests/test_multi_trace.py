@@ -47,19 +47,24 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
     between two speeds (2-3x) for 5-60 s at a time, which moves even CPU time
     (docs/validation.md). By construction a rank's computation is the same
     at every size in weak scaling, and its computation times p in strong
-    scaling; a set of traces where it is not (by more than 10%) straddled a
-    switch or met other load, and is taken again."""
+    scaling; a set of traces where it is not straddled a switch or met other
+    load, and is taken again: where a rank's differs from the set's median by
+    more than 10% (on a quiet machine all are within 3%, and one in a few
+    sets has a rank 10-20% off; the fit takes the median of a class of ranks,
+    and a class of one rank is that rank)."""
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
-    for attempt in range(4):
+    for attempt in range(6):
         d = root / f"set{attempt}"
         dirs = [trace(lib, program, d / str(p), p, mode) for p in sizes]
-        work = [(p if mode == "strong" else 1) * float(np.median([_computation(t.records) for t in read(x)]))
-                for p, x in zip(sizes, dirs)]
-        if max(work) < 1.10 * min(work):
+        work = np.concatenate([[(p if mode == "strong" else 1) * _computation(t.records) for t in read(x)]
+                               for p, x in zip(sizes, dirs)])
+        spread = (work.min() / np.median(work), work.max() / np.median(work))
+        if 0.90 < spread[0] and spread[1] < 1.10:
             return dirs
-    pytest.fail(f"the machine's speed moved during every set of traces: computation per rank ({mode}) {work}")
+    pytest.fail(f"the machine's speed moved during every set of traces: a rank's computation ({mode}) from "
+                f"{spread[0]:.2f} to {spread[1]:.2f} times the set's median")
 
 
 @pytest.fixture(scope="module")

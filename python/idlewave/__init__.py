@@ -18,6 +18,11 @@ if sys.argv and sys.argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("idlewave"
         # a worker process of `sweep`'s local cluster (spawned with the command's argv):
         # a Ctrl-C at the terminal is the command's to answer, and it stops its workers
         interrupts.ignore_interrupts()
+        # polars' first import installs a SIGINT handler of its own, even over an ignored
+        # SIGINT, and its queries then raise KeyboardInterrupt in the worker's task threads:
+        # imported here, in the main thread, `held` puts the ignored SIGINT back afterwards
+        with interrupts.held():
+            import polars  # noqa: F401
 
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
