@@ -21,6 +21,7 @@ from pathlib import Path
 
 from idlewave.studies import reproduce as rp
 from idlewave.studies import reproduce_grid as grid
+from idlewave.studies import spmv_scaling
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Plan:
     matvec_ranks: tuple[int, ...] = (64, 512)  # the MatVec hiding methods (the paper: 1,792 ranks recorded)
     wavefront_ranks: tuple[int, ...] = (40, 80)  # the STREAM triad's wavefronts (the paper: 40 ranks on Meggie)
     wavefront_iterations: int = 4000  # the paper: 5·10^4; ours settle within 2,000 (docs/reproductions.md)
+    spmv_ranks: tuple[int, ...] = spmv_scaling.SIZES  # Table 4's sizes (its CER is the stand-in's input)
 
     def describe(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
@@ -46,7 +48,8 @@ class Plan:
 FULL = Plan()
 # A check that everything runs, in about a minute: its verdicts mean little.
 QUICK = Plan(seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), hpl_grids=(16,),
-             apsp_sides=(32,), cheb_ranks=640, matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400)
+             apsp_sides=(32,), cheb_ranks=640, matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400,
+             spmv_ranks=(96, 240, 1296))
 
 # HPL-MxP at larger grids keeps the example's local matrix (16 x 16 ranks,
 # 64 blocks of 2,048): 4 blocks per process row, as an HPL run is sized to
@@ -68,6 +71,8 @@ def jobs(plan: Plan) -> list[Job]:
     for p in sorted(plan.micro_ranks, reverse=True):
         out += [("noise-collectives", {"ranks": p, "seed": s}) for s in plan.seeds]
     out.append(("chebfd", {"ranks": plan.cheb_ranks}))
+    out += [("spmv-scaling", {"matrix": m, "ranks": p, "seeds": list(plan.seeds)})
+            for p in sorted(plan.spmv_ranks, reverse=True) for m in spmv_scaling.TABLE4_CER]
     out += [("matvec", {"ranks": p, "seed": s, "nic": nic}) for p in sorted(plan.matvec_ranks, reverse=True)
             for s in plan.seeds for nic in MATVEC_NICS]
     out += [("micro-quiet", {"ranks": p}) for p in sorted(plan.micro_ranks, reverse=True)]
@@ -545,6 +550,8 @@ def run_job(job: Job) -> list[dict]:
         return fig2 + [{"study": "hpl", "taper": a["taper"], "ports": ports, "broadcast": alg,
                         "seconds": grid.hpl_total(alg, grid.CHUNK, ports, links=links)}
                        for ports in grid.PORTS for alg in grid.RINGS]
+    if kind == "spmv-scaling":  # the idle-waves paper Fig. 3(e): P_D along Table 4's strong scaling
+        return spmv_scaling.run(a["matrix"], a["ranks"], tuple(a["seeds"]))
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
         return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
                 for bottleneck in (True, False) for d in (1, 2)]
@@ -604,6 +611,7 @@ STUDY_OF = {
     "node-aware": "krylov-solvers",
     "links": "shared-links",
     "idle-decay": "idle-waves",
+    "spmv-scaling": "spmv-scaling",
     "wavefront": "wavefronts",
     "wavefront-kick": "wavefront-kicks",
     "apps-ideal-quiet": "noise-apps-quiet",
