@@ -70,7 +70,7 @@ def test_empty_scenario_is_fully_defaulted():
         "mapping": {"kind": "block"},
         "memory": None,
         "links": {"model": "none", "bandwidth_bytes_per_s": 0.0, "global_bandwidth_bytes_per_s": 0.0, "taper": 1.0,
-                  "routing": None},
+                  "routing": None, "resolve_interval_s": 0.0},
         "regimes": [],
         "mpi_library": None,
         "off_node_measured": True,

@@ -21,7 +21,7 @@ fn platform(topology: Topology, links: LinkModel) -> Platform {
 }
 
 fn flow(bytes_per_ps: f64, taper: f64, routing: Routing) -> LinkModel {
-    LinkModel { flow: true, bytes_per_ps, global_bytes_per_ps: bytes_per_ps, taper, routing }
+    LinkModel { flow: true, bytes_per_ps, global_bytes_per_ps: bytes_per_ps, taper, routing, resolve_interval_ps: 0 }
 }
 
 const L: Time = 1_000_000;
@@ -90,6 +90,36 @@ fn flows_that_start_and_end_at_one_instant_are_re_solved_once() {
         let flows = e.fabric.flows.as_deref().expect("flows on");
         assert_eq!((flows.flowed, flows.resolves), (n as u64, 2), "n={n}");
     }
+}
+
+#[test]
+fn a_resolve_interval_batches_the_changes_within_it_and_keeps_the_link_busy() {
+    // Eight senders to rank 0, sender a starting (a − 1)·I/16 late: all
+    // within one interval I. Exact, each later start re-solves (7), and the
+    // first flow's head start makes every end a separate instant; with the
+    // interval the seven later flows wait for I (sending nothing), one
+    // re-solve shares the NIC, the first flow ends alone and the seven
+    // together: 3 re-solves. The receiver's NIC is busy from 0 either way,
+    // so the last byte arrives at 8 MB-times in both (B is a multiple of I).
+    const I: Time = 10_000;
+    let stagger = |interval: Time| {
+        let pairs: Vec<(u32, u32)> = (1..=8).map(|a| (a, 0)).collect();
+        let mut ops = exchange(9, &pairs);
+        for (a, rank) in ops.iter_mut().enumerate().skip(2) {
+            rank.insert(0, Calc((a as Time - 1) * I / 16));
+        }
+        let links = LinkModel { resolve_interval_ps: interval, ..flow(0.0, 1.0, Routing::DimensionOrder) };
+        run(platform(Topology::FullyConnected, links), ops)
+    };
+    let (exact, batched) = (stagger(0), stagger(I));
+    let end = |e: &Engine<StreamProgram<Script>>| (0..e.num_ranks()).map(|r| e.finish_time(r)).max().unwrap();
+    // (within the picosecond rounding of the rates' completions)
+    for e in [&exact, &batched] {
+        assert!(end(e).abs_diff(8 * (S - 1) + L) <= 2, "{}", end(e));
+    }
+    let resolves = |e: &Engine<StreamProgram<Script>>| e.fabric.flows.as_deref().expect("flows on").resolves;
+    assert_eq!(resolves(&batched), 3);
+    assert!(resolves(&exact) >= 14, "{}", resolves(&exact));
 }
 
 #[test]

@@ -635,6 +635,15 @@ impl Flows {
         }
     }
 
+    /// When a re-solve asked for at `now` runs: at `now`, or with an interval
+    /// set, at the end of the interval `now` is in.
+    pub fn solve_time(&self, now: Time) -> Time {
+        match self.routes.resolve_interval() {
+            0 => now,
+            i => now.div_ceil(i).saturating_mul(i).min(PAST_LIMIT),
+        }
+    }
+
     /// Brings the component's remaining bytes up to `now`.
     fn advance(&mut self, now: Time) {
         for &id in &self.comp_flows {
@@ -789,7 +798,8 @@ impl<P: Program, O: Probe> Engine<P, O> {
         self.tell(|o, v| o.flow_started(v, id, &m));
         self.schedule_flows(due, msg.rank);
         if settle {
-            self.queue.push_new(Event::new(now, EvKind::FlowSolve, 0, 0, 0, msg.rank, 0, 0, 0));
+            let at = self.fabric.flows.as_deref().expect("flows on").solve_time(now);
+            self.queue.push_new(Event::new(at, EvKind::FlowSolve, 0, 0, 0, msg.rank, 0, 0, 0));
         }
     }
 
@@ -807,7 +817,8 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let done = flows.finish(ev.time, ev.id, ev.tag);
         if let Some(((msg, m, latency), loss, settle)) = done {
             if settle {
-                self.queue.push_new(Event::new(ev.time, EvKind::FlowSolve, 0, 0, 0, ev.rank, 0, 0, 0));
+                let at = flows.solve_time(ev.time);
+                self.queue.push_new(Event::new(at, EvKind::FlowSolve, 0, 0, 0, ev.rank, 0, 0, 0));
             }
             self.tell(|o, v| o.flow_ended(v, ev.id, loss));
             self.deliver_flowed(msg, m, ev.time.saturating_add(latency).min(PAST_LIMIT));

@@ -82,11 +82,25 @@ pub struct LinksSpec {
     /// The topology's routing (default: dimension_order on a torus, d_mod_k on
     /// a fat tree, minimal on a dragonfly).
     pub routing: Option<Routing>,
+    /// Re-solve the rates of flows that share links at most once per this
+    /// many seconds: a start or end waits for the interval's end (a new
+    /// flow sends nothing until then, the others keep their rates), so a flow
+    /// can end up to about this much late (or early, having kept a higher
+    /// rate longer). 0: at the instant, exact.
+    #[schemars(range(min = 0, max = 1))]
+    pub resolve_interval_s: f64,
 }
 
 impl Default for LinksSpec {
     fn default() -> Self {
-        LinksSpec { model: LinkModelKind::None, bandwidth_bytes_per_s: 0.0, global_bandwidth_bytes_per_s: 0.0, taper: 1.0, routing: None }
+        LinksSpec {
+            model: LinkModelKind::None,
+            bandwidth_bytes_per_s: 0.0,
+            global_bandwidth_bytes_per_s: 0.0,
+            taper: 1.0,
+            routing: None,
+            resolve_interval_s: 0.0,
+        }
     }
 }
 
@@ -105,6 +119,12 @@ impl LinksSpec {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(RuleError::new(key(k), format!("must be a finite bandwidth ≥ 0, got {v}")));
             }
+        }
+        if !(self.resolve_interval_s >= 0.0 && self.resolve_interval_s <= 1.0) {
+            return Err(RuleError::new(
+                key("resolve_interval_s"),
+                format!("must be between 0 (exact) and 1 s, got {}", self.resolve_interval_s),
+            ));
         }
         if self.model == LinkModelKind::None {
             return Ok(());
@@ -150,6 +170,7 @@ impl LinksSpec {
             global_bytes_per_ps: global / PS_PER_S,
             taper: self.taper,
             routing,
+            resolve_interval_ps: (self.resolve_interval_s * PS_PER_S).round() as u64,
         }
     }
 }
@@ -163,11 +184,20 @@ pub struct LinkModel {
     pub global_bytes_per_ps: f64,
     pub taper: f64,
     pub routing: Routing,
+    /// Flows' rates are re-solved at multiples of this (0: at every instant).
+    pub resolve_interval_ps: u64,
 }
 
 impl Default for LinkModel {
     fn default() -> Self {
-        LinkModel { flow: false, bytes_per_ps: 0.0, global_bytes_per_ps: 0.0, taper: 1.0, routing: Routing::DimensionOrder }
+        LinkModel {
+            flow: false,
+            bytes_per_ps: 0.0,
+            global_bytes_per_ps: 0.0,
+            taper: 1.0,
+            routing: Routing::DimensionOrder,
+            resolve_interval_ps: 0,
+        }
     }
 }
 
@@ -316,6 +346,11 @@ impl Routes {
                 g * g
             }
         }
+    }
+
+    /// Flows' rates are re-solved at multiples of this many ps (0: at every instant).
+    pub fn resolve_interval(&self) -> u64 {
+        self.model.resolve_interval_ps
     }
 
     pub fn slots(&self) -> usize {
@@ -481,7 +516,7 @@ mod tests {
     use super::*;
 
     fn model(routing: Routing) -> LinkModel {
-        LinkModel { flow: true, bytes_per_ps: 1.0, global_bytes_per_ps: 1.0, taper: 1.0, routing }
+        LinkModel { flow: true, bytes_per_ps: 1.0, global_bytes_per_ps: 1.0, taper: 1.0, routing, resolve_interval_ps: 0 }
     }
 
     fn crossed(r: &Routes, a: u32, b: u32, key: u64) -> Vec<usize> {
