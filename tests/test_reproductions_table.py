@@ -249,3 +249,13 @@ def test_the_spmv_stand_ins_gain_as_much_without_a_memory_bottleneck():
         unlimited = pd(*runs)["pd"]
         bottleneck = sp._pd(tmp, "supermuc_ng", 240, elements, 1)[0]
     assert 0.3 < unlimited < 0.6 and abs(unlimited / bottleneck - 1) < 0.1, (unlimited, bottleneck)
+
+
+def test_pcg_at_scale_shared_links_change_little_and_the_postal_model_grows_more():
+    # the why of pcg-scaling: at 4 and 32 nodes shared links change PCG's iteration by 1-3%, and from 4 to
+    # 32 nodes the postal model's iteration grows more than the simulated one (its allreduce's log p)
+    small, large = tb.pcg_scaling(64), tb.pcg_scaling(512)
+    assert all(0.97 < r["flow_s"] / r["none_s"] < 1.0 for r in (small, large)), (small, large)
+    assert large["model_s"] / small["model_s"] > large["flow_s"] / small["flow_s"] > 1.0
+    job = next(j for j in tb.jobs(tb.FULL) if j[0] == "pcg-scaling" and j[1]["ranks"] == 64)
+    assert tb.run_job(job) == committed_runs()[tb.job_key(job)]

@@ -40,6 +40,7 @@ class Plan:
     wavefront_ranks: tuple[int, ...] = (40, 80)  # the STREAM triad's wavefronts (the paper: 40 ranks on Meggie)
     wavefront_iterations: int = 4000  # the paper: 5·10^4; ours settle within 2,000 (docs/reproductions.md)
     spmv_ranks: tuple[int, ...] = spmv_scaling.SIZES  # Table 4's sizes (its CER is the stand-in's input)
+    pcg_ranks: tuple[int, ...] = (64, 512, 1728, 4096)  # Fig. 1: 4 to 256 nodes of 16 (the paper: to 512)
 
     def describe(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
@@ -49,7 +50,7 @@ FULL = Plan()
 # A check that everything runs, in about a minute: its verdicts mean little.
 QUICK = Plan(seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), hpl_grids=(16,),
              apsp_sides=(32,), cheb_ranks=640, matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400,
-             spmv_ranks=(96, 240, 1296))
+             spmv_ranks=(96, 240, 1296), pcg_ranks=(64, 512))
 
 # HPL-MxP at larger grids keeps the example's local matrix (16 x 16 ranks,
 # 64 blocks of 2,048): 4 blocks per process row, as an HPL run is sized to
@@ -99,6 +100,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
+    out += [("pcg-scaling", {"ranks": p}) for p in sorted(plan.pcg_ranks, reverse=True)]
     out += [("krylov-fig2", {"ranks": p}) for p in plan.krylov_ranks if p != rp.KRYLOV_ALLREDUCE_RANKS]
     out += [("apsp", {"side": s}) for s in plan.apsp_sides]
     # Fig. 13: the nodes doubled make a square grid's rows √2 longer
@@ -367,6 +369,38 @@ def krylov_solver(method: str, mapping: str, side: int) -> float:
                            "local": [16, 16, 16], "stencil": 27})
 
 
+# Fig. 1 of the Krylov paper: PCG on Blue Waters, 27-point Poisson, 8,000 rows per rank (20³), weak scaling.
+PCG_LOCAL = [20, 20, 20]
+PCG_GRIDS = {64: [4, 4, 4], 512: [8, 8, 8], 1728: [12, 12, 12], 4096: [16, 16, 16], 8192: [32, 16, 16]}
+# links at the paper's 9.6 GB/s, re-solved every 100 ns (docs/links.md: +0.12% against exact at 512 ranks)
+PCG_LINKS = {"model": "flow", "bandwidth_bytes_per_s": 9.6e9, "resolve_interval_s": 1e-7}
+PCG_COMPUTE = {"spmv_s": 1e-4, "precond_s": 1e-4, "vector_s": 2e-5}  # per iteration (the workload's defaults)
+
+
+def pcg_scaling(ranks: int) -> dict:
+    """Seconds per PCG iteration (3 iterations) on `blue_waters`: with
+    shared links, without, and as the postal model gives it (the halo of the slowest rank, the
+    allreduces on the nodes, no penalty terms)."""
+    from idlewave.models import postal
+    from idlewave.models.halo import halo_messages
+    from idlewave.simulation import simulate
+
+    iterations = 3
+    w = {"kind": "krylov", "method": "pcg", "grid": PCG_GRIDS[ranks], "local": PCG_LOCAL, "stencil": 27,
+         "iterations": iterations, **PCG_COMPUTE}
+    per = {}
+    for name, links in (("flow_s", PCG_LINKS), ("none_s", None)):
+        net: dict = {"platform": "blue_waters", **({"links": links} if links else {})}
+        per[name] = simulate({"network": net, "workload": w}).summary["makespan_s"] / iterations
+    pl = postal.PostalPlatform.preset("blue_waters")
+    halo_s = max(postal.halo(pl, [(n, a == b, 0) for n, a, b in m])["time_s"]
+                 for m in halo_messages(PCG_GRIDS[ranks], PCG_LOCAL, 27, pl.ppn, "block"))
+    c = PCG_COMPUTE
+    model = postal.pcg_with_penalties(pl, "pcg", nodes=ranks // pl.ppn, spmv_s=c["spmv_s"], precond_s=c["precond_s"],
+                                      vector_s=c["vector_s"], halo_s=halo_s, iterations=1)
+    return {"ranks": ranks, "nodes": ranks // pl.ppn, **per, "model_s": model["iteration_s"]}
+
+
 def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
     """An idle wave (one 50 ms delay on rank 20 of 40) through a STREAM triad on
     `meggie`: with its sockets' memory bandwidth, or with sockets that never
@@ -550,6 +584,8 @@ def run_job(job: Job) -> list[dict]:
         return fig2 + [{"study": "hpl", "taper": a["taper"], "ports": ports, "broadcast": alg,
                         "seconds": grid.hpl_total(alg, grid.CHUNK, ports, links=links)}
                        for ports in grid.PORTS for alg in grid.RINGS]
+    if kind == "pcg-scaling":  # the Krylov paper's Fig. 1: PCG's time per iteration against the postal model's
+        return [pcg_scaling(a["ranks"])]
     if kind == "spmv-scaling":  # the idle-waves paper Fig. 3(e): P_D along Table 4's strong scaling
         return spmv_scaling.run(a["matrix"], a["ranks"], tuple(a["seeds"]))
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
@@ -612,6 +648,7 @@ STUDY_OF = {
     "links": "shared-links",
     "idle-decay": "idle-waves",
     "spmv-scaling": "spmv-scaling",
+    "pcg-scaling": "pcg-scaling",
     "wavefront": "wavefronts",
     "wavefront-kick": "wavefront-kicks",
     "apps-ideal-quiet": "noise-apps-quiet",
