@@ -73,9 +73,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 
 def main() -> None:
     warnings.showwarning = _show_warning
-    raise_interrupts()  # the command runs: Ctrl-C is KeyboardInterrupt from here (idlewave.interrupts)
-    hold_during_import("polars")
+    hold_during_import("polars")  # still loading: a Ctrl-C here ends the process at once
     try:
+        raise_interrupts()  # the command runs: Ctrl-C is KeyboardInterrupt from here (idlewave.interrupts)
         app()
     except SystemExit as e:
         if e.code == 130 and isinstance(getattr(e.__context__, "__cause__", None), KeyboardInterrupt):
