@@ -203,30 +203,56 @@ run 100
 """
 
 
+def lammps(debian_lib: Path, root: Path, p: int, grid: tuple[int, int, int]) -> Path:
+    """LAMMPS's melt (LAMMPS_WEAK) on `p` oversubscribed ranks on `grid`, traced with the CPU clock."""
+    (root / "in.weak").write_text(LAMMPS_WEAK)
+    out = root / f"tr{p}"
+    env = {**debian_env(out), "IDLEWAVE_TRACE_CLOCK": "cpu", "OMP_NUM_THREADS": "1",
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+    args = [a for d, v in zip("xyz", grid) for a in ("-var", f"p{d}", str(v))]
+    r = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "--bind-to", "none", "-n", str(p), "-x",
+                        f"LD_PRELOAD={debian_lib}", "-x", "IDLEWAVE_TRACE_DIR", "-x", "IDLEWAVE_TRACE_CLOCK",
+                        "/usr/bin/lmp", "-in", "in.weak", *args, "-log", "none", "-screen", "none"],
+                       env=env, cwd=root, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+NEEDS_LAMMPS = pytest.mark.skipif(not Path("/usr/bin/lmp").exists() or not (DEB / "mpiexec").exists(),
+                                  reason="needs Debian's LAMMPS and Open MPI (apt-get install lammps libopenmpi-dev)")
+
+
+@pytest.mark.serial  # the makespans of traces taken one after another
+@NEEDS_LAMMPS
+def test_lammps_traced_at_16_ranks_grows_its_dimensions_of_2_in_pairs(debian_lib, tmp_path):
+    """LAMMPS traced at 16 ranks (4×2×2, periodic) extrapolates to 32
+    (4×4×2) in pairs; against its real 32-rank trace: messages within 2%
+    (with 2 ranks along a dimension LAMMPS skips half its atom exchanges
+    there, so the pairs send fewer), bytes within 1%, makespan within 10%.
+    Three traces with dimensions of 2 are refused, saying so."""
+    sixteen, real = lammps(debian_lib, tmp_path, 16, (4, 2, 2)), lammps(debian_lib, tmp_path, 32, (4, 4, 2))
+    fitted, direct = replay(sixteen, scale_to=32), replay(real)
+    assert "dimension 1 grows from 2 traced ranks in pairs" in fitted.summary["extrapolation"]
+    assert 0.98 < fitted.summary["messages"] / direct.summary["messages"] < 1.0
+    assert fitted.summary["bytes"] == pytest.approx(direct.summary["bytes"], rel=0.01)
+    assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=0.10)
+    eight = lammps(debian_lib, tmp_path, 8, (2, 2, 2))
+    with pytest.raises(ModelError, match="the 8-rank trace has 2 ranks, and a code may call less"):
+        build([eight, sixteen, real])
+
+
 # 175 oversubscribed LAMMPS ranks (LAMMPS's grids need 3 ranks per dimension: 27 is the smallest); the stencil's
 # weak scaling and data-dependent sizes above are the same mechanism in `make test`
 @pytest.mark.slow
 @pytest.mark.serial  # the makespans of traces taken one after another
-@pytest.mark.skipif(not Path("/usr/bin/lmp").exists() or not (DEB / "mpiexec").exists(),
-                    reason="needs Debian's LAMMPS and Open MPI (apt-get install lammps libopenmpi-dev)")
+@NEEDS_LAMMPS
 def test_lammps_in_weak_scaling_from_27_36_48_ranks_predicts_64(debian_lib, tmp_path):
     """LAMMPS's melt, 6×6×6 fcc cells per rank on MPI_Dims_create's grids,
     traced at 27, 36 and 48 ranks and extrapolated to 64: atom exchanges make
     thousands of message sizes data-dependent, and they are said; the real
     64-rank trace's messages, its bytes and makespan within 5% and 10%."""
-    (tmp_path / "in.weak").write_text(LAMMPS_WEAK)
-    dirs = []
-    for p, grid in ((27, (3, 3, 3)), (36, (4, 3, 3)), (48, (4, 4, 3)), (64, (4, 4, 4))):
-        out = tmp_path / f"tr{p}"
-        env = {**debian_env(out), "IDLEWAVE_TRACE_CLOCK": "cpu", "OMP_NUM_THREADS": "1",
-               "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
-        args = [a for d, v in zip("xyz", grid) for a in ("-var", f"p{d}", str(v))]
-        r = subprocess.run([str(DEB / "mpiexec"), "--oversubscribe", "--bind-to", "none", "-n", str(p), "-x",
-                            f"LD_PRELOAD={debian_lib}", "-x", "IDLEWAVE_TRACE_DIR", "-x", "IDLEWAVE_TRACE_CLOCK",
-                            "/usr/bin/lmp", "-in", "in.weak", *args, "-log", "none", "-screen", "none"],
-                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stdout + r.stderr
-        dirs.append(out)
+    dirs = [lammps(debian_lib, tmp_path, p, grid)
+            for p, grid in ((27, (3, 3, 3)), (36, (4, 3, 3)), (48, (4, 4, 3)), (64, (4, 4, 4)))]
     m = build(dirs[:-1])
     assert m.scaling == "weak" and m.data_dependent > 100 and "vary with the data" in m.describe()
     fitted = replay(write_template(m, 64, tmp_path / "fitted"), scale_to=64)
@@ -234,3 +260,28 @@ def test_lammps_in_weak_scaling_from_27_36_48_ranks_predicts_64(debian_lib, tmp_
     assert fitted.summary["messages"] == real.summary["messages"]
     assert fitted.summary["bytes"] == pytest.approx(real.summary["bytes"], rel=0.05)
     assert fitted.summary["makespan_s"] == pytest.approx(real.summary["makespan_s"], rel=0.10)
+
+
+@pytest.mark.serial  # steady_traces compares CPU times of traces taken one after another
+def test_a_periodic_dimension_of_2_grows_in_pairs(lib, program, tmp_path):
+    """The stencil traced at 8 ranks (MPI_Dims_create's 4×2, periodic) goes
+    to 16 (4×4): along the dimension of 2 the ranks pair up and exchange what
+    the traced pair did. The real 16-rank run's messages and bytes exactly,
+    its makespan within the traces' own spread; the decoupling of the pairs
+    is said; an odd size along it is refused; the 8-rank trace now joins a
+    multi-trace model."""
+    eight, sixteen, twenty_five = steady_traces(lib, program, tmp_path, (8, 16, 25), "weak")
+    fitted, real = replay(eight, scale_to=16), replay(sixteen)
+    assert (fitted.summary["messages"], fitted.summary["bytes"]) == (real.summary["messages"], real.summary["bytes"])
+    assert fitted.summary["makespan_s"] == pytest.approx(real.summary["makespan_s"], rel=0.10)
+    assert "dimension 1 grows from 2 traced ranks in pairs" in fitted.summary["extrapolation"]
+    # 12 ranks is 4×3: 2 ranks cannot grow to 3 in pairs
+    with pytest.raises(Exception, match="grows in pairs: to even sizes"):
+        replay(eight, scale_to=12)
+    # under noise the pairs are coupled along dimension 1 only through the allreduce: the replay of the
+    # extrapolation and of the real trace stay close here, where an allreduce ends each iteration
+    noise = {"seed": 3, "noise": [{"kind": "poisson", "rate_hz": 2000.0, "duration_s": 2e-4}]}
+    noisy = [replay(d, scale_to=s, base=noise).summary["makespan_s"] for d, s in ((eight, 16), (sixteen, None))]
+    assert noisy[0] == pytest.approx(noisy[1], rel=0.10), noisy
+    m = build([eight, sixteen, twenty_five])
+    assert m.dims[0] == [4, 2] and m.scaling == "weak"

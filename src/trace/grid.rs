@@ -2,7 +2,9 @@
 //! at scale"; docs/engine-semantics.md). A trace on a grid of at least 3 ranks per dimension is
 //! a template of rank classes: per dimension a rank sits on the low edge, in
 //! the interior or on the high edge (periodic dimensions keep the same
-//! rule, so rank 0's extra duties stay on rank 0). Each rank of the larger
+//! rule, so rank 0's extra duties stay on rank 0). A periodic dimension of 2
+//! traced ranks grows to an even size as pairs: the two ranks' exchanges
+//! are repeated by every pair of neighbours (0 and 1, 2 and 3, …). Each rank of the larger
 //! grid replays the template rank of its class, with its neighbours moved
 //! by the same grid offsets, its sub-communicators (rows, columns, planes,
 //! the whole grid) rebuilt on the larger grid, and, for strong scaling,
@@ -33,16 +35,28 @@ pub enum GridError {
     #[error("grid '{text}': expected 1 to {MAX_DIMS} positive sizes joined by 'x', e.g. 64x64")]
     Parse { text: String },
     /// The target MPI_Dims_create makes grows dimension `dim` of fewer than 3 traced ranks.
-    #[error("at {ranks} ranks the program's grid would be MPI_Dims_create's {target} (as {traced} is at {traced_ranks}): dimension {dim} grows from {from} to {to} ranks, and with {from} traced rank{} it has no interior to repeat. Trace with at least 3 ranks along every dimension that grows (MPI_Dims_create gives that from {cube} ranks; with more ranks than cores, trace with IDLEWAVE_TRACE_CLOCK=cpu), or give --grid if the program keeps that dimension's size", if *from == 1 { "" } else { "s" })]
-    NoInteriorToGrow { ranks: u32, target: String, traced: String, traced_ranks: u32, dim: usize, from: u32, to: u32, cube: u32 },
+    #[error("at {ranks} ranks the program's grid would be MPI_Dims_create's {target} (as {traced} is at {traced_ranks}): dimension {dim} grows from {from} to {to} ranks, and with {from} traced rank{} it has no interior to repeat{}. Trace with at least 3 ranks along every dimension that grows (MPI_Dims_create gives that from {cube} ranks; with more ranks than cores, trace with IDLEWAVE_TRACE_CLOCK=cpu), or give --grid if the program keeps that dimension's size", if *from == 1 { "" } else { "s" }, if *pairs { " (periodic with 2 ranks, it grows in pairs: to even sizes)" } else { "" })]
+    NoInteriorToGrow {
+        ranks: u32,
+        target: String,
+        traced: String,
+        traced_ranks: u32,
+        dim: usize,
+        from: u32,
+        to: u32,
+        cube: u32,
+        pairs: bool,
+    },
     #[error("every dimension of the traced grid {grid} has fewer than 3 ranks, so none has an interior to repeat: trace at least 3 ranks along one")]
     AllDimensionsSmall { grid: String },
     #[error("the traced grid {grid} keeps the size of its dimensions of fewer than 3 ranks, so it extrapolates to multiples of {kept} ranks, not to {ranks}")]
     NotAMultiple { grid: String, kept: u32, ranks: u32 },
     #[error("the traced grid is {dims}-dimensional ({traced}), the target {target} is not")]
     Dimensions { dims: usize, traced: String, target: String },
-    #[error("dimension {dim} of the traced grid {traced} has {ranks} rank{}, no interior to repeat: it keeps its size in the target, which has {target_ranks} (trace at least 3 ranks along it to grow it)", if *ranks == 1 { "" } else { "s" })]
+    #[error("dimension {dim} of the traced grid {traced} has {ranks} rank{}, no interior to repeat: it keeps its size in the target, which has {target_ranks} (trace at least 3 ranks along it to grow it{})", if *ranks == 1 { "" } else { "s" }, if *ranks == 2 { "; only a periodic dimension grows from 2" } else { "" })]
     KeepsSize { dim: usize, traced: String, ranks: u32, target_ranks: u32 },
+    #[error("dimension {dim} of the traced grid {traced} has 2 ranks, periodic: at scale its ranks exchange as pairs of neighbours, so it grows to an even number of ranks, not {target_ranks} (trace at least 3 ranks along it for other sizes)")]
+    OddPairs { dim: usize, traced: String, target_ranks: u32 },
     #[error("the target grid {target} needs at least 3 ranks along dimension {dim}, as the traced grid has")]
     TargetTooSmall { target: String, dim: usize },
     #[error("its peer, rank {peer}, is {distance} ranks away along dimension {dim} of the {grid} grid: only nearest neighbours (±1 per dimension, diagonals included) extrapolate")]
@@ -190,7 +204,8 @@ pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), Gri
         for (&d, big) in order.iter().zip(dims_create(ranks, n)) {
             target[d] = big;
         }
-        if let Some(d) = (0..n).find(|&d| g.dims[d] < 3 && target[d] != g.dims[d]) {
+        let pairs = |d: usize| grows_in_pairs(g, d) && target[d].is_multiple_of(2);
+        if let Some(d) = (0..n).find(|&d| g.dims[d] < 3 && target[d] != g.dims[d] && !pairs(d)) {
             let cube = 3u32.pow(n as u32);
             return Err(GridError::NoInteriorToGrow {
                 ranks,
@@ -201,6 +216,7 @@ pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), Gri
                 from: g.dims[d],
                 to: target[d],
                 cube,
+                pairs: grows_in_pairs(g, d),
             });
         }
         return Ok((target, "MPI_Dims_create's, as the traced grid is"));
@@ -217,6 +233,13 @@ pub fn target_dims(g: &Grid, ranks: u32) -> Result<(Vec<u32>, &'static str), Gri
         "not MPI_Dims_create's: give --grid if the program makes another"
     };
     Ok((dims, how))
+}
+
+/// Whether dimension `d` of a traced grid grows as pairs of neighbours
+/// (periodic, 2 ranks): each rank's two neighbours along it are the same
+/// rank, which at scale stands for the one it pairs with.
+fn grows_in_pairs(g: &Grid, d: usize) -> bool {
+    g.dims[d] == 2 && g.periodic[d]
 }
 
 /// Parses "6x6" or "4x4x8" (also with '×').
@@ -289,9 +312,14 @@ impl Extrapolation {
             });
         }
         // a dimension repeats its interior: one of fewer than 3 ranks has none
-        // to repeat, and keeps its size (LAMMPS on 9 ranks: 1×3×3)
+        // to repeat, and keeps its size (LAMMPS on 9 ranks: 1×3×3), unless it
+        // is periodic with 2 ranks, which repeats as pairs (`class`)
         for (d, (&a, &big)) in template.dims.iter().zip(&target_dims).enumerate() {
-            if a < 3 && big != a {
+            if grows_in_pairs(&template, d) && big != a {
+                if !big.is_multiple_of(2) {
+                    return Err(GridError::OddPairs { dim: d, traced: template.describe(), target_ranks: big });
+                }
+            } else if a < 3 && big != a {
                 return Err(GridError::KeepsSize { dim: d, traced: template.describe(), ranks: a, target_ranks: big });
             }
             if a >= 3 && big < 3 {
@@ -303,10 +331,15 @@ impl Extrapolation {
     }
 
     /// The template coordinate of a target coordinate along `d`: edges to
-    /// edges, the interior cycling over the template's interior.
+    /// edges, the interior cycling over the template's interior; along a
+    /// periodic dimension of 2 traced ranks, even coordinates to 0 and odd
+    /// ones to 1, so that each pair (2k, 2k + 1) exchanges what ranks 0 and
+    /// 1 did (their offsets are +1 and −1, `Grid::offset`).
     pub fn class(&self, d: usize, x: u32) -> u32 {
         let (a, big) = (self.template.dims[d], self.target.dims[d]);
-        if x == 0 {
+        if a == 2 {
+            x % 2
+        } else if x == 0 {
             0
         } else if x == big - 1 {
             a - 1
@@ -632,6 +665,40 @@ mod tests {
         assert_eq!(dims, vec![12, 2]);
         assert!(how.starts_with("not MPI_Dims_create's"), "{how}");
         assert!(target_dims(&g(&[2, 2, 1]), 8).unwrap_err().to_string().contains("no interior"));
+    }
+
+    #[test]
+    fn a_periodic_dimension_of_2_grows_in_pairs_to_even_sizes() {
+        let g = |d: &[u32]| Grid::new(d.to_vec(), vec![true; d.len()]).unwrap();
+        // LAMMPS (periodic) traced at 16 ranks: 4×2×2 → MPI_Dims_create's 4×4×2 at 32, 4×4×4 at 64
+        assert_eq!(target_dims(&g(&[4, 2, 2]), 32).unwrap().0, vec![4, 4, 2]);
+        assert_eq!(target_dims(&g(&[2, 2, 2]), 64).unwrap().0, vec![4, 4, 4]);
+        // 48 is 4×4×3: a dimension of 2 grown to 3 has no pairs
+        let e = target_dims(&g(&[4, 2, 2]), 48).unwrap_err().to_string();
+        assert!(e.contains("grows in pairs: to even sizes"), "{e}");
+        let e = Extrapolation::new(g(&[2, 3]), vec![3, 3], false).unwrap_err().to_string();
+        assert!(e.contains("to an even number of ranks, not 3"), "{e}");
+        // a dimension of 1 still keeps its size
+        assert!(target_dims(&g(&[2, 2, 1]), 8).unwrap_err().to_string().contains("grows from 1 to 2"));
+        // 2×2 → 4×4: ranks pair up along each dimension, and every message has its partner
+        let e = Extrapolation::new(g(&[2, 2]), vec![4, 4], false).unwrap();
+        let classes: Vec<u32> = (0..16).map(|r| e.template_rank(r)).collect();
+        assert_eq!(classes, vec![0, 1, 0, 1, 2, 3, 2, 3, 0, 1, 0, 1, 2, 3, 2, 3]);
+        for r in 0..16 {
+            let tr = e.template_rank(r);
+            for tpeer in 0..4 {
+                let q = e.peer(r, tr, tpeer).unwrap();
+                // the peer replays `tpeer`, and its peer for `tr` is `r`: sends meet receives
+                assert_eq!(e.template_rank(q), tpeer);
+                assert_eq!(e.peer(q, tpeer, tr).unwrap(), r, "{r} → {q}");
+            }
+        }
+        // (2, 1) replays template (0, 1) = rank 1; its template neighbour along 0 (rank 3) is (3, 1)
+        assert_eq!(e.peer(9, 1, 3).unwrap(), 13);
+        // a non-periodic dimension of 2 has no pairs at scale: its ranks are edges
+        let open = Grid::new(vec![4, 2], vec![false; 2]).unwrap();
+        let e = Extrapolation::new(open, vec![4, 4], false).unwrap_err().to_string();
+        assert!(e.contains("only a periodic dimension grows from 2"), "{e}");
     }
 
     #[test]

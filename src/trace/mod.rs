@@ -161,8 +161,10 @@ impl Plan {
             Plan::Grid(e) => {
                 let g = &e.template;
                 let short = (0..g.dims.len()).any(|d| g.periodic[d] && g.dims[d] == 3);
+                let paired: Vec<String> =
+                    (0..g.dims.len()).filter(|&d| g.dims[d] == 2 && e.target.dims[d] != 2).map(|d| d.to_string()).collect();
                 Some(format!(
-                    "Cartesian grid {} → {}{}, {} scaling{}",
+                    "Cartesian grid {} → {}{}, {} scaling{}{}",
                     g.describe(),
                     grid::describe_dims(&e.target.dims),
                     if e.chosen.is_empty() { String::new() } else { format!(" ({})", e.chosen) },
@@ -171,6 +173,15 @@ impl Plan {
                         " (3 traced ranks along a periodic dimension: an exchange 2 ranks away reads as one with the neighbour on the other side; trace 5 to rule it out)"
                     } else {
                         ""
+                    },
+                    if paired.is_empty() {
+                        String::new()
+                    } else {
+                        // pairs do what the 2 traced ranks did, but a delay no longer travels from pair to pair
+                        format!(
+                            " (dimension {} grows from 2 traced ranks in pairs of neighbours: each pair exchanges as the traced ranks did, with no messages between pairs along it, so delays do not travel along it; trace 3 or more ranks along it for that)",
+                            paired.join(", ")
+                        )
                     }
                 ))
             }

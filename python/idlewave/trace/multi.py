@@ -18,7 +18,8 @@ Fitted, per rank of the template:
   together (single gaps are too noisy to fit one by one).
 
 Refused, with the rank, the call and what the traces showed: traces that are
-not of one grid code, fewer than 3 ranks along a dimension, call sequences
+not of one grid code, fewer than 3 ranks along a dimension (2 along a
+periodic one, whose positions are all alike), call sequences
 that differ between sizes, bytes that no rule gives exactly, and computation
 no rule gives within COMPUTE_TOLERANCE.
 """
@@ -257,9 +258,10 @@ def build(dirs: list[Path]) -> Model:
             raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} (periodic {periodic}) is not of the same "
                              f"shape as the {sizes[-1]}-rank trace's {'×'.join(map(str, traces[-1][2]))} "
                              f"(periodic {traces[-1][3]})")
-        if min(dims) < 3:
-            raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} has a dimension of fewer than 3 ranks, so "
-                             "its classes (edges and interior) are not all there to match")
+        if any(n < 3 and not (n == 2 and p) for n, p in zip(dims, periodic)):
+            raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} (periodic {periodic}) has a dimension of 1 rank "
+                             "or a non-periodic one of 2, so its classes (edges and interior) are not all there to match "
+                             "(along a periodic dimension 2 ranks are enough: every position is alike)")
     template = traces[-1]
     # a class's computation in each trace: the median over its ranks (one rank's is noisy)
     class_compute: list[dict[tuple[int, ...], float]] = []
@@ -277,20 +279,25 @@ def build(dirs: list[Path]) -> Model:
         calls_t = _calls(tr.records)
         ops_t = tr.records["op"][calls_t]
         seqs = []
-        for (p, _, _, _, ranks), r in zip(traces, mapped):
+        for (p, _, p_dims, _, ranks), r in zip(traces, mapped):
             rec = ranks[r].records
             idx = _calls(rec)
             ops = rec["op"][idx]
             if len(ops) != len(ops_t) or not np.array_equal(ops, ops_t):
                 k = next((k for k in range(min(len(ops), len(ops_t))) if ops[k] != ops_t[k]), min(len(ops), len(ops_t)))
                 what = lambda o, k: OPS.get(int(o[k]), f"op {int(o[k])}") if k < len(o) else "the end"  # noqa: E731
+                pairs = [d for d, (a, b) in enumerate(zip(p_dims, template[2])) if a == 2 < b]
+                why = (f"; along dimension{'s' if len(pairs) > 1 else ''} {', '.join(map(str, pairs))} the {p}-rank trace has 2 ranks, and a code may "
+                       "call less where both neighbours are one rank (LAMMPS's atom exchanges do): leave that trace out, "
+                       "or extrapolate from the largest trace alone") if pairs else " (loop counts?)"
                 raise ModelError(f"rank {t} of the {sizes[-1]}-rank trace and rank {r} of the {p}-rank trace (the same "
                                  f"class) differ at call {k}: {what(ops_t, k)} against {what(ops, k)} ({len(ops_t)} and "
                                  f"{len(ops)} calls): the program's calls change with the size in a way no rule here "
-                                 "fits (loop counts?)")
+                                 f"fits{why}")
             seqs.append(rec[idx])
         key = _class_key(t, template[2])
-        computed = [c[key] for c in class_compute]
+        # (a periodic dimension of 2 has no interior: there the class is the edge `_same_class` took)
+        computed = [c[_class_key(r, tr_dims)] for c, r, (_, _, tr_dims, _, _) in zip(class_compute, mapped, traces)]
         try:
             compute = fit(sizes, computed, COMPUTE_SLACK)
         except ValueError as e:
