@@ -259,3 +259,17 @@ def test_pcg_at_scale_shared_links_change_little_and_the_postal_model_grows_more
     assert large["model_s"] / small["model_s"] > large["flow_s"] / small["flow_s"] > 1.0
     job = next(j for j in tb.jobs(tb.FULL) if j[0] == "pcg-scaling" and j[1]["ranks"] == 64)
     assert tb.run_job(job) == committed_runs()[tb.job_key(job)]
+
+
+def test_the_node_aware_halo_cuts_traffic_only_where_the_nodes_are_numbered_along_the_torus():
+    # the why of krylov-fig17-traffic: on the first 216 nodes of blue_waters' 24³ torus (a slab) the node-aware
+    # blocks carry more torus traffic than the original mapping; on a 6³ torus, whose nodes are numbered in
+    # torus order, node-aware cuts what topology-aware cuts (78%); and the cuts do not change with the size
+    slab = {m: tb.topology_halo(216, 8, m)["torus_bytes"] for m in tb.TOPOLOGY_MAPPINGS}
+    cube = {m: tb.topology_halo(216, 8, m, torus=[6, 6, 6])["torus_bytes"] for m in tb.TOPOLOGY_MAPPINGS}
+    assert slab["cartesian"] > slab["block"] > 5 * slab["topology_aware"], slab
+    assert cube["cartesian"] == cube["topology_aware"] and 0.75 < 1 - cube["cartesian"] / cube["block"] < 0.8, cube
+    larger = tb.topology_halo(216, 16, "block")["torus_bytes"]
+    assert larger == pytest.approx(4 * slab["block"], rel=0.01)  # faces of 16² against 8² doubles, the same routes
+    job = ("topology-halo", {"nodes": 216})
+    assert tb.run_job(job) == committed_runs()[tb.job_key(job)]

@@ -41,6 +41,7 @@ class Plan:
     wavefront_iterations: int = 4000  # the paper: 5·10^4; ours settle within 2,000 (docs/reproductions.md)
     spmv_ranks: tuple[int, ...] = spmv_scaling.SIZES  # Table 4's sizes (its CER is the stand-in's input)
     pcg_ranks: tuple[int, ...] = (64, 512, 1728, 4096)  # Fig. 1: 4 to 256 nodes of 16 (the paper: to 512)
+    topology_nodes: tuple[int, ...] = (216, 4096)  # Fig. 17: the 6³ cube measured and the 4k nodes predicted
 
     def describe(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
@@ -50,7 +51,7 @@ FULL = Plan()
 # A check that everything runs, in about a minute: its verdicts mean little.
 QUICK = Plan(seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), hpl_grids=(16,),
              apsp_sides=(32,), cheb_ranks=640, matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400,
-             spmv_ranks=(96, 240, 1296), pcg_ranks=(64, 512))
+             spmv_ranks=(96, 240, 1296), pcg_ranks=(64, 512), topology_nodes=(216,))
 
 # HPL-MxP at larger grids keeps the example's local matrix (16 x 16 ranks,
 # 64 blocks of 2,048): 4 blocks per process row, as an HPL run is sized to
@@ -101,6 +102,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
     out.append(("krylov", {}))
     out += [("pcg-scaling", {"ranks": p}) for p in sorted(plan.pcg_ranks, reverse=True)]
+    out += [("topology-halo", {"nodes": n}) for n in sorted(plan.topology_nodes, reverse=True)]
     out += [("krylov-fig2", {"ranks": p}) for p in plan.krylov_ranks if p != rp.KRYLOV_ALLREDUCE_RANKS]
     out += [("apsp", {"side": s}) for s in plan.apsp_sides]
     # Fig. 13: the nodes doubled make a square grid's rows √2 longer
@@ -401,6 +403,30 @@ def pcg_scaling(ranks: int) -> dict:
     return {"ranks": ranks, "nodes": ranks // pl.ppn, **per, "model_s": model["iteration_s"]}
 
 
+# Fig. 17 of the Krylov paper: a 3-D halo (7 points, open boundaries) on `blue_waters` with its ranks placed
+# by the original (block), node-aware (cartesian) and topology-aware mappings, on a cube of 6³ nodes (16
+# ranks of 4×2×2 each) and on 16³ (the 4k nodes the paper predicts); faces of 8², 16² and 32² doubles
+TOPOLOGY_GRIDS = {216: [24, 12, 12], 4096: [64, 32, 32]}
+TOPOLOGY_SIDES = (8, 16, 32)
+TOPOLOGY_MAPPINGS = ("block", "cartesian", "topology_aware")
+
+
+def topology_halo(nodes: int, side: int, mapping: str, torus: list[int] | None = None) -> dict:
+    """One halo exchange on `blue_waters` (its 24³ torus, the first `nodes` nodes; or a torus of `torus`)
+    with shared links: the bytes its messages carried over torus links (each message's bytes times the
+    links it crossed, what the paper's network counters measure as bandwidth) and its makespan."""
+    from idlewave.simulation import simulate
+
+    w = {"kind": "krylov_kernel", "kernel": "halo", "mode": "blocking", "iterations": 1,
+         "grid": TOPOLOGY_GRIDS[nodes], "local": [side] * 3, "stencil": 7}
+    net = {"platform": "blue_waters", "links": PCG_LINKS, "mapping": {"kind": mapping},
+           **({"topology": {"kind": "torus", "dims": torus}} if torus else {})}
+    s = simulate({"network": net, "workload": w}).summary
+    torus = sum(v for k, v in s.items() if k.startswith("links_torus_") and k.endswith("_bytes"))
+    return {"nodes": nodes, "side": side, "face_bytes": 8 * side * side, "mapping": mapping,
+            "torus_bytes": torus, "makespan_s": s["makespan_s"]}
+
+
 def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
     """An idle wave (one 50 ms delay on rank 20 of 40) through a STREAM triad on
     `meggie`: with its sockets' memory bandwidth, or with sockets that never
@@ -586,6 +612,8 @@ def run_job(job: Job) -> list[dict]:
                        for ports in grid.PORTS for alg in grid.RINGS]
     if kind == "pcg-scaling":  # the Krylov paper's Fig. 1: PCG's time per iteration against the postal model's
         return [pcg_scaling(a["ranks"])]
+    if kind == "topology-halo":  # the Krylov paper's Fig. 17: the halo's traffic and time by mapping
+        return [topology_halo(a["nodes"], side, m) for side in TOPOLOGY_SIDES for m in TOPOLOGY_MAPPINGS]
     if kind == "spmv-scaling":  # the idle-waves paper Fig. 3(e): P_D along Table 4's strong scaling
         return spmv_scaling.run(a["matrix"], a["ranks"], tuple(a["seeds"]))
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
@@ -649,6 +677,7 @@ STUDY_OF = {
     "idle-decay": "idle-waves",
     "spmv-scaling": "spmv-scaling",
     "pcg-scaling": "pcg-scaling",
+    "topology-halo": "topology-halo",
     "wavefront": "wavefronts",
     "wavefront-kick": "wavefront-kicks",
     "apps-ideal-quiet": "noise-apps-quiet",
