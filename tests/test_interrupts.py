@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,28 @@ def test_held_keeps_ctrl_c_back_until_the_block_ends():
     finally:
         signal.signal(signal.SIGINT, before)
     assert done
+
+
+def test_an_interrupt_inside_the_import_machinery_is_answered_outside_it():
+    # A Ctrl-C that lands in importlib's module-lock weakref callback was printed as "Exception ignored"
+    # and lost: the command went on and exited 0. The command's handler answers it at the next check
+    # outside importlib's frozen code instead.
+    from idlewave.interrupts import _interrupt
+
+    scope: dict = {}
+    # importlib's code, as the handler sees it: a frame whose code is the frozen module's
+    exec(compile("def cb(ring, signum):\n    ring(signum)\n    for _ in range(100_000):\n        pass\n",
+                 "<frozen importlib._bootstrap>", "exec"), scope)
+    before = signal.signal(signal.SIGINT, _interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            scope["cb"](signal.raise_signal, signal.SIGINT)  # Ctrl-C inside importlib's frame...
+            time.sleep(1)  # ...answered out here
+    finally:
+        signal.signal(signal.SIGINT, before)
+    frames = [f.name for f in traceback.extract_tb(caught.value.__traceback__)]
+    assert "cb" not in frames, frames
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
 
 
 def test_a_lazy_module_interrupted_while_importing_is_imported_again():

@@ -7,7 +7,7 @@ A command goes through three stages, each with its own answer to SIGINT:
   `idlewave.cli.main` starts): nothing has been written, so the process
   ends at once (`exit_at_once`);
 - running: Ctrl-C is Python's KeyboardInterrupt, which the engine's loops
-  also raise; the commands that keep something say what (sweep: the finished
+  also raise (held back while the import machinery runs: `_interrupt`); the commands that keep something say what (sweep: the finished
   points), every other ends with exit code 130 (Typer's answer to an
   interrupt, with the line `main` adds);
 - finishing (after the command's answer, while the interpreter shuts down
@@ -50,11 +50,26 @@ def _exit_now(signum, frame) -> None:
         os._exit(130)
 
 
-def _swap(expected, handler) -> None:
-    """Installs `handler` for SIGINT if the current one is `expected` (never
-    over a handler somebody else chose, nor over SIGINT ignored)."""
+def _interrupt(signum, frame) -> None:
+    """KeyboardInterrupt, as Python's own handler raises it, except inside
+    the import machinery: there it can land in a weakref callback (a module
+    lock's), which Python reports as "Exception ignored" with a traceback
+    and then goes on as if Ctrl-C had never been pressed. There it is asked
+    again a millisecond later (SIGALRM), until it is outside."""
+    if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        _signal.signal(_signal.SIGALRM, _interrupt)
+        _signal.setitimer(_signal.ITIMER_REAL, 0.001)
+        return
+    if signum == _signal.SIGALRM:
+        _signal.signal(_signal.SIGALRM, _signal.SIG_DFL)
+    raise KeyboardInterrupt
+
+
+def _swap(expected: tuple, handler) -> None:
+    """Installs `handler` for SIGINT if the current one is one of `expected`
+    (never over a handler somebody else chose, nor over SIGINT ignored)."""
     try:
-        if _signal.getsignal(_signal.SIGINT) is expected:
+        if any(_signal.getsignal(_signal.SIGINT) is e for e in expected):
             _signal.signal(_signal.SIGINT, handler)
     except ValueError:  # not the main thread: signals are the main thread's business
         pass
@@ -62,19 +77,19 @@ def _swap(expected, handler) -> None:
 
 def exit_at_once() -> None:
     """From now on Ctrl-C ends the process at once with exit code 130 and `MESSAGE`."""
-    _swap(_signal.default_int_handler, _exit_now)
+    _swap((_signal.default_int_handler, _interrupt), _exit_now)
 
 
 def raise_interrupts() -> None:
     """From now on Ctrl-C raises KeyboardInterrupt (undoes `exit_at_once`)."""
-    _swap(_exit_now, _signal.default_int_handler)
+    _swap((_exit_now,), _interrupt)
 
 
 def ignore_interrupts() -> None:
     """From now on this process ignores Ctrl-C (a worker the command started:
     a Ctrl-C at the terminal signals every process of the command, and the
     command itself answers it, stopping its workers)."""
-    _swap(_signal.default_int_handler, _signal.SIG_IGN)
+    _swap((_signal.default_int_handler, _interrupt), _signal.SIG_IGN)
 
 
 class held:
