@@ -74,9 +74,6 @@ impl Reader<'_> {
             .map(|s| s.try_into().expect("N bytes"))
             .ok_or_else(|| self.fail(at, format!("the file ends at byte {}, inside a record", self.b.len())))
     }
-    fn u8(&self, at: usize) -> Result<u8, GoalError> {
-        Ok(self.bytes::<1>(at)?[0])
-    }
     fn u32(&self, at: usize) -> Result<u32, GoalError> {
         Ok(u32::from_le_bytes(self.bytes(at)?))
     }
@@ -91,7 +88,7 @@ impl Reader<'_> {
 /// Parses a binary schedule; every inconsistency is an error naming its byte.
 pub fn read_binary(b: &[u8], file: &str) -> Result<GoalSchedule, GoalError> {
     let mut ranks = Vec::new();
-    let num_ranks = each_rank(b, file, |_, g, _| ranks.push(g))?;
+    let num_ranks = each_rank(b, file, |_, g, _| ranks.push(g.clone()))?;
     Ok(GoalSchedule { num_ranks, ranks })
 }
 
@@ -104,7 +101,7 @@ pub fn read_binary_program(path: &Path) -> Result<GoalProgram, GoalError> {
     let mut released = 0;
     // (the header is checked against the file's size before the first rank comes)
     each_rank(&map, &file, |ranks, g, end| {
-        b.get_or_insert_with(|| GoalProgramBuilder::new(ranks, ranks as usize, map.len() / NODE)).push_rank(&g);
+        b.get_or_insert_with(|| GoalProgramBuilder::new(ranks, ranks as usize, map.len() / NODE)).push_rank(g);
         // (ranks' data usually follow one another; where not, pages come back as read)
         crate::program::mapped::release_behind(&map, &mut released, end);
     })?;
@@ -112,8 +109,9 @@ pub fn read_binary_program(path: &Path) -> Result<GoalProgram, GoalError> {
 }
 
 /// Hands each rank's schedule to `f` (with the rank count and the end of its
-/// data) in rank order; returns the rank count.
-fn each_rank(b: &[u8], file: &str, mut f: impl FnMut(u32, GoalRank, usize)) -> Result<u32, GoalError> {
+/// data) in rank order; returns the rank count. The rank's schedule is lent
+/// from one buffer reused for every rank.
+fn each_rank(b: &[u8], file: &str, mut f: impl FnMut(u32, &GoalRank, usize)) -> Result<u32, GoalError> {
     let r = Reader { b, file };
     if !is_binary(b) {
         return Err(r.fail(0, format!("not a binary GOAL schedule (no magic number {MAGIC})")));
@@ -123,18 +121,33 @@ fn each_rank(b: &[u8], file: &str, mut f: impl FnMut(u32, GoalRank, usize)) -> R
     if table > b.len() as u64 {
         return Err(r.fail(8, format!("{num_ranks} ranks need a {table}-byte header; the file has {} bytes", b.len())));
     }
+    let mut scratch = Scratch::default();
     for rank in 0..num_ranks {
         let at = HEADER + 16 * rank as usize;
         let (start, end) = (r.u64(at)?.saturating_add(8), r.u64(at + 8)?.saturating_add(8));
         if start < table || start > end || end > b.len() as u64 {
             return Err(r.fail(at, format!("rank {rank}'s data [{start}, {end}) is not inside the file's {} bytes", b.len())));
         }
-        f(num_ranks, read_rank(&r, (start as usize, end as usize), rank, num_ranks)?, end as usize);
+        read_rank(&r, (start as usize, end as usize), rank, num_ranks, &mut scratch)?;
+        f(num_ranks, &scratch.rank, end as usize);
     }
     Ok(num_ranks)
 }
 
-fn read_rank(r: &Reader, (start, end): (usize, usize), rank: u32, num_ranks: u32) -> Result<GoalRank, GoalError> {
+/// What reading a rank fills, kept from rank to rank (a million ranks would
+/// otherwise allocate millions of small vectors).
+#[derive(Default)]
+struct Scratch {
+    rank: GoalRank,
+    /// Per op, how many ops the lists say it waits for.
+    waits_for: Vec<u32>,
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn read_rank(r: &Reader, (start, end): (usize, usize), rank: u32, num_ranks: u32, scratch: &mut Scratch) -> Result<(), GoalError> {
     let nodes = r.u32(start)? as usize;
     let roots = r.u32(start + 4)? as usize;
     let first_node = start + 8 + 4 * roots;
@@ -142,12 +155,20 @@ fn read_rank(r: &Reader, (start, end): (usize, usize), rank: u32, num_ranks: u32
     if appendix > end {
         return Err(r.fail(start, format!("rank {rank}'s {nodes} ops and {roots} roots do not fit in its {} bytes", end - start)));
     }
-    let app_len = (end - appendix) / 4;
-    let mut out = GoalRank { ops: Vec::with_capacity(nodes), ..Default::default() };
-    let mut waits_for = vec![0u32; nodes];
+    // (every node and root lies before `appendix` <= `end` <= the file's length: checked)
+    let app = &r.b[appendix..end - (end - appendix) % 4];
+    let app_len = app.len() / 4;
+    let Scratch { rank: out, waits_for } = scratch;
+    out.ops.clear();
+    out.ops.reserve(nodes);
+    out.requires.clear();
+    out.irequires.clear();
+    waits_for.clear();
+    waits_for.resize(nodes, 0);
     for i in 0..nodes {
         let at = first_node + i * NODE;
-        let (kind, peer) = (r.u8(at + 4)?, r.u32(at + 5)?);
+        let node: &[u8; NODE] = r.b[at..at + NODE].try_into().expect("a node's bytes");
+        let (kind, peer) = (node[4], le_u32(node, 5));
         let kind = match kind {
             SEND => GoalKind::Send,
             RECV => GoalKind::Recv,
@@ -158,15 +179,18 @@ fn read_rank(r: &Reader, (start, end): (usize, usize), rank: u32, num_ranks: u32
         if kind != GoalKind::Calc && peer >= num_ranks && !(any_allowed && peer == ANY) {
             return Err(r.fail(at + 5, format!("rank {rank} op {i}: peer {peer} of {num_ranks} ranks")));
         }
-        let (cpu, nic) = (r.u8(at + 21)?, r.u8(at + 22)?);
-        out.ops.push(GoalOp { kind, peer, tag: r.u32(at + 17)?, size: r.u64(at + 9)?, cpu, nic });
-        for (list, (count_at, first_at)) in [(0, (at + 23, at + 27)), (1, (at + 31, at + 35))] {
-            let (count, first) = (r.u32(count_at)? as usize, r.u32(first_at)? as usize);
-            if count > 0 && first.saturating_add(count) > app_len {
-                return Err(r.fail(count_at, format!("rank {rank} op {i}: ops {first}..{} past the {app_len} listed", first + count)));
+        let size = u64::from_le_bytes(node[9..17].try_into().expect("8 bytes"));
+        out.ops.push(GoalOp { kind, peer, tag: le_u32(node, 17), size, cpu: node[21], nic: node[22] });
+        for (list, count_at) in [(0, 23), (1, 31)] {
+            let (count, first) = (le_u32(node, count_at) as usize, le_u32(node, count_at + 4) as usize);
+            if count == 0 {
+                continue;
             }
-            for k in 0..count {
-                let a = r.u32(appendix + 4 * (first + k))?;
+            if first.saturating_add(count) > app_len {
+                return Err(r.fail(at + count_at, format!("rank {rank} op {i}: ops {first}..{} past the {app_len} listed", first + count)));
+            }
+            for (k, a) in app[4 * first..4 * (first + count)].chunks_exact(4).enumerate() {
+                let a = u32::from_le_bytes(a.try_into().expect("4 bytes"));
                 if a as usize >= nodes {
                     return Err(r.fail(appendix + 4 * (first + k), format!("rank {rank}: op {a} of {nodes} waits for op {i}")));
                 }
@@ -177,17 +201,17 @@ fn read_rank(r: &Reader, (start, end): (usize, usize), rank: u32, num_ranks: u32
     }
     for (i, &n) in waits_for.iter().enumerate() {
         let at = first_node + i * NODE;
-        let said = r.u32(at)?;
+        let said = le_u32(r.b, at);
         if said != n {
             return Err(r.fail(at, format!("rank {rank} op {i}: says it waits for {said} ops, {n} name it")));
         }
     }
-    let listed: Vec<u32> = (0..roots).map(|k| r.u32(start + 8 + 4 * k)).collect::<Result<_, _>>()?;
-    let free: Vec<u32> = (0..nodes as u32).filter(|&i| waits_for[i as usize] == 0).collect();
-    if listed != free {
+    let mut free = (0..nodes as u32).filter(|&i| waits_for[i as usize] == 0);
+    let listed_are_free = (0..roots).all(|k| Some(le_u32(r.b, start + 8 + 4 * k)) == free.next()) && free.next().is_none();
+    if !listed_are_free {
         return Err(r.fail(start + 8, format!("rank {rank}: the ops listed as waiting for none are not those that wait for none")));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The schedule as `txt2bin` writes it: the same bytes for the same schedule

@@ -1,10 +1,10 @@
 //! A GOAL file of either format: LogGOPSim's text (`goal`) or its binary
 //! layout (`goal_bin`), told apart by the binary's magic number.
 
-use super::goal::{read_goal_text_file, read_goal_text_ranks, utf8, GoalError, GoalSchedule};
+use super::goal::{read_goal_text_file, read_goal_text_ranks, GoalError, GoalSchedule};
 use super::goal_bin::{binary_ranks, is_binary, read_binary_file, read_binary_program, CONSUMED};
 use super::goal_program::{parse_goal_program, parse_goal_program_with, GoalProgram};
-use super::mapped::{map, release_behind};
+use super::mapped::{map, mapped_utf8, release_behind};
 use std::io::Read as _;
 use std::path::Path;
 
@@ -67,7 +67,7 @@ fn read_goal_text_program(path: &Path) -> Result<GoalProgram, GoalError> {
     }
     let map = map(path)?;
     let mut released = 0;
-    parse_goal_program_with(utf8(&map, &file)?, &file, &mut |to| release_behind(&map, &mut released, to))
+    parse_goal_program_with(mapped_utf8(&map, &file)?, &file, &mut |to| release_behind(&map, &mut released, to))
 }
 
 /// The rank count a GOAL file declares, without reading its schedule (a

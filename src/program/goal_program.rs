@@ -19,9 +19,9 @@ enum OpState {
 const NONE: u32 = u32::MAX;
 
 /// Compressed adjacency over all ops: the dependents of global op i are
-/// `targets[offsets[i]..offsets[i + 1]]` (rank-local indices). u32 suffices:
-/// a schedule is read from at most 1 GiB of text, and every op and edge
-/// takes several bytes of it.
+/// `targets[offsets[i]..offsets[i + 1]]` (rank-local indices). u32 suffices
+/// here as for the ops' own indices: 2^32 ops would take 128 GiB, far past
+/// what the memory check lets a run allocate.
 #[derive(Debug)]
 struct Csr {
     offsets: Vec<u32>,
@@ -29,8 +29,9 @@ struct Csr {
 }
 
 impl Csr {
-    fn new() -> Self {
-        Csr { offsets: vec![0], targets: Vec::new() }
+    /// Empty, for `ops` ops already pushed with no edges.
+    fn with_edgeless(ops: usize) -> Self {
+        Csr { offsets: vec![0; ops + 1], targets: Vec::new() }
     }
 
     /// Appends one rank's `n` ops, with edges (a, b) = "a depends on b",
@@ -64,22 +65,46 @@ impl Csr {
     }
 }
 
-/// Every rank's ops in flat arrays indexed by global op number (a rank's
+/// One op as the program keeps it: what `collect` hands out, its state and
+/// its dependency bookkeeping in one 32-byte record, so that freeing a
+/// dependent touches one cache line rather than one per array.
+#[derive(Debug, Clone, Copy)]
+struct Op {
+    /// Bytes for send/receive; picoseconds for calc.
+    size: u64,
+    peer: u32,
+    tag: u32,
+    /// Dependencies not yet met.
+    deps_left: u32,
+    /// The next op on its rank's freed list (rank-local), or NONE.
+    next_freed: u32,
+    /// Its done-dependents are `done_targets[done_first..]` up to the next
+    /// op's `done_first` (the last op's end is `done_targets.len()`).
+    done_first: u32,
+    kind: OpKind,
+    cpu: u8,
+    nic: u8,
+    state: OpState,
+}
+
+const _: () = assert!(std::mem::size_of::<Op>() == 32);
+
+/// Every rank's ops in one flat array indexed by global op number (a rank's
 /// ops are `first_op[r]..first_op[r + 1]`), so a million-rank schedule takes
-/// about 40 bytes per op and 16 per rank, with no per-rank allocation.
+/// 32 bytes per op, 4 per dependency and 16 per rank, with no per-rank
+/// allocation.
 pub struct GoalProgram {
     num_ranks: u32,
     first_op: Vec<u32>,
-    ops: Vec<ReadyOp>,
-    deps_left: Vec<u32>,
-    state: Vec<OpState>,
-    on_done: Csr,
-    on_start: Csr,
+    ops: Vec<Op>,
+    done_targets: Vec<u32>,
+    /// Dependents on an op's start (GOAL's `irequires`), kept only when the
+    /// schedule has any: most have none.
+    on_start: Option<Csr>,
     /// Per rank, the ops freed and not yet collected, in the order freed: a
-    /// list threaded through `next_freed` from `freed_head` to `freed_tail`.
+    /// list threaded through the ops' `next_freed` from `freed_head` to `freed_tail`.
     freed_head: Vec<u32>,
     freed_tail: Vec<u32>,
-    next_freed: Vec<u32>,
     done_count: Vec<u32>,
     max_initial_ops: u32,
     max_cpu: u8,
@@ -115,38 +140,35 @@ impl GoalProgram {
         p
     }
 
+    /// Appends op `id` (its rank's ops start at `base`) to `rank`'s freed list.
     #[inline]
-    fn global(&self, rank: u32, id: u32) -> usize {
-        (self.first_op[rank as usize] + id) as usize
-    }
-
-    /// Appends op `id` to `rank`'s freed list.
-    fn free(&mut self, rank: u32, id: u32) {
-        let op = self.global(rank, id);
-        self.state[op] = OpState::Issued;
-        self.next_freed[op] = NONE;
+    fn free(&mut self, rank: u32, base: usize, id: u32) {
+        let o = &mut self.ops[base + id as usize];
+        o.state = OpState::Issued;
+        o.next_freed = NONE;
         match self.freed_tail[rank as usize] {
             NONE => self.freed_head[rank as usize] = id,
-            tail => {
-                let t = self.global(rank, tail);
-                self.next_freed[t] = id;
-            }
+            tail => self.ops[base + tail as usize].next_freed = id,
         }
         self.freed_tail[rank as usize] = id;
     }
 
-    /// Counts down the dependents of `id` (start- or done-dependents).
-    fn release(&mut self, rank: u32, on_start: bool, id: u32) {
-        let op = self.global(rank, id);
-        let csr = if on_start { &self.on_start } else { &self.on_done };
-        for k in csr.range(op) {
-            let a = if on_start { &self.on_start } else { &self.on_done }.targets[k];
-            let dep = self.global(rank, a);
-            self.deps_left[dep] -= 1;
-            if self.deps_left[dep] == 0 {
-                self.free(rank, a);
+    /// Counts down one dependency of each op in `dependents` (rank-local).
+    #[inline]
+    fn count_down(&mut self, rank: u32, base: usize, dependents: std::ops::Range<usize>, on_start: bool) {
+        for k in dependents {
+            let a = if on_start { self.on_start.as_ref().expect("start edges").targets[k] } else { self.done_targets[k] };
+            let o = &mut self.ops[base + a as usize];
+            o.deps_left -= 1;
+            if o.deps_left == 0 {
+                self.free(rank, base, a);
             }
         }
+    }
+
+    fn done_range(&self, op: usize) -> std::ops::Range<usize> {
+        let end = self.ops.get(op + 1).map_or(self.done_targets.len(), |o| o.done_first as usize);
+        self.ops[op].done_first as usize..end
     }
 
     fn rank_ops(&self, rank: u32) -> std::ops::Range<usize> {
@@ -159,6 +181,8 @@ impl GoalProgram {
 /// form is never whole in memory, only the program.
 pub struct GoalProgramBuilder {
     p: GoalProgram,
+    /// Scratch: a rank's done-edges counted per op, then its cursors.
+    count: Vec<u32>,
 }
 
 impl GoalProgramBuilder {
@@ -174,18 +198,16 @@ impl GoalProgramBuilder {
                 num_ranks,
                 first_op,
                 ops: Vec::with_capacity(ops_hint),
-                deps_left: Vec::with_capacity(ops_hint),
-                state: Vec::with_capacity(ops_hint),
-                on_done: Csr::new(),
-                on_start: Csr::new(),
+                done_targets: Vec::with_capacity(ops_hint),
+                on_start: None,
                 freed_head: Vec::with_capacity(n),
                 freed_tail: Vec::with_capacity(n),
-                next_freed: Vec::with_capacity(ops_hint),
                 done_count: Vec::with_capacity(n),
                 max_initial_ops: 0,
                 max_cpu: 0,
                 max_nic: 0,
             },
+            count: Vec::new(),
         }
     }
 
@@ -201,32 +223,61 @@ impl GoalProgramBuilder {
         assert!(r < p.num_ranks, "more rank blocks than num_ranks");
         let base = p.ops.len();
         let n = g.ops.len();
+        // Done-dependents grouped by the op they wait for, in declaration order.
+        let first_edge = p.done_targets.len();
+        let count = &mut self.count;
+        count.clear();
+        count.resize(n + 1, 0);
+        for &(_, b) in &g.requires {
+            count[b as usize + 1] += 1;
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
         p.ops.extend(g.ops.iter().enumerate().map(|(i, o)| {
             let (kind, size) = match o.kind {
                 GoalKind::Send => (OpKind::Send, o.size),
                 GoalKind::Recv => (OpKind::Recv, o.size),
                 GoalKind::Calc => (OpKind::Calc, o.size.saturating_mul(PS_PER_NS).min(PAST_LIMIT)),
             };
-            ReadyOp { kind, peer: o.peer, tag: o.tag, size, id: i as u32, cpu: o.cpu, nic: o.nic, collective: false }
+            Op {
+                size,
+                peer: o.peer,
+                tag: o.tag,
+                deps_left: 0,
+                next_freed: NONE,
+                done_first: u32::try_from(first_edge + count[i] as usize).expect("fewer than 2^32 dependencies"),
+                kind,
+                cpu: o.cpu,
+                nic: o.nic,
+                state: OpState::Blocked,
+            }
         }));
+        p.done_targets.resize(first_edge + g.requires.len(), 0);
+        for &(a, b) in &g.requires {
+            let slot = &mut count[b as usize];
+            p.done_targets[first_edge + *slot as usize] = a;
+            *slot += 1;
+        }
         p.max_cpu = g.ops.iter().map(|o| o.cpu).fold(p.max_cpu, u8::max);
         p.max_nic = g.ops.iter().map(|o| o.nic).fold(p.max_nic, u8::max);
-        p.deps_left.resize(base + n, 0);
         for &(a, _) in g.requires.iter().chain(&g.irequires) {
-            p.deps_left[base + a as usize] += 1;
+            p.ops[base + a as usize].deps_left += 1;
         }
-        p.state.resize(base + n, OpState::Blocked);
-        p.next_freed.resize(base + n, NONE);
-        p.on_done.push_rank(n, &g.requires);
-        p.on_start.push_rank(n, &g.irequires);
-        p.first_op.push(p.ops.len() as u32);
+        if p.on_start.is_none() && !g.irequires.is_empty() {
+            p.on_start = Some(Csr::with_edgeless(base));
+        }
+        if let Some(c) = &mut p.on_start {
+            c.push_rank(n, &g.irequires);
+        }
+        p.first_op.push(u32::try_from(p.ops.len()).expect("fewer than 2^32 ops"));
         p.freed_head.push(NONE);
         p.freed_tail.push(NONE);
         p.done_count.push(0);
         let mut roots = 0;
         for i in 0..n as u32 {
-            if p.deps_left[base + i as usize] == 0 {
-                p.free(r, i);
+            if p.ops[base + i as usize].deps_left == 0 {
+                p.free(r, base, i);
                 roots += 1;
             }
         }
@@ -302,16 +353,20 @@ impl Program for GoalProgram {
     }
 
     fn started(&mut self, rank: u32, id: u32) {
-        let op = self.global(rank, id);
-        self.state[op] = OpState::Started;
-        self.release(rank, true, id);
+        let base = self.first_op[rank as usize] as usize;
+        self.ops[base + id as usize].state = OpState::Started;
+        if let Some(c) = &self.on_start {
+            let dependents = c.range(base + id as usize);
+            self.count_down(rank, base, dependents, true);
+        }
     }
 
     fn done(&mut self, rank: u32, id: u32) {
-        let op = self.global(rank, id);
-        self.state[op] = OpState::Done;
+        let base = self.first_op[rank as usize] as usize;
+        self.ops[base + id as usize].state = OpState::Done;
         self.done_count[rank as usize] += 1;
-        self.release(rank, false, id);
+        let dependents = self.done_range(base + id as usize);
+        self.count_down(rank, base, dependents, false);
     }
 
     fn collect(&mut self, rank: u32, _now: Time, _cpu_free: Time, out: &mut Vec<ReadyOp>) -> Result<(), String> {
@@ -319,8 +374,9 @@ impl Program for GoalProgram {
         let mut id = std::mem::replace(&mut self.freed_head[rank as usize], NONE);
         self.freed_tail[rank as usize] = NONE;
         while id != NONE {
-            out.push(self.ops[base + id as usize]);
-            id = self.next_freed[base + id as usize];
+            let o = &self.ops[base + id as usize];
+            out.push(ReadyOp { kind: o.kind, peer: o.peer, tag: o.tag, size: o.size, id, cpu: o.cpu, nic: o.nic, collective: false });
+            id = o.next_freed;
         }
         Ok(())
     }
@@ -330,14 +386,12 @@ impl Program for GoalProgram {
     }
 
     fn describe_stuck(&self, rank: u32) -> String {
-        let range = self.rank_ops(rank);
-        let states = &self.state[range.clone()];
-        let ops = &self.ops[range];
-        let blocked = states.iter().filter(|&&s| s == OpState::Blocked).count();
-        let open: Vec<String> = states
+        let ops = &self.ops[self.rank_ops(rank)];
+        let blocked = ops.iter().filter(|o| o.state == OpState::Blocked).count();
+        let open: Vec<String> = ops
             .iter()
             .enumerate()
-            .filter(|(_, &s)| s == OpState::Started || s == OpState::Issued)
+            .filter(|(_, o)| o.state == OpState::Started || o.state == OpState::Issued)
             .take(3)
             .map(|(i, _)| {
                 let o = &ops[i];
