@@ -367,6 +367,26 @@ fn kind_of(tok: Tok<'_>) -> String {
     }
 }
 
+/// Byte classes, looked up rather than compared (scanning words and numbers
+/// was the parse's largest cost).
+const WORD: u8 = 1;
+const DIGIT: u8 = 2;
+static CLASS: [u8; 256] = {
+    let mut c = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let u = b as u8;
+        if u.is_ascii_alphanumeric() || u == b'_' {
+            c[b] |= WORD;
+        }
+        if u.is_ascii_digit() {
+            c[b] |= DIGIT;
+        }
+        b += 1;
+    }
+    c
+};
+
 struct Lexer<'a> {
     src: &'a str,
     pos: usize,
@@ -422,7 +442,7 @@ impl<'a> Lexer<'a> {
                 Tok::Int(self.take_digits(start))
             }
             b'a'..=b'z' | b'A'..=b'Z' => {
-                self.pos = self.scan_while(start, |b| b.is_ascii_alphanumeric() || b == b'_');
+                self.pos = self.scan_while(start, |b| CLASS[b as usize] & WORD != 0);
                 Tok::Word(&self.src[start..self.pos])
             }
             _ => {
@@ -437,18 +457,14 @@ impl<'a> Lexer<'a> {
 
     /// Consumes digits from `self.pos` on and returns the text from `start`.
     fn take_digits(&mut self, start: usize) -> &'a str {
-        self.pos = self.scan_while(self.pos, |b| b.is_ascii_digit());
+        self.pos = self.scan_while(self.pos, |b| CLASS[b as usize] & DIGIT != 0);
         &self.src[start..self.pos]
     }
 
     #[inline]
     fn scan_while(&self, from: usize, pred: impl Fn(u8) -> bool) -> usize {
-        let bytes = self.src.as_bytes();
-        let mut i = from;
-        while i < bytes.len() && pred(bytes[i]) {
-            i += 1;
-        }
-        i
+        let rest = &self.src.as_bytes()[from..];
+        from + rest.iter().position(|&b| !pred(b)).unwrap_or(rest.len())
     }
 
     /// Skips spaces, tabs and comments. Newlines are tokens (they end statements), so a line
@@ -814,6 +830,32 @@ impl<'a> Parser<'a> {
 
     /// A statement starting with a non-keyword word: `name: op ...` or `name (i)requires name`.
     fn parse_labelled_statement(&mut self, rank: &mut GoalRank, name: &'a str, name_pos: usize) -> PResult<()> {
+        // The common forms, `name: send|recv|calc ...` and `name requires|irequires label`
+        // with single spaces, straight from the bytes; the tokens below read everything else.
+        let src = self.lex.src;
+        let rest = &src.as_bytes()[self.lex.pos..];
+        if let Some(after) = rest.strip_prefix(b": ") {
+            if let Some(keyword) =
+                ["send", "recv", "calc"].into_iter().find(|k| after.starts_with(k.as_bytes()) && after.get(4) == Some(&b' '))
+            {
+                let keyword_pos = self.lex.pos + 2;
+                self.lex.pos = keyword_pos + 4;
+                self.define_label(name, name_pos, rank.ops.len())?;
+                let op = self.parse_op(keyword)?;
+                return push_op(rank, op, keyword_pos);
+            }
+        }
+        for (dep, start_only) in [(&b" requires "[..], false), (&b" irequires "[..], true)] {
+            let Some(after) = rest.strip_prefix(dep) else { continue };
+            let word = after.iter().take_while(|&&b| CLASS[b as usize] & WORD != 0).count();
+            if word > 0 && after[0].is_ascii_alphabetic() && after.get(word) == Some(&b'\n') {
+                let prerequisite_pos = self.lex.pos + dep.len();
+                self.lex.pos = prerequisite_pos + word + 1;
+                let prerequisite = &src[prerequisite_pos..prerequisite_pos + word];
+                self.pending.push(PendingDep { op: name, op_pos: name_pos, prerequisite, prerequisite_pos, start_only });
+                return Ok(());
+            }
+        }
         let t = self.next()?;
         match t.tok {
             Tok::Colon => {
@@ -900,6 +942,10 @@ impl<'a> Parser<'a> {
             "recv" => GoalKind::Recv,
             _ => GoalKind::Calc,
         };
+        if let Some((op, end)) = self.quick_op(kind) {
+            self.lex.pos = end;
+            return Ok(op);
+        }
         let mut op = GoalOp { kind, peer: 0, tag: 0, size: 0, cpu: 0, nic: 0 };
         if kind == GoalKind::Calc {
             op.size = self.expect_unsigned("the calc duration (an integer)")?.magnitude;
@@ -913,6 +959,41 @@ impl<'a> Parser<'a> {
         op.peer = self.parse_peer(kind)?;
         self.parse_options(&mut op, &["tag", "cpu", "nic"])?;
         Ok(op)
+    }
+
+    /// The rest of an op in the form nearly every schedule writes, read
+    /// straight from the bytes: ` SIZEb to PEER tag TAG` (`from` on a recv;
+    /// the tag optional), or ` DURATION` for a calc, with single spaces and
+    /// plain numbers, up to and including the newline. Returns the op and
+    /// where the next line starts, or None for anything else (other
+    /// spacing, options, `-1`, a comment, an error), which the token-by-token
+    /// parse below reads instead, with the same result where both apply.
+    #[inline]
+    fn quick_op(&self, kind: GoalKind) -> Option<(GoalOp, usize)> {
+        let b = self.lex.src.as_bytes();
+        // ` DIGITS` from `at` (at most 19 digits, which cannot overflow u64): its value and end
+        let number = |at: usize| -> Option<(u64, usize)> {
+            let digits = b.get(at..)?.strip_prefix(b" ")?;
+            let n = digits.iter().take(20).take_while(|d| d.is_ascii_digit()).count();
+            let v = digits[..n].iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
+            (1..=19).contains(&n).then_some((v, at + 1 + n))
+        };
+        let follows = |at: usize, text: &[u8]| b[at..].starts_with(text).then_some(at + text.len());
+        let mut op = GoalOp { kind, peer: 0, tag: 0, size: 0, cpu: 0, nic: 0 };
+        let (size, at) = number(self.lex.pos)?;
+        op.size = size;
+        if kind == GoalKind::Calc {
+            return Some((op, follows(at, b"\n")?));
+        }
+        let at = follows(at, if kind == GoalKind::Send { b"b to" } else { b"b from" })?;
+        let (peer, at) = number(at)?;
+        op.peer = u32::try_from(peer).ok().filter(|&p| p < self.num_ranks.map_or(0, |(n, _)| n))?;
+        if let Some(end) = follows(at, b"\n") {
+            return Some((op, end));
+        }
+        let (tag, at) = number(follows(at, b" tag")?)?;
+        op.tag = u32::try_from(tag).ok().filter(|&t| t != ANY)?;
+        Some((op, follows(at, b"\n")?))
     }
 
     /// `to` for a send, `from` for a recv, with a pointed message when they are swapped.
@@ -1255,6 +1336,48 @@ l4: calc 7
         assert_eq!(s.ranks[1].ops[0].cpu, 1);
         assert_eq!(s.ranks[1].requires, vec![(1, 0)]);
         assert_eq!(s.ranks[0].ops, vec![op(GoalKind::Recv, 1, 3, 0)]);
+    }
+
+    #[test]
+    fn ops_in_the_common_form_read_as_token_by_token() {
+        // single spaces take the byte-level path (quick_op); doubled ones the tokens
+        let u64_max = u64::MAX.to_string();
+        let sizes = ["0", "8", "007", "9999999999999999999", u64_max.as_str(), "18446744073709551616"];
+        let ends = ["", " tag 0", " tag 4294967294", " tag 4294967295", " tag -1", " cpu 1", " tag 3 nic 2", " // c"];
+        for size in sizes {
+            for (kind, dir) in [("send", "to"), ("recv", "from")] {
+                for peer in ["0", "2", "3", "-1", "12345678901234567890"] {
+                    for end in ends {
+                        let line = format!("{kind} {size}b {dir} {peer}{end}");
+                        for text in [format!("{HEAD}l0: {line}\n}}\n"), format!("{HEAD}{line}\n}}\n")] {
+                            let slow = text.replace(' ', "  ");
+                            let (a, b) = (parse_goal(&text, "t.goal"), parse_goal(&slow, "t.goal"));
+                            assert_eq!(a.as_ref().ok(), b.as_ref().ok(), "{line}");
+                            assert_eq!(a.map_err(|e| e.message), b.map_err(|e| e.message), "{line}");
+                        }
+                    }
+                }
+            }
+            let calc = format!("{HEAD}calc {size}\n}}\n");
+            let slow = calc.replace("calc ", "calc  ");
+            assert_eq!(parse_goal(&calc, "t.goal").map_err(|e| e.message), parse_goal(&slow, "t.goal").map_err(|e| e.message));
+        }
+        for dep in [
+            "b requires a",
+            "b irequires a",
+            "a requires b_2",
+            "b requires a9",
+            "b requires 9",
+            "b requires a x",
+            "b requires",
+            "sendx: calc 1",
+        ] {
+            let text = format!("{HEAD}a: calc 1\nb: calc 2\nb_2: recv 8b from 0 tag 1\n{dep}\n}}\n");
+            let slow = text.replace(' ', "  ");
+            let (a, b) = (parse_goal(&text, "t.goal"), parse_goal(&slow, "t.goal"));
+            assert_eq!(a.as_ref().ok(), b.as_ref().ok(), "{dep}");
+            assert_eq!(a.map_err(|e| e.message), b.map_err(|e| e.message), "{dep}");
+        }
     }
 
     #[test]

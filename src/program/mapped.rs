@@ -31,13 +31,16 @@ pub fn release_behind(map: &memmap2::Mmap, released: &mut usize, to: usize) {
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 && (n as usize).is_power_of_two() {
-        n as usize
-    } else {
-        4096
-    }
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if n > 0 && (n as usize).is_power_of_two() {
+            n as usize
+        } else {
+            4096
+        }
+    })
 }
 
 /// The mapped bytes as text, checked a window at a time with the pages
