@@ -34,7 +34,7 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 17] = [
+pub const CASES: [&str; 18] = [
     "bcast_1m",
     "allreduce_64k_x10",
     "allreduce_64k_x10+tree",
@@ -49,6 +49,7 @@ pub const CASES: [&str; 17] = [
     "allreduce_1m",
     "trace_replay_10m",
     "goal_bcast_1m",
+    "goal_bcast_1m_binary",
     "grid_trace_1m",
     "allreduce_64k_x10+explain",
     "bsp_64k_x100_poisson+explain",
@@ -196,7 +197,10 @@ pub fn run_case(case: &str) -> Result<BenchResult, BenchError> {
         return trace_case(10_000_000);
     }
     if case == "goal_bcast_1m" {
-        return goal_case(case, 1 << 20);
+        return goal_case(case, 1 << 20, false);
+    }
+    if case == "goal_bcast_1m_binary" {
+        return goal_case(case, 1 << 20, true);
     }
     if case == "grid_trace_1m" {
         return grid_case(case, 1 << 20);
@@ -205,7 +209,7 @@ pub fn run_case(case: &str) -> Result<BenchResult, BenchError> {
         return grid_case(case, 1 << 16); // small enough to profile under callgrind
     }
     if case == "goal_bcast_64k" {
-        return goal_case(case, 1 << 16); // small enough to profile under callgrind
+        return goal_case(case, 1 << 16, false); // small enough to profile under callgrind
     }
     let (name, explain) = match case.strip_suffix(EXPLAIN) {
         Some(name) => (name, true),
@@ -319,13 +323,16 @@ fn trace_case(records: u64) -> Result<BenchResult, BenchError> {
 
 /// GOAL mode: case (a)'s binomial broadcast written as a GOAL file, then
 /// parsed alone (ops/s) and run whole (peak bytes include the parse).
-fn goal_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
+/// The binomial broadcast written as a GOAL file (text, or LogGOPSim's
+/// binary layout), read alone, then read and run.
+fn goal_case(case: &str, ranks: u32, binary: bool) -> Result<BenchResult, BenchError> {
     use crate::program::goal::write_goal;
     let WorkloadSpec::Collective(w) = collective(ranks, 1, CollectiveKind::Bcast) else { unreachable!() };
     let sched = crate::program::stream::export_goal(&w)?;
     let ops = sched.num_ops() as f64;
-    let path = std::env::temp_dir().join(format!("idlewave-bench-{}.goal", std::process::id()));
-    std::fs::write(&path, write_goal(&sched)).map_err(io(&path))?;
+    let path = std::env::temp_dir().join(format!("idlewave-bench-{}.{}", std::process::id(), if binary { "bin" } else { "goal" }));
+    let bytes = if binary { crate::program::goal_bin::write_binary(&sched) } else { write_goal(&sched).into_bytes() };
+    std::fs::write(&path, bytes).map_err(io(&path))?;
     drop(sched);
     let result = (|| {
         let (wall, cpu) = (std::time::Instant::now(), thread_cpu_s());
