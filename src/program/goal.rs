@@ -975,8 +975,10 @@ impl<'a> Parser<'a> {
         let number = |at: usize| -> Option<(u64, usize)> {
             let digits = b.get(at..)?.strip_prefix(b" ")?;
             let n = digits.iter().take(20).take_while(|d| d.is_ascii_digit()).count();
-            let v = digits[..n].iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
-            (1..=19).contains(&n).then_some((v, at + 1 + n))
+            if !(1..=19).contains(&n) {
+                return None;
+            }
+            Some((digits[..n].iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0')), at + 1 + n))
         };
         let follows = |at: usize, text: &[u8]| b[at..].starts_with(text).then_some(at + text.len());
         let mut op = GoalOp { kind, peer: 0, tag: 0, size: 0, cpu: 0, nic: 0 };
