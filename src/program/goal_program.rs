@@ -34,35 +34,44 @@ impl Csr {
         Csr { offsets: vec![0; ops + 1], targets: Vec::new() }
     }
 
-    /// Appends one rank's `n` ops, with edges (a, b) = "a depends on b",
-    /// grouped by b, keeping declaration order.
-    fn push_rank(&mut self, n: usize, edges: &[(u32, u32)]) {
-        let base = self.offsets.len() - 1;
-        let start = self.offsets[base]; // = targets.len()
-        self.offsets.resize(base + n + 1, 0);
-        let ends = &mut self.offsets[base..];
-        for &(_, b) in edges {
-            ends[b as usize + 1] += 1;
-        }
-        for i in 0..n {
-            ends[i + 1] += ends[i];
-        }
-        self.targets.resize(ends[n] as usize, 0);
-        // Fill with ends[b] as op b's cursor; each cursor ends where op b + 1
-        // starts, so shifting them up one place restores the offsets.
-        for &(a, b) in edges {
-            self.targets[ends[b as usize] as usize] = a;
-            ends[b as usize] += 1;
-        }
-        if n > 0 {
-            ends.copy_within(0..n, 1);
-        }
-        ends[0] = start;
+    /// Appends one rank's `n` ops, with edges (a, b) = "a depends on b"
+    /// (`scratch`: reused between calls).
+    fn push_rank(&mut self, n: usize, edges: &[(u32, u32)], scratch: &mut Vec<u32>) {
+        group_by_prerequisite(n, edges, &mut self.targets, scratch);
+        self.offsets.pop(); // (= the rank's first start)
+        self.offsets.extend_from_slice(scratch);
     }
 
     fn range(&self, op: usize) -> std::ops::Range<usize> {
         self.offsets[op] as usize..self.offsets[op + 1] as usize
     }
+}
+
+/// Appends `edges` (a, b) = "a depends on b" of a rank's `n` ops to
+/// `targets`, grouped by b and in declaration order within a group;
+/// `starts[i]` is where op i's group begins in `targets` (n + 1 entries,
+/// the last at the rank's end).
+fn group_by_prerequisite(n: usize, edges: &[(u32, u32)], targets: &mut Vec<u32>, starts: &mut Vec<u32>) {
+    let first = u32::try_from(targets.len()).expect("fewer than 2^32 dependencies");
+    starts.clear();
+    starts.resize(n + 1, 0);
+    for &(_, b) in edges {
+        starts[b as usize + 1] += 1;
+    }
+    starts[0] = first;
+    for i in 0..n {
+        starts[i + 1] += starts[i];
+    }
+    targets.resize(targets.len() + edges.len(), 0);
+    // each op's start serves as its cursor, then is moved back by its group's size
+    for &(a, b) in edges {
+        targets[starts[b as usize] as usize] = a;
+        starts[b as usize] += 1;
+    }
+    for i in (1..=n).rev() {
+        starts[i] = starts[i - 1];
+    }
+    starts[0] = first;
 }
 
 /// One op as the program keeps it: what `collect` hands out, its state and
@@ -181,7 +190,7 @@ impl GoalProgram {
 /// form is never whole in memory, only the program.
 pub struct GoalProgramBuilder {
     p: GoalProgram,
-    /// Scratch: a rank's done-edges counted per op, then its cursors.
+    /// Scratch: where each op's group of dependents starts.
     count: Vec<u32>,
 }
 
@@ -224,16 +233,8 @@ impl GoalProgramBuilder {
         let base = p.ops.len();
         let n = g.ops.len();
         // Done-dependents grouped by the op they wait for, in declaration order.
-        let first_edge = p.done_targets.len();
-        let count = &mut self.count;
-        count.clear();
-        count.resize(n + 1, 0);
-        for &(_, b) in &g.requires {
-            count[b as usize + 1] += 1;
-        }
-        for i in 0..n {
-            count[i + 1] += count[i];
-        }
+        let starts = &mut self.count;
+        group_by_prerequisite(n, &g.requires, &mut p.done_targets, starts);
         p.ops.extend(g.ops.iter().enumerate().map(|(i, o)| {
             let (kind, size) = match o.kind {
                 GoalKind::Send => (OpKind::Send, o.size),
@@ -246,19 +247,13 @@ impl GoalProgramBuilder {
                 tag: o.tag,
                 deps_left: 0,
                 next_freed: NONE,
-                done_first: u32::try_from(first_edge + count[i] as usize).expect("fewer than 2^32 dependencies"),
+                done_first: starts[i],
                 kind,
                 cpu: o.cpu,
                 nic: o.nic,
                 state: OpState::Blocked,
             }
         }));
-        p.done_targets.resize(first_edge + g.requires.len(), 0);
-        for &(a, b) in &g.requires {
-            let slot = &mut count[b as usize];
-            p.done_targets[first_edge + *slot as usize] = a;
-            *slot += 1;
-        }
         p.max_cpu = g.ops.iter().map(|o| o.cpu).fold(p.max_cpu, u8::max);
         p.max_nic = g.ops.iter().map(|o| o.nic).fold(p.max_nic, u8::max);
         for &(a, _) in g.requires.iter().chain(&g.irequires) {
@@ -268,7 +263,7 @@ impl GoalProgramBuilder {
             p.on_start = Some(Csr::with_edgeless(base));
         }
         if let Some(c) = &mut p.on_start {
-            c.push_rank(n, &g.irequires);
+            c.push_rank(n, &g.irequires, &mut self.count);
         }
         p.first_op.push(u32::try_from(p.ops.len()).expect("fewer than 2^32 ops"));
         p.freed_head.push(NONE);
