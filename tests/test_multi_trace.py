@@ -42,7 +42,7 @@ def trace(lib: Path, program: Path, out: Path, ranks: int, *args: str) -> Path:
     return out
 
 
-def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], mode: str) -> list[Path]:
+def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], mode: str, *args: str) -> list[Path]:
     """Traces at `sizes` taken in one state of the machine. This VM switches
     between two speeds (2-3x) for 5-60 s at a time, which moves even CPU time
     (docs/validation.md). By construction a rank's computation is the same
@@ -57,7 +57,7 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
 
     for attempt in range(6):
         d = root / f"set{attempt}"
-        dirs = [trace(lib, program, d / str(p), p, mode) for p in sizes]
+        dirs = [trace(lib, program, d / str(p), p, mode, *args) for p in sizes]
         work = np.concatenate([[(p if mode == "strong" else 1) * _computation(t.records) for t in read(x)]
                                for p, x in zip(sizes, dirs)])
         spread = (work.min() / np.median(work), work.max() / np.median(work))
@@ -169,12 +169,13 @@ def test_traces_off_a_grid_are_refused_saying_why(tmp_path, cli):
     assert p.returncode == 2 and "give --scale-to" in p.stderr
 
 
+@pytest.mark.serial  # the model fits computation too: steady_traces compares CPU times of traces taken one after another
 def test_message_sizes_that_vary_with_the_data_are_modelled_per_class_and_said(lib, program, tmp_path):
     """Sends carry up to 10 doubles more by rank and iteration: no exact rule,
     so each such size is its class's median, fitted, and the model says how
     much they varied; the replay keeps the real trace's messages and comes
     within 5% of its bytes."""
-    dirs = [trace(lib, program, tmp_path / str(p), p, "strong", "0", "1") for p in (*SIZES, TARGET)]
+    dirs = steady_traces(lib, program, tmp_path, (*SIZES, TARGET), "strong", "0", "1")
     m = build(dirs[:-1])
     assert m.data_dependent > 0 and 0 < m.data_spread and m.data_error <= 0.25
     assert "message sizes vary with the data" in m.describe()
