@@ -135,6 +135,32 @@ def test_the_cli_fits_shows_and_extrapolates(strong, tmp_path, cli):
     assert x["ranks"] == real["ranks"] == TARGET and x["ops"] == real["ops"]
 
 
+@pytest.mark.serial  # steady_traces compares CPU times of traces taken one after another
+def test_smaller_traces_with_too_few_ranks_along_a_dimension_are_left_out_saying_so(lib, program, strong, tmp_path):
+    """A 2-rank trace (2×1: a dimension of 1, so no edge and interior there to
+    match) beside the 9-, 16- and 25-rank ones is left out, said, and the
+    model is the one of the other three, rule for rule. With only such
+    smaller traces the largest one alone is weak-scaled, when the traces agree
+    on weak scaling (the replay is the largest trace's, extrapolated), and
+    refused when they show strong scaling."""
+    *small, _ = strong
+    two = trace(lib, program, tmp_path / "2", 2, "strong")
+    m, without = build([two, *small]), build(small)
+    assert m.sizes == list(SIZES) and len(m.left_out) == 1 and not m.alone
+    assert m.left_out[0].startswith("the 2-rank trace (2×1) is left out: its grid 2×1") and "dimension of 1" in m.left_out[0]
+    assert [(r.compute, r.bytes) for r in m.ranks] == [(r.compute, r.bytes) for r in without.ranks]
+    assert "the 2-rank trace (2×1) is left out" in m.describe()
+    with pytest.raises(ModelError, match=r"grows ∝ p\^-[01]\.\d+, not weak scaling"):
+        build([two, trace(lib, program, tmp_path / "3", 3, "strong"), small[0]])
+    weak = steady_traces(lib, program, tmp_path / "weak", (2, 3, 9), "weak")
+    m = build(weak)
+    assert m.alone and m.scaling == "weak" and len(m.left_out) == 2
+    assert m.describe().startswith("the 9-rank trace (3×3) alone, weak-scaled: the traces at 2, 3, 9 ranks agree")
+    fitted, direct = replay(write_template(m, TARGET, tmp_path / "fitted"), scale_to=TARGET), replay(weak[-1], scale_to=TARGET)
+    assert {k: fitted.summary[k] for k in ("events", "messages", "bytes", "makespan_s")} == \
+        {k: direct.summary[k] for k in ("events", "messages", "bytes", "makespan_s")}
+
+
 @pytest.mark.parametrize("form,values", [
     ("5760·p^(-1/2)", [5760 / math.sqrt(p) for p in (9, 16, 25)]),
     ("3 + 0.5·p·log2(p)", [3 + 0.5 * p * math.log2(p) for p in (4, 8, 16, 32)]),
@@ -230,7 +256,8 @@ def test_lammps_traced_at_16_ranks_grows_its_dimensions_of_2_in_pairs(debian_lib
     (4×4×2) in pairs; against its real 32-rank trace: messages within 2%
     (with 2 ranks along a dimension LAMMPS skips half its atom exchanges
     there, so the pairs send fewer), bytes within 1%, makespan within 10%.
-    Three traces with dimensions of 2 are refused, saying so."""
+    Traced at 4, 8 and 16 ranks, the 16-rank trace alone is extrapolated,
+    saying why: the smaller ones have dimensions of 1 and 2."""
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
@@ -248,9 +275,15 @@ def test_lammps_traced_at_16_ranks_grows_its_dimensions_of_2_in_pairs(debian_lib
     assert 0.98 < fitted.summary["messages"] / direct.summary["messages"] < 1.0
     assert fitted.summary["bytes"] == pytest.approx(direct.summary["bytes"], rel=0.01)
     assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=0.10)
-    eight = lammps(debian_lib, root, 8, (2, 2, 2))
-    with pytest.raises(ModelError, match="the 8-rank trace has 2 ranks, and a code may call less"):
-        build([eight, sixteen, real])
+    # traced at 4, 8 and 16 ranks: the smaller two cannot be matched call by call (a dimension of 1; dimensions of 2
+    # where LAMMPS calls less), so the 16-rank trace alone is extrapolated, the three agreeing on weak scaling
+    four, eight = lammps(debian_lib, root, 4, (2, 2, 1)), lammps(debian_lib, root, 8, (2, 2, 2))
+    m = build([four, eight, sixteen])
+    assert m.alone and m.scaling == "weak" and m.sizes == [4, 8, 16], m.describe()
+    assert "the 8-rank trace (2×2×2) is left out: along dimension 0 it has 2 ranks, and its calls differ" in m.describe()
+    three = replay(write_template(m, 32, root / "fitted"), scale_to=32)
+    assert {k: three.summary[k] for k in ("events", "messages", "bytes", "makespan_s")} == \
+        {k: fitted.summary[k] for k in ("events", "messages", "bytes", "makespan_s")}
 
 
 # 175 oversubscribed LAMMPS ranks (LAMMPS's grids need 3 ranks per dimension: 27 is the smallest); the stencil's

@@ -273,12 +273,14 @@ def model_cmd(
     if as_json:
         print_json(m.to_json())
         return
-    out.print(f"{m.describe()}; {m.constant_bytes:,} message records keep their bytes at every size", highlight=False,
+    kept = "as traced (weak scaling)" if m.alone else "at every size"
+    out.print(f"{m.describe()}; {m.constant_bytes:,} message records keep their bytes {kept}", highlight=False,
               markup=False)
     from idlewave.trace.multi import class_name
 
+    used = [m.sizes[-1]] if m.alone else m.sizes
     t = Table(title=f"Per rank class of the {m.sizes[-1]}-rank trace (the first of its ranks; their ranks in the "
-              f"traces at {', '.join(map(str, m.sizes))})", title_justify="left")
+              f"traces at {', '.join(map(str, used))})", title_justify="left")
     for col in ("class", "ranks", "in the traces", "computation", "rule", "error", "message sizes that change"):
         t.add_column(col, justify="left" if col in ("class", "rule", "message sizes that change") else "right")
     classes: dict[str, list] = {}
@@ -289,7 +291,7 @@ def model_cmd(
         varying = sorted({(r.calls[k], b.describe()) for k, b in r.bytes.items()})
         shown = "; ".join(f"{c}: {d}" for c, d in varying[:2]) + (f"; … ({len(varying)} rules)" if len(varying) > 2 else "")
         t.add_row(name, str(len(members)), ", ".join(map(str, r.ranks)), ", ".join(seconds(c) for c in r.computed_s),
-                  escape(r.compute.describe()) + " s", f"{max(x.compute.error for x in members):.1%}",
+                  escape(r.compute.describe()) + " s", "—" if m.alone else f"{max(x.compute.error for x in members):.1%}",
                   escape(shown or "none"))
     out.print(t)
 

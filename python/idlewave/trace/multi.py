@@ -17,11 +17,18 @@ Fitted, per rank of the template:
 - its computation between calls, as one total: the gaps of a rank are scaled
   together (single gaps are too noisy to fit one by one).
 
+A smaller trace with too few ranks along a dimension to be matched (1, or a
+non-periodic 2: its edges and interior are not all there; or a periodic 2
+where its calls differ from the template's, as LAMMPS's do) is left out, and
+the model says so. If every smaller trace is left out, the largest one alone
+is extrapolated as weak scaling, when the traces agree that the computation
+per rank stays the same.
+
 Refused, with the rank, the call and what the traces showed: traces that are
-not of one grid code, fewer than 3 ranks along a dimension (2 along a
-periodic one, whose positions are all alike), call sequences
-that differ between sizes, bytes that no rule gives exactly, and computation
-no rule gives within COMPUTE_TOLERANCE.
+not of one grid code, a largest trace with too few ranks along a dimension,
+call sequences that differ between sizes for another reason, bytes that no
+rule gives exactly, computation no rule gives within COMPUTE_TOLERANCE, and
+a largest trace alone whose computation per rank changes with the size.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from idlewave.trace.format import CODES, OPS, TraceError, read, write_rank
 EXPONENTS = (-1.0, -2 / 3, -0.5, -1 / 3, 0.0, 1 / 3, 0.5, 2 / 3, 1.0, 4 / 3, 1.5, 2.0)
 LOG_POWERS = (0, 1, 2)
 COMPUTE_TOLERANCE = 0.25  # leave-one-out relative error of a rank's computation
+WEAK_EXPONENT = 0.2  # computation per rank ∝ p^e with |e| below this: weak scaling (below −1 + this: strong)
 COMPUTE_SLACK = 0.05  # a simpler rule for the computation, if it predicts the traces within 5 points of the best
 DATA_TOLERANCE = 0.25  # a data-dependent message size: its class medians' rule, at most this far off
 DATA_SLACK = 0.05
@@ -170,13 +178,19 @@ class Model:
     data_dependent: int = 0  # message records whose bytes follow no exact rule: fitted to their class medians
     data_error: float = 0.0  # the largest error of those rules against the medians
     data_spread: float = 0.0  # how much one call's bytes varied over a class's ranks (max/min − 1)
+    left_out: list[str] = field(default_factory=list)  # smaller traces not matched call by call, and why
+    alone: bool = False  # the largest trace alone, weak-scaled: no smaller trace could be matched with it
 
     def describe(self) -> str:
         data = (f"; {self.data_dependent:,} message sizes vary with the data (up to {self.data_spread:.0%} between ranks "
                 f"of a class): each is its class's median, fitted within {self.data_error:.0%}") if self.data_dependent else ""
+        left = "".join(f"; {w}" for w in self.left_out)
+        if self.alone:
+            return (f"the {self.sizes[-1]}-rank trace ({_grid(self.dims[-1])}) alone, weak-scaled: the traces at "
+                    f"{', '.join(map(str, self.sizes))} ranks agree on weak scaling ({self.growth}){left}")
         return (f"fitted from traces at {', '.join(map(str, self.sizes))} ranks "
-                f"({', '.join('×'.join(map(str, d)) for d in self.dims)}), {self.scaling} scaling inferred ({self.growth})"
-                + data)
+                f"({', '.join(_grid(d) for d in self.dims)}), {self.scaling} scaling inferred ({self.growth})"
+                + data + left)
 
     def to_json(self) -> dict:
         def rule(r: Rule) -> dict:
@@ -185,7 +199,7 @@ class Model:
         return {"traces": [str(d) for d in self.dirs], "sizes": self.sizes, "grids": self.dims, "periodic": self.periodic,
                 "scaling": self.scaling, "growth": self.growth, "data_dependent_message_records": self.data_dependent,
                 "data_dependent_error": self.data_error, "data_dependent_spread": self.data_spread,
-                "constant_message_records": self.constant_bytes,
+                "constant_message_records": self.constant_bytes, "left_out": self.left_out, "largest_alone": self.alone,
                 "ranks": [{"rank": m.rank, "ranks_in_traces": m.ranks, "computation": rule(m.compute),
                            "computation_s": m.computed_s,
                            "bytes": [{"record": k, "call": m.calls[k], **rule(r)} for k, r in sorted(m.bytes.items())]}
@@ -258,10 +272,19 @@ def build(dirs: list[Path]) -> Model:
             raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} (periodic {periodic}) is not of the same "
                              f"shape as the {sizes[-1]}-rank trace's {'×'.join(map(str, traces[-1][2]))} "
                              f"(periodic {traces[-1][3]})")
-        if any(n < 3 and not (n == 2 and p) for n, p in zip(dims, periodic)):
-            raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} (periodic {periodic}) has a dimension of 1 rank "
-                             "or a non-periodic one of 2, so its classes (edges and interior) are not all there to match "
-                             "(along a periodic dimension 2 ranks are enough: every position is alike)")
+    if _incomplete(traces[-1][2], traces[-1][3]):
+        raise ModelError(f"{traces[-1][1]}: {_incomplete(traces[-1][2], traces[-1][3])}")
+    partial = {n: why for n, t in enumerate(traces[:-1]) if (why := _partial(t, traces[-1]))}
+    if partial:
+        if len(partial) == len(traces) - 1:
+            return _from_largest(traces, partial)
+        left_out = [_left_out(traces[n], why) for n, why in partial.items()]
+        traces = [t for n, t in enumerate(traces) if n not in partial]
+        sizes = [t[0] for t in traces]
+        if len(traces) < 2:  # (cannot happen: the template is complete)
+            raise ModelError("no two traces to fit")
+    else:
+        left_out = []
     template = traces[-1]
     # a class's computation in each trace: the median over its ranks (one rank's is noisy)
     class_compute: list[dict[tuple[int, ...], float]] = []
@@ -279,21 +302,16 @@ def build(dirs: list[Path]) -> Model:
         calls_t = _calls(tr.records)
         ops_t = tr.records["op"][calls_t]
         seqs = []
-        for (p, _, p_dims, _, ranks), r in zip(traces, mapped):
+        for (p, _, _, _, ranks), r in zip(traces, mapped):
             rec = ranks[r].records
             idx = _calls(rec)
             ops = rec["op"][idx]
-            if len(ops) != len(ops_t) or not np.array_equal(ops, ops_t):
-                k = next((k for k in range(min(len(ops), len(ops_t))) if ops[k] != ops_t[k]), min(len(ops), len(ops_t)))
+            if (k := _first_difference(ops, ops_t)) is not None:
                 what = lambda o, k: OPS.get(int(o[k]), f"op {int(o[k])}") if k < len(o) else "the end"  # noqa: E731
-                pairs = [d for d, (a, b) in enumerate(zip(p_dims, template[2])) if a == 2 < b]
-                why = (f"; along dimension{'s' if len(pairs) > 1 else ''} {', '.join(map(str, pairs))} the {p}-rank trace has 2 ranks, and a code may "
-                       "call less where both neighbours are one rank (LAMMPS's atom exchanges do): leave that trace out, "
-                       "or extrapolate from the largest trace alone") if pairs else " (loop counts?)"
                 raise ModelError(f"rank {t} of the {sizes[-1]}-rank trace and rank {r} of the {p}-rank trace (the same "
                                  f"class) differ at call {k}: {what(ops_t, k)} against {what(ops, k)} ({len(ops_t)} and "
                                  f"{len(ops)} calls): the program's calls change with the size in a way no rule here "
-                                 f"fits{why}")
+                                 f"fits (loop counts?)")
             seqs.append(rec[idx])
         key = _class_key(t, template[2])
         # (a periodic dimension of 2 has no interior: there the class is the edge `_same_class` took)
@@ -331,7 +349,79 @@ def build(dirs: list[Path]) -> Model:
         for n, seq in enumerate(seqs):
             sent[n] += float(seq["bytes"][sends].sum())
     return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], models, constant,
-                 *_scaling(sizes, models, sent), len(varied), max(varied, default=0.0), members.spread)
+                 *_scaling(sizes, models, sent), len(varied), max(varied, default=0.0), members.spread, left_out)
+
+
+def _grid(dims: list[int]) -> str:
+    return "×".join(map(str, dims))
+
+
+def _incomplete(dims: list[int], periodic: list[bool]) -> str | None:
+    """Why a grid's classes (edges and interior) are not all there, or None."""
+    if any(n < 3 and not (n == 2 and p) for n, p in zip(dims, periodic)):
+        return (f"its grid {_grid(dims)} (periodic {periodic}) has a dimension of 1 rank or a non-periodic one of 2, so "
+                "its classes (edges and interior) are not all there to match (along a periodic dimension 2 ranks are "
+                "enough: every position is alike)")
+    return None
+
+
+def _first_difference(ops: np.ndarray, ops_t: np.ndarray) -> int | None:
+    """The first call at which two call sequences differ, or None."""
+    if len(ops) == len(ops_t) and np.array_equal(ops, ops_t):
+        return None
+    n = min(len(ops), len(ops_t))
+    return next((k for k in range(n) if ops[k] != ops_t[k]), n)
+
+
+def _partial(trace: tuple, template: tuple) -> str | None:
+    """Why a smaller trace cannot be matched call by call with the template
+    because of its few ranks along a dimension, or None: a dimension of 1
+    rank or a non-periodic one of 2 (its classes are not all there), or a
+    periodic one of 2 where the template has more and some rank's calls
+    differ from its class's in the template (a code may call less where both
+    neighbours are one rank: LAMMPS's atom exchanges do). Calls that differ
+    for any other reason are refused by `build` at the rank and call."""
+    p, _, dims, periodic, ranks = trace
+    if (why := _incomplete(dims, periodic)) is not None:
+        return why
+    pairs = [d for d, (a, b) in enumerate(zip(dims, template[2])) if a == 2 < b]
+    if not pairs:
+        return None
+    for t, tr in enumerate(template[4]):
+        rec = ranks[_same_class(t, template[2], dims)].records
+        if (k := _first_difference(rec["op"][_calls(rec)], tr.records["op"][_calls(tr.records)])) is not None:
+            return (f"along dimension{'s' if len(pairs) > 1 else ''} {', '.join(map(str, pairs))} it has 2 ranks, and "
+                    f"its calls differ from the {template[0]}-rank trace's (rank {t}'s class, at call {k}): a code may "
+                    "call less where both neighbours are one rank, as LAMMPS's atom exchanges do")
+    return None
+
+
+def _left_out(trace: tuple, why: str) -> str:
+    return f"the {trace[0]}-rank trace ({_grid(trace[2])}) is left out: {why}"
+
+
+def _from_largest(traces: list, partial: dict[int, str]) -> Model:
+    """Every smaller trace has too few ranks along a dimension to be matched
+    with the largest one (`_partial`): the model is the largest trace alone,
+    extrapolated as weak scaling, if the traces agree that the computation
+    per rank stays the same (the median over a trace's ranks, ∝ p^e with |e|
+    below WEAK_EXPONENT); else refused, saying why."""
+    sizes = [t[0] for t in traces]
+    work = [float(np.median([_computation(r.records) for r in t[4]])) for t in traces]
+    e = math.log(work[-1] / work[0]) / math.log(sizes[-1] / sizes[0]) if min(work) > 0 else math.inf
+    why = "; ".join(f"the {traces[n][0]}-rank trace ({_grid(traces[n][2])}): {w}" for n, w in partial.items())
+    shown = ", ".join(f"{c:.4g} s at {p}" for c, p in zip(work, sizes))
+    if not abs(e) < WEAK_EXPONENT:
+        raise ModelError(f"no trace but the {sizes[-1]}-rank one can be matched with it call by call ({why}); and the "
+                         f"computation per rank (median over ranks: {shown}) grows ∝ p^{e:.2f}, not weak scaling, so "
+                         "the largest trace alone cannot be extrapolated: trace at sizes with at least 3 ranks along "
+                         "every dimension (2 along a periodic one, if the calls stay the same)")
+    template = traces[-1]
+    ranks = [RankModel(t, [t], Rule(0, c), [c]) for t, c in enumerate(_computation(r.records) for r in template[4])]
+    constant = sum(int(np.isin(r.records["op"], list(MESSAGES)).sum()) for r in template[4])
+    return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], ranks, constant, "weak",
+                 f"computation per rank ∝ p^{e:.2f}, the median over each trace's ranks ({shown})",
+                 left_out=[_left_out(traces[n], w) for n, w in partial.items()], alone=True)
 
 
 class _Members:
@@ -397,9 +487,9 @@ def _scaling(sizes: list[int], models: list[RankModel], sent: list[float]) -> tu
     e = math.log(total[1] / total[0]) / span if min(total) > 0 else 0.0
     b = math.log(sent[-1] / sent[0]) / span if min(sent[0], sent[-1]) > 0 else 0.0
     growth = f"computation per rank ∝ p^{e:.2f}, bytes sent per rank ∝ p^{b:.2f}"
-    if abs(e) < 0.2 and abs(b) < 0.2:
+    if abs(e) < WEAK_EXPONENT and abs(b) < WEAK_EXPONENT:
         return "weak", growth
-    if abs(e + 1) < 0.2 and b < 0.1:
+    if abs(e + 1) < WEAK_EXPONENT and b < 0.1:
         return "strong", growth
     return "neither weak nor strong", growth
 
