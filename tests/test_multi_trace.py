@@ -173,7 +173,8 @@ def test_a_3d_code_with_row_communicators_roots_and_counts_by_coordinate(lib, tm
     to 64 (4×4×4): the real trace's events and messages exactly; the
     allgatherv's counts follow the row's length, not p, so they are fitted
     from class medians and said to vary with the data (bytes within 0.1%);
-    the communication alone (no computation) within 5% of the real trace's."""
+    the communication alone (no computation) within 5% of the real trace's.
+    In strong scaling its halos follow the grid's extents, not p: refused."""
     exe = compile_c(tmp_path, "grid3d_scaling", GRID3D)
     why = ""
     for attempt in range(4):  # a computation no rule fits within 25%: the machine's speed moved (steady_traces)
@@ -196,6 +197,12 @@ def test_a_3d_code_with_row_communicators_roots_and_counts_by_coordinate(lib, tm
     # without the traced computation (oversubscribed CPU time is noisy) the communication alone: within 5%
     bare = [replay(d, scale_to=s, compute_scale=0.0).summary["makespan_s"] for d, s in ((fitted_dir, 64), (dirs[-1], None))]
     assert bare[0] == pytest.approx(bare[1], rel=0.05), bare
+    # in strong scaling its halos follow the extents along each dimension (96/2 or 96/3 points), not p, and the
+    # third dimension has 2 ranks in every trace: refused, not fitted in p (which put 2× the bytes at 64 ranks)
+    strong = [trace(lib, exe, tmp_path / "strong" / str(p), p, "strong") for p in (8, 12, 18)]
+    with pytest.raises(ModelError, match=r"rank 0, call \d+ \(i(send|recv)\): its bytes \(18432 at 8, 18432 at 12, "
+                       r"12288 at 18 ranks\) are the same on every rank of its class .* grid's extents"):
+        build(strong)
 
 
 @pytest.mark.parametrize("form,values", [

@@ -314,17 +314,6 @@ def build(dirs: list[Path]) -> Model:
                                  f"fits (loop counts?)")
             seqs.append(rec[idx])
         key = _class_key(t, template[2])
-        # (a periodic dimension of 2 has no interior: there the class is the edge `_same_class` took)
-        computed = [c[_class_key(r, tr_dims)] for c, r, (_, _, tr_dims, _, _) in zip(class_compute, mapped, traces)]
-        try:
-            compute = fit(sizes, computed, COMPUTE_SLACK)
-        except ValueError as e:
-            raise ModelError(f"rank {t}: its computation {e}") from None
-        if compute.error > COMPUTE_TOLERANCE:
-            raise ModelError(f"rank {t}: no rule gives its computation within {COMPUTE_TOLERANCE:.0%} "
-                             f"(traced {', '.join(f'{c:.4g} s at {p}' for c, p in zip(computed, sizes))}; best "
-                             f"{compute.describe()}, {compute.error:.0%} off): trace on a quiet machine, or with "
-                             "IDLEWAVE_TRACE_CLOCK=cpu when ranks share cores")
         rules: dict[int, Rule] = {}
         names: dict[int, str] = {}
         by_values: dict[tuple, Rule] = {}
@@ -344,6 +333,18 @@ def build(dirs: list[Path]) -> Model:
                 by_values[values] = rule
             rules[int(calls_t[k])] = by_values[values]
             names[int(calls_t[k])] = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
+        # (after the bytes: a size no rule gives is the program's, a computation off its rule may be the machine's)
+        # (a periodic dimension of 2 has no interior: there the class is the edge `_same_class` took)
+        computed = [c[_class_key(r, tr_dims)] for c, r, (_, _, tr_dims, _, _) in zip(class_compute, mapped, traces)]
+        try:
+            compute = fit(sizes, computed, COMPUTE_SLACK)
+        except ValueError as e:
+            raise ModelError(f"rank {t}: its computation {e}") from None
+        if compute.error > COMPUTE_TOLERANCE:
+            raise ModelError(f"rank {t}: no rule gives its computation within {COMPUTE_TOLERANCE:.0%} "
+                             f"(traced {', '.join(f'{c:.4g} s at {p}' for c, p in zip(computed, sizes))}; best "
+                             f"{compute.describe()}, {compute.error:.0%} off): trace on a quiet machine, or with "
+                             "IDLEWAVE_TRACE_CLOCK=cpu when ranks share cores")
         models.append(RankModel(t, mapped, compute, computed, rules, names))
         sends = np.isin(ops_t, [CODES[n] for n in ("send", "isend", "sendrecv_send", "send_init")])
         for n, seq in enumerate(seqs):
@@ -433,6 +434,7 @@ class _Members:
 
     def __init__(self, traces: list) -> None:
         self.traces = traces
+        self.dims: list[list[int]] = [t[2] for t in traces]
         self.periodic: list[bool] = traces[-1][3]
         self.calls: dict[tuple[int, tuple[int, ...]], list[np.ndarray]] = {}
         self.spread = 0.0  # the largest max/min − 1 of one call's bytes over a class's ranks in one trace
@@ -461,9 +463,24 @@ def _data_dependent(t: int, k: int, ops: np.ndarray, key: tuple[int, ...], sizes
                     members: _Members) -> Rule:
     """A message size that follows no exact rule (it depends on the data, as
     molecular dynamics' do): the median over the class's ranks in each trace,
-    fitted within DATA_TOLERANCE, else refused."""
+    fitted within DATA_TOLERANCE, else refused. Refused too: a size that is
+    the same on every rank of its class in each trace (so not the data's)
+    and changes by more than DATA_TOLERANCE between traces; it follows
+    something other than p (a strong-scaling halo on a grid whose extents
+    grow one dimension at a time), and its fit in p could be far off at the
+    target. A nearly constant one (an allgatherv's count that grows along a
+    row) is kept, fitted."""
     name = OPS.get(int(ops[k]), f"op {int(ops[k])}")
-    medians = [float(np.median(members.bytes_at(n, key, k, ops))) for n in range(len(sizes))]
+    per_trace = [members.bytes_at(n, key, k, ops) for n in range(len(sizes))]
+    medians = [float(np.median(v)) for v in per_trace]
+    same = all(len(v) and v.min() == v.max() for v in per_trace)
+    if same and min(medians) > 0 and max(medians) / min(medians) - 1 > DATA_TOLERANCE:
+        raise ModelError(f"rank {t}, call {k} ({name}): its bytes ({', '.join(f'{v} at {p}' for v, p in zip(values, sizes))}"
+                         " ranks) are the same on every rank of its class in each trace, so they do not depend on the "
+                         "data, yet no rule in the number of ranks gives them: they follow something else, such as the "
+                         f"grid's extents along each dimension ({', '.join(_grid(d) for d in members.dims)}). Trace at "
+                         "sizes where every dimension grows, or replay the largest trace alone with --strong (its "
+                         "surface and volume rule)")
     try:
         rule = fit(sizes, medians, DATA_SLACK)
     except ValueError as e:
