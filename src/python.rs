@@ -715,6 +715,16 @@ fn trace_grid(dir: &str) -> PyResult<(Vec<u32>, Vec<bool>)> {
     Ok(crate::trace::grid_of(std::path::Path::new(dir))?)
 }
 
+/// The grid an extrapolation of a traced grid (`dims`, `periodic`) to
+/// `ranks` ranks makes: MPI_Dims_create's where the traced grid is its
+/// (trace/multi.py evaluates rules in the grid's extents there).
+#[pyfunction]
+fn grid_target(dims: Vec<u32>, periodic: Vec<bool>, ranks: u32) -> PyResult<Vec<u32>> {
+    use crate::trace::grid::{target_dims, Grid};
+    let g = Grid::new(dims, periodic).map_err(|e| err(e.to_string()))?;
+    Ok(target_dims(&g, ranks).map_err(|e| err(e.to_string()))?.0)
+}
+
 /// Writes the synthetic ring trace the benchmark uses (tests, examples).
 #[pyfunction]
 fn write_synthetic_trace(dir: &str, ranks: u32, iterations: u64) -> PyResult<()> {
@@ -785,6 +795,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_ops, m)?)?;
     m.add_function(wrap_pyfunction!(write_synthetic_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(grid_target, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     int n[3];
     for (int d = 0; d < 3; d++) n[d] = strong ? 96 / dims[d] : 24;
     int counts[64], displs[64];
-    for (int i = 0; i < rn; i++) { counts[i] = n[1] * n[2] / 4 + i; displs[i] = i == 0 ? 0 : displs[i - 1] + counts[i - 1]; }
+    for (int i = 0; i < rn; i++) { counts[i] = 64 + i; displs[i] = i == 0 ? 0 : displs[i - 1] + counts[i - 1]; }
     for (int it = 0; it < 3; it++) {
         double acc = 0;
         for (long i = 0; i < 1500L * n[0] * n[1] * n[2]; i++) acc += 1e-9 * (double)(i & 1023);

@@ -236,19 +236,20 @@ def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool
         model = build(dirs)
         if weak or strong:
             return model.dirs[-1], model
-        return write_template(model, scale_to or _grid_ranks(grid or ""), where), model
+        dims = _grid_dims(grid) if grid else None
+        return write_template(model, scale_to or math.prod(dims or []), where, dims), model
     except (TraceError, OSError) as e:  # a ModelError is a TraceError
         fail(str(e))
     except ValueError:
         fail(f"--grid {grid}: expected sizes joined by 'x', e.g. 64x64")
 
 
-def _grid_ranks(grid: str) -> int:
-    """The ranks of a grid given as AxB[xC] (ValueError if it is not one)."""
+def _grid_dims(grid: str) -> list[int]:
+    """A grid given as AxB[xC] (ValueError if it is not one)."""
     sizes = [int(x) for x in grid.replace("×", "x").lower().split("x")]
     if not sizes or min(sizes) < 1:
         raise ValueError(grid)
-    return math.prod(sizes)
+    return sizes
 
 
 @trace_app.command("model")

@@ -13,7 +13,9 @@ from the fits.
 
 Fitted, per rank of the template:
 - the bytes of every message and collective record (a constant where the
-  traces agree; a rule must give every traced size's bytes exactly);
+  traces agree; a rule must give every traced size's bytes exactly, in p or,
+  for bytes the same on every rank of a class, in the grid's extents:
+  GridRule; else the class medians, for bytes that depend on the data);
 - its computation between calls, as one total: the gaps of a rank are scaled
   together (single gaps are too noisy to fit one by one).
 
@@ -33,6 +35,7 @@ a largest trace alone whose computation per rank changes with the size.
 
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
 from dataclasses import dataclass, field
@@ -99,6 +102,71 @@ def _term(p, i: float, j: int):
     return p ** i * np.log2(p) ** j
 
 
+@dataclass(frozen=True)
+class GridForm:
+    """A quantity as a function of the grid's extents n0, n1, … (ranks along
+    each dimension): c1·∏ n_d^e_d with every e_d in {−1, 0, 1} (a halo's face
+    in strong scaling: the domain's cross-section over the extents across
+    it), or c0 + c1·n_k (a count that grows along one dimension)."""
+
+    c0: float
+    c1: float
+    exps: tuple[int, ...] = ()
+    k: int = -1  # the dimension of c0 + c1·n_k; −1: the product
+
+    def at(self, dims: list[int]) -> float:
+        if self.k >= 0:
+            return self.c0 + self.c1 * dims[self.k]
+        return self.c1 * math.prod(float(n) ** e for n, e in zip(dims, self.exps))
+
+    def describe(self) -> str:
+        if self.k >= 0:
+            return f"{self.c0:.6g} {'+' if self.c1 >= 0 else '−'} {abs(self.c1):.6g}·n{self.k}"
+        up = "·".join(f"n{d}" for d, e in enumerate(self.exps) if e > 0)
+        down = "·".join(f"n{d}" for d, e in enumerate(self.exps) if e < 0)
+        return f"{self.c1:.6g}" + (f"·{up}" if up else "") + (f"/({down})" if "·" in down else f"/{down}" if down else "")
+
+
+@dataclass(frozen=True)
+class GridRule:
+    """The grid forms that give a quantity exactly at every traced grid;
+    they must agree at the target's (else the traces cannot tell how it grows
+    along some dimension, and the extrapolation is refused)."""
+
+    forms: tuple[GridForm, ...]
+    what: str  # the rank, call and traced values, for a refusal
+    error: float = 0.0
+
+    def at(self, dims: list[int]) -> int | None:
+        values = {round(f.at(dims)) for f in self.forms}
+        return values.pop() if len(values) == 1 else None
+
+    def describe(self) -> str:
+        more = len(self.forms) - 1
+        return self.forms[0].describe() + (f" (or {more} other rule{'s' if more > 1 else ''} of the grid that fit)" if more else "")
+
+
+def grid_rule(dims: list[list[int]], values: list[int], what: str) -> GridRule | None:
+    """The grid forms (GridForm) that give `values` exactly (after rounding)
+    at the traced grids `dims`, or None if none does."""
+    exact = lambda f: all(round(f.at(d)) == v for d, v in zip(dims, values))  # noqa: E731
+    forms = []
+    for exps in itertools.product((-1, 0, 1), repeat=len(dims[-1])):
+        if any(exps):
+            f = GridForm(0.0, values[-1] / math.prod(float(n) ** e for n, e in zip(dims[-1], exps)), exps)
+            if exact(f):
+                forms.append(f)
+    for k in range(len(dims[-1])):
+        pair = next(((a, b) for a in range(len(dims)) for b in range(a + 1, len(dims)) if dims[a][k] != dims[b][k]), None)
+        if pair is not None:
+            a, b = pair
+            c1 = (values[b] - values[a]) / (dims[b][k] - dims[a][k])
+            f = GridForm(values[a] - c1 * dims[a][k], c1, k=k)
+            if c1 != 0 and exact(f):
+                forms.append(f)
+    return GridRule(tuple(forms), what) if forms else None
+
+
 CANDIDATES = [(i, j) for j in LOG_POWERS for i in EXPONENTS]
 _TERMS: dict[tuple[int, ...], np.ndarray] = {}
 
@@ -161,7 +229,7 @@ class RankModel:
     ranks: list[int]  # per trace, smallest first: the rank of the same class
     compute: Rule
     computed_s: list[float]
-    bytes: dict[int, Rule] = field(default_factory=dict)  # record index in the template → rule (varying only)
+    bytes: dict[int, Rule | GridRule] = field(default_factory=dict)  # record index in the template → rule (varying only)
     calls: dict[int, str] = field(default_factory=dict)  # record index → the call's name
 
 
@@ -178,6 +246,7 @@ class Model:
     data_dependent: int = 0  # message records whose bytes follow no exact rule: fitted to their class medians
     data_error: float = 0.0  # the largest error of those rules against the medians
     data_spread: float = 0.0  # how much one call's bytes varied over a class's ranks (max/min − 1)
+    gridded: int = 0  # message records whose bytes follow the grid's extents (GridRule), not p
     left_out: list[str] = field(default_factory=list)  # smaller traces not matched call by call, and why
     alone: bool = False  # the largest trace alone, weak-scaled: no smaller trace could be matched with it
 
@@ -185,6 +254,9 @@ class Model:
         data = (f"; {self.data_dependent:,} message sizes vary with the data (up to {self.data_spread:.0%} between ranks "
                 f"of a class): each is its class's median, fitted within {self.data_error:.0%}") if self.data_dependent else ""
         left = "".join(f"; {w}" for w in self.left_out)
+        if self.gridded:
+            data += (f"; {self.gridded:,} message sizes follow the grid's extents n0, n1, … (ranks along each "
+                     "dimension), not p: each by a rule in them")
         if self.alone:
             return (f"the {self.sizes[-1]}-rank trace ({_grid(self.dims[-1])}) alone, weak-scaled: the traces at "
                     f"{', '.join(map(str, self.sizes))} ranks agree on weak scaling ({self.growth}){left}")
@@ -193,12 +265,16 @@ class Model:
                 + data + left)
 
     def to_json(self) -> dict:
-        def rule(r: Rule) -> dict:
+        def rule(r: Rule | GridRule) -> dict:
+            if isinstance(r, GridRule):
+                return {"rule": r.describe(), "grid_forms": [{"c0": f.c0, "c1": f.c1, "exponents": list(f.exps),
+                                                              "dimension": f.k} for f in r.forms], "error": r.error}
             return {"rule": r.describe(), "terms": r.terms, "c0": r.c0, "c1": r.c1, "i": r.i, "j": r.j, "error": r.error}
 
         return {"traces": [str(d) for d in self.dirs], "sizes": self.sizes, "grids": self.dims, "periodic": self.periodic,
                 "scaling": self.scaling, "growth": self.growth, "data_dependent_message_records": self.data_dependent,
                 "data_dependent_error": self.data_error, "data_dependent_spread": self.data_spread,
+                "grid_message_records": self.gridded,
                 "constant_message_records": self.constant_bytes, "left_out": self.left_out, "largest_alone": self.alone,
                 "ranks": [{"rank": m.rank, "ranks_in_traces": m.ranks, "computation": rule(m.compute),
                            "computation_s": m.computed_s,
@@ -314,9 +390,9 @@ def build(dirs: list[Path]) -> Model:
                                  f"fits (loop counts?)")
             seqs.append(rec[idx])
         key = _class_key(t, template[2])
-        rules: dict[int, Rule] = {}
+        rules: dict[int, Rule | GridRule] = {}
         names: dict[int, str] = {}
-        by_values: dict[tuple, Rule] = {}
+        by_values: dict[tuple, Rule | GridRule] = {}
         for k in np.flatnonzero(np.isin(ops_t, list(MESSAGES))).tolist():
             values = tuple(int(s["bytes"][k]) for s in seqs)
             if len(set(values)) == 1:
@@ -328,9 +404,21 @@ def build(dirs: list[Path]) -> Model:
                 except ValueError as e:
                     raise ModelError(f"rank {t}, call {k} ({OPS.get(int(ops_t[k]))}): its bytes {list(values)} {e}") from None
                 if not all(round(rule(p)) == v for p, v in zip(sizes, values)):
-                    rule = _data_dependent(t, k, ops_t, key, sizes, values, members)
-                    varied.append(rule.error)
-                by_values[values] = rule
+                    name = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
+                    traced = ", ".join(f"{v} at {_grid(d)}" for v, d in zip(values, members.dims))
+                    per_trace = [members.bytes_at(n, key, k, ops_t) for n in range(len(sizes))]
+                    # the same on every rank of its class in each trace: not the data's; perhaps the grid's
+                    told = [members.same_in_class(n, r, k, ops_t) for n, r in enumerate(mapped)]
+                    same = any(x is not None for x in told) and all(x is not False for x in told)
+                    by_grid = grid_rule(members.dims, list(values), f"rank {t}, call {k} ({name}): its bytes ({traced})") if same else None
+                    if by_grid is not None:
+                        by_values[values] = by_grid
+                    else:
+                        rule = _data_dependent(t, k, name, sizes, values, per_trace, same, members.dims)
+                        varied.append(rule.error)
+                        by_values[values] = rule
+                else:
+                    by_values[values] = rule
             rules[int(calls_t[k])] = by_values[values]
             names[int(calls_t[k])] = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
         # (after the bytes: a size no rule gives is the program's, a computation off its rule may be the machine's)
@@ -350,7 +438,8 @@ def build(dirs: list[Path]) -> Model:
         for n, seq in enumerate(seqs):
             sent[n] += float(seq["bytes"][sends].sum())
     return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], models, constant,
-                 *_scaling(sizes, models, sent), len(varied), max(varied, default=0.0), members.spread, left_out)
+                 *_scaling(sizes, models, sent), len(varied), max(varied, default=0.0), members.spread,
+                 sum(isinstance(r, GridRule) for m in models for r in m.bytes.values()), left_out)
 
 
 def _grid(dims: list[int]) -> str:
@@ -458,27 +547,41 @@ class _Members:
             self.spread = max(self.spread, float(values.max() / values.min() - 1))
         return values
 
+    def same_in_class(self, n: int, rank: int, k: int, ops: np.ndarray) -> bool | None:
+        """Whether the ranks of `rank`'s class in trace n send call k's bytes
+        alike: its class as it is (edges and interior) if it has two ranks or
+        more, else with the ranks that differ from it only along periodic
+        dimensions; None if that is still one rank (nothing to tell by)."""
+        _, _, dims, _, ranks = self.traces[n]
+        key = _class_key(rank, dims)
+        for group in (lambda r: _class_key(r, dims) == key, lambda r: self.pooled(_class_key(r, dims)) == self.pooled(key)):
+            seen = []
+            for r, tr in enumerate(ranks):
+                if group(r):
+                    rec = tr.records[_calls(tr.records)]
+                    if len(rec) == len(ops) and np.array_equal(rec["op"], ops):
+                        seen.append(int(rec["bytes"][k]))
+            if len(seen) > 1:
+                return len(set(seen)) == 1
+        return None
 
-def _data_dependent(t: int, k: int, ops: np.ndarray, key: tuple[int, ...], sizes: list[int], values: tuple,
-                    members: _Members) -> Rule:
-    """A message size that follows no exact rule (it depends on the data, as
-    molecular dynamics' do): the median over the class's ranks in each trace,
-    fitted within DATA_TOLERANCE, else refused. Refused too: a size that is
-    the same on every rank of its class in each trace (so not the data's)
-    and changes by more than DATA_TOLERANCE between traces; it follows
-    something other than p (a strong-scaling halo on a grid whose extents
-    grow one dimension at a time), and its fit in p could be far off at the
-    target. A nearly constant one (an allgatherv's count that grows along a
-    row) is kept, fitted."""
-    name = OPS.get(int(ops[k]), f"op {int(ops[k])}")
-    per_trace = [members.bytes_at(n, key, k, ops) for n in range(len(sizes))]
+
+def _data_dependent(t: int, k: int, name: str, sizes: list[int], values: tuple, per_trace: list[np.ndarray],
+                    same: bool, dims: list[list[int]]) -> Rule:
+    """A message size that follows no exact rule in p or in the grid's
+    extents (it depends on the data, as molecular dynamics' do): the median
+    over the class's ranks in each trace (`per_trace`), fitted within
+    DATA_TOLERANCE, else refused. Refused too: a size that is the same on
+    every rank of its class in each trace (`same`: not the data's) and
+    changes by more than DATA_TOLERANCE between traces; it follows something
+    no rule here has, and its fit in p could be far off at the target. A
+    nearly constant one is kept, fitted."""
     medians = [float(np.median(v)) for v in per_trace]
-    same = all(len(v) and v.min() == v.max() for v in per_trace)
     if same and min(medians) > 0 and max(medians) / min(medians) - 1 > DATA_TOLERANCE:
         raise ModelError(f"rank {t}, call {k} ({name}): its bytes ({', '.join(f'{v} at {p}' for v, p in zip(values, sizes))}"
                          " ranks) are the same on every rank of its class in each trace, so they do not depend on the "
                          "data, yet no rule in the number of ranks gives them: they follow something else, such as the "
-                         f"grid's extents along each dimension ({', '.join(_grid(d) for d in members.dims)}). Trace at "
+                         f"grid's extents along each dimension ({', '.join(_grid(d) for d in dims)}), by no rule in them. Trace at "
                          "sizes where every dimension grows, or replay the largest trace alone with --strong (its "
                          "surface and volume rule)")
     try:
@@ -511,31 +614,62 @@ def _scaling(sizes: list[int], models: list[RankModel], sent: list[float]) -> tu
     return "neither weak nor strong", growth
 
 
-def write_template(model: Model, ranks: int, out: Path) -> Path:
-    """The template trace with its quantities at `ranks` ranks, written to `out`."""
+def _undecided(rule: GridRule, dims: list[int], traced: list[list[int]]) -> ModelError:
+    """The refusal of a grid rule whose forms disagree at `dims`."""
+    still = [d for d in range(len(dims)) if len({g[d] for g in traced}) == 1]
+    why = (f". Dimension{'s' if len(still) > 1 else ''} {', '.join(map(str, still))} {'have' if len(still) > 1 else 'has'} "
+           f"the same extent in every trace ({', '.join(_grid(d) for d in traced)}), so how they grow along it is "
+           "unknown: add a trace where it grows") if still else ""
+    return ModelError(f"{rule.what} follow the grid's extents, and {len(rule.forms)} rules in them give every traced size, "
+                      f"but not the same at {_grid(dims)}: "
+                      + ", ".join(f"{f.describe()} gives {round(f.at(dims))}" for f in rule.forms) + why)
+
+
+def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None = None) -> Path:
+    """The template trace with its quantities at `ranks` ranks, written to
+    `out`. Rules in the grid's extents take the target grid `dims` (default:
+    the one the extrapolation makes, MPI_Dims_create's where the traced grid
+    is its)."""
+    from idlewave._engine import SimulationError, grid_target
+
     template = read(model.dirs[-1])
+    if dims is None and model.gridded:
+        try:
+            dims = grid_target(model.dims[-1], model.periodic, ranks)
+        except SimulationError as e:
+            raise ModelError(f"{ranks} ranks: {e}") from None
     tmp = out.with_name(out.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    for m, tr in zip(model.ranks, template):
-        rec = tr.records.copy()
-        for k, rule in m.bytes.items():
-            rec["bytes"][k] = max(round(rule(ranks)), 0)
-        was = m.compute(model.sizes[-1])
-        factor = m.compute(ranks) / was if was > 0 else 1.0
-        if factor < 0:
-            raise ModelError(f"rank {m.rank}: its computation rule {m.compute.describe()} is negative at {ranks} ranks")
-        if len(rec) > 1:
-            t0, t1 = rec["t0"].copy(), rec["t1"].copy()
-            poll = rec["op"] == CODES["poll"]
-            gaps = t0[1:] - t1[:-1]
-            gaps = np.where(gaps > 0, gaps * factor, gaps)
-            spans = np.where(poll, (t1 - t0) * factor, t1 - t0)
-            start = t0[0] + np.concatenate([[0.0], np.cumsum(spans[:-1] + gaps)])
-            rec["t0"], rec["t1"] = start, start + spans
-        write_rank(tmp / f"rank-{tr.rank}.iwt", tr.rank, tr.size, rec, tr.payloads, tr.functions, tr.library, tr.t_init,
-                   tr.clock, tr.info)
+    try:
+        for m, tr in zip(model.ranks, template):
+            rec = tr.records.copy()
+            for k, rule in m.bytes.items():
+                if isinstance(rule, GridRule):
+                    assert dims is not None
+                    if (v := rule.at(dims)) is None:
+                        raise _undecided(rule, dims, model.dims)
+                    rec["bytes"][k] = max(v, 0)
+                else:
+                    rec["bytes"][k] = max(round(rule(ranks)), 0)
+            was = m.compute(model.sizes[-1])
+            factor = m.compute(ranks) / was if was > 0 else 1.0
+            if factor < 0:
+                raise ModelError(f"rank {m.rank}: its computation rule {m.compute.describe()} is negative at {ranks} ranks")
+            if len(rec) > 1:
+                t0, t1 = rec["t0"].copy(), rec["t1"].copy()
+                poll = rec["op"] == CODES["poll"]
+                gaps = t0[1:] - t1[:-1]
+                gaps = np.where(gaps > 0, gaps * factor, gaps)
+                spans = np.where(poll, (t1 - t0) * factor, t1 - t0)
+                start = t0[0] + np.concatenate([[0.0], np.cumsum(spans[:-1] + gaps)])
+                rec["t0"], rec["t1"] = start, start + spans
+            write_rank(tmp / f"rank-{tr.rank}.iwt", tr.rank, tr.size, rec, tr.payloads, tr.functions, tr.library, tr.t_init,
+                       tr.clock, tr.info)
+    except BaseException:  # a refusal (or Ctrl-C) leaves no partial template behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
