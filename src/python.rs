@@ -715,8 +715,7 @@ fn trace_grid(dir: &str) -> PyResult<(Vec<u32>, Vec<bool>)> {
     Ok(crate::trace::grid_of(std::path::Path::new(dir))?)
 }
 
-/// The grid an extrapolation of a traced grid (`dims`, `periodic`) to
-/// `ranks` ranks makes: MPI_Dims_create's where the traced grid is its
+/// The grid an extrapolation of a traced grid to `ranks` ranks makes
 /// (trace/multi.py evaluates rules in the grid's extents there).
 #[pyfunction]
 fn grid_target(dims: Vec<u32>, periodic: Vec<bool>, ranks: u32) -> PyResult<Vec<u32>> {
