@@ -261,7 +261,10 @@ def model_cmd(
     """Fit how a program's traces grow with the number of ranks: per rank class
     of the largest trace, its computation and every message size that changes,
     as c·p^i·log2(p)^j or c0 + c1·p^i·log2(p)^j, with the error predicting each
-    traced size from the others. `trace replay DIR… --scale-to N` uses it."""
+    traced size from the others, or, for sizes that follow the grid, as rules
+    in the ranks along each dimension. Smaller traces with too few ranks along
+    a dimension are left out, saying why. `trace replay DIR… --scale-to N`
+    uses it."""
     from rich.table import Table
 
     from idlewave.trace.format import TraceError
