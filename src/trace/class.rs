@@ -18,7 +18,7 @@
 //! call's end waits for the fan; the first round also follows program
 //! order. Stepping through them needs two counts, not the rounds.
 
-use super::collective::{self, Call, Msg, Stage};
+use super::collective::{self, Msg, Stage};
 use super::convert::{CollectiveCall, ConvertError, NewOp, OpRef, Placement, RankConv, Shared, Sink, Source};
 use super::grid::{Extrapolation, Strided, MAX_DIMS};
 use super::reader::Loaded;
@@ -277,7 +277,7 @@ impl Sink for Compiler<'_> {
     }
 
     fn collective(&mut self, call: CollectiveCall, requires: &[OpRef], irequires: Option<OpRef>) -> OpRef {
-        let c = Call { coll: call.coll, n: call.n, me: 0, root: call.root, bytes: call.bytes, payload: &call.payload };
+        let c = call.at(0);
         // (checked already: the converter expanded it for the representative)
         let engine = collective::engine_call(&c)
             .and_then(|(kind, bytes)| collective::engine_collective(kind, call.algorithm, call.n, call.root, bytes).ok());
@@ -445,8 +445,6 @@ struct Running {
     /// The rank's place in the communicator.
     me: u32,
     slot: u8,
-    /// Collectives without an engine algorithm: the rounds, at hand.
-    stages: Option<Box<[Stage]>>,
     next_step: u32,
     /// Messages issued so far (each numbered by its order).
     issued: u32,
@@ -684,27 +682,13 @@ impl ClassProgram {
         let c = self.class(r);
         let cc = &c.calls[k as usize];
         let me = self.layout.comm(r, cc.call.shape).me;
-        let stages = match &cc.engine {
-            Some(_) => None,
-            None => {
-                let call =
-                    Call { coll: cc.call.coll, n: cc.call.n, me, root: cc.call.root, bytes: cc.call.bytes, payload: &cc.call.payload };
-                match collective::rounds(&call, cc.call.algorithm) {
-                    Ok(rounds) => match rounds.iter().map(Stage::of_round).collect::<Option<Box<[Stage]>>>() {
-                        Some(s) => Some(s),
-                        None => {
-                            let e = TraceError::Internal(format!("a {} round of more than two messages", cc.call.coll.name()));
-                            return self.fail(TraceError::Rank { rank: r, source: Box::new(e) });
-                        }
-                    },
-                    Err(e) => return self.fail(TraceError::Rank { rank: r, source: Box::new(ConvertError::from(e).into()) }),
-                }
-            }
-        };
-        let empty = match (&stages, &cc.engine) {
-            (Some(s), _) => s.is_empty(),
-            (None, Some(e)) => e.step(me, 0).is_none(),
-            (None, None) => unreachable!(),
+        let empty = match &cc.engine {
+            Some(e) => e.step(me, 0).is_none(),
+            // (checks the call's payload: a later stage reads the same)
+            None => match collective::stage_at(&cc.call.at(me), 0) {
+                Ok(first) => first.is_none(),
+                Err(e) => return self.fail(TraceError::Rank { rank: r, source: Box::new(ConvertError::from(e).into()) }),
+            },
         };
         if empty {
             self.cursors[r as usize].set(j, ISSUED | STARTED | DONE);
@@ -728,7 +712,6 @@ impl ClassProgram {
             item: j,
             me,
             slot: used.trailing_ones() as u8,
-            stages,
             next_step: 0,
             issued: 0,
             wait: (0, 0),
@@ -744,15 +727,15 @@ impl ClassProgram {
         self.step_collective(r, j);
     }
 
-    /// The stage `i` of the collective running as item `j` of rank `r`.
-    fn stage(&self, r: u32, x: &Running, i: u32) -> Option<Stage> {
-        match &x.stages {
-            Some(s) => s.get(i as usize).copied(),
-            None => {
-                let c = self.class(r);
-                let e = c.calls[c.items[x.item as usize].call as usize].engine.as_ref().expect("an engine collective");
-                e.step(x.me, i).map(Stage::of_step)
-            }
+    /// The first stage at or after step `i` of the collective running as
+    /// item `j` of rank `r`, and the step after it: generated where it is
+    /// needed, so a rank inside a collective holds no list of its rounds.
+    fn stage(&self, r: u32, x: &Running, i: u32) -> Option<(Stage, u32)> {
+        let c = self.class(r);
+        let cc = &c.calls[c.items[x.item as usize].call as usize];
+        match &cc.engine {
+            Some(e) => e.step(x.me, i).map(|s| (Stage::of_step(s), i + 1)),
+            None => collective::stage_at(&cc.call.at(x.me), i).expect("its payload was checked when the rank entered it"),
         }
     }
 
@@ -790,15 +773,15 @@ impl ClassProgram {
             let next = if x.ended { None } else { self.stage(r, &x, x.next_step) };
             if x.waiting > 0 {
                 // a fan closed right away replaces what the next round waits for
-                if next != Some(Stage::CloseFan) {
+                if next.map(|(s, _)| s) != Some(Stage::CloseFan) {
                     break;
                 }
             }
-            let Some(stage) = next else {
+            let Some((stage, after)) = next else {
                 x.ended = true;
                 break;
             };
-            x.next_step += 1;
+            x.next_step = after;
             let send = |x: &mut Running, m: Msg, fan: bool| {
                 let local = x.issued;
                 x.issued += 1;
@@ -993,8 +976,8 @@ impl Program for ClassProgram {
 mod tests {
     /// What an extrapolation keeps per simulated rank (docs/performance.md, (g)).
     #[test]
-    fn a_rank_takes_48_bytes_and_72_more_inside_a_collective() {
+    fn a_rank_takes_48_bytes_and_56_more_inside_a_collective() {
         assert_eq!(std::mem::size_of::<super::Cursor>(), 48);
-        assert_eq!(std::mem::size_of::<super::Running>(), 72);
+        assert_eq!(std::mem::size_of::<super::Running>(), 56);
     }
 }

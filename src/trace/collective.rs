@@ -167,95 +167,96 @@ fn payload<'a>(call: &Call<'a>, want: usize) -> Result<&'a [u64], CollectiveErro
     Ok(&call.payload[..want])
 }
 
-/// One round of the nonzero messages among `msgs` (receives first).
-fn together(msgs: impl IntoIterator<Item = Msg>) -> Option<Round> {
-    let mut v: Vec<Msg> = msgs.into_iter().filter(|m| m.bytes > 0).collect();
-    v.sort_by_key(|m| m.send);
-    (!v.is_empty()).then_some(Round::Together(v))
+/// The stage of up to two messages that moves the nonzero ones among `msgs`
+/// (receives first), or None if none moves anything.
+fn stage_of(msgs: [Msg; 2], n: usize) -> Option<Stage> {
+    let mut v = [msgs[0]; 2];
+    let mut k = 0;
+    for m in msgs[..n].iter().filter(|m| m.bytes > 0) {
+        v[k] = *m;
+        k += 1;
+    }
+    if k == 2 && v[0].send && !v[1].send {
+        v.swap(0, 1);
+    }
+    (k > 0).then(|| Stage::Together(if k == 1 { [v[0], v[0]] } else { v }, k as u8))
 }
 
-/// Linear gather of `sizes` at the root (zero sizes move nothing, on both sides).
-fn linear_gather(call: &Call, sizes: Option<&[u64]>, mine: u64) -> Vec<Round> {
-    if call.me != call.root {
-        return together([Msg { send: true, peer: call.root, bytes: mine }]).into_iter().collect();
-    }
-    let sizes = sizes.unwrap_or(&[]);
-    (0..call.n)
-        .filter(|&j| j != call.root)
-        .filter_map(|j| together([Msg { send: false, peer: j, bytes: sizes.get(j as usize).copied().unwrap_or(0) }]))
-        .collect()
-}
-
-/// Linear scatter of `sizes` from the root: a fan of sends.
-fn linear_scatter(call: &Call, sizes: Option<&[u64]>, mine: u64) -> Vec<Round> {
-    if call.me != call.root {
-        return together([Msg { send: false, peer: call.root, bytes: mine }]).into_iter().collect();
-    }
-    let sizes = sizes.unwrap_or(&[]);
-    let mut out: Vec<Round> = (0..call.n)
-        .filter(|&j| j != call.root)
-        .map(|j| Msg { send: true, peer: j, bytes: sizes.get(j as usize).copied().unwrap_or(0) })
-        .filter(|m| m.bytes > 0)
-        .map(Round::Fan)
-        .collect();
-    if !out.is_empty() {
-        out.push(Round::CloseFan);
-    }
-    out
-}
-
-/// The rounds of `call` on this rank; `algorithm` applies to the collectives
-/// the engine has algorithms for.
-pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, CollectiveError> {
-    let (n, me) = (call.n, call.me);
-    if let Some((kind, bytes)) = engine_call(call) {
-        return engine_rounds(kind, algorithm, n, me, call.root, bytes);
-    }
+/// The `i`-th stage of a collective the engine has no algorithm for, as a
+/// raw step that may move nothing (`Some(None)`: go on to the next); None
+/// past the last. Each is found in O(1) (a root's closing fan scans the
+/// sizes once), so a rank holds no list of its rounds.
+fn raw_stage(call: &Call, i: u32) -> Result<Option<Option<Stage>>, CollectiveError> {
+    let (n, me, root) = (call.n, call.me, call.root);
     let next = |k: u32| (me + k) % n;
     let prev = |k: u32| (me + n - k % n) % n;
+    let one = |m: Msg| Some(stage_of([m, m], 1));
+    // the members other than the root, in order: the root's i-th peer
+    let other = |i: u32| if i < root { i } else { i + 1 };
     Ok(match call.coll {
-        Coll::Gatherv => {
-            let sizes = if me == call.root { Some(payload(call, n as usize)?) } else { None };
-            linear_gather(call, sizes, call.bytes)
-        }
-        Coll::Scatterv => {
-            let sizes = if me == call.root { Some(payload(call, n as usize)?) } else { None };
-            linear_scatter(call, sizes, call.bytes)
+        Coll::Gatherv | Coll::Scatterv => {
+            let send = call.coll == Coll::Scatterv;
+            if me != root {
+                (i == 0).then(|| stage_of([Msg { send: !send, peer: root, bytes: call.bytes }; 2], 1))
+            } else {
+                let sizes = payload(call, n as usize)?;
+                let peers = n.saturating_sub(1);
+                if i < peers {
+                    let m = Msg { send, peer: other(i), bytes: sizes[other(i) as usize] };
+                    if send {
+                        Some((m.bytes > 0).then_some(Stage::Fan(m)))
+                    } else {
+                        one(m)
+                    }
+                } else if send && i == peers {
+                    // a scatter's fan closes once, if it sent anything
+                    Some((0..n).any(|j| j != root && sizes[j as usize] > 0).then_some(Stage::CloseFan))
+                } else {
+                    None
+                }
+            }
         }
         Coll::Allgatherv => {
             // Ring: step s passes on block (me − s), receives block (me − s − 1).
             let sizes = payload(call, n as usize)?;
-            (0..n.saturating_sub(1))
-                .filter_map(|s| {
-                    together([
-                        Msg { send: false, peer: prev(1), bytes: sizes[prev(s + 1) as usize] },
-                        Msg { send: true, peer: next(1), bytes: sizes[prev(s) as usize] },
-                    ])
-                })
-                .collect()
+            (i + 1 < n).then(|| {
+                stage_of(
+                    [
+                        Msg { send: false, peer: prev(1), bytes: sizes[prev(i + 1) as usize] },
+                        Msg { send: true, peer: next(1), bytes: sizes[prev(i) as usize] },
+                    ],
+                    2,
+                )
+            })
         }
         Coll::Alltoallv | Coll::Alltoallw => {
             // Pairwise: step s sends to me+s and receives from me−s.
             let sizes = payload(call, 2 * n as usize)?;
             let (send, recv) = sizes.split_at(n as usize);
-            (1..n)
-                .filter_map(|s| {
-                    together([
+            let s = i + 1;
+            (s < n).then(|| {
+                stage_of(
+                    [
                         Msg { send: false, peer: prev(s), bytes: recv[prev(s) as usize] },
                         Msg { send: true, peer: next(s), bytes: send[next(s) as usize] },
-                    ])
-                })
-                .collect()
+                    ],
+                    2,
+                )
+            })
         }
         Coll::ReduceScatter => {
             // Unequal counts: reduce the whole vector to member 0 (Open MPI's
             // non-overlapping algorithm), then scatter the blocks.
             let sizes = payload(call, n as usize)?;
-            let total: u64 = sizes.iter().sum();
-            let mut out = engine_rounds(CollectiveKind::Reduce, None, n, me, 0, total)?;
-            let scatter = Call { root: 0, ..*call };
-            out.extend(linear_scatter(&scatter, Some(sizes), sizes[me as usize]));
-            out
+            let reduce = engine_collective(CollectiveKind::Reduce, None, n, 0, sizes.iter().sum())?;
+            match reduce.step(me, i) {
+                Some(step) => Some(Some(Stage::of_step(step))),
+                None => {
+                    let first = (0..).take_while(|&k| reduce.step(me, k).is_some()).count() as u32;
+                    let scatter = Call { root: 0, coll: Coll::Scatterv, bytes: sizes[me as usize], ..*call };
+                    raw_stage(&scatter, i - first)?
+                }
+            }
         }
         Coll::NeighborAllgather | Coll::NeighborAllgatherv | Coll::NeighborAlltoall | Coll::NeighborAlltoallv | Coll::NeighborAlltoallw => {
             return Err(CollectiveError::Neighbourhood);
@@ -271,9 +272,37 @@ pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, C
         | Coll::ReduceScatterBlock
         | Coll::Scan
         | Coll::Exscan => {
-            unreachable!("handled by the engine's algorithms above")
+            unreachable!("the engine's algorithms step these")
         }
     })
+}
+
+/// The first stage that moves something at raw step `i` or after, with the
+/// raw step to go on from; None when the collective has no more. For the
+/// collectives the engine has no algorithm for (`engine_call` is None).
+pub fn stage_at(call: &Call, mut i: u32) -> Result<Option<(Stage, u32)>, CollectiveError> {
+    loop {
+        match raw_stage(call, i)? {
+            None => return Ok(None),
+            Some(Some(s)) => return Ok(Some((s, i + 1))),
+            Some(None) => i += 1,
+        }
+    }
+}
+
+/// The rounds of `call` on this rank; `algorithm` applies to the collectives
+/// the engine has algorithms for.
+pub fn rounds(call: &Call, algorithm: Option<Algorithm>) -> Result<Vec<Round>, CollectiveError> {
+    if let Some((kind, bytes)) = engine_call(call) {
+        return engine_rounds(kind, algorithm, call.n, call.me, call.root, bytes);
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some((s, next)) = stage_at(call, i)? {
+        out.push(s.round());
+        i = next;
+    }
+    Ok(out)
 }
 
 /// A neighbourhood collective's single round, with world-rank peers:

@@ -124,6 +124,13 @@ pub struct CollectiveCall {
     pub shape: u8,
 }
 
+impl CollectiveCall {
+    /// The call as member `me` makes it.
+    pub fn at(&self, me: u32) -> collective::Call<'_> {
+        collective::Call { coll: self.coll, n: self.n, me, root: self.root, bytes: self.bytes, payload: &self.payload }
+    }
+}
+
 /// What every rank's converter shares: the run's parameters and the names
 /// that must agree between ranks (message tags, communicator members).
 pub struct Shared {

@@ -348,8 +348,8 @@ def build(dirs: list[Path]) -> Model:
             raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} (periodic {periodic}) is not of the same "
                              f"shape as the {sizes[-1]}-rank trace's {'×'.join(map(str, traces[-1][2]))} "
                              f"(periodic {traces[-1][3]})")
-    if _incomplete(traces[-1][2], traces[-1][3]):
-        raise ModelError(f"{traces[-1][1]}: {_incomplete(traces[-1][2], traces[-1][3])}")
+    if (why := _incomplete(traces[-1][2], traces[-1][3])) is not None:
+        raise ModelError(f"{traces[-1][1]}: {why}")
     partial = {n: why for n, t in enumerate(traces[:-1]) if (why := _partial(t, traces[-1]))}
     if partial:
         if len(partial) == len(traces) - 1:
