@@ -377,6 +377,31 @@ mod tests {
         balanced(Coll::Scan, n, &vec![vec![]; n as usize]);
     }
 
+    /// A root other than member 0 and members with nothing to move, round by
+    /// round: the rounds skip the root and the empty blocks, and a scatter's
+    /// fan closes only if it sent something.
+    #[test]
+    fn v_variants_skip_the_root_and_empty_blocks() {
+        let m = |send, peer, bytes| Msg { send, peer, bytes };
+        let at = |coll, me, root, sizes: &[u64]| {
+            let c = Call { coll, n: sizes.len() as u32, me, root, bytes: sizes[me as usize], payload: sizes };
+            rounds(&c, None).unwrap()
+        };
+        let t = |v: Vec<Msg>| Round::Together(v);
+        let sizes = [5, 0, 7, 3];
+        assert_eq!(at(Coll::Scatterv, 2, 2, &sizes), vec![Round::Fan(m(true, 0, 5)), Round::Fan(m(true, 3, 3)), Round::CloseFan]);
+        assert_eq!(at(Coll::Gatherv, 2, 2, &sizes), vec![t(vec![m(false, 0, 5)]), t(vec![m(false, 3, 3)])]);
+        assert_eq!(at(Coll::Gatherv, 3, 2, &sizes), vec![t(vec![m(true, 2, 3)])]);
+        assert_eq!(at(Coll::Scatterv, 1, 2, &sizes), vec![]); // its block is empty
+        assert_eq!(at(Coll::Scatterv, 2, 2, &[0, 0, 7, 0]), vec![]); // nothing sent: no fan to close
+        // ring allgatherv on member 1 of 3: it passes on its own block, then receives block 2 (block 0 is empty)
+        assert_eq!(at(Coll::Allgatherv, 1, 0, &[0, 4, 6]), vec![t(vec![m(true, 2, 4)]), t(vec![m(false, 0, 6)])]);
+        // stage by stage: the step to go on from is past the empty ones
+        let c = Call { coll: Coll::Scatterv, n: 4, me: 2, root: 2, bytes: 7, payload: &sizes };
+        assert_eq!(stage_at(&c, 1).unwrap(), Some((Stage::Fan(m(true, 3, 3)), 3)));
+        assert_eq!(stage_at(&c, 4).unwrap(), None);
+    }
+
     #[test]
     fn neighbour_payload_skips_proc_null() {
         let null = (-2i64) as u64;
