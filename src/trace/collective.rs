@@ -392,8 +392,9 @@ mod tests {
         assert_eq!(at(Coll::Scatterv, 2, 2, &sizes), vec![Round::Fan(m(true, 0, 5)), Round::Fan(m(true, 3, 3)), Round::CloseFan]);
         assert_eq!(at(Coll::Gatherv, 2, 2, &sizes), vec![t(vec![m(false, 0, 5)]), t(vec![m(false, 3, 3)])]);
         assert_eq!(at(Coll::Gatherv, 3, 2, &sizes), vec![t(vec![m(true, 2, 3)])]);
-        assert_eq!(at(Coll::Scatterv, 1, 2, &sizes), vec![]); // its block is empty
-        assert_eq!(at(Coll::Scatterv, 2, 2, &[0, 0, 7, 0]), vec![]); // nothing sent: no fan to close
+        // member 1's block is empty; a root that sends nothing has no fan to close
+        assert_eq!(at(Coll::Scatterv, 1, 2, &sizes), vec![]);
+        assert_eq!(at(Coll::Scatterv, 2, 2, &[0, 0, 7, 0]), vec![]);
         // ring allgatherv on member 1 of 3: it passes on its own block, then receives block 2 (block 0 is empty)
         assert_eq!(at(Coll::Allgatherv, 1, 0, &[0, 4, 6]), vec![t(vec![m(true, 2, 4)]), t(vec![m(false, 0, 6)])]);
         // stage by stage: the step to go on from is past the empty ones
