@@ -186,6 +186,8 @@ fn stage_of(msgs: [Msg; 2], n: usize) -> Option<Stage> {
 /// raw step that may move nothing (`Some(None)`: go on to the next); None
 /// past the last. Each is found in O(1) (a root's closing fan scans the
 /// sizes once), so a rank holds no list of its rounds.
+// Long: one arm per collective the engine has no algorithm for, each a few
+// lines; one match keeps the whole table of them in one place.
 fn raw_stage(call: &Call, i: u32) -> Result<Option<Option<Stage>>, CollectiveError> {
     let (n, me, root) = (call.n, call.me, call.root);
     let next = |k: u32| (me + k) % n;
