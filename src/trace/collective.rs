@@ -140,17 +140,6 @@ impl Stage {
         }
     }
 
-    /// The same as a `Round`; None for a round of more than two messages.
-    pub fn of_round(r: &Round) -> Option<Stage> {
-        Some(match r {
-            Round::Together(v) if v.len() == 1 => Stage::Together([v[0], v[0]], 1),
-            Round::Together(v) if v.len() == 2 => Stage::Together([v[0], v[1]], 2),
-            Round::Together(_) => return None,
-            Round::Fan(m) => Stage::Fan(*m),
-            Round::CloseFan => Stage::CloseFan,
-        })
-    }
-
     fn round(self) -> Round {
         match self {
             Stage::Together(m, n) => Round::Together(m[..n as usize].to_vec()),
