@@ -216,6 +216,8 @@ def test_a_3d_code_with_row_communicators_roots_and_counts_by_coordinate(lib, tm
                        r"gives 9216.* Dimension 2 has the same extent in every trace"):
         write_template(m, 64, tmp_path / "refused")
     assert not (tmp_path / "refused").exists() and not (tmp_path / "refused.partial").exists()
+    with pytest.raises(ModelError, match="the traced grid is 3-dimensional .* the target 8×8 is not"):
+        write_template(m, 64, tmp_path / "flat", [8, 8])
 
 
 def test_rules_in_the_grid_extents_are_exact_and_say_when_the_traces_cannot_tell():

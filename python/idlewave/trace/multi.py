@@ -633,6 +633,9 @@ def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None =
     from idlewave._engine import SimulationError, grid_target
 
     template = read(model.dirs[-1])
+    if dims is not None and len(dims) != len(model.dims[-1]):
+        raise ModelError(f"the traced grid is {len(model.dims[-1])}-dimensional ({_grid(model.dims[-1])}), the target "
+                         f"{_grid(dims)} is not")
     if dims is None and model.gridded:
         try:
             dims = grid_target(model.dims[-1], model.periodic, ranks)
