@@ -140,9 +140,9 @@ def test_smaller_traces_with_too_few_ranks_along_a_dimension_are_left_out_saying
     """A 2-rank trace (2×1: a dimension of 1, so no edge and interior there to
     match) beside the 9-, 16- and 25-rank ones is left out, said, and the
     model is the one of the other three, rule for rule. With only such
-    smaller traces the largest one alone is weak-scaled, when the traces agree
-    on weak scaling (the replay is the largest trace's, extrapolated), and
-    refused when they show strong scaling."""
+    smaller traces the largest one alone is weak-scaled, when the traces are
+    nearer weak scaling than strong (the replay is the largest trace's,
+    extrapolated), and refused when they show strong scaling."""
     *small, _ = strong
     two = trace(lib, program, tmp_path / "2", 2, "strong")
     m, without = build([two, *small]), build(small)
@@ -150,12 +150,12 @@ def test_smaller_traces_with_too_few_ranks_along_a_dimension_are_left_out_saying
     assert m.left_out[0].startswith("the 2-rank trace (2×1) is left out: its grid 2×1") and "dimension of 1" in m.left_out[0]
     assert [(r.compute, r.bytes) for r in m.ranks] == [(r.compute, r.bytes) for r in without.ranks]
     assert "the 2-rank trace (2×1) is left out" in m.describe()
-    with pytest.raises(ModelError, match=r"grows ∝ p\^-[01]\.\d+, not weak scaling"):
+    with pytest.raises(ModelError, match=r"grows ∝ p\^-[01]\.\d+, nearer strong scaling"):
         build([two, trace(lib, program, tmp_path / "3", 3, "strong"), small[0]])
     weak = steady_traces(lib, program, tmp_path / "weak", (2, 3, 9), "weak")
     m = build(weak)
     assert m.alone and m.scaling == "weak" and len(m.left_out) == 2
-    assert m.describe().startswith("the 9-rank trace (3×3) alone, weak-scaled: the traces at 2, 3, 9 ranks agree")
+    assert m.describe().startswith("the 9-rank trace (3×3) alone, weak-scaled: the traces at 2, 3, 9 ranks are nearer weak")
     fitted, direct = replay(write_template(m, TARGET, tmp_path / "fitted"), scale_to=TARGET), replay(weak[-1], scale_to=TARGET)
     assert {k: fitted.summary[k] for k in ("events", "messages", "bytes", "makespan_s")} == \
         {k: direct.summary[k] for k in ("events", "messages", "bytes", "makespan_s")}
@@ -349,7 +349,8 @@ def test_lammps_traced_at_16_ranks_grows_its_dimensions_of_2_in_pairs(debian_lib
     assert fitted.summary["bytes"] == pytest.approx(direct.summary["bytes"], rel=0.01)
     assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=0.10)
     # traced at 4, 8 and 16 ranks: the smaller two cannot be matched call by call (a dimension of 1; dimensions of 2
-    # where LAMMPS calls less), so the 16-rank trace alone is extrapolated, the three agreeing on weak scaling
+    # where LAMMPS calls less), so the 16-rank trace alone is extrapolated, the three nearer weak scaling than strong (on 2 cores, 16
+    # oversubscribed ranks' computation per rank is up to 20% above 4's)
     four, eight = lammps(debian_lib, root, 4, (2, 2, 1)), lammps(debian_lib, root, 8, (2, 2, 2))
     m = build([four, eight, sixteen])
     assert m.alone and m.scaling == "weak" and m.sizes == [4, 8, 16], m.describe()
