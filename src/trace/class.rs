@@ -906,6 +906,19 @@ impl Program for ClassProgram {
         }
     }
 
+    #[inline]
+    fn prefetch(&self, rank: u32) {
+        crate::prefetch::prefetch(&self.cursors, rank as usize);
+    }
+
+    #[inline]
+    fn prefetch_held(&self, rank: u32) {
+        // the collective in progress (a rank in a long one gets many events)
+        if let Some(r) = self.cursors.get(rank as usize).and_then(|c| c.running.as_deref()) {
+            crate::prefetch::prefetch(std::slice::from_ref(r), 0);
+        }
+    }
+
     fn done(&mut self, rank: u32, id: u32) {
         if id & COLLECTIVE_OP != 0 {
             return self.collective_op_done(rank, id);
