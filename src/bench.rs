@@ -34,7 +34,7 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 18] = [
+pub const CASES: [&str; 19] = [
     "bcast_1m",
     "allreduce_64k_x10",
     "allreduce_64k_x10+tree",
@@ -51,6 +51,7 @@ pub const CASES: [&str; 18] = [
     "goal_bcast_1m",
     "goal_bcast_1m_binary",
     "grid_trace_1m",
+    "grid3d_trace_1m",
     "allreduce_64k_x10+explain",
     "bsp_64k_x100_poisson+explain",
 ];
@@ -203,10 +204,19 @@ pub fn run_case(case: &str) -> Result<BenchResult, BenchError> {
         return goal_case(case, 1 << 20, true);
     }
     if case == "grid_trace_1m" {
-        return grid_case(case, 1 << 20);
+        return grid_case(case, 1 << 20, crate::trace::write_synthetic_grid);
     }
     if case == "grid_trace_64k" {
-        return grid_case(case, 1 << 16); // small enough to profile under callgrind
+        return grid_case(case, 1 << 16, crate::trace::write_synthetic_grid); // small enough to profile under callgrind
+    }
+    if case == "grid3d_trace_1m" {
+        return grid_case(case, 1 << 20, crate::trace::write_synthetic_grid3d);
+    }
+    if case == "grid3d_trace_64k" {
+        return grid_case(case, 1 << 16, crate::trace::write_synthetic_grid3d);
+    }
+    if case == "grid3d_trace_256k" {
+        return grid_case(case, 1 << 18, crate::trace::write_synthetic_grid3d); // beyond the caches, in a minute
     }
     if case == "goal_bcast_64k" {
         return goal_case(case, 1 << 16, false); // small enough to profile under callgrind
@@ -233,12 +243,13 @@ pub fn run_case(case: &str) -> Result<BenchResult, BenchError> {
     Ok(BenchResult::of(case, r.ranks, &r, vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))]))
 }
 
-/// A 3×3 halo-exchange trace (`write_synthetic_grid`, 3 iterations)
-/// extrapolated to `ranks` on MPI_Dims_create's grid, generated lazily.
-fn grid_case(case: &str, ranks: u32) -> Result<BenchResult, BenchError> {
-    use crate::trace::{write_synthetic_grid, TraceSpec};
-    let dir = std::env::temp_dir().join(format!("idlewave-bench-grid-{}", std::process::id()));
-    write_synthetic_grid(&dir, 3).map_err(io(&dir))?;
+/// A Cartesian trace (`write_synthetic_grid`'s 3×3 halo exchange, or
+/// `write_synthetic_grid3d`'s 3-D code; 3 iterations) extrapolated to
+/// `ranks` on MPI_Dims_create's grid, generated lazily.
+fn grid_case(case: &str, ranks: u32, write: fn(&std::path::Path, u64) -> std::io::Result<()>) -> Result<BenchResult, BenchError> {
+    use crate::trace::TraceSpec;
+    let dir = std::env::temp_dir().join(format!("idlewave-bench-{case}-{}", std::process::id()));
+    write(&dir, 3).map_err(io(&dir))?;
     let spec = TraceSpec {
         dir: dir.display().to_string(),
         algorithms: Default::default(),
