@@ -888,7 +888,8 @@ impl RankConv {
                 let payload = match &self.placement {
                     Placement::Grid { ext, .. } if !payload.is_empty() => {
                         let exact;
-                        (resized, exact) = resize(coll, payload, n, |j| ext.template_member(cs.shape, j))?;
+                        let row = cs.shape.count_ones() == 1;
+                        (resized, exact) = resize(coll, payload, n, row, |j| ext.template_member(cs.shape, j))?;
                         self.stats.resized += u64::from(!exact);
                         &resized[..]
                     }
@@ -1102,15 +1103,23 @@ fn regrid(ext: &Extrapolation, rank: u32, template: u32, r: &mut Record, payload
 /// (`template_member`), which is what that member's own call sends or
 /// receives, so both sides of every message agree. Exact when the traced
 /// counts were equal; the bool says so, and the others are counted for the report.
-fn resize(coll: Coll, payload: &[u64], n: u32, template_member: impl Fn(u32) -> u32) -> Result<(Vec<u64>, bool), ConvertError> {
+/// On a `row` (a communicator along one grid dimension), counts that every
+/// member holds alike (allgatherv, reduce_scatter) and that follow the
+/// member's position exactly (`along_row`) follow it at the new size too.
+fn resize(coll: Coll, payload: &[u64], n: u32, row: bool, template_member: impl Fn(u32) -> u32) -> Result<(Vec<u64>, bool), ConvertError> {
     let parts = if matches!(coll, Coll::Alltoallv | Coll::Alltoallw) { 2 } else { 1 };
     let old = payload.len() / parts;
     if old == 0 {
         return Ok((payload.to_vec(), true));
     }
+    let shared = row && matches!(coll, Coll::Allgatherv | Coll::ReduceScatter);
     let mut out = Vec::with_capacity(parts * n as usize);
     let mut exact = true;
     for part in payload.chunks(old) {
+        if let Some((c0, c1)) = along_row(part, n).filter(|_| shared) {
+            out.extend((0..n as i64).map(|j| (c0 + c1 * j) as u64));
+            continue;
+        }
         exact &= part.iter().all(|&v| v == part[0]);
         for j in 0..n {
             let t = template_member(j) as usize;
@@ -1120,9 +1129,32 @@ fn resize(coll: Coll, payload: &[u64], n: u32, template_member: impl Fn(u32) -> 
     Ok((out, exact))
 }
 
+/// `c0 + c1·i` if the counts of 3 or more members follow their position i
+/// exactly (2 fit any line) and it stays ≥ 0 up to member n − 1.
+fn along_row(counts: &[u64], n: u32) -> Option<(i64, i64)> {
+    let (c0, c1) = (*counts.first()? as i64, *counts.get(1)? as i64 - *counts.first()? as i64);
+    let fits = counts.len() >= 3 && counts.iter().enumerate().all(|(i, &v)| v as i64 == c0 + c1 * i as i64);
+    (fits && c0 + c1 * (n as i64 - 1) >= 0).then_some((c0, c1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_counts_follow_their_position_only_where_three_members_show_it() {
+        assert_eq!(along_row(&[64, 65, 66], 6), Some((64, 1)));
+        assert_eq!(along_row(&[8, 8, 8], 9), Some((8, 0)));
+        assert_eq!(along_row(&[66, 65, 64], 100), None, "negative counts by member 66");
+        assert_eq!(along_row(&[8, 8, 16], 6), None);
+        assert_eq!(along_row(&[8, 16], 6), None, "two members fit any line");
+        // on a row, an allgatherv's counts follow the line; elsewhere (or a gatherv, whose members send their
+        // own counts) each member takes its class's count
+        let class = |j: u32| [0, 1, 1, 1, 2][j as usize];
+        assert_eq!(resize(Coll::Allgatherv, &[64, 65, 66], 5, true, class).unwrap(), (vec![64, 65, 66, 67, 68], true));
+        assert_eq!(resize(Coll::Allgatherv, &[64, 65, 66], 5, false, class).unwrap(), (vec![64, 65, 65, 65, 66], false));
+        assert_eq!(resize(Coll::Gatherv, &[64, 65, 66], 5, true, class).unwrap(), (vec![64, 65, 65, 65, 66], false));
+    }
 
     fn op(i: u64) -> Completes {
         Completes::One(OpRef { slot: i as u32, seq: i })
