@@ -9,6 +9,16 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+def as_at_a_terminal() -> None:
+    """For `preexec_fn`: Ctrl-C's default action in a child, as a shell gives
+    a command it starts. A runner that starts the tests as a background job
+    hands them SIGINT ignored, and a program started so rightly keeps
+    ignoring it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args, check=True, env=None):
     """Runs the installed console script in a process of its own; returns the
     CompletedProcess. For what only a process shows: signals and Ctrl-C,

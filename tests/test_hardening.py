@@ -7,7 +7,7 @@ import stat
 import pytest
 
 import idlewave
-from conftest import EXAMPLES, invoke_cli
+from conftest import EXAMPLES, as_at_a_terminal, invoke_cli
 from idlewave import ScenarioError, SimulationError
 
 pytestmark = pytest.mark.integration
@@ -220,7 +220,8 @@ def test_ctrl_c_stops_a_long_goal_parse(tmp_path):
         f.writelines(f"c{i}: calc 1\n" for i in range(3_000_000))
         f.write("}\n")
     exe = Path(sys.executable).parent / "idlewave"
-    p = subprocess.Popen([str(exe), "loggopsim", str(g)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([str(exe), "loggopsim", str(g)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=as_at_a_terminal)
 
     def cpu_s() -> float:  # utime + stime (fields 14 and 15 of /proc/PID/stat)
         fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_at_a_terminal
+
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 EXE = str(Path(sys.executable).parent / "idlewave")
@@ -33,7 +35,7 @@ barrier = true
 
 def interrupted(cmd: list[str], delay: float) -> subprocess.CompletedProcess | None:
     """`cmd` sent SIGINT after `delay` seconds; None if it had finished by then."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_at_a_terminal)
     time.sleep(delay)
     if p.poll() is not None:
         p.communicate()
@@ -181,7 +183,8 @@ def test_a_module_whose_start_up_cannot_take_an_interrupt_finishes_its_import_fi
     code = ("import sys; from idlewave.interrupts import hold_during_import\n"
             + ("hold_during_import('startup_stand_in')\n" if held else "")
             + "try:\n    import startup_stand_in\nexcept KeyboardInterrupt:\n    print('interrupted')\n")
-    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       preexec_fn=as_at_a_terminal)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == (["last line ran", "interrupted"] if held else ["interrupted"]), p.stdout
 
