@@ -412,11 +412,14 @@ int main(int argc, char **argv) {
 
 @pytest.mark.serial
 def test_the_tracers_own_time_is_taken_out_of_a_polling_loop(lib, tmp_path):
-    """A loop of a little work and a failed MPI_Test, millions of times: the
-    tracer's clock reads and bookkeeping cost about as much as the loop. Left
-    in (IDLEWAVE_TRACE_OVERHEAD=keep) the replay computes several times the
-    untraced loop; taken out (the default) it computes what the loop takes
-    untraced. Ratios of runs taken back to back, medians of three."""
+    """A loop of a little work and a failed MPI_Test, millions of times. A
+    run of failed polls reads no clock after its first (two readings per
+    call cost about as much as the loop, and the replay computed several
+    times the untraced loop with them left in): left in
+    (IDLEWAVE_TRACE_OVERHEAD=keep), the tracer's time is now a small part of
+    the loop, and there is little to take out; taken out (the default), the
+    replay computes what the loop takes untraced. Ratios of runs taken back
+    to back, medians of three."""
     app = compile_c(tmp_path, "poll", POLL)
     n = "1500000"
 
@@ -458,13 +461,13 @@ def test_the_tracers_own_time_is_taken_out_of_a_polling_loop(lib, tmp_path):
         if max(untraced) < 1.25 * min(untraced):
             break
     for out, traces in removed:
-        # about as much as the loop itself: against the fastest untraced run, which load on a
-        # shared machine lengthens least (the traced span above grows with it, tracer_s does not)
-        assert all(float(t.info["tracer_s"]) > 0.3 * min(untraced) for t in traces), ([t.info["tracer_s"] for t in traces], untraced, got)
+        # the polls after the first read no clock: nearly nothing to take out (each read took out
+        # about as much as the loop itself), against the fastest untraced run
+        assert all(float(t.info["tracer_s"]) < 0.1 * min(untraced) for t in traces), ([t.info["tracer_s"] for t in traces], untraced, got)
         # the replay reports what was taken out, per traced rank
         taken = replay(out).trace_report["tracer_s"]
         assert taken == pytest.approx([float(t.info["tracer_s"]) for t in traces], rel=1e-9)
     replayed = {mode: float(np.median(v)) for mode, v in got.items()}
     base = float(np.median(untraced))
     assert 0.6 < replayed["remove"] / base < 1.4, (replayed, untraced)
-    assert replayed["keep"] > 1.5 * replayed["remove"], (replayed, untraced)
+    assert replayed["keep"] < 1.4 * base, (replayed, untraced)  # two clock reads per poll: 1.8-5x

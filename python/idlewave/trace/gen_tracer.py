@@ -98,6 +98,7 @@ class Spec:
     record: str
     inout: str = ""    # handle pointers read before the call
     pre: str = ""      # bookkeeping before the call (under the lock)
+    fails: str = ""    # a poll: C condition, after the call, that it found nothing (a run of them reads no clock)
 
 
 # send modes: standard, synchronous, ready, buffered (prefix of the name, flag)
@@ -133,35 +134,37 @@ MODELLED.update({
     "Wait": Spec("request status", "iw_done(OP_WAIT, iw_req, status, t0, t1);", inout="request"),
     "Test": Spec("request flag status",
                  "if (*flag) iw_done(OP_TEST, iw_req, status, t0, t1); else iw_poll_req(1, &iw_req, t0, t1);",
-                 inout="request"),
+                 inout="request", fails="!*flag"),
     "Waitall": Spec("count array_of_requests array_of_statuses",
                     "iw_done_many(OP_WAIT, count, NULL, iw_reqs, array_of_statuses, t0, t1);"),
     "Testall": Spec("count array_of_requests flag array_of_statuses",
                     "if (*flag) iw_done_many(OP_TEST, count, NULL, iw_reqs, array_of_statuses, t0, t1);\n"
-                    "else iw_poll_req(count, iw_reqs, t0, t1);"),
+                    "else iw_poll_req(count, iw_reqs, t0, t1);", fails="!*flag"),
     "Waitany": Spec("count array_of_requests index status",
                     "if (*index != MPI_UNDEFINED) iw_done(OP_WAIT, iw_reqs[*index], status, t0, t1);"),
     "Testany": Spec("count array_of_requests index flag status",
                     "if (!*flag) iw_poll_req(count, iw_reqs, t0, t1);\n"
-                    "else if (*index != MPI_UNDEFINED) iw_done(OP_TEST, iw_reqs[*index], status, t0, t1);"),
+                    "else if (*index != MPI_UNDEFINED) iw_done(OP_TEST, iw_reqs[*index], status, t0, t1);",
+                    fails="!*flag"),
     "Waitsome": Spec("incount array_of_requests outcount array_of_indices array_of_statuses",
                      "if (*outcount != MPI_UNDEFINED)\n"
                      "    iw_done_many(OP_WAIT, *outcount, array_of_indices, iw_reqs, array_of_statuses, t0, t1);"),
     "Testsome": Spec("incount array_of_requests outcount array_of_indices array_of_statuses",
                      "if (*outcount == 0) iw_poll_req(incount, iw_reqs, t0, t1);\n"
                      "else if (*outcount != MPI_UNDEFINED)\n"
-                     "    iw_done_many(OP_TEST, *outcount, array_of_indices, iw_reqs, array_of_statuses, t0, t1);"),
+                     "    iw_done_many(OP_TEST, *outcount, array_of_indices, iw_reqs, array_of_statuses, t0, t1);",
+                     fails="*outcount == 0"),
     # a successful Request_get_status completes nothing: the wait or test that follows does
-    "Request_get_status": Spec("request flag status", "if (!*flag) iw_poll_req(1, &request, t0, t1);"),
+    "Request_get_status": Spec("request flag status", "if (!*flag) iw_poll_req(1, &request, t0, t1);", fails="!*flag"),
     "Probe": Spec("source tag comm status", "iw_probed(OP_PROBE, source, tag, comm, status, NULL, t0, t1);"),
     "Iprobe": Spec("source tag comm flag status",
                    "if (*flag) iw_probed(OP_IPROBE, source, tag, comm, status, NULL, t0, t1);\n"
-                   "else iw_poll(0, iw_cid(iw_comm_get(comm)), t0, t1);"),
+                   "else iw_poll(0, iw_cid(iw_comm_get(comm)), t0, t1);", fails="!*flag"),
     "Mprobe": Spec("source tag comm message status",
                    "iw_probed(OP_MPROBE, source, tag, comm, status, message, t0, t1);"),
     "Improbe": Spec("source tag comm flag message status",
                     "if (*flag) iw_probed(OP_IMPROBE, source, tag, comm, status, message, t0, t1);\n"
-                    "else iw_poll(0, iw_cid(iw_comm_get(comm)), t0, t1);"),
+                    "else iw_poll(0, iw_cid(iw_comm_get(comm)), t0, t1);", fails="!*flag"),
     "Mrecv": Spec("buf count datatype message status", "iw_mrecvd(iw_msg, datatype, status, t0, t1);",
                   inout="message"),
     "Imrecv": Spec("buf count datatype message request", "iw_imrecv(iw_msg, count, datatype, *request, t0, t1);",
@@ -613,7 +616,15 @@ def c_wrapper(idx: int, proto: Proto, spec: Spec, large: bool) -> str:
                        f": (iw_sts_heap = iw_xmalloc(sizeof(MPI_Status) * (size_t){cn}));")
             cleanup.append("free(iw_sts_heap);")
     locked_pre = f"IW_LOCK();\n    {spec.pre}\n    IW_UNLOCK();" if spec.pre else ""
-    body = [*pre, locked_pre, "double t0 = iw_enter();", f"int rc = PMPI_{proto.name}({args});",
+    if spec.fails:
+        # in a run of failed polls: no clock read unless this one finds something (tracer_core.c, iw_streak)
+        call = ["int iw_quick = iw_streak;", "double t0 = iw_quick ? 0 : iw_enter();",
+                f"int rc = PMPI_{proto.name}({args});",
+                f"if (iw_quick && ({spec.fails}) && iw_streak_poll({idx})) {{ {' '.join(cleanup)} iw_depth--; return rc; }}",
+                "if (iw_quick) t0 = iw_enter();"]
+    else:
+        call = ["double t0 = iw_enter();", f"int rc = PMPI_{proto.name}({args});"]
+    body = [*pre, locked_pre, *call,
             "double t1 = iw_leave(t0);", "IW_LOCK();", f"iw_count({idx}, t0, t1);", *record.split("\n"),
             "IW_UNLOCK();", *cleanup, "iw_tracer_spent(t1);", "iw_depth--;", "return rc;"]
     return (f"int MPI_{proto.name}({c_params(proto, names)}) {{\n"
