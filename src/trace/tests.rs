@@ -8,11 +8,34 @@ use crate::program::goal::parse_goal;
 use crate::program::goal_program::GoalProgram;
 use crate::time::Time;
 
-fn tmp(name: &str) -> PathBuf {
+/// A test's trace directory, removed when the test ends (a run of the
+/// suite would otherwise leave a few dozen traces behind in the temp dir).
+struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmp(name: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("idlewave-trace-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
 }
 
 fn spec(dir: &Path) -> TraceSpec {
@@ -826,7 +849,6 @@ fn random_grid_programs_compiled_per_class_replay_as_their_goal_export() {
         let (finish, events, _) = replay(&s).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let (finish_goal, events_goal, _) = replay_goal(&s);
         assert_eq!((finish, events), (finish_goal, events_goal), "seed {seed} on {grid}");
-        let _ = std::fs::remove_dir_all(&d);
     }
 }
 
