@@ -459,13 +459,16 @@ def row(app: dict) -> dict:
         "measured_mpi": f"{sec(m['mpi_s'])} ({sec(m['mpi_min_s'])}–{sec(m['mpi_max_s'])})" if "mpi_min_s" in m else sec(m["mpi_s"]),
         "predicted_mpi": f"{sec(p['mpi_s'])} ({sec(p['mpi_min_s'])}–{sec(p['mpi_max_s'])})" if "mpi_min_s" in p else sec(p["mpi_s"]),
         "error_mpi": pct(e["mpi_s"]),
+        "check": " → ".join(" / ".join(f"{r:.2f}" for r in c["bands"].values()) for c in v.get("platform_check", {}).values()) or "—",
         "by_call": calls or "—",
     }
 
 
 HEADERS = ("Application", "MPI library", "Ranks", "Measured total (min–max)", "Predicted total", "Error",
-           "Measured in MPI (min–max)", "Predicted in MPI (min–max)", "Error", "Largest errors by call (measured → predicted)")
-KEYS = ("application", "mpi", "ranks", "measured_total", "predicted_total", "error_total", "measured_mpi", "predicted_mpi", "error_mpi", "by_call")
+           "Measured in MPI (min–max)", "Predicted in MPI (min–max)", "Error",
+           "Ping-pong ÷ platform, before → after (≤ 1 KiB / 1–64 KiB / > 64 KiB)", "Largest errors by call (measured → predicted)")
+KEYS = ("application", "mpi", "ranks", "measured_total", "predicted_total", "error_total", "measured_mpi", "predicted_mpi", "error_mpi",
+        "check", "by_call")
 
 
 def markdown(report: dict) -> str:
@@ -497,7 +500,7 @@ def markdown(report: dict) -> str:
     rows = [row(a) for a in report["apps"] if a["status"] == "ok"]
     if rows:
         lines.append("| " + " | ".join(HEADERS) + " |")
-        lines.append("|" + "|".join("---" if i in (0, 1, 9) else "--:" for i in range(len(HEADERS))) + "|")
+        lines.append("|" + "|".join("---" if i in (0, 1, len(HEADERS) - 1) else "--:" for i in range(len(HEADERS))) + "|")
         for r in rows:
             lines.append("| " + " | ".join(cell(r[k]) for k in KEYS) + " |")
         lines.append("")

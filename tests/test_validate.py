@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from idlewave.validate import Runs, Traced, compare
+from idlewave.validate import PlatformCheck, Runs, Traced, check_warnings, compare, one_way_s
 
 pytestmark = [pytest.mark.integration, pytest.mark.mpi]
 
@@ -39,6 +39,15 @@ def _validate(tmp: Path, exe: Path, *extra: str, repeat: int = 2) -> dict:
 def _check(v: dict, library: str) -> None:
     ranks, n = 2, ITERATIONS
     assert v["ranks"] == ranks and library in v["mpi"]["library"]
+    # the ping-pong before and after the runs, against generic_ib: an InfiniBand cluster's links (1 MiB in 21.6 µs,
+    # 48 GB/s) are not a shared-memory pair's, which no machine copies that fast: flagged above 64 KiB
+    checks = v["platform_check"]
+    assert list(checks) == ["before", "after"]
+    for c in checks.values():
+        assert c["link"] == "on_node" and c["sizes"] == [1 << k for k in range(21)]
+        assert list(c["bands"]) == ["≤ 1 KiB", "1 KiB–64 KiB", "> 64 KiB"] and c["bands"]["> 64 KiB"] > 1.25
+    assert any(w.startswith("before the runs, this machine's ping-pong (on node) took") and "> 64 KiB" in w
+               for w in v["warnings"])
     m, p = v["measured"], v["predicted"]
     assert len(m["total_runs_s"]) == 2 and m["total_min_s"] <= m["total_s"] <= m["total_max_s"]
     # the prediction adds to the replayed span what the traced run spent outside MPI_Init…Finalize
@@ -143,6 +152,49 @@ def test_errors_beyond_the_measured_spread_are_warned_and_within_it_not():
     # a traced run far from the untraced ones is named
     slow = compare(Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.9), _summary(1.0, 0.2), report)
     assert any("the traced run took" in w for w in slow["warnings"])
+
+
+def _pingpong(when: str, ratios: dict[int, float]) -> PlatformCheck:
+    sizes = sorted(ratios)
+    platform = [1e-6 + n * 1e-10 for n in sizes]
+    return PlatformCheck(when, "on_node", sizes, [p * ratios[n] for n, p in zip(sizes, platform)], platform)
+
+
+def test_the_platform_check_flags_a_band_off_and_a_machine_that_changed_speed():
+    sizes = [1 << k for k in range(21)]
+    same = _pingpong("before", dict.fromkeys(sizes, 1.0))
+    assert same.bands() == [("≤ 1 KiB", 1.0), ("1 KiB–64 KiB", 1.0), ("> 64 KiB", 1.0)]
+    # a single size 4× off in a band does not move its median (it would its mean: 1.31×)
+    noisy = _pingpong("before", {**dict.fromkeys(sizes, 1.05), 8: 4.0, 1 << 20: 0.5})
+    assert check_warnings([noisy]) == []
+    # messages above 64 KiB 2.4× slower than the platform says: that band alone is named
+    large = _pingpong("before", {n: 2.4 if n > 1 << 16 else 1.0 for n in sizes})
+    (w,) = check_warnings([large])
+    assert "took 2.40× the platform's one-way times at > 64 KiB (each" in w and "≤ 1 KiB" not in w
+    # the same machine 2.8× slower in the middle band after the runs than before: it changed speed
+    slow = _pingpong("after", {n: 2.8 if 1 << 10 < n <= 1 << 16 else 1.0 for n in sizes})
+    warnings = check_warnings([same, slow])
+    assert len(warnings) == 2 and warnings[0].startswith("after the runs")
+    assert "changed speed during the runs" in warnings[1] and "1 KiB–64 KiB: 1.00× before, 2.80× after" in warnings[1]
+    # both 2× slow: each is off, but the machine did not change between them
+    both = check_warnings([_pingpong("before", dict.fromkeys(sizes, 2.0)), _pingpong("after", dict.fromkeys(sizes, 2.0))])
+    assert len(both) == 2 and not any("changed speed" in w for w in both)
+    # compare keeps the checks, per band
+    runs = Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.51)
+    result = compare(runs, _summary(1.0, 0.2), {"by_call": []}, Traced.median_of([0.2], [0.2]), [same, slow])
+    assert result["platform_check"]["after"]["bands"]["1 KiB–64 KiB"] == pytest.approx(2.8)
+
+
+def test_the_platforms_one_way_time_is_one_message_on_its_link(tmp_path):
+    """Against L + (n − 1)·G of the link between the two ranks (o = g = 0),
+    on a node and between nodes."""
+    f = tmp_path / "p.toml"
+    f.write_text("[network]\nranks_per_node = 2\nL_s = 5e-6\nG_s_per_byte = 1e-9\no_s = 0.0\ng_s = 0.0\n"
+                 "[network.intra_node]\nL_s = 4e-7\nG_s_per_byte = 1.2e-10\no_s = 0.0\ng_s = 0.0\n")
+    for n in (1, 4096, 1 << 20):
+        assert one_way_s(str(f), n) == pytest.approx(4e-7 + (n - 1) * 1.2e-10, rel=1e-9)
+    f.write_text(f.read_text().replace("ranks_per_node = 2", "ranks_per_node = 1"))
+    assert one_way_s(str(f), 4096) == pytest.approx(5e-6 + 4095 * 1e-9, rel=1e-9)
 
 
 @pytest.fixture(autouse=True)

@@ -179,7 +179,112 @@ def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int
     return Runs(walls, cpus, traced[0], logs, traced), dirs
 
 
-def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = None) -> dict:
+# The platform check: a short ping-pong (1 B to 1 MiB, 5 repetitions: about a second) with the program's
+# MPI before the untraced runs and after the traced ones, against the one-way times the platform gives.
+CHECK_MAX_BYTES = 1 << 20
+CHECK_REPS = 5
+# A machine a quarter faster or slower than its platform says: beyond this the platform does not describe it.
+# (Single sizes of a ping-pong on a quiet machine move by up to ±30% between runs; their median by a few %.)
+CHECK_TOLERANCE = 1.25
+
+
+# Size bands judged apart: a platform right for small messages and wrong for large ones (a preset of another
+# machine) would pass on the median over every size. Each band's median is robust to single noisy sizes.
+CHECK_BANDS = ((0, 1 << 10), (1 << 10, 1 << 16), (1 << 16, 1 << 62))
+
+
+@dataclass
+class PlatformCheck:
+    """One ping-pong against the platform: per size, the measured one-way
+    time (median of the repetitions) and the platform's."""
+
+    when: str  # "before" (the untraced runs) or "after" (the traced runs)
+    link: str  # the pair measured: "on_node" or "off_node"
+    sizes: list[int]
+    measured_s: list[float]
+    platform_s: list[float]
+
+    def bands(self) -> list[tuple[str, float]]:
+        """Per size band with sizes measured: its label and the median over
+        its sizes of measured / platform."""
+        from idlewave.models.fit import bytes_text
+
+        out = []
+        for lo, hi in CHECK_BANDS:
+            ratios = [m / p for n, m, p in zip(self.sizes, self.measured_s, self.platform_s) if lo < n <= hi]
+            if ratios:
+                label = f"≤ {bytes_text(hi)}" if lo == 0 else f"> {bytes_text(lo)}" if hi >= 1 << 62 else \
+                    f"{bytes_text(lo)}–{bytes_text(hi)}"
+                out.append((label, statistics.median(ratios)))
+        return out
+
+    def as_dict(self) -> dict:
+        return {"link": self.link, "bands": dict(self.bands()), "sizes": self.sizes, "measured_s": self.measured_s,
+                "platform_s": self.platform_s}
+
+
+def _off(ratio: float, tolerance: float) -> bool:
+    return not 1 / tolerance <= ratio <= tolerance
+
+
+def one_way_s(platform: str, size: int) -> float:
+    """The platform's one-way time of `size` bytes from rank 0 to rank 1 of a
+    2-rank run, as a replay places them (the engine's, not a formula)."""
+    import idlewave
+
+    w = {"kind": "collective", "collective": "bcast", "algorithm": "binomial", "ranks": 2, "message_bytes": size,
+         "iterations": 1}
+    return float(idlewave.simulate({"network": {"platform": platform}, "workload": w}).summary["makespan_s"])
+
+
+def check_platform(mpi: Mpi, platform: str, out: Path, when: str, timeout: float) -> PlatformCheck:
+    """A short ping-pong on 2 ranks with the program's MPI (the C kernels of
+    `idlewave measure`), against the platform's one-way times."""
+    import polars as pl
+
+    from idlewave.measure import MeasureError, launch
+
+    d = out / f"check-{when}"
+    try:
+        launch("pingpong", 2, {"max_bytes": CHECK_MAX_BYTES, "reps": CHECK_REPS}, d, timeout, mpicc=mpi.mpicc,
+               mpiexec=mpi.mpiexec)
+        frame = pl.read_parquet(d / "pingpong.parquet", glob=False)
+    except (MeasureError, OSError, pl.exceptions.PolarsError) as e:
+        raise ValidateError(f"the platform check (a ping-pong {when} the runs) failed: {e}") from None
+    per_size = frame.group_by("link", "size_bytes").agg(pl.col("time_s").median()).sort("size_bytes")
+    sizes = [int(n) for n in per_size["size_bytes"]]
+    measured = [float(t) for t in per_size["time_s"]]
+    return PlatformCheck(when, str(per_size["link"][0]), sizes, measured, [one_way_s(platform, n) for n in sizes])
+
+
+def check_warnings(checks: list[PlatformCheck], tolerance: float = CHECK_TOLERANCE) -> list[str]:
+    """What the platform checks say: a machine faster or slower than its
+    platform in some size band, or one that changed speed between the first
+    check and the last."""
+    out = []
+    for c in checks:
+        off = [(label, r) for label, r in c.bands() if _off(r, tolerance)]
+        if off:
+            parts = [f"{r:.2f}× the platform's one-way times at {label}" if k == 0 else f"{r:.2f}× at {label}"
+                     for k, (label, r) in enumerate(off)]
+            what = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+            out.append(f"{c.when} the runs, this machine's ping-pong ({c.link.replace('_', ' ')}) took {what} (each "
+                       "the median over the band's sizes): the platform does not describe this machine as it is now "
+                       "(it was measured on another machine or MPI, or in another state of this one), and the "
+                       "predicted time in MPI is wrong for that reason; measure and fit again right before validating")
+    if len(checks) >= 2:
+        first, last = dict(checks[0].bands()), dict(checks[-1].bands())
+        moved = [(label, first[label], last[label]) for label in first
+                 if label in last and _off(last[label] / first[label], tolerance)]
+        if moved:
+            what = ", ".join(f"{label}: {a:.2f}× {checks[0].when}, {b:.2f}× {checks[-1].when}" for label, a, b in moved)
+            out.append(f"the machine changed speed during the runs: its ping-pong against the platform's times ({what}); "
+                       "the runs in between saw one speed or both, so their errors say little (repeat the validation)")
+    return out
+
+
+def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = None,
+            checks: list[PlatformCheck] | None = None) -> dict:
     """The measured and predicted figures, the table by call, and warnings;
     `summary` and `report` are the compared traced run's replay, `traced`
     what every traced run measured and its replay predicted."""
@@ -238,12 +343,16 @@ def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = Non
     elif diff > (mpi_spread := measured["mpi_max_s"] - measured["mpi_min_s"]):
         warnings.append(f"the predicted time in MPI differs from the measured by {_s(diff)}, more than the spread "
                         f"of the {traced_n} traced runs ({_s(mpi_spread)})")
+    warnings += check_warnings(checks or [])
     deviation = (runs.traced_wall_s - median) / median if median > 0 else 0.0
     if len(runs.wall_s) >= 2 and abs(runs.traced_wall_s - median) > spread:
         warnings.append(f"the traced run took {runs.traced_wall_s:.4g} s, {deviation:+.1%} from the untraced median, "
                         "outside their spread: the tracer, or the machine's load, changed the run")
-    return {"ranks": summary["traced_ranks"], "measured": measured, "predicted": predicted, "error": error,
-            "traced_vs_untraced": deviation, "by_call": by_call, "warnings": warnings}
+    result = {"ranks": summary["traced_ranks"], "measured": measured, "predicted": predicted, "error": error,
+              "traced_vs_untraced": deviation, "by_call": by_call, "warnings": warnings}
+    if checks:
+        result["platform_check"] = {c.when: c.as_dict() for c in checks}
+    return result
 
 
 def _s(value: float) -> str:

@@ -29,6 +29,10 @@ def validate(
                                  "replay and validate.json go."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
+    check: bool = typer.Option(True, "--check-platform/--no-check-platform", help="Before the untraced runs and "
+                               "after the traced ones, a ping-pong of about a second with the program's MPI, against "
+                               "the platform's one-way times: warns when the platform does not describe the machine "
+                               "as it is, or when the machine changed speed in between."),
 ):
     """Run a program K times untraced and T times traced, replay the traces on
     a platform, and compare measured with predicted: total time and time in
@@ -39,7 +43,7 @@ def validate(
     from idlewave.results import unreplaceable, write_json
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import replay
-    from idlewave.validate import Traced, ValidateError, compare, find_mpi, run_program
+    from idlewave.validate import Traced, ValidateError, check_platform, compare, find_mpi, run_program
 
     if not command:
         fail("give the program to run after --, e.g. `idlewave validate --platform P -n 2 -- ./app`")
@@ -66,9 +70,16 @@ def validate(
         work.mkdir(parents=True)
         # one progress line on a terminal (K untraced runs, T traced, T replays: run k of N, elapsed, ETA);
         # elsewhere (a log) one line per run, as before; nothing with --quiet or --json
-        with Steps(repeat + 2 * traced_runs, quiet or as_json, first="building the tracer") as steps:
+        checks = []
+        with Steps(repeat + 2 * traced_runs + 2 * check, quiet or as_json, first="building the tracer") as steps:
             step: Callable[[str], None] = say if steps.bar is None else steps
+            if check:
+                step("checking the platform (a ping-pong)")
+                checks.append(check_platform(mpi, platform, work, "before", timeout))
             runs, dirs = run_program(mpi, ranks, command, work, repeat, timeout, step, traced_runs)
+            if check:
+                step("checking the platform again (a ping-pong)")
+                checks.append(check_platform(mpi, platform, work, "after", timeout))
             replays = []
             for k, d in enumerate(dirs):
                 step(f"replaying trace {k + 1} of {len(dirs)}")
@@ -86,7 +97,7 @@ def validate(
         fail(f"--out {out_dir}: {e.strerror or e}")
     except KeyboardInterrupt:
         fail("interrupted", code=130)
-    result = compare(runs, r.summary, r.trace_report, traced)
+    result = compare(runs, r.summary, r.trace_report, traced, checks)
     result["compared_traced_run"] = traced.chosen + 1
     library = (r.summary.get("mpi_library") or "").splitlines()[0:1]
     result["mpi"] = {"mpiexec": mpi.mpiexec, "mpicc": mpi.mpicc, "launcher": mpi.version,
@@ -131,6 +142,10 @@ def show(v: dict) -> None:
               f"{seconds(m['mpi_s'])} (median of {n} traced, {seconds(m['mpi_min_s'])}…{seconds(m['mpi_max_s'])})",
               seconds(p["mpi_s"]) if n == 1 else
               f"{seconds(p['mpi_s'])} ({seconds(p['mpi_min_s'])}…{seconds(p['mpi_max_s'])})", pct(e["mpi_s"]))
+    if "platform_check" in v:
+        for when, c in v["platform_check"].items():
+            ratios = ", ".join(f"{r:.2f}× at {label}" for label, r in c["bands"].items())
+            t.add_row(f"ping-pong / platform, {when}", ratios, "", "")
     if m["polls_s"] or m["unmodelled_s"]:
         t.add_row("  charged as computation", f"{seconds(m['polls_s'] + m['unmodelled_s'])} (failed polls, calls not modelled)", "", "")
     out.print(t)
