@@ -344,7 +344,6 @@ impl<P: Program, O: Probe> Engine<P, O> {
             if let Some(soon) = self.queue.upcoming(PREFETCH_AHEAD / 3) {
                 // its clocks line arrived by now: fetch the tails of its match lists
                 self.matcher.prefetch(self.view.clocks[self.lists(soon.rank)]);
-                self.view.program.prefetch_held(soon.rank);
                 if soon.kind() == EvKind::FlowDone {
                     self.fabric.prefetch_flow(soon.id, true);
                 }

@@ -106,11 +106,6 @@ pub trait Program {
     /// a few events ahead, so the memory access overlaps other work).
     #[inline(always)]
     fn prefetch(&self, _rank: u32) {}
-    /// Hints that what `rank`'s state points to will be needed soon (the
-    /// engine calls it nearer the event than `prefetch`, when the state
-    /// itself has arrived).
-    #[inline(always)]
-    fn prefetch_held(&self, _rank: u32) {}
     /// Op `id` of `rank` has started (its `irequires` dependents may go).
     fn started(&mut self, rank: u32, id: u32);
     /// Op `id` of `rank` is done (its `requires` dependents may go).

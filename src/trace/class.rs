@@ -439,6 +439,7 @@ fn check_pairing(e: &Extrapolation, classes: &[Option<Class>]) -> Result<(), Tra
 }
 
 /// One collective a rank is inside: its rounds are generated one at a time.
+#[derive(Clone, Copy)]
 struct Running {
     /// The class item it stands for.
     item: u32,
@@ -461,7 +462,26 @@ struct Running {
     outstanding: u32,
     /// No rounds are left.
     ended: bool,
-    next: Option<Box<Running>>,
+}
+
+/// An item no collective stands for: a free place in [`ClassProgram::heads`].
+const NO_ITEM: u32 = u32::MAX;
+
+impl Running {
+    const FREE: Running = Running {
+        item: NO_ITEM,
+        me: 0,
+        slot: 0,
+        next_step: 0,
+        issued: 0,
+        wait: (0, 0),
+        wait_fans: false,
+        waiting: 0,
+        fan_from: 0,
+        fan_left: 0,
+        outstanding: 0,
+        ended: false,
+    };
 }
 
 /// A simulated rank's progress through its class's items: items below
@@ -474,14 +494,13 @@ struct Cursor {
     class: u32,
     bits: [u64; 3],
     far: Option<Box<FxHashMap<u32, u8>>>,
-    running: Option<Box<Running>>,
 }
 
 const BEGUN: u32 = 1 << 31;
 
 /// What a simulated rank holds at most, as the memory estimate allows for
-/// it: its cursor, and a collective in progress with its allocator header.
-pub const BYTES_PER_RANK: usize = std::mem::size_of::<Cursor>() + std::mem::size_of::<Running>() + 16;
+/// it: its cursor, and its place for a collective in progress.
+pub const BYTES_PER_RANK: usize = std::mem::size_of::<Cursor>() + std::mem::size_of::<Running>();
 
 impl Cursor {
     fn state(&self, i: u32) -> u8 {
@@ -549,6 +568,14 @@ pub struct ClassProgram {
     /// By template rank (None: no simulated rank replays it).
     pub classes: Vec<Option<Class>>,
     cursors: Vec<Cursor>,
+    /// By rank, the collective it is inside (`NO_ITEM`: none), in one array
+    /// beside the cursors rather than behind a pointer from them, so that an
+    /// event's rank finds it with no load in between (its address is known
+    /// ahead, and fetched with the cursor); allocated when the first one
+    /// begins. A rank inside two or more at once (nonblocking collectives)
+    /// keeps the others in `more`.
+    heads: Vec<Running>,
+    more: FxHashMap<u32, Vec<Running>>,
     /// Ops released and not yet collected, by rank.
     ready: Vec<(u32, ReadyOp)>,
     error: Option<TraceError>,
@@ -573,7 +600,18 @@ impl ClassProgram {
             cursors.push(Cursor { class: tr, ..Default::default() });
         }
         let sent = vec![(0, 0); classes.len()];
-        let mut p = ClassProgram { shared, layout, classes, cursors, ready: Vec::new(), error: None, max_initial: 0, sent };
+        let mut p = ClassProgram {
+            shared,
+            layout,
+            classes,
+            cursors,
+            heads: Vec::new(),
+            more: FxHashMap::default(),
+            ready: Vec::new(),
+            error: None,
+            max_initial: 0,
+            sent,
+        };
         p.max_initial = p.count_initial()?;
         Ok(p)
     }
@@ -697,14 +735,8 @@ impl ClassProgram {
         if !follows {
             return;
         }
-        let cur = &mut self.cursors[r as usize];
-        cur.set(j, ISSUED);
-        let mut used = 0u32;
-        let mut at = cur.running.as_deref();
-        while let Some(x) = at {
-            used |= 1 << x.slot;
-            at = x.next.as_deref();
-        }
+        self.cursors[r as usize].set(j, ISSUED);
+        let used = self.running(r).fold(0u32, |used, x| used | 1 << x.slot);
         if used == u32::MAX {
             return self.fail(TraceError::Rank { rank: r, source: Box::new(TraceError::TooManyCollectives) });
         }
@@ -721,9 +753,8 @@ impl ClassProgram {
             fan_left: 0,
             outstanding: 0,
             ended: false,
-            next: cur.running.take(),
         };
-        cur.running = Some(Box::new(running));
+        self.put_back(r, running);
         self.step_collective(r, j);
     }
 
@@ -739,24 +770,37 @@ impl ClassProgram {
         }
     }
 
-    /// Takes the running collective of item `j` off rank `r` (put it back with `put_back`).
-    fn take_running(&mut self, r: u32, j: u32) -> Box<Running> {
-        let cur = &mut self.cursors[r as usize];
-        let mut link = &mut cur.running;
-        loop {
-            if link.as_ref().expect("a running collective").item == j {
-                let mut x = link.take().expect("present");
-                *link = x.next.take();
-                return x;
-            }
-            link = &mut link.as_mut().expect("present").next;
-        }
+    /// The collectives rank `r` is inside.
+    fn running(&self, r: u32) -> impl Iterator<Item = &Running> {
+        let head = self.heads.get(r as usize).filter(|x| x.item != NO_ITEM);
+        head.into_iter().chain(self.more.get(&r).into_iter().flatten())
     }
 
-    fn put_back(&mut self, r: u32, mut x: Box<Running>) {
-        let cur = &mut self.cursors[r as usize];
-        x.next = cur.running.take();
-        cur.running = Some(x);
+    /// Takes the running collective of item `j` off rank `r` (put it back with `put_back`).
+    fn take_running(&mut self, r: u32, j: u32) -> Running {
+        let head = &mut self.heads[r as usize];
+        if head.item == j {
+            return std::mem::replace(head, Running::FREE);
+        }
+        let others = self.more.get_mut(&r).expect("a running collective");
+        let x = others.swap_remove(others.iter().position(|x| x.item == j).expect("a running collective"));
+        if others.is_empty() {
+            self.more.remove(&r);
+        }
+        x
+    }
+
+    /// Puts a collective rank `r` is inside in its place.
+    fn put_back(&mut self, r: u32, x: Running) {
+        if self.heads.is_empty() {
+            self.heads = vec![Running::FREE; self.cursors.len()];
+        }
+        let head = &mut self.heads[r as usize];
+        if head.item == NO_ITEM {
+            *head = x;
+        } else {
+            self.more.entry(r).or_default().push(x);
+        }
     }
 
     /// Issues the collective's rounds for as long as what they wait for is
@@ -842,23 +886,21 @@ impl ClassProgram {
     /// A message of a collective is done.
     fn collective_op_done(&mut self, r: u32, id: u32) {
         let (slot, local, fan) = ((id >> SLOT_SHIFT) as u8 & (SLOTS as u8 - 1), id & LOCAL, id & FAN_OP != 0);
-        let cur = &mut self.cursors[r as usize];
-        let mut at = cur.running.as_deref_mut();
-        while let Some(x) = at {
-            if x.slot == slot {
-                x.outstanding -= 1;
-                if fan == x.wait_fans && (x.wait.0..x.wait.1).contains(&local) {
-                    x.waiting -= 1;
-                }
-                if fan && local >= x.fan_from {
-                    x.fan_left -= 1;
-                }
-                let j = x.item;
-                return self.step_collective(r, j);
-            }
-            at = x.next.as_deref_mut();
+        let head = self.heads.get_mut(r as usize).filter(|x| x.item != NO_ITEM);
+        let x = head
+            .into_iter()
+            .chain(self.more.get_mut(&r).into_iter().flatten())
+            .find(|x| x.slot == slot)
+            .expect("a message of a collective running");
+        x.outstanding -= 1;
+        if fan == x.wait_fans && (x.wait.0..x.wait.1).contains(&local) {
+            x.waiting -= 1;
         }
-        unreachable!("a message of a collective not running");
+        if fan && local >= x.fan_from {
+            x.fan_left -= 1;
+        }
+        let j = x.item;
+        self.step_collective(r, j)
     }
 
     /// Collective item `j` of rank `r` is done: what follows it and what
@@ -909,14 +951,8 @@ impl Program for ClassProgram {
     #[inline]
     fn prefetch(&self, rank: u32) {
         crate::prefetch::prefetch(&self.cursors, rank as usize);
-    }
-
-    #[inline]
-    fn prefetch_held(&self, rank: u32) {
         // the collective in progress (a rank in a long one gets many events)
-        if let Some(r) = self.cursors.get(rank as usize).and_then(|c| c.running.as_deref()) {
-            crate::prefetch::prefetch(std::slice::from_ref(r), 0);
-        }
+        crate::prefetch::prefetch(&self.heads, rank as usize);
     }
 
     fn done(&mut self, rank: u32, id: u32) {
@@ -946,7 +982,7 @@ impl Program for ClassProgram {
 
     fn is_finished(&self, rank: u32) -> bool {
         let cur = &self.cursors[rank as usize];
-        cur.base as usize == self.class(rank).items.len() && cur.running.is_none()
+        cur.base as usize == self.class(rank).items.len() && self.running(rank).next().is_none()
     }
 
     fn describe_stuck(&self, rank: u32) -> String {
@@ -989,8 +1025,8 @@ impl Program for ClassProgram {
 mod tests {
     /// What an extrapolation keeps per simulated rank (docs/performance.md, (g)).
     #[test]
-    fn a_rank_takes_48_bytes_and_56_more_inside_a_collective() {
-        assert_eq!(std::mem::size_of::<super::Cursor>(), 48);
-        assert_eq!(std::mem::size_of::<super::Running>(), 56);
+    fn a_rank_takes_40_bytes_and_44_more_inside_a_collective() {
+        assert_eq!(std::mem::size_of::<super::Cursor>(), 40);
+        assert_eq!(std::mem::size_of::<super::Running>(), 44);
     }
 }
