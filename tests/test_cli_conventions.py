@@ -384,13 +384,17 @@ def test_validate_shows_progress_over_runs_and_replays(tmp_path, recorded, monke
             say(f"traced run {k + 1} of {traced_runs}")
         raise va.ValidateError("the program failed (exit 3; output: run.log)")
 
+    checks = []
     monkeypatch.setattr(va, "find_mpi", lambda *a: Mpi())
     monkeypatch.setattr(va, "run_program", run_program)
+    monkeypatch.setattr(va, "check_platform", lambda mpi, platform, out, when, timeout: checks.append(when))
     result = run("validate", "--platform", "blue_waters", "-n", "1", "-k", "2", "-t", "3", "--out", str(tmp_path / "v"),
                  "--", "./app")
     assert result.exit_code == 2 and "the program failed (exit 3" in result.stderr, result.output  # failures still say why
     (steps,) = recorded
-    assert steps.bar is not None and steps.total == 2 + 2 * 3  # K untraced, T traced, T replays
-    assert steps.calls == ["untraced run 1 of 2", "untraced run 2 of 2", "traced run 1 of 3", "traced run 2 of 3",
-                           "traced run 3 of 3"]
+    # K untraced, T traced, T replays, the platform checks before and after
+    assert steps.bar is not None and steps.total == 2 + 2 * 3 + 2
+    assert steps.calls == ["checking the platform (a ping-pong)", "untraced run 1 of 2", "untraced run 2 of 2",
+                           "traced run 1 of 3", "traced run 2 of 3", "traced run 3 of 3"]
+    assert checks == ["before"]  # the runs failed: no check after them
     assert "untraced run" not in result.stderr  # the progress line instead of a line per run
