@@ -485,13 +485,20 @@ def markdown(report: dict) -> str:
     ]
     if "refused" in cal:
         return "\n".join([*lines, "**No table: the calibration failed, so nothing was validated.**", "", "```", cal["refused"], "```", ""])
-    lines += [
+    if cal.get("each"):
+        lines += ["Platform: `DIR/<app>/platform.toml`, fitted from `idlewave measure pingpong` right before each "
+                  "application's runs (--calibrate-each):", ""]
+        lines += [f"- {TITLES[a['name']]}: {a['calibration'].get('postal', '')}" for a in report["apps"] if "calibration" in a]
+        lines.append("")
+    lines += [] if cal.get("each") else [
         f"Platform: `{cal.get('platform', '?')}`"
         + (f", fitted from `idlewave measure pingpong` ({cal['machine']['mpi_library'].split(', package')[0]})" if cal.get("machine") else "")
         + (" — **forced: the fit was refused and written with --force**" if cal.get("forced") else "")
         + (" — given with --platform, not calibrated here" if cal.get("given") else "") + "."
         + (f" Fitted: {cal['postal']}." if cal.get("postal") else ""),
         "",
+    ]
+    lines += [
         "Total times are medians of the K untraced runs with their min–max; time in MPI, mean per rank, is the median of "
         "the T traced runs with their min–max, predicted from the median run's trace (min–max over the T traces). "
         "Error = (predicted − measured) / measured.",
@@ -574,6 +581,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small inputs (seconds per run): checks that everything works, "
                     "the numbers mean little")
     ap.add_argument("--platform", type=Path, help="a platform file to predict with, instead of calibrating here")
+    ap.add_argument("--calibrate-each", action="store_true", help="calibrate right before each application (its own "
+                    "DIR/<app>/platform.toml) rather than once at the start: on a machine whose speed changes, "
+                    "each application is predicted with the machine as it was just before its runs")
     ap.add_argument("--max-error", type=float, help="passed to idlewave fit postal (its default otherwise)")
     ap.add_argument("--force-fit", action="store_true", help="write the platform even when the fit is refused "
                     "(idlewave fit postal --force); the table says so")
@@ -607,7 +617,12 @@ def main(argv: list[str] | None = None) -> int:
         return code
 
     say(f"{report['machine']['nproc']} cores, load average {report['load_before']}; K = {args.repeat}; out {out}")
-    if args.platform is not None:
+    if args.platform is not None and args.calibrate_each:
+        raise SystemExit("--platform and --calibrate-each: give one (a platform to use, or one measured per application)")
+    if args.calibrate_each:
+        report["calibration"] = {"each": True}
+        platform_file = None
+    elif args.platform is not None:
         if not args.platform.is_file():
             raise SystemExit(f"--platform {args.platform}: no such file")
         platform_file = args.platform.resolve()
@@ -648,7 +663,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         entry.update(input=prepared.input, command=prepared.command)
         try:
-            result = validate(name, d, prepared, platform_file, args.repeat, args.traced_runs, args.timeout)
+            if args.calibrate_each:
+                entry["calibration"] = calibrate(d, args.max_error, args.force_fit)
+            result = validate(name, d, prepared, platform_file or d / "platform.toml", args.repeat, args.traced_runs,
+                              args.timeout)
         except Failed as e:
             entry.update(status="failed", reason=str(e), notes=prepared.notes + prepared.after(d))
             say(f"{name}: FAILED:\n{e}")

@@ -43,16 +43,17 @@ def trace(lib: Path, program: Path, out: Path, ranks: int, *args: str) -> Path:
     return out
 
 
-def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], mode: str, *args: str) -> list[Path]:
+def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], mode: str, *args: str,
+                  tolerance: float = 0.10) -> list[Path]:
     """Traces at `sizes` taken in one state of the machine. This VM switches
     between two speeds (2-3x) for 5-60 s at a time, which moves even CPU time
     (docs/validation.md). By construction a rank's computation is the same
     at every size in weak scaling, and its computation times p in strong
     scaling; a set of traces where it is not straddled a switch or met other
     load, and is taken again: where a rank's differs from the set's median by
-    more than 10% (on a quiet machine all are within 3%, and one in a few
-    sets has a rank 10-20% off; the fit takes the median of a class of ranks,
-    and a class of one rank is that rank)."""
+    more than `tolerance` (on a quiet machine all are within 3%, and one in a
+    few sets has a rank 10-20% off; the fit takes the median of a class of
+    ranks, and a class of one rank is that rank)."""
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
@@ -62,7 +63,7 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
         work = np.concatenate([[(p if mode == "strong" else 1) * _computation(t.records) for t in read(x)]
                                for p, x in zip(sizes, dirs)])
         spread = (work.min() / np.median(work), work.max() / np.median(work))
-        if 0.90 < spread[0] and spread[1] < 1.10:
+        if 1 - tolerance < spread[0] and spread[1] < 1 + tolerance:
             return dirs
     pytest.fail(f"the machine's speed moved during every set of traces: a rank's computation ({mode}) from "
                 f"{spread[0]:.2f} to {spread[1]:.2f} times the set's median")
@@ -298,7 +299,8 @@ def test_message_sizes_that_vary_with_the_data_are_modelled_per_class_and_said(l
     so each such size is its class's median, fitted, and the model says how
     much they varied; the replay keeps the real trace's messages and comes
     within 5% of its bytes."""
-    dirs = steady_traces(lib, program, tmp_path, (*SIZES, TARGET), "strong", "0", "1")
+    # (only its messages are judged: its computation need only fit a rule, within the model's 25%)
+    dirs = steady_traces(lib, program, tmp_path, (*SIZES, TARGET), "strong", "0", "1", tolerance=0.25)
     m = build(dirs[:-1])
     assert m.data_dependent > 0 and 0 < m.data_spread and m.data_error <= 0.25
     assert "message sizes vary with the data" in m.describe()
