@@ -459,7 +459,8 @@ def row(app: dict) -> dict:
         "measured_mpi": f"{sec(m['mpi_s'])} ({sec(m['mpi_min_s'])}–{sec(m['mpi_max_s'])})" if "mpi_min_s" in m else sec(m["mpi_s"]),
         "predicted_mpi": f"{sec(p['mpi_s'])} ({sec(p['mpi_min_s'])}–{sec(p['mpi_max_s'])})" if "mpi_min_s" in p else sec(p["mpi_s"]),
         "error_mpi": pct(e["mpi_s"]),
-        "check": " → ".join(" / ".join(f"{r:.2f}" for r in c["bands"].values()) for c in v.get("platform_check", {}).values()) or "—",
+        "check": " → ".join(" / ".join(f"{b['ratio']:.2f}" for b in v["platform_check"][when]["bands"])
+                            for when in ("before", "after") if when in v.get("platform_check", {})) or "—",
         "by_call": calls or "—",
     }
 

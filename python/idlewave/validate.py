@@ -219,7 +219,9 @@ class PlatformCheck:
         return out
 
     def as_dict(self) -> dict:
-        return {"link": self.link, "bands": dict(self.bands()), "sizes": self.sizes, "measured_s": self.measured_s,
+        # a list, smallest sizes first: a JSON object's keys may come back sorted
+        return {"link": self.link, "bands": [{"sizes": label, "ratio": r} for label, r in self.bands()],
+                "sizes": self.sizes, "measured_s": self.measured_s,
                 "platform_s": self.platform_s}
 
 
@@ -351,7 +353,7 @@ def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = Non
     result = {"ranks": summary["traced_ranks"], "measured": measured, "predicted": predicted, "error": error,
               "traced_vs_untraced": deviation, "by_call": by_call, "warnings": warnings}
     if checks:
-        result["platform_check"] = {c.when: c.as_dict() for c in checks}
+        result["platform_check"] = {c.when: c.as_dict() for c in checks}  # "before", then "after"
     return result
 
 

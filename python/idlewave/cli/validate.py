@@ -143,8 +143,10 @@ def show(v: dict) -> None:
               seconds(p["mpi_s"]) if n == 1 else
               f"{seconds(p['mpi_s'])} ({seconds(p['mpi_min_s'])}…{seconds(p['mpi_max_s'])})", pct(e["mpi_s"]))
     if "platform_check" in v:
-        for when, c in v["platform_check"].items():
-            ratios = ", ".join(f"{r:.2f}× at {label}" for label, r in c["bands"].items())
+        for when in ("before", "after"):
+            if (c := v["platform_check"].get(when)) is None:
+                continue
+            ratios = ", ".join(f"{b['ratio']:.2f}× at {b['sizes']}" for b in c["bands"])
             t.add_row(f"ping-pong / platform, {when}", ratios, "", "")
     if m["polls_s"] or m["unmodelled_s"]:
         t.add_row("  charged as computation", f"{seconds(m['polls_s'] + m['unmodelled_s'])} (failed polls, calls not modelled)", "", "")
