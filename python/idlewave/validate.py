@@ -186,8 +186,6 @@ CHECK_REPS = 5
 # A machine a quarter faster or slower than its platform says: beyond this the platform does not describe it.
 # (Single sizes of a ping-pong on a quiet machine move by up to ±30% between runs; their median by a few %.)
 CHECK_TOLERANCE = 1.25
-
-
 # Size bands judged apart: a platform right for small messages and wrong for large ones (a preset of another
 # machine) would pass on the median over every size. Each band's median is robust to single noisy sizes.
 CHECK_BANDS = ((0, 1 << 10), (1 << 10, 1 << 16), (1 << 16, 1 << 62))
@@ -221,8 +219,7 @@ class PlatformCheck:
     def as_dict(self) -> dict:
         # a list, smallest sizes first: a JSON object's keys may come back sorted
         return {"link": self.link, "bands": [{"sizes": label, "ratio": r} for label, r in self.bands()],
-                "sizes": self.sizes, "measured_s": self.measured_s,
-                "platform_s": self.platform_s}
+                "sizes": self.sizes, "measured_s": self.measured_s, "platform_s": self.platform_s}
 
 
 def _off(ratio: float, tolerance: float) -> bool:
@@ -289,7 +286,8 @@ def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = Non
             checks: list[PlatformCheck] | None = None) -> dict:
     """The measured and predicted figures, the table by call, and warnings;
     `summary` and `report` are the compared traced run's replay, `traced`
-    what every traced run measured and its replay predicted."""
+    what every traced run measured and its replay predicted, `checks` the
+    platform checks (kept with their warnings)."""
     ranks = max(summary["traced_ranks"], 1)
     median = statistics.median(runs.wall_s)
     spread = max(runs.wall_s) - min(runs.wall_s)
