@@ -382,9 +382,14 @@ def postal(fit: dict) -> str:
     return " | ".join(parts)
 
 
-def validate(name: str, d: Path, prepared: Prepared, platform_file: Path, repeat: int, traced: int, timeout: float) -> dict:
-    """idlewave validate on one application; returns its JSON result."""
-    cmd = [IDLEWAVE, "validate", "--platform", str(platform_file), "--mpiexec", MPIEXEC, "--mpicc", MPICC, "-n", str(RANKS),
+def validate(name: str, d: Path, prepared: Prepared, platform_file: Path | None, repeat: int, traced: int, timeout: float,
+             max_error: float | None = None) -> dict:
+    """idlewave validate on one application (platform None: --calibrate, a
+    platform measured right before its runs); returns its JSON result."""
+    platform = ["--platform", str(platform_file)] if platform_file is not None else ["--calibrate"]
+    if platform_file is None and max_error is not None:
+        platform += ["--max-error", str(max_error)]
+    cmd = [IDLEWAVE, "validate", *platform, "--mpiexec", MPIEXEC, "--mpicc", MPICC, "-n", str(RANKS),
            "--repeat", str(repeat), "--traced-runs", str(traced), "--timeout", str(timeout), "--json", "--out", str(d / "v"),
            "--", *prepared.command]
     say(f"{name}: (cd {d} && {' '.join(cmd)})")
@@ -487,7 +492,7 @@ def markdown(report: dict) -> str:
     if "refused" in cal:
         return "\n".join([*lines, "**No table: the calibration failed, so nothing was validated.**", "", "```", cal["refused"], "```", ""])
     if cal.get("each"):
-        lines += ["Platform: `DIR/<app>/platform.toml`, fitted from `idlewave measure pingpong` right before each "
+        lines += ["Platform: `DIR/<app>/v/platform.toml`, fitted from `idlewave measure pingpong` right before each "
                   "application's runs (--calibrate-each):", ""]
         lines += [f"- {TITLES[a['name']]}: {a['calibration'].get('postal', '')}" for a in report["apps"] if "calibration" in a]
         lines.append("")
@@ -582,9 +587,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small inputs (seconds per run): checks that everything works, "
                     "the numbers mean little")
     ap.add_argument("--platform", type=Path, help="a platform file to predict with, instead of calibrating here")
-    ap.add_argument("--calibrate-each", action="store_true", help="calibrate right before each application (its own "
-                    "DIR/<app>/platform.toml) rather than once at the start: on a machine whose speed changes, "
-                    "each application is predicted with the machine as it was just before its runs")
+    ap.add_argument("--calibrate-each", action="store_true", help="calibrate right before each application (idlewave "
+                    "validate --calibrate: DIR/<app>/v/platform.toml) rather than once at the start: on a machine "
+                    "whose speed changes, each application is predicted with the machine as it was just before its "
+                    "runs (--force-fit does not apply)")
     ap.add_argument("--max-error", type=float, help="passed to idlewave fit postal (its default otherwise)")
     ap.add_argument("--force-fit", action="store_true", help="write the platform even when the fit is refused "
                     "(idlewave fit postal --force); the table says so")
@@ -664,10 +670,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         entry.update(input=prepared.input, command=prepared.command)
         try:
+            result = validate(name, d, prepared, platform_file, args.repeat, args.traced_runs, args.timeout, args.max_error)
             if args.calibrate_each:
-                entry["calibration"] = calibrate(d, args.max_error, args.force_fit)
-            result = validate(name, d, prepared, platform_file or d / "platform.toml", args.repeat, args.traced_runs,
-                              args.timeout)
+                entry["calibration"] = {"postal": postal(json.loads((d / "v" / "fit.json").read_text()))}
         except Failed as e:
             entry.update(status="failed", reason=str(e), notes=prepared.notes + prepared.after(d))
             say(f"{name}: FAILED:\n{e}")

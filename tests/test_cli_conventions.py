@@ -371,6 +371,16 @@ def test_reproduce_off_a_terminal_prints_a_line_per_row(tmp_path):
     assert len(lines) == 50 and re.search(r"\d (ns|µs|ms)$", lines[0]) and not RAW.search(result.stderr), result.stderr
 
 
+def test_validate_takes_a_platform_or_measures_one(tmp_path):
+    neither = run("validate", "-n", "2", "--out", str(tmp_path / "v"), "--", "./app")
+    assert neither.exit_code == 2 and "give --platform P (a preset or a platform file), or --calibrate" in neither.stderr
+    both = run("validate", "--platform", "generic_ib", "--calibrate", "-n", "2", "--out", str(tmp_path / "v"), "--", "./app")
+    assert both.exit_code == 2 and "give --platform or --calibrate, not both" in both.stderr
+    loose = run("validate", "--platform", "generic_ib", "--max-error", "0.3", "-n", "2", "--out", str(tmp_path / "v"), "--", "./app")
+    assert loose.exit_code == 2 and "--max-error bounds --calibrate's fit" in loose.stderr
+    assert not (tmp_path / "v").exists() and not (tmp_path / "v.partial").exists()
+
+
 def test_validate_shows_progress_over_runs_and_replays(tmp_path, recorded, monkeypatch):
     import idlewave.validate as va
 

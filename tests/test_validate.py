@@ -100,6 +100,25 @@ def test_validate_a_c_program_on_the_wheels_mpi(tmp_path):
     assert not (tmp_path / "v.partial").exists()
 
 
+def test_validate_calibrates_its_own_platform(tmp_path):
+    """--calibrate: the ping-pong and fit a user would run, right before the
+    runs, into OUT; the replay predicts with that file. (The fit's bound is
+    loosened: this VM's speed changes within a ping-pong now and then, and a
+    fit 10–20% off is refused at the default 10%.)"""
+    exe = _build(str(BIN / "mpicc"), tmp_path)
+    p = subprocess.run([str(BIN / "idlewave"), "validate", "--calibrate", "--max-error", "0.5", "-n", "2", "-k", "1", "-t",
+                        "1", "--out", str(tmp_path / "v"), "--json", "--", str(exe), str(ITERATIONS), str(SPIN_US), str(HALO)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    v, out = json.loads(p.stdout), tmp_path / "v"
+    assert v["platform"] == str((out / "platform.toml").resolve()) and (out / "measure" / "pingpong.parquet").is_file()
+    fit = json.loads((out / "fit.json").read_text())
+    assert "on_node" in fit and "ranks_per_node = 2" in (out / "platform.toml").read_text()
+    # the replay's scenario names the platform where it now is
+    assert json.loads((out / "replay" / "scenario.json").read_text())["network"]["platform"] == v["platform"]
+    assert list(v["platform_check"]) == ["before", "after"]
+
+
 @pytest.mark.skipif(not DEBIAN, reason="Debian's Open MPI (/usr/bin/mpicc, /usr/bin/mpiexec) is not installed")
 def test_validate_on_the_applications_own_mpi(tmp_path):
     exe = _build("/usr/bin/mpicc", tmp_path)

@@ -14,8 +14,15 @@ from idlewave.cli.common import Steps, err, fail, out, print_json
 
 def validate(
     command: list[str] = typer.Argument(..., help="The program and its arguments, after --."),
-    platform: str = typer.Option(..., "--platform", help="Preset or platform file to predict with "
-                                 "(e.g. from `idlewave measure pingpong` + `idlewave fit postal` on the program's MPI)."),
+    platform: str | None = typer.Option(None, "--platform", help="Preset or platform file to predict with "
+                                        "(e.g. from `idlewave measure pingpong` + `idlewave fit postal` on the "
+                                        "program's MPI), or --calibrate."),
+    calibrate: bool = typer.Option(False, "--calibrate", help="Measure the platform now with the program's MPI "
+                                   "(`idlewave measure pingpong` on 2 ranks, then `idlewave fit postal`, into "
+                                   "OUT/measure/ and OUT/platform.toml) and predict with it, instead of --platform."),
+    max_error: float | None = typer.Option(None, "--max-error", min=0.0, help="With --calibrate: the fit's bound on "
+                                           "its RMS relative error per protocol and size range (`fit postal "
+                                           "--max-error`; default 0.1)."),
     ranks: int = typer.Option(..., "-n", "--ranks", min=1, help="MPI processes."),
     mpiexec: str | None = typer.Option(None, "--mpiexec", help="The launcher of the program's MPI (default: the one "
                                        "beside --mpicc, else this Python's, else PATH's)."),
@@ -38,23 +45,38 @@ def validate(
     a platform, and compare measured with predicted: total time and time in
     MPI (mean per rank), then by MPI call, largest error first.
 
-    Example: `idlewave validate --platform fit.toml -n 2 -- ./app input`"""
+    Example: `idlewave validate --calibrate -n 2 -- ./app input`"""
     from idlewave._engine import SimulationError
     from idlewave.results import unreplaceable, write_json
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import replay
-    from idlewave.validate import Traced, ValidateError, check_platform, compare, find_mpi, run_program
+    from idlewave.validate import (
+        Traced,
+        ValidateError,
+        calibrate_platform,
+        check_platform,
+        compare,
+        find_mpi,
+        run_program,
+    )
 
     if not command:
         fail("give the program to run after --, e.g. `idlewave validate --platform P -n 2 -- ./app`")
+    if platform is not None and calibrate:
+        fail("give --platform or --calibrate, not both")
+    if platform is None and not calibrate:
+        fail("give --platform P (a preset or a platform file), or --calibrate to measure one now with the program's MPI")
+    if max_error is not None and not calibrate:
+        fail("--max-error bounds --calibrate's fit: give it with --calibrate")
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
-    try:  # the platform is checked before the program runs, not after
-        from idlewave.scenario import validate as check_scenario
+    if platform is not None:
+        try:  # the platform is checked before the program runs, not after
+            from idlewave.scenario import validate as check_scenario
 
-        check_scenario({"network": {"platform": platform}})
-    except ScenarioError as e:
-        fail(f"--platform: {e.message}" if e.key == "network.platform" else str(e))
+            check_scenario({"network": {"platform": platform}})
+        except ScenarioError as e:
+            fail(f"--platform: {e.message}" if e.key == "network.platform" else str(e))
     say = (lambda _: None) if quiet or as_json else (lambda m: err.print(f"[dim]{escape(m)}[/]", highlight=False))
     try:
         mpi = find_mpi(mpiexec, mpicc)
@@ -71,8 +93,11 @@ def validate(
         # one progress line on a terminal (K untraced runs, T traced, T replays: run k of N, elapsed, ETA);
         # elsewhere (a log) one line per run, as before; nothing with --quiet or --json
         checks = []
-        with Steps(repeat + 2 * traced_runs + 2 * check, quiet or as_json, first="building the tracer") as steps:
+        with Steps(repeat + 2 * traced_runs + 2 * check + calibrate, quiet or as_json, first="building the tracer") as steps:
             step: Callable[[str], None] = say if steps.bar is None else steps
+            if platform is None:
+                step("calibrating (idlewave measure pingpong, idlewave fit postal)")
+                platform = str(calibrate_platform(mpi, work, timeout, max_error))
             if check:
                 step("checking the platform (a ping-pong)")
                 checks.append(check_platform(mpi, platform, work, "before", timeout))
@@ -102,10 +127,12 @@ def validate(
     library = (r.summary.get("mpi_library") or "").splitlines()[0:1]
     result["mpi"] = {"mpiexec": mpi.mpiexec, "mpicc": mpi.mpicc, "launcher": mpi.version,
                      "library": library[0].split(", package")[0].strip() if library else ""}
-    result["platform"] = platform
+    # a measured platform is in OUT once the results are in place
+    result["platform"] = str((out_dir / "platform.toml").resolve()) if calibrate else platform
     result["command"] = command
     try:
         r.scenario["workload"]["dir"] = str((out_dir / "trace").resolve())  # where the trace will be
+        r.scenario.setdefault("network", {})["platform"] = result["platform"]
         r.write(work / "replay")
         write_json(work / "validate.json", result)
         if out_dir.exists():
