@@ -468,6 +468,7 @@ struct Running {
 const NO_ITEM: u32 = u32::MAX;
 
 impl Running {
+    /// A free place; a new collective is this with its item, place and slot.
     const FREE: Running = Running {
         item: NO_ITEM,
         me: 0,
@@ -740,20 +741,8 @@ impl ClassProgram {
         if used == u32::MAX {
             return self.fail(TraceError::Rank { rank: r, source: Box::new(TraceError::TooManyCollectives) });
         }
-        let running = Running {
-            item: j,
-            me,
-            slot: used.trailing_ones() as u8,
-            next_step: 0,
-            issued: 0,
-            wait: (0, 0),
-            wait_fans: false,
-            waiting: 0,
-            fan_from: 0,
-            fan_left: 0,
-            outstanding: 0,
-            ended: false,
-        };
+        // a new collective: nothing issued, waited for or done yet
+        let running = Running { item: j, me, slot: used.trailing_ones() as u8, ..Running::FREE };
         self.put_back(r, running);
         self.step_collective(r, j);
     }
