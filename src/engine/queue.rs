@@ -195,8 +195,10 @@ pub struct EventQueue {
     current: Time,
     len: usize,
     next_stamp: u64,
-    /// Scratch for sorting a window (sort_by_keys).
+    /// Scratch for sorting a window by packed keys (`pack_keys`).
     keys: Vec<u64>,
+    /// Scratch: a bit per event of a large window, set once it is in place.
+    done: Vec<u64>,
     /// Scratch: the chunks of the window being sorted, in order.
     chain: Vec<u32>,
     /// Set when a pop started a new window (see `started_window`).
@@ -210,8 +212,12 @@ const WINDOW_BITS: u32 = 16;
 /// its window's slot once and never moved; later ones wait in `far`.
 const RING_BITS: u32 = 12;
 const RING: Time = 1 << RING_BITS;
-/// Windows of up to 2^INDEX_BITS events are sorted by packed keys.
-const INDEX_BITS: u32 = 8;
+/// Windows of up to 2^KEYED_BITS events are sorted by packed keys (8
+/// bytes each: sorting them and then moving each 40-byte event once takes
+/// half the time of sorting the events); larger ones in place, so that the
+/// window holding every rank's message does not add a key per rank to the
+/// run's peak memory.
+const KEYED_BITS: u32 = 16;
 /// Events per chunk: a slot wastes less than one chunk, and a window of a
 /// few hundred events never reallocates or copies as it grows (a vector per
 /// slot, grown by doubling from empty each time, spent 8% of a noisy BSP
@@ -331,6 +337,7 @@ impl Default for EventQueue {
             len: 0,
             next_stamp: 0,
             keys: Vec::new(),
+            done: Vec::new(),
             chain: Vec::new(),
             fresh: false,
         }
@@ -540,19 +547,28 @@ impl EventQueue {
         let mut chain = std::mem::take(&mut self.chain);
         if n > LARGE as usize {
             let mut large = std::mem::take(&mut self.large[taken.first as usize]);
-            large.sort_unstable_by_key(|e| Reverse(e.key()));
+            match if n > 1 << KEYED_BITS { Packed::No } else { pack_keys(&mut self.keys, n, |i| &large[i]) } {
+                Packed::Sorted => latest_first_in_place(&mut large, &self.keys, &mut self.done),
+                Packed::InOrder => large.reverse(),
+                Packed::No => large.sort_unstable_by_key(|e| Reverse(e.key())),
+            }
             self.run = large;
         } else {
             self.chunks.release(taken, &mut chain);
-            if n <= 1 << INDEX_BITS {
+            let chunks = &self.chunks;
+            self.run.clear();
+            self.run.reserve_exact(n);
+            match pack_keys(&mut self.keys, n, |i| chunks.get(&chain, i)) {
                 // the run built from sorted keys: moving 8-byte keys, not 40-byte events
-                let mut run = std::mem::take(&mut self.run);
-                self.sort_by_keys(&chain, n, &mut run);
-                self.run = run;
-            } else {
-                self.run.clear();
-                self.run.extend((0..n).map(|i| *self.chunks.get(&chain, i)));
-                self.run.sort_unstable_by_key(|e| Reverse(e.key()));
+                Packed::Sorted => {
+                    let mask = index_mask(n);
+                    self.run.extend(self.keys.iter().rev().map(|k| *chunks.get(&chain, (k & mask) as usize)));
+                }
+                Packed::InOrder => self.run.extend((0..n).rev().map(|i| *chunks.get(&chain, i))),
+                Packed::No => {
+                    self.run.extend((0..n).map(|i| *chunks.get(&chain, i)));
+                    self.run.sort_unstable_by_key(|e| Reverse(e.key()));
+                }
             }
         }
         self.chain = chain;
@@ -579,27 +595,6 @@ impl EventQueue {
         }
     }
 
-    /// Fills `run` with the `n` events of `chain` (one window's, at most
-    /// 2^INDEX_BITS) latest first. Within a window the order is the time's
-    /// offset in the window, then the stamp, which one u64 holds with the
-    /// event's index below them.
-    fn sort_by_keys(&mut self, chain: &[u32], n: usize, run: &mut Vec<Event>) {
-        const STAMP_BITS: u32 = 64 - STAMP_SHIFT;
-        const _: () = assert!(WINDOW_BITS + STAMP_BITS + INDEX_BITS == 64);
-        let keys = &mut self.keys;
-        keys.clear();
-        let chunks = &self.chunks;
-        keys.extend((0..n).map(|i| {
-            let e = chunks.get(chain, i);
-            let offset = e.time & ((1 << WINDOW_BITS) - 1);
-            offset << (STAMP_BITS + INDEX_BITS) | e.stamp() << INDEX_BITS | i as u64
-        }));
-        keys.sort_unstable();
-        run.clear();
-        run.reserve_exact(n);
-        run.extend(keys.iter().rev().map(|k| *chunks.get(chain, (k & ((1 << INDEX_BITS) - 1)) as usize)));
-    }
-
     /// Bytes held by the queue's buffers (for memory accounting).
     pub fn capacity_bytes(&self) -> usize {
         let events = self.run.capacity() + self.fifo.capacity() + self.heap.capacity() + self.far.capacity();
@@ -610,7 +605,89 @@ impl EventQueue {
             + chunks
             + self.ring.len() * std::mem::size_of::<Slot>()
             + self.keys.capacity() * 8
+            + self.done.capacity() * 8
             + self.chain.capacity() * 4
+    }
+}
+
+/// The low bits of a packed key that hold the event's index in a window of `n`.
+fn index_mask(n: usize) -> u64 {
+    (1u64 << index_bits(n)) - 1
+}
+
+fn index_bits(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
+
+/// Orders a window of `n` events (`event(i)`) as (time, stamp): `InOrder`
+/// where they are already, else `keys` filled with one word per event,
+/// sorted: the time's offset in the window, then the stamp (less the
+/// window's least), then the event's index. `No` where the stamps spread
+/// wider than the bits left beside the index (a window of 2^16 events keeps
+/// 32 bits: 4·10^9 events between its oldest and newest).
+fn pack_keys<'a>(keys: &mut Vec<u64>, n: usize, event: impl Fn(usize) -> &'a Event) -> Packed {
+    let ibits = index_bits(n);
+    let sbits = 64 - WINDOW_BITS - ibits;
+    // one pass for the least stamp and whether the window is in order
+    // already, as a window of events all at one time usually is: then no
+    // keys, no sort, and the run is the window reversed
+    let (mut least, mut in_order) = (u64::MAX, true);
+    for i in 0..n {
+        let e = event(i);
+        least = least.min(e.stamp());
+        in_order &= i == 0 || event(i - 1).key() < e.key();
+    }
+    if in_order {
+        return Packed::InOrder;
+    }
+    keys.clear();
+    for i in 0..n {
+        let e = event(i);
+        let stamp = e.stamp() - least;
+        if stamp >> sbits != 0 {
+            return Packed::No;
+        }
+        keys.push((e.time & ((1 << WINDOW_BITS) - 1)) << (sbits + ibits) | stamp << ibits | i as u64);
+    }
+    keys.sort_unstable();
+    Packed::Sorted
+}
+
+/// What `pack_keys` made of a window.
+#[derive(PartialEq)]
+enum Packed {
+    /// Keys sorted.
+    Sorted,
+    /// The events were in order already (no keys).
+    InOrder,
+    /// Stamps too far apart for a key (keys of no use).
+    No,
+}
+
+/// Reorders `v` latest first by its sorted packed `keys` (`pack_keys`),
+/// moving each event once: place p takes the event of `keys[n − 1 − p]`,
+/// following each cycle of the permutation. `done` is scratch.
+fn latest_first_in_place(v: &mut [Event], keys: &[u64], done: &mut Vec<u64>) {
+    let (n, mask) = (v.len(), index_mask(v.len()));
+    done.clear();
+    done.resize(n.div_ceil(64), 0);
+    let src = |p: usize| (keys[n - 1 - p] & mask) as usize;
+    for p in 0..n {
+        if done[p / 64] & (1 << (p % 64)) != 0 {
+            continue;
+        }
+        let first = v[p];
+        let mut q = p;
+        loop {
+            done[q / 64] |= 1 << (q % 64);
+            let s = src(q);
+            if s == p {
+                v[q] = first;
+                break;
+            }
+            v[q] = v[s];
+            q = s;
+        }
     }
 }
 
@@ -662,21 +739,50 @@ mod tests {
 
     #[test]
     fn windows_sorted_by_packed_keys_or_in_full_agree_on_ties() {
-        // one window of 40 events (packed keys) and one of 600 (full sort),
-        // times drawn from few values so stamps decide most ties
-        for n in [40u32, 600] {
+        // windows of 40 and 600 events (chunks, packed keys), 3,000 (a large
+        // window's keys, moved in place), 70,000 (sorted in place, too many
+        // for keys); 600 and 3,000 whose stamps spread past the bits a key
+        // has for them (sorted in full); 600 and 3,000 queued in order (no
+        // sort). Times drawn from few values, so stamps decide most ties
+        const MIXED: u8 = 0;
+        const SPREAD: u8 = 1;
+        const IN_ORDER: u8 = 2;
+        let cases = [
+            (40u32, MIXED),
+            (600, MIXED),
+            (3_000, MIXED),
+            (70_000, MIXED),
+            (600, SPREAD),
+            (3_000, SPREAD),
+            (600, IN_ORDER),
+            (3_000, IN_ORDER),
+        ];
+        for (n, order) in cases {
             let mut q = EventQueue::new();
+            q.reserve_stamps(n as u64);
             let mut x = 7u64 + n as u64;
             let mut reference = Vec::new();
             for id in 0..n {
                 x = crate::rng::mix64(x);
-                let t = (1 << 20) + (x % 5) * 1000; // one window, ahead of now
-                q.push_new(ev(t, id));
-                reference.push((t, id));
+                let t = (1 << 20) + if order == IN_ORDER { id as u64 } else { (x % 5) * 1000 }; // one window, ahead of now
+                if id % 7 == 3 && order != IN_ORDER {
+                    // re-queued events keep their stamps: older ones (from the
+                    // reserved range, falling) queued after newer ones, or,
+                    // spread, stamps far apart as from a long run
+                    let mut e = ev(t, id);
+                    let stamp = if order == SPREAD { (1 << 39) + id as u64 } else { (n - id) as u64 };
+                    e.set_stamp(stamp);
+                    q.push_again(e);
+                    reference.push((t, stamp, id));
+                } else {
+                    let stamp = q.push_new(ev(t, id));
+                    reference.push((t, stamp, id));
+                }
             }
-            reference.sort_unstable(); // ids are stamps: (time, stamp) order
+            reference.sort_unstable(); // (time, stamp) order
+            let want: Vec<(Time, u32)> = reference.iter().map(|&(t, _, id)| (t, id)).collect();
             let popped: Vec<(Time, u32)> = std::iter::from_fn(|| q.pop()).map(|e| (e.time, e.id)).collect();
-            assert_eq!(popped, reference, "window of {n}");
+            assert_eq!(popped, want, "window of {n}, order {order}");
         }
     }
 

@@ -300,6 +300,10 @@ pub struct Extrapolation {
     pub strong: bool,
     /// How the target grid was chosen, for the description ("" when given).
     pub chosen: &'static str,
+    /// Per mask of free dimensions, the target's sub-grid through rank 0:
+    /// `comm_at` runs for every round of every collective on a
+    /// sub-communicator, so its (size, stride) pairs are worked out once.
+    plans: [Strided; 1 << MAX_DIMS],
 }
 
 impl Extrapolation {
@@ -327,7 +331,8 @@ impl Extrapolation {
             }
         }
         let target = Grid::new(target_dims, template.periodic.clone())?;
-        Ok(Extrapolation { template, target, strong, chosen: "" })
+        let plans = std::array::from_fn(|mask| strided(&target, &[0; MAX_DIMS], mask as u8));
+        Ok(Extrapolation { template, target, strong, chosen: "", plans })
     }
 
     /// The template coordinate of a target coordinate along `d`: edges to
@@ -464,11 +469,14 @@ impl Extrapolation {
 
     /// Target rank `rank`'s communicator spanning the dimensions in `mask`.
     pub fn comm_at(&self, rank: u32, mask: u8) -> SubGrid {
-        let t = &self.target;
-        let at = t.coords(rank);
-        let free = (0..t.dims.len()).filter(|&k| mask & (1 << k) != 0);
-        let me = free.clone().fold(0u32, |l, k| l * t.dims[k] + at[k]);
-        SubGrid { members: strided(t, &at, mask), me, mask, world: free.count() == t.dims.len() }
+        let plan = &self.plans[mask as usize & ((1 << MAX_DIMS) - 1)];
+        let (mut me, mut offset) = (0u32, 0u32);
+        for &(size, stride) in &plan.free[..plan.nfree as usize] {
+            let x = rank / stride % size;
+            (me, offset) = (me * size + x, offset + x * stride);
+        }
+        let members = Strided { base: rank - offset, ..*plan };
+        SubGrid { members, me, mask, world: plan.nfree as usize == self.target.dims.len() }
     }
 
     /// The local index of template rank `w` in a template communicator
