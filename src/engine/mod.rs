@@ -18,6 +18,7 @@ mod queue;
 #[cfg(test)]
 mod tests;
 mod waiting;
+mod window_sort;
 
 pub use fabric::Fabric;
 pub(crate) use fabric::MEM_BUSY;

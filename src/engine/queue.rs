@@ -11,6 +11,7 @@
 //! from its slot sorted (the run), a FIFO of events queued for the very time
 //! being processed (the common case), and a small heap for the rest.
 
+use super::window_sort::{index_mask, latest_first_in_place, pack_keys, Packed};
 use crate::time::Time;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -141,7 +142,7 @@ impl Event {
     }
     /// Queue order: time, then creation stamp (the stamp is the top of `meta`).
     #[inline]
-    fn key(&self) -> (Time, u64) {
+    pub(super) fn key(&self) -> (Time, u64) {
         (self.time, self.meta)
     }
     #[inline]
@@ -207,7 +208,7 @@ pub struct EventQueue {
 
 /// Events are grouped by windows of 2^16 ps (65.5 ns): one refill serves
 /// every event of a window, sorted then.
-const WINDOW_BITS: u32 = 16;
+pub(super) const WINDOW_BITS: u32 = 16;
 /// The ring covers 2^12 windows (268 µs ahead): an event within it is put in
 /// its window's slot once and never moved; later ones wait in `far`.
 const RING_BITS: u32 = 12;
@@ -607,87 +608,6 @@ impl EventQueue {
             + self.keys.capacity() * 8
             + self.done.capacity() * 8
             + self.chain.capacity() * 4
-    }
-}
-
-/// The low bits of a packed key that hold the event's index in a window of `n`.
-fn index_mask(n: usize) -> u64 {
-    (1u64 << index_bits(n)) - 1
-}
-
-fn index_bits(n: usize) -> u32 {
-    usize::BITS - n.saturating_sub(1).leading_zeros()
-}
-
-/// Orders a window of `n` events (`event(i)`) as (time, stamp): `InOrder`
-/// where they are already, else `keys` filled with one word per event,
-/// sorted: the time's offset in the window, then the stamp (less the
-/// window's least), then the event's index. `No` where the stamps spread
-/// wider than the bits left beside the index (a window of 2^16 events keeps
-/// 32 bits: 4·10^9 events between its oldest and newest).
-fn pack_keys<'a>(keys: &mut Vec<u64>, n: usize, event: impl Fn(usize) -> &'a Event) -> Packed {
-    let ibits = index_bits(n);
-    let sbits = 64 - WINDOW_BITS - ibits;
-    // one pass for the least stamp and whether the window is in order
-    // already, as a window of events all at one time usually is: then no
-    // keys, no sort, and the run is the window reversed
-    let (mut least, mut in_order) = (u64::MAX, true);
-    for i in 0..n {
-        let e = event(i);
-        least = least.min(e.stamp());
-        in_order &= i == 0 || event(i - 1).key() < e.key();
-    }
-    if in_order {
-        return Packed::InOrder;
-    }
-    keys.clear();
-    for i in 0..n {
-        let e = event(i);
-        let stamp = e.stamp() - least;
-        if stamp >> sbits != 0 {
-            return Packed::No;
-        }
-        keys.push((e.time & ((1 << WINDOW_BITS) - 1)) << (sbits + ibits) | stamp << ibits | i as u64);
-    }
-    keys.sort_unstable();
-    Packed::Sorted
-}
-
-/// What `pack_keys` made of a window.
-#[derive(PartialEq)]
-enum Packed {
-    /// Keys sorted.
-    Sorted,
-    /// The events were in order already (no keys).
-    InOrder,
-    /// Stamps too far apart for a key (keys of no use).
-    No,
-}
-
-/// Reorders `v` latest first by its sorted packed `keys` (`pack_keys`),
-/// moving each event once: place p takes the event of `keys[n − 1 − p]`,
-/// following each cycle of the permutation. `done` is scratch.
-fn latest_first_in_place(v: &mut [Event], keys: &[u64], done: &mut Vec<u64>) {
-    let (n, mask) = (v.len(), index_mask(v.len()));
-    done.clear();
-    done.resize(n.div_ceil(64), 0);
-    let src = |p: usize| (keys[n - 1 - p] & mask) as usize;
-    for p in 0..n {
-        if done[p / 64] & (1 << (p % 64)) != 0 {
-            continue;
-        }
-        let first = v[p];
-        let mut q = p;
-        loop {
-            done[q / 64] |= 1 << (q % 64);
-            let s = src(q);
-            if s == p {
-                v[q] = first;
-                break;
-            }
-            v[q] = v[s];
-            q = s;
-        }
     }
 }
 
