@@ -11,7 +11,7 @@
 //! from its slot sorted (the run), a FIFO of events queued for the very time
 //! being processed (the common case), and a small heap for the rest.
 
-use super::window_sort::{index_mask, latest_first_in_place, pack_keys, Packed};
+use super::window_sort::{index_mask, latest_first_in_place, pack_keys, Packed, WINDOW_BITS};
 use crate::time::Time;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -142,7 +142,7 @@ impl Event {
     }
     /// Queue order: time, then creation stamp (the stamp is the top of `meta`).
     #[inline]
-    pub(super) fn key(&self) -> (Time, u64) {
+    fn key(&self) -> (Time, u64) {
         (self.time, self.meta)
     }
     #[inline]
@@ -206,9 +206,6 @@ pub struct EventQueue {
     fresh: bool,
 }
 
-/// Events are grouped by windows of 2^16 ps (65.5 ns): one refill serves
-/// every event of a window, sorted then.
-pub(super) const WINDOW_BITS: u32 = 16;
 /// The ring covers 2^12 windows (268 µs ahead): an event within it is put in
 /// its window's slot once and never moved; later ones wait in `far`.
 const RING_BITS: u32 = 12;
@@ -548,7 +545,7 @@ impl EventQueue {
         let mut chain = std::mem::take(&mut self.chain);
         if n > LARGE as usize {
             let mut large = std::mem::take(&mut self.large[taken.first as usize]);
-            match if n > 1 << KEYED_BITS { Packed::No } else { pack_keys(&mut self.keys, n, |i| &large[i]) } {
+            match if n > 1 << KEYED_BITS { Packed::No } else { pack_keys(&mut self.keys, n, |i| (large[i].time, large[i].stamp())) } {
                 Packed::Sorted => latest_first_in_place(&mut large, &self.keys, &mut self.done),
                 Packed::InOrder => large.reverse(),
                 Packed::No => large.sort_unstable_by_key(|e| Reverse(e.key())),
@@ -559,7 +556,10 @@ impl EventQueue {
             let chunks = &self.chunks;
             self.run.clear();
             self.run.reserve_exact(n);
-            match pack_keys(&mut self.keys, n, |i| chunks.get(&chain, i)) {
+            match pack_keys(&mut self.keys, n, |i| {
+                let e = chunks.get(&chain, i);
+                (e.time, e.stamp())
+            }) {
                 // the run built from sorted keys: moving 8-byte keys, not 40-byte events
                 Packed::Sorted => {
                     let mask = index_mask(n);
