@@ -378,6 +378,8 @@ def test_validate_takes_a_platform_or_measures_one(tmp_path):
     assert both.exit_code == 2 and "give --platform or --calibrate, not both" in both.stderr
     loose = run("validate", "--platform", "generic_ib", "--max-error", "0.3", "-n", "2", "--out", str(tmp_path / "v"), "--", "./app")
     assert loose.exit_code == 2 and "--max-error bounds --calibrate's fit" in loose.stderr
+    forced = run("validate", "--platform", "generic_ib", "--force-fit", "-n", "2", "--out", str(tmp_path / "v"), "--", "./app")
+    assert forced.exit_code == 2 and "--force-fit forces --calibrate's fit" in forced.stderr
     assert not (tmp_path / "v").exists() and not (tmp_path / "v.partial").exists()
 
 

@@ -104,9 +104,11 @@ def test_validate_calibrates_its_own_platform(tmp_path):
     """--calibrate: the ping-pong and fit a user would run, right before the
     runs, into OUT; the replay predicts with that file. (The fit's bound is
     loosened: this VM's speed changes within a ping-pong now and then, and a
-    fit 10–20% off is refused at the default 10%.)"""
+    fit 10–20% off is refused at the default 10%; and --force-fit, since a
+    ping-pong on a loaded 2-core runner can come out implausible, which the fit
+    refuses — then validate.json and the platform file say it was forced.)"""
     exe = _build(str(BIN / "mpicc"), tmp_path)
-    p = subprocess.run([str(BIN / "idlewave"), "validate", "--calibrate", "--max-error", "0.5", "-n", "2", "-k", "1", "-t",
+    p = subprocess.run([str(BIN / "idlewave"), "validate", "--calibrate", "--max-error", "0.5", "--force-fit", "-n", "2", "-k", "1", "-t",
                         "1", "--out", str(tmp_path / "v"), "--json", "--", str(exe), str(ITERATIONS), str(SPIN_US), str(HALO)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
@@ -114,6 +116,10 @@ def test_validate_calibrates_its_own_platform(tmp_path):
     assert v["platform"] == str((out / "platform.toml").resolve()) and (out / "measure" / "pingpong.parquet").is_file()
     fit = json.loads((out / "fit.json").read_text())
     assert "on_node" in fit and "ranks_per_node = 2" in (out / "platform.toml").read_text()
+    # forced only when the fit refused it, and then said so in all three places
+    assert v["platform_forced"] is fit["forced"] is bool(fit["refused"])
+    assert ("FORCED (--force)" in (out / "platform.toml").read_text()) is v["platform_forced"]
+    assert ("--force-fit" in p.stderr) is v["platform_forced"]
     # the replay's scenario names the platform where it now is
     assert json.loads((out / "replay" / "scenario.json").read_text())["network"]["platform"] == v["platform"]
     assert list(v["platform_check"]) == ["before", "after"]

@@ -256,11 +256,13 @@ def check_platform(mpi: Mpi, platform: str, out: Path, when: str, timeout: float
     return PlatformCheck(when, str(per_size["link"][0]), sizes, measured, [one_way_s(platform, n) for n in sizes])
 
 
-def calibrate_platform(mpi: Mpi, out: Path, timeout: float, max_error: float | None = None) -> Path:
+def calibrate_platform(mpi: Mpi, out: Path, timeout: float, max_error: float | None = None,
+                       force: bool = False) -> Path:
     """`idlewave measure pingpong` on 2 ranks with the program's MPI, then
     `idlewave fit postal` (with its `--max-error` if given), as a user would
     run them: OUT/measure/ and OUT/platform.toml (the fit's JSON in
-    OUT/fit.json). A refused fit raises with the fit's reasons."""
+    OUT/fit.json). A refused fit raises with the fit's reasons, unless
+    `force` (then it is written marked as forced)."""
     from idlewave.measure import MeasureError, launch
 
     data = out / "measure"
@@ -272,6 +274,8 @@ def calibrate_platform(mpi: Mpi, out: Path, timeout: float, max_error: float | N
     cmd = [sys.executable, "-m", "idlewave", "fit", "postal", str(data / "pingpong.parquet"), "-o", str(platform), "--json"]
     if max_error is not None:
         cmd += ["--max-error", repr(max_error)]
+    if force:
+        cmd.append("--force")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -279,8 +283,7 @@ def calibrate_platform(mpi: Mpi, out: Path, timeout: float, max_error: float | N
     if p.returncode != 0 or not platform.is_file():
         tail = "\n".join(p.stderr.strip().splitlines()[-15:])
         raise ValidateError(f"--calibrate: the fit of {data / 'pingpong.parquet'} was refused (measure on a quieter "
-                            f"machine, allow a larger error with --max-error, or fit it by hand with --force and give "
-                            f"it as --platform):\n{tail}")
+                            f"machine, allow a larger error with --max-error, or use it anyway with --force-fit):\n{tail}")
     (out / "fit.json").write_text(p.stdout)
     return platform
 

@@ -211,8 +211,9 @@ pub struct EventQueue {
 const RING_BITS: u32 = 12;
 const RING: Time = 1 << RING_BITS;
 /// Windows of up to 2^KEYED_BITS events are sorted by packed keys (8
-/// bytes each: sorting them and then moving each 40-byte event once takes
-/// half the time of sorting the events); larger ones in place, so that the
+/// bytes each: sorting them and then moving each 40-byte event once beats
+/// sorting the events; docs/performance.md has the measurement); larger
+/// ones in place, so that the
 /// window holding every rank's message does not add a key per rank to the
 /// run's peak memory.
 const KEYED_BITS: u32 = 16;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,9 @@ def validate(
     max_error: float | None = typer.Option(None, "--max-error", min=0.0, help="With --calibrate: the fit's bound on "
                                            "its RMS relative error per protocol and size range (`fit postal "
                                            "--max-error`; default 0.1)."),
+    force_fit: bool = typer.Option(False, "--force-fit", help="With --calibrate: predict with the fit even if "
+                                   "`fit postal` refuses it (`fit postal --force`: the platform file says it was "
+                                   "forced, and validate.json has \"platform_forced\": true)."),
     ranks: int = typer.Option(..., "-n", "--ranks", min=1, help="MPI processes."),
     mpiexec: str | None = typer.Option(None, "--mpiexec", help="The launcher of the program's MPI (default: the one "
                                        "beside --mpicc, else this Python's, else PATH's)."),
@@ -68,6 +72,8 @@ def validate(
         fail("give --platform P (a preset or a platform file), or --calibrate to measure one now with the program's MPI")
     if max_error is not None and not calibrate:
         fail("--max-error bounds --calibrate's fit: give it with --calibrate")
+    if force_fit and not calibrate:
+        fail("--force-fit forces --calibrate's fit: give it with --calibrate")
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
     if platform is not None:
@@ -97,7 +103,7 @@ def validate(
             step: Callable[[str], None] = say if steps.bar is None else steps
             if platform is None:
                 step("calibrating (idlewave measure pingpong, idlewave fit postal)")
-                platform = str(calibrate_platform(mpi, work, timeout, max_error))
+                platform = str(calibrate_platform(mpi, work, timeout, max_error, force_fit))
             if check:
                 step("checking the platform (a ping-pong)")
                 checks.append(check_platform(mpi, platform, work, "before", timeout))
@@ -129,6 +135,11 @@ def validate(
                      "library": library[0].split(", package")[0].strip() if library else ""}
     # a measured platform is in OUT once the results are in place
     result["platform"] = str((out_dir / "platform.toml").resolve()) if calibrate else platform
+    if calibrate:
+        result["platform_forced"] = bool(json.loads((work / "fit.json").read_text()).get("forced"))
+        if result["platform_forced"] and not quiet:
+            err.print("[yellow]warning:[/] the calibrated fit was refused and used anyway (--force-fit): the "
+                      f"predictions are only as good as {escape(str(out_dir / 'fit.json'))} says", highlight=False)
     result["command"] = command
     try:
         r.scenario["workload"]["dir"] = str((out_dir / "trace").resolve())  # where the trace will be
