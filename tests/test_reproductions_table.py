@@ -101,6 +101,11 @@ def test_every_verdict_covers_at_least_five_seeds_where_there_is_noise():
             assert c["checked_at"].endswith("seeds 1, 2, 3, 4, 5"), c["key"]
 
 
+def test_every_verdict_short_of_reproduced_says_why():
+    missing = [c["key"] for c in committed()["claims"] if c["verdict"] != "reproduced" and not c["why"].strip()]
+    assert not missing
+
+
 def test_a_verdict_that_flips_with_size_says_so():
     # the 2-D grid paper's Fig. 10 (HPL-MxP, the 1-ring first) holds at 16 x 16 with one NIC port only:
     # at 32 x 32 the 2-ring wins. The verdict must say where it holds, not "reproduced".
@@ -296,3 +301,77 @@ def test_the_node_aware_halo_cuts_traffic_only_where_the_nodes_are_numbered_alon
     assert larger == pytest.approx(4 * slab["block"], rel=0.01)  # faces of 16² against 8² doubles, the same routes
     job = ("topology-halo", {"nodes": 216})
     assert tb.run_job(job) == committed_runs()[tb.job_key(job)]
+
+
+def test_chebfd_with_the_papers_communication_time_still_orders_unlike_the_paper():
+    """What the table says of ChebFD's order: not a matter of too little
+    communication. With Meggie's per-byte costs ten times over, a synchronized
+    NON-SPLIT exchange at n_b = 32 takes what the paper measures (within 15%),
+    and barrier-free at n_b = 2 M3 is still the slowest, not the fastest, and
+    the decomposition whose barrier costs least; M4's gap to M3 grows with
+    n_b where the paper's shrinks."""
+    from scipy.stats import kendalltau
+
+    from idlewave.simulation import simulate
+    from idlewave.studies.reproduce import CHEB_MEASURED_COMM, CHEB_ORDER, CHEB_PAPER_COMM_S, CHEB_PRESETS, cheb_scenario
+
+    wide = {}
+    for preset, paper in CHEB_PAPER_COMM_S.items():
+        r = simulate(cheb_scenario(32, "non_split", preset, True, degree=2, network=CHEB_MEASURED_COMM)).summary
+        assert r["comm_s"]["mean"] == pytest.approx(paper, rel=0.15), preset
+        wide[preset] = r["makespan_s"]
+    t = {(m, b): simulate(cheb_scenario(2, "non_split", m, b, degree=2, network=CHEB_MEASURED_COMM)).summary["makespan_s"]
+         for m in CHEB_PRESETS for b in (False, True)}
+    order = sorted(CHEB_PRESETS, key=lambda m: t[m, False])
+    assert order[-1] == "M3", order
+    assert kendalltau([CHEB_ORDER.index(m) for m in order], range(9)).statistic < 0
+    p_d = {m: t[m, True] / t[m, False] for m in CHEB_PRESETS}
+    assert min(p_d, key=p_d.get) == "M3", p_d
+    # M4's gap to M3 with barriers grows from n_b = 2 to 32, where the paper's shrinks (11.1% to 6.1%)
+    assert 0 < t["M4", True] / t["M3", True] - 1 < wide["M4"] / wide["M3"] - 1
+
+
+def test_chebfd_pipelines_barrier_hit_comes_from_cheaper_on_node_exchanges():
+    """What the table says of PIPELINE's barrier hit at n_b = 32: ranks whose
+    partners share their node exchange a block faster than the others, and a
+    barrier per step makes all wait for the slowest; with on-node messages at
+    off-node costs the hit falls under the 1.01 the claim's rule allows.
+    NON-SPLIT's larger hit at n_b = 32 does not come from that."""
+    from idlewave.simulation import simulate
+    from idlewave.studies.reproduce import cheb_one_cost, cheb_scenario
+
+    def p_d(preset: str, network: dict | None, nb: int = 32, mode: str = "pipeline") -> float:
+        t = [simulate(cheb_scenario(nb, mode, preset, b, degree=4, network=network)).summary["makespan_s"]
+             for b in (False, True)]
+        return t[1] / t[0]
+
+    for preset in ("M4", "M7"):
+        assert p_d(preset, None) > 1.01 > p_d(preset, cheb_one_cost()), preset
+    # NON-SPLIT's hit stays larger at n_b = 32 than at 2 (the paper: at 2) with either cost
+    for network in (None, cheb_one_cost()):
+        assert p_d("M4", network, 32, "non_split") > p_d("M4", network, 2, "non_split")
+
+
+def test_merged_rings_critical_paths_as_the_flaky_links_row_says():
+    """The table's note on the merged broadcast's resilience: merged, the
+    1-ring has 1.8x the latencies on its critical path of the one after the
+    other, the 1-ring M 3.1x (16 x 16, steady links)."""
+    import tomllib
+    from importlib.resources import files
+
+    from idlewave.simulation import simulate
+    from idlewave.studies.reproduce_grid import CHUNK
+    from idlewave.studies.table import HPL_BLOCKS_PER_ROW
+
+    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
+    net = dict(base["network"], topology={"kind": "fat_tree", "radix": 16})
+
+    def latencies(alg: str, combined: bool) -> int:
+        w = dict(base["workload"], broadcast=alg, chunk_bytes=CHUNK, combined=combined, grid=[16, 16],
+                 blocks=HPL_BLOCKS_PER_ROW * 16)
+        x = simulate({"seed": 1, "record": {"timers": False}, "workload": w, "network": net}, explain=True).explain
+        assert x is not None
+        return x.derivatives()["L"]
+
+    assert (latencies("ring", True), latencies("ring", False)) == (5949, 3275)
+    assert (latencies("modified_ring", True), latencies("modified_ring", False)) == (4587, 1462)

@@ -428,6 +428,18 @@ CHEB_GAP = {(2, "non_split"): 0.111, (2, "pipeline"): 0.09, (2, "split_wait"): 0
             (32, "non_split"): 0.061, (32, "pipeline"): 0.051, (32, "split_wait"): 0.028}
 
 
+def cheb_one_cost() -> dict:
+    """Keys over Meggie's that give on-node messages its off-node LogGP
+    costs: every rank's exchange then costs the same (tests/test_reproduce.py:
+    what PIPELINE's barrier hit comes from)."""
+    import tomllib
+
+    from idlewave.platform import PRESET_DIR
+
+    net = tomllib.loads((PRESET_DIR / "meggie.toml").read_text())["network"]
+    return {"intra_node": {k: net[k] for k in ("L_s", "o_s", "g_s", "G_s_per_byte")}}
+
+
 def cheb_scenario(nb: int, mode: str, preset: str, barrier: bool, ranks: int = 1280, degree: int = 10,
                   network: dict | None = None) -> dict:
     """One case of Fig. 6 on Meggie (`network`: keys over the platform's)."""
