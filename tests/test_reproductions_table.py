@@ -313,14 +313,15 @@ def test_chebfd_with_the_papers_communication_time_still_orders_unlike_the_paper
     from scipy.stats import kendalltau
 
     from idlewave.simulation import simulate
-    from idlewave.studies.reproduce import CHEB_MEASURED_COMM, CHEB_ORDER, CHEB_PAPER_COMM_S, CHEB_PRESETS, cheb_scenario
+    from idlewave.studies.reproduce import CHEB_ORDER, CHEB_PAPER_COMM_S, CHEB_PRESETS, cheb_measured_comm, cheb_scenario
 
+    measured = cheb_measured_comm()
     wide = {}
     for preset, paper in CHEB_PAPER_COMM_S.items():
-        r = simulate(cheb_scenario(32, "non_split", preset, True, degree=2, network=CHEB_MEASURED_COMM)).summary
+        r = simulate(cheb_scenario(32, "non_split", preset, True, degree=2, network=measured)).summary
         assert r["comm_s"]["mean"] == pytest.approx(paper, rel=0.15), preset
         wide[preset] = r["makespan_s"]
-    t = {(m, b): simulate(cheb_scenario(2, "non_split", m, b, degree=2, network=CHEB_MEASURED_COMM)).summary["makespan_s"]
+    t = {(m, b): simulate(cheb_scenario(2, "non_split", m, b, degree=2, network=measured)).summary["makespan_s"]
          for m in CHEB_PRESETS for b in (False, True)}
     order = sorted(CHEB_PRESETS, key=lambda m: t[m, False])
     assert order[-1] == "M3", order
