@@ -32,10 +32,12 @@ pub(super) fn pack_keys(keys: &mut Vec<u64>, n: usize, event: impl Fn(usize) -> 
     // already, as a window of events all at one time usually is: then no
     // keys, no sort, and the run is the window reversed
     let (mut least, mut in_order) = (u64::MAX, true);
+    let mut before = (0, 0);
     for i in 0..n {
         let e = event(i);
         least = least.min(e.1);
-        in_order &= i == 0 || event(i - 1) < e;
+        in_order &= i == 0 || before < e;
+        before = e;
     }
     if in_order {
         return Packed::InOrder;
