@@ -236,11 +236,19 @@ pub fn run_case(case: &str) -> Result<BenchResult, BenchError> {
     if let Some(model) = links {
         cfg.network = fat_tree(cfg.workload.shape().ranks.unwrap_or(1), model)?;
     }
-    let cpu = thread_cpu_s();
+    let cpu = thread_cpu();
     let r = run(&cfg, None)?;
-    let cpu_s = thread_cpu_s() - cpu;
-    // CPU time (setup included) is steadier than wall time on shared machines
-    Ok(BenchResult::of(case, r.ranks, &r, vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))]))
+    Ok(BenchResult::of(case, r.ranks, &r, cpu_figures(r.events, cpu)))
+}
+
+/// The rate on CPU time since `before` (setup included; steadier than wall
+/// time on shared machines), and the kernel's share of that time in percent
+/// (page faults: docs/performance.md, "The kernel's share").
+fn cpu_figures(events: u64, before: (f64, f64)) -> Vec<(&'static str, f64)> {
+    let (user, system) = thread_cpu();
+    let (user, system) = (user - before.0, system - before.1);
+    let cpu_s = user + system;
+    vec![("events_per_cpu_s", events as f64 / cpu_s.max(1e-9)), ("kernel_cpu_pct", 100.0 * system / cpu_s.max(1e-9))]
 }
 
 /// A Cartesian trace (`write_synthetic_grid`'s 3×3 halo exchange, or
@@ -262,23 +270,29 @@ fn grid_case(case: &str, ranks: u32, write: fn(&std::path::Path, u64) -> std::io
     };
     let mut cfg = config("bcast_1m").expect("a known case");
     cfg.workload = WorkloadSpec::Trace(spec);
-    let cpu = thread_cpu_s();
+    let cpu = thread_cpu();
     let r = run(&cfg, None);
-    let cpu_s = thread_cpu_s() - cpu;
+    let figures = r.as_ref().map(|r| cpu_figures(r.events, cpu)).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     let r = r?;
-    Ok(BenchResult::of(case, r.ranks, &r, vec![("events_per_cpu_s", r.events as f64 / cpu_s.max(1e-9))]))
+    Ok(BenchResult::of(case, r.ranks, &r, figures))
 }
 
 /// CPU seconds of this thread so far (Linux; 0 where unknown), steadier than
 /// wall time on shared machines.
 pub fn thread_cpu_s() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return 0.0 };
+    let (user, system) = thread_cpu();
+    user + system
+}
+
+/// This thread's CPU seconds so far in user and in kernel mode (Linux; 0 where unknown).
+fn thread_cpu() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return (0.0, 0.0) };
     // fields after the command name (which may contain spaces): utime and stime are 14 and 15
     let rest = stat.rsplit_once(')').map_or("", |x| x.1);
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
+    (ticks(11) / 100.0, ticks(12) / 100.0)
 }
 
 /// A synthetic trace of about `records` records (16 ranks in a ring with

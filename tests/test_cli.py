@@ -81,8 +81,10 @@ def test_bench_prints_one_json_line_per_case(cli):
     lines = p.stdout.strip().splitlines()
     assert len(lines) == 1
     r = json.loads(lines[0])
-    assert set(r) == {"case", "ranks", "events", "wall_s", "events_per_s", "events_per_cpu_s", "bytes_per_rank"}
+    assert set(r) == {"case", "ranks", "events", "wall_s", "events_per_s", "events_per_cpu_s", "kernel_cpu_pct",
+                      "bytes_per_rank"}
     assert r["events"] == 65536 * 16 * 2 * 10 and r["bytes_per_rank"] > 0
+    assert 0 <= r["kernel_cpu_pct"] <= 100
 
 
 def test_bench_repeat_prints_the_median_and_range(cli):
