@@ -431,7 +431,9 @@ def test_a_periodic_dimension_of_2_grows_in_pairs(lib, program, tmp_path):
     its makespan within the traces' own spread; the decoupling of the pairs
     is said; an odd size along it is refused; the 8-rank trace now joins a
     multi-trace model."""
-    eight, sixteen, twenty_five = steady_traces(lib, program, tmp_path, (8, 16, 25), "weak")
+    # (ranks within 5% of each other: at the default 10% the traces' own computation moved the
+    # makespans compared below 11% apart on a loaded machine)
+    eight, sixteen, twenty_five = steady_traces(lib, program, tmp_path, (8, 16, 25), "weak", tolerance=0.05)
     fitted, real = replay(eight, scale_to=16), replay(sixteen)
     assert (fitted.summary["messages"], fitted.summary["bytes"]) == (real.summary["messages"], real.summary["bytes"])
     assert fitted.summary["makespan_s"] == pytest.approx(real.summary["makespan_s"], rel=0.10)
@@ -440,9 +442,14 @@ def test_a_periodic_dimension_of_2_grows_in_pairs(lib, program, tmp_path):
     with pytest.raises(Exception, match="grows in pairs: to even sizes"):
         replay(eight, scale_to=12)
     # under noise the pairs are coupled along dimension 1 only through the allreduce: the replay of the
-    # extrapolation and of the real trace stay close here, where an allreduce ends each iteration
-    noise = {"seed": 3, "noise": [{"kind": "poisson", "rate_hz": 2000.0, "duration_s": 2e-4}]}
-    noisy = [replay(d, scale_to=s, base=noise).summary["makespan_s"] for d, s in ((eight, 16), (sixteen, None))]
-    assert noisy[0] == pytest.approx(noisy[1], rel=0.10), noisy
+    # extrapolation and of the real trace stay close here, where an allreduce ends each iteration (over
+    # four noise seeds: with one, where a detour falls against each trace's own computation moved the two
+    # apart by up to 11% on a loaded machine)
+    def noisy(d, s):
+        runs = [replay(d, scale_to=s, base={"seed": seed, "noise": [{"kind": "poisson", "rate_hz": 2000.0, "duration_s": 2e-4}]})
+                for seed in (1, 2, 3, 4)]
+        return sum(r.summary["makespan_s"] for r in runs) / len(runs)
+    means = [noisy(eight, 16), noisy(sixteen, None)]
+    assert means[0] == pytest.approx(means[1], rel=0.10), means
     m = build([eight, sixteen, twenty_five])
     assert m.dims[0] == [4, 2] and m.scaling == "weak"
