@@ -59,6 +59,23 @@ def test_start_up_imports_nothing_heavy(args):
     assert not imported & HEAVY, f"{' '.join(args)} imported {sorted(imported & HEAVY)}"
 
 
+def test_a_command_loads_its_own_module_and_no_other(tmp_path):
+    """`idlewave loggopsim FILE` imports the loggopsim command's module and what it uses, not the
+    other commands' (each of which costs start-up time on every run)."""
+    goal = tmp_path / "two.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\n}\nrank 1 {\nl1: recv 8b from 0 tag 0\n}\n")
+    run = ("import json, sys\nsys.argv = ['idlewave', 'loggopsim', sys.argv[1]]\nfrom idlewave.cli import main\n"
+           "try:\n    main()\nexcept SystemExit:\n    pass\n"
+           "print(json.dumps(sorted(m for m in sys.modules if m.startswith('idlewave.cli.'))))")
+    p = subprocess.run([sys.executable, "-c", run, str(goal)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "Host 1: 5542" in p.stdout, p.stdout + p.stderr[-2000:]  # LogGOPSim's defaults
+    modules = set(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert "idlewave.cli.loggopsim" in modules
+    others = {"simulate", "bench", "studies", "analyze", "regimes", "sweep", "report", "models", "fit", "measure", "trace",
+              "goal", "validate"}
+    assert not modules & {f"idlewave.cli.{m}" for m in others}, sorted(modules)
+
+
 def test_no_commands_help_imports_anything_heavy():
     p = subprocess.run([sys.executable, "-c", EVERY_HELP, json.dumps(sorted(HEAVY))], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -1,5 +1,5 @@
 """`idlewave bench`: the engine's benchmark cases and the CPU time of `idlewave --help`.
-Its commands are registered on the app in idlewave/cli/__init__.py."""
+Its commands are listed in idlewave/cli/root.py."""
 
 from __future__ import annotations
 

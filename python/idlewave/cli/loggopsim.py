@@ -1,5 +1,5 @@
 """`idlewave loggopsim`: a GOAL schedule run as LogGOPSim runs it (same flags, same output).
-Its commands are registered on the app in idlewave/cli/__init__.py."""
+Its commands are listed in idlewave/cli/root.py."""
 
 from __future__ import annotations
 

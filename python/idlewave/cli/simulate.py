@@ -1,5 +1,5 @@
 """`idlewave simulate`, `init` and `schema`: a scenario started from a template, checked and run.
-Its commands are registered on the app in idlewave/cli/__init__.py."""
+Its commands are listed in idlewave/cli/root.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`idlewave demo` and `idlewave reproduce`: the studies of idlewave.studies, run and printed.
-Its commands are registered on the app in idlewave/cli/__init__.py."""
+Its commands are listed in idlewave/cli/root.py."""
 
 from __future__ import annotations
 

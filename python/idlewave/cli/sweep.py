@@ -1,5 +1,5 @@
 """`idlewave sweep`: many scenarios on Dask, and the strategies ranked.
-Its commands are registered on the app in idlewave/cli/__init__.py."""
+Its commands are listed in idlewave/cli/root.py."""
 
 from __future__ import annotations
 
