@@ -195,6 +195,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let layout = Layout::new(ncpu, nnic);
         let stride = layout.stride;
         let mut clocks = Vec::with_capacity(p * stride);
+        crate::memory::prefer_huge_pages(&clocks);
         for r in 0..p {
             // (at tens of millions of ranks this takes seconds, mostly the kernel zeroing pages)
             if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {

@@ -332,7 +332,7 @@ impl Noise {
             [Source { kind: Kind::Periodic { duration, .. } | Kind::Poisson { duration, .. }, .. }] => Some(*duration as i64),
             _ => None,
         };
-        let cache = if fixed_len.is_some() { vec![Cached::NONE; num_ranks as usize] } else { Vec::new() };
+        let cache = if fixed_len.is_some() { crate::memory::per_rank(num_ranks as usize, Cached::NONE) } else { Vec::new() };
         Ok(Noise { sources, seed, cache, cached_len: fixed_len.unwrap_or(0), too_dense: false, waited_at: None })
     }
 

@@ -183,7 +183,7 @@ impl<W: Workload> StreamProgram<W> {
         let init = RankState { flags: Flags::READY, ..Default::default() };
         let background = if workload.uses_background() { vec![Background::default(); p] } else { Vec::new() };
         let bg_base = if workload.uses_background() { 64 - workload.background_slots().clamp(1, 32) } else { 64 };
-        StreamProgram { ranks: vec![init; p], background, bg_base, workload, recorder, async_progress: false }
+        StreamProgram { ranks: crate::memory::per_rank(p, init), background, bg_base, workload, recorder, async_progress: false }
     }
 
     /// Background collectives advance as soon as a round completes, not

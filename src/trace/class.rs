@@ -591,6 +591,7 @@ impl ClassProgram {
         let ranks = layout.ranks();
         let mut cursors = Vec::new();
         cursors.try_reserve_exact(ranks as usize).map_err(|source| TraceError::Alloc { ranks, source })?;
+        crate::memory::prefer_huge_pages(&cursors);
         for r in 0..ranks {
             // (at tens of millions of ranks this loop takes seconds, mostly the kernel zeroing pages)
             if r.is_multiple_of(1 << 16) && !crate::interrupt::keep_going() {
@@ -782,7 +783,7 @@ impl ClassProgram {
     /// Puts a collective rank `r` is inside in its place.
     fn put_back(&mut self, r: u32, x: Running) {
         if self.heads.is_empty() {
-            self.heads = vec![Running::FREE; self.cursors.len()];
+            self.heads = crate::memory::per_rank(self.cursors.len(), Running::FREE);
         }
         let head = &mut self.heads[r as usize];
         if head.item == NO_ITEM {
