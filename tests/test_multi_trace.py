@@ -184,13 +184,16 @@ GRID3D = (Path(__file__).parent / "programs" / "grid3d_scaling.c").read_text()
 
 def model_of(lib: Path, exe: Path, root: Path, sizes: tuple[int, ...], mode: str) -> tuple:
     """The traces at `sizes` (the last one kept apart, for comparison), the
-    model of the others and its template at the last size, traced again
-    where a computation fits no rule within 25%, its rule comes out negative
-    there, or the computation per rank does not scale as `mode` says (the
-    machine's speed moved: steady_traces)."""
+    model of the others and its template at the last size. The traces the
+    model is built from are taken in one state of the machine
+    (steady_traces: each one furthest off retaken, not the whole set); where a
+    computation still fits no rule within 25%, its rule comes out negative
+    there, or the computation per rank does not scale as `mode` says, the
+    set is taken again."""
     why = ""
-    for attempt in range(4):
-        dirs = [trace(lib, exe, root / f"set{attempt}" / str(p), p, mode) for p in sizes]
+    for attempt in range(3):
+        dirs = [*steady_traces(lib, exe, root / f"set{attempt}", sizes[:-1], mode),
+                trace(lib, exe, root / f"set{attempt}" / "target", sizes[-1], mode)]
         try:
             m = build(dirs[:-1])
             if m.scaling != mode:
