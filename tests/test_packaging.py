@@ -71,7 +71,7 @@ def test_a_command_loads_its_own_module_and_no_other(tmp_path):
     assert p.returncode == 0 and "Host 1: 5542" in p.stdout, p.stdout + p.stderr[-2000:]  # LogGOPSim's defaults
     modules = set(json.loads(p.stdout.strip().splitlines()[-1]))
     assert "idlewave.cli.loggopsim" in modules
-    others = {"simulate", "bench", "studies", "analyze", "regimes", "sweep", "report", "models", "fit", "measure", "trace",
+    others = {"simulate", "explain", "bench", "studies", "analyze", "regimes", "sweep", "report", "models", "fit", "measure", "trace",
               "goal", "validate"}
     assert not modules & {f"idlewave.cli.{m}" for m in others}, sorted(modules)
 

@@ -10,7 +10,6 @@ import typer
 
 from idlewave import _engine
 from idlewave.cli.common import QUIET, fail, print_json
-from idlewave.cli.explain import show_explanation
 from idlewave.scenario import ScenarioError, default
 
 
@@ -80,6 +79,8 @@ def loggopsim(
     else:
         print(f"Maximum finishing time at host {host}: {_ns(times_ps[host])} ({times_ps[host] / 1e12:g} s)")
     if explanation is not None:
+        from idlewave.cli.explain import show_explanation  # (its tables: only with --explain)
+
         show_explanation(explanation)
 
 
