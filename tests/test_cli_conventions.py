@@ -116,6 +116,15 @@ def test_set_values_are_read_as_toml():
 BSP = '[workload]\nkind = "bsp"\nranks = 8\niterations = 10\ncompute_s = 1e-5\ndistances = [1]\nbarrier = false\n'
 
 
+def test_positions_and_paths_are_printed_as_given_never_as_emoji_codes(tmp_path):
+    """Rich reads ":100:" as an emoji code: an error on line 100, or a path
+    with colons, must still print as written."""
+    (tmp_path / ":smile:.toml").write_text("#\n" * 98 + "[network]\nbogus = 1\n")
+    result = run("simulate", str(tmp_path / ":smile:.toml"))
+    assert result.exit_code == 2
+    assert ":smile:.toml:100:9: network.bogus: unknown key" in result.output, result.output
+
+
 def test_simulate_set_overrides_the_scenario(tmp_path):
     (tmp_path / "bsp.toml").write_text(BSP)
     result = run("simulate", str(tmp_path / "bsp.toml"), "--set", "workload.ranks=4", "--set", "workload.iterations=3",

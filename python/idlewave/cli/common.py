@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":100:" in a file:line is a position, never an emoji code
+err = Console(stderr=True, emoji=False)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
