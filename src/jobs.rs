@@ -110,7 +110,7 @@ pub fn place(jobs: &[JobSpec], ranks: &[u32], per_node: u32, seed: u64) -> Resul
         let n = need[i] as usize;
         let nodes: Vec<u32> = match j.placement {
             Placement::Nodes => {
-                if j.nodes.len() < n {
+                if j.nodes.len() != n {
                     return Err(RuleError::new(
                         format!("jobs[{i}].nodes"),
                         format!("{} nodes listed, the job's {} ranks need {n}", j.nodes.len(), ranks[i]),

@@ -12,7 +12,7 @@ pub fn available_memory() -> Option<u64> {
 }
 
 /// Bytes in GiB, or in MiB or bytes where GiB would print 0.00.
-fn size(bytes: u128) -> String {
+pub(crate) fn size(bytes: u128) -> String {
     let b = bytes as f64;
     match bytes {
         0..=1_048_575 => format!("{bytes} bytes"),

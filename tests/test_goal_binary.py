@@ -85,3 +85,12 @@ def test_export_refuses_a_workload_without_a_goal_form(cli, tmp_path):
     p = cli("goal", "export", scn, "-o", out, check=False)
     assert p.returncode == 1 and "Traceback" not in p.stderr and not out.exists()
     assert "nonblocking" in p.stderr.lower(), p.stderr
+
+
+def test_export_refuses_a_scenario_of_jobs(cli, tmp_path):
+    """Several jobs have no one schedule: said, not the default workload written in their place."""
+    scn = tmp_path / "jobs.toml"
+    scn.write_text('[[jobs]]\n[jobs.workload]\nkind = "bsp"\nranks = 4\n[[jobs]]\n[jobs.workload]\nkind = "bsp"\nranks = 4\n')
+    out = tmp_path / "j.goal"
+    p = cli("goal", "export", scn, "-o", out, check=False)
+    assert p.returncode == 2 and not out.exists() and "a scenario of [[jobs]] has no one workload" in p.stderr, p.stderr

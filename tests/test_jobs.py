@@ -95,8 +95,14 @@ def test_background_traffic_slows_a_job_by_its_pattern():
     ({"jobs": [{"workload": {"kind": "goal", "path": str(GOAL)}}], "noise": [{"kind": "single", "rank": 16}]}, "noise[0].rank"),
     ({"jobs": [{"nodes": [0, 1], "workload": APP}]}, "jobs[0].nodes"),
     ({"jobs": [{"placement": "nodes", "nodes": [0], "workload": APP}]}, "jobs[0].nodes"),
+    ({"jobs": [{"placement": "nodes", "nodes": list(range(33)), "workload": APP}]}, "jobs[0].nodes"),  # one too many
     ({"jobs": [{"workload": {**APP, "ranks": 0}}]}, "jobs[0].workload.ranks"),
     ({"jobs": [{"placement": "everywhere", "workload": APP}]}, "jobs[0].placement"),
+    # the results key each job's figures by its name: a second "app" would overwrite the first's
+    ({"jobs": [{"name": "app", "workload": APP}, {"name": "app", "workload": APP}]}, "jobs[1].name"),
+    ({"jobs": [{"workload": APP}, {"name": "job0", "workload": APP}]}, "jobs[1].name"),
+    # a node number sizes the machine: a typo'd one is refused at once, before memory is taken
+    ({"jobs": [{"placement": "nodes", "nodes": [0, 1, 2, 3, 4000000001, 5, 6, 7], "workload": APP}]}, "jobs[0].nodes[4]"),
 ])
 def test_bad_jobs_are_refused_with_their_key(doc, key):
     with pytest.raises(ScenarioError) as e:

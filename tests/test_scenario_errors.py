@@ -68,7 +68,7 @@ RUN_REFUSALS = [
      "network.topology.dims", "a 1×1×1 torus has 1 node, the run needs 8"),
     # a detour on a rank the GOAL file does not have: known once the file is read
     ('[[noise]]\nkind = "single"\nrank = 5\nstart_s = 0\nduration_s = 1e-6\n[workload]\nkind = "goal"\n'
-     'path = "two.goal"\n', "noise[0].rank", "must be < workload.ranks (2), got 5"),
+     'path = "two.goal"\n', "noise[0].rank", "must be below the run's 2 ranks, got 5"),
 ]
 
 
@@ -86,6 +86,18 @@ def test_a_run_refusing_a_key_names_the_key_and_the_file_through_cli_and_api(tmp
 
     p = run_cli("simulate", "run.toml", "--out", "out", check=False)
     assert p.returncode == 2 and f"run.toml: {key}: {message}" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_torus_far_too_large_is_refused_at_its_key_before_anything_is_allocated(tmp_path):
+    """Not by the run's estimate, which names no key (a typo'd dimension)."""
+    p = tmp_path / "run.toml"
+    p.write_text('[limits]\nmax_memory_bytes = 1000000000\n[network.topology]\nkind = "torus"\ndims = [2000, 2000, 2000]\n'
+                 '[workload]\nkind = "bsp"\nranks = 8\n')
+    with pytest.raises(ScenarioError) as ei:
+        idlewave.simulate(p)
+    assert ei.value.key == "network.topology.dims" and str(ei.value) == (
+        f"{p}:5:8: network.topology.dims: these dimensions make a machine of 8000000000 nodes, about 476.84 GiB of "
+        "state, more than the configured max_memory_bytes (953.67 MiB): give the torus the run's size")
 
 
 def test_a_run_error_tied_to_no_key_carries_none_and_no_file(tmp_path, monkeypatch):

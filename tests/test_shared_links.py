@@ -78,11 +78,28 @@ def test_a_dragonflys_minimal_routing_funnels_a_group_through_one_global_link():
     ({"model": "flow", "bandwidth_bytes_per_s": 1e9, "resolve_interval_s": 5.0}, "network.links.resolve_interval_s",
      "between 0 and 1"),
 ])
-def test_bad_link_keys_are_refused_with_their_path(links, key, words):
-    net = {**NIC, "topology": {"kind": "fat_tree", "radix": 8}, "links": links}
+def test_bad_link_keys_are_refused_with_their_path(links, key, words, topology=None):
+    net = {**NIC, "topology": topology or {"kind": "fat_tree", "radix": 8}, "links": links}
     with pytest.raises(ScenarioError) as e:
         idlewave.simulate({"network": net, "workload": {"kind": "bsp", "ranks": 8, "iterations": 1}})
     assert e.value.key == key and words in str(e.value)
+
+
+@pytest.mark.parametrize("topology, links, key, words", [
+    # a taper where no up-link is would be read, and do nothing
+    ({"kind": "torus", "dims": [2, 2, 2]}, {"taper": 2.0}, "network.links.taper", "a torus topology has none"),
+    ({"kind": "dragonfly"}, {"model": "flow", "bandwidth_bytes_per_s": 1e9, "taper": 2.0}, "network.links.taper", "dragonfly"),
+])
+def test_keys_that_do_not_fit_the_topology_are_refused_with_their_path(topology, links, key, words):
+    test_bad_link_keys_are_refused_with_their_path(links, key, words, topology)
+
+
+def test_an_odd_radix_is_refused_with_its_path():
+    """It would leave a port of every switch unused (the tree takes radix/2 down, radix/2 up)."""
+    net = {**NIC, "topology": {"kind": "fat_tree", "radix": 5}}
+    with pytest.raises(idlewave.SimulationError) as e:
+        idlewave.simulate({"network": net, "workload": {"kind": "bsp", "ranks": 8, "iterations": 1}})
+    assert e.value.key == "network.topology.radix" and "must be even" in str(e.value)
 
 
 def test_a_resolve_interval_below_a_messages_wire_time_keeps_the_makespan_and_cuts_the_work():

@@ -126,6 +126,12 @@ impl LinksSpec {
                 format!("must be between 0 (exact) and 1 s, got {}", self.resolve_interval_s),
             ));
         }
+        if self.taper != 1.0 && !matches!(topology, Topology::FatTree { .. }) {
+            return Err(RuleError::new(
+                key("taper"),
+                format!("a taper thins a fat tree's up-links; a {} topology has none", crate::units::name(topology)),
+            ));
+        }
         if self.model == LinkModelKind::None {
             return Ok(());
         }

@@ -53,9 +53,10 @@ impl Topology {
     pub fn validate(&self, nodes: u64) -> Result<(), RuleError> {
         match *self {
             // radix/2 ≥ 2 children per switch, or no level ever joins two nodes
-            Topology::FatTree { radix } if radix < 4 => {
-                Err(RuleError::new("network.topology.radix", format!("must be at least 4, got {radix}")))
-            }
+            Topology::FatTree { radix } if radix < 4 || radix % 2 == 1 => Err(RuleError::new(
+                "network.topology.radix",
+                format!("must be even (half a switch's ports go down, half up) and at least 4, got {radix}"),
+            )),
             Topology::Torus { dims } => {
                 let n: u64 = dims.iter().map(|&d| d as u64).product();
                 if dims.contains(&0) || n < nodes {

@@ -140,13 +140,13 @@ impl NoiseSpec {
         let Some(p) = ranks else { return Ok(()) };
         match self {
             NoiseSpec::Single { rank, .. } if *rank >= p => {
-                Err(RuleError::new("rank", format!("must be < workload.ranks ({p}), got {rank}")))
+                Err(RuleError::new("rank", format!("must be below the run's {p} ranks, got {rank}")))
             }
             NoiseSpec::Periodic { ranks: Some(rs), .. }
             | NoiseSpec::Poisson { ranks: Some(rs), .. }
             | NoiseSpec::Trace { ranks: Some(rs), .. }
             | NoiseSpec::Checkpoint { ranks: Some(rs), .. } => match rs.iter().enumerate().find(|(_, &r)| r >= p) {
-                Some((j, r)) => Err(RuleError::new(format!("ranks[{j}]"), format!("must be < workload.ranks ({p}), got {r}"))),
+                Some((j, r)) => Err(RuleError::new(format!("ranks[{j}]"), format!("must be below the run's {p} ranks, got {r}"))),
                 None => Ok(()),
             },
             _ => Ok(()),
@@ -689,6 +689,6 @@ mod tests {
         let bad = Noise::new(&[NoiseSpec::Periodic { period_ps: 100, duration_ps: 100, cosched: true, ranks: None }], 1, 4);
         assert!(bad.unwrap_err().to_string().contains("noise[0].duration_s: must be < period_s"));
         let bad = Noise::new(&[NoiseSpec::Single { rank: 9, start_ps: 0, duration_ps: 1 }], 1, 4);
-        assert!(bad.unwrap_err().to_string().contains("noise[0].rank: must be < workload.ranks (4)"));
+        assert!(bad.unwrap_err().to_string().contains("noise[0].rank: must be below the run's 4 ranks"));
     }
 }

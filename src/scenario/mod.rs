@@ -163,6 +163,20 @@ pub fn config_of(json: &str) -> Result<Config, ScenarioError> {
     parse(json)?.config()
 }
 
+/// What a node of the machine costs at least, in placing jobs and in the
+/// network's per-node and per-link state (an estimate with room to spare:
+/// it guards against a typo'd node number or torus size, not a tight limit).
+const NODE_BYTES: u128 = 64;
+
+/// A machine of `nodes` nodes (as `key` sizes it) refused before anything
+/// is allocated for it, where its state would not fit in memory.
+fn check_machine(nodes: u128, makes: &str, key: &str, hint: &str, limit: Option<u64>) -> Result<(), RuleError> {
+    crate::memory::check_memory(nodes * NODE_BYTES, limit).map_err(|e| {
+        let (need, have) = (crate::memory::size(e.estimate), crate::memory::size(e.limit));
+        RuleError::new(key, format!("{makes} a machine of {nodes} nodes, about {need} of state, more than {} ({have}): {hint}", e.what))
+    })
+}
+
 impl Scenario {
     /// The rules that tie keys together.
     pub fn validate(&self) -> Result<(), ScenarioError> {
@@ -180,7 +194,16 @@ impl Scenario {
         if self.network.mapping != MappingSpec::Block {
             return Err(RuleError::new("network.mapping", "jobs are placed by their own placement: leave the mapping as block").into());
         }
+        let mut names = std::collections::HashMap::new();
         for (i, j) in self.jobs.iter().enumerate() {
+            // the results name each job's figures by its name: two alike would be one
+            if let Some(first) = names.insert(j.name(i), i) {
+                return Err(RuleError::new(
+                    format!("jobs[{i}].name"),
+                    format!("{:?} is jobs[{first}]'s name already: give each job its own", j.name(i)),
+                )
+                .into());
+            }
             if (j.placement == crate::jobs::Placement::Nodes) == j.nodes.is_empty() {
                 return Err(RuleError::new(format!("jobs[{i}].nodes"), "give nodes with placement = \"nodes\", and only then").into());
             }
@@ -220,6 +243,17 @@ impl Scenario {
                 n.validate(Some(total)).map_err(|e| e.within(&format!("noise[{i}].")))?;
             }
             crate::memory::check_memory(total as u128 * 16, limit).map_err(|e| RuleError::new("jobs", e.to_string()))?;
+            // the highest node listed sizes the machine (its per-node state), before anything is allocated
+            let highest = self.jobs.iter().enumerate().flat_map(|(i, j)| j.nodes.iter().enumerate().map(move |(k, &n)| (n, i, k))).max();
+            if let Some((node, i, k)) = highest {
+                check_machine(
+                    node as u128 + 1,
+                    &format!("node {node} makes"),
+                    &format!("jobs[{i}].nodes[{k}]"),
+                    "number the nodes from 0",
+                    limit,
+                )?;
+            }
             let nodes = crate::jobs::place(&self.jobs, &ranks, self.network.ranks_per_node, self.seed)?;
             return Ok(Config {
                 seed: self.seed,
@@ -239,6 +273,10 @@ impl Scenario {
                 computation_spans: 0,
                 explain: self.record.explain,
             });
+        }
+        if let crate::network::Topology::Torus { dims } = self.network.topology {
+            let nodes = dims.iter().map(|&d| d as u128).product();
+            check_machine(nodes, "these dimensions make", "network.topology.dims", "give the torus the run's size", limit)?;
         }
         let shape = self.workload.shape();
         self.network.check_mapping_grid(&shape)?;

@@ -73,6 +73,9 @@ def export(
         scn = load(scenario, scenario_sets(sets))
     except ScenarioError as e:
         fail(str(e))
+    if scn.to_dict().get("jobs"):
+        fail(f"{scenario}: jobs: a scenario of [[jobs]] has no one workload to write; put the job's workload in a "
+             "scenario's [workload] of its own and export that")
     found: dict = {}
 
     def write(tmp: Path) -> None:
