@@ -4,6 +4,7 @@ replay that pairs every message, what the format cannot give refused with
 file:line; ATLAHS's published sweep3d 2x2 sample where it is on disk."""
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -67,12 +68,45 @@ def test_each_call_becomes_its_record_and_the_trace_replays(tmp_path, cli):
     ("MPI_Wait:123:901", "no request was started at address 123"),
     (f"MPI_Send:5:100:{DT8}:9:3:{WORLD}", "rank 9 of 2"),
     ("MPI_Send:5:x", "its fields do not read"),
+    (f"MPI_Send:5:-100:{DT8}:1:3:{WORLD}", "-100 elements of 8 bytes is not a message's size"),
+    (f"MPI_Send:5:100:11,-8,8:1:3:{WORLD}", "100 elements of -8 bytes"),
+    (f"MPI_Send:5:1180591620717411303424:{DT8}:1:3:{WORLD}", "not a message's size"),
+    (f"MPI_Send:5:100:{DT8}:1:99999999999:{WORLD}", "tag 99999999999 is beyond what MPI's int holds"),
 ])
 def test_what_the_format_cannot_give_is_refused_at_its_line(tmp_path, call, words):
     write(tmp_path, {0: [call], 1: []})
     with pytest.raises(TraceError) as e:
         read_liballprof(tmp_path)
     assert "pmpi-trace-rank-0.txt:3: " in str(e.value) and words in str(e.value)
+
+
+@pytest.mark.parametrize("start, end, words", [("nan", "1120.0", "not finite"), ("1110.0", "inf", "not finite"),
+                                               ("1110.0", "1100.0", "ends (1100.0 µs) before it starts (1110.0 µs)")])
+def test_times_that_are_no_interval_are_refused_at_their_line(tmp_path, start, end, words):
+    write(tmp_path, {0: [], 1: []})
+    f = tmp_path / "pmpi-trace-rank-0.txt"
+    lines = f.read_text().splitlines()
+    lines.insert(2, f"MPI_Barrier:{start}:{WORLD.format(r=0)}:{end}")
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceError, match=r"pmpi-trace-rank-0.txt:3: MPI_Barrier: .*" + re.escape(words)):
+        read_liballprof(tmp_path)
+
+
+def test_a_rank_file_that_is_a_directory_is_named_as_the_input(tmp_path, cli):
+    (tmp_path / "in").mkdir()
+    write(tmp_path / "in", {0: [], 1: []})
+    (tmp_path / "in" / "pmpi-trace-rank-1.txt").unlink()
+    (tmp_path / "in" / "pmpi-trace-rank-1.txt").mkdir()
+    p = cli("trace", "import", "--format", "liballprof", tmp_path / "in", "--out", tmp_path / "out", check=False)
+    assert p.returncode == 2 and f"{tmp_path / 'in' / 'pmpi-trace-rank-1.txt'}: not a file of liballprof's" in p.stderr, p.stderr
+    assert "--out" not in p.stderr and not (tmp_path / "out").exists()
+
+
+def test_an_empty_rank_file_is_refused(tmp_path):
+    write(tmp_path, {0: [], 1: []})
+    (tmp_path / "pmpi-trace-rank-1.txt").write_text("")
+    with pytest.raises(TraceError, match="pmpi-trace-rank-1.txt: no MPI call in it"):
+        read_liballprof(tmp_path)
 
 
 def test_a_missing_rank_is_refused(tmp_path):

@@ -18,6 +18,7 @@ the computation around them."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -96,9 +97,18 @@ def read_rank(path: Path, rank: int, ranks: int) -> tuple[np.ndarray, dict[str, 
                 address = int(args[ri]) if ri is not None else 0
             except (ValueError, IndexError, AttributeError):
                 raise _fail(path, n, f"{name}: its fields do not read as liballprof writes this call") from None
-            if t0 is None and t1 is None:
+            given = [t for t in (t0, t1) if t is not None]  # "-" for a time liballprof did not take
+            if not given:
                 raise _fail(path, n, f"{name}: no time")
-            t0, t1 = (t1 if t0 is None else t0), (t0 if t1 is None else t1)
+            start, end = given[0], given[-1]
+            if not (math.isfinite(start) and math.isfinite(end)):
+                raise _fail(path, n, f"{name}: its times ({fields[1]}, {fields[-1]}) are not finite numbers")
+            if end < start:
+                raise _fail(path, n, f"{name}: it ends ({fields[-1]} µs) before it starts ({fields[1]} µs)")
+            if count < 0 or size < 0 or count * size >= 2**63:
+                raise _fail(path, n, f"{name}: {count} elements of {size} bytes is not a message's size")
+            if not (-2**31 <= peer < 2**31 and -2**31 <= tag < 2**31):
+                raise _fail(path, n, f"{name}: rank {peer} or tag {tag} is beyond what MPI's int holds")
             if comm_size != ranks:
                 raise _fail(path, n, f"{name}: a communicator of {comm_size} ranks (of {ranks}); only calls on "
                                      "the whole job are imported")
@@ -116,7 +126,9 @@ def read_rank(path: Path, rank: int, ranks: int) -> tuple[np.ndarray, dict[str, 
                 if not started:
                     raise _fail(path, n, f"{name}: no request was started at address {address}")
                 req = started.pop()
-            recs.append((CODES[op], 0, 0, peer, tag, count * size, req, t0, t1))
+            recs.append((CODES[op], 0, 0, peer, tag, count * size, req, start, end))
+    if not recs:
+        raise TraceError(f"{path}: no MPI call in it (an empty or cut trace)")
     if any(open_req.values()):
         raise TraceError(f"{path}: {sum(map(len, open_req.values()))} requests never waited for")
     return np.array(recs, dtype=RECORD), skipped
@@ -134,6 +146,9 @@ def read_liballprof(directory: str | Path) -> tuple[list[np.ndarray], list[str]]
     missing = sorted(set(range(ranks)) - set(files))
     if missing:
         raise TraceError(f"{directory}: rank {missing[0]}'s trace is missing (ranks 0 to {ranks - 1} expected)")
+    for p in files.values():
+        if not p.is_file():
+            raise TraceError(f"{p}: not a file of liballprof's")
     traces: list[np.ndarray] = []
     skipped_all: dict[str, int] = {}
     for r in range(ranks):
