@@ -104,3 +104,15 @@ def test_engine_refusals_say_where_as_attributes(tmp_path):
         _engine.trace_grid(str(other))
     assert (e.value.path, e.value.line, str(e.value)) == (str(rank1), None, f"{rank1}: the rank file must be a regular file")
     assert isinstance(e.value, _engine.SimulationError)
+
+
+@pytest.mark.parametrize("command", [("trace", "model"), ("trace", "replay", "--scale-to", "8"), ("trace", "export", "--scale-to", "8")])
+def test_trace_directories_that_are_not_there_are_named_together_before_any_is_read(cli, tmp_path, command):
+    """A missing directory and a file given as one, both said at once, before the
+    existing trace's model is even tried (which would fail first, two ranks being no grid)."""
+    write_pair(tmp_path / "two")
+    (tmp_path / "f.txt").write_text("")
+    extra = ["-o", str(tmp_path / "x.goal")] if "export" in command else []
+    p = cli(*command, tmp_path / "two", tmp_path / "gone", tmp_path / "f.txt", *extra, check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert f"{tmp_path / 'gone'}: no such directory; {tmp_path / 'f.txt'}: not a directory" in p.stderr, p.stderr

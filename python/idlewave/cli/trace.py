@@ -219,6 +219,14 @@ def _print_replay(s: dict, rep: dict) -> None:
         out.print("every traced call was modelled")
 
 
+def _existing(dirs: list[Path]) -> None:
+    """Every trace directory given is there, checked before any is read: all
+    that are not named at once, not the first after the others' fits."""
+    bad = [f"{d}: {'not a directory' if d.exists() else 'no such directory'}" for d in dirs if not d.is_dir()]
+    if bad:
+        fail("; ".join(bad))
+
+
 def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool, strong: bool, where: Path):
     """The trace to replay or export, and the model of several traces (None
     for one): with several and neither --weak nor --strong, their template
@@ -228,6 +236,7 @@ def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool
 
     if weak and strong:
         fail("--weak and --strong: give one")
+    _existing(dirs)
     if len(dirs) == 1:
         return dirs[0], None
     if scale_to is None and grid is None:
@@ -270,6 +279,7 @@ def model_cmd(
     from idlewave.trace.format import TraceError
     from idlewave.trace.multi import build
 
+    _existing(trace_dirs)
     try:
         m = build(trace_dirs)
     except (TraceError, OSError) as e:  # a ModelError is a TraceError

@@ -192,6 +192,8 @@ def read_rank(path: str | Path) -> RankTrace:
 def read(directory: str | Path) -> list[RankTrace]:
     """Every rank's trace, rank order; every rank of the run must be there."""
     d = Path(directory)
+    if not d.is_dir():
+        raise TraceError(f"{d}: {'not a directory' if d.exists() else 'no such directory'}")
     files = {}
     for f in d.glob("rank-*.iwt"):
         try:
