@@ -162,7 +162,15 @@ impl PyScenario {
 
     /// The engine's configuration of the run; its refusals placed at their key.
     fn config(&self, py: Python<'_>) -> PyResult<sim::Config> {
-        self.loaded.scenario.config().map_err(|e| scenario_error(py, &crate::scenario::load::locate(e, &self.origin(), &self.loaded.spans)))
+        self.loaded.scenario.config().map_err(|e| {
+            let e = crate::scenario::load::locate(e, &self.origin(), &self.loaded.spans);
+            if e.kind == crate::scenario::ErrorKind::Memory {
+                // refused for memory, as the run's own estimate is, and at its key
+                let key = e.key.clone();
+                return with_attrs(MemoryLimitError::new_err(e.to_string()), |_, v| v.setattr("key", key));
+            }
+            scenario_error(py, &e)
+        })
     }
 }
 

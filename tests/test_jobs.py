@@ -101,13 +101,21 @@ def test_background_traffic_slows_a_job_by_its_pattern():
     # the results key each job's figures by its name: a second "app" would overwrite the first's
     ({"jobs": [{"name": "app", "workload": APP}, {"name": "app", "workload": APP}]}, "jobs[1].name"),
     ({"jobs": [{"workload": APP}, {"name": "job0", "workload": APP}]}, "jobs[1].name"),
-    # a node number sizes the machine: a typo'd one is refused at once, before memory is taken
-    ({"jobs": [{"placement": "nodes", "nodes": [0, 1, 2, 3, 4000000001, 5, 6, 7], "workload": APP}]}, "jobs[0].nodes[4]"),
 ])
 def test_bad_jobs_are_refused_with_their_key(doc, key):
     with pytest.raises(ScenarioError) as e:
         idlewave.simulate({"network": NET, **doc})
     assert e.value.key == key, str(e.value)
+
+
+def test_a_node_number_too_large_for_memory_is_refused_at_its_key_at_once():
+    """A node number sizes the machine: a typo'd one is refused as a run too
+    large for memory is, before anything is allocated (it ran out of memory
+    after a minute), at the node's key."""
+    nodes = [0, 1, 2, 3, 4000000001, *range(5, 32)]
+    with pytest.raises(idlewave.MemoryLimitError) as e:
+        idlewave.simulate({"network": NET, "jobs": [{"placement": "nodes", "nodes": nodes, "workload": APP}]})
+    assert e.value.key == "jobs[0].nodes[4]" and "node 4000000001 makes a machine of 4000000002 nodes" in str(e.value)
 
 
 def test_a_goal_file_runs_as_a_job_as_its_scenario_runs_alone(tmp_path, monkeypatch):

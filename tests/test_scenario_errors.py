@@ -89,15 +89,18 @@ def test_a_run_refusing_a_key_names_the_key_and_the_file_through_cli_and_api(tmp
 
 
 def test_a_torus_far_too_large_is_refused_at_its_key_before_anything_is_allocated(tmp_path):
-    """Not by the run's estimate, which names no key (a typo'd dimension)."""
+    """As a run too large for memory is (MemoryLimitError), but at its key and
+    line, not by the run's estimate, which names neither (a typo'd dimension)."""
     p = tmp_path / "run.toml"
     p.write_text('[limits]\nmax_memory_bytes = 1000000000\n[network.topology]\nkind = "torus"\ndims = [2000, 2000, 2000]\n'
                  '[workload]\nkind = "bsp"\nranks = 8\n')
-    with pytest.raises(ScenarioError) as ei:
+    with pytest.raises(idlewave.MemoryLimitError) as ei:
         idlewave.simulate(p)
     assert ei.value.key == "network.topology.dims" and str(ei.value) == (
         f"{p}:5:8: network.topology.dims: these dimensions make a machine of 8000000000 nodes, about 476.84 GiB of "
         "state, more than the configured max_memory_bytes (953.67 MiB): give the torus the run's size")
+    cli = run_cli("simulate", p, "--out", tmp_path / "out", check=False)
+    assert cli.returncode != 0 and "network.topology.dims: these dimensions make" in cli.stderr and "Traceback" not in cli.stderr
 
 
 def test_a_run_error_tied_to_no_key_carries_none_and_no_file(tmp_path, monkeypatch):

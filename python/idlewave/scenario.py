@@ -228,7 +228,7 @@ def engine_errors(source: str = "<scenario>"):
     try:
         yield
     except _engine.SimulationError as e:
-        if source.startswith("<") or e.key is None:
+        if source.startswith("<") or e.key is None or str(e).startswith(f"{source}:"):  # (located already: file:line)
             raise
         refused = type(e)(f"{source}: {e}")
         refused.key = e.key

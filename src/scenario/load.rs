@@ -183,6 +183,9 @@ pub enum ErrorKind {
     Override,
     /// A rule tying keys together.
     Rule,
+    /// What a key asks for would not fit in memory (raised in Python as
+    /// MemoryLimitError, with the key).
+    Memory,
 }
 
 impl ErrorKind {
@@ -198,6 +201,7 @@ impl ErrorKind {
             ErrorKind::Platform => "platform",
             ErrorKind::Override => "override",
             ErrorKind::Rule => "rule",
+            ErrorKind::Memory => "memory",
         }
     }
 }

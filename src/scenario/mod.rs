@@ -170,10 +170,11 @@ const NODE_BYTES: u128 = 64;
 
 /// A machine of `nodes` nodes (as `key` sizes it) refused before anything
 /// is allocated for it, where its state would not fit in memory.
-fn check_machine(nodes: u128, makes: &str, key: &str, hint: &str, limit: Option<u64>) -> Result<(), RuleError> {
+fn check_machine(nodes: u128, makes: &str, key: &str, hint: &str, limit: Option<u64>) -> Result<(), ScenarioError> {
     crate::memory::check_memory(nodes * NODE_BYTES, limit).map_err(|e| {
         let (need, have) = (crate::memory::size(e.estimate), crate::memory::size(e.limit));
-        RuleError::new(key, format!("{makes} a machine of {nodes} nodes, about {need} of state, more than {} ({have}): {hint}", e.what))
+        let what = format!("{makes} a machine of {nodes} nodes, about {need} of state, more than {} ({have}): {hint}", e.what);
+        ScenarioError { kind: ErrorKind::Memory, ..ScenarioError::from(RuleError::new(key, what)) }
     })
 }
 
