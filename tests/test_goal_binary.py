@@ -53,6 +53,15 @@ def test_a_damaged_binary_is_refused_naming_its_byte(cli, tmp_path):
     assert p.returncode == 1 and "byte 78" in p.stderr and not (tmp_path / "out.goal").exists()
 
 
+@pytest.mark.parametrize("kept", [1, 5, 7])
+def test_a_binary_cut_within_its_magic_number_is_said_to_be_one(cli, tmp_path, kept):
+    """Not read as text (whose first byte it would call U+007F)."""
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes((DATA / "mixed.bin").read_bytes()[:kept])
+    p = cli("loggopsim", cut, check=False)
+    assert p.returncode != 0 and f"a binary GOAL schedule cut short: {kept} bytes" in p.stderr, p.stderr
+
+
 def test_export_writes_a_workload_that_runs_to_the_scenarios_own_times(cli, tmp_path):
     """`goal export`: a built-in workload as text and as binary; both run (LogGOPSim mode) to the
     finishing times the scenario itself simulates, and the binary is the text's txt2bin form."""

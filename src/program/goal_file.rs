@@ -2,7 +2,7 @@
 //! layout (`goal_bin`), told apart by the binary's magic number.
 
 use super::goal::{read_goal_text_file, read_goal_text_ranks, GoalError, GoalSchedule};
-use super::goal_bin::{binary_ranks, is_binary, read_binary_file, read_binary_program, CONSUMED};
+use super::goal_bin::{binary_ranks, is_binary, read_binary_file, read_binary_program, CONSUMED, MAGIC};
 use super::goal_program::{parse_goal_program, parse_goal_program_with, GoalProgram};
 use super::mapped::{map, mapped_utf8, release_behind};
 use std::io::Read as _;
@@ -21,19 +21,24 @@ pub fn is_binary_file(path: &Path) -> bool {
 
 /// Refuses a binary schedule that LogGOPSim's `--save-mem` run consumed:
 /// it counts dependencies down in the file itself and, to say so, replaces
-/// the magic number with 2342 (in LogGOPSim and in ATLAHS alike).
+/// the magic number with 2342 (in LogGOPSim and in ATLAHS alike); and one
+/// cut short within its magic number, which no text file begins as.
 fn refuse_consumed(path: &Path) -> Result<(), GoalError> {
+    let refuse = |message: String| Err(GoalError { file: path.display().to_string(), line: 0, column: 0, message, interrupted: false });
     match head(path) {
-        Some(h) if u64::from_le_bytes(h) == CONSUMED => Err(GoalError {
-            file: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: "a binary schedule that a LogGOPSim --save-mem run has used up (magic 2342: its dependency counts were \
-                      changed in place); convert the text schedule again (txt2bin, or idlewave goal convert)"
+        Some(h) if u64::from_le_bytes(h) == CONSUMED => refuse(
+            "a binary schedule that a LogGOPSim --save-mem run has used up (magic 2342: its dependency counts were \
+             changed in place); convert the text schedule again (txt2bin, or idlewave goal convert)"
                 .into(),
-            interrupted: false,
-        }),
-        _ => Ok(()),
+        ),
+        Some(_) => Ok(()),
+        None => {
+            let start = std::fs::read(path).unwrap_or_default();
+            if !start.is_empty() && start.len() < 8 && MAGIC.to_le_bytes().starts_with(&start) {
+                return refuse(format!("a binary GOAL schedule cut short: {} bytes, not even its 8-byte magic number", start.len()));
+            }
+            Ok(())
+        }
     }
 }
 
