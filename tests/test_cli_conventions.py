@@ -125,6 +125,23 @@ def test_positions_and_paths_are_printed_as_given_never_as_emoji_codes(tmp_path)
     assert ":smile:.toml:100:9: network.bogus: unknown key" in result.output, result.output
 
 
+def test_an_output_that_would_replace_an_input_is_refused(tmp_path):
+    """fit's -o over its own data, report's -o over a result's file: refused,
+    the input unchanged; a report beside the result's files is fine."""
+    data = tmp_path / "pp.csv"
+    data.write_text("size_bytes,time_s\n" + "".join(f"{n},{1e-6 + n * 1e-10}\n" for n in (1, 8, 64, 512, 4096) for _ in range(3)))
+    before = data.read_text()
+    result = run("fit", "postal", str(data), "-o", str(data))
+    assert result.exit_code == 2 and "it would replace the input" in result.output and data.read_text() == before
+    (tmp_path / "bsp.toml").write_text(BSP)
+    assert run("simulate", str(tmp_path / "bsp.toml"), "--out", str(tmp_path / "r"), "--quiet").exit_code == 0
+    summary = (tmp_path / "r" / "summary.json").read_text()
+    result = run("report", str(tmp_path / "r"), "-o", str(tmp_path / "r" / "summary.json"))
+    assert result.exit_code == 2 and "a file of the input" in result.output
+    assert (tmp_path / "r" / "summary.json").read_text() == summary
+    assert run("report", str(tmp_path / "r"), "-o", str(tmp_path / "r" / "page.html"), "--quiet").exit_code == 0
+
+
 def test_simulate_set_overrides_the_scenario(tmp_path):
     (tmp_path / "bsp.toml").write_text(BSP)
     result = run("simulate", str(tmp_path / "bsp.toml"), "--set", "workload.ranks=4", "--set", "workload.iterations=3",

@@ -204,6 +204,12 @@ def test_explaining_a_result_whose_input_file_changed_is_refused(cli, tmp_path):
     p = cli("explain", scn, "--no-tolerance", "--out", tmp_path / "thesis", check=False)
     assert p.returncode == 2 and "not an idlewave result directory" in p.stderr
     assert (tmp_path / "thesis" / "breakdown.png").read_text() == "mine"
+    # nor into the result of another scenario (whose summary would then be read with it), and says so before running
+    other = tmp_path / "other.toml"
+    other.write_text('[workload]\nkind = "bsp"\nranks = 8\niterations = 5\n')
+    p = cli("explain", other, "--no-tolerance", "--out", tmp_path / "run", check=False)
+    assert p.returncode == 2 and "holds the result of another scenario" in p.stderr
+    assert not (tmp_path / "run" / "explain.json").exists()
 
 
 def test_explain_refuses_what_it_cannot_read(cli, tmp_path):

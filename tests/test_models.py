@@ -139,6 +139,11 @@ def test_fit_cli_writes_a_platform_the_simulator_reproduces(cli, tmp_path):
     bad.write_text("size,time\n1,2\n")
     p = cli("fit", "postal", bad, "-o", tmp_path / "x.toml", check=False)
     assert p.returncode == 2 and "missing column" in p.stderr
+    bad.write_text("size_bytes,time_s,time_s\n1,2e-6,3e-6\n")  # the second was ignored without a word
+    p = cli("fit", "postal", bad, "-o", tmp_path / "x.toml", check=False)
+    assert p.returncode == 2 and "column time_s appears more than once" in p.stderr, p.stderr
+    p = cli("fit", "postal", tmp_path, "-o", tmp_path / "x.toml", check=False)  # polars' glob internals before
+    assert p.returncode == 2 and "a directory, not a table" in p.stderr, p.stderr
     # one limit given: kept, the other found from the data; 256 B is not where the data switch (1 KiB), so the
     # sizes 257 B–1 KiB fit badly in the eager protocol: refused, and written only with --force
     p = cli("fit", "postal", data, "-o", tmp_path / "s.toml", "--short-max", "256", check=False)
@@ -265,6 +270,8 @@ def test_pcg_with_penalties_charges_blocking_allreduces_fully_and_overlaps_only_
     assert json.loads(r.output)["iteration_s"] == pytest.approx(pcg["iteration_s"], rel=1e-12)
     r = CliRunner().invoke(cli_app, ["model", "pcg", "--spmv-s", "1e-3", "--allreduce-s", "1e-4", "--nodes", "8"])
     assert r.exit_code == 2 and "not both" in r.output
+    r = CliRunner().invoke(cli_app, ["model", "pcg", "--spmv-s", "1e-3"])  # neither: said so, not "not both"
+    assert r.exit_code == 2 and "one of them" in r.output and "not both" not in r.output
 
 
 def test_allreduce_model_beside_the_simulator():

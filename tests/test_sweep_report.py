@@ -63,6 +63,22 @@ def test_sweep_runs_points_records_failures_and_skips_finished(cli, tmp_path):
     assert m[True, False] > m[False, False] and m[True, True] > m[False, True]
 
 
+def test_a_damaged_point_runs_again_and_bad_worker_counts_are_refused(cli, tmp_path):
+    """A point whose summary.json was damaged is not reused (a rerun used to end in a
+    traceback); --workers below 1 is refused at once (-1 hung, 0 ran anyway)."""
+    study = tmp_path / "study.toml"
+    study.write_text('[base.workload]\nkind = "bsp"\nranks = 8\niterations = 5\n[grid]\n"workload.barrier" = [false, true]\n')
+    for bad in ("0", "-1"):
+        p = cli("sweep", study, "--out", tmp_path / "x", "--workers", bad, check=False)
+        assert p.returncode == 2 and "--workers" in p.stderr and not (tmp_path / "x").exists(), p.stderr
+    cli("sweep", study, "--out", tmp_path / "out", "--workers", "1", "--quiet")
+    first = sorted((tmp_path / "out" / "points").glob("*/summary.json"))[0]
+    events = json.loads(first.read_text())["events"]
+    first.write_text("{bad")
+    said = cli("sweep", study, "--out", tmp_path / "out", "--workers", "1", "--quiet").stdout
+    assert "1 reused" in said and json.loads(first.read_text())["events"] == events
+
+
 def test_a_sweep_reads_its_base_files_where_they_are_and_reruns_points_whose_files_changed(cli, tmp_path):
     # the base file in its own directory, naming a platform file and a partner
     # file beside it; the study elsewhere

@@ -160,7 +160,20 @@ def load(path: str | Path, overrides: dict | None = None) -> _engine.Scenario:
     Relative paths inside it resolve against the file's directory.
     """
     source = str(path)
-    return _engine.Scenario(_read_text(path, "scenario"), source, str(Path(path).resolve().parent), overrides)
+    try:
+        return _engine.Scenario(_read_text(path, "scenario"), source, str(Path(path).resolve().parent), overrides)
+    except ScenarioError as e:
+        raise _from_override(e, overrides) from None
+
+
+def _from_override(e: ScenarioError, overrides: dict | None) -> ScenarioError:
+    """An error in a value given as an override (`--set`) says so, rather than
+    pointing into the file, where that value never was."""
+    for key in overrides or {}:
+        if e.key == key or e.key.startswith((f"{key}.", f"{key}[")):
+            return ScenarioError(f"{e.source}: {e.key} (from --set): {e.message}", source=e.source, key=e.key,
+                                 kind=e.kind, message=e.message)
+    return e
 
 
 def load_scenario(path: str | Path, overrides: dict | None = None) -> dict:

@@ -17,7 +17,7 @@ pub enum Topology {
     /// leaf, (radix/2)^l per level-l subtree; up to the common ancestor and
     /// down again.
     FatTree {
-        /// Ports per switch (at least 4: half go down to nodes or switches below).
+        /// Ports per switch (even, at least 4: half go down to nodes or switches below, half up).
         #[serde(default = "radix")]
         #[schemars(range(min = 4))]
         radix: u32,

@@ -34,6 +34,8 @@ def analyze_idle_wave(
     """Speed (ranks/s) and decay of the idle wave a one-off delay launched."""
     from idlewave.analyze import idle_wave
 
+    if not 0 < threshold < 1:  # (nan too)
+        fail(f"--threshold: a fraction of the delay, above 0 and below 1, got {threshold}")
     r = _analysis(lambda: idle_wave(result, threshold))
     if as_json:
         print_json(r)

@@ -30,6 +30,19 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def not_an_input(output: Path, option: str, inputs: list[Path], keep: tuple[str, ...] = ()) -> None:
+    """Refuses an output that would replace what the command reads: one of
+    `inputs`, or a file that exists inside an input directory (a file with a
+    suffix in `keep` there is the command's own earlier output)."""
+    target = output.resolve()
+    for source in inputs:
+        at = source.resolve()
+        inside = at.is_dir() and at in target.parents and target.is_file() and target.suffix not in keep
+        if target == at or inside:
+            fail(f"{option} {output}: it would replace {'the input' if target == at else 'a file of the input'} {source}; "
+                 "write elsewhere")
+
+
 def lazy(name: str) -> ModuleType:
     """A module that is imported on first attribute access, so that
     `idlewave --help` does not load numpy, polars or scipy.
@@ -180,10 +193,15 @@ def read_table(path: Path, needed: list[str], positive: tuple[str, ...] = ()) ->
 
     from idlewave.inputs import describe_columns
 
+    if path.is_dir():
+        fail(f"{path}: a directory, not a table (CSV or Parquet)")
     try:
         frame = pl.read_parquet(path, glob=False) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#", glob=False)
     except (OSError, pl.exceptions.PolarsError) as e:
         fail(f"{path}: {e}")
+    twice = [c.rsplit("_duplicated_", 1)[0] for c in frame.columns if "_duplicated_" in c]  # (polars renames a repeated one)
+    if twice:
+        fail(f"{path}: column {twice[0]} appears more than once: which one is meant?")
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         fail(f"{path}: missing column(s) {', '.join(missing)} ({describe_columns(frame.columns)})")

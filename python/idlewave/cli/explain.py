@@ -102,6 +102,21 @@ def _resimulating(base_s: float, total: int, quiet: bool, first: str):
     return steps, progress
 
 
+def _check_same_scenario(out_dir: Path | None, scenario: dict) -> None:
+    """An explanation goes beside its own run: not into the result of another
+    scenario, whose summary would then be read with it."""
+    held = out_dir / "scenario.json" if out_dir is not None else None
+    if held is None or not held.is_file():
+        return
+    try:
+        same = json.loads(held.read_text()) == json.loads(json.dumps(scenario))
+    except (OSError, ValueError):
+        same = False
+    if not same:
+        fail(f"--out {out_dir}: holds the result of another scenario (its scenario.json); write the explanation to a "
+             "new directory, or explain that result itself")
+
+
 def _check_same_run(result_dir: Path, makespan_ps: int) -> None:
     """A result explained by running its scenario again must come out the
     same: a file the scenario reads (partners, mapping, GOAL, noise trace)
@@ -161,6 +176,7 @@ def explain(
             scenario, x = load_scenario(target, overrides), None
         else:
             fail(f"{target}: no such file or directory")
+        _check_same_scenario(out_dir, scenario)  # before the run: its result would go beside another's
         if x is None:
             x = simulate(scenario, explain=True).explain
             assert x is not None  # asked for

@@ -12,7 +12,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from idlewave.cli.common import JSON, QUIET, err, fail, lazy, out, print_json, read_table
+from idlewave.cli.common import JSON, QUIET, err, fail, lazy, not_an_input, out, print_json, read_table
 from idlewave.units import fmt_si, fmt_time
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ def fit_postal(
         fail(f"--per-size must be one of {', '.join(fitting.PER_SIZE)}, got {statistic!r}")
     if max_error != max_error or max_error == math.inf:
         fail(f"--max-error: must be a finite number ≥ 0, got {max_error}")
+    read = [data, data.with_name("exchange.parquet"), data.with_name("machine.json"), *(p for p in (multipair, exchange) if p)]
+    not_an_input(output, "-o", read)
     from idlewave.results import write_text
 
     frame = read_table(data, ["size_bytes", "time_s"], positive=("time_s",))

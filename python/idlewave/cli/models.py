@@ -334,7 +334,8 @@ def pcg_model(
     if nodes is not None:
         _at_most("--nodes", nodes, MAX_RANKS)  # a node holds at least one rank
     if (allreduce_s is None) == (nodes is None):
-        fail("give either --allreduce-s (a measured time) or --nodes (the allreduce model), not both")
+        fail("give either --allreduce-s (a measured time) or --nodes (the allreduce model), "
+             + ("not both" if nodes is not None else "one of them"))
     if halo_s is not None and grid is not None:
         fail("give either --halo-s (a measured time) or --grid (the halo model), not both")
     pens = _penalties(penalties)

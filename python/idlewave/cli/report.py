@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from idlewave.cli.common import QUIET, err, fail, out
+from idlewave.cli.common import QUIET, err, fail, not_an_input, out
 
 
 def report(
@@ -26,6 +26,8 @@ def report(
     without results is a usage error (exit 2)."""
     from idlewave.report import build
 
+    if output is not None:
+        not_an_input(output, "-o", [directory], keep=(".html",))
     left_out: list[str] = []
 
     def warn(message: str) -> None:

@@ -23,7 +23,7 @@ def sweep(
                                           help="Override a value of the study's base scenario (repeatable; each point's "
                                                "own values go over it), e.g. --set network.L_s=5e-6."),
     scheduler: str | None = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (default: a local cluster)."),
-    workers: int | None = typer.Option(None, "--workers", help="Local cluster workers (default 2)."),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="Local cluster workers (default 2)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome (and the strategy ranking) as JSON."),
     worker_timeout: float = typer.Option(60.0, "--worker-timeout", min=0.1,  # idlewave.sweep.WORKER_TIMEOUT_S
@@ -49,6 +49,8 @@ def sweep(
     from idlewave.results import check_writable
     from idlewave.sweep import run_sweep
 
+    if worker_timeout != worker_timeout or worker_timeout == float("inf"):
+        fail(f"--worker-timeout: must be a finite number of seconds ≥ 0.1, got {worker_timeout}")
     overrides = scenario_sets(sets)
     try:
         check_writable(out_dir / "study.json")  # a read-only disk: said before a cluster starts
