@@ -101,6 +101,8 @@ def test_background_traffic_slows_a_job_by_its_pattern():
     # the results key each job's figures by its name: a second "app" would overwrite the first's
     ({"jobs": [{"name": "app", "workload": APP}, {"name": "app", "workload": APP}]}, "jobs[1].name"),
     ({"jobs": [{"workload": APP}, {"name": "job0", "workload": APP}]}, "jobs[1].name"),
+    # no job at all: it ran [workload]'s default, 64 ranks nobody asked for
+    ({"jobs": []}, "jobs"),
 ])
 def test_bad_jobs_are_refused_with_their_key(doc, key):
     with pytest.raises(ScenarioError) as e:

@@ -68,6 +68,18 @@ def test_a_dragonflys_minimal_routing_funnels_a_group_through_one_global_link():
     assert valiant["makespan_s"] < minimal["makespan_s"]
 
 
+@pytest.mark.parametrize("routing", ["valiant", "ugal"])
+def test_detours_on_a_dragonfly_of_two_groups_are_said_to_be_minimal(routing):
+    """With no third group to pass through, Valiant and UGAL route as minimal
+    does: the run says so instead of leaving the user to think they detoured."""
+    dragonfly = {"kind": "dragonfly", "nodes_per_router": 1, "routers_per_group": 4}
+    links = {"model": "flow", "bandwidth_bytes_per_s": 1e9}
+    two = shift({**links, "routing": routing}, ranks=8, topology=dragonfly)
+    assert two["makespan_s"] == shift({**links, "routing": "minimal"}, ranks=8, topology=dragonfly)["makespan_s"]
+    assert any("8 nodes fill 2 groups" in w and "minimal" in w for w in two["warnings"])
+    assert "warnings" not in shift({**links, "routing": routing}, ranks=32, topology=dragonfly)
+
+
 @pytest.mark.parametrize("links, key, words", [
     ({"model": "flow"}, "network.links.bandwidth_bytes_per_s", "bandwidth"),
     ({"model": "flow", "bandwidth_bytes_per_s": 1e9, "routing": "valiant"}, "network.links.routing", "d_mod_k"),

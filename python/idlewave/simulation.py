@@ -150,13 +150,8 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
 
         result.trace_report = trace_report
         summary.update(summarise(trace_report, result.finish_times_s))
-    net = scn.get("network", {})
-    per_node = net.get("ranks_per_node", 1)
-    if net.get("off_node_measured") is False and summary["ranks"] > per_node:
-        summary.setdefault("warnings", []).append(
-            f"the platform measured no message between nodes (off_node_measured = false): this run of "
-            f"{summary['ranks']:,} ranks, {per_node} per node, sends messages between nodes at values nobody "
-            "measured (the engine's defaults unless the scenario gives them)")
+    for warning in _network_warnings(scn, summary["ranks"]):
+        summary.setdefault("warnings", []).append(warning)
     held_back = run.held_back
     if held_back is not None:
         # the links that held messages back the most; per job, its own
@@ -173,6 +168,31 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     if result.timeline is not None:
         summary["timeline_truncated"] = bool(result.timeline["truncated"])
     return result
+
+
+def _network_warnings(scn: dict, ranks: int) -> list[str]:
+    """What the network of a run that completed did not do as its keys suggest."""
+    out = []
+    net = scn.get("network", {})
+    per_node = net.get("ranks_per_node", 1)
+    if net.get("off_node_measured") is False and ranks > per_node:
+        out.append(
+            f"the platform measured no message between nodes (off_node_measured = false): this run of "
+            f"{ranks:,} ranks, {per_node} per node, sends messages between nodes at values nobody "
+            "measured (the engine's defaults unless the scenario gives them)")
+    topology, links = net.get("topology", {}), net.get("links", {})
+    routing = links.get("routing")
+    if topology.get("kind") == "dragonfly" and links.get("model") == "flow" and routing in ("valiant", "ugal"):
+        listed = [n for j in scn.get("jobs", []) for n in j.get("nodes", [])]
+        nodes = max(max(listed, default=-1) + 1, math.ceil(ranks / per_node))
+        per_group = topology["nodes_per_router"] * topology["routers_per_group"]
+        groups = math.ceil(nodes / per_group)
+        if groups <= 2:
+            out.append(
+                f"network.links.routing = \"{routing}\" detours through a third group of the dragonfly, but "
+                f"the run's {nodes:,} nodes fill {groups} group{'s' if groups > 1 else ''} of {per_group:,} "
+                "nodes: every route was minimal")
+    return out
 
 
 def estimate_memory(scenario: str | Path | dict, *, timeline: bool = False, explain: bool = False,

@@ -775,7 +775,10 @@ impl<'a> Walker<'a> {
             (Some(lo), Some(hi)) if lo == hi && n != lo => {
                 return self.fail(path, span, ErrorKind::Value, format!("must have {lo} entries, got {n}"))
             }
-            (Some(lo), _) if n < lo => return self.fail(path, span, ErrorKind::Value, format!("needs at least {lo} entries, got {n}")),
+            (Some(lo), _) if n < lo => {
+                let entries = if lo == 1 { "entry" } else { "entries" };
+                return self.fail(path, span, ErrorKind::Value, format!("needs at least {lo} {entries}, got {n}"));
+            }
             (_, Some(hi)) if n > hi => return self.fail(path, span, ErrorKind::Value, format!("takes at most {hi} entries, got {n}")),
             _ => {}
         }
