@@ -95,3 +95,26 @@ def test_exchanges_dearer_than_the_model_can_give_are_said_to_be_capped(tmp_path
     s = _fit(data, tmp_path / "p.toml")
     assert s["on_node"]["cpu_per_byte"]["rendezvous"]["capped"]
     assert s["on_node"]["cpu_per_byte"]["rendezvous"]["O_s_per_byte"] == pytest.approx(TRUE["rendezvous"][1], rel=0.05)
+
+
+def test_a_table_of_another_kind_given_for_the_exchanges_is_refused_naming_it(tmp_path):
+    """Ping-pong and exchange tables have the same columns; `measure pingpong` writes them as pingpong.parquet
+    and exchange.parquet. A ping-pong table (the data itself, a copy, another run's), a multi-pair table, or an
+    exchange table given as the ping-pong data is refused, naming the file, what it is and what was expected."""
+    data = _data(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    _data(other, seed=9)  # another run: its own pingpong.parquet
+    (tmp_path / "copy.parquet").write_bytes(data.read_bytes())
+    (tmp_path / "mp.csv").write_text("pairs,size_bytes,rep,time_s\n" + "".join(f"1,{n},0,{1e-6 + n * 1e-10}\n" for n in SIZES))
+    for given, what in ((data, "the same table as the ping-pong data"), (tmp_path / "copy.parquet", "the same table as the ping-pong data"),
+                        (other / "pingpong.parquet", "a ping-pong table"), (tmp_path / "mp.csv", "a multi-pair table")):
+        p = invoke_cli("fit", "postal", data, "-o", tmp_path / "p.toml", "--exchange", given, check=False)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert f"error: --exchange {given}: {what}" in p.stderr and "not a simultaneous-exchange table" in p.stderr, p.stderr
+        assert not (tmp_path / "p.toml").exists()
+    # the exchanges given as the ping-pong data
+    p = invoke_cli("fit", "postal", tmp_path / "exchange.parquet", "-o", tmp_path / "p.toml", check=False)
+    assert p.returncode == 2 and "a simultaneous-exchange table" in p.stderr and "not a ping-pong table" in p.stderr, p.stderr
+    # the right table is taken
+    assert "cpu_per_byte" in _fit(data, tmp_path / "p.toml", "--exchange", str(tmp_path / "exchange.parquet"))["on_node"]

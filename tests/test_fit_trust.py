@@ -296,3 +296,46 @@ def test_the_same_seed_writes_the_same_file_byte_for_byte(cli, tmp_path):
     assert a != c and tomllib.loads(a) == tomllib.loads(c)
     cli("fit", "postal", data, "-o", tmp_path / "d.toml", "--resamples", "0")
     assert "95% interval" not in (tmp_path / "d.toml").read_text() and tomllib.loads((tmp_path / "d.toml").read_text()) == tomllib.loads(a)
+
+
+def test_off_node_from_on_node_is_refused_where_off_node_rows_were_measured(cli, tmp_path):
+    """The option is for data from one node: with off_node rows it would be ignored, so it is refused, and the
+    file is not written; on data without a link column it says the data are on-node, and it takes effect."""
+    sizes, reps, times = pingpong()
+    data = write(tmp_path / "off.csv", sizes, reps, times, link="off_node")
+    p = cli("fit", "postal", data, "-o", tmp_path / "o.toml", "--off-node-from-on-node", check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "error: --off-node-from-on-node:" in p.stderr and "off_node rows" in p.stderr, p.stderr
+    assert not (tmp_path / "o.toml").exists()
+    # both link classes measured: refused the same
+    on = "".join(f"{n},{r},{t * 0.5!r},on_node\n" for n, r, t in zip(sizes, reps, times.tolist()))
+    data.write_text(data.read_text() + on)
+    p = cli("fit", "postal", data, "-o", tmp_path / "o.toml", "--off-node-from-on-node", check=False)
+    assert p.returncode == 2 and "error: --off-node-from-on-node:" in p.stderr, p.stderr
+    # no link column (and no machine.json): the option says where the data came from, and the assumption is written
+    _, r = fit_json(cli, write(tmp_path / "nolink.csv", sizes, reps, times), tmp_path / "n.toml", "--off-node-from-on-node")
+    text = (tmp_path / "n.toml").read_text()
+    net = tomllib.loads(text)["network"]
+    assert r["assumption"].startswith("ASSUMED: off-node = on-node") and "ASSUMED: off-node = on-node" in text
+    assert r["off_node"]["assumed_from"] == "on_node" and net["L_s"] == net["intra_node"]["L_s"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--eager-max", str(2**70)], "error: --eager-max: too large: 1180591620717411303424 B"),
+    (["--short-max", str(2**70)], "error: --short-max: too large"),
+    (["--short-max", "-5"], "error: --short-max: must be a size in bytes ≥ 0, got -5"),
+    (["--eager-max", "-1"], "error: --eager-max: must be a size in bytes ≥ 0, got -1"),
+    (["--short-max", "0"], "--short-max 0: the short protocol (≤ 0 B) would hold 0 size(s)"),
+    (["--short-max", "2"], "--short-max 2: the short protocol (≤ 2 B) would hold 2 size(s)"),
+    (["--eager-max", "100000000000000"], "--eager-max 100000000000000: the rendezvous protocol"),
+    (["--eager-max", "8"], "--eager-max 8: leaves 4 size(s) up to it for the short and eager protocols"),
+    (["--short-max", "1048576"], "--short-max 1048576: leaves 2 size(s) above it for the eager and rendezvous"),
+    (["--short-max", "256", "--eager-max", "512"], "--short-max 256, --eager-max 512: the eager protocol between them"),
+    (["--short-max", "256", "--eager-max", "4194304"], "--eager-max 4194304: the rendezvous protocol (> 4 MiB) would hold 0"),
+])
+def test_limits_out_of_range_are_refused_naming_the_option(cli, tmp_path, args, message):
+    data = write(tmp_path / "pp.csv", *pingpong())
+    p = cli("fit", "postal", data, "-o", tmp_path / "l.toml", *args, check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert message in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1 and not (tmp_path / "l.toml").exists()  # one line

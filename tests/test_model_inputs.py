@@ -50,6 +50,13 @@ BAD = [
     (["allreduce", "--nodes", "8", "--nonblocking", "--overlap-s", "inf"], "--overlap-s"),
     (["allreduce", "--nodes", "100000000", "--penalties", "hops", "--platform", "anvil"], "--nodes"),
     (["postal", "--bytes", "99999999999999999999"], "--bytes"),
+    (["allreduce", "--nodes", "8", "--hops", "-3"], "--hops"),  # negative, and no hop penalty to use it
+    (["allreduce", "--nodes", "8", "--hops", "-3", "--penalties", "hops"], "--hops"),
+    (["allreduce", "--nodes", "8", "--hops", "nan", "--penalties", "hops"], "--hops"),
+    (["halo", "--grid", "4,4,4", "--hops", "-1", "--penalties", "hops"], "--hops"),
+    (["pcg", "--spmv-s", "1e-3", "--nodes", "8", "--hops", "-3"], "--hops"),
+    (["nbc-bound", "--table1", "--beta", "0.5"], "--beta"),
+    (["nbc-bound", "--table1", "--inflation", "2"], "--inflation"),
 ]
 
 
@@ -83,6 +90,10 @@ GOOD = [
     (["halo", "--grid", "1,1,1"], {"ranks": 1, "max_s": 0.0}),
     (["halo", "--grid", "4,4,4", "--nonblocking", "--overlap-s", "0"], {"ranks": 64}),
     (["postal", "--bytes", "0"], {"protocol": "short"}),
+    (["allreduce", "--nodes", "8", "--penalties", "hops", "--hops", "0"], {"hops": 0.0}),
+    (["allreduce", "--nodes", "8", "--penalties", "maxrate,congestion"], {"hops": 0.0}),
+    (["halo", "--grid", "4,4,4", "--penalties", "hops", "--hops", "each"], {"ranks": 64}),
+    (["nbc-bound", "--beta", "1", "--inflation", "1"], {"inflation": 1.0}),
 ]
 
 
@@ -100,6 +111,38 @@ def test_model_takes_valid_edge_values(args, expect):
 def test_model_nbc_table1_json_parses():
     rows = json.loads(invoke_cli("model", "nbc-bound", "--table1", "--json").stdout)
     assert len(rows) == 6
+
+
+@pytest.mark.parametrize("given", [["--beta", "0.5"], ["--inflation", "2"], ["--beta", "0.5", "--inflation", "1"]])
+def test_model_nbc_table1_refuses_the_options_it_would_ignore(given):
+    """Table 1 has its own β per application and no noise: --beta and --inflation beside it are refused."""
+    p = invoke_cli("model", "nbc-bound", "--table1", *given, "--json", check=False)
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    assert "--table1 prints the paper's Table 1" in p.stderr and all(f in p.stderr for f in given[::2]), p.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["allreduce", "--nodes", "8", "--hops", "5"],
+    ["allreduce", "--nodes", "8", "--hops", "average", "--penalties", "maxrate"],
+    ["allreduce", "--nodes", "8", "--hops", "5", "--penalties", "congestion"],  # congestion scales with hops only beside hops
+    ["halo", "--grid", "4,4,4", "--hops", "2"],
+    ["pcg", "--spmv-s", "1e-3", "--nodes", "8", "--hops", "max", "--penalties", "maxrate"],
+])
+def test_model_refuses_hops_without_the_hop_penalty(args):
+    """--hops changes nothing without --penalties hops: refused, never printed as if it counted."""
+    p = invoke_cli("model", *args, "--json", check=False)
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    assert "error: --hops" in p.stderr and "only the hop penalty uses it" in p.stderr and "--penalties hops" in p.stderr, p.stderr
+
+
+def test_model_hops_given_count_and_are_checked_before_use():
+    """With the hop penalty the count given is the one used; a negative one is refused whatever the penalties."""
+    two = json.loads(invoke_cli("model", "allreduce", "--nodes", "8", "--penalties", "hops", "--hops", "2", "--json").stdout)
+    four = json.loads(invoke_cli("model", "allreduce", "--nodes", "8", "--penalties", "hops", "--hops", "4", "--json").stdout)
+    assert (two["hops"], four["hops"]) == (2.0, 4.0) and four["time_s"] > two["time_s"]
+    for pens in ([], ["--penalties", "maxrate"], ["--penalties", "hops"]):
+        p = invoke_cli("model", "allreduce", "--nodes", "8", "--hops", "-3", *pens, check=False)
+        assert p.returncode == 2 and "error: --hops: must be a finite number ≥ 0, got -3" in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("row", ["2,nan", "inf,2", "2,"])

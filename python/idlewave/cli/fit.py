@@ -44,7 +44,8 @@ def fit_postal(
                                               "machine.json beside the data — all ranks on one host: that many —, else 1)."),
     off_node_from_on_node: bool = typer.Option(False, "--off-node-from-on-node",
                                                help="Data from one node only: use its fit for messages between nodes "
-                                                    "too (an assumption, written into the platform file)."),
+                                                    "too (an assumption, written into the platform file). Data without "
+                                                    "a link column are then on-node; data with off_node rows are refused."),
     max_error: float = typer.Option(0.10, "--max-error", min=0.0,
                                     help="Refuse a fit whose RMS relative error exceeds this in any protocol or size range "
                                          "(≤ 256 B, 257 B–8 KiB, > 8 KiB–256 KiB, > 256 KiB); 0.1 = 10%. It bounds each "
@@ -66,17 +67,29 @@ def fit_postal(
         fail(f"--per-size must be one of {', '.join(fitting.PER_SIZE)}, got {statistic!r}")
     if max_error != max_error or max_error == math.inf:
         fail(f"--max-error: must be a finite number ≥ 0, got {max_error}")
+    from idlewave.cli.models import MAX_MESSAGE_BYTES
+
+    for flag, limit in (("--short-max", short_max), ("--eager-max", eager_max)):
+        if limit is not None and limit < 0:
+            fail(f"{flag}: must be a size in bytes ≥ 0, got {limit}")
+        if limit is not None and limit > MAX_MESSAGE_BYTES:
+            fail(f"{flag}: too large: {limit} B is more than the largest message the engine takes "
+                 f"({MAX_MESSAGE_BYTES} B, 2^47 - 1)")
     read = [data, data.with_name("exchange.parquet"), data.with_name("machine.json"), *(p for p in (multipair, exchange) if p)]
     not_an_input(output, "-o", read)
     from idlewave.results import write_text
 
     frame = read_table(data, ["size_bytes", "time_s"], positive=("time_s",))
+    if kind := _other_table(data, frame.columns, "pingpong"):
+        fail(f"{data}: {kind}, not a ping-pong table (pingpong.parquet of `idlewave measure pingpong`: one-way times)")
     why = fitting.degenerate(frame["size_bytes"].cast(pl.Float64).to_numpy(), frame["time_s"].cast(pl.Float64).to_numpy())
     if why:
         fail(f"{data}: {why}")
     machine = _machine(data)
     one_host = machine is not None and machine["per_host"] is not None and len(machine["per_host"]) == 1
-    groups = frame.partition_by("link", as_dict=True) if "link" in frame.columns else {("on_node" if one_host else "off_node",): frame}
+    # without a link column: on-node where machine.json says one host, or where the user says the data came from one node
+    alone = "on_node" if one_host or off_node_from_on_node else "off_node"
+    groups = frame.partition_by("link", as_dict=True) if "link" in frame.columns else {(alone,): frame}
     parts = {}
     for key, part in groups.items():
         name = key[0] if isinstance(key, tuple) else key
@@ -87,6 +100,10 @@ def fit_postal(
         assert machine is not None
         fail(f"{data}: holds off_node rows, but {machine['path']} says all {machine['ranks']} ranks ran on one host "
              f"({machine['hosts_text']}): which is right?")
+    if off_node_from_on_node and "off_node" in parts:
+        fail(f"--off-node-from-on-node: {data} holds off_node rows (measured between nodes), and the option is for data "
+             "from one node only (it copies the on-node fit to messages between nodes): drop the option to fit the "
+             "measured ones")
     assessed = {}
     for name in sorted(parts, key=lambda n: n != "off_node"):  # off_node first, as the platform file has it
         part = parts[name]
@@ -132,7 +149,7 @@ def fit_postal(
             fail(f"{multipair}: {why}")
 
     cpu, cpu_notes = _cpu_per_byte(exchange if exchange is not None else data.parent / "exchange.parquet",
-                                   exchange is not None, assessed, statistic)
+                                   exchange is not None, assessed, statistic, data)
     cpu_summary = {name: {r.protocol: {"O_s_per_byte": r.O_s_per_byte, "sizes": r.sizes, "rms_relative_error": r.rms_relative_error,
                                        "capped": r.capped} for r in rows} for name, rows in cpu.items()}
 
@@ -197,16 +214,42 @@ def fit_postal(
         err.print(f"[bold yellow]{escape(' '.join(not_measured))}[/]", highlight=False, soft_wrap=True)
 
 
-def _cpu_per_byte(path: Path, given: bool, assessed: dict, statistic: str) -> tuple[dict, list[str]]:
+def _other_table(path: Path, columns: list[str], expected: str) -> str | None:
+    """What kind of `idlewave measure` table `path` is, if it is not the
+    `expected` one (pingpong or exchange). The two have the same columns
+    (link, size_bytes, rep, time_s): `measure pingpong` tells them apart by
+    their names, pingpong.parquet and exchange.parquet; the others by a
+    column of their own."""
+    if "pairs" in columns:
+        return "a multi-pair table (it has a pairs column, as multipair.parquet of `idlewave measure multipair`)"
+    if "kernel" in columns:
+        return "a kernels table (it has a kernel column, as kernels.parquet of `idlewave measure kernels`)"
+    if path.stem == "exchange" and expected != "exchange":
+        return "a simultaneous-exchange table (exchange.parquet, as `idlewave measure pingpong` names it: times per exchange)"
+    if path.stem == "pingpong" and expected != "pingpong":
+        return "a ping-pong table (pingpong.parquet, as `idlewave measure pingpong` names it: one-way times)"
+    return None
+
+
+def _cpu_per_byte(path: Path, given: bool, assessed: dict, statistic: str, data: Path) -> tuple[dict, list[str]]:
     """The CPU cost per byte O of each link class measured both by ping-pong
     and by simultaneous exchanges (`path`; absent and not given: O = 0), and
     the platform file's comment lines on it."""
+    import filecmp
+
     if not path.is_file():
         if given:
             fail(f"--exchange {path}: no such file")
         return {}, ["", "O_s_per_byte = 0: no simultaneous exchanges were measured (exchange.parquet), so each rank's",
                     "CPU is not charged for moving a message's bytes; messages both ways at once may be predicted too fast"]
     frame = read_table(path, ["size_bytes", "time_s"], positive=("time_s",))
+    expected = ("a simultaneous-exchange table (exchange.parquet, which `idlewave measure pingpong` writes beside "
+                "pingpong.parquet: times per exchange)")
+    where = f"--exchange {path}" if given else str(path)
+    if path.resolve() == data.resolve() or filecmp.cmp(path, data, shallow=False):
+        fail(f"{where}: the same table as the ping-pong data {data} (one-way times), not {expected}")
+    if kind := _other_table(path, frame.columns, "exchange"):
+        fail(f"{where}: {kind}, not {expected}")
     why = fitting.degenerate(frame["size_bytes"].cast(pl.Float64).to_numpy(), frame["time_s"].cast(pl.Float64).to_numpy())
     if why:
         fail(f"{path}: {why}")

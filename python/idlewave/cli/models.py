@@ -72,8 +72,9 @@ def _platform(name: str) -> postal.PostalPlatform:
         fail(f"--platform: {e.message}" if e.key == "network.platform" else str(e))
 
 
-HOPS = typer.Option("average", "--hops", help="Hops per off-node message for the hop and congestion penalties: "
-                    "best, average or max over the pattern's messages in the platform's topology, or a number.")
+HOPS = typer.Option(None, "--hops", help="Hops per off-node message for the hop penalty (--penalties hops; with it the "
+                    "congestion penalty scales with them too): best, average (the default) or max over the pattern's "
+                    "messages in the platform's topology, or a number ≥ 0.")
 
 
 PENALTIES = typer.Option(None, "--penalties", help="A penalty: maxrate, hops or congestion (repeatable, or comma-separated).")
@@ -86,6 +87,25 @@ def _penalties(given: list[str] | None) -> tuple[str, ...]:
     if bad:
         fail(f"--penalties: unknown {', '.join(bad)} (choose from maxrate, hops, congestion)")
     return pens
+
+
+def _check_hops(text: str | None, pens: tuple[str, ...], words: tuple[str, ...]) -> None:
+    """--hops, when given: a number ≥ 0 or one of `words`, and only with the
+    hop penalty, the one that uses it (the congestion penalty scales with the
+    hops only together with it: idlewave.models.postal)."""
+    if text is None:
+        return
+    try:
+        v = float(text)
+    except ValueError:
+        if text not in words:
+            fail(f"--hops: must be a number ≥ 0 or one of {', '.join(words)}, got {text!r}")
+    else:
+        if not (math.isfinite(v) and v >= 0):
+            fail(f"--hops: must be a finite number ≥ 0, got {text}")
+    if "hops" not in pens:
+        given = f"--penalties {','.join(pens)} leaves it out" if pens else "no --penalties are given"
+        fail(f"--hops {text}: only the hop penalty uses it, and {given}: add --penalties hops, or drop --hops")
 
 
 def _hops(text: str, hops_of_pattern) -> float:
@@ -172,13 +192,19 @@ PLATFORM = typer.Option("blue_waters", "--platform", help="Preset or platform fi
 @model_app.command("nbc-bound")
 def nbc_bound(
     beta: float | None = typer.Option(None, "--beta", help="Computation-to-communication ratio."),
-    inflation: float = typer.Option(1.0, "--inflation", help="Noise inflation of communication Σ(c+n)/Σc (Eq. 6, 7)."),
-    table1: bool = typer.Option(False, "--table1", help="Print Table 1 of the noise paper."),
+    inflation: float | None = typer.Option(None, "--inflation", help="Noise inflation of communication Σ(c+n)/Σc "
+                                           "(Eq. 6, 7; default 1: no noise)."),
+    table1: bool = typer.Option(False, "--table1", help="Print Table 1 of the noise paper (its own β per application; "
+                                "not with --beta or --inflation)."),
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ):
     """Upper bound on the speedup of nonblocking collectives, Eq. (4)–(7)."""
     if table1:
+        given = [flag for flag, value in (("--beta", beta), ("--inflation", inflation)) if value is not None]
+        if given:
+            fail(f"{' and '.join(given)}: --table1 prints the paper's Table 1, with its own β per application and no "
+                 f"noise; give either --table1 or {' and '.join(given)}")
         rows = nbc.table1()
         if as_json:
             print_json(rows)
@@ -191,7 +217,7 @@ def nbc_bound(
     if beta is None:
         fail("give --beta (or --table1)")
     _number("--beta", beta, 0.0, strict=True)
-    _number("--inflation", inflation, 1.0)  # Σ(c+n)/Σc: noise only adds
+    inflation = 1.0 if inflation is None else _number("--inflation", inflation, 1.0)  # Σ(c+n)/Σc: noise only adds
     try:
         _show(nbc.bound(beta, inflation), as_json, "--beta or --inflation")
     except ValueError as e:
@@ -222,7 +248,7 @@ def allreduce_model(
     nodes: int = typer.Option(..., "--nodes", min=1),
     platform: str = PLATFORM,
     flop_s: float = typer.Option(0.0, "--flop-s", help="Seconds per flop of the local reduction."),
-    hops: str = HOPS,
+    hops: str | None = HOPS,
     penalties: list[str] | None = PENALTIES,
     nonblocking: bool = typer.Option(False, "--nonblocking", help="The penalties overlap --overlap-s of computation (§6)."),
     overlap_s: float = typer.Option(0.0, "--overlap-s", help="Computation between start and wait (nonblocking)."),
@@ -239,7 +265,8 @@ def allreduce_model(
 
     pl_ = replace(pl_, flop_time=flop_s)
     pens = _penalties(penalties)
-    n_hops = _hops(hops, lambda: _allreduce_hops(platform, nodes)) if {"hops", "congestion"} & set(pens) else 0.0
+    _check_hops(hops, pens, postal.HOP_ESTIMATES)
+    n_hops = _hops(hops or "average", lambda: _allreduce_hops(platform, nodes)) if "hops" in pens else 0.0
     if overlap_s and not nonblocking:
         fail("--overlap-s: only a nonblocking allreduce overlaps computation (add --nonblocking)")
     out = postal.allreduce(pl_, nbytes, nodes, hops=n_hops, penalties=pens, overlap=overlap_s if nonblocking else None)
@@ -256,8 +283,9 @@ def halo_model(
     nonblocking: bool = typer.Option(False, "--nonblocking"),
     overlap_s: float = typer.Option(0.0, "--overlap-s", help="Computation between start and wait (nonblocking)."),
     penalties: list[str] | None = PENALTIES,
-    hops: str = typer.Option("each", "--hops", help="Hops per off-node message: 'each' (from the topology, message by "
-                             "message), best, average, max (one count for all), or a number."),
+    hops: str | None = typer.Option(None, "--hops", help="Hops per off-node message for the hop penalty (--penalties "
+                                    "hops): 'each' (the default: from the topology, message by message), best, average, "
+                                    "max (one count for all), or a number ≥ 0."),
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ):
@@ -265,7 +293,9 @@ def halo_model(
     _seconds("--overlap-s", overlap_s)
     pl_ = _platform(platform)
     g, loc = _ints(grid, "--grid", 3), _ints(local, "--local", 3)
-    times, offs = _halo_times(pl_, platform, g, loc, stencil, mapping, _penalties(penalties), hops,
+    pens = _penalties(penalties)
+    _check_hops(hops, pens, ("each", *postal.HOP_ESTIMATES))
+    times, offs = _halo_times(pl_, platform, g, loc, stencil, mapping, pens, hops or "each",
                               blocking=not nonblocking, overlap_s=overlap_s)
     _show({"ranks": len(times), "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
            "off_node_messages_mean": float(np.mean(offs)), "off_node_messages_max": int(np.max(offs))}, as_json,
@@ -291,7 +321,7 @@ def _halo_times(pl_: postal.PostalPlatform, platform: str, g: list[int], loc: li
         fail(f"--mapping {mapping}: {e}")
     pairs = sorted({(a, b) for m in per_rank for _, a, b in m if a != b})
     try:
-        links = dict(zip(pairs, postal.topology_hops(platform, pairs))) if pairs and {"hops", "congestion"} & set(pens) else {}
+        links = dict(zip(pairs, postal.topology_hops(platform, pairs))) if pairs and "hops" in pens else {}
     except ValueError as e:  # more nodes than the platform's topology has
         fail(f"--grid: {e}")
     one = None if hops == "each" else _hops(hops, lambda: list(links.values()))
@@ -314,7 +344,7 @@ def pcg_model(
                                      "(with --penalties; a nonblocking one overlaps only its penalty terms, §6)."),
     platform: str = PLATFORM,
     penalties: list[str] | None = PENALTIES,
-    hops: str = HOPS,
+    hops: str | None = HOPS,
     grid: str | None = typer.Option(None, "--grid", help="Model the halo: process grid px,py,pz (slowest rank)."),
     local: str = typer.Option("32,32,32", "--local", help="Points per rank nx,ny,nz (with --grid)."),
     stencil: int = typer.Option(27, "--stencil", help="7 or 27 (with --grid)."),
@@ -341,6 +371,7 @@ def pcg_model(
     pens = _penalties(penalties)
     if nodes is None and (pens or grid is not None):
         fail("--penalties and --grid model the communication: add --nodes")
+    _check_hops(hops, pens, postal.HOP_ESTIMATES)
     try:
         if nodes is None:
             assert allreduce_s is not None
@@ -350,11 +381,11 @@ def pcg_model(
         pl_ = _platform(platform)
         halo = halo_s or 0.0
         if grid is not None:
-            # by default (average) each halo message gets its own hops, as in `model halo`
+            # by default each halo message gets its own hops, as in `model halo`
             times, _ = _halo_times(pl_, platform, _ints(grid, "--grid", 3), _ints(local, "--local", 3), stencil, mapping,
-                                   pens, "each" if hops == "average" else hops)
+                                   pens, hops or "each")
             halo = float(np.max(times))
-        n_hops = _hops(hops, lambda: _allreduce_hops(platform, nodes)) if {"hops", "congestion"} & set(pens) else 0.0
+        n_hops = _hops(hops or "average", lambda: _allreduce_hops(platform, nodes)) if "hops" in pens else 0.0
         out_ = postal.pcg_with_penalties(pl_, method, nodes=nodes, spmv_s=spmv_s, precond_s=precond_s, vector_s=vector_s,
                                          halo_s=halo, iterations=iterations, sync_s=sync_s, hops=n_hops, penalties=pens)
         _show({**out_, "hops": n_hops}, as_json, "--local or --hops")

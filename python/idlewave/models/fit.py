@@ -216,6 +216,30 @@ def _search(x: np.ndarray, times: np.ndarray, first: int | None, second: int | N
     return _Search(*(np.concatenate([getattr(f, a) for f in found]) for a in ("first", "second", "params", "sse")))
 
 
+def _too_few(uniq: np.ndarray, short_max: int | None, eager_max: int | None, need: int) -> str | None:
+    """Why the limits given (the others to be found) leave a protocol fewer
+    than `need` of the distinct sizes `uniq`, naming the option, or None."""
+    k = uniq.size
+    data = f"the data's {k} distinct sizes run {bytes_text(uniq[0])}–{bytes_text(uniq[-1])}"
+    first = None if short_max is None else int(np.searchsorted(uniq, short_max, side="right"))
+    second = None if eager_max is None else int(np.searchsorted(uniq, eager_max, side="right"))
+    each = f"each protocol needs at least {need} sizes to fit ({data})"
+    if short_max is not None and first is not None and first < need:
+        return f"--short-max {short_max}: the short protocol (≤ {bytes_text(short_max)}) would hold {first} size(s); {each}"
+    if eager_max is not None and second is not None and k - second < need:
+        return (f"--eager-max {eager_max}: the rendezvous protocol (> {bytes_text(eager_max)}) would hold {k - second} "
+                f"size(s); {each}")
+    if first is not None and second is not None and second - first < need:
+        return (f"--short-max {short_max}, --eager-max {eager_max}: the eager protocol between them would hold "
+                f"{second - first} size(s); {each}")
+    if first is not None and second is None and k - first < 2 * need:
+        return (f"--short-max {short_max}: leaves {k - first} size(s) above it for the eager and rendezvous protocols; "
+                f"{each}")
+    if second is not None and first is None and second < 2 * need:
+        return f"--eager-max {eager_max}: leaves {second} size(s) up to it for the short and eager protocols; {each}"
+    return None
+
+
 def fit_protocols(sizes, times, short_max: int | None = None, eager_max: int | None = None, min_points: int = 3) -> ProtocolFit:
     """Three affine pieces (short, eager, rendezvous). Without limits, every
     pair of breakpoints between distinct sizes is tried (each piece with at
@@ -240,6 +264,11 @@ def fit_protocols(sizes, times, short_max: int | None = None, eager_max: int | N
     if found and len(uniq) < 3 * min_points:
         raise ValueError(f"{len(uniq)} distinct size(s): finding the protocol limits needs at least {3 * min_points} "
                          f"({min_points} per protocol); give --short-max and --eager-max to fit fewer")
+    if short_max is not None or eager_max is not None:
+        # a given limit that leaves a protocol too few sizes: said of the limit, not of the data
+        why = _too_few(uniq, short_max, eager_max, min_points if found else 2)
+        if why:
+            raise ValueError(why)
     if found:
         # search the limits not given (a given one is kept as it is)
         first = None if short_max is None else int(np.searchsorted(uniq, short_max, side="right"))
