@@ -118,3 +118,20 @@ def test_a_table_of_another_kind_given_for_the_exchanges_is_refused_naming_it(tm
     assert p.returncode == 2 and "a simultaneous-exchange table" in p.stderr and "not a ping-pong table" in p.stderr, p.stderr
     # the right table is taken
     assert "cpu_per_byte" in _fit(data, tmp_path / "p.toml", "--exchange", str(tmp_path / "exchange.parquet"))["on_node"]
+
+
+def test_exchanges_of_a_link_class_the_ping_pong_did_not_measure_are_said_to_be_left_out(tmp_path):
+    """Off-node exchanges beside on-node ping-pongs have no fit to take O
+    against: left out with a warning and a line in the platform file (they
+    were dropped silently); a link class that does not exist is refused."""
+    data = _data(tmp_path)
+    ex = pl.read_parquet(tmp_path / "exchange.parquet")
+    pl.concat([ex, ex.with_columns(pl.lit("off_node").alias("link"))]).write_parquet(tmp_path / "exchange.parquet")
+    p = invoke_cli("fit", "postal", data, "-o", tmp_path / "p.toml", check=False)
+    assert p.returncode == 0, p.stderr
+    assert "off_node exchanges left out" in p.stderr
+    assert "off_node exchanges left out" in (tmp_path / "p.toml").read_text()
+    ex.with_columns(pl.lit("bogus").alias("link")).write_parquet(tmp_path / "exchange.parquet")
+    p = invoke_cli("fit", "postal", data, "-o", tmp_path / "q.toml", check=False)
+    assert p.returncode == 2 and "link must be on_node or off_node, got 'bogus'" in p.stderr, p.stderr
+    assert not (tmp_path / "q.toml").exists()

@@ -258,7 +258,13 @@ def _cpu_per_byte(path: Path, given: bool, assessed: dict, statistic: str, data:
                           "exchange time max(L, (n-1)*O) + (n-1)*G fits the measured one; a ping-pong does not depend on O"]
     for key, part in groups.items():
         name = key[0] if isinstance(key, tuple) else key
+        if name not in ("on_node", "off_node"):
+            fail(f"{path}: link must be on_node or off_node, got {name!r}")
         if name not in assessed:
+            # exchanges of a link class the ping-pong did not measure: no fit to take O against
+            why = f"{name} exchanges left out: the ping-pong data have no {name} rows to fit them against"
+            err.print(f"[yellow]warning:[/] {escape(str(path))}: {escape(why)}", highlight=False, soft_wrap=True)
+            lines.append(f"  {why} (O_s_per_byte = 0 there)")
             continue
         rows = fitting.cpu_per_byte(assessed[name].fit.link, part["size_bytes"].cast(pl.Float64).to_numpy(),
                                     part["time_s"].cast(pl.Float64).to_numpy(), statistic)
