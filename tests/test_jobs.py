@@ -101,8 +101,6 @@ def test_background_traffic_slows_a_job_by_its_pattern():
     # the results key each job's figures by its name: a second "app" would overwrite the first's
     ({"jobs": [{"name": "app", "workload": APP}, {"name": "app", "workload": APP}]}, "jobs[1].name"),
     ({"jobs": [{"workload": APP}, {"name": "job0", "workload": APP}]}, "jobs[1].name"),
-    # no job at all: it ran [workload]'s default, 64 ranks nobody asked for
-    ({"jobs": []}, "jobs"),
 ])
 def test_bad_jobs_are_refused_with_their_key(doc, key):
     with pytest.raises(ScenarioError) as e:
@@ -204,3 +202,18 @@ def test_the_placement_example_shows_a_halo_code_slowed_by_an_alltoall_beside_it
     assert all(1.03 <= v <= 1.05 for v in found["random"]["halo"]), found
     assert all(v > 1.0 for p in ("interleaved", "random") for v in found[p]["alltoall"])
     assert example.figure(found, tmp_path / "jobs_placement.png").stat().st_size > 0
+
+
+def test_a_scenario_that_lists_no_job_is_refused_at_its_line(tmp_path):
+    """`jobs = []` ran [workload]'s default, 64 ranks nobody asked for. A
+    checked scenario's own document (summary.json's, a sweep point's) holds
+    `jobs = []` for "no jobs" and still runs."""
+    scn = tmp_path / "s.toml"
+    scn.write_text('seed = 1\njobs = []\n')
+    with pytest.raises(ScenarioError) as e:
+        idlewave.simulate(scn)
+    assert e.value.key == "jobs" and f"{scn}:2:" in str(e.value) and "lists no job" in str(e.value)
+    scn.write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 1\n')
+    r = idlewave.simulate(scn)
+    assert r.scenario["jobs"] == []
+    assert idlewave.simulate(r.scenario).summary["makespan_s"] == r.summary["makespan_s"]

@@ -443,6 +443,14 @@ pub fn check(mut raw: Node, origin: &Origin) -> Result<Checked, ScenarioError> {
             }
         }
     }
+    // `jobs = []` written in a scenario would run [workload]'s default, which
+    // nobody asked for; a checked document holds it for "no jobs" (no span)
+    if let Some(Node { v: Val::Array(jobs), span: span @ Some(_) }) = raw.get("jobs") {
+        if jobs.is_empty() {
+            let m = "lists no job: give [[jobs]] tables, or leave jobs out to run [workload]".to_string();
+            return Err(origin.error("jobs", *span, ErrorKind::Value, m));
+        }
+    }
     let mut w = Walker { defs: &schema["$defs"], origin, spans: HashMap::new() };
     let doc = w.value(&raw, schema, "", None, None)?;
     Ok(Checked { doc, spans: w.spans })

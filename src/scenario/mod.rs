@@ -32,9 +32,7 @@ pub struct Scenario {
     /// Detour sources ([[noise]] tables).
     pub noise: Vec<NoiseSpec>,
     pub workload: WorkloadSpec,
-    /// Jobs that share the machine ([[jobs]]), in place of [workload]; an
-    /// empty list is refused (it would run [workload]'s default instead).
-    #[schemars(length(min = 1))]
+    /// Jobs that share the machine ([[jobs]]), in place of [workload].
     pub jobs: Vec<crate::jobs::JobSpec>,
     pub record: Record,
     pub limits: Limits,
