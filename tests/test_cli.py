@@ -265,6 +265,50 @@ def test_init_writes_a_template_that_runs(cli, tmp_path):
     assert r["ranks"] == 16 and r["makespan_s"] == pytest.approx(20e-6, abs=1e-15)
 
 
+def test_init_never_suggests_a_force_that_would_be_refused(cli, tmp_path):
+    """`init -o DIR` with DIR existing said "--force to overwrite", and --force
+    then refused (init replaces files, never a directory): the error says so
+    at once and names a file to write instead; --force still replaces a file."""
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "keep.txt").write_text("mine")
+    for force in ([], ["--force"]):
+        p = cli("init", "bsp", "-o", tmp_path / "dir", *force, check=False)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert "--force to overwrite" not in p.stderr and f"{tmp_path / 'dir'}: exists and is a directory" in p.stderr
+        assert f"-o {tmp_path / 'dir' / 'bsp.toml'}" in p.stderr
+        assert [f.name for f in (tmp_path / "dir").iterdir()] == ["keep.txt"]
+    # a directory where a file init writes beside the scenario goes: refused alike, nothing written
+    (tmp_path / "spmv_partners.txt").mkdir()
+    p = cli("init", "spmv_partners", "-o", tmp_path / "sp.toml", "--force", check=False)
+    assert p.returncode == 2 and f"{tmp_path / 'spmv_partners.txt'}: exists and is a directory" in p.stderr, p.stderr
+    assert not (tmp_path / "sp.toml").exists()
+    # what the suggestion offers works: a file is replaced with --force
+    cli("init", "bsp", "-o", tmp_path / "dir" / "bsp.toml")
+    (tmp_path / "dir" / "bsp.toml").write_text("old")
+    p = cli("init", "bsp", "-o", tmp_path / "dir" / "bsp.toml", check=False)
+    assert p.returncode == 2 and "exists (--force to overwrite)" in p.stderr
+    cli("init", "bsp", "-o", tmp_path / "dir" / "bsp.toml", "--force")
+    assert (tmp_path / "dir" / "bsp.toml").read_text().startswith("#")
+
+
+def test_missing_inputs_and_inputs_of_the_wrong_kind_are_usage_errors(cli, tmp_path):
+    """A path that does not exist, or a file where a directory is meant, is a
+    usage error (exit 2, docs/reliability.md) naming the option and the
+    path, as `goal convert` says it; not a write that failed."""
+    (tmp_path / "afile").write_text("kept")
+    (tmp_path / "study.toml").write_text('[base.workload]\nkind = "bsp"\nranks = 4\niterations = 2\n')
+    cases = [
+        (["report", tmp_path / "nope"], f"{tmp_path / 'nope'}: no such directory"),
+        (["report", tmp_path / "afile"], f"{tmp_path / 'afile'}: not a directory"),
+        (["sweep", tmp_path / "study.toml", "--out", tmp_path / "afile"], f"--out {tmp_path / 'afile'}: exists and is not a directory"),
+        (["goal", "convert", tmp_path / "nope", "-o", tmp_path / "x.bin"], f"{tmp_path / 'nope'}: no such file"),
+    ]
+    for args, says in cases:
+        p = cli(*args, check=False)
+        assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+    assert (tmp_path / "afile").read_text() == "kept"
+
+
 def test_shell_completion_completes_commands(cli_process):
     # the shell named, not detected from the process tree (which depends on how the tests run)
     named = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}

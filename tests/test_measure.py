@@ -146,3 +146,26 @@ def test_bad_measurements_are_reported(tmp_path, cli):
         launch("cg", 2, {"hiding": "magic"}, tmp_path / "x")
     p = cli("measure", "compare", tmp_path, "--platform", tmp_path / "p.toml", check=False)
     assert p.returncode == 2 and "no kernels.parquet" in p.stderr
+
+
+def test_a_failed_measurement_leaves_out_as_it_was(tmp_path, cli):
+    """A launch that fails (here: a ping-pong on one rank) left an empty --out
+    directory behind, and could leave an earlier measurement there half
+    overwritten; now a new --out is not created at all, nor its parents, and
+    an earlier measurement's files are untouched."""
+    p = cli("measure", "pingpong", "-n", "1", "--out", tmp_path / "new" / "pp", check=False)
+    assert p.returncode == 2 and "pingpong failed under mpiexec" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert list(tmp_path.iterdir()) == []  # no directory, no temporary one
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "machine.json").write_text('{"kind": "pingpong", "ranks": 2}')
+    (earlier / "pingpong.parquet").write_bytes(b"the earlier measurement")
+    p = cli("measure", "pingpong", "-n", "1", "--out", earlier, check=False)
+    assert p.returncode == 2, p.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["earlier"]
+    assert sorted(f.name for f in earlier.iterdir()) == ["machine.json", "pingpong.parquet"]
+    assert (earlier / "pingpong.parquet").read_bytes() == b"the earlier measurement"
+    # what cannot be compared is said before anything runs, naming the file
+    (earlier / "kernels.parquet").write_bytes(b"")
+    p = cli("measure", "compare", earlier, "--platform", tmp_path / "none.toml", check=False)
+    assert p.returncode == 2 and f"--platform {tmp_path / 'none.toml'}: no such file" in p.stderr, p.stderr

@@ -76,3 +76,39 @@ def test_battery(name):
         assert (labels == truth).mean() >= 0.95, name
         slow = truth == n - 1
         assert (labels[slow] == n - 1).mean() >= 0.9, name  # the slow regime is found, not absorbed
+
+
+def test_regimes_refuses_a_table_that_is_not_timings_per_rank_and_iteration(tmp_path):
+    """Any table of numbers was read as a ranks × iterations matrix: a
+    ping-pong's sizes and times gave regimes of bytes and seconds. A table
+    that is neither long (rank, iteration, time) nor wide (a column per
+    iteration) is refused, naming the file, what was expected and what it
+    has; so is a sweep's output directory."""
+    import polars as pl
+
+    from conftest import invoke_cli
+
+    rng = np.random.default_rng(0)
+    sizes = np.repeat(2 ** np.arange(20), 10)
+    pingpong = pl.DataFrame({"size_bytes": sizes, "rep": np.tile(np.arange(1, 11), 20),
+                             "time_s": 1e-6 + sizes * 1e-10 * (1 + 0.1 * rng.random(sizes.size))})
+    pingpong.write_parquet(tmp_path / "pingpong.parquet")
+    pingpong.write_csv(tmp_path / "pingpong.csv")
+    (tmp_path / "sweep" / "points").mkdir(parents=True)
+    pl.DataFrame({"id": ["a"], "status": ["done"], "makespan_s": [1e-3]}).write_parquet(tmp_path / "sweep" / "sweep.parquet")
+    cases = {"pingpong.parquet": "it has size_bytes, rep, time_s", "pingpong.csv": "it has size_bytes, rep, time_s",
+             "sweep": "a sweep's output, not timings T[p, k]"}
+    for name, says in cases.items():
+        p = invoke_cli("regimes", tmp_path / name, "--out", tmp_path / "o", "--regimes", "2", "--restarts", "1",
+                       "--no-figures", check=False)
+        assert p.returncode == 2 and f"{tmp_path / name}: " in p.stderr and says in p.stderr, (name, p.stderr)
+        assert "expected a wide table" in p.stderr or name == "sweep", p.stderr
+        assert "Traceback" not in p.stderr and not (tmp_path / "o").exists()
+    # a wide table with a column per iteration (named, or numbered) is timings
+    T = 1e-3 * (1 + 0.01 * rng.random((4, 60)))
+    pl.DataFrame({f"it{k}": T[:, k] for k in range(60)}).write_parquet(tmp_path / "wide.parquet")
+    (tmp_path / "wide.csv").write_text("".join(",".join(repr(float(x)) for x in row) + "\n" for row in T))
+    for name in ("wide.parquet", "wide.csv"):
+        p = invoke_cli("regimes", tmp_path / name, "--out", tmp_path / name.replace(".", "-"), "--regimes", "1",
+                       "--restarts", "1", "--no-figures", "--json", check=False)
+        assert p.returncode == 0, (name, p.stderr)

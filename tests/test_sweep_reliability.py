@@ -134,6 +134,34 @@ def test_a_study_beyond_the_bound_is_refused_at_once_with_advice(tmp_path):
     assert "Traceback" not in p.stderr and not (tmp_path / "out").exists()
 
 
+def test_a_key_no_scenario_has_is_refused_before_any_point_runs(tmp_path):
+    """An unknown [grid] or [[points]] key failed every point one by one (a
+    cluster started, a directory per point); it is one error naming the key
+    path and the file, and nothing is written."""
+    (tmp_path / "base.toml").write_text('[workload]\nkind = "bsp"\nranks = 8\niterations = 5\n')
+    cases = {
+        '[base.workload]\nkind = "bsp"\nranks = 8\niterations = 5\n[grid]\n"workload.rank" = [4, 8]\n':
+            "grid.workload.rank: unknown key",
+        'base = "base.toml"\n[grid]\n"workload.ranks" = [4]\n"netwrk.L_s" = [1e-6, 2e-6]\n':
+            "grid.netwrk.L_s: unknown key netwrk",
+        'base = "base.toml"\n[grid]\n"workload.ranks" = [4]\n[[points]]\nnetwork.topology.dimz = [2, 2]\n':
+            "points[0].network.topology.dimz: unknown key",
+        'base = "base.toml"\n[grid]\n"noise.rate_hz" = [1.0]\n': "grid.noise.rate_hz: noise is not a table",
+    }
+    for text, says in cases.items():
+        study = tmp_path / "study.toml"
+        study.write_text(text)
+        p = sweep(study, "--out", tmp_path / "out", "--quiet", "--workers", "1")
+        assert p.returncode == 2 and f"{study}: {says}" in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    # a key of another kind than the base's is known (the grid may change the kind too): the sweep runs its point
+    study.write_text('[base.workload]\nkind = "bsp"\nranks = 8\niterations = 2\n[grid]\n'
+                     '"workload.kind" = ["collective"]\n"workload.collective" = ["bcast"]\n')
+    p = sweep(study, "--out", tmp_path / "out", "--quiet", "--workers", "1")
+    assert p.returncode != 2 and "unknown key" not in p.stderr, p.stderr
+    assert len(list((tmp_path / "out" / "points").iterdir())) == 1
+
+
 @pytest.fixture
 def junk_listener():
     """A TCP listener that answers every connection with junk (an HTTP error)."""

@@ -193,6 +193,41 @@ def test_one_colour_per_series_in_every_figure(cli, tmp_path):
     assert results.series_colour("iw") != results.series_colour("iw-again")
 
 
+def test_a_sweep_point_whose_result_is_gone_or_damaged_is_named_by_the_report(cli, tmp_path):
+    """A point's summary.json truncated or deleted, or its directory deleted,
+    after the sweep: the report said nothing (its table comes from
+    sweep.parquet); now each is named on stderr and on the page, exit code 1,
+    and the other points are shown."""
+    import idlewave
+
+    out = tmp_path / "sweep"
+    ids = ["p-cut", "p-deleted", "p-gone", "p-fine"]
+    for i, pid in enumerate(ids):
+        idlewave.simulate({"seed": 1, "workload": {"kind": "bsp", "ranks": 4, "iterations": 3 + i}}).write(out / "points" / pid)
+    pl.DataFrame({"id": ids, "workload.iterations": [3, 4, 5, 6], "status": ["done"] * 4,
+                  "makespan_s": [1e-3, 2e-3, 3e-3, 4e-3]}).write_parquet(out / "sweep.parquet")
+    p = cli("report", out, check=False)
+    assert p.returncode == 0, p.stderr  # every point's result there: no warning
+    summary = out / "points" / "p-cut" / "summary.json"
+    summary.write_bytes(summary.read_bytes()[:20])
+    (out / "points" / "p-deleted" / "summary.json").unlink()
+    shutil.rmtree(out / "points" / "p-gone")
+    p = cli("report", out, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    for pid in ("p-cut", "p-deleted", "p-gone"):
+        assert f"warning: left out of the report: {out / 'points' / pid}" in p.stderr, (pid, p.stderr)
+    assert "p-fine" not in p.stderr and "3 result(s) under" in p.stderr
+    page = (out / "report.html").read_text()
+    assert "Left out" in page and all(f"points/{pid}" in page for pid in ("p-cut", "p-deleted", "p-gone"))
+    assert "<td>p-fine</td>" in page
+    # the same points, without the table (a sweep stopped before writing it): runs, the two damaged named
+    (out / "sweep.parquet").unlink()
+    p = cli("report", out, check=False)
+    assert p.returncode == 1 and "2 result(s) under" in p.stderr, p.stderr
+    assert f"{out / 'points' / 'p-deleted' / 'summary.json'}: missing" in p.stderr
+    assert f"{out / 'points' / 'p-cut' / 'summary.json'}: not valid JSON" in p.stderr
+
+
 def test_report_of_an_empty_directory_is_an_error(cli, tmp_path):
     p = cli("report", tmp_path, check=False)
     assert p.returncode == 2 and "no results found" in p.stderr

@@ -274,11 +274,14 @@ def _ranking_figure(d: Path, ranking: dict) -> Html:
 _POINTS_OPEN = 30
 
 
-def _sweep(d: Path) -> Html:
+def _sweep(d: Path, skip: Skip | None = None) -> Html:
     """A sweep: its ranking (if a study named a strategy), then one table of
     its points, each once, with a column per swept key of the speedup over
-    the key's first value (the point with every other key the same)."""
+    the key's first value (the point with every other key the same). A
+    finished point whose result is gone or damaged is passed to `skip`."""
     frame = read_parquet(d / "sweep.parquet")
+    if skip is not None:
+        _check_points(d, frame, skip)
     ranked = (d / "ranking.json").exists()
     parts = [_ranking(d)] if ranked else []
     measured = ("id", "status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error", "replica")
@@ -314,6 +317,27 @@ def _sweep(d: Path) -> Html:
     fold = Html("") if (ranked or len(rows) > _POINTS_OPEN) else Html(" open")
     parts.append(h('<details class="points"{}><summary>{}</summary>{}</details>', fold, said, _table(rows, cols)))
     return join(parts, "\n")
+
+
+def _check_points(d: Path, frame: pl.DataFrame, skip: Skip) -> None:
+    """Each finished point of the sweep's table whose directory no longer
+    holds a readable summary.json (deleted, truncated, not idlewave's), passed
+    to `skip`: its row stays as the sweep recorded it, but the page and the
+    command say that its result is gone."""
+    points = d / "points"
+    if not points.is_dir() or not {"id", "status"} <= set(frame.columns):
+        return  # a table without its points (copied alone): nothing to check against
+    for pid in frame.filter(pl.col("status") == "done")["id"].to_list():
+        where = points / str(pid)
+        try:
+            s = read_json(where / "summary.json")
+            if "makespan_s" not in s:
+                raise UnreadableResult(f"{where / 'summary.json'}: has no makespan_s: not the summary idlewave writes")
+        except (FileNotFoundError, UnreadableResult) as e:
+            why = str(e) if isinstance(e, UnreadableResult) else \
+                f"{where}: {'missing' if not where.is_dir() else 'its summary.json is missing'}"
+            skip(where, UnreadableResult(f"{why} (a point of the sweep {d}: its row in the table is what the sweep "
+                                         "recorded; running the sweep again runs the point again)"))
 
 
 def _regimes(d: Path, root: Path) -> Html:
@@ -485,7 +509,7 @@ def build(root: str | Path, out: str | Path | None = None, title: str = "idlewav
 
 def _build(root: Path, out: str | Path | None, title: str, warn: Callable[[str], None] | None) -> Path:
     if not root.is_dir():
-        raise FileNotFoundError(f"{root}: not a directory")
+        raise FileNotFoundError(f"{root}: {'not a directory' if root.exists() else 'no such directory'}")
     out = Path(out) if out else root / "report.html"
     left_out: list[str] = []
 
@@ -511,6 +535,10 @@ def _build(root: Path, out: str | Path | None, title: str, warn: Callable[[str],
     # a sweep's points are its table's rows: not listed again as runs
     runs = sorted(p.parent for p in root.rglob("timers.parquet")
                   if (p.parent / "summary.json").exists() and p.parent not in earlier and p.parent not in points)
+    for p in sorted(root.rglob("timers.parquet")):  # a run (or a point of a sweep without its table) whose summary is gone
+        if not (p.parent / "summary.json").exists() and p.parent not in earlier and p.parent not in points:
+            skip(p.parent, UnreadableResult(f"{p.parent / 'summary.json'}: missing: the run's other files are there, "
+                                            "but not its summary"))
     regime_roots = set()
     for d in sorted({p.parent for p in root.rglob("regimes.parquet")}):
         try:
@@ -533,7 +561,7 @@ def _build(root: Path, out: str | Path | None, title: str, warn: Callable[[str],
     if headline:
         sections.append(("Headline", headline))
     sweep_parts = join(h("<h3>{}</h3>{}", str(d.relative_to(root)) or ".", part)
-                       for d in sweeps if (part := section(d, _sweep)))
+                       for d in sweeps if (part := section(d, lambda d: _sweep(d, skip))))
     if sweep_parts:
         sections.append(("Sweeps", sweep_parts))
     if runs and (runs_part := _runs(runs, root, skip)):
@@ -558,7 +586,8 @@ def _build(root: Path, out: str | Path | None, title: str, warn: Callable[[str],
     if left_out:
         sections.insert(0, ("Left out", h("<p>These results could not be read and are not in this report (a damaged "
                                           "result below the report's directory is left out; one that is the directory "
-                                          "itself fails the report):</p><ul>{}</ul>",
+                                          "itself fails the report; a point of a sweep keeps its row in the sweep's "
+                                          "table, as the sweep recorded it):</p><ul>{}</ul>",
                                           join(h("<li>{}</li>", m) for m in left_out))))
     toc, body = _contents(sections)
     page = h("<!doctype html><html lang='en'><head><meta charset='utf-8'>"

@@ -161,7 +161,14 @@ def load_study(path: str | Path) -> tuple[dict, Points, str, Path]:
     extra = raw.get("points", [])
     if not isinstance(extra, list) or not all(isinstance(x, dict) for x in extra):
         raise ScenarioError(f"{p}: points must be an array of tables ([[points]])")
-    points = Points(grid, [dict(_flatten(x)) for x in extra])
+    extra = [dict(_flatten(x)) for x in extra]
+    # a key no scenario has would fail every point, one by one: refused before anything runs
+    for where, keys in [("grid", list(grid)), *((f"points[{i}]", list(x)) for i, x in enumerate(extra))]:
+        for key in keys:
+            if (why := unknown_key(key)) is not None:
+                raise ScenarioError(f"{p}: {where}.{key}: {why}", source=str(p), key=f"{where}.{key}", kind="unknown_key",
+                                    message=why)
+    points = Points(grid, extra)
     return base, points, raw.get("name", p.stem), base_dir
 
 
@@ -186,6 +193,52 @@ def study_options(path: str | Path, points: Points) -> tuple[int, str | None]:
                             "into several (each with its own --out), sweep fewer values per key, or list the points "
                             "worth running with [[points]]")
     return reps, strategy
+
+
+def unknown_key(key: str) -> str | None:
+    """Why no scenario can have the dotted key path `key` (what a [grid] or
+    [[points]] key names), or None when some can: every part but the last
+    names a table, and each part is a key of its table in the scenario's
+    schema, for some kind of it (a [grid] may set the kind too)."""
+    import difflib
+
+    from idlewave.scenario import _deref, schema
+
+    def tables(node: dict) -> list[dict]:
+        """The tables a schema node may be: each variant of a kinded one; none for a number or a list."""
+        node = _deref(node)
+        variants = node.get("oneOf", []) + node.get("anyOf", [])
+        if variants:
+            return [t for v in variants for t in tables(v)]
+        return [node] if node.get("type") == "object" or "properties" in node else []
+
+    nodes = [schema()]
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        if not part:
+            return "a key path names tables and a key, separated by single dots"
+        here = ".".join(parts[: i + 1])
+        found: list[dict] = []
+        allowed: dict[str, None] = {}
+        below = [t for node in nodes for t in tables(node)]
+        for t in below:
+            props = t.get("properties", {})
+            if part in props:
+                found.append(props[part])
+            elif t.get("additionalProperties") is not False:
+                return None  # a table of any keys
+            allowed |= dict.fromkeys(props)
+        if found:
+            nodes = found
+            continue
+        if not below:  # the part above is a number, a list, …
+            return f"{'.'.join(parts[:i])} is not a table, so it has no key {part!r}"
+        close = difflib.get_close_matches(part, list(allowed), n=1)
+        hint = f"; did you mean {'.'.join([*parts[:i], close[0]])}?" if close else ""
+        if len(allowed) <= 20:
+            return f"unknown key {here} (allowed: {', '.join(allowed)}){hint}"
+        return f"unknown key: no scenario has a key {here}{hint}"
+    return None
 
 
 def _flatten(d: dict, prefix: str = ""):

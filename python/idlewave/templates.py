@@ -56,6 +56,11 @@ def write(name: str, output: Path, force: bool = False) -> list[Path]:
     text = src.read_text()
     sides = [src.parent / f for f in re.findall(r'=\s*"([^"/]+\.(?:txt|goal|csv|toml))"', text) if (src.parent / f).is_file()]
     targets = [output] + [output.parent / s.name for s in sides]
+    for t in targets:  # --force replaces files init wrote, never a directory (or a device) of that name
+        if t.exists() and not t.is_file():
+            what = "a directory" if t.is_dir() else "not a regular file"
+            hint = f"; name the file to write, e.g. -o {output / f'{name}.toml'}" if t == output and t.is_dir() else ""
+            raise TemplateError(f"{t}: exists and is {what}, which init never replaces, even with --force{hint}")
     existing = [t for t in targets if t.exists()]
     if existing and not force:
         raise TemplateError(f"{existing[0]}: exists (--force to overwrite)")

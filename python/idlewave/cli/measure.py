@@ -4,7 +4,9 @@ measured kernels with the simulator's prediction."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -44,15 +46,17 @@ def _note(text: str) -> None:
 
 def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False, mpicc: str | None = None,
          mpiexec: str | None = None, quiet: bool = False) -> None:
-    import os
-
     from idlewave.measure import MeasureError, launch, under_mpi
 
     if ranks < 1:
         fail("--ranks must be at least 1")
     params = _params(sets)
+    note = (lambda t: _note(t) if t.startswith("warning: ") else None) if quiet else _note
     try:
-        launch(kind, ranks, params, out_dir, mpicc=mpicc, mpiexec=mpiexec, note=(lambda t: _note(t) if t.startswith("warning: ") else None) if quiet else _note)
+        if under_mpi():  # every rank of the user's launcher runs this: rank 0 writes into --out itself
+            _in_place(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
+        else:
+            _written_whole(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
     except MeasureError as e:
         fail(str(e))
     rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID") if v in os.environ), "0")
@@ -63,6 +67,80 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = 
         print(json.dumps({"kind": kind, "out": str(out_dir), "files": files}))
         return
     out.print(f"{kind}: wrote {', '.join(files)} in {out_dir}", markup=False, soft_wrap=True)
+
+
+def _refuse_out(out_dir: Path) -> None:
+    """--out must be a new or empty directory, or one a measurement wrote (its machine.json)."""
+    from idlewave.measure import MeasureError
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise MeasureError(f"--out {out_dir}: cannot create the directory: it exists and is not a directory")
+    if out_dir.is_dir() and next(out_dir.iterdir(), None) is not None and not (out_dir / "machine.json").is_file():
+        raise MeasureError(f"--out {out_dir}: holds files of something else; a measurement writes into a new or empty "
+                           "directory, or one it wrote before")
+
+
+def _in_place(out_dir: Path, measure) -> None:
+    """`measure(out_dir)`; a directory it created is removed again, if empty, when it fails."""
+    _refuse_out(out_dir)
+    existed = out_dir.exists()
+    try:
+        measure(out_dir)
+    except BaseException:
+        if not existed:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
+
+
+def _written_whole(out_dir: Path, measure) -> None:
+    """`measure(tmp)` into a temporary directory beside `out_dir`, whose files
+    then go into `out_dir`: a measurement that fails (a failed launch, a
+    kernel's error, Ctrl-C) leaves --out as it was, and no empty directory.
+    A new --out takes the temporary directory's name at once; into an earlier
+    measurement's, each file is renamed over its namesake (machine.json last),
+    and the files of another kind measured there before stay."""
+    import shutil
+    import tempfile
+
+    from idlewave.measure import MeasureError
+
+    _refuse_out(out_dir)
+    parent = out_dir.absolute().parent
+    missing = [d for d in [parent, *parent.parents] if not d.exists()]
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.absolute().name}.", suffix=".tmp", dir=parent))
+    except OSError as e:
+        _remove_empty(missing)
+        raise MeasureError(f"--out {out_dir}: cannot create the directory: {e.strerror or e}") from None
+    try:
+        measure(tmp)
+        try:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o777 & ~mask)  # mkdtemp's 0700 is for the temporary name only
+            if not out_dir.exists():
+                os.replace(tmp, out_dir)
+            else:
+                names = sorted((p.name for p in tmp.iterdir() if not p.name.startswith(".")), key=lambda n: n == "machine.json")
+                for name in names:
+                    os.replace(tmp / name, out_dir / name)
+        except OSError as e:
+            raise MeasureError(f"--out {out_dir}: cannot write the measurement: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not out_dir.exists():
+            _remove_empty(missing)
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """The directories this command created for --out (deepest first), while empty."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            break
 
 
 def _command(kind: str):
@@ -96,8 +174,11 @@ def compare_cmd(
     """Measured kernels against the simulator's prediction: compare.parquet and compare.png."""
     from idlewave.measure.compare import compare
 
-    if not (kernels_dir / "kernels.parquet").exists():
-        fail(f"{kernels_dir}: no kernels.parquet (run `idlewave measure kernels --out {kernels_dir}` first)")
+    for name in ("kernels.parquet", "machine.json"):
+        if not (kernels_dir / name).is_file():
+            fail(f"{kernels_dir}: no {name} (run `idlewave measure kernels --out {kernels_dir}` first)")
+    if not platform.is_file():
+        fail(f"--platform {platform}: {'not a file' if platform.exists() else 'no such file'}")
     try:
         table = compare(kernels_dir, str(platform.resolve()), out_dir)
     except Exception as e:  # scenario and simulation errors carry user-facing messages

@@ -3,6 +3,7 @@ Its commands are listed in idlewave/cli/root.py."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -12,6 +13,64 @@ from rich.table import Table
 from idlewave.cli.common import Steps, err, fail, out, print_json
 from idlewave.results import unreplaceable
 from idlewave.units import fmt_time
+
+#: A wide table's column of an iteration: a number (0, 1, 2, …, or a CSV
+#: without a header: its first row), or a name and a number (it0, column_1, …).
+_ITERATION = re.compile(r"^(\D*?)_?(\d+)$")
+
+
+def _iteration_labels(names: list[str]) -> bool:
+    """Whether `names` name a column per iteration."""
+    def number(name: str) -> bool:
+        try:
+            float(re.sub(r"_duplicated_\d+$", "", name))  # (polars renames a repeated header)
+        except ValueError:
+            return False
+        return True
+
+    if all(number(c) for c in names):
+        return True
+    found = [_ITERATION.match(c) for c in names]
+    return all(found) and len({m[1] for m in found if m}) == 1
+
+
+def _not_timings(path: Path) -> str | None:
+    """Why `path` is not timings T[p, k] as `regimes` reads them, or None:
+    a sweep's output directory, or a table that is neither long (rank,
+    iteration and a time) nor wide (a row per rank, a column per iteration),
+    which the reader would take for a matrix of times all the same (a
+    ping-pong's sizes and times, a sweep's table). What else is wrong, the
+    reader says (idlewave.stats.load)."""
+    import polars as pl
+
+    from idlewave.inputs import describe_columns
+
+    if path.is_dir():
+        if not (path / "timers.parquet").exists() and (path / "sweep.parquet").exists():
+            return (f"{path}: a sweep's output, not timings T[p, k]: give one of its points' result directories "
+                    f"({path / 'points'}/ID) or a table of times")
+        return None
+    if not path.is_file() or path.suffix == ".npy":
+        return None
+    try:
+        if path.suffix == ".parquet":
+            schema = dict(pl.read_parquet_schema(path))
+        else:
+            schema = dict(pl.scan_csv(path, comment_prefix="#", glob=False).collect_schema())
+    except BaseException as e:  # unreadable: the reader says why (polars panics on some damaged files)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        return None
+    columns = list(schema)
+    if {"rank", "iteration"} <= set(columns) or {"rank", "sample", "ns"} <= set(columns):
+        return None  # long: the reader checks its time column
+    wide = [c for c in columns if c != "rank"]
+    if wide and _iteration_labels(wide):
+        return None
+    numbers = "numbers in every column of " if any(not schema[c].is_numeric() for c in wide) else ""
+    return (f"{path}: not timings T[p, k] (rank × iteration): expected {numbers}a wide table (a row per rank, a "
+            "column per iteration: 0, 1, 2, … or it0, it1, …) or a long table (rank, iteration and time columns); "
+            f"it {describe_columns(columns)}")
 
 
 def regimes(
@@ -49,7 +108,11 @@ def regimes(
     try:
         steps.__enter__()
         steps("reading the inputs", k=1)
-        sets = {n: load(p, timer) for n, p in zip(labels, data)}
+        sets = {}
+        for n, p in zip(labels, data):
+            if (why := _not_timings(p)) is not None:
+                fail(why)
+            sets[n] = load(p, timer)
         extra = {}
         for n, p in zip(labels, data):
             if p.is_dir() and (p / "timers.parquet").exists():

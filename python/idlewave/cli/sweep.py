@@ -52,6 +52,8 @@ def sweep(
     if worker_timeout != worker_timeout or worker_timeout == float("inf"):
         fail(f"--worker-timeout: must be a finite number of seconds ≥ 0.1, got {worker_timeout}")
     overrides = scenario_sets(sets)
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: exists and is not a directory")
     try:
         check_writable(out_dir / "study.json")  # a read-only disk: said before a cluster starts
         if quiet or not err.is_terminal:
