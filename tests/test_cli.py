@@ -291,6 +291,15 @@ def test_init_never_suggests_a_force_that_would_be_refused(cli, tmp_path):
     assert (tmp_path / "dir" / "bsp.toml").read_text().startswith("#")
 
 
+def test_init_writes_into_a_directory_named_with_its_slash(cli, tmp_path, monkeypatch):
+    """`-o newdir/` wrote a file named newdir (the slash was lost)."""
+    monkeypatch.chdir(tmp_path)
+    cli("init", "bsp", "-o", "newdir/")
+    assert (tmp_path / "newdir" / "bsp.toml").read_text().startswith("#")
+    cli("init", "bsp")
+    assert (tmp_path / "bsp.toml").is_file()
+
+
 def test_missing_inputs_and_inputs_of_the_wrong_kind_are_usage_errors(cli, tmp_path):
     """A path that does not exist, or a file where a directory is meant, is a
     usage error (exit 2, docs/reliability.md) naming the option and the
@@ -302,6 +311,11 @@ def test_missing_inputs_and_inputs_of_the_wrong_kind_are_usage_errors(cli, tmp_p
         (["report", tmp_path / "afile"], f"{tmp_path / 'afile'}: not a directory"),
         (["sweep", tmp_path / "study.toml", "--out", tmp_path / "afile"], f"--out {tmp_path / 'afile'}: exists and is not a directory"),
         (["goal", "convert", tmp_path / "nope", "-o", tmp_path / "x.bin"], f"{tmp_path / 'nope'}: no such file"),
+        # these said so with exit code 1, as a run that failed, or in polars' or the OS's words
+        (["loggopsim", tmp_path / "nope"], f"{tmp_path / 'nope'}: no such file"),
+        (["loggopsim", tmp_path], f"{tmp_path}: not a regular file"),
+        (["analyze", "idle-wave", tmp_path / "afile"], f"{tmp_path / 'afile'}: not a result directory"),
+        (["fit", "postal", tmp_path / "nope.csv", "-o", tmp_path / "p.toml"], f"{tmp_path / 'nope.csv'}: no such file"),
     ]
     for args, says in cases:
         p = cli(*args, check=False)

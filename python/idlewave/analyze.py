@@ -34,6 +34,8 @@ def load(source) -> Loaded:
     if hasattr(source, "timers") and hasattr(source, "scenario"):
         return Loaded(source.scenario, source.summary, dict(source.timers))
     d = Path(source)
+    if d.exists() and not d.is_dir():
+        raise AnalysisError(f"{d}: not a result directory (a file: give the directory `idlewave simulate --out` wrote)")
     try:
         summary = read_json(d / "summary.json")
         scenario = read_json(d / "scenario.json")

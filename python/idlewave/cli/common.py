@@ -195,6 +195,8 @@ def read_table(path: Path, needed: list[str], positive: tuple[str, ...] = ()) ->
 
     if path.is_dir():
         fail(f"{path}: a directory, not a table (CSV or Parquet)")
+    if not path.exists():
+        fail(f"{path}: no such file")
     try:
         frame = pl.read_parquet(path, glob=False) if path.suffix == ".parquet" else pl.read_csv(path, comment_prefix="#", glob=False)
     except (OSError, pl.exceptions.PolarsError) as e:

@@ -45,6 +45,9 @@ def loggopsim(
     path = goal or filename
     if path is None:
         fail("give a GOAL file (positional or -f)")
+    for given in (path, noise_trace):  # a usage error (exit 2), as everywhere, not a failed run
+        if given is not None and not Path(given).is_file():
+            fail(f"{given}: no such file" if not Path(given).exists() else f"{given}: not a regular file")
     for name, v in (("L", L), ("o", o), ("g", g), ("G", G), ("O", O), ("S", S), ("-seed", seed)):
         if not 0 <= v < 2**64:
             fail(f"-{name} must be between 0 and 2^64 - 1, got {v}")

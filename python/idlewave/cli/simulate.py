@@ -4,6 +4,7 @@ Its commands are listed in idlewave/cli/root.py."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -171,7 +172,8 @@ def show_summary(s: dict, out_dir: Path | None) -> None:
 
 def init(
     name: str | None = typer.Argument(None, help="A template (`--list`), or a workload kind such as bsp or krylov."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="File to write (default NAME.toml here)."),
+    output: str | None = typer.Option(None, "-o", "--output", help="File to write (default NAME.toml here; "
+                                      "DIR/ with its slash: DIR/NAME.toml)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
     list_: bool = typer.Option(False, "--list", help="List the templates."),
     as_json: bool = typer.Option(False, "--json", help="Print the list (or what was written) as JSON."),
@@ -192,7 +194,8 @@ def init(
             t.add_row(k, escape(w))
         out.print(t)
         return
-    target = output or Path(f"{name}.toml")
+    # a path ending in a slash names a directory (Path would drop the slash and write a file of its name)
+    target = Path(output or ".") / f"{name}.toml" if not output or output.endswith(("/", os.sep)) else Path(output)
     try:
         written = write(name, target, force)
     except TemplateError as e:
