@@ -207,3 +207,19 @@ def test_a_sweep_worker_keeps_ignoring_ctrl_c_once_polars_is_loaded():
     assert p.returncode == 0, p.stderr
     ignored, caught = (int(x, 16) >> (signal.SIGINT - 1) & 1 for x in p.stdout.split())
     assert (ignored, caught) == (1, 0), p.stdout
+
+
+def test_sigterm_is_answered_as_ctrl_c_with_its_own_exit_code(tmp_path):
+    """`kill`, `timeout` and batch systems send SIGTERM: the run stops as on
+    Ctrl-C (nothing half written left behind: a timeline run left its
+    temporary directory), with exit code 143."""
+    scn = tmp_path / "s.toml"
+    scn.write_text(SCENARIO.replace("iterations = 25", "iterations = 2500"))
+    cmd = [EXE, "simulate", str(scn), "--quiet", "--timeline", "--out", str(tmp_path / "out")]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    assert p.poll() is None, "the run ended before the signal"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and "interrupted" in err and "Traceback" not in err, (p.returncode, err)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.toml"]

@@ -76,13 +76,48 @@ def _swap(expected: tuple, handler) -> None:
 
 
 def exit_at_once() -> None:
-    """From now on Ctrl-C ends the process at once with exit code 130 and `MESSAGE`."""
+    """From now on Ctrl-C ends the process at once with exit code 130 and
+    `MESSAGE` (SIGTERM as by default)."""
     _swap((_signal.default_int_handler, _interrupt), _exit_now)
+    try:
+        if _signal.getsignal(_signal.SIGTERM) is _terminate:
+            _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    except ValueError:  # not the main thread
+        pass
 
 
 def raise_interrupts() -> None:
-    """From now on Ctrl-C raises KeyboardInterrupt (undoes `exit_at_once`)."""
+    """From now on Ctrl-C raises KeyboardInterrupt (undoes `exit_at_once`),
+    and SIGTERM is answered as Ctrl-C is (`terminated`)."""
     _swap((_exit_now,), _interrupt)
+    try:
+        if _signal.getsignal(_signal.SIGTERM) == _signal.SIG_DFL:
+            _signal.signal(_signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread
+        pass
+
+
+#: Whether the command was sent SIGTERM (`kill`, `timeout`, a batch system's end of job).
+_terminated = False
+
+
+def _terminate(signum, frame) -> None:
+    """SIGTERM as Ctrl-C: the command cleans up (a result half written, an
+    MPI job it started) and ends with exit code 143 (`terminated`); a second
+    SIGTERM ends it at once, as by default."""
+    global _terminated
+    _terminated = True
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+    handler = _signal.getsignal(_signal.SIGINT)
+    if callable(handler):
+        handler(_signal.SIGINT, frame)
+    else:  # a process that ignores Ctrl-C (a worker whose command answers it) still ends on SIGTERM
+        _signal.raise_signal(_signal.SIGTERM)
+
+
+def terminated() -> bool:
+    """Whether an interrupt was SIGTERM: its exit code is 143, not 130."""
+    return _terminated
 
 
 def ignore_interrupts() -> None:

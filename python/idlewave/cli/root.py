@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from idlewave import _engine
 from idlewave.cli.common import err
-from idlewave.interrupts import MESSAGE, exit_at_once, hold_during_import, raise_interrupts
+from idlewave.interrupts import MESSAGE, exit_at_once, hold_during_import, raise_interrupts, terminated
 from idlewave.results import NonFiniteWarning, ResultsError
 
 #: (name, module in idlewave.cli, attribute, a sub-app?, Click settings): one module per command group.
@@ -99,10 +99,12 @@ def main() -> None:
     except SystemExit as e:
         if e.code == 130 and isinstance(getattr(e.__context__, "__cause__", None), KeyboardInterrupt):
             err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)  # Typer's exit 130 says nothing
+        if e.code == 130 and terminated():
+            sys.exit(143)  # SIGTERM, answered as Ctrl-C is: its own exit code
         raise
     except KeyboardInterrupt:  # before Typer runs the command (it builds the command line first)
         err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)
-        sys.exit(130)
+        sys.exit(143 if terminated() else 130)
     except ResultsError as e:  # a result that cannot be written, from any command
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         sys.exit(1)
