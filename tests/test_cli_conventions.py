@@ -436,3 +436,20 @@ def test_validate_shows_progress_over_runs_and_replays(tmp_path, recorded, monke
                            "traced run 1 of 3", "traced run 2 of 3", "traced run 3 of 3"]
     assert checks == ["before"]  # the runs failed: no check after them
     assert "untraced run" not in result.stderr  # the progress line instead of a line per run
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_console_that_cannot_show_a_character_gets_a_stand_in_not_a_traceback(tmp_path, encoding):
+    """Help and summaries carry ×, – and µ: a console in ASCII or Latin-1 crashed on them (UnicodeEncodeError)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = str(Path(sys.executable).parent / "idlewave")
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    scn = tmp_path / "s.toml"
+    scn.write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 2\n')
+    for args in (["model", "--help"], ["trace", "export", "--help"], ["simulate", str(scn)]):
+        p = subprocess.run([exe, *args], capture_output=True, env=env)
+        assert p.returncode == 0 and b"Traceback" not in p.stderr, (args, p.stderr[-400:])

@@ -90,6 +90,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 
 def main() -> None:
     warnings.showwarning = _show_warning
+    for stream in (sys.stdout, sys.stderr):
+        # a console that cannot show a character (×, –, µ) gets "?" for it, not a UnicodeEncodeError
+        if hasattr(stream, "reconfigure") and stream.errors == "strict":
+            stream.reconfigure(errors="replace")
     hold_during_import("polars")  # still loading: a Ctrl-C here ends the process at once
     try:
         command = sys.argv[1] if len(sys.argv) > 1 else None
