@@ -2,7 +2,7 @@
 //! in nanoseconds, `#` comments and blank lines ignored (LogGOPSim reads a
 //! trailing newline as an extra detour; we do not).
 
-use crate::time::{Time, PS_PER_NS};
+use crate::time::{Time, MAX_INPUT, PS_PER_NS};
 use std::path::Path;
 
 /// A detour trace that cannot be read; all but `File` name the file and line.
@@ -17,8 +17,11 @@ pub enum NoiseTraceError {
     NotANumber { file: String, line: usize, what: &'static str },
     #[error("{file}:{line}: the {what} must be a non-negative number")]
     Negative { file: String, line: usize, what: &'static str },
-    #[error("{file}:{line}: expected end of line after the duration, ")]
+    #[error("{file}:{line}: expected the end of the line after the duration")]
     Trailing { file: String, line: usize },
+    /// Past the engine's limit for a time it is given (2^60 ps).
+    #[error("{file}:{line}: the {what} is beyond the engine's limit of 2^60 ps (about 13 days)")]
+    TooLarge { file: String, line: usize, what: &'static str },
 }
 
 impl NoiseTraceError {
@@ -29,7 +32,8 @@ impl NoiseTraceError {
             NoiseTraceError::Missing { file, .. }
             | NoiseTraceError::NotANumber { file, .. }
             | NoiseTraceError::Negative { file, .. }
-            | NoiseTraceError::Trailing { file, .. } => file,
+            | NoiseTraceError::Trailing { file, .. }
+            | NoiseTraceError::TooLarge { file, .. } => file,
         }
     }
 
@@ -40,7 +44,8 @@ impl NoiseTraceError {
             NoiseTraceError::Missing { line, .. }
             | NoiseTraceError::NotANumber { line, .. }
             | NoiseTraceError::Negative { line, .. }
-            | NoiseTraceError::Trailing { line, .. } => Some(*line),
+            | NoiseTraceError::Trailing { line, .. }
+            | NoiseTraceError::TooLarge { line, .. } => Some(*line),
         }
     }
 }
@@ -61,10 +66,18 @@ pub fn parse_noise_trace(text: &str, file: &str) -> Result<Vec<(Time, Time)>, No
             if !(v.is_finite() && v >= 0.0) {
                 return Err(NoiseTraceError::Negative { file: file.clone(), line: n, what });
             }
-            Ok((v * PS_PER_NS as f64).round() as Time)
+            let ps = (v * PS_PER_NS as f64).round();
+            if ps > MAX_INPUT as f64 {
+                // (a saturated sum of start and duration read as "all detour" before)
+                return Err(NoiseTraceError::TooLarge { file: file.clone(), line: n, what });
+            }
+            Ok(ps as Time)
         };
         let start = number("start time")?;
         let duration = number("duration")?;
+        if start + duration > MAX_INPUT {
+            return Err(NoiseTraceError::TooLarge { file, line: n, what: "detour's end" });
+        }
         if fields.next().is_some() {
             return Err(NoiseTraceError::Trailing { file, line: n });
         }
@@ -96,5 +109,17 @@ mod tests {
         assert!(e.contains("n.txt:1") && e.contains("duration"), "{e}");
         let e = parse_noise_trace("1 -2\n", "n.txt").unwrap_err().to_string();
         assert!(e.contains("non-negative"), "{e}");
+        let e = parse_noise_trace("1\t2\t3\n", "n.txt").unwrap_err().to_string();
+        assert!(e.ends_with("expected the end of the line after the duration"), "{e}");
+    }
+
+    #[test]
+    fn times_past_the_engines_limit_are_refused_at_their_line() {
+        // 2^60 ps is 1,152,921,504,606,846.976 ns: a start just below it, with no duration, fits
+        assert!(parse_noise_trace("1152921504606846\t0\n", "n.txt").is_ok());
+        for text in ["1\t2\n99999999999999999999999\t100\n", "1\t2\n18446744073709000\t1000\n", "1\t2\n1152921504606846\t1000\n"] {
+            let e = parse_noise_trace(text, "n.txt").unwrap_err().to_string();
+            assert!(e.starts_with("n.txt:2:") && e.contains("2^60 ps"), "{e}");
+        }
     }
 }
