@@ -110,3 +110,20 @@ def test_a_run_error_tied_to_no_key_carries_none_and_no_file(tmp_path, monkeypat
     with pytest.raises(idlewave.SimulationError) as ei:
         idlewave.simulate("run.toml")
     assert ei.value.key is None and str(ei.value).startswith("deadlock: ")
+
+
+@pytest.mark.parametrize("text, key, words", [
+    # a source that hits no rank did nothing, silently
+    ('[[noise]]\nkind = "poisson"\nrate_hz = 100.0\nduration_s = 1e-6\nranks = []\n', "noise[0].ranks", "lists no rank"),
+    # a latency chain that covers no link class did nothing
+    ('[[network.regimes]]\nclasses = []\ntransition = [[1.0]]\nmultiplier = [2.0]\n', "network.regimes[0].classes",
+     "at least 1 entry"),
+    # a [workload] beside [[jobs]] was dropped when its values were the defaults
+    ('[workload]\nkind = "bsp"\n[[jobs]]\n[jobs.workload]\nkind = "bsp"\nranks = 4\n', "workload", "not both"),
+])
+def test_settings_that_would_do_nothing_are_refused_at_their_key(tmp_path, text, key, words):
+    scn = tmp_path / "s.toml"
+    scn.write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 1\n' + text if "jobs" not in text else text)
+    with pytest.raises(ScenarioError) as e:
+        idlewave.simulate(scn)
+    assert e.value.key == key and words in str(e.value) and f"{scn}:" in str(e.value), str(e.value)

@@ -184,8 +184,9 @@ pub enum LinkClassName {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegimeSpec {
-    /// The link classes it covers.
+    /// The link classes it covers (a chain that covers none would do nothing).
     #[serde(default = "inter_node_only")]
+    #[schemars(length(min = 1))]
     pub classes: Vec<LinkClassName>,
     /// The chain steps every step_s.
     #[serde(rename = "step_s", with = "secs", default = "default_step")]

@@ -137,6 +137,16 @@ impl NoiseSpec {
             }
             _ => {}
         }
+        if let NoiseSpec::Periodic { ranks: Some(rs), .. }
+        | NoiseSpec::Poisson { ranks: Some(rs), .. }
+        | NoiseSpec::Trace { ranks: Some(rs), .. }
+        | NoiseSpec::Checkpoint { ranks: Some(rs), .. } = self
+        {
+            if rs.is_empty() {
+                // (a source that hits no rank did nothing, silently)
+                return Err(RuleError::new("ranks", "lists no rank: leave ranks out for a source that hits every rank"));
+            }
+        }
         let Some(p) = ranks else { return Ok(()) };
         match self {
             NoiseSpec::Single { rank, .. } if *rank >= p => {

@@ -450,6 +450,12 @@ pub fn check(mut raw: Node, origin: &Origin) -> Result<Checked, ScenarioError> {
             let m = "lists no job: give [[jobs]] tables, or leave jobs out to run [workload]".to_string();
             return Err(origin.error("jobs", *span, ErrorKind::Value, m));
         }
+        // a [workload] written beside them would be dropped, even one of default values
+        // (a checked document holds the default one, without a span)
+        if let Some(Node { span: w @ Some(_), .. }) = raw.get("workload") {
+            let m = "give either [workload] or [[jobs]], not both".to_string();
+            return Err(origin.error("workload", *w, ErrorKind::Value, m));
+        }
     }
     let mut w = Walker { defs: &schema["$defs"], origin, spans: HashMap::new() };
     let doc = w.value(&raw, schema, "", None, None)?;
