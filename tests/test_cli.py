@@ -355,3 +355,47 @@ def test_trace_build_puts_the_tracer_in_out_and_still_takes_o(cli, tmp_path):
     assert Path(json.loads(p.stdout)["library"]) == (tmp_path / "a" / "libidlewave-trace.so").resolve()
     p = cli("trace", "build", "-o", tmp_path / "b")
     assert (tmp_path / "b" / "libidlewave-trace.so").exists() and "deprecated; use --out" in p.stderr
+
+
+def test_reproduce_that_is_refused_leaves_nothing_it_created(cli, tmp_path):
+    """A study refused once it starts (here: too large for memory) takes the directories it made with it;
+    a directory that was there before stays."""
+    args = ["reproduce", "noise-collectives", "--ranks", "2147483648", "--iterations", "1"]
+    p = cli(*args, "--out", tmp_path / "new" / "rp", check=False)
+    assert p.returncode == 2 and "needs about" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "mine").mkdir()
+    p = cli(*args, "--out", tmp_path / "mine", check=False)
+    assert p.returncode == 2 and list((tmp_path / "mine").iterdir()) == []
+
+
+def test_reproduce_list_prints_json_and_refuses_unknown_names(cli):
+    from idlewave.studies.reproduce import STUDIES
+
+    listing = json.loads(cli("reproduce", "--list", "--json").stdout)
+    assert list(listing) == list(STUDIES) and listing["chebfd"]["what"] == STUDIES["chebfd"]
+    assert json.loads(cli("reproduce", "--list", "chebfd", "--json").stdout) == {"chebfd": {"what": STUDIES["chebfd"]}}
+    assert cli("reproduce", "--list", "chebfd").stdout.startswith("chebfd: ")
+    p = cli("reproduce", "--list", "nosuch", check=False)
+    assert p.returncode == 2 and "unknown study 'nosuch'" in p.stderr and p.stdout == ""
+    p = cli("reproduce", "--list", "--ranks", "8", check=False)
+    assert p.returncode == 2 and "--list lists the studies and runs none; it takes no --ranks" in p.stderr
+
+
+def test_bench_checks_every_case_name_before_running_any(cli):
+    p = cli("bench", "--case", "cli_help", "--case", "nosuch", check=False)
+    assert p.returncode == 2 and p.stdout == "", p.stdout  # cli_help was not run first
+    assert "--case: unknown bench case 'nosuch'" in p.stderr and "cli_help)" in p.stderr, p.stderr
+
+
+def test_trace_build_refuses_a_file_as_out_and_says_when_mpicc_printed_nothing(cli, tmp_path):
+    (tmp_path / "afile").write_text("kept")
+    p = cli("trace", "build", "--out", tmp_path / "afile", check=False)
+    assert p.returncode == 2 and f"--out {tmp_path / 'afile'}: exists and is not a directory" in p.stderr, p.stderr
+    assert (tmp_path / "afile").read_text() == "kept"
+    p = cli("trace", "build", "--out", tmp_path / "lib", "--mpicc", "/bin/false", check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.strip().endswith("failed (preprocessing mpi.h) with exit status 1 and no output"), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "lib").exists()
+    p = cli("trace", "build", "--out", tmp_path / "lib", "--mpicc", tmp_path / "afile", check=False)
+    assert p.returncode == 2 and f"{tmp_path / 'afile'}: cannot run it: Permission denied" in p.stderr, p.stderr

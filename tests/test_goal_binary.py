@@ -92,8 +92,8 @@ def test_export_refuses_a_workload_without_a_goal_form(cli, tmp_path):
     scn.write_text('[workload]\nkind = "collective"\ncollective = "allreduce"\nmode = "nonblocking"\nranks = 8\n')
     out = tmp_path / "s.goal"
     p = cli("goal", "export", scn, "-o", out, check=False)
-    assert p.returncode == 1 and "Traceback" not in p.stderr and not out.exists()
-    assert "nonblocking" in p.stderr.lower(), p.stderr
+    assert p.returncode == 2 and "Traceback" not in p.stderr and not out.exists()  # a refusal (docs/reliability.md)
+    assert f"{scn}: workload: nonblocking" in p.stderr, p.stderr
 
 
 def test_export_refuses_a_scenario_of_jobs(cli, tmp_path):
@@ -103,3 +103,33 @@ def test_export_refuses_a_scenario_of_jobs(cli, tmp_path):
     out = tmp_path / "j.goal"
     p = cli("goal", "export", scn, "-o", out, check=False)
     assert p.returncode == 2 and not out.exists() and "a scenario of [[jobs]] has no one workload" in p.stderr, p.stderr
+
+
+def test_export_of_a_scenario_that_already_is_a_goal_schedule_names_both(cli, tmp_path):
+    scn = tmp_path / "g.toml"
+    scn.write_text(f'[workload]\nkind = "goal"\npath = "{EXAMPLES / "dissemination_16.goal"}"\n')
+    p = cli("goal", "export", scn, "-o", tmp_path / "g.goal", check=False)
+    assert p.returncode == 2 and not (tmp_path / "g.goal").exists(), p.stderr
+    assert f"{scn}: workload: the scenario already is a GOAL schedule ({EXAMPLES / 'dissemination_16.goal'})" in p.stderr
+
+
+def test_goal_outputs_never_replace_their_inputs(cli, tmp_path):
+    """-o naming the scenario, the schedule converted or a file the scenario reads is refused, the input kept."""
+    scn = tmp_path / "s.toml"
+    scn.write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 2\n')
+    goal = tmp_path / "m.goal"
+    goal.write_bytes((EXAMPLES / "dissemination_16.goal").read_bytes())
+    partners = tmp_path / "partners.txt"
+    partners.write_bytes((EXAMPLES / "spmv_partners.txt").read_bytes())
+    spmv = tmp_path / "spmv.toml"
+    spmv.write_text((EXAMPLES / "spmv_partners.toml").read_text())
+    assert "spmv_partners.txt" in spmv.read_text()
+    spmv.write_text(spmv.read_text().replace("spmv_partners.txt", "partners.txt"))
+    kept = {f: f.read_bytes() for f in (scn, goal, partners, spmv)}
+    for args, given in ((["export", scn, "-o", scn], scn), (["convert", goal, "-o", goal], goal),
+                        (["convert", goal, "-o", goal, "--to", "text"], goal), (["export", spmv, "-o", partners], partners),
+                        (["export", spmv, "-o", spmv, "--to", "binary"], spmv)):
+        p = cli("goal", *args, check=False)
+        assert p.returncode == 2 and "it would replace the input" in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+        assert str(given.name) in p.stderr
+    assert {f: f.read_bytes() for f in kept} == kept

@@ -379,3 +379,96 @@ def test_regimes_read_fwq_samples_and_refuse_fifos_and_bad_seeds(tmp_path):
     assert p.returncode == 2 and "must be a regular file" in p.stderr
     p = invoke_cli("regimes", tmp_path / "fwq.parquet", "--seed", "-1", "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and "--seed must be from 0 to 2^32 - 1" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_trace_export_never_writes_over_the_trace_it_exports(tmp_path):
+    from idlewave import _engine
+
+    _engine.write_synthetic_trace(str(tmp_path / "tr"), 2, 5)
+    before = {f.name: f.read_bytes() for f in (tmp_path / "tr").iterdir()}
+    p = invoke_cli("trace", "export", tmp_path / "tr", "-o", tmp_path / "tr" / "rank-0.iwt", check=False)
+    assert p.returncode == 2 and f"-o {tmp_path / 'tr' / 'rank-0.iwt'}: it would replace a file of the input" in p.stderr, p.stderr
+    assert {f.name: f.read_bytes() for f in (tmp_path / "tr").iterdir()} == before
+    invoke_cli("trace", "export", tmp_path / "tr", "-o", tmp_path / "tr" / "new.goal")  # a new file beside: nothing replaced
+
+
+@pytest.mark.parametrize("command", ["export", "replay"])
+def test_scale_to_beyond_the_engines_rank_count_names_the_flag_and_its_range(tmp_path, command):
+    from idlewave import _engine
+
+    _engine.write_synthetic_trace(str(tmp_path / "tr"), 2, 5)
+    out = ["-o", tmp_path / "x.goal"] if command == "export" else ["--out", tmp_path / "o"]
+    p = invoke_cli("trace", command, tmp_path / "tr", *out, "--scale-to", "5000000000", check=False)
+    assert p.returncode == 2 and "--scale-to" in p.stderr and "4294967295" in p.stderr, p.stderr
+    assert "workload.scale_to" not in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "x.goal").exists() and not (tmp_path / "o").exists()
+
+
+def test_a_write_that_fails_is_exit_1_and_an_output_refused_is_exit_2(tmp_path):
+    """docs/reliability.md: a failed write is an error while working (1), an output that is a
+    directory or a file in place of one a refusal (2), for every command that writes."""
+    from idlewave import _engine
+
+    _engine.write_synthetic_trace(str(tmp_path / "tr"), 2, 5)
+    (tmp_path / "s.toml").write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 2\n')
+    (tmp_path / "lap").mkdir()
+    for r in range(2):  # a liballprof trace of MPI_Init and MPI_Finalize
+        (tmp_path / "lap" / f"pmpi-trace-rank-{r}.txt").write_text(
+            "# collprof 0.9 output file\nMPI_Init:-:1:2:1000.000000\nMPI_Finalize:1010.000000:-\n")
+    (tmp_path / "afile").write_text("kept")
+    blocked = tmp_path / "afile" / "sub"  # a file where a directory is needed: every write there fails
+    goal = EXAMPLES / "dissemination_16.goal"
+    failed_writes = [
+        ["goal", "convert", goal, "-o", blocked / "x.bin"],
+        ["goal", "export", tmp_path / "s.toml", "-o", blocked / "x.goal"],
+        ["trace", "export", tmp_path / "tr", "-o", blocked / "x.goal"],
+        ["trace", "import", tmp_path / "lap", "--out", blocked / "imported"],
+        ["reproduce", "krylov-kernels", "--out", blocked / "rep"],
+    ]
+    for args in failed_writes:
+        p = invoke_cli(*args, check=False)
+        assert p.returncode == 1 and "Not a directory" in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+    (tmp_path / "dir").mkdir()
+    refused = [
+        ["goal", "convert", goal, "-o", tmp_path / "dir"],
+        ["goal", "export", tmp_path / "s.toml", "-o", tmp_path / "dir"],
+        ["trace", "export", tmp_path / "tr", "-o", tmp_path / "dir"],
+        ["trace", "import", tmp_path / "lap", "--out", tmp_path / "afile"],
+        ["trace", "build", "--out", tmp_path / "afile"],
+        ["reproduce", "krylov-kernels", "--out", tmp_path / "afile"],
+    ]
+    for args in refused:
+        p = invoke_cli(*args, check=False)
+        assert p.returncode == 2 and "exists and is" in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert (tmp_path / "afile").read_text() == "kept" and list((tmp_path / "dir").iterdir()) == []
+
+
+def test_goal_writes_on_a_full_disk_name_the_output_not_a_temporary_file(tmp_path):
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def full_disk():  # every byte written to a file fails (EFBIG), as on a full disk, also as root
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    (tmp_path / "s.toml").write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 2\n')
+    exe = Path(sys.executable).parent / "idlewave"
+    (tmp_path / "out").mkdir()
+    for args in (["goal", "export", tmp_path / "s.toml"], ["goal", "convert", EXAMPLES / "dissemination_16.goal"]):
+        p = subprocess.run([str(exe), *map(str, args), "-o", str(tmp_path / "out" / "x.goal")], capture_output=True,
+                           text=True, timeout=60, preexec_fn=full_disk)
+        assert p.returncode == 1 and f"error: {tmp_path / 'out' / 'x.goal'}: cannot write: File too large" in p.stderr, p.stderr
+        assert ".tmp" not in p.stderr and list((tmp_path / "out").iterdir()) == []
+
+
+def test_trace_export_on_a_full_disk_names_the_goal_file_and_is_a_failed_write(tiny_disk, tmp_path):
+    from idlewave import _engine
+
+    for ranks, iterations in ((8, 50), (64, 200)):  # the disk fills at the first write, or at the last flush
+        trace = tmp_path / f"tr{ranks}"
+        _engine.write_synthetic_trace(str(trace), ranks, iterations)
+        p = invoke_cli("trace", "export", trace, "-o", tiny_disk / "x.goal", check=False)
+        assert p.returncode == 1 and p.stderr.strip() == f"error: {tiny_disk / 'x.goal'}: cannot write: No space left on device", p.stderr
+        assert list(tiny_disk.iterdir()) == []

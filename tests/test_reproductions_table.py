@@ -379,3 +379,32 @@ def test_merged_rings_critical_paths_as_the_flaky_links_row_says():
     assert paced == {("modified_ring", True), ("two_ring_modified", True)}, path
     assert all(bound == "compute" for k, (bound, _) in path.items() if k not in paced), path
     assert (path["ring", True][1], path["ring", False][1]) == (5949, 3275)
+
+
+def test_embed_refuses_binaries_fifos_devices_and_huge_files_in_one_line(tmp_path):
+    """--embed is read before an hour of runs: a binary file, a FIFO (never waited on), a device (never
+    read without end: the process may use 2 GiB) and a file past the cap are one line naming --embed."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    binary = tmp_path / "binary.md"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe" + f"\n{tb.BEGIN}\n{tb.END}\n".encode())
+    fifo = tmp_path / "fifo.md"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.md"
+    with open(huge, "wb") as f:  # sparse: the size is what counts
+        f.write(f"{tb.BEGIN}\n{tb.END}\n".encode())
+        f.truncate(tb.MAX_EMBED_BYTES + 1)
+    exe = Path(sys.executable).parent / "idlewave"
+    for doc, says in ((binary, "not UTF-8 text (byte 0)"), (fifo, "must be a regular file"),
+                      (Path("/dev/zero"), "must be a regular file"), (huge, "more than the 8 MiB read")):
+        p = subprocess.run([str(exe), "reproduce", "--table", "--quick", "--embed", str(doc), "--out", str(tmp_path / "o")],
+                           capture_output=True, text=True, timeout=60, preexec_fn=limited)
+        assert p.returncode == 2 and f"--embed {doc}: " in p.stderr and says in p.stderr, (doc, p.stderr)
+        assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not (tmp_path / "o").exists()

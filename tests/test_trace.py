@@ -207,7 +207,10 @@ def test_bad_traces_are_reported(tmp_path, cli):
         read(tmp_path)
     p = cli("trace", "replay", tmp_path, "--out", tmp_path / "o", check=False)
     assert p.returncode == 2 and "rank-0.iwt: not an idlewave trace" in p.stderr and "Traceback" not in p.stderr
-    p = cli("trace", "import", tmp_path / "x.otf2", check=False)
+    p = cli("trace", "import", tmp_path / "x.otf2", check=False)  # not there: said so, not "no anchor"
+    assert p.returncode == 2 and f"{tmp_path / 'x.otf2'}: no such file or directory" in p.stderr, p.stderr
+    (tmp_path / "empty").mkdir()
+    p = cli("trace", "import", tmp_path / "empty", check=False)  # there, without its anchor file
     assert p.returncode == 2 and "no OTF2 anchor" in p.stderr
     # a truncated file names the file and the record
     _engine.write_synthetic_trace(str(tmp_path / "syn"), 2, 5)

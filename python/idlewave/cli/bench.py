@@ -22,7 +22,12 @@ def bench(
     quiet: bool = QUIET,
 ):
     """Engine benchmark: one JSON line per case (events/s, bytes/rank), and the CPU time of `idlewave --help` (case cli_help)."""
-    cases = case or [*_engine.bench_cases(), HELP_CASE]
+    known = [*_engine.bench_cases(), HELP_CASE]
+    unknown = [c for c in case or [] if c not in known]
+    if unknown:  # every name checked before the first case runs
+        fail(f"--case: unknown bench case{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+             f"(known: {', '.join(known)})")
+    cases = case or known
     for c in cases:
         try:
             runs = [help_cpu() if c == HELP_CASE else dict(_engine.bench_case(c)) for _ in range(repeat)]

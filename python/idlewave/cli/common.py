@@ -43,6 +43,16 @@ def not_an_input(output: Path, option: str, inputs: list[Path], keep: tuple[str,
                  "write elsewhere")
 
 
+def output_file(output: Path, option: str, inputs: list[Path]) -> None:
+    """Refuses, before any work, a one-file output that cannot take its
+    place: one that would replace what the command reads (`not_an_input`),
+    or a directory, FIFO or device (a file never replaces one)."""
+    not_an_input(output, option, inputs)
+    if output.exists() and not output.is_file():
+        kind = "a directory" if output.is_dir() else "not a regular file"
+        fail(f"{option} {output}: exists and is {kind}; it is not replaced (name a file to write)")
+
+
 def lazy(name: str) -> ModuleType:
     """A module that is imported on first attribute access, so that
     `idlewave --help` does not load numpy, polars or scipy.

@@ -64,12 +64,14 @@ def reproduce(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no notes on stderr."),
 ):
     """Run a paper's study as the paper ran it and print, per figure, what the paper says, what we get and the verdict."""
+    from idlewave.results import check_writable
     from idlewave.studies import reproduce as rp
     from idlewave.studies.shared_links import SharedLinks
 
     if list_:
-        for name, what in rp.STUDIES.items():
-            out.print(f"{name}: {what}", highlight=False)
+        _list(names, as_json, (("--table", table), ("--quick", quick), ("--embed", embed), ("--resume", resume),
+                               ("--ranks", ranks), ("--iterations", iterations), ("--seed", seed), ("--seeds", seeds),
+                               ("--taper", taper)))
         return
     if table or quick or resume or embed is not None:
         not_here = [flag for flag, v in (("a study's name", names), ("--ranks", ranks), ("--iterations", iterations),
@@ -97,11 +99,14 @@ def reproduce(
             fail(error + ("" if names else " (with no study named, every study runs; name the ones to run)"))
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: exists and is not a directory; each study writes a directory inside it")
-    for name in studies:
+    for name in studies:  # said before the first run; nothing is created until a study runs
+        if (out_dir / name).exists() and not (out_dir / name).is_dir():
+            fail(f"--out {out_dir}: {out_dir / name} exists and is not a directory; the study {name} writes a "
+                 "directory there")
         try:
-            (out_dir / name).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            fail(f"--out {out_dir}: cannot create {out_dir / name}: {e.strerror or e}")
+            check_writable(out_dir / name / f"{name}.json")
+        except OSError as e:  # a read-only or full disk: a write that failed
+            fail(f"--out {out_dir}: cannot create {out_dir / name}: {e.strerror or e}", code=1)
     links = None if taper is None else SharedLinks(taper=taper)
     results = {}
     # on a terminal one progress line over every study's rows (row k of N, elapsed, ETA, the row last done);
@@ -125,16 +130,23 @@ def reproduce(
         steps(f"{studies[0]}: first row")  # row 1 begins; each finished row starts the next
         for name in studies:
             default_ranks, default_iterations = rp.DEFAULTS[name]
+            new = _missing(out_dir / name)  # what the study creates: removed again if it fails
             try:
                 results[name] = rp.run_study(name, out_dir / name, scales or default_ranks, iterations or default_iterations,
                                              1 if seed is None else seed, on_row=done(name), links=links, seeds=seeds or 1)
             except ScenarioError as e:  # a bound flag_error does not know: name the flag, not the study's internal scenario
+                _remove(new)
                 flag = {"seed": "--seed", "workload.ranks": "--ranks", "workload.iterations": "--iterations"}.get(e.key)
                 fail(f"{flag}: {str(e).removeprefix(f'{e.source}: {e.key}: ')} ({name})" if flag else f"{name}: {e}")
             except _engine.SimulationError as e:
+                _remove(new)
                 fail(f"{name}: {e}")
-            except OSError as e:  # e.g. a full disk
-                fail(f"--out {out_dir / name}: cannot write the study's results: {e.strerror or e}")
+            except OSError as e:  # e.g. a full disk: a write that failed
+                _remove(new)
+                fail(f"--out {out_dir / name}: cannot write the study's results: {e.strerror or e}", code=1)
+            except BaseException:  # Ctrl-C
+                _remove(new)
+                raise
     if as_json:
         print_json(results, None)
         return
@@ -165,6 +177,63 @@ def reproduce(
         out.print(f"figure: {result['figure']}", highlight=False, markup=False, soft_wrap=True)
 
 
+def _list(names: list[str] | None, as_json: bool, flags: tuple) -> None:
+    """`reproduce --list [NAME…]`: the studies (those named), what each runs."""
+    from idlewave.studies import reproduce as rp
+
+    unknown = [n for n in names or [] if n not in rp.STUDIES]
+    if unknown:
+        fail(f"unknown study {unknown[0]!r} (known: {', '.join(rp.STUDIES)})")
+    given = [flag for flag, v in flags if v]
+    if given:
+        fail(f"--list lists the studies and runs none; it takes no {', '.join(given)}")
+    shown = {name: rp.STUDIES[name] for name in names or rp.STUDIES}
+    if as_json:
+        print_json({name: {"what": what} for name, what in shown.items()})
+        return
+    for name, what in shown.items():
+        out.print(f"{name}: {what}", highlight=False, markup=False)
+
+
+def _missing(d: Path) -> list[Path]:
+    """`d` and its parents that do not exist yet, the outermost last."""
+    missing = []
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    return missing
+
+
+def _remove(new: list[Path]) -> None:
+    """Removes what a study that failed created: the outermost directory
+    of `new` that it made, with what it wrote inside."""
+    import shutil
+
+    made = [d for d in new if d.is_dir()]
+    if made:
+        shutil.rmtree(made[-1], ignore_errors=True)
+
+
+def _read_embed(embed: Path) -> str:
+    """The Markdown file --embed names, as text: a regular file of at most
+    table.MAX_EMBED_BYTES in UTF-8, or a one-line error naming --embed (a
+    FIFO or a device is refused, never waited on or read without end)."""
+    from idlewave.inputs import read_bytes
+    from idlewave.studies import table as tb
+
+    try:
+        if embed.is_file() and embed.stat().st_size > tb.MAX_EMBED_BYTES:
+            fail(f"--embed {embed}: {fmt_bytes(embed.stat().st_size, binary=True)}, more than the "
+                 f"{fmt_bytes(tb.MAX_EMBED_BYTES, binary=True)} read (a Markdown page to embed the table in)")
+        data = read_bytes(embed, "Markdown file")
+    except OSError as e:  # read_bytes' own messages name the file
+        fail(f"--embed {embed}: {e.strerror}" if e.strerror else f"--embed {e}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:  # position only: never the file's contents
+        fail(f"--embed {embed}: not UTF-8 text (byte {e.start}); the table is embedded in a Markdown file")
+
+
 def _table(out_dir: Path, quick: bool, embed: Path | None, resume: bool, as_json: bool, quiet: bool) -> None:
     """`reproduce --table`: every study run over the plan's seeds and sizes, each claim judged."""
     from idlewave.results import check_writable, write_json, write_text
@@ -174,15 +243,12 @@ def _table(out_dir: Path, quick: bool, embed: Path | None, resume: bool, as_json
     plan = tb.QUICK if quick else tb.FULL
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {out_dir}: exists and is not a directory; the table and its runs are written inside it")
+    text = _read_embed(embed) if embed is not None else ""
     try:
         check_writable(out_dir / "reproductions.json")
-    except OSError as e:
-        fail(f"--out {out_dir}: {e.strerror or e}")
-    try:
-        text = embed.read_text() if embed is not None else ""
-    except OSError as e:
-        fail(f"--embed {embed}: {e.strerror or e}")
-    if embed is not None and tb.BEGIN not in text:
+    except OSError as e:  # a read-only or full disk: a write that failed
+        fail(f"--out {out_dir}: {e.strerror or e}", code=1)
+    if embed is not None and tb.END not in text.partition(tb.BEGIN)[2]:  # both markers, in order
         fail(f"--embed {embed}: it has no generated table to replace (a line {tb.BEGIN!r}, then {tb.END!r})")
     done = tb.load_runs(out_dir / "reproductions.json", plan) if resume else {}
     if resume and not done and not (quiet or as_json):
@@ -206,7 +272,7 @@ def _table(out_dir: Path, quick: bool, embed: Path | None, resume: bool, as_json
             runs = tb.collect(plan, done, on_job=finished,
                               save=lambda so_far: write_json(out_dir / "reproductions.json", tb.results(plan, so_far)))
     except OSError as e:  # e.g. a full disk while saving the runs so far
-        fail(f"--out {out_dir}: cannot write the runs: {e.strerror or e}")
+        fail(f"--out {out_dir}: cannot write the runs: {e.strerror or e}", code=1)
     try:
         claims = cl.judge_all(runs)
     except (KeyError, StopIteration) as e:  # rows of an older version taken with --resume
@@ -218,9 +284,9 @@ def _table(out_dir: Path, quick: bool, embed: Path | None, resume: bool, as_json
         write_json(out_dir / "reproductions.json", tb.results(plan, runs, claims))
         write_text(out_dir / "reproductions.md", md + "\n")
         if embed is not None:
-            write_text(embed, tb.embed(embed, md))
-    except OSError as e:
-        fail(f"cannot write the table: {e.strerror or e}")
+            write_text(embed, tb.embed(embed, md, text))
+    except OSError as e:  # a write that failed
+        fail(f"cannot write the table: {e.strerror or e}", code=1)
     if as_json:
         print_json({"plan": plan.describe(), "claims": claims})
         return

@@ -10,10 +10,13 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from idlewave.cli.common import QUIET, err, fail, out, print_json, scenario_sets
+from idlewave.cli.common import QUIET, err, fail, out, output_file, print_json, scenario_sets
 from idlewave.overrides import apply
 from idlewave.results import seconds, unreplaceable
 from idlewave.units import fmt_bytes
+
+#: The most ranks a replay or an export extrapolates to (the engine counts ranks in 32 bits).
+MAX_RANKS = 2**32 - 1
 
 trace_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Trace MPI runs (PMPI, LD_PRELOAD) and replay them in the simulator.")
 
@@ -34,10 +37,14 @@ def build_cmd(
         err.print("note: `trace build -o DIR` is deprecated; use --out DIR (-o names a file elsewhere)", highlight=False)
         out_dir = legacy_out
 
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: exists and is not a directory; name the directory to put the library in")
     try:
         b = build_tracer(out_dir, mpicc)
     except TraceError as e:
         fail(str(e))
+    except OSError as e:  # a read-only or full disk: a write that failed
+        fail(f"--out {out_dir}: cannot write the tracer: {e.strerror or e}", code=1)
     lib = b.library
     if as_json:
         print(json.dumps({"library": str(lib.resolve()), "mpicc": b.mpicc, "mpicc_chosen": b.chosen, "mpi": b.mpi,
@@ -62,7 +69,7 @@ def export_cmd(
                                             "at different sizes, whose growth --scale-to fits (`trace model`)."),
     output: Path = typer.Option(..., "-o", "--output", help="GOAL file to write."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
-    scale_to: int | None = typer.Option(None, "--scale-to", min=1, help="Extrapolate to this many ranks."),
+    scale_to: int | None = typer.Option(None, "--scale-to", min=1, max=MAX_RANKS, help="Extrapolate to this many ranks."),
     grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64."),
     strong: bool = typer.Option(False, "--strong", help="Strong scaling: halo sizes ∝ surface, compute ∝ volume."),
     weak: bool = typer.Option(False, "--weak", help="Weak scaling (with several traces: the largest's, instead of "
@@ -77,12 +84,17 @@ def export_cmd(
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import export_goal
 
+    output_file(output, "-o", trace_dirs)
     with tempfile.TemporaryDirectory(prefix="idlewave-fitted-") as tmp:
         trace_dir, _ = _fitted(trace_dirs, scale_to, grid, weak, strong, Path(tmp) / "fitted-trace")
         try:
             ranks, ops = export_goal(trace_dir, output, algorithms=_replay_options(algorithm), scale_to=scale_to,
                                      grid=grid, strong=strong)
-        except (SimulationError, ScenarioError, OSError) as e:
+        except OSError as e:  # a read-only or full disk: a write that failed
+            fail(str(e), code=1)
+        except (SimulationError, ScenarioError) as e:
+            if (why := _failed_write(e, output)) is not None:  # a full disk under the engine
+                fail(why, code=1)
             fail(str(e))
         except KeyboardInterrupt:
             fail("interrupted; nothing was written", code=130)
@@ -92,13 +104,29 @@ def export_cmd(
     out.print(f"wrote {output} ({ranks} ranks, {ops} ops)", markup=False, soft_wrap=True)
 
 
+def _failed_write(e: Exception, output: Path) -> str | None:
+    """The engine's failed write of the GOAL file (`writing the GOAL file:
+    REASON (os error N)`, or an error naming its temporary name) as
+    `OUTPUT: cannot write: REASON`; None for any other error."""
+    import os
+    import re
+
+    text, path = str(e), getattr(e, "path", None)
+    temporary = (path is not None and Path(path).name.startswith(f".{output.name}.")
+                 and Path(path).resolve().parent == output.resolve().parent)
+    if not (text.startswith("writing the GOAL file: ") or temporary):
+        return None
+    code = re.search(r"\(os error (\d+)\)$", text)
+    return f"{output}: cannot write: {os.strerror(int(code[1])) if code else text.rsplit(': ', 1)[-1]}"
+
+
 @trace_app.command("replay")
 def replay_cmd(
     trace_dirs: list[Path] = typer.Argument(..., help="Directory of rank-*.iwt files; several: traces of one program "
                                             "at different sizes, whose growth --scale-to fits (`trace model`)."),
     platform: str | None = typer.Option(None, "--platform", help="Preset or platform file to replay on."),
     algorithm: list[str] | None = typer.Option(None, "--algorithm", help="collective=algorithm, e.g. allreduce=ring."),
-    scale_to: int | None = typer.Option(None, "--scale-to", min=1, help="Extrapolate to this many ranks: on the traced "
+    scale_to: int | None = typer.Option(None, "--scale-to", min=1, max=MAX_RANKS, help="Extrapolate to this many ranks: on the traced "
                                         "Cartesian grid, or a rank-periodic pattern."),
     grid: str | None = typer.Option(None, "--grid", help="Extrapolate to this process grid, e.g. 64x64 "
                                     "(default: MPI_Dims_create's grid of --scale-to ranks)."),
@@ -363,6 +391,10 @@ def import_cmd(
 
     if fmt not in ("auto", "otf2", "liballprof"):
         fail(f"--format: {fmt!r} is not a trace format (otf2, liballprof, auto)")
+    if not source.exists():
+        fail(f"{source}: no such file or directory")
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: exists and is not a directory; name a new or empty directory, or an earlier trace")
     if fmt == "auto":
         fmt = "liballprof" if (source / "pmpi-trace-rank-0.txt").is_file() else "otf2"
     try:
@@ -380,8 +412,8 @@ def import_cmd(
             ranks = len(traces)
     except TraceError as e:
         fail(str(e))
-    except OSError as e:
-        fail(f"--out {out_dir}: cannot write the trace: {e.strerror or e}")
+    except OSError as e:  # a read-only or full disk: a write that failed
+        fail(f"--out {out_dir}: cannot write the trace: {e.strerror or e}", code=1)
     for note in [] if quiet else notes:
         err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     if as_json:

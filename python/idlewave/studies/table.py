@@ -778,9 +778,14 @@ def render(claims: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def embed(doc: Path, table: str) -> str:
-    """`doc`'s text with the table between the markers (which must be there)."""
-    text = doc.read_text()
+#: The largest Markdown file `reproduce --table --embed` reads (docs/reproductions.md is tens of kilobytes).
+MAX_EMBED_BYTES = 8 << 20
+
+
+def embed(doc: Path, table: str, text: str | None = None) -> str:
+    """`doc`'s text (`text`, where the caller has read it) with the table
+    between the markers (which must be there)."""
+    text = doc.read_text() if text is None else text
     pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
     if not pattern.search(text):
         raise ValueError(f"{doc}: no generated table to replace (the markers {BEGIN!r} … {END!r})")

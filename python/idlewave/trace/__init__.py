@@ -82,7 +82,7 @@ def build(out_dir: str | Path = ".", mpicc: str | None = None) -> Path:
 
 def build_tracer(out_dir: str | Path = ".", mpicc: str | None = None) -> Built:
     """As `build`, saying which mpicc it used, why, and for which MPI."""
-    from idlewave.trace.gen_tracer import GenError, generate
+    from idlewave.trace.gen_tracer import GenError, failed, generate
 
     cc, chosen = choose_mpicc(mpicc)
     if not cc:
@@ -105,9 +105,11 @@ def build_tracer(out_dir: str | Path = ".", mpicc: str | None = None) -> Built:
             p = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(src), "-ldl", "-pthread"], capture_output=True, text=True)
         except FileNotFoundError:
             raise TraceError(f"{cc} not found") from None
+        except OSError as e:  # not executable, a directory, not a program
+            raise TraceError(f"{cc}: cannot run it: {e.strerror or e}") from None
         if p.returncode != 0:
             tmp.unlink(missing_ok=True)
-            raise TraceError(f"{cc} failed to compile the tracer ({src}):\n{p.stderr.strip()}")
+            raise TraceError(failed(cc, f"compiling the tracer, {src}", p))
         os.replace(tmp, lib)
         stamp.write_text(_stamp_of(lib, built_from))
     mpi = plan.mpi

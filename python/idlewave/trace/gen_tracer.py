@@ -409,9 +409,22 @@ def run(cmd: list[str], what: str) -> str:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
         raise GenError(f"{cmd[0]} not found ({what})") from None
+    except OSError as e:  # not executable, a directory, not a program
+        raise GenError(f"{cmd[0]}: cannot run it: {e.strerror or e} ({what})") from None
+    except subprocess.TimeoutExpired:
+        raise GenError(f"{shlex.join(cmd)} did not finish within 120 s ({what})") from None
     if p.returncode != 0:
-        raise GenError(f"{shlex.join(cmd)} failed ({what}):\n{p.stderr.strip()}")
+        raise GenError(failed(shlex.join(cmd), what, p))
     return p.stdout
+
+
+def failed(command: str, what: str, p: subprocess.CompletedProcess) -> str:
+    """What a command that failed said on stderr (its stdout may be
+    mpi.h preprocessed), or that it said nothing, with its exit status."""
+    said = (p.stderr or "").strip()
+    if not said:
+        return f"{command} failed ({what}) with exit status {p.returncode} and no output"
+    return f"{command} failed ({what}):\n{said}"
 
 
 def preprocess(mpicc: str) -> tuple[str, set[str]]:
