@@ -353,7 +353,7 @@ fn trace_case(records: u64) -> Result<BenchResult, BenchError> {
 fn goal_case(case: &str, ranks: u32, binary: bool) -> Result<BenchResult, BenchError> {
     use crate::program::goal::write_goal;
     let WorkloadSpec::Collective(w) = collective(ranks, 1, CollectiveKind::Bcast) else { unreachable!() };
-    let sched = crate::program::stream::export_goal(&w)?;
+    let sched = crate::program::stream::export_goal(&w, None)?;
     let ops = sched.num_ops() as f64;
     let path = std::env::temp_dir().join(format!("idlewave-bench-{}.{}", std::process::id(), if binary { "bin" } else { "goal" }));
     let bytes = if binary { crate::program::goal_bin::write_binary(&sched) } else { write_goal(&sched).into_bytes() };

@@ -630,12 +630,13 @@ fn spmv_partners_text(py: Python<'_>, scenario: PyRef<'_, PyScenario>) -> PyResu
 }
 
 /// Writes a generated workload as its GOAL schedule.
-struct ExportGoal;
+/// (the memory limit the schedule is checked against: the scenario's, else the machine's)
+struct ExportGoal(Option<u64>);
 
 impl WorkloadVisitor for ExportGoal {
     type Out = Result<crate::program::goal::GoalSchedule, crate::program::stream::NoGoalForm>;
     fn visit<W: crate::program::stream::Workload + Clone + 'static>(self, w: W) -> Self::Out {
-        export_goal(&w)
+        export_goal(&w, self.0)
     }
 }
 
@@ -646,7 +647,8 @@ fn export_goal_text(py: Python<'_>, scenario: PyRef<'_, PyScenario>) -> PyResult
     if let Some(why) = cfg.workload.no_goal_export() {
         return Err(err(why.into()));
     }
-    let (sched, _) = cfg.workload.visit(&cfg.network, ExportGoal).map_err(|e| err(e.to_string()))?.expect("a generated workload");
+    let (sched, _) =
+        cfg.workload.visit(&cfg.network, ExportGoal(cfg.max_memory_bytes)).map_err(|e| err(e.to_string()))?.expect("a generated workload");
     Ok(write_goal(&sched?))
 }
 
@@ -660,7 +662,11 @@ fn export_goal_file(py: Python<'_>, scenario: PyRef<'_, PyScenario>, path: &str,
         return Err(err(why.into()));
     }
     py.allow_threads(|| {
-        let (sched, _) = cfg.workload.visit(&cfg.network, ExportGoal).map_err(|e| err(e.to_string()))?.expect("a generated workload");
+        let (sched, _) = cfg
+            .workload
+            .visit(&cfg.network, ExportGoal(cfg.max_memory_bytes))
+            .map_err(|e| err(e.to_string()))?
+            .expect("a generated workload");
         let sched = sched.map_err(|e| err(e.to_string()))?;
         let bytes = if binary_out { crate::program::goal_bin::write_binary(&sched) } else { write_goal(&sched).into_bytes() };
         std::fs::write(path, &bytes).map_err(|e| err(format!("{path}: cannot write: {e}")))?;

@@ -472,3 +472,20 @@ def test_trace_export_on_a_full_disk_names_the_goal_file_and_is_a_failed_write(t
         p = invoke_cli("trace", "export", trace, "-o", tiny_disk / "x.goal", check=False)
         assert p.returncode == 1 and p.stderr.strip() == f"error: {tiny_disk / 'x.goal'}: cannot write: No space left on device", p.stderr
         assert list(tiny_disk.iterdir()) == []
+
+
+def test_exports_too_large_for_memory_are_refused_not_aborted(tmp_path):
+    """A GOAL export of 2^31 ranks and a trace export to 4 billion ranks asked
+    for 154 GB and 2.3 TB and ended in an allocation abort (exit 134, a Rust
+    backtrace, a temporary file left): refused, naming what it would take."""
+    from idlewave import _engine
+
+    _engine.write_synthetic_trace(str(tmp_path / "tr"), 2, 5)
+    (tmp_path / "s.toml").write_text('[workload]\nkind = "bsp"\nranks = 16\niterations = 5\n')
+    p = invoke_cli("goal", "export", tmp_path / "s.toml", "-o", tmp_path / "x.goal", "--set", "workload.ranks=2147483648",
+                   check=False)
+    assert p.returncode == 2 and "GOAL schedule of 2147483648 ranks would take about" in p.stderr, p.stderr
+    p = invoke_cli("trace", "export", tmp_path / "tr", "-o", tmp_path / "x.goal", "--scale-to", "4294967292", check=False)
+    assert p.returncode == 2 and "4294967292 ranks: this run needs about" in p.stderr, p.stderr
+    assert "panicked" not in p.stderr and "Traceback" not in p.stderr and "memory allocation" not in p.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.toml", "tr"]

@@ -308,7 +308,7 @@ fn goal_dissemination_16_matches_loggopsim_output() {
 }
 
 fn equivalent<W: Workload + Clone>(w: W, p: LogGOPS) {
-    let goal = write_goal(&export_goal(&w).unwrap());
+    let goal = write_goal(&export_goal(&w, None).unwrap());
     let g = run_goal_text(&goal, p);
     let n = w.num_ranks();
     let mut s = Engine::new(StreamProgram::new(w, Recorder::disabled()), Network::uniform(p), Noise::none()).unwrap();

@@ -233,7 +233,7 @@ pub enum StreamError {
 }
 
 /// What a workload does that a GOAL schedule cannot say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoGoalForm {
     #[error("memory-bound computation depends on contention and has no GOAL form")]
     MemoryBound,
@@ -241,6 +241,9 @@ pub enum NoGoalForm {
     Timing,
     #[error("nonblocking collectives progress with MPI calls and have no GOAL form")]
     NonblockingCollectives,
+    /// The schedule, held whole and then its text, would not fit in memory.
+    #[error("the GOAL schedule of {ranks} ranks would take about {need} of memory and more ({limit}); export fewer ranks or iterations")]
+    TooLarge { ranks: u32, need: String, limit: String },
 }
 
 /// The stream program's errors, boxed: they are rare, and a one-word
@@ -583,8 +586,21 @@ fn check_main_slot(rank: u32, slot: u8, bg_base: u8) -> Fallible<()> {
 /// chain (an op may start once the previous one has started), and an op that
 /// follows a `Wait` also requires the waited-on requests to be done — the
 /// same ordering the stream engine applies, so both give identical times.
-pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, NoGoalForm> {
+pub fn export_goal<W: Workload>(wl: &W, limit: Option<u64>) -> Result<GoalSchedule, NoGoalForm> {
     let p = wl.num_ranks();
+    // what the schedule holds (and its text, written from it later): checked
+    // as it grows, before allocating more than the machine has
+    let per_op = (std::mem::size_of::<GoalOp>() + 2 * std::mem::size_of::<(u32, u32)>() + 40) as u128;
+    let mut ops = 0u128;
+    let check = |ops: u128| {
+        let need = p as u128 * std::mem::size_of::<GoalRank>() as u128 + ops * per_op;
+        crate::memory::check_memory(need, limit).map_err(|e| NoGoalForm::TooLarge {
+            ranks: p,
+            need: crate::memory::size(need),
+            limit: format!("{}: {}", e.what, crate::memory::size(e.limit)),
+        })
+    };
+    check(0)?;
     let mut ranks = Vec::with_capacity(p as usize);
     for r in 0..p {
         let mut g = GoalRank::default();
@@ -625,6 +641,10 @@ pub fn export_goal<W: Workload>(wl: &W) -> Result<GoalSchedule, NoGoalForm> {
             }
             debug_assert!(goal_op.peer != ANY || goal_op.kind == GoalKind::Recv);
             g.ops.push(goal_op);
+            ops += 1;
+            if ops.is_multiple_of(1 << 20) {
+                check(ops)?;
+            }
         }
         ranks.push(g);
     }

@@ -64,6 +64,9 @@ pub enum TraceError {
     /// No room for the replay's state.
     #[error("{ranks} ranks: {source}")]
     Alloc { ranks: u32, source: std::collections::TryReserveError },
+    /// The replay's state would not fit in memory (checked before allocating).
+    #[error("{ranks} ranks: {message}")]
+    Memory { ranks: u32, message: String },
     /// An error while replaying simulated rank `rank`.
     #[error("rank {rank}: {source}")]
     Rank { rank: u32, source: Box<TraceError> },

@@ -276,7 +276,7 @@ pub fn program(spec: &TraceSpec, t: &Opened) -> Result<Replay, TraceError> {
         Plan::Grid(e) => class::Layout::Grid(e),
         Plan::Periodic => class::Layout::Periodic { traced: t.files.len() as u32, ranks: shared.ranks },
         Plan::Traced => {
-            let mut convs = converters_of(t, &plan, &templates, shared.ranks);
+            let mut convs = converters_of(t, &plan, &templates, shared.ranks)?;
             if spec.by_call {
                 convs.iter_mut().for_each(|c| c.stats.calls = Some(Vec::new()));
             }
@@ -292,7 +292,7 @@ pub fn converters(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Vec<RankConv>
     if let Plan::Grid(e) = &plan {
         check_template(e, &templates, spec)?;
     }
-    let convs = converters_of(t, &plan, &templates, shared.ranks);
+    let convs = converters_of(t, &plan, &templates, shared.ranks)?;
     Ok((shared, convs))
 }
 
@@ -336,28 +336,36 @@ fn setup(spec: &TraceSpec, t: &Opened) -> Result<(Shared, Plan, Vec<Rc<reader::L
 }
 
 /// A converter per simulated rank.
-fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<reader::Loaded>], ranks: u32) -> Vec<RankConv> {
+fn converters_of(t: &Opened, plan: &Plan, templates: &[Rc<reader::Loaded>], ranks: u32) -> Result<Vec<RankConv>, TraceError> {
+    // a converter per simulated rank: refused, not aborted, where they would not fit
+    // (an export to billions of ranks asked for terabytes)
+    let need = ranks as u128 * std::mem::size_of::<RankConv>() as u128;
+    crate::memory::check_memory(need, None).map_err(|e| TraceError::Memory { ranks, message: e.to_string() })?;
+    let mut convs = Vec::new();
+    convs.try_reserve_exact(ranks as usize).map_err(|source| TraceError::Alloc { ranks, source })?;
     let traced = t.files.len() as u32;
     let chunk = chunk_bytes(ranks);
     let memory = |src: u32| Source::Memory { records: templates[src as usize].clone(), next: 0 };
     let mut reporting = vec![true; traced as usize];
-    (0..ranks)
-        .map(|q| match plan {
-            Plan::Traced => {
-                let (p, h) = &t.files[q as usize];
-                RankConv::new(q, q, Source::File(Box::new(reader::RecordReader::new(p, h, chunk))), Placement::Traced)
-            }
-            Plan::Periodic => RankConv::new(q, q % traced, memory(q % traced), Placement::Periodic),
-            Plan::Grid(e) => {
-                let tr = e.template_rank(q);
-                RankConv::new(q, tr, memory(tr), Placement::Grid { ext: e.clone(), template: tr })
-            }
-        })
-        .map(|mut c| {
-            c.reports = std::mem::replace(&mut reporting[c.source_rank as usize], false);
-            c
-        })
-        .collect()
+    convs.extend(
+        (0..ranks)
+            .map(|q| match plan {
+                Plan::Traced => {
+                    let (p, h) = &t.files[q as usize];
+                    RankConv::new(q, q, Source::File(Box::new(reader::RecordReader::new(p, h, chunk))), Placement::Traced)
+                }
+                Plan::Periodic => RankConv::new(q, q % traced, memory(q % traced), Placement::Periodic),
+                Plan::Grid(e) => {
+                    let tr = e.template_rank(q);
+                    RankConv::new(q, tr, memory(tr), Placement::Grid { ext: e.clone(), template: tr })
+                }
+            })
+            .map(|mut c| {
+                c.reports = std::mem::replace(&mut reporting[c.source_rank as usize], false);
+                c
+            }),
+    );
+    Ok(convs)
 }
 
 /// Refuses, before the export, a template that does not extrapolate: its
