@@ -349,8 +349,8 @@ def test_a_message_size_past_the_engines_limit_names_the_key():
 
 
 def test_measurements_refuse_bad_parameters_and_outputs_before_starting(tmp_path):
-    for setting, says in (("max_bytes=4294967296", "below 2^31 bytes"), ("iterations=0", "whole number ≥ 1"),
-                          ("delay_s=-1", "must be ≥ 0"), ("reps=1.5", "whole number ≥ 1"),
+    for setting, says in (("max_bytes=4294967296", "below 2^31 bytes"), ("iterations=0", "must be ≥ 1"),
+                          ("delay_s=-1", "must be ≥ 0"), ("reps=1.5", "a whole number is expected"),
                           ("bogus=1", "pingpong takes max_bytes, reps, iterations, delay_s")):
         p = invoke_cli("measure", "pingpong", "--out", tmp_path / "m", "--set", setting, check=False)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -1,7 +1,10 @@
 """Real MPI (mpi4py + Open MPI, 2 ranks, oversubscribed if need be). No
 absolute times: structure, units and sanity only."""
 
+import contextlib
 import json
+import os
+import signal
 import tomllib
 
 import numpy as np
@@ -142,26 +145,45 @@ def test_cg_records_t_in_t_out_and_alpha(tmp_path, hiding):
 def test_bad_measurements_are_reported(tmp_path, cli):
     with pytest.raises(MeasureError, match="unknown kind"):
         launch("latency", 2, {}, tmp_path)
-    with pytest.raises(MeasureError, match="hiding must be"):
+    with pytest.raises(MeasureError, match="--set hiding='magic': one of fixed_alpha, dynamic_alpha, mpi_test"):
         launch("cg", 2, {"hiding": "magic"}, tmp_path / "x")
     p = cli("measure", "compare", tmp_path, "--platform", tmp_path / "p.toml", check=False)
     assert p.returncode == 2 and "no kernels.parquet" in p.stderr
 
 
-def test_a_failed_measurement_leaves_out_as_it_was(tmp_path, cli):
-    """A launch that fails (here: a ping-pong on one rank) left an empty --out
-    directory behind, and could leave an earlier measurement there half
-    overwritten; now a new --out is not created at all, nor its parents, and
-    an earlier measurement's files are untouched."""
-    p = cli("measure", "pingpong", "-n", "1", "--out", tmp_path / "new" / "pp", check=False)
-    assert p.returncode == 2 and "pingpong failed under mpiexec" in p.stderr and "Traceback" not in p.stderr, p.stderr
+@pytest.fixture
+def broken_kernel(tmp_path_factory):
+    """The environment in which the ranks' pingpong kernel fails (a
+    sitecustomize the workers' Python runs): a failure no check can foresee."""
+    site = tmp_path_factory.mktemp("broken")
+    (site / "sitecustomize.py").write_text(
+        "import os\n"
+        "if 'OMPI_COMM_WORLD_RANK' in os.environ:  # the ranks, not idlewave\n"
+        "    import idlewave.measure.kernels as k\n"
+        "    def pingpong(comm, **params):\n"
+        "        comm.Barrier()\n"
+        "        raise TypeError(\"'int' object is not iterable\")\n"
+        "    k.pingpong = pingpong\n")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+
+
+def test_a_failed_measurement_leaves_out_as_it_was(tmp_path, cli, broken_kernel):
+    """A launch that fails (here: the kernel, on every rank) left an empty
+    --out directory behind, and could leave an earlier measurement there
+    half overwritten; now a new --out is not created at all, nor its
+    parents, and an earlier measurement's files are untouched. What the
+    ranks said is one line, not their tracebacks."""
+    small = ["--set", "max_bytes=4", "--set", "reps=1", "--set", "iterations=1"]
+    p = cli("measure", "pingpong", "--out", tmp_path / "new" / "pp", *small, env=broken_kernel, check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr == "error: pingpong failed under mpiexec (exit 1):\nTypeError: 'int' object is not iterable\n", p.stderr
     assert list(tmp_path.iterdir()) == []  # no directory, no temporary one
     earlier = tmp_path / "earlier"
     earlier.mkdir()
     (earlier / "machine.json").write_text('{"kind": "pingpong", "ranks": 2}')
     (earlier / "pingpong.parquet").write_bytes(b"the earlier measurement")
-    p = cli("measure", "pingpong", "-n", "1", "--out", earlier, check=False)
-    assert p.returncode == 2, p.stderr
+    p = cli("measure", "pingpong", "--out", earlier, *small, env=broken_kernel, check=False)
+    assert p.returncode == 2 and "pingpong failed under mpiexec" in p.stderr, p.stderr
     assert sorted(f.name for f in tmp_path.iterdir()) == ["earlier"]
     assert sorted(f.name for f in earlier.iterdir()) == ["machine.json", "pingpong.parquet"]
     assert (earlier / "pingpong.parquet").read_bytes() == b"the earlier measurement"
@@ -169,3 +191,183 @@ def test_a_failed_measurement_leaves_out_as_it_was(tmp_path, cli):
     (earlier / "kernels.parquet").write_bytes(b"")
     p = cli("measure", "compare", earlier, "--platform", tmp_path / "none.toml", check=False)
     assert p.returncode == 2 and f"--platform {tmp_path / 'none.toml'}: no such file" in p.stderr, p.stderr
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """No process may start (the checks come before mpiexec): subprocess refuses to run anything."""
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[0] if args else kwargs.get('args')}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(subprocess, "run", refuse)
+
+
+def refused(cli, tmp_path, kind, *args):
+    """`idlewave measure KIND ARGS` refused before anything runs or is written: its stderr."""
+    p = cli("measure", kind, "--out", tmp_path / "m", *args, check=False)
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and "Traceback" not in p.stderr, p.stderr
+    assert "failed under mpiexec" not in p.stderr and list(tmp_path.iterdir()) == [], p.stderr
+    return " ".join(p.stderr.split())
+
+
+@pytest.mark.parametrize("kind,sets,message", [
+    # a single value where kernels.py iterates over a list (the workers' "'int' object is not iterable")
+    ("kernels", ["halo_n=4"], "--set halo_n=4: a list of whole numbers is expected, e.g. --set halo_n=[4,16,64]"),
+    ("kernels", ["sizes=8"], "--set sizes=8: a list of whole numbers is expected, e.g. --set sizes=[8,1024,65536]"),
+    ("kernels", ["sizes=[]"], "--set sizes=[]: an empty list measures nothing"),  # (the kernel took its defaults)
+    ("kernels", ["halo_n=[4,1.5]"], "--set halo_n=[4,1.5]: every element must be a whole number, not 1.5"),
+    ("kernels", ["halo_n=[4,0]"], "--set halo_n=[4,0]: every element must be ≥ 1"),
+    ("kernels", ["halo_n=[20000]"], "--set halo_n=[20000]: every element must be ≤ 16383"),
+    ("pingpong", ["reps=[1,2]"], "--set reps=[1,2]: a single whole number is expected, not a list"),
+    ("pingpong", ["iterations=3000000000"], "--set iterations=3000000000: must be ≤ 2147483647 (counts are C ints)"),
+    ("pingpong", ["reps=1", "reps=2"], "--set reps: given twice (reps=1 and reps=2); give it once"),
+    ("multipair", ["min_bytes=3", "max_bytes=3"], "no power of two lies between min_bytes (3) and max_bytes (3)"),
+    ("noise", ["duration_s=0"], "--set duration_s=0: must be > 0"),
+    ("pingpong", ["delay_s=" + "9" * 400], "--set delay_s=" + "9" * 30 + "… (400 characters): a finite number is expected"),
+    # a choice, checked once per rank inside the job before
+    ("cg", ["hiding=nosuch"], "--set hiding='nosuch': one of fixed_alpha, dynamic_alpha, mpi_test is expected"),
+    ("cg", ["n=2"], "--set n=2: must be ≥ 3 (two mirror planes and an interior)"),
+    ("cg", ["alpha0=1.5"], "--set alpha0=1.5: must be between 0 and 1"),
+    ("cg", ["hiding=dynamic_alpha", "epsilon_s=0"], "--set epsilon_s=0: must be > 0 with hiding=dynamic_alpha"),
+])
+def test_parameters_are_checked_before_launching(cli, tmp_path, no_launch, kind, sets, message):
+    text = refused(cli, tmp_path, kind, *[a for s in sets for a in ("--set", s)])
+    assert message in text, text
+
+
+def test_a_list_may_be_written_without_brackets(tmp_path):
+    from idlewave.cli.measure import _params
+    from idlewave.measure import check_params
+
+    params = _params(["sizes=8,1024", "halo_n=[4]"])
+    assert params == {"sizes": [8, 1024], "halo_n": [4]}
+    check_params("kernels", params)
+
+
+def test_arrays_that_cannot_fit_in_memory_are_refused_before_launching(cli, tmp_path, no_launch):
+    """stream's three arrays of 10^13 doubles: numpy's _ArrayMemoryError
+    (72.8 TiB) relayed from the workers before; now refused in the parent."""
+    text = refused(cli, tmp_path, "stream", "--set", "elements=10000000000000")
+    assert "--set elements=10000000000000: stream's arrays take about 218 TiB per rank; 437 TiB on 2 ranks, more than" in text
+    assert "of memory" in text or "memory limit" in text
+    text = refused(cli, tmp_path, "cg", "--set", "n=5000", "-n", "3")
+    assert "--set n=5000: cg's arrays take about 7.28 TiB per rank; 21.8 TiB on 3 ranks" in text
+    # the rows of results rank 0 keeps grow with the repetitions and iterations
+    text = refused(cli, tmp_path, "kernels", "--set", "reps=2000000000")
+    assert "--set reps=2000000000: kernels' arrays take about 512 KiB per rank, rank 0's 24,000,000,000 result rows" in text
+
+
+def test_memory_is_counted_for_every_rank():
+    from idlewave.measure import check_memory
+
+    limit = (1 << 30, "a limit of {}")
+    check_memory("stream", {"elements": 10_000_000}, 4, limit)  # 229 MiB per rank: 916 MiB
+    with pytest.raises(MeasureError, match=r"^--set elements=10000000: stream's arrays take about 229 MiB per rank; "
+                                           r"1\.12 GiB on 5 ranks, more than a limit of 1 GiB$"):
+        check_memory("stream", {"elements": 10_000_000}, 5, limit)
+    # the defaults on too many ranks: --ranks is named
+    with pytest.raises(MeasureError, match=r"^--ranks 64: stream's arrays take about 23 MiB per rank, rank 0's 19,200 result rows about 5\.49 MiB; "
+                                           r"1\.44 GiB on 64 ranks"):
+        check_memory("stream", {}, 64, limit)
+
+
+@pytest.mark.parametrize("kind", ["pingpong", "multipair"])
+def test_too_few_ranks_are_refused_before_launching(cli, tmp_path, no_launch, kind):
+    """A ping-pong on one rank failed inside the MPI job, after mpiexec had started."""
+    text = refused(cli, tmp_path, kind, "-n", "1")
+    assert text == f"error: --ranks 1: {kind} needs at least 2 ranks (rank 0 and a partner)"
+
+
+def test_ranks_beyond_16_per_cpu_are_refused(cli, tmp_path, no_launch):
+    """--ranks 100000 started 100,000 oversubscribed processes on this machine."""
+    from idlewave.measure import check_ranks, cpus
+
+    limit = 16 * len(os.sched_getaffinity(0))
+    assert cpus() * 16 == limit
+    for ranks in (100_000, limit + 1):
+        text = refused(cli, tmp_path, "pingpong", "--ranks", str(ranks))
+        assert f"--ranks {ranks}: more than 16 × the {limit // 16} CPUs of this machine ({limit})" in text
+        assert "start idlewave with your own launcher" in text
+    check_ranks("pingpong", limit)  # the limit itself is taken
+    check_ranks("noise", 1)
+
+
+def _job_processes(marker: str) -> list[int]:
+    """The live processes whose command line holds `marker` (a test's own directory)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            cmdline = open(f"/proc/{d}/cmdline", "rb").read()
+            state = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in ("Z", "X"):
+            found.append(int(d))
+    return found
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _ctrl_c_ignored() -> None:
+    """For `preexec_fn`: as a command a script starts with `&` (its SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sig,ctrl_c", [(signal.SIGTERM, True), (signal.SIGTERM, False), (signal.SIGINT, True),
+                                        (signal.SIGHUP, True)], ids=["TERM", "TERM-ctrl-c-ignored", "INT", "HUP"])
+def test_a_signal_ends_the_mpi_job_and_leaves_out_as_it_was(tmp_path, sig, ctrl_c):
+    """`kill -TERM` on idlewave while its job ran: idlewave ended, and prterun
+    and the ranks ran on (reparented to init) with `.mo.*.tmp` left behind;
+    Ctrl-C (SIGINT to idlewave alone) killed prterun and left the ranks to
+    notice it on their own. Now every process of the job is gone when
+    idlewave exits, with 128 + the signal, and --out is as it was; also
+    where Ctrl-C is ignored (`idlewave measure … &` in a script)."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import as_at_a_terminal
+
+    exe = os.path.join(os.path.dirname(sys.executable), "idlewave")
+    p = subprocess.Popen([exe, "measure", "pingpong", "--out", str(tmp_path / "mo"), "--set", "reps=2000",
+                          "--set", "iterations=200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=as_at_a_terminal if ctrl_c else _ctrl_c_ignored)
+    marker = str(tmp_path)
+    try:
+        deadline = time.monotonic() + 90
+        while len([q for q in _job_processes(marker) if q != p.pid]) < 3:  # prterun and both ranks
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.1)
+        time.sleep(0.5)  # the ranks are measuring
+        p.send_signal(sig)
+        stdout, stderr = p.communicate(timeout=60)
+        left = _job_processes(marker)
+        assert left == [], f"still running after idlewave ended: {left}"
+        assert p.returncode == 128 + sig, (p.returncode, stderr)
+        assert stderr.strip().endswith("error: interrupted") and "Traceback" not in stderr, stderr
+        assert list(tmp_path.iterdir()) == []  # no --out, no temporary directory
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        _kill_all(_job_processes(marker))
+
+
+def test_a_timed_out_launch_leaves_no_rank_running(tmp_path):
+    """The timeout killed mpiexec alone (SIGKILL): its ranks ran on."""
+    marker = str(tmp_path)
+    try:
+        with pytest.raises(MeasureError, match="pingpong did not finish within 3 s"):
+            launch("pingpong", 2, {"reps": 2000, "iterations": 200}, tmp_path / "pp", timeout=3)
+        assert _job_processes(marker) == []
+    finally:
+        _kill_all(_job_processes(marker))

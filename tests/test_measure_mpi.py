@@ -225,3 +225,36 @@ def test_a_failing_compiler_is_a_clear_error(tmp_path, cli, env):
     text = " ".join(p.stderr.split())
     assert p.returncode == 2 and "could not build the C kernels (exit 1)" in text and "this compiler is broken" in text
     assert "Traceback" not in p.stderr and not (tmp_path / "n").exists()
+
+
+@pytest.mark.parametrize("tools,mpi", MPIS)
+def test_sigterm_ends_the_c_kernels_job(tools, mpi, tmp_path, env):
+    """`kill -TERM` on idlewave while the application's mpiexec ran the C
+    kernels: idlewave ended and left mpiexec and the ranks running. Now all
+    are gone when it exits (143), and --out is as it was."""
+    import signal
+    import time
+
+    from test_measure import _job_processes, _kill_all
+
+    mpicc, mpiexec = tools
+    p = subprocess.Popen([IDLEWAVE, "measure", "pingpong", "--mpicc", mpicc, "--mpiexec", mpiexec, "--out",
+                          str(tmp_path / "pp"), *sets(reps=20000, iterations=2000)], env={**os.environ, **env},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    marker = str(tmp_path)
+    try:
+        deadline = time.monotonic() + 120  # (the first run builds the kernels)
+        while len([q for q in _job_processes(marker) if q != p.pid]) < 3:  # mpiexec and both ranks
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.1)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        _, stderr = p.communicate(timeout=60)
+        assert _job_processes(marker) == [], "still running after idlewave ended"
+        assert p.returncode == 143 and stderr.strip().endswith("error: interrupted"), (p.returncode, stderr)
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        _kill_all(_job_processes(marker))

@@ -27,16 +27,63 @@ HELP = {
 
 
 def _params(sets: list[str]) -> dict:
-    params = {}
+    """--set key=value, each value a Python literal (a list: [8,1024], or 8,1024) or else a name."""
+    params: dict = {}
     for s in sets or []:
         key, sep, value = s.partition("=")
         if not sep or not key:
             fail(f"--set expects key=value, got {s!r}")
+        if key in params:
+            fail(f"--set {key}: given twice ({key}={params[key]!r} and {s}); give it once")
         try:
             params[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             params[key] = value
+        if isinstance(params[key], tuple):  # sizes=8,1024
+            params[key] = list(params[key])
     return params
+
+
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP during a measurement idlewave launched, raised as
+    Ctrl-C is: the job is ended and --out left as it was on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_end_the_job():
+    """While the block runs, SIGTERM and SIGHUP (a closed terminal, which no
+    longer reaches the launcher in its process group of its own) raise
+    `_Signalled`, once (a second one, while the job is being ended, is
+    ignored; SIGKILL is not): idlewave ends the MPI job it started and
+    leaves --out as it was, whether or not Ctrl-C is ignored (a command
+    started with `&` from a script ignores it, and `idlewave.interrupts`
+    answers SIGTERM as Ctrl-C only where Ctrl-C is answered). A signal that
+    is ignored (nohup) stays ignored."""
+    import signal
+
+    raised = []
+
+    def handler(signum, frame):
+        if not raised:
+            raised.append(signum)
+            raise _Signalled(signum)
+
+    before = {}
+    try:
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(s) is not signal.SIG_IGN:
+                before[s] = signal.signal(s, handler)
+    except ValueError:  # not the main thread: signals are the main thread's business
+        pass
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
 
 
 def _note(text: str) -> None:
@@ -46,19 +93,25 @@ def _note(text: str) -> None:
 
 def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False, mpicc: str | None = None,
          mpiexec: str | None = None, quiet: bool = False) -> None:
-    from idlewave.measure import MeasureError, launch, under_mpi
+    from idlewave.interrupts import MESSAGE
+    from idlewave.measure import MeasureError, check, launch, under_mpi
 
     if ranks < 1:
         fail("--ranks must be at least 1")
     params = _params(sets)
     note = (lambda t: _note(t) if t.startswith("warning: ") else None) if quiet else _note
     try:
+        check(kind, params, ranks)  # (launch checks again: here before --out's temporary directory)
         if under_mpi():  # every rank of the user's launcher runs this: rank 0 writes into --out itself
             _in_place(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
         else:
-            _written_whole(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
+            with _signals_end_the_job():
+                _written_whole(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
     except MeasureError as e:
         fail(str(e))
+    except _Signalled as e:
+        err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)
+        raise typer.Exit(128 + e.signum) from None
     rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID") if v in os.environ), "0")
     if under_mpi() and rank != "0":
         return  # started by the user's launcher: rank 0 reports
@@ -146,7 +199,8 @@ def _remove_empty(dirs: list[Path]) -> None:
 def _command(kind: str):
     def cmd(
         out_dir: Path = typer.Option(Path(f"measure-{kind}"), "--out", help="Output directory."),
-        ranks: int = typer.Option(2, "--ranks", "-n", help="MPI processes (oversubscribed if more than cores)."),
+        ranks: int = typer.Option(2, "--ranks", "-n", help="MPI processes on this machine (oversubscribed if more than "
+                                  "cores; at most 16 per CPU: for more, start idlewave with your own mpiexec or srun)."),
         sets: list[str] | None = typer.Option(None, "--set", help="A parameter, key=value (repeatable)."),
         as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
         mpicc: str | None = typer.Option(None, "--mpicc", metavar="PATH", help="Measure with this MPI: the C kernels built with its compiler wrapper (pingpong, multipair, kernels, noise)."),

@@ -13,7 +13,6 @@ Parquet files and machine.json of the mpi4py path.
 
 from __future__ import annotations
 
-import ast
 import fcntl
 import hashlib
 import os
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from idlewave.measure import MeasureError, _defaults, under_mpi
+from idlewave.measure import MeasureError, resolved_defaults, run_job, under_mpi
 from idlewave.results import write_json, write_parquet, write_text
 
 KINDS = ("pingpong", "multipair", "kernels", "noise")
@@ -224,21 +223,6 @@ def build(mpicc: str) -> Path:
 # ---------------------------------------------------------------- run
 
 
-def resolved_defaults(kind: str) -> dict:
-    """The kernel's defaults with a None default replaced by the value its
-    body puts in its place (`sizes = sizes or [8, 1024, 65536]`)."""
-    defaults = _defaults(kind)
-    if any(v is None for v in defaults.values()):
-        tree = ast.parse((HERE / "kernels.py").read_text())
-        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kind)
-        for stmt in fn.body:
-            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                    and defaults.get(stmt.targets[0].id, 0) is None and isinstance(stmt.value, ast.BoolOp)
-                    and isinstance(stmt.value.op, ast.Or)):
-                defaults[stmt.targets[0].id] = ast.literal_eval(stmt.value.values[-1])
-    return defaults
-
-
 def arguments(kind: str, params: dict) -> list[str]:
     """The key=value arguments of kernels.c: every parameter, defaults filled."""
     defaults = resolved_defaults(kind)
@@ -332,8 +316,8 @@ def launch(kind: str, ranks: int, params: dict, out: Path, tools: Tools, timeout
             size = _env_int(SIZE_VARS)
             if size is not None:
                 cmd.append(f"expect={tools.rank}/{size}")
-            # the launcher's file descriptors (MPICH's PMI_FD) stay open for the program
-            p = _run(kind, cmd, env, timeout, close_fds=False)
+            # the launcher's file descriptors (MPICH's PMI_FD) stay open for the program, in the launcher's process group
+            p = run_job(kind, cmd, env, timeout, own_group=False, close_fds=False)
             if p.returncode != 0:
                 raise _failure(kind, "the launcher", p)
             if tools.rank != 0:
@@ -341,7 +325,8 @@ def launch(kind: str, ranks: int, params: dict, out: Path, tools: Tools, timeout
         else:
             assert tools.mpiexec is not None
             oversubscribe = ranks > physical_cores() and accepts_oversubscribe(tools.mpiexec, env)
-            p = _run(kind, [tools.mpiexec, *(["--oversubscribe"] if oversubscribe else []), "-n", str(ranks), *cmd], env, timeout)
+            p = run_job(kind, [tools.mpiexec, *(["--oversubscribe"] if oversubscribe else []), "-n", str(ranks), *cmd], env,
+                        timeout)
             if p.returncode != 0:
                 raise _failure(kind, tools.mpiexec, p)
         convert(kind, raw, out, {"kind": kind, "params": params, "measured_at": measured_at, "kernels": "C",
@@ -350,15 +335,6 @@ def launch(kind: str, ranks: int, params: dict, out: Path, tools: Tools, timeout
     finally:
         shutil.rmtree(raw, ignore_errors=True)
     return out
-
-
-def _run(kind: str, cmd: list[str], env: dict, timeout: float, close_fds: bool = True) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, close_fds=close_fds)
-    except subprocess.TimeoutExpired:
-        raise MeasureError(f"{kind} did not finish within {timeout:.0f} s") from None
-    except OSError as e:
-        raise MeasureError(f"{cmd[0]}: cannot run: {e.strerror or e}") from None
 
 
 # ---------------------------------------------------------------- results

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 from mpi4py import MPI
 
+from idlewave.measure import WORKER_PREFIX
 from idlewave.results import write_json, write_parquet, write_text
 
 
@@ -56,8 +57,22 @@ def run(kind: str, params: dict, out: Path) -> None:
 
 
 def main() -> None:
+    """`run`; a failure is one line on stderr after WORKER_PREFIX (which launch
+    shows, not a traceback), then the job is aborted (the other ranks may be
+    waiting for this one in a collective)."""
     kind, params, out = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
-    run(kind, params, out)
+    try:
+        run(kind, params, out)
+        return
+    except SystemExit as e:  # a kernel's refusal: its message
+        if e.code is None or isinstance(e.code, int):
+            raise
+        message = str(e.code)
+    except Exception as e:
+        message = f"{type(e).__name__}: {e}"
+    sys.stderr.write(f"{WORKER_PREFIX}{message}\n")
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(1)
 
 
 if __name__ == "__main__":
