@@ -453,3 +453,31 @@ def test_a_console_that_cannot_show_a_character_gets_a_stand_in_not_a_traceback(
     for args in (["model", "--help"], ["trace", "export", "--help"], ["simulate", str(scn)]):
         p = subprocess.run([exe, *args], capture_output=True, env=env)
         assert p.returncode == 0 and b"Traceback" not in p.stderr, (args, p.stderr[-400:])
+
+
+def test_simulate_options_that_would_be_ignored_or_misnamed_say_so(tmp_path):
+    """--seed beyond 64 bits was blamed on --set; --seed with --set seed=…
+    kept one silently; --list ignored a scenario; a list entry in --set was
+    an unknown key; --dry-run --out wrote nothing without saying so."""
+    scn = tmp_path / "s.toml"
+    scn.write_text('[workload]\nkind = "bsp"\nranks = 4\niterations = 2\n')
+    cases = [
+        (["simulate", str(scn), "--seed", str(2**64)], "--seed: must be between 0 and 2^64 - 1"),
+        (["simulate", str(scn), "--seed", "5", "--set", "seed=7"], "--seed and --set seed=… both set the seed"),
+        (["simulate", "--list", str(scn)], "--list lists the workloads"),
+        (["simulate", str(scn), "--set", "noise[0].rate_hz=5"], "not entries of a list such as noise"),
+    ]
+    for args, says in cases:
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2 and says in r.output, (args, r.output)
+    r = CliRunner().invoke(app, ["simulate", str(scn), "--dry-run", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0 and "nothing was written to" in r.output and not (tmp_path / "o").exists()
+
+
+def test_two_algorithms_for_one_collective_are_refused(tmp_path):
+    from idlewave import _engine
+
+    _engine.write_synthetic_trace(str(tmp_path / "tr"), 2, 5)
+    r = CliRunner().invoke(app, ["trace", "export", str(tmp_path / "tr"), "-o", str(tmp_path / "x.goal"),
+                                 "--algorithm", "allreduce=ring", "--algorithm", "allreduce=recursive_doubling"])
+    assert r.exit_code == 2 and "both choose allreduce's algorithm" in r.output and not (tmp_path / "x.goal").exists()

@@ -156,6 +156,10 @@ def scenario_sets(sets: list[str] | None, flag: str = "--set") -> dict:
         key = key.strip()
         if not sep or not key or any(not part for part in key.split(".")):
             fail(f"{flag} expects key.path=value (e.g. {flag} network.L_s=5e-6), got {s!r}")
+        if "[" in key:  # (it was refused as an unknown key, with the list's own name among those allowed)
+            table = key.split("[", 1)[0]
+            fail(f"{flag} {key}: a key path names tables and keys, not entries of a list such as {table}: set the "
+                 f"whole list, e.g. {flag} '{table}=[{{...}}]', or edit the scenario")
         try:
             overrides[key] = tomllib.loads(f"v = {value.strip()}")["v"]
         except tomllib.TOMLDecodeError:

@@ -42,6 +42,9 @@ def simulate(
     if list_:
         from idlewave.platform import presets
 
+        if scenario is not None:
+            fail(f"--list lists the workloads, noise kinds and platforms, and runs nothing: drop {scenario} (or --list)")
+
         listing = {"workloads": describe_workloads(), "noise": describe_noise(),
                    "platforms": [{"kind": k, "description": v, "params": {}} for k, v in presets().items()]}
         if as_json:
@@ -60,11 +63,15 @@ def simulate(
         return
     if scenario is None:
         fail("give a scenario file (or --list to see the workloads)")
-    if seed is not None and seed < 0:
-        fail("--seed must be a non-negative integer")
+    if seed is not None and not 0 <= seed < 2**64:
+        fail(f"--seed: must be between 0 and 2^64 - 1, got {seed}")
     overrides = scenario_sets(sets)
+    if seed is not None and "seed" in overrides:
+        fail("--seed and --set seed=… both set the seed: give one")
     if dry_run:  # nothing is run or written (--timeline and --explain add to the estimate)
         show_estimate(scenario, as_json, timeline, explain_run, overrides)
+        if out_dir is not None and not quiet:  # (the rest of the command line as the run will have it)
+            err.print(f"note: --dry-run: nothing was written to {escape(str(out_dir))}", highlight=False, soft_wrap=True)
         return
     if timeline and out_dir is None:
         fail("--timeline writes into the --out directory; give --out")

@@ -57,9 +57,14 @@ def build_cmd(
 
 
 def _replay_options(algorithm: list[str] | None) -> list[str]:
+    chosen: dict[str, str] = {}
     for a in algorithm or []:
         if "=" not in a:
             fail(f"--algorithm expects collective=algorithm, got {a!r}")
+        name = a.split("=", 1)[0].strip()
+        if name in chosen and chosen[name] != a:  # (the last one was taken, silently)
+            fail(f"--algorithm: {chosen[name]!r} and {a!r} both choose {name}'s algorithm: give one")
+        chosen[name] = a
     return list(algorithm or [])
 
 
