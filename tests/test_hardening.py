@@ -2,6 +2,7 @@
 naming the limit, never a hang, a wrapped time or a traceback (issue 15)."""
 
 import os
+import shutil
 import stat
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 import idlewave
 from conftest import EXAMPLES, as_at_a_terminal, invoke_cli
 from idlewave import ScenarioError, SimulationError
+from idlewave.results import write_json
 
 pytestmark = pytest.mark.integration
 
@@ -133,9 +135,10 @@ def test_a_result_directory_is_one_run_complete(tmp_path):
     out = tmp_path / "r"
     r = idlewave.simulate({"workload": bsp()})
     r.write(out)
-    (out / "stale.json").write_text("{}")  # left by some earlier run
+    write_json(out / "stale.json", {})  # written beside it by some earlier command
     idlewave.simulate({"workload": bsp(iterations=5)}).write(out)
-    assert sorted(p.name for p in out.iterdir()) == ["ranks.parquet", "scenario.json", "summary.json", "timers.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".idlewave-result", "ranks.parquet", "scenario.json",
+                                                     "summary.json", "timers.parquet"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary names left
     f = tmp_path / "file"
     f.write_text("x")
@@ -489,3 +492,23 @@ def test_exports_too_large_for_memory_are_refused_not_aborted(tmp_path):
     assert p.returncode == 2 and "4294967292 ranks: this run needs about" in p.stderr, p.stderr
     assert "panicked" not in p.stderr and "Traceback" not in p.stderr and "memory allocation" not in p.stderr
     assert sorted(f.name for f in tmp_path.iterdir()) == ["s.toml", "tr"]
+
+
+def test_a_result_is_not_replaced_over_what_a_user_kept_in_it(tmp_path):
+    """A file a user put into a result directory, or a result written inside
+    it, was deleted with it when the next run wrote there; what idlewave
+    itself wrote beside the result (explain's files, the report) still goes."""
+    out = tmp_path / "r"
+    idlewave.simulate({"workload": bsp()}).write(out)
+    (out / "notes.txt").write_text("important")
+    with pytest.raises(idlewave.results.ResultsError, match="also holds 'notes.txt'"):
+        idlewave.simulate({"workload": bsp()}).write(out)
+    assert (out / "notes.txt").read_text() == "important"
+    (out / "notes.txt").unlink()
+    idlewave.simulate({"workload": bsp()}).write(out / "inner")
+    with pytest.raises(idlewave.results.ResultsError, match="also holds 'inner'"):
+        idlewave.simulate({"workload": bsp()}).write(out)
+    shutil.rmtree(out / "inner")
+    write_json(out / "explain.json", {})  # as explain writes beside a result
+    idlewave.simulate({"workload": bsp(iterations=3)}).write(out)
+    assert not (out / "explain.json").exists()

@@ -67,7 +67,9 @@ def test_results_are_written_completely_and_atomically(tmp_path):
     r = idlewave.simulate(bsp(ranks=8, iterations=5, barrier=True))
     out = r.write(tmp_path / "run")
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["ranks.parquet", "scenario.json", "summary.json", "timers.parquet"]  # no temporaries left
+    # no temporaries left; the list of what the result holds (idlewave.results.MANIFEST) names them
+    assert names == [".idlewave-result", "ranks.parquet", "scenario.json", "summary.json", "timers.parquet"]
+    assert (out / ".idlewave-result").read_text().split() == names[1:]
     timers = pl.read_parquet(out / "timers.parquet")
     assert timers.columns == ["rank", "iteration", "iteration_s", "compute_s", "comm_s", "barrier_s"]
     assert timers.height == 8 * 5

@@ -158,6 +158,7 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, path)
+        _note_in_manifest(path)
     except BaseException as e:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -418,16 +419,46 @@ def write_text(path: Path, text: str) -> None:
 RESULT_MARKERS = ("summary.json", "error.json", "validate.json")
 
 
+#: A result directory's list of what idlewave wrote into it, one name per
+#: line (`write_dir` writes it, a file written beside them later, such as
+#: explain.json or report.html, is added): a new result replaces the
+#: directory only while it holds nothing else, so that a file a user put
+#: there, or a result written inside it, is never deleted with it.
+MANIFEST = ".idlewave-result"
+
+
+def _manifest(d: Path) -> set[str] | None:
+    try:
+        return set((d / MANIFEST).read_text().split("\n")) - {""}
+    except OSError:  # a result written before there were manifests, or none
+        return None
+
+
+def _note_in_manifest(path: Path) -> None:
+    """`path`, just written into a result directory, added to its manifest."""
+    names = _manifest(path.parent)
+    if names is not None and path.name not in names:
+        with open(path.parent / MANIFEST, "a") as f:
+            f.write(path.name + "\n")
+
+
 def unreplaceable(out: Path) -> str | None:
     """Why a new result may not take the place of `out`, or None: it must be
-    absent, an empty directory or a result written before, so that nothing
-    else a user keeps there is ever deleted."""
+    absent, an empty directory or a result written before that holds only
+    what idlewave wrote there (`MANIFEST`), so that nothing else a user keeps
+    there is ever deleted."""
     out = Path(out)
     if not out.exists():
         return None
     if not out.is_dir():
         return f"{out}: exists and is not a directory"
     if any((out / m).is_file() for m in RESULT_MARKERS):
+        ours = _manifest(out)
+        theirs = [] if ours is None else sorted(p.name for p in out.iterdir() if p.name not in ours | {MANIFEST})
+        if theirs:
+            return (f"{out}: is a result that also holds {theirs[0]!r}{' among others' if len(theirs) > 1 else ''}, "
+                    "which idlewave did not write there, and a result replaces its directory whole: move it out, or "
+                    "choose another directory")
         return None
     other = next(out.iterdir(), None)
     if other is None:
@@ -453,6 +484,7 @@ def write_dir(out: Path, fill: Callable[[Path], None]) -> Path:
     old = None
     try:
         fill(tmp)
+        (tmp / MANIFEST).write_text("".join(f"{n}\n" for n in sorted(p.name for p in tmp.iterdir())))
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 is for the temporary name only
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
