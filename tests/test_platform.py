@@ -230,3 +230,20 @@ def test_a_2d_node_grid_cuts_what_each_nic_carries_in_lu():
                                              "workload": {"kind": "dense2d", "kernel": "lu", "grid": [6, 6], "blocks": 12}}).summary
     block, grid = run({"kind": "block"}), run({"kind": "grid2d", "node_grid": [2, 3]})
     assert 0.78 < grid["node_bytes_out_mean"] / block["node_bytes_out_mean"] < 0.85
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("L_s = 3e-6\nfoo = 1\n", 2, "network.foo: unknown key"),
+    ("[network]\nL_s = -1\n", 2, "network.L_s: must be >= 0"),
+    ('[network]\nL_s = "3e-6"\n', 2, "network.L_s: expected a number"),
+    ("[network]\n[network.topology]\nkind = \"torus\"\ndims = [2, -2]\n", 4, "network.topology.dims"),
+])
+def test_a_mistake_in_a_platform_file_is_reported_at_its_own_line(tmp_path, text, line, says):
+    """It was blamed on the scenario's first line (or no line), where the key is not."""
+    (tmp_path / "mine.toml").write_text(text)
+    scn = tmp_path / "s.toml"
+    scn.write_text('[network]\nplatform = "mine.toml"\n[workload]\nkind = "bsp"\nranks = 4\n')
+    with pytest.raises(ScenarioError) as e:
+        idlewave.simulate(scn)
+    assert f"{tmp_path / 'mine.toml'}:{line}:" in str(e.value) and says in str(e.value), str(e.value)
+    assert e.value.key == "network.platform" and f"{scn}:2:" in str(e.value)

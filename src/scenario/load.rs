@@ -291,11 +291,9 @@ fn load_platform(name: &str, resolve: &dyn Fn(&str) -> String) -> Result<(Node, 
     };
     let data = read_toml(&text, &where_).map_err(|e| e.to_string())?;
     let Val::Table(mut top) = data.v else { unreachable!("a TOML document is a table") };
-    for (_, n) in top.iter_mut() {
-        strip_spans(n); // a platform file's lines are not the scenario's
-    }
     let Some(i) = top.iter().position(|(k, _)| k == "network") else {
-        return Ok((Node::new(Val::Table(top)), where_));
+        let network = Node::new(Val::Table(top));
+        return Ok((checked_alone(network, &text, &where_, preset(name).is_none())?, where_));
     };
     let (_, mut network) = top.remove(i);
     let outside: Vec<String> = top.iter().map(|(k, _)| k.clone()).collect();
@@ -309,7 +307,24 @@ fn load_platform(name: &str, resolve: &dyn Fn(&str) -> String) -> Result<(Node, 
         sorted.sort();
         return Err(format!("{where_}: {}: a platform file's keys belong in [network] (or all at top level)", sorted.join(", ")));
     }
-    Ok((network, where_))
+    Ok((checked_alone(network, &text, &where_, preset(name).is_none())?, where_))
+}
+
+/// A platform file's [network] keys, checked against the schema on their
+/// own (`check`: a user's file) so that a mistake is reported at the file's
+/// own line, then without their lines: merged into the scenario, they are
+/// not the scenario's lines.
+fn checked_alone(mut network: Node, text: &str, source: &str, check: bool) -> Result<Node, String> {
+    if check {
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        let schema = SCHEMA.get_or_init(super::schema);
+        let base_dir = Path::new(source).parent().unwrap_or(Path::new("."));
+        let origin = Origin { source, text: Some(text), base_dir };
+        let mut w = Walker { defs: &schema["$defs"], origin: &origin, spans: HashMap::new() };
+        w.value(&network, &schema["properties"]["network"], "network", None, None).map_err(|e| e.to_string())?;
+    }
+    strip_spans(&mut network);
+    Ok(network)
 }
 
 fn strip_spans(n: &mut Node) {
