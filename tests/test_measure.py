@@ -320,6 +320,17 @@ def _kill_all(pids: list[int]) -> None:
 def _ctrl_c_ignored() -> None:
     """For `preexec_fn`: as a command a script starts with `&` (its SIGINT ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _at_a_terminal() -> None:
+    """For `preexec_fn`: as a shell at a terminal starts a command, SIGINT and
+    SIGHUP at their default actions (tests run under `nohup` hand SIGHUP
+    ignored down, and idlewave rightly keeps ignoring it)."""
+    from conftest import as_at_a_terminal
+
+    as_at_a_terminal()
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("sig,ctrl_c", [(signal.SIGTERM, True), (signal.SIGTERM, False), (signal.SIGINT, True),
@@ -335,12 +346,10 @@ def test_a_signal_ends_the_mpi_job_and_leaves_out_as_it_was(tmp_path, sig, ctrl_
     import sys
     import time
 
-    from conftest import as_at_a_terminal
-
     exe = os.path.join(os.path.dirname(sys.executable), "idlewave")
     p = subprocess.Popen([exe, "measure", "pingpong", "--out", str(tmp_path / "mo"), "--set", "reps=2000",
                           "--set", "iterations=200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=as_at_a_terminal if ctrl_c else _ctrl_c_ignored)
+                         preexec_fn=_at_a_terminal if ctrl_c else _ctrl_c_ignored)
     marker = str(tmp_path)
     try:
         deadline = time.monotonic() + 90
