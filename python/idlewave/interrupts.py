@@ -47,7 +47,7 @@ def _exit_now(signum, frame) -> None:
     try:
         os.write(2, (MESSAGE + "\n").encode())
     finally:
-        os._exit(130)
+        os._exit(128 + signum)  # 130 for Ctrl-C, 143 for SIGTERM
 
 
 def _interrupt(signum, frame) -> None:
@@ -77,11 +77,11 @@ def _swap(expected: tuple, handler) -> None:
 
 def exit_at_once() -> None:
     """From now on Ctrl-C ends the process at once with exit code 130 and
-    `MESSAGE` (SIGTERM as by default)."""
+    `MESSAGE`, and SIGTERM with 143."""
     _swap((_signal.default_int_handler, _interrupt), _exit_now)
     try:
-        if _signal.getsignal(_signal.SIGTERM) is _terminate:
-            _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+        if _signal.getsignal(_signal.SIGTERM) in (_signal.SIG_DFL, _terminate):
+            _signal.signal(_signal.SIGTERM, _exit_now)
     except ValueError:  # not the main thread
         pass
 
@@ -91,7 +91,7 @@ def raise_interrupts() -> None:
     and SIGTERM is answered as Ctrl-C is (`terminated`)."""
     _swap((_exit_now,), _interrupt)
     try:
-        if _signal.getsignal(_signal.SIGTERM) == _signal.SIG_DFL:
+        if _signal.getsignal(_signal.SIGTERM) in (_signal.SIG_DFL, _exit_now):
             _signal.signal(_signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread
         pass
