@@ -226,3 +226,20 @@ def test_sigterm_is_answered_as_ctrl_c_with_its_own_exit_code(tmp_path):
         assert p.returncode == 143 and "interrupted" in err and "Traceback" not in err, (delay, p.returncode, err)
         assert len(err.strip().splitlines()) == 1, err
         assert sorted(f.name for f in tmp_path.iterdir()) == ["s.toml"]
+
+
+def test_sigterm_cleans_up_where_ctrl_c_is_ignored(tmp_path):
+    """A command a script starts with `&` (or a CI job) has Ctrl-C ignored:
+    SIGTERM killed it by its default action there, leaving the timeline run's
+    temporary directory behind."""
+    scn = tmp_path / "s.toml"
+    scn.write_text(SCENARIO.replace("iterations = 25", "iterations = 2500"))
+    cmd = [EXE, "simulate", str(scn), "--quiet", "--timeline", "--out", str(tmp_path / "out")]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    time.sleep(3.0)
+    assert p.poll() is None, "the run ended before the signal"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and "interrupted" in err and "Traceback" not in err, (p.returncode, err)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.toml"]

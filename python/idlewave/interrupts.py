@@ -109,10 +109,12 @@ def _terminate(signum, frame) -> None:
     _terminated = True
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
     handler = _signal.getsignal(_signal.SIGINT)
-    if callable(handler):
+    if callable(handler):  # Ctrl-C's own answer (or `held`'s, which gives it once its block ends)
         handler(_signal.SIGINT, frame)
-    else:  # a process that ignores Ctrl-C (a worker whose command answers it) still ends on SIGTERM
-        _signal.raise_signal(_signal.SIGTERM)
+    else:
+        # Ctrl-C ignored (a command a script started with `&`, or a CI job's): SIGTERM is answered
+        # all the same (sweep workers, which ignore Ctrl-C for their command, never install this)
+        _interrupt(signum, frame)
 
 
 def terminated() -> bool:
