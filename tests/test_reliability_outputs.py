@@ -128,7 +128,7 @@ def test_a_full_disk_is_a_one_line_error_and_leaves_nothing(inputs, tmp_path, co
     target.mkdir()
     before = listing(inputs)
     p = full_disk(*writers(inputs, target / "deep")[command])
-    assert p.returncode != 0, p.stdout
+    assert p.returncode == 1, (p.returncode, p.stderr)  # a write that failed (a refusal is 2)
     assert "Traceback" not in p.stderr, p.stderr
     assert "error:" in p.stderr and "File too large" in p.stderr and str(target / "deep") in p.stderr, p.stderr
     assert listing(target) == [], listing(target)  # no temporary file, no half-written result, no created directory
@@ -140,7 +140,7 @@ def test_a_full_disk_is_a_one_line_error_and_leaves_nothing(inputs, tmp_path, co
 def test_a_read_only_directory_is_a_one_line_error(inputs, read_only, command):
     name = "idlewave-test-not-written"
     p = invoke_cli(*writers(inputs, read_only / name)[command], check=False)
-    assert p.returncode != 0, p.stdout
+    assert p.returncode == 1, (p.returncode, p.stderr)
     assert "Traceback" not in p.stderr, p.stderr
     line = [x for x in p.stderr.splitlines() if "error:" in x]
     assert line and str(read_only / name) in p.stderr, p.stderr
@@ -151,9 +151,23 @@ def test_a_file_in_place_of_a_directory_is_a_one_line_error(inputs, tmp_path):
     (tmp_path / "file").write_text("x")
     for command in ("report", "fit postal", "init"):
         p = invoke_cli(*writers(inputs, tmp_path / "file")[command], check=False)
-        assert p.returncode != 0 and "Traceback" not in p.stderr and "error:" in p.stderr, p.stderr
+        assert p.returncode == 1 and "Traceback" not in p.stderr and "error:" in p.stderr, p.stderr
         assert "Not a directory" in p.stderr or "File exists" in p.stderr, p.stderr
     assert (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.parametrize("command", ["report", "fit postal", "init", "simulate", "explain"])
+def test_an_output_refused_is_exit_2_where_a_failed_write_is_1(inputs, tmp_path, command):
+    """What idlewave will not replace where its output goes (a directory where a file goes, a directory
+    holding a user's files) is a refusal: exit 2, as the reliability page says, and it stays as it was."""
+    mine = tmp_path / "mine"
+    (mine / "notes").mkdir(parents=True)
+    args = writers(inputs, tmp_path)[command]
+    where = next(k for k, a in enumerate(args) if isinstance(a, Path) and a.parent == tmp_path)
+    args[where] = mine / "notes" if command in ("report", "fit postal", "init") else mine  # file outputs: a directory there
+    p = invoke_cli(*args, check=False)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr and sorted(mine.rglob("*")) == [mine / "notes"]
 
 
 # --- the report escapes everything it reads (item 3) ---

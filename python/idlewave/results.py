@@ -34,6 +34,18 @@ class ResultsError(OSError):
     """A result that cannot be written; the message says where and why."""
 
 
+class RefusedOutput(ResultsError):
+    """An output idlewave will not write in place of what is there (a user's
+    directory, a device, a directory where a file goes): a refusal, exit 2,
+    where a write that failed is exit 1 (`exit_code`)."""
+
+
+def exit_code(e: OSError) -> int:
+    """The command line's exit code for an output that was not written: 2 for
+    a refusal, 1 for a write that failed (a read-only or full disk)."""
+    return 2 if isinstance(e, RefusedOutput) else 1
+
+
 class UnreadableResult(ResultsError):
     """A result file that exists but cannot be read (truncated, not JSON or
     Parquet, not what this package writes); the message names the file. The
@@ -147,7 +159,7 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     try:
         if path.exists() and not path.is_file():
             # renaming over a device, FIFO or directory would replace it with a file
-            raise ResultsError(f"{path}: exists and is not a regular file; it is not replaced")
+            raise RefusedOutput(f"{path}: exists and is not a regular file; it is not replaced")
         created = _makedirs(path.parent)
     except OSError as e:
         raise cannot_write(path, e) from None
@@ -473,7 +485,7 @@ def write_dir(out: Path, fill: Callable[[Path], None]) -> Path:
     previous result or an empty directory; see `unreplaceable`)."""
     out = Path(out)
     if (why := unreplaceable(out)) is not None:
-        raise ResultsError(why)
+        raise RefusedOutput(why)
     created: list[Path] = []
     try:
         created = _makedirs(out.parent)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from idlewave import _engine
 from idlewave.cli.common import Steps, err, fail, out, print_json, scenario_sets
-from idlewave.results import ResultsError
+from idlewave.results import ResultsError, exit_code
 from idlewave.units import fmt_time
 
 
@@ -244,7 +244,8 @@ def explain(
                     f.unlink(missing_ok=True)
                 if not existed and next(out_dir.iterdir(), None) is None:
                     out_dir.rmdir()
-            fail(str(e) if isinstance(e, ResultsError) else f"{out_dir}: cannot write: {e.strerror or e}", code=1)
+            fail(str(e) if isinstance(e, ResultsError) else f"{out_dir}: cannot write: {e.strerror or e}",
+                 code=exit_code(e))
     if as_json:
         print_json(doc)
     else:

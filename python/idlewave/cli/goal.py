@@ -26,7 +26,7 @@ def convert(
     the binary is byte for byte what LogGOPSim's `txt2bin` writes for the same
     text, and LogGOPSim, ATLAHS and idlewave read it; idlewave reads either
     format wherever it takes a GOAL file."""
-    from idlewave.results import ResultsError, _atomic
+    from idlewave.results import ResultsError, _atomic, exit_code
 
     if not src.is_file():
         fail(f"{src}: no such file" if not src.exists() else f"{src}: a GOAL schedule must be a regular file")
@@ -46,7 +46,9 @@ def convert(
 
     try:
         _atomic(dst, write)
-    except (_engine.SimulationError, ResultsError) as e:  # a damaged schedule, or a write that failed
+    except ResultsError as e:  # a write that failed, or an output refused
+        fail(str(e), code=exit_code(e))
+    except _engine.SimulationError as e:  # a damaged schedule
         fail(str(e), code=1)
     doc = {"input": str(src), "input_format": found["was"], "output": str(dst), "output_format": to,
            "ranks": found["ranks"], "ops": found["ops"], "bytes": dst.stat().st_size}
@@ -68,7 +70,7 @@ def export(
     """Write a scenario's built-in workload as a GOAL schedule that LogGOPSim, ATLAHS and idlewave run
     to the same end times (each rank's ops in order; noise and the network stay in the scenario).
     Workloads with no GOAL form (memory phases, polling, nonblocking collectives) are refused, saying why."""
-    from idlewave.results import ResultsError, _atomic
+    from idlewave.results import ResultsError, _atomic, exit_code
     from idlewave.scenario import ScenarioError, load
 
     if to not in ("binary", "text"):
@@ -97,8 +99,8 @@ def export(
 
     try:
         _atomic(dst, write)
-    except ResultsError as e:  # a write that failed
-        fail(str(e), code=1)
+    except ResultsError as e:  # a write that failed, or an output refused
+        fail(str(e), code=exit_code(e))
     except _engine.SimulationError as e:  # a workload with no GOAL form: a refusal
         fail(f"{scenario}: workload: {e}")
     doc = {"scenario": str(scenario), "output": str(dst), "output_format": to, "ranks": found["ranks"],

@@ -94,7 +94,7 @@ def _note(text: str) -> None:
 def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False, mpicc: str | None = None,
          mpiexec: str | None = None, quiet: bool = False) -> None:
     from idlewave.interrupts import MESSAGE
-    from idlewave.measure import MeasureError, check, launch, under_mpi
+    from idlewave.measure import MeasureError, OutNotWritten, check, launch, under_mpi
 
     if ranks < 1:
         fail("--ranks must be at least 1")
@@ -108,7 +108,7 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = 
             with _signals_end_the_job():
                 _written_whole(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
     except MeasureError as e:
-        fail(str(e))
+        fail(str(e), code=1 if isinstance(e, OutNotWritten) else 2)
     except _Signalled as e:
         err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)
         raise typer.Exit(128 + e.signum) from None
@@ -156,7 +156,7 @@ def _written_whole(out_dir: Path, measure) -> None:
     import shutil
     import tempfile
 
-    from idlewave.measure import MeasureError
+    from idlewave.measure import OutNotWritten
 
     _refuse_out(out_dir)
     parent = out_dir.absolute().parent
@@ -166,7 +166,7 @@ def _written_whole(out_dir: Path, measure) -> None:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.absolute().name}.", suffix=".tmp", dir=parent))
     except OSError as e:
         _remove_empty(missing)
-        raise MeasureError(f"--out {out_dir}: cannot create the directory: {e.strerror or e}") from None
+        raise OutNotWritten(f"--out {out_dir}: cannot create the directory: {e.strerror or e}") from None
     try:
         measure(tmp)
         try:
@@ -180,7 +180,7 @@ def _written_whole(out_dir: Path, measure) -> None:
                 for name in names:
                     os.replace(tmp / name, out_dir / name)
         except OSError as e:
-            raise MeasureError(f"--out {out_dir}: cannot write the measurement: {e.strerror or e}") from None
+            raise OutNotWritten(f"--out {out_dir}: cannot write the measurement: {e.strerror or e}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if not out_dir.exists():

@@ -13,7 +13,7 @@ from rich.markup import escape
 from idlewave import _engine
 from idlewave.cli.common import err
 from idlewave.interrupts import MESSAGE, exit_at_once, hold_during_import, raise_interrupts, terminated
-from idlewave.results import NonFiniteWarning, ResultsError
+from idlewave.results import NonFiniteWarning, ResultsError, exit_code
 
 #: (name, module in idlewave.cli, attribute, a sub-app?, Click settings): one module per command group.
 COMMANDS: tuple[tuple[str, str, str, bool, dict | None], ...] = (
@@ -111,7 +111,7 @@ def main() -> None:
         sys.exit(143 if terminated() else 130)
     except ResultsError as e:  # a result that cannot be written, from any command
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+        sys.exit(exit_code(e))
     except OSError as e:  # any other file a command could not write or read: its path and the reason, no traceback
         if e.errno is None and e.filename is None:
             raise

@@ -15,7 +15,7 @@ from rich.table import Table
 from idlewave import _engine
 from idlewave.cli.common import QUIET, err, fail, out, run_with_progress, scenario_sets
 from idlewave.cli.explain import show_explanation
-from idlewave.results import ResultsError, finite, unreplaceable
+from idlewave.results import ResultsError, exit_code, finite, unreplaceable
 from idlewave.scenario import ScenarioError, describe_noise, describe_workloads, schema
 from idlewave.units import fmt_bytes, fmt_rate, fmt_time
 
@@ -91,7 +91,7 @@ def simulate(
         try:
             result.write(out_dir)
         except ResultsError as e:
-            fail(str(e))
+            fail(str(e), code=exit_code(e))
     if as_json:
         summary = {**result.summary, **({"explain": result.explain.to_json()} if result.explain else {})}
         print(json.dumps(finite(summary), indent=2, allow_nan=False))
@@ -208,7 +208,7 @@ def init(
     except TemplateError as e:
         fail(str(e))
     except OSError as e:
-        fail(f"{target}: cannot write: {e.strerror or e}")
+        fail(f"{target}: cannot write: {e.strerror or e}", code=1)
     if as_json:
         print(json.dumps({"written": [str(p) for p in written]}))
     else:

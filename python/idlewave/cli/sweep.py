@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from idlewave.cli.common import err, fail, out, progress_bar, scenario_sets
-from idlewave.results import ResultsError, finite
+from idlewave.results import ResultsError, exit_code, finite
 from idlewave.scenario import ScenarioError
 from idlewave.units import fmt_time
 
@@ -63,7 +63,9 @@ def sweep(
                 task = bar.add_task("sweep: points", total=None)
                 frame = run_sweep(study, out_dir, scheduler, workers, lambda i, n: bar.update(task, completed=i, total=n),
                                   worker_timeout, base_overrides=overrides)
-    except (ScenarioError, FileNotFoundError, ResultsError) as e:
+    except ResultsError as e:  # a write that failed, or an --out refused
+        fail(str(e), code=exit_code(e))
+    except (ScenarioError, FileNotFoundError) as e:
         fail(str(e))
     except OSError as e:  # e.g. a scheduler that cannot be reached
         fail(f"sweep: {e}")

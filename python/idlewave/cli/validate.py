@@ -124,8 +124,8 @@ def validate(
         fail(str(e))
     except (SimulationError, ScenarioError) as e:
         fail(str(e))
-    except OSError as e:
-        fail(f"--out {out_dir}: {e.strerror or e}")
+    except OSError as e:  # a write that failed
+        fail(f"--out {out_dir}: {e.strerror or e}", code=1)
     except KeyboardInterrupt:
         fail("interrupted", code=130)
     result = compare(runs, r.summary, r.trace_report, traced, checks)
@@ -150,7 +150,7 @@ def validate(
             shutil.rmtree(out_dir)
         work.rename(out_dir)
     except OSError as e:
-        fail(f"--out {out_dir}: cannot write the results: {e.strerror or e}")
+        fail(f"--out {out_dir}: cannot write the results: {e.strerror or e}", code=1)
     if as_json:
         print_json(result)
         return

@@ -31,6 +31,10 @@ class MeasureError(RuntimeError):
     """A measurement that could not run; the message says why."""
 
 
+class OutNotWritten(MeasureError):
+    """--out could not be written (a read-only or full disk): exit 1, where a refusal is 2."""
+
+
 def under_mpi() -> bool:
     """Whether this process was started by an MPI launcher."""
     return any(v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"))
