@@ -11,14 +11,17 @@ pub fn available_memory() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Bytes in GiB, or in MiB or bytes where GiB would print 0.00.
+/// Bytes in the largest binary unit up to PiB that keeps a digit before the
+/// point (bytes below 1 MiB as they are).
 pub(crate) fn size(bytes: u128) -> String {
-    let b = bytes as f64;
-    match bytes {
-        0..=1_048_575 => format!("{bytes} bytes"),
-        1_048_576..=1_073_741_823 => format!("{:.2} MiB", b / (1u64 << 20) as f64),
-        _ => format!("{:.2} GiB", b / (1u64 << 30) as f64),
+    if bytes < 1 << 20 {
+        return format!("{bytes} bytes");
     }
+    let (unit, name) = [(1u128 << 50, "PiB"), (1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB")]
+        .into_iter()
+        .find(|&(u, _)| bytes >= u)
+        .unwrap_or((1 << 20, "MiB"));
+    format!("{:.2} {name}", bytes as f64 / unit as f64)
 }
 
 /// The limit runs are checked against, and what it is: the configured one,
@@ -83,4 +86,22 @@ pub fn per_rank<T: Clone>(n: usize, value: T) -> Vec<T> {
     prefer_huge_pages(&v);
     v.resize(n, value);
     v
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_take_the_largest_unit_with_a_digit_before_the_point() {
+        let cases = [
+            (1_048_575u128, "1048575 bytes"),
+            (1 << 20, "1.00 MiB"),
+            (3 << 29, "1.50 GiB"),
+            (16_000 << 30, "15.62 TiB"),
+            (3_200_212 << 30, "3.05 PiB"),
+            (u128::MAX, "302231454903657293676544.00 PiB"),
+        ];
+        for (bytes, text) in cases {
+            assert_eq!(super::size(bytes), text);
+        }
+    }
 }

@@ -251,13 +251,23 @@ pub fn read_toml(text: &str, source: &str) -> Result<Node, ScenarioError> {
                 line,
                 column,
                 kind: ErrorKind::Syntax,
-                message: if e.message().contains("recurse") {
-                    "TOML nested too deeply to read".into()
-                } else {
-                    format!("TOML syntax error: {}", e.message().trim_end())
-                },
+                message: toml_message(e.message()),
             }
         })
+}
+
+/// The TOML reader's message in the user's words: an integer beyond 64 bits
+/// is named as such (the reader says "as i128"), and nesting past its limit
+/// (arrays in arrays, or a header of thousands of dotted keys) says so.
+fn toml_message(m: &str) -> String {
+    let m = m.trim_end();
+    if m.contains("recurs") {
+        return "TOML nested too deeply to read".into();
+    }
+    if let Some(n) = m.strip_prefix("invalid type: integer `").and_then(|r| r.split_once("` as i128")).map(|(n, _)| n) {
+        return format!("integer {n} is too large: a TOML integer is at most 9223372036854775807 (2^63 - 1)");
+    }
+    format!("TOML syntax error: {m}")
 }
 
 // ------------------------------------------------------------------ platforms
@@ -1135,6 +1145,14 @@ mod tests {
         let e = err("seed = 1\n[network]\nL_s = = 3\n");
         assert_eq!(at(&e), (ErrorKind::Syntax, "", Some(3), Some(7)));
         assert!(e.to_string().starts_with("scn.toml:3:7: TOML syntax error: "), "{e}");
+        let e = err("[workload]\nranks = 18446744073709551616\n");
+        assert_eq!(at(&e), (ErrorKind::Syntax, "", Some(2), Some(9)));
+        assert!(
+            e.to_string().ends_with("integer 18446744073709551616 is too large: a TOML integer is at most 9223372036854775807 (2^63 - 1)"),
+            "{e}"
+        );
+        let e = err(&format!("[{}]\n", vec!["a"; 3000].join(".")));
+        assert!(e.to_string().ends_with("TOML nested too deeply to read"), "{e}");
         let e = err("[workload]\ncompute = 1\n");
         assert_eq!(at(&e), (ErrorKind::UnknownKey, "workload.compute", Some(2), Some(11)));
         let e = err("[[noise]]\nkind = \"single\"\n");
