@@ -217,6 +217,8 @@ def test_explain_refuses_what_it_cannot_read(cli, tmp_path):
     assert p.returncode == 2 and "not a result directory" in p.stderr and "Traceback" not in p.stderr
     p = cli("explain", tmp_path / "nothing", check=False)
     assert p.returncode == 2 and "no such file" in p.stderr
+    p = cli("explain", EXAMPLES / "idle-wave.toml", "--params", "L,,G", check=False)
+    assert p.returncode == 2 and "--params 'L,,G': an empty name" in p.stderr, p.stderr
     p = cli("explain", EXAMPLES / "idle-wave.toml", "--params", "Q", check=False)
     assert p.returncode == 2 and "unknown parameter 'Q'" in p.stderr
     # an explained run whose route table is damaged
@@ -230,6 +232,22 @@ def test_explain_refuses_what_it_cannot_read(cli, tmp_path):
     zero.write_text('[workload]\nkind = "collective"\ncollective = "allreduce"\nranks = 1\niterations = 1\ncompute_s = 0.0\n')
     p = cli("explain", zero, "--params", "L", check=False)
     assert p.returncode == 2 and "tolerances need a makespan above 0" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("file, text, says, code", [
+    ("summary.json", "[]", "summary.json: holds a JSON list, not the object idlewave writes", 1),  # was a traceback
+    ("summary.json", "{", "summary.json: not valid JSON (line 1, column 2)", 1),
+    ("scenario.json", "{}", "scenario.json: not the scenario of a result (it has no workload)", 1),  # ran the default
+    ("scenario.json", '"abc"', "scenario.json: holds a JSON str", 1),  # was opened as a file ./abc
+    ("scenario.json", '{"workload": {"kind": "bsp", "ranks": "x"}}',
+     "scenario.json: workload.ranks: expected an integer, got 'x' (str)", 2),  # was "<scenario>: …"
+])
+def test_a_damaged_result_is_named_by_its_file(tmp_path, cli, file, text, says, code):
+    run = tmp_path / "run"
+    simulate(bsp(iterations=3)).write(run)
+    (run / file).write_text(text)
+    p = cli("explain", run, "--no-tolerance", check=False)
+    assert p.returncode == code and str(run / says) in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
 def test_tolerances_need_one_logGOPS_network():

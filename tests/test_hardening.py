@@ -182,6 +182,14 @@ def test_regimes_inputs_that_are_not_timings_are_errors(tmp_path):
     np.save(tmp_path / "truncated.npy", np.ones((4, 8)))
     (tmp_path / "truncated.npy").write_bytes((tmp_path / "truncated.npy").read_bytes()[:100])
     cases["truncated.npy"] = "not a readable NumPy array"
+    with open(tmp_path / "short.npy", "wb") as f:  # a header of 100 × 100, then 100 bytes
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (100, 100)})
+        f.write(b"x" * 100)
+    cases["short.npy"] = "cut short: its header says 100 × 100 values (80000 bytes) and the file holds 100"
+    with open(tmp_path / "sparse.npy", "wb") as f:  # 3 GB on paper, a few kB on disk: read whole, it took 6.5 GB
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (200_000, 2_000)})
+        f.truncate(f.tell() + 3_200_000_000)
+    cases["sparse.npy"] = "200000 × 2000 values of 8 bytes, 2.98 GiB; at most 1 GiB of timings are read"
     (tmp_path / "words.csv").write_text("a,b\nx,y\n")
     cases["words.csv"] = "expected numbers in every column"
     pl.DataFrame({"a": [[1.0, 2.0]], "b": [[3.0]]}).write_parquet(tmp_path / "lists.parquet")
@@ -191,6 +199,15 @@ def test_regimes_inputs_that_are_not_timings_are_errors(tmp_path):
     for name, says in cases.items():
         p = invoke_cli("regimes", tmp_path / name, "--out", tmp_path / "o", check=False)
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (name, p.stderr)
+
+
+def test_regimes_never_writes_over_its_input(tmp_path):
+    invoke_cli("simulate", EXAMPLES / "idle-wave.toml", "--out", tmp_path / "iw", "--quiet")
+    before = sorted(p.name for p in (tmp_path / "iw").iterdir())
+    for source in (tmp_path / "iw", tmp_path / "iw" / "timers.parquet"):  # the input, or the directory holding it
+        p = invoke_cli("regimes", source, "--out", tmp_path / "iw", "--no-figures", check=False)
+        assert p.returncode == 2 and "it would replace" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert sorted(p.name for p in (tmp_path / "iw").iterdir()) == before
 
 
 def test_a_regimes_name_cannot_leave_the_output_directory(tmp_path):

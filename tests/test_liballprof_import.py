@@ -115,6 +115,79 @@ def test_a_missing_rank_is_refused(tmp_path):
         read_liballprof(tmp_path)
 
 
+SECRET = "hunter2:$6$SECRET:19000:0:99999:7:::\nalice:x:1000:1000::/home/alice:/bin/bash\n"
+
+
+@pytest.mark.parametrize("content, kind", [
+    (SECRET, "a word of 7 characters"),
+    ("\x89PNG\r\n\x1a\n" + "s3cr3t" * 10, "a character that is not ASCII"),
+    ("123456:SECRET\n", "a number of 6 digits"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nSECRET\n", "'-'"),
+])
+def test_a_file_of_another_kind_is_refused_without_echoing_it(tmp_path, cli, content, kind):
+    """docs/reliability.md: what the file holds is named by its kind only, until it is recognisably liballprof's."""
+    for r in range(2):
+        (tmp_path / f"pmpi-trace-rank-{r}.txt").write_bytes(content.encode("latin-1"))
+    p = cli("trace", "import", tmp_path, "--out", tmp_path / "out", check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert f"{tmp_path / 'pmpi-trace-rank-0.txt'}:1: not a liballprof trace" in p.stderr and kind in p.stderr, p.stderr
+    for secret in ("hunter2", "SECRET", "s3cr3t", "PNG", "OPENSSH"):
+        assert secret not in p.stderr + p.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_line_of_another_kind_is_quoted_once_the_file_is_liballprofs(tmp_path):
+    write(tmp_path, {0: ["garbage here:x"], 1: []})
+    with pytest.raises(TraceError, match=r"pmpi-trace-rank-0.txt:3: not a liballprof line: 'garbage here"):
+        read_liballprof(tmp_path)
+
+
+CUT = "# collprof 0.9 output file\nMPI_Init:-:1:2:1000.0\nMPI_Barrier:1010.0:0,1,2:10"
+
+
+@pytest.mark.parametrize("rank1, where, words", [
+    (CUT, ":3: ", "the file ends within this line"),  # the tester's cut: no MPI_Finalize, no newline
+    (CUT + "20.0", ":3: ", "the file ends within this line"),  # cut where the line still reads as a call
+    ("# collprof 0.9 output file\nMPI_Init:-:1:2:1000.0\nMPI_Barrier:1010.0:0,1,2:1020.0\n", ":3: ",
+     "ends here without MPI_Finalize"),
+    ("# collprof 0.9 output file\nMPI_Init:-:1:2:1000.0\nMPI_Barrier:1010.0:0,1,2:1020.0\nMPI_Finalize:1110.0:-",
+     ":4: ", "the file ends within this line"),
+])
+def test_a_cut_trace_is_refused_naming_the_file_and_line(tmp_path, cli, rank1, where, words):
+    (tmp_path / "pmpi-trace-rank-0.txt").write_text(
+        "# collprof 0.9 output file\nMPI_Init:-:0:2:1000.0\nMPI_Barrier:1010.0:0,0,2:1020.0\nMPI_Finalize:1110.0:-\n")
+    (tmp_path / "pmpi-trace-rank-1.txt").write_text(rank1)
+    p = cli("trace", "import", tmp_path, "--out", tmp_path / "out", "--json", check=False)
+    assert p.returncode == 2 and f"{tmp_path / 'pmpi-trace-rank-1.txt'}{where}" in p.stderr and words in p.stderr, p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_trace_in_liballprofs_older_layout_imports(tmp_path):
+    """LogGOPSim's liballprof: `# htor's PMPI Tracer … Output File`, comments, a blank line, integer times."""
+    for r in range(2):
+        (tmp_path / f"pmpi-trace-rank-{r}.txt").write_text(
+            "# htor's PMPI Tracer 0.6 Output File\n# time: Sat Mar 21 16:07:26 2009\n\n"
+            f"MPI_Init:-:140737488343500:140737488344604:1000\nMPI_Barrier:1010:0,{r},2:1020\n"
+            "# Finalize clockdiff: 0.000000\nMPI_Finalize:1110:-\n")
+    traces, _ = read_liballprof(tmp_path)
+    assert [len(t) for t in traces] == [3, 3]
+
+
+@pytest.mark.parametrize("world, words", [
+    ("0,0,5", "a communicator of 5 ranks, but {d} holds the traces of 2 (pmpi-trace-rank-0.txt to "
+              "pmpi-trace-rank-1.txt)"),
+    ("0,0,99999999999", "a communicator of 99999999999 ranks, but {d} holds the traces of 2"),
+    ("0,1,2", "rank 1 of the 2 ranks calls it, but the file is rank 0's"),
+])
+def test_a_trace_of_another_rank_count_or_rank_is_refused_naming_both(tmp_path, world, words):
+    """The rank count a trace states is in its communicators (handle, rank, size): MPI_Init's fields are the
+    addresses of argc and argv."""
+    write(tmp_path, {0: [f"MPI_Barrier:{world}"], 1: []})
+    with pytest.raises(TraceError) as e:
+        read_liballprof(tmp_path)
+    assert "pmpi-trace-rank-0.txt:3: MPI_Barrier: " + words.format(d=tmp_path) in str(e.value)
+
+
 SAMPLES = os.environ.get("IDLEWAVE_LIBALLPROF_SAMPLES")
 
 

@@ -96,6 +96,9 @@ def test_analyze_pd_refuses_runs_that_are_not_one_run_with_and_without_barriers(
         with pytest.raises(analyze.AnalysisError, match="--barrier-cost: seconds per barrier, a finite number >= 0"):
             analyze.pd(with_b, free, float(cost))
     refused(invoke_cli("analyze", "pd", with_b, free, "--barrier-cost", "-1", check=False), 2, "--barrier-cost")
+    with pytest.raises(analyze.AnalysisError, match=r"--barrier-cost 1.0 s: 3 barriers of it take longer than the barrier "
+                                                    r"run's makespan"):  # (blamed on "runtimes" before)
+        analyze.pd(with_b, free, 1.0)
     for fraction in ("-1", "0", "1", "nan", "1e30"):  # blamed on the data before
         refused(invoke_cli("analyze", "idle-wave", free, "--threshold", fraction, check=False), 2, "--threshold")
 

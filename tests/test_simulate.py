@@ -440,3 +440,10 @@ def test_goal_files_take_any_mapping_once_their_rank_count_is_read(tmp_path):
     with pytest.raises(ScenarioError, match="the cartesian mapping needs the process grid .*give mapping.grid"):
         makespan_ps({"kind": "cartesian"})
     assert makespan_ps({"kind": "cartesian", "grid": [2, 2]}) >= block
+
+
+@pytest.mark.parametrize("scenario", [None, [], (), 5])
+def test_a_scenario_that_is_neither_a_path_nor_a_dict_is_refused(scenario):
+    """(an empty list ran the default scenario; None was a TypeError from inside)"""
+    with pytest.raises(ScenarioError, match="expected a scenario file's path or a dict, got"):
+        idlewave.simulate(scenario)

@@ -216,6 +216,9 @@ def pd(barrier_source, free_source, barrier_cost_s: float | None = None) -> dict
     per = barrier_cost(b.scenario) if barrier_cost_s is None else barrier_cost_s
     t_barrier = b.summary["makespan_s"] - iters * per
     t_free = f.summary["makespan_s"]
+    if not t_barrier > 0 and barrier_cost_s is not None:
+        raise AnalysisError(f"--barrier-cost {barrier_cost_s} s: {iters} barriers of it take longer than the barrier "
+                            f"run's makespan ({b.summary['makespan_s']} s); give the cost of one barrier")
     if not (t_barrier > 0 and t_free > 0):
         raise AnalysisError(f"runtimes must be positive (barrier run without barriers: {t_barrier}, free run: {t_free})")
     return {

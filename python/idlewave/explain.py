@@ -10,7 +10,6 @@ meaning of each number.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -468,12 +467,23 @@ def curve(runs: Runs, deltas: list[float]) -> list[tuple[float, float]]:
 
 def read(result_dir: Path) -> tuple[dict, Explanation | None]:
     """A result directory's scenario and, if the run was explained, its
-    explanation. A table that cannot be read is an ExplainError naming it."""
-    scenario = json.loads((result_dir / "scenario.json").read_text())
+    explanation. A table that cannot be read is an ExplainError naming it; a
+    damaged scenario.json or explain.json an UnreadableResult naming it, and
+    a scenario.json that is no scenario a ScenarioError at the file (never the
+    default scenario run in its place)."""
+    from idlewave.results import UnreadableResult, read_json
+    from idlewave.scenario import validate
+
+    held = result_dir / "scenario.json"
+    scenario = read_json(held)
+    if "workload" not in scenario:
+        raise UnreadableResult(f"{held}: not the scenario of a result (it has no workload): the file is damaged or "
+                               "was not written by idlewave")
+    validate(scenario, str(held))  # checked as the file it is: its errors name it
     path = result_dir / "explain.json"
     if not path.exists():
         return scenario, None
-    x = Explanation(json.loads(path.read_text()))
+    x = Explanation(read_json(path))
     try:
         _read_tables(x, result_dir)
     except (pl.exceptions.PolarsError, KeyError, ValueError) as e:

@@ -14,7 +14,7 @@ import polars as pl
 from idlewave import _engine
 from idlewave.explain import Explanation
 from idlewave.results import write_dir, write_json, write_parquet
-from idlewave.scenario import checked, engine_errors, load
+from idlewave.scenario import ScenarioError, checked, engine_errors, load
 
 
 @dataclass
@@ -129,8 +129,11 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
     if isinstance(scenario, (str, Path)):
         source = str(scenario)
         checked_scn = load(scenario, overrides)
-    else:
+    elif isinstance(scenario, dict):
         checked_scn = checked(dict(scenario), "<scenario>", overrides=overrides)
+    else:  # dict() would make an empty list the default scenario
+        raise ScenarioError(f"<scenario>: expected a scenario file's path or a dict, got {type(scenario).__name__}",
+                            source="<scenario>", kind="type")
     scn = checked_scn.to_dict()
     spans = 0
     if timeline:

@@ -1111,6 +1111,9 @@ fn show(n: &Node) -> String {
     match &n.v {
         Val::Bool(b) => if *b { "true" } else { "false" }.into(),
         Val::Datetime(s) => s.clone(),
+        // JSON has no NaN or infinity (to_json makes them null): named as TOML writes them
+        Val::Float(x) if x.is_nan() => "nan".into(),
+        Val::Float(x) if x.is_infinite() => if *x > 0.0 { "inf" } else { "-inf" }.into(),
         _ => py_json(&to_json(n)),
     }
 }
@@ -1160,6 +1163,10 @@ mod tests {
         let e = err("[network]\nS_bytes = \"abc\"\n");
         assert_eq!(at(&e), (ErrorKind::Type, "network.S_bytes", Some(2), Some(11)));
         assert_eq!(e.to_string(), "scn.toml:2:11: network.S_bytes: expected an integer, got 'abc' (str)");
+        let e = err("[network]\nS_bytes = nan\n");
+        assert_eq!(e.to_string(), "scn.toml:2:11: network.S_bytes: expected an integer, got nan (float)");
+        let e = err("[network]\nS_bytes = -inf\n");
+        assert_eq!(e.to_string(), "scn.toml:2:11: network.S_bytes: expected an integer, got -inf (float)");
         let e = err("[[noise]]\nkind = \"single\"\nrank = 0\n[[noise]]\nkind = \"periodic\"\nduration_s = -1\n");
         assert_eq!(at(&e), (ErrorKind::Value, "noise[1].duration_s", Some(6), Some(14)));
         assert_eq!(e.to_string(), "scn.toml:6:14: noise[1].duration_s: must be >= 0, got -1");

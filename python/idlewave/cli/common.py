@@ -43,6 +43,17 @@ def not_an_input(output: Path, option: str, inputs: list[Path], keep: tuple[str,
                  "write elsewhere")
 
 
+def not_holding_an_input(out_dir: Path, option: str, inputs: list[Path]) -> None:
+    """Refuses an output directory (replaced whole when written) that is one
+    of `inputs` or holds one: writing it would delete what the command reads."""
+    target = out_dir.resolve()
+    for source in inputs:
+        at = source.resolve()
+        if target == at or target in at.parents:
+            fail(f"{option} {out_dir}: it would replace {'the input' if target == at else 'the directory of the input'} "
+                 f"{source}; write elsewhere")
+
+
 def output_file(output: Path, option: str, inputs: list[Path]) -> None:
     """Refuses, before any work, a one-file output that cannot take its
     place: one that would replace what the command reads (`not_an_input`),

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from idlewave import _engine
 from idlewave.cli.common import Steps, err, fail, out, print_json, scenario_sets
-from idlewave.results import ResultsError, exit_code
+from idlewave.results import ResultsError, UnreadableResult, exit_code, read_json
 from idlewave.units import fmt_time
 
 
@@ -121,7 +121,7 @@ def _check_same_run(result_dir: Path, makespan_ps: int) -> None:
     """A result explained by running its scenario again must come out the
     same: a file the scenario reads (partners, mapping, GOAL, noise trace)
     may have changed since."""
-    said = json.loads((result_dir / "summary.json").read_text()).get("makespan_ps")
+    said = read_json(result_dir / "summary.json").get("makespan_ps")
     if said is not None and said != makespan_ps:
         fail(f"{result_dir}: its scenario now runs in {makespan_ps * 1e-12:.6g} s, but the result says "
              f"{said * 1e-12:.6g} s: a file the scenario reads has changed since; simulate it again with --explain",
@@ -154,6 +154,8 @@ def explain(
     from idlewave.scenario import ScenarioError, load_scenario
     from idlewave.simulation import simulate
 
+    if any(not p.strip() for v in params or [] for p in v.split(",")):
+        fail(f"--params {','.join(params or [])!r}: an empty name; give names separated by commas, e.g. --params L,G")
     wanted = list(dict.fromkeys(p.strip() for v in params or ["L,G"] for p in v.split(",") if p.strip()))
     search = tolerance if tolerance is not None else bool(params)
     overrides = scenario_sets(sets)
@@ -216,6 +218,8 @@ def explain(
             took = time.monotonic() - started
     except (ScenarioError, _engine.SimulationError, ex.ExplainError) as e:
         fail(str(e))
+    except UnreadableResult as e:  # a damaged result: an error while working, as report and analyze say
+        fail(str(e), code=1)
     except (OSError, json.JSONDecodeError) as e:
         fail(f"{target}: cannot read the result: {e}")
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from idlewave.cli.common import Steps, err, fail, out, print_json
+from idlewave.cli.common import Steps, err, fail, not_holding_an_input, out, print_json
 from idlewave.results import unreplaceable
 from idlewave.units import fmt_time
 
@@ -102,6 +102,7 @@ def regimes(
     for label in labels:  # a name becomes a file name inside --out
         if not label or label in (".", "..") or "/" in label or "\\" in label or label.startswith("."):
             fail(f"--name {label!r}: a name is used as a file name inside --out; no '/', no leading '.'")
+    not_holding_an_input(out_dir, "--out", data)
     if (why := unreplaceable(out_dir)) is not None:  # before the fit, not after
         fail(f"--out {why}")
     steps = Steps(1, quiet, first="reading the inputs")

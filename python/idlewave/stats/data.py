@@ -85,6 +85,33 @@ def _is_number(text: str) -> bool:
     return True
 
 
+#: The largest NumPy array of timings read (float64: 134 million samples, far
+#: past what the regime fit handles in reasonable time).
+MAX_NPY_BYTES = 1 << 30
+
+
+def _check_npy_size(p: Path, src: str) -> None:
+    """Refuses, from its header alone, a .npy file whose array would be more
+    than MAX_NPY_BYTES, or that holds fewer bytes than its header says (cut
+    short, or sparse: reading it would take the memory and give zeros)."""
+    with open(p, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read_header(f, max_header_size=10_000)
+        except (ValueError, OSError, EOFError) as e:
+            raise DataError(f"{src}: not a readable NumPy array of numbers ({type(e).__name__})") from None
+        start = f.tell()
+    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    dims = " × ".join(map(str, shape)) or "a scalar"
+    if need > MAX_NPY_BYTES:
+        raise DataError(f"{src}: its header says {dims} values of {dtype.itemsize} bytes, {need / 2**30:.3g} GiB; at most "
+                        f"{MAX_NPY_BYTES >> 30} GiB of timings are read")
+    if p.stat().st_size - start < need:
+        raise DataError(f"{src}: cut short: its header says {dims} values ({need} bytes) and the file holds "
+                        f"{p.stat().st_size - start}")
+
+
 def load(path: str | Path, timer: str | None = None) -> np.ndarray:
     """T[p, k] from a file or a result directory: its `timer` (which must
     exist when given), else `matvec` if it has one, else `iteration`."""
@@ -109,6 +136,7 @@ def load(path: str | Path, timer: str | None = None) -> np.ndarray:
     if timer is not None and p.suffix == ".npy":
         raise DataError(f"{src}: --timer {timer!r} applies to result directories and long tables with a '{timer}_s' column")
     if p.suffix == ".npy":
+        _check_npy_size(p, src)
         try:  # never unpickle what a file says
             array = np.load(p, allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:

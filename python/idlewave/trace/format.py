@@ -162,10 +162,14 @@ def read_rank(path: str | Path) -> RankTrace:
     raw = memoryview(path.read_bytes())
     if bytes(raw[:8]) == b"IWTRACE1":
         raise TraceError(f"{path}: a version 1 trace (an older tracer); trace again with this version")
+    if not len(raw):
+        raise TraceError(f"{path}: empty (0 bytes): a rank file cut before its header, or not written")
+    if len(raw) < 8 and MAGIC.startswith(bytes(raw)):
+        raise TraceError(f"{path}: truncated header ({len(raw)} bytes)")
     if bytes(raw[:8]) != MAGIC:
         raise TraceError(f"{path}: not an idlewave trace (bad magic)")
     if len(raw) < HEADER.size:
-        raise TraceError(f"{path}: truncated header")
+        raise TraceError(f"{path}: truncated header ({len(raw)} bytes)")
     _, rank, size, nrec, footer, t_init, clock_code = HEADER.unpack_from(raw, 0)
     if clock_code not in CLOCKS:
         raise TraceError(f"{path}: unknown clock {clock_code} in the header (a newer tracer?)")
@@ -194,28 +198,37 @@ def read(directory: str | Path) -> list[RankTrace]:
     d = Path(directory)
     if not d.is_dir():
         raise TraceError(f"{d}: {'not a directory' if d.exists() else 'no such directory'}")
-    files = {}
-    for f in d.glob("rank-*.iwt"):
-        try:
-            files[int(f.stem.split("-", 1)[1])] = f
-        except ValueError:
+    files: dict[int, Path] = {}
+    for f in sorted(d.glob("rank-*.iwt")):
+        number = f.stem[len("rank-"):]
+        if not (number.isascii() and number.isdigit()):
             continue
+        if int(number) in files:
+            raise TraceError(f"{d}: two files name rank {int(number)} ({files[int(number)].name}, {f.name})")
+        files[int(number)] = f
     if not files:
         raise TraceError(f"{d}: no rank-*.iwt files (was the tracer preloaded?)")
-    traces = []
-    size = None
-    for r in range(max(files) + 1):
+    if 0 not in files:
+        raise TraceError(f"{d}: rank-0.iwt is missing")
+    first = read_rank(files[0])  # its header says how many ranks the run had: rank-0.iwt to rank-(size − 1).iwt
+    if first.rank != 0:
+        raise TraceError(f"{files[0]}: holds rank {first.rank}")
+    size = first.size
+    if size < 1:
+        raise TraceError(f"{files[0]}: a run of {size} ranks in its header")
+    if stray := sorted(r for r in files if r >= size):
+        raise TraceError(f"{files[stray[0]]}: not a rank of this run: rank-0.iwt says the run had {size} ranks "
+                         f"(rank-0.iwt to rank-{size - 1}.iwt); move the file out of the trace")
+    traces = [first]
+    for r in range(1, size):
         if r not in files:
-            raise TraceError(f"{d}: rank-{r}.iwt is missing")
+            raise TraceError(f"{d}: rank-{r}.iwt is missing ({size} ranks, rank-0.iwt says)")
         t = read_rank(files[r])
         if t.rank != r:
             raise TraceError(f"{files[r]}: holds rank {t.rank}")
-        size = t.size if size is None else size
         if t.size != size:
             raise TraceError(f"{files[r]}: a run of {t.size} ranks, rank-0.iwt says {size}")
         traces.append(t)
-    if len(traces) != size:
-        raise TraceError(f"{d}: {len(traces)} rank files for a run of {size} ranks (rank-{len(traces)}.iwt is missing)")
     return traces
 
 

@@ -99,6 +99,25 @@ def in_place_ambiguous(op: str, sent: int, size: int) -> bool:
 # Requests the importer makes up for the send half of a Sendrecv (above any Score-P request id).
 SENDRECV_REQ = 1 << 62
 
+#: How an anchor file begins: a chunk header (its type, its byte order), then OTF2's name.
+ANCHOR_MAGIC = b"OTF2\x00"
+
+
+def not_an_anchor(anchor: Path) -> str | None:
+    """Why `anchor` (a regular file) is not an OTF2 anchor file, naming only
+    the kind of what it holds (docs/reliability.md: a file given by mistake is
+    not echoed); None when it begins as one does."""
+    with open(anchor, "rb") as f:
+        head = f.read(64)
+    if ANCHOR_MAGIC in head[:16]:
+        return None
+    if not head:
+        return "it is empty"
+    size = anchor.stat().st_size
+    if all(b in b"\t\n\r" or 32 <= b < 127 for b in head):
+        return f"it is text, {size:,} bytes"
+    return f"{size:,} bytes that do not begin as an anchor file does"
+
 
 def read_otf2(path: str | Path) -> tuple[list[tuple[np.ndarray, dict]], list[str]]:
     """Per rank: its records and their payloads (record index -> values);
@@ -113,6 +132,13 @@ def read_otf2(path: str | Path) -> tuple[list[tuple[np.ndarray, dict]], list[str
         raise TraceError(f"{path}: no OTF2 anchor file (traces.otf2)")
     if not anchor.is_file():  # a FIFO would be waited on forever
         raise TraceError(f"{anchor}: the OTF2 anchor file must be a regular file")
+    try:
+        why = not_an_anchor(anchor)
+    except OSError as e:  # (not a failed write: the CLI's OSError is --out's)
+        raise TraceError(f"{anchor}: cannot read: {e.strerror or e}") from None
+    if why is not None:  # the library's own error says only "INVALID (1): Unknown error code"
+        raise TraceError(f"{anchor}: not an OTF2 anchor file ({why}); give an OTF2 archive's traces.otf2 or its "
+                         "directory")
     try:
         reader = otf2.reader.open(str(anchor))
     except Exception as e:  # the bindings raise their own error types
