@@ -156,7 +156,7 @@ def test_a_file_in_place_of_a_directory_is_a_one_line_error(inputs, tmp_path):
     assert (tmp_path / "file").read_text() == "x"
 
 
-@pytest.mark.parametrize("command", ["report", "fit postal", "init", "simulate", "explain"])
+@pytest.mark.parametrize("command", ["report", "fit postal", "init", "simulate", "explain", "sweep"])
 def test_an_output_refused_is_exit_2_where_a_failed_write_is_1(inputs, tmp_path, command):
     """What idlewave will not replace where its output goes (a directory where a file goes, a directory
     holding a user's files) is a refusal: exit 2, as the reliability page says, and it stays as it was."""

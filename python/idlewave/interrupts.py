@@ -130,23 +130,33 @@ def ignore_interrupts() -> None:
 
 
 class held:
-    """`with held():` Ctrl-C held back while the block runs, and acted on
-    (by the handler in place before) as soon as it ends. Outside the main
-    thread, nothing changes."""
+    """`with held():` Ctrl-C and SIGTERM held back while the block runs, and
+    each acted on (by its handler in place before) as soon as it ends: a
+    SIGTERM as SIGTERM, so that it is answered also where Ctrl-C is ignored
+    (a command started with `&` by a script, a batch job). An ignored signal
+    stays ignored, and both handlers are as before once the block ends, even
+    if the block set its own (polars' import does). Outside the main thread,
+    nothing changes."""
 
     def __enter__(self) -> None:
-        self.pending: list[int] = []
-        try:
-            self.before = _signal.signal(_signal.SIGINT, lambda signum, frame: self.pending.append(signum))
-        except ValueError:  # not the main thread
-            self.before = False
+        self.pending: set[int] = set()
+        self.before: dict[int, object] = {}
+        for signum in (_signal.SIGINT, _signal.SIGTERM):
+            try:
+                self.before[signum] = _signal.getsignal(signum)
+                if self.before[signum] is not _signal.SIG_IGN:
+                    _signal.signal(signum, lambda s, frame: self.pending.add(s))
+            except ValueError:  # not the main thread
+                self.before.clear()
+                return
 
     def __exit__(self, *exc: object) -> None:
-        if self.before is False:
-            return
-        _signal.signal(_signal.SIGINT, _signal.SIG_DFL if self.before is None else self.before)
-        if self.pending:
-            _signal.raise_signal(_signal.SIGINT)  # the handler before answers it now
+        for signum, handler in self.before.items():
+            _signal.signal(signum, _signal.SIG_DFL if handler is None else handler)
+        for signum in (_signal.SIGTERM, _signal.SIGINT):  # SIGTERM's answer (exit 143) first
+            if signum in self.pending:
+                _signal.raise_signal(signum)  # the handler before answers it now
+                return
 
 
 def hold_during_import(*names: str) -> None:

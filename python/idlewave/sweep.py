@@ -28,6 +28,11 @@ Reliability (docs/sweeps.md):
   whose scheduler has had no worker for that long (the last one lost) stops.
   Each is a SchedulerError saying what was kept: every point finished is
   written, and running the sweep again skips it.
+- What would fail every point, or run something else than asked, is
+  refused before anything runs: a key no scenario has ([grid], [[points]],
+  --set), a nan or inf, seeds past 2^64 - 1, a study with nothing to run,
+  an --out that is not a sweep's (`not_a_sweep_output`), more local workers
+  than the CPUs take (`max_local_workers`).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ import polars as pl
 from idlewave import _engine
 from idlewave.overrides import apply
 from idlewave.ranking import LEVEL, figure, rank, slowest_iteration_mean
-from idlewave.results import write_dir, write_json, write_parquet
+from idlewave.results import RESULT_MARKERS, RefusedOutput, write_dir, write_json, write_parquet
 from idlewave.scenario import ScenarioError, _read_text, read_toml, validate
 
 STUDY_KEYS = ("name", "base", "grid", "points", "replications", "strategy")
@@ -65,6 +70,18 @@ CONNECT_TIMEOUT_S = 10.0
 #: the start on a scheduler given with --scheduler, and whenever the
 #: scheduler has had no worker since (one lost).
 WORKER_TIMEOUT_S = 60.0
+
+#: Workers a local cluster may have per CPU this process may run on
+#: (`max_local_workers`): each is a process running one point at a time, so
+#: more bring nothing but memory and start-up time (100,000 were tried).
+WORKERS_PER_CPU = 2
+
+#: The largest seed a scenario takes (2^64 - 1).
+MAX_SEED = 2**64 - 1
+
+#: What a sweep writes into its --out (and `idlewave report` beside it): a
+#: directory holding anything else is not a sweep's output and is refused.
+SWEEP_FILES = ("points", "study.json", "sweep.parquet", "ranking.json", "ranking.png", "report.html")
 
 #: The fields that say how long something took (wall-clock time) and so
 #: differ between runs; every other byte a seeded sweep writes is the same
@@ -144,10 +161,16 @@ def load_study(path: str | Path) -> tuple[dict, Points, str, Path]:
     the study's for an inline [base]); see `study_options`. The points are
     without replications: `study_options` says how many."""
     p = Path(path)
-    raw = read_toml(p, "study")
+    text = _read_text(p, "study")
+    raw = _engine.read_toml(text, str(p))
     unknown = set(raw) - set(STUDY_KEYS)
     if unknown:
         raise ScenarioError(f"{p}: unknown key(s) {', '.join(sorted(unknown))} (allowed: {', '.join(STUDY_KEYS)})")
+    _refuse_non_finite(p, raw, text)
+    if not raw.get("base") and not raw.get("grid") and not raw.get("points"):
+        raise ScenarioError(f"{p}: nothing to run: a study needs a base scenario ([base] tables, or base = "
+                            "\"scenario.toml\") and/or values to sweep ([grid] key paths with lists of values, or "
+                            "[[points]]); see docs/how-to/sweeps.md", source=str(p), kind="empty")
     base = raw.get("base", {})
     base_dir = p.parent
     if isinstance(base, str):
@@ -193,6 +216,114 @@ def study_options(path: str | Path, points: Points) -> tuple[int, str | None]:
                             "into several (each with its own --out), sweep fewer values per key, or list the points "
                             "worth running with [[points]]")
     return reps, strategy
+
+
+def _leaves(x, where: str = ""):
+    """(path, value) of every value in a TOML document that is not a table or a list."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from _leaves(v, f"{where}[{i}]")
+    else:
+        yield where, x
+
+
+def _refuse_non_finite(p: Path, raw: dict, text: str) -> None:
+    """A nan or inf in the study, refused as the user wrote it: the engine's
+    TOML reader gives them as None (JSON has no such numbers), and every
+    point holding one failed with "expected a number, got None"."""
+    import tomllib
+
+    bad = next((where for where, v in _leaves(raw) if v is None), None)  # (TOML itself has no null)
+    if bad is None:
+        return
+    try:
+        value = dict(_leaves(tomllib.loads(text))).get(bad)
+    except tomllib.TOMLDecodeError:  # (read by the engine's reader, not Python's)
+        value = None
+    written = repr(value) if isinstance(value, float) else "nan or inf"  # nan, inf or -inf
+    raise ScenarioError(f"{p}: {bad}: must be a finite number, got {written}", source=str(p), key=bad, kind="range",
+                        message=f"must be a finite number, got {written}")
+
+
+def check_sets(overrides: dict) -> None:
+    """Refuses, before anything runs, a `--set` that would fail every point:
+    a key no scenario has (as [grid] keys are checked), a nan or inf, an
+    integer beyond 64 bits (the engine would take it for a float)."""
+    for key, value in overrides.items():
+        if (why := unknown_key(key)) is not None:
+            raise ScenarioError(f"--set {key}: {why}", key=key, kind="unknown_key", message=why)
+        for where, v in _leaves(value, key):
+            at = "" if where == key else f" ({where})"
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ScenarioError(f"--set {key}: must be a finite number, got {v!r}{at}", key=where, kind="range",
+                                    message=f"must be a finite number, got {v!r}")
+            if isinstance(v, int) and not -(2**63) <= v <= MAX_SEED:
+                raise ScenarioError(f"--set {key}: {v}{at} is beyond the 64-bit integers a scenario holds (from "
+                                    f"{-(2**63)} to {MAX_SEED})", key=where, kind="range", message=f"{v} is beyond 64 bits")
+
+
+def check_seeds(study: Path, base: dict, replications: int, overrides: dict) -> None:
+    """The seeds replications use (seed, seed + 1, …) must all be seeds: each
+    point past 2^64 - 1 failed with "expected an integer, got 1.8e+19"."""
+    first = base.get("seed", 1)
+    if replications < 2 or not isinstance(first, int) or isinstance(first, bool):
+        return
+    last = first + replications - 1
+    if last > MAX_SEED:
+        where = f"--set seed={first}" if "seed" in overrides else f"{study}: base seed = {first}"
+        raise ScenarioError(f"{where}: with replications = {replications} the seeds run to {last}, past the largest "
+                            f"seed, {MAX_SEED} (2^64 - 1); give a seed of at most {MAX_SEED - replications + 1}",
+                            key="seed", kind="range", message=f"the seeds run to {last}")
+
+
+def max_local_workers() -> int:
+    """The most workers a local cluster may have: WORKERS_PER_CPU per CPU this
+    process may run on (its affinity, which a batch job or a container sets),
+    and at least the default, 2."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (not Linux)
+        cpus = os.cpu_count() or 1
+    return max(2, WORKERS_PER_CPU * cpus)
+
+
+def not_a_sweep_output(out: str | Path) -> str | None:
+    """Why a sweep may not write into `out`, or None: it must be absent, an
+    empty directory or a sweep's own output (SWEEP_FILES, one of points/ and
+    study.json among them: a sweep interrupted before its end has only its
+    points), so that a sweep never adds its files to a user's directory or
+    another command's result."""
+    out = Path(out)
+    if not out.exists() and not out.is_symlink():
+        return None
+    if not out.is_dir():
+        return f"{out}: exists and is not a directory"
+
+    def temporary(name: str) -> bool:  # a write under way, or a probe (results.check_writable)
+        return name.startswith(".idlewave-probe.") or (name.endswith(".tmp") and name.startswith(tuple(f".{f}." for f in SWEEP_FILES)))
+
+    try:
+        names = sorted(p.name for p in out.iterdir() if not temporary(p.name))
+    except OSError as e:
+        return f"{out}: cannot list it to see that it is a sweep's output: {e.strerror or e}"
+    if not names:
+        return None
+    theirs = [n for n in names if n not in SWEEP_FILES]
+    kinds_ok = (not (out / "points").exists() or (out / "points").is_dir()) and all(
+        (out / n).is_file() for n in names if n != "points" and n in SWEEP_FILES)
+    if not theirs and kinds_ok and ("points" in names or "study.json" in names):
+        return None
+    if (result := [m for m in RESULT_MARKERS if m in names]):
+        what = f"another command's result (it holds {result[0]})"
+    elif theirs:
+        what = f"not a sweep's output (it holds {theirs[0]!r}{', among others' if len(names) > 1 else ''})"
+    else:
+        what = f"not a sweep's output (it holds {names[0]!r}{', among others' if len(names) > 1 else ''} and no points)"
+    return (f"{out}: is {what}, and a sweep adds its points/, study.json and sweep.parquet to what is there; choose a "
+            "new or empty directory, or the --out of an earlier run of the same sweep to resume it")
 
 
 def unknown_key(key: str) -> str | None:
@@ -371,14 +502,24 @@ def run_sweep(study: str | Path, out: str | Path, scheduler: str | None = None, 
     be reached or is not one, or has had no worker for `worker_timeout` s."""
     import distributed  # noqa: F401  (the 'sweep' extra: missing, it is said before anything else)
 
+    if scheduler is not None and not scheduler.strip():
+        raise SchedulerError("an empty scheduler address: give a Dask scheduler's (tcp://host:port), or none for a "
+                             "local cluster")
+    if scheduler is None and workers is not None and not 1 <= workers <= max_local_workers():
+        raise ValueError(f"workers: a local cluster has from 1 to {max_local_workers()} workers ({WORKERS_PER_CPU} per "
+                         f"CPU available), got {workers}")
     study = Path(study)
     base, points, name, base_dir = load_study(study)
+    if (why := not_a_sweep_output(out)) is not None:
+        raise RefusedOutput(why)
     if base_overrides:
+        check_sets(base_overrides)
         def refuse(key: str, msg: str) -> None:
             raise ScenarioError(f"--set {key}: {msg}", source=str(study), key=key)
 
         base = apply(base, base_overrides, refuse)  # (a plain dict now: the point's errors name the study)
     replications, strategy = study_options(study, points)
+    check_seeds(study, base, replications, base_overrides or {})
     if replications > 1:
         points = Points(points.grid, points.extra, replications, base.get("seed", 1))
     # workers write the points: an absolute path means the same place for
@@ -582,8 +723,9 @@ def _client(scheduler: str | None, workers: int | None, worker_timeout: float):
                 except Exception as e:  # OSError, TimeoutError, ValueError, and whatever a stranger's answer causes
                     raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
             else:
-                # Ctrl-C waits until the cluster has started: one interrupted while its workers
-                # start cannot be closed (and Dask's exit hook says so with a traceback)
+                # Ctrl-C and SIGTERM wait until the cluster has started (a few seconds: --workers
+                # is bounded): one interrupted while its workers start cannot be closed (and Dask's
+                # exit hook says so with a traceback)
                 with held(), _workers_ignore_ctrl_c():
                     try:
                         cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,

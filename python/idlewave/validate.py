@@ -20,6 +20,7 @@ call. What is compared (docs/validation.md says why):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -59,7 +60,7 @@ def find_mpi(mpiexec: str | None = None, mpicc: str | None = None) -> Mpi:
     from idlewave.measure import MeasureError
     from idlewave.measure.native import resolve
 
-    if mpiexec or mpicc:
+    if mpiexec is not None or mpicc is not None:  # (an empty path is refused, not taken for "not given")
         try:
             cc, exe, notes = resolve(mpicc, mpiexec)
         except MeasureError as e:
@@ -81,7 +82,72 @@ def find_mpi(mpiexec: str | None = None, mpicc: str | None = None) -> Mpi:
         raise ValidateError(f"{exe} --version failed: {e}") from None
     low = text.lower()
     family = "openmpi" if ("open mpi" in low or "openrte" in low or "prrte" in low) else "mpich" if "hydra" in low else "other"
-    return Mpi(exe, cc, family, text.splitlines()[0] if text else "", chosen)
+    version = text.splitlines()[0] if text else ""
+    if not MPI_NAMES.search(text) and (why := _cannot_launch(exe)) is not None:
+        named = f"--mpiexec {exe}" if mpiexec is not None else f"the launcher {exe} ({chosen})"
+        said = f"its --version says {version!r}, which names no MPI" if version else "its --version says nothing"
+        raise ValidateError(f"{named} does not look like an MPI launcher: {said}, and {why}; give --mpiexec PATH, the "
+                            "launcher of the program's MPI (mpiexec, mpirun or srun)")
+    return Mpi(exe, cc, family, version, chosen)
+
+
+#: What an MPI launcher's --version names (Open MPI's, MPICH's and Intel MPI's Hydra, MVAPICH, Slurm's srun).
+MPI_NAMES = re.compile(r"\bmpi|mpich|mvapich|hydra|prrte|openrte|slurm", re.IGNORECASE)
+#: What the trial launch of a launcher whose --version names no MPI must print (the shell's arithmetic: a
+#: program that only echoes its arguments prints the expression, not its value).
+LAUNCHED = "idlewave-launched-42"
+
+
+def _cannot_launch(exe: str) -> str | None:
+    """Why `exe` is not a launcher, or None when `exe -n 1 sh -c …` ran the
+    command once (its output says so): for a launcher whose --version names
+    no MPI (a wrapper script), before any program runs under it."""
+    from idlewave.measure import MeasureError, run_job
+    from idlewave.measure.native import CONTAINER_ENV
+
+    env = {**{k: v for k, v in CONTAINER_ENV.items() if k not in os.environ}, **os.environ}
+    cmd = [exe, "-n", "1", "sh", "-c", "echo idlewave-launched-$((6*7))"]
+    try:
+        p = run_job(f"{exe} -n 1 sh", cmd, env, 60)
+    except MeasureError as e:
+        return f"`{exe} -n 1 sh -c …` failed: {e}"
+    if p.returncode == 0 and p.stdout.split().count(LAUNCHED) == 1:
+        return None
+    return f"`{exe} -n 1 sh -c …` did not run the command (exit {p.returncode})"
+
+
+#: The file that marks OUT.partial as validate's own work directory (only such a directory is ever deleted).
+WORK_MARKER = ".idlewave-validate-work"
+
+
+def work_dir(out: Path) -> Path:
+    """Where validate builds its results before they take the place of `out`:
+    OUT.partial, beside it (a failed run leaves its logs there)."""
+    return out.with_name(out.name + ".partial")
+
+
+def refuse_work(work: Path) -> str | None:
+    """Why `work` may not be used (it exists and validate did not make it:
+    a user's own files are never deleted), or None."""
+    if not work.exists() and not work.is_symlink():
+        return None
+    if work.is_symlink() or not work.is_dir() or not (work / WORK_MARKER).is_file():
+        what = "a link" if work.is_symlink() else "a directory" if work.is_dir() else "a file"
+        return (f"{work} exists and is {what} that idlewave validate did not make (no {WORK_MARKER} in it); validate "
+                "builds its results there and would replace it: move it away, or choose another --out")
+    return None
+
+
+def start_work(work: Path) -> None:
+    """A fresh `work` directory, marked as validate's: an earlier one of
+    validate's (a failed run's logs) is replaced; anything else is refused."""
+    if (why := refuse_work(work)) is not None:
+        raise ValidateError(why)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / WORK_MARKER).write_text("idlewave validate's work directory: the next validate with the same --out "
+                                    "replaces it\n")
 
 
 @dataclass
@@ -115,6 +181,7 @@ class Traced:
 def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], log: Path, timeout: float) -> tuple[float, float]:
     """One launch; returns (wall seconds, CPU seconds of the processes it
     started). Output goes to `log`; a failure raises with its tail."""
+    from idlewave.measure import _end_job
     from idlewave.measure.native import CONTAINER_ENV, accepts_oversubscribe, physical_cores
 
     # the settings `measure` runs with, so that the platform and the program see the same library
@@ -127,13 +194,25 @@ def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], lo
     cmd = [mpi.mpiexec, *oversubscribe, *mpi.env_args(env_extra), "-n", str(ranks), *command]
     before = os.times()
     t0 = time.perf_counter()
-    try:
-        with open(log, "wb") as f:
-            p = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ValidateError(f"the program did not finish within {timeout:.0f} s (output: {log})") from None
-    except OSError as e:
-        raise ValidateError(f"cannot start {cmd[0]}: {e.strerror or e}") from None
+    # the launcher in a process group of its own, as `measure` runs it: on the timeout, Ctrl-C, SIGTERM or
+    # SIGHUP the whole job (launcher and ranks) is ended (`_end_job`), never left running. Its stdin is
+    # validate's (`< input`), except a terminal: read from outside the terminal's foreground group, it would
+    # stop the launcher
+    with open(log, "wb") as f:
+        try:
+            p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL if os.isatty(0) else None, stdout=f,
+                                 stderr=subprocess.STDOUT, process_group=0)
+        except OSError as e:
+            raise ValidateError(f"cannot start {cmd[0]}: {e.strerror or e}") from None
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_job(p, True)
+            raise ValidateError(f"the program did not finish within {timeout:g} s: its job was ended (output: "
+                                f"{log})") from None
+        except BaseException:
+            _end_job(p, True)
+            raise
     wall = time.perf_counter() - t0
     after = os.times()
     if p.returncode != 0:

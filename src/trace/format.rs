@@ -192,6 +192,12 @@ pub fn header_of(path: &Path) -> Result<Header, TraceError> {
     let (mut f, _) = crate::files::open_regular(path, "rank file")?;
     let mut h = [0u8; HEADER_BYTES as usize];
     let got = read_full(&mut f, &mut h).map_err(TraceError::io(path))?;
+    if got == 0 {
+        return Err(TraceError::format(path, "empty (0 bytes): a rank file cut before its header, or not written"));
+    }
+    if got < 8 && MAGIC.starts_with(&h[..got]) {
+        return Err(TraceError::format(path, format!("truncated header ({got} bytes)")));
+    }
     if got < 8 || &h[..8] != MAGIC {
         let hint = if got >= 8 && &h[..7] == b"IWTRACE" { " (an older trace version: trace the run again with this idlewave)" } else { "" };
         return Err(TraceError::format(path, format!("not an idlewave trace (bad magic){hint}")));
@@ -305,12 +311,25 @@ pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, TraceError> {
         return Err(TraceError::format(dir, "no rank-*.iwt files (was the tracer preloaded?)"));
     }
     found.sort();
+    if let Some(w) = found.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(TraceError::format(dir, format!("two files name rank {} ({}, {})", w[0].0, w[0].1.display(), w[1].1.display())));
+    }
+    if found[0].0 != 0 {
+        return Err(TraceError::format(dir, "rank-0.iwt is missing"));
+    }
+    // rank 0's header says how many ranks the run had: a file beyond them is the one to blame, not a gap
+    let size = header_of(&found[0].1)?.size;
+    if let Some((_, p)) = found.iter().find(|(r, _)| size > 0 && *r as i64 >= size as i64) {
+        let last = size - 1;
+        return Err(TraceError::format(
+            p,
+            format!("not a rank of this run: rank-0.iwt says the run had {size} ranks (rank-0.iwt to rank-{last}.iwt); move the file out of the trace"),
+        ));
+    }
     let mut out = Vec::with_capacity(found.len());
     for (i, (r, p)) in found.into_iter().enumerate() {
         if r as usize != i {
-            let why =
-                if (r as usize) < i { format!("two files name rank {r} ({})", p.display()) } else { format!("rank-{i}.iwt is missing") };
-            return Err(TraceError::format(dir, why));
+            return Err(TraceError::format(dir, format!("rank-{i}.iwt is missing ({size} ranks, rank-0.iwt says)")));
         }
         let h = header_of(&p)?;
         if h.rank != i as i32 {
@@ -322,8 +341,11 @@ pub fn rank_files(dir: &Path) -> Result<Vec<(PathBuf, Header)>, TraceError> {
     if let Some((p, h)) = out.iter().find(|(_, h)| h.size != size) {
         return Err(TraceError::format(p, format!("says the run had {} ranks, rank 0's file says {size}", h.size)));
     }
-    if size <= 0 || out.len() != size as usize {
-        return Err(TraceError::format(dir, format!("{} rank files for a run of {size} ranks", out.len())));
+    if size <= 0 {
+        return Err(TraceError::format(&out[0].0, format!("a run of {size} ranks in its header")));
+    }
+    if out.len() < size as usize {
+        return Err(TraceError::format(dir, format!("rank-{}.iwt is missing ({size} ranks, rank-0.iwt says)", out.len())));
     }
     Ok(out)
 }

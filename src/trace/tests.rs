@@ -1,4 +1,4 @@
-use super::format::{flag, op, Coll, Footer, Record, Writer, COLLS, PROC_NULL};
+use super::format::{flag, op, Coll, Footer, Record, Writer, COLLS, MAGIC, PROC_NULL};
 use super::window::TraceProgram;
 use super::*;
 use crate::engine::Engine;
@@ -309,7 +309,20 @@ fn broken_files_are_named_with_the_record() {
     std::fs::copy(&f, d.join("rank-01.iwt")).unwrap();
     assert!(open(&d).err().unwrap().to_string().contains("two files name rank 1"));
     std::fs::remove_file(d.join("rank-01.iwt")).unwrap();
+    // a file beyond the run is the one blamed (it was "rank-2.iwt is missing"); an empty or cut one is said so
+    std::fs::copy(&f, d.join("rank-99.iwt")).unwrap();
+    let e = open(&d).err().unwrap().to_string();
+    assert!(e.contains("rank-99.iwt: not a rank of this run: rank-0.iwt says the run had 2 ranks (rank-0.iwt to rank-1.iwt)"), "{e}");
+    std::fs::remove_file(d.join("rank-99.iwt")).unwrap();
+    std::fs::write(&f, b"").unwrap();
+    assert!(open(&d).err().unwrap().to_string().contains("rank-1.iwt: empty (0 bytes)"));
+    std::fs::write(&f, &MAGIC[..5]).unwrap();
+    assert!(open(&d).err().unwrap().to_string().contains("rank-1.iwt: truncated header (5 bytes)"));
     // a missing rank
+    std::fs::remove_file(&f).unwrap();
+    assert!(open(&d).err().unwrap().to_string().contains("rank-1.iwt is missing (2 ranks, rank-0.iwt says)"));
+    std::fs::remove_file(d.join("rank-0.iwt")).unwrap();
+    write_synthetic(&d, 2, 3).unwrap();
     std::fs::remove_file(d.join("rank-0.iwt")).unwrap();
     assert!(open(&d).err().unwrap().to_string().contains("rank-0.iwt is missing"));
 }

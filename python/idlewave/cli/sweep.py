@@ -23,7 +23,9 @@ def sweep(
                                           help="Override a value of the study's base scenario (repeatable; each point's "
                                                "own values go over it), e.g. --set network.L_s=5e-6."),
     scheduler: str | None = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (default: a local cluster)."),
-    workers: int | None = typer.Option(None, "--workers", min=1, help="Local cluster workers (default 2)."),
+    workers: int | None = typer.Option(None, "--workers", min=1,
+                                       help="Local cluster workers (default 2; at most 2 per CPU available to the "
+                                            "command)."),  # idlewave.sweep.WORKERS_PER_CPU
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome (and the strategy ranking) as JSON."),
     worker_timeout: float = typer.Option(60.0, "--worker-timeout", min=0.1,  # idlewave.sweep.WORKER_TIMEOUT_S
@@ -47,13 +49,20 @@ def sweep(
     workers, locally or on a scheduler, except two timing fields of each
     point's summary.json: wall_s and events_per_s (wall-clock time)."""
     from idlewave.results import check_writable
-    from idlewave.sweep import run_sweep
+    from idlewave.sweep import WORKERS_PER_CPU, max_local_workers, not_a_sweep_output, run_sweep
 
     if worker_timeout != worker_timeout or worker_timeout == float("inf"):
         fail(f"--worker-timeout: must be a finite number of seconds ≥ 0.1, got {worker_timeout}")
+    if scheduler is not None and not scheduler.strip():
+        fail("--scheduler: an empty address; give a Dask scheduler's (tcp://host:port), or leave --scheduler out for "
+             "a local cluster")
+    if scheduler is None and workers is not None and workers > max_local_workers():
+        # refused before a cluster starts: 100,000 workers were started one by one, and SIGTERM waited for them
+        fail(f"--workers {workers}: a local cluster has at most {max_local_workers()} workers here ({WORKERS_PER_CPU} "
+             "per CPU available to the command); for more, start them on a cluster and give its --scheduler")
     overrides = scenario_sets(sets)
-    if out_dir.exists() and not out_dir.is_dir():
-        fail(f"--out {out_dir}: exists and is not a directory")
+    if (why := not_a_sweep_output(out_dir)) is not None:
+        fail(f"--out {why}")
     try:
         check_writable(out_dir / "study.json")  # a read-only disk: said before a cluster starts
         if quiet or not err.is_terminal:

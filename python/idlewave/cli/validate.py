@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +36,8 @@ def validate(
     repeat: int = typer.Option(5, "--repeat", "-k", min=1, help="Untraced runs (their median and spread)."),
     traced_runs: int = typer.Option(3, "--traced-runs", "-t", min=1, help="Traced runs (time in MPI: their median "
                                     "and spread; the median run is compared call by call)."),
-    timeout: float = typer.Option(3600.0, "--timeout", min=1.0, help="Seconds one run may take."),
+    timeout: float = typer.Option(3600.0, "--timeout", min=1.0, help="Seconds one run may take (then its whole MPI "
+                                 "job is ended)."),
     out_dir: Path = typer.Option(Path("validate-out"), "--out", help="Where the trace, the runs' output, the "
                                  "replay and validate.json go."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
@@ -51,17 +53,23 @@ def validate(
 
     Example: `idlewave validate --calibrate -n 2 -- ./app input`"""
     from idlewave._engine import SimulationError
+    from idlewave.cli.measure import _Signalled, _signals_end_the_job
+    from idlewave.interrupts import MESSAGE
     from idlewave.results import unreplaceable, write_json
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import replay
     from idlewave.validate import (
+        WORK_MARKER,
         Traced,
         ValidateError,
         calibrate_platform,
         check_platform,
         compare,
         find_mpi,
+        refuse_work,
         run_program,
+        start_work,
+        work_dir,
     )
 
     if not command:
@@ -72,10 +80,21 @@ def validate(
         fail("give --platform P (a preset or a platform file), or --calibrate to measure one now with the program's MPI")
     if max_error is not None and not calibrate:
         fail("--max-error bounds --calibrate's fit: give it with --calibrate")
+    if max_error is not None and not math.isfinite(max_error):  # (Click's bound lets nan and inf through)
+        fail(f"--max-error: must be a finite number ≥ 0, got {max_error}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        fail(f"--timeout: must be a finite number of seconds ≥ 1, got {timeout}")
     if force_fit and not calibrate:
         fail("--force-fit forces --calibrate's fit: give it with --calibrate")
     if (why := unreplaceable(out_dir)) is not None:
         fail(f"--out {why}")
+    # built beside --out and put in its place once complete: a failed run leaves its logs in OUT.partial
+    # (named in the error), never a half-written OUT; only a directory validate made is ever replaced
+    if out_dir.name in ("", ".."):
+        fail(f"--out {out_dir}: name the directory itself (validate builds OUT.partial beside it, then renames it OUT)")
+    work = work_dir(out_dir)
+    if (why := refuse_work(work)) is not None:
+        fail(f"--out {out_dir}: {why}")
     if platform is not None:
         try:  # the platform is checked before the program runs, not after
             from idlewave.scenario import validate as check_scenario
@@ -84,50 +103,58 @@ def validate(
         except ScenarioError as e:
             fail(f"--platform: {e.message}" if e.key == "network.platform" else str(e))
     say = (lambda _: None) if quiet or as_json else (lambda m: err.print(f"[dim]{escape(m)}[/]", highlight=False))
+
+    def kept() -> str:  # where a failed run's logs are, once validate has made its work directory
+        if not (work / WORK_MARKER).is_file():
+            return ""
+        return f"\nthe runs' logs so far are in {work}/ (the next validate with --out {out_dir} replaces it)"
+
     try:
-        mpi = find_mpi(mpiexec, mpicc)
-        say(f"MPI: {mpi.version} ({mpi.mpiexec}, {mpi.mpicc}: {mpi.chosen})")
-        if ranks > (__import__("os").cpu_count() or 1):
-            err.print(f"[yellow]warning:[/] {ranks} ranks on {__import__('os').cpu_count()} cores: an oversubscribed run's "
-                      "times say nothing about a machine with a core per rank", highlight=False)
-        # built beside --out and put in its place once complete: a failed run leaves its logs in
-        # OUT.partial (named in the error) and never a half-written OUT
-        work = out_dir.with_name(out_dir.name + ".partial")
-        if work.exists():
-            shutil.rmtree(work)
-        work.mkdir(parents=True)
-        # one progress line on a terminal (K untraced runs, T traced, T replays: run k of N, elapsed, ETA);
-        # elsewhere (a log) one line per run, as before; nothing with --quiet or --json
-        checks = []
-        with Steps(repeat + 2 * traced_runs + 2 * check + calibrate, quiet or as_json, first="building the tracer") as steps:
-            step: Callable[[str], None] = say if steps.bar is None else steps
-            if platform is None:
-                step("calibrating (idlewave measure pingpong, idlewave fit postal)")
-                platform = str(calibrate_platform(mpi, work, timeout, max_error, force_fit))
-            if check:
-                step("checking the platform (a ping-pong)")
-                checks.append(check_platform(mpi, platform, work, "before", timeout))
-            runs, dirs = run_program(mpi, ranks, command, work, repeat, timeout, step, traced_runs)
-            if check:
-                step("checking the platform again (a ping-pong)")
-                checks.append(check_platform(mpi, platform, work, "after", timeout))
-            replays = []
-            for k, d in enumerate(dirs):
-                step(f"replaying trace {k + 1} of {len(dirs)}")
-                replays.append(replay(d, base={"network": {"platform": platform}}, by_call=True))
-        traced = Traced.median_of([r.summary["traced_mpi_s"] for r in replays],
-                                  [r.summary["replayed_mpi_s"] for r in replays])
-        r = replays[traced.chosen]
-        runs.traced_wall_s = runs.traced_walls_s[traced.chosen]
-        dirs[traced.chosen].rename(work / "trace")  # the compared run's trace; the others stay as traced-K
+        # SIGTERM and SIGHUP (and Ctrl-C) end the MPI job running (launcher and ranks) before validate exits
+        with _signals_end_the_job():
+            mpi = find_mpi(mpiexec, mpicc)
+            say(f"MPI: {mpi.version} ({mpi.mpiexec}, {mpi.mpicc}: {mpi.chosen})")
+            if ranks > (__import__("os").cpu_count() or 1):
+                err.print(f"[yellow]warning:[/] {ranks} ranks on {__import__('os').cpu_count()} cores: an oversubscribed run's "
+                          "times say nothing about a machine with a core per rank", highlight=False)
+            start_work(work)
+            # one progress line on a terminal (K untraced runs, T traced, T replays: run k of N, elapsed, ETA);
+            # elsewhere (a log) one line per run, as before; nothing with --quiet or --json
+            checks = []
+            with Steps(repeat + 2 * traced_runs + 2 * check + calibrate, quiet or as_json, first="building the tracer") as steps:
+                step: Callable[[str], None] = say if steps.bar is None else steps
+                if platform is None:
+                    step("calibrating (idlewave measure pingpong, idlewave fit postal)")
+                    platform = str(calibrate_platform(mpi, work, timeout, max_error, force_fit))
+                if check:
+                    step("checking the platform (a ping-pong)")
+                    checks.append(check_platform(mpi, platform, work, "before", timeout))
+                runs, dirs = run_program(mpi, ranks, command, work, repeat, timeout, step, traced_runs)
+                if check:
+                    step("checking the platform again (a ping-pong)")
+                    checks.append(check_platform(mpi, platform, work, "after", timeout))
+                replays = []
+                for k, d in enumerate(dirs):
+                    step(f"replaying trace {k + 1} of {len(dirs)}")
+                    replays.append(replay(d, base={"network": {"platform": platform}}, by_call=True))
+            traced = Traced.median_of([r.summary["traced_mpi_s"] for r in replays],
+                                      [r.summary["replayed_mpi_s"] for r in replays])
+            r = replays[traced.chosen]
+            runs.traced_wall_s = runs.traced_walls_s[traced.chosen]
+            dirs[traced.chosen].rename(work / "trace")  # the compared run's trace; the others stay as traced-K
     except ValidateError as e:
-        fail(str(e))
+        fail(str(e) + kept())
     except (SimulationError, ScenarioError) as e:
-        fail(str(e))
+        fail(str(e) + kept())
     except OSError as e:  # a write that failed
-        fail(f"--out {out_dir}: {e.strerror or e}", code=1)
-    except KeyboardInterrupt:
-        fail("interrupted", code=130)
+        fail(f"--out {out_dir}: {e.strerror or e}{kept()}", code=1)
+    except (KeyboardInterrupt, _Signalled) as e:  # the job running was ended first (run_program), as `measure` does
+        if where := kept():
+            err.print(escape(where.strip()), highlight=False, soft_wrap=True)
+        if isinstance(e, KeyboardInterrupt):
+            fail("interrupted", code=130)  # (143 after SIGTERM where Ctrl-C is answered: idlewave.cli.root)
+        err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)
+        raise typer.Exit(128 + e.signum) from None
     result = compare(runs, r.summary, r.trace_report, traced, checks)
     result["compared_traced_run"] = traced.chosen + 1
     library = (r.summary.get("mpi_library") or "").splitlines()[0:1]
@@ -149,6 +176,7 @@ def validate(
         if out_dir.exists():
             shutil.rmtree(out_dir)
         work.rename(out_dir)
+        (out_dir / WORK_MARKER).unlink()  # a result now, no longer validate's work directory
     except OSError as e:
         fail(f"--out {out_dir}: cannot write the results: {e.strerror or e}", code=1)
     if as_json:
