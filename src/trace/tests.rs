@@ -242,6 +242,8 @@ fn periodic_patterns_extrapolate_and_others_are_refused() {
     assert!(e.contains("only periodic patterns scale"), "{e}");
 }
 
+// Long: one trace directory broken in each way a reader meets, in turn (each case
+// undoes the one before), so that every message is checked against the same files.
 #[test]
 fn broken_files_are_named_with_the_record() {
     let d = tmp("broken");
