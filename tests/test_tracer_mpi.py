@@ -12,8 +12,12 @@ ranks replay the CPU time of their computation, not the wall time it took."""
 import json
 import os
 import re
+import shutil
+import signal
 import struct
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -235,6 +239,37 @@ def test_trace_build_says_which_mpicc_it_used_and_why(cli, tmp_path, wheel_mpi):
         j = json.loads(cli("trace", "build", "--out", tmp_path / "b", "--mpicc", DEB / "mpicc", "--json").stdout)
         assert j["mpicc_chosen"] == "given with --mpicc" and j["mpi"].startswith("Open MPI 4.")
         assert "give --mpicc" not in j["mpicc_note"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_a_signal_while_the_tracer_compiles_ends_the_compiler_too(tmp_path, wheel_mpi, sig):
+    """Ctrl-C or SIGTERM on `trace build` ended idlewave and left the
+    compiler's own processes (cc1, as) running until they finished."""
+    from test_measure import _at_a_terminal, _job_processes, _kill_all
+
+    shutil.copy("/bin/sleep", tmp_path / "sleeper")  # a compiler's child: found by its path (tmp_path)
+    mpicc = tmp_path / "mpicc"  # the wheel's, except that compiling the tracer starts a child that hangs
+    mpicc.write_text(f'#!/bin/sh\ncase "$*" in *libidlewave-trace.so.tmp*) "{tmp_path}/sleeper" 1000 & wait;;\n'
+                     f'*) exec "{WHEEL_MPICC}" "$@";; esac\n')
+    mpicc.chmod(0o755)
+    exe = Path(sys.executable).parent / "idlewave"
+    p = subprocess.Popen([exe, "trace", "build", "--out", tmp_path / "b", "--mpicc", mpicc], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=_at_a_terminal)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(q != p.pid for q in _job_processes(str(tmp_path / "sleeper"))):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.1)
+        p.send_signal(sig)
+        _, stderr = p.communicate(timeout=60)
+        assert p.returncode == 128 + sig and "Traceback" not in stderr, (p.returncode, stderr)
+        assert _job_processes(str(tmp_path / "sleeper")) == [], "the compiler's child outlived trace build"
+        assert not (tmp_path / "b" / "libidlewave-trace.so").exists()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        _kill_all(_job_processes(str(tmp_path / "sleeper")))
 
 
 # ------------------------------------------------------------ the CPU clock

@@ -159,6 +159,44 @@ class held:
                 return
 
 
+class Signalled(BaseException):
+    """SIGTERM or SIGHUP while a command runs a job it launched (an MPI job),
+    raised as Ctrl-C is (`signals_end_the_job`): the command ends the job and
+    leaves its output as it was on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class signals_end_the_job:
+    """`with signals_end_the_job():` while the block runs, SIGTERM and SIGHUP
+    (a closed terminal, which no longer reaches a launcher in its process
+    group of its own) raise `Signalled`, once (a second one, while the job is
+    being ended, is ignored; SIGKILL is not): the command ends the job it
+    started, whether or not Ctrl-C is ignored (a command started with `&`
+    from a script ignores it, and SIGTERM is answered as Ctrl-C only where
+    Ctrl-C is answered). A signal that is ignored (nohup) stays ignored."""
+
+    def __enter__(self) -> None:
+        self.raised: list[int] = []
+        self.before: dict[int, object] = {}
+        try:
+            for s in (_signal.SIGTERM, _signal.SIGHUP):
+                if _signal.getsignal(s) is not _signal.SIG_IGN:
+                    self.before[s] = _signal.signal(s, self._raise)
+        except ValueError:  # not the main thread: signals are the main thread's business
+            pass
+
+    def _raise(self, signum, frame) -> None:
+        if not self.raised:
+            self.raised.append(signum)
+            raise Signalled(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for s, h in self.before.items():
+            _signal.signal(s, h)
+
 def hold_during_import(*names: str) -> None:
     """From now on Ctrl-C is held back (`held`) while a module of `names` is
     first imported: polars' start-up, Rust code calling back into Python,
@@ -192,4 +230,5 @@ def hold_during_import(*names: str) -> None:
     sys.meta_path.insert(0, Finder())
 
 
-__all__ = ["MESSAGE", "exit_at_once", "raise_interrupts", "ignore_interrupts", "held", "hold_during_import"]
+__all__ = ["MESSAGE", "exit_at_once", "raise_interrupts", "ignore_interrupts", "held", "hold_during_import",
+           "Signalled", "signals_end_the_job"]

@@ -181,7 +181,7 @@ class Traced:
 def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], log: Path, timeout: float) -> tuple[float, float]:
     """One launch; returns (wall seconds, CPU seconds of the processes it
     started). Output goes to `log`; a failure raises with its tail."""
-    from idlewave.measure import _end_job
+    from idlewave.measure import end_job
     from idlewave.measure.native import CONTAINER_ENV, accepts_oversubscribe, physical_cores
 
     # the settings `measure` runs with, so that the platform and the program see the same library
@@ -195,7 +195,7 @@ def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], lo
     before = os.times()
     t0 = time.perf_counter()
     # the launcher in a process group of its own, as `measure` runs it: on the timeout, Ctrl-C, SIGTERM or
-    # SIGHUP the whole job (launcher and ranks) is ended (`_end_job`), never left running. Its stdin is
+    # SIGHUP the whole job (launcher and ranks) is ended (`end_job`), never left running. Its stdin is
     # validate's (`< input`), except a terminal: read from outside the terminal's foreground group, it would
     # stop the launcher
     with open(log, "wb") as f:
@@ -207,11 +207,11 @@ def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], lo
         try:
             p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _end_job(p, True)
+            end_job(p, True)
             raise ValidateError(f"the program did not finish within {timeout:g} s: its job was ended (output: "
                                 f"{log})") from None
         except BaseException:
-            _end_job(p, True)
+            end_job(p, True)
             raise
     wall = time.perf_counter() - t0
     after = os.times()

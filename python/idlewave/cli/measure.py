@@ -44,48 +44,6 @@ def _params(sets: list[str]) -> dict:
     return params
 
 
-class _Signalled(BaseException):
-    """SIGTERM or SIGHUP during a measurement idlewave launched, raised as
-    Ctrl-C is: the job is ended and --out left as it was on the way out."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _signals_end_the_job():
-    """While the block runs, SIGTERM and SIGHUP (a closed terminal, which no
-    longer reaches the launcher in its process group of its own) raise
-    `_Signalled`, once (a second one, while the job is being ended, is
-    ignored; SIGKILL is not): idlewave ends the MPI job it started and
-    leaves --out as it was, whether or not Ctrl-C is ignored (a command
-    started with `&` from a script ignores it, and `idlewave.interrupts`
-    answers SIGTERM as Ctrl-C only where Ctrl-C is answered). A signal that
-    is ignored (nohup) stays ignored."""
-    import signal
-
-    raised = []
-
-    def handler(signum, frame):
-        if not raised:
-            raised.append(signum)
-            raise _Signalled(signum)
-
-    before = {}
-    try:
-        for s in (signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(s) is not signal.SIG_IGN:
-                before[s] = signal.signal(s, handler)
-    except ValueError:  # not the main thread: signals are the main thread's business
-        pass
-    try:
-        yield
-    finally:
-        for s, h in before.items():
-            signal.signal(s, h)
-
-
 def _note(text: str) -> None:
     """What the C path assumed or found (a tool taken from beside the other, another library at run time)."""
     err.print(text if text.startswith("warning: ") else f"note: {text}", highlight=False, markup=False, soft_wrap=True)
@@ -93,7 +51,7 @@ def _note(text: str) -> None:
 
 def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = False, mpicc: str | None = None,
          mpiexec: str | None = None, quiet: bool = False) -> None:
-    from idlewave.interrupts import MESSAGE
+    from idlewave.interrupts import MESSAGE, Signalled, signals_end_the_job
     from idlewave.measure import MeasureError, OutNotWritten, check, launch, under_mpi
 
     if ranks < 1:
@@ -105,11 +63,11 @@ def _run(kind: str, ranks: int, out_dir: Path, sets: list[str], as_json: bool = 
         if under_mpi():  # every rank of the user's launcher runs this: rank 0 writes into --out itself
             _in_place(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
         else:
-            with _signals_end_the_job():
+            with signals_end_the_job():
                 _written_whole(out_dir, lambda d: launch(kind, ranks, params, d, mpicc=mpicc, mpiexec=mpiexec, note=note))
     except MeasureError as e:
         fail(str(e), code=1 if isinstance(e, OutNotWritten) else 2)
-    except _Signalled as e:
+    except Signalled as e:
         err.print(f"[bold red]error:[/] {MESSAGE.removeprefix('error: ')}", highlight=False)
         raise typer.Exit(128 + e.signum) from None
     rank = next((os.environ[v] for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID") if v in os.environ), "0")

@@ -53,8 +53,7 @@ def validate(
 
     Example: `idlewave validate --calibrate -n 2 -- ./app input`"""
     from idlewave._engine import SimulationError
-    from idlewave.cli.measure import _Signalled, _signals_end_the_job
-    from idlewave.interrupts import MESSAGE
+    from idlewave.interrupts import MESSAGE, Signalled, signals_end_the_job
     from idlewave.results import unreplaceable, write_json
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import replay
@@ -111,7 +110,7 @@ def validate(
 
     try:
         # SIGTERM and SIGHUP (and Ctrl-C) end the MPI job running (launcher and ranks) before validate exits
-        with _signals_end_the_job():
+        with signals_end_the_job():
             mpi = find_mpi(mpiexec, mpicc)
             say(f"MPI: {mpi.version} ({mpi.mpiexec}, {mpi.mpicc}: {mpi.chosen})")
             if ranks > (__import__("os").cpu_count() or 1):
@@ -148,7 +147,7 @@ def validate(
         fail(str(e) + kept())
     except OSError as e:  # a write that failed
         fail(f"--out {out_dir}: {e.strerror or e}{kept()}", code=1)
-    except (KeyboardInterrupt, _Signalled) as e:  # the job running was ended first (run_program), as `measure` does
+    except (KeyboardInterrupt, Signalled) as e:  # the job running was ended first (run_program), as `measure` does
         if where := kept():
             err.print(escape(where.strip()), highlight=False, soft_wrap=True)
         if isinstance(e, KeyboardInterrupt):

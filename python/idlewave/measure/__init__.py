@@ -446,7 +446,7 @@ class _Held:
             signal.signal(s, handler)
 
 
-def _end_job(p: subprocess.Popen, own_group: bool) -> None:
+def end_job(p: subprocess.Popen, own_group: bool) -> None:
     """Ends a launcher and its job: SIGTERM to the launcher (its process group,
     when it has one of its own), which ends its ranks as it ends a failed job;
     then SIGKILL to whatever is left after GRACE_S (the launcher, its group,
@@ -500,7 +500,7 @@ def run_job(what: str, cmd: list[str], env: dict, timeout: float, *, own_group: 
     forwards stdin to rank 0, and reading the terminal from outside its
     foreground group would stop it). Whatever ends the wait early — the
     timeout, Ctrl-C, a signal the caller turns into an exception — ends the
-    job first (`_end_job`), so that no rank outlives the command."""
+    job first (`end_job`), so that no rank outlives the command."""
     try:
         p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL if own_group else None, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, close_fds=close_fds,
@@ -510,9 +510,9 @@ def run_job(what: str, cmd: list[str], env: dict, timeout: float, *, own_group: 
     try:
         stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _end_job(p, own_group)
+        end_job(p, own_group)
         raise MeasureError(f"{what} did not finish within {timeout:.0f} s") from None
     except BaseException:
-        _end_job(p, own_group)
+        end_job(p, own_group)
         raise
     return subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)

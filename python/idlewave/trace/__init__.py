@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +79,10 @@ def build(out_dir: str | Path = ".", mpicc: str | None = None) -> Path:
     return build_tracer(out_dir, mpicc).library
 
 
+#: Seconds compiling the tracer may take (it takes a few).
+COMPILE_TIMEOUT_S = 600.0
+
+
 def build_tracer(out_dir: str | Path = ".", mpicc: str | None = None) -> Built:
     """As `build`, saying which mpicc it used, why, and for which MPI."""
     from idlewave.trace.gen_tracer import GenError, failed, generate
@@ -101,12 +104,14 @@ def build_tracer(out_dir: str | Path = ".", mpicc: str | None = None) -> Built:
     compiled = _stamp_of(lib, built_from) != _read(stamp)
     if compiled:
         src.write_text(source)
-        try:
-            p = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(src), "-ldl", "-pthread"], capture_output=True, text=True)
-        except FileNotFoundError:
-            raise TraceError(f"{cc} not found") from None
-        except OSError as e:  # not executable, a directory, not a program
-            raise TraceError(f"{cc}: cannot run it: {e.strerror or e}") from None
+        from idlewave.measure import MeasureError, run_job
+
+        try:  # in a process group of its own: Ctrl-C or SIGTERM ends the compiler (cc1, as) too
+            p = run_job(f"{cc} (compiling the tracer)", [cc, *CFLAGS, "-o", str(tmp), str(src), "-ldl", "-pthread"],
+                        dict(os.environ), COMPILE_TIMEOUT_S)
+        except MeasureError as e:  # not found, not executable, a directory, not a program; or hung
+            tmp.unlink(missing_ok=True)
+            raise TraceError(str(e)) from None
         if p.returncode != 0:
             tmp.unlink(missing_ok=True)
             raise TraceError(failed(cc, f"compiling the tracer, {src}", p))
