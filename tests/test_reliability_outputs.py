@@ -413,3 +413,13 @@ def test_fit_refuses_degenerate_times_and_bandwidths(inputs, tmp_path):
     p = invoke_cli("fit", "postal", inputs / "pp.csv", "--multipair", tmp_path / "mp.csv", "-o", tmp_path / "c.toml",
                 "--json")
     assert strict_json(p.stdout)["node_bandwidth_bytes_per_s"] == pytest.approx(4 * 1048576 / 2e-4)
+
+
+@pytest.mark.parametrize("args", [["simulate", "S", "--out", ""], ["simulate", "S", "--out=-"], ["init", "bsp", "-o", "-"],
+                                  ["report", "R", "--output", " "], ["sweep", "S", "--out", "-"]])
+def test_an_output_that_names_nothing_is_refused(inputs, tmp_path, args):
+    """`--out ""` filled the current directory (Path("") is "."), and `--out -` made a directory named "-"."""
+    args = [str(inputs / "s.toml") if a == "S" else str(inputs / "res") if a == "R" else a for a in args]
+    p = subprocess.run([str(EXE), *args], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 2 and ("an empty path" in p.stderr or "not standard output" in p.stderr), p.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -88,8 +88,38 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
         _default(message, category, filename, lineno, file, line)
 
 
+#: The options that name where a command writes.
+OUTPUT_OPTIONS = ("--out", "-o", "--output")
+
+
+def _output_not_a_name(argv: list[str]) -> str | None:
+    """Why an output option's value names nothing to write, or None: an empty
+    path (Path("") is the current directory, which it would fill) or `-`
+    (commands write files and directories, never standard output: a
+    directory named `-` appeared). `loggopsim -o` is its LogGOPS o, a number."""
+    if len(argv) > 1 and argv[1] == "loggopsim":
+        return None
+    for k, arg in enumerate(argv[1:], 1):
+        option, eq, value = arg.partition("=")
+        if option not in OUTPUT_OPTIONS:
+            continue
+        if not eq:
+            if k + 1 >= len(argv):
+                continue
+            value = argv[k + 1]
+        if not value.strip():
+            return f"{option}: an empty path; name the file or directory to write"
+        if value == "-":
+            return (f"{option} -: idlewave writes files, not standard output; name a file or directory "
+                    "(--json prints the answer on standard output)")
+    return None
+
+
 def main() -> None:
     warnings.showwarning = _show_warning
+    if (why := _output_not_a_name(sys.argv)) is not None:
+        err.print(f"[bold red]error:[/] {escape(why)}", highlight=False, soft_wrap=True)
+        sys.exit(2)
     for stream in (sys.stdout, sys.stderr):
         # a console that cannot show a character (×, –, µ) gets "?" for it, not a UnicodeEncodeError
         if hasattr(stream, "reconfigure") and stream.errors == "strict":
