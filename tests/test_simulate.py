@@ -447,3 +447,10 @@ def test_a_scenario_that_is_neither_a_path_nor_a_dict_is_refused(scenario):
     """(an empty list ran the default scenario; None was a TypeError from inside)"""
     with pytest.raises(ScenarioError, match="expected a scenario file's path or a dict, got"):
         idlewave.simulate(scenario)
+
+
+@pytest.mark.parametrize("key, what", [("workload", "a table"), ("noise", "a list of tables")])
+def test_a_table_given_as_none_is_refused_not_taken_for_its_defaults(key, what):
+    """(`{'workload': None}` ran the default workload)"""
+    with pytest.raises(ScenarioError, match=f"<scenario>: {key}: expected {what}, got None"):
+        idlewave.simulate({key: None})

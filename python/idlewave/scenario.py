@@ -230,7 +230,16 @@ def checked(raw: dict, source: str = "<dict>", *, base_dir: str | Path | None = 
     """The engine's checked Scenario of a dict in the scenario file's layout."""
     if not isinstance(raw, dict):
         raise ScenarioError(f"{source}: expected a table, got {raw!r} ({type(raw).__name__})", source=source, kind="type")
+    for key, what in TABLES.items():  # (TOML has no null: the engine takes one for an absent table: its defaults)
+        if key in raw and raw[key] is None:
+            raise ScenarioError(f"{source}: {key}: expected {what}, got None; leave the key out for its defaults",
+                                source=source, key=key, kind="type", message=f"expected {what}, got None")
     return _engine.Scenario.from_dict(raw, source, _base_dir(source, base_dir), overrides)
+
+
+#: The scenario's top-level tables and lists of tables.
+TABLES = {"workload": "a table", "network": "a table", "record": "a table", "limits": "a table",
+          "noise": "a list of tables", "jobs": "a list of tables"}
 
 
 @contextlib.contextmanager
