@@ -168,7 +168,7 @@ pub fn estimate(cfg: &Config) -> Result<Estimate, SimError> {
     }
     match &cfg.workload {
         WorkloadSpec::Goal { path } => {
-            let size = goal_file_size(path)?;
+            let size = goal_file_size(path).map_err(|m| crate::rule::RuleError::new("workload.path", m))?;
             // the ranks are known once the file is read
             Ok(Estimate { ranks: 0, bytes: goal_bytes(cfg, size) })
         }
@@ -260,7 +260,7 @@ impl WorkloadVisitor for RunStream<'_, '_> {
 fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResult, SimError> {
     match &cfg.workload {
         WorkloadSpec::Goal { path } => {
-            let size = goal_file_size(path)?;
+            let size = goal_file_size(path).map_err(|m| crate::rule::RuleError::new("workload.path", m))?;
             check_memory(goal_bytes(cfg, size), cfg.max_memory_bytes)?;
             let program = read_goal_program(std::path::Path::new(path))?;
             let ranks = program.num_ranks();

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import idlewave
-from conftest import run_cli
+from conftest import invoke_cli, run_cli
 from idlewave.scenario import ScenarioError
 
 pytestmark = pytest.mark.integration
@@ -127,3 +127,13 @@ def test_settings_that_would_do_nothing_are_refused_at_their_key(tmp_path, text,
     with pytest.raises(ScenarioError) as e:
         idlewave.simulate(scn)
     assert e.value.key == key and words in str(e.value) and f"{scn}:" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("table, key", [('[workload]\nkind = "goal"\npath = "gone.goal"\n', "workload.path"),
+                                        ('[[noise]]\nkind = "trace"\npath = "gone.txt"\n', "noise[0].path")])
+def test_a_file_the_scenario_names_that_is_missing_is_blamed_on_its_key(tmp_path, table, key):
+    """(the error named the file only, not the key that names it)"""
+    scn = tmp_path / "s.toml"
+    scn.write_text(table)
+    p = invoke_cli("simulate", scn, check=False)
+    assert p.returncode == 2 and f"{scn}: {key}: {tmp_path}/gone." in p.stderr and "No such file" in p.stderr, p.stderr

@@ -324,7 +324,11 @@ impl Noise {
                     (Kind::Poisson { window, cdf: Box::new(poisson_cdf(1.0)), duration: *duration_ps }, check_ranks(ranks)?)
                 }
                 NoiseSpec::Trace { path, cosched, ranks } => {
-                    let detours = read_noise_trace(std::path::Path::new(path))?;
+                    // a file that cannot be read is the key's (`noise[0].path`); a bad line is the file's own
+                    let detours = read_noise_trace(std::path::Path::new(path)).map_err(|e| match e {
+                        NoiseTraceError::File(f) => NoiseError::Rule(RuleError::new(format!("{at}.path"), f.to_string())),
+                        e => NoiseError::Trace(e),
+                    })?;
                     let kind =
                         trace_kind(detours, *cosched).map_err(|what| RuleError::new(format!("{at}.path"), format!("{path}: {what}")))?;
                     (kind, check_ranks(ranks)?)
