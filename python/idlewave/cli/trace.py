@@ -276,6 +276,11 @@ def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool
         fail("several traces: give --scale-to N (or --grid) to extrapolate them to")
     try:
         model = build(dirs)
+        if (weak or strong) and model.loops:
+            fail(f"--{'weak' if weak else 'strong'} replays the largest trace alone with its own loop counts, but the "
+                 f"traces have loops that run more or fewer times with the size ({model.loops[0].describe(model.sizes)}"
+                 f"{f'; and {len(model.loops) - 1} more' if len(model.loops) > 1 else ''}): leave it out to use the fitted "
+                 "counts")
         if weak or strong:
             return model.dirs[-1], model
         dims = _grid_dims(grid) if grid else None
@@ -341,6 +346,15 @@ def model_cmd(
                   escape(r.compute.describe()) + " s", "—" if m.alone else f"{max(x.compute.error for x in members):.1%}",
                   escape(shown or "none"))
     out.print(t)
+    if m.loops:
+        t = Table(title="Loops that run more or fewer times with the size (every rank's)", title_justify="left")
+        for col in ("loop", "calls", *(f"at {p}" for p in m.sizes), "rule", "error"):
+            t.add_column(col, justify="left" if col in ("loop", "calls", "rule") else "right")
+        for loop in m.loops:
+            t.add_row(f"rank 0's call {loop.first}", escape(", ".join(loop.body[:4]) + (f", … ({len(loop.body)})" if len(loop.body) > 4 else "")),
+                      *map(str, loop.counts), escape(loop.rule.describe()),
+                      "exact" if loop.exact else f"{loop.rule.error:.1%}")
+        out.print(t)
 
 
 def _classes_table(classes: list[dict], shown: int = 12):

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from idlewave.trace.format import CODES, OPS, TraceError, read, write_rank
+from idlewave.trace.loops import align, first_difference
 
 EXPONENTS = (-1.0, -2 / 3, -0.5, -1 / 3, 0.0, 1 / 3, 0.5, 2 / 3, 1.0, 4 / 3, 1.5, 2.0)
 LOG_POWERS = (0, 1, 2)
@@ -56,6 +57,7 @@ ALONE_EXPONENT = 0.5
 COMPUTE_SLACK = 0.05  # a simpler rule for the computation, if it predicts the traces within 5 points of the best
 DATA_TOLERANCE = 0.25  # a data-dependent message size: its class medians' rule, at most this far off
 DATA_SLACK = 0.05
+LOOP_TOLERANCE = 0.10  # a loop count that follows no exact rule: fitted at most this far off
 SKIPPED = {CODES["comm_member"], CODES["poll"]}  # their number depends on the size or the timing
 MESSAGES = {CODES[n] for n in ("send", "recv", "isend", "irecv", "sendrecv_send", "sendrecv_recv", "mrecv", "imrecv",
                                "send_init", "recv_init")} | set(range(32, 128))
@@ -231,6 +233,28 @@ def fit(ps: list[int], values: list[float], slack: float = 0.0, duration: bool =
     return Rule(best[1], best[4], best[5], best[6], best[2], best[0])
 
 
+@dataclass(frozen=True)
+class Loop:
+    """A loop whose number of iterations changes with the size: its calls
+    (rank 0's), the counts in the traces and the rule they follow (exact,
+    or fitted within LOOP_TOLERANCE when `exact` is False)."""
+
+    body: tuple[str, ...]
+    counts: tuple[int, ...]
+    rule: Rule | GridRule
+    exact: bool
+    first: int  # rank 0's call where its iterations start, in the template
+
+    def what(self) -> str:
+        shown = ", ".join(self.body[:4]) + (f", … ({len(self.body)} calls)" if len(self.body) > 4 else "")
+        return f"the loop at rank 0's call {self.first} ({shown})"
+
+    def describe(self, sizes: list[int]) -> str:
+        how = "" if self.exact else f" (no exact rule: fitted, {self.rule.error:.0%} off)"
+        counts = ", ".join(f"{c} at {p}" for c, p in zip(self.counts, sizes))
+        return f"{self.what()} runs {counts} ranks: {self.rule.describe()} iterations{how}"
+
+
 @dataclass
 class RankModel:
     """One template rank: its class's ranks in every trace, and its rules."""
@@ -241,6 +265,7 @@ class RankModel:
     computed_s: list[float]
     bytes: dict[int, Rule | GridRule] = field(default_factory=dict)  # record index in the template → rule (varying only)
     calls: dict[int, str] = field(default_factory=dict)  # record index → the call's name
+    loops: list[tuple[int, int, int]] = field(default_factory=list)  # per Model.loops: (first call, calls per iteration, iterations) in the template
 
 
 @dataclass
@@ -259,11 +284,30 @@ class Model:
     gridded: int = 0  # message records whose bytes follow the grid's extents (GridRule), not p
     left_out: list[str] = field(default_factory=list)  # smaller traces not matched call by call, and why
     alone: bool = False  # the largest trace alone, weak-scaled: no smaller trace could be matched with it
+    loops: list[Loop] = field(default_factory=list)  # loops that run more or fewer times with the size
+
+    def loop_counts(self, ranks: int, dims: list[int] | None) -> list[int]:
+        """How many times each loop runs at `ranks` ranks (on grid `dims`, for
+        counts that follow the grid); ModelError where a rule cannot say."""
+        counts = []
+        for loop in self.loops:
+            if isinstance(loop.rule, GridRule):
+                if dims is None or (n := loop.rule.at(dims)) is None:
+                    raise _undecided(loop.rule, dims or [], self.dims)
+            else:
+                n = round(loop.rule(ranks))
+            if n < 1:
+                raise ModelError(f"{loop.what()}: its rule {loop.rule.describe()} gives {n} iterations at {ranks} ranks")
+            counts.append(n)
+        return counts
 
     def describe(self) -> str:
         data = (f"; {self.data_dependent:,} message sizes vary with the data (up to {self.data_spread:.0%} between ranks "
                 f"of a class): each is its class's median, fitted within {self.data_error:.0%}") if self.data_dependent else ""
         left = "".join(f"; {w}" for w in self.left_out)
+        if self.loops:
+            data += "; " + "; ".join(loop.describe(self.sizes) for loop in self.loops[:3]) + (
+                f"; and {len(self.loops) - 3} more such loops" if len(self.loops) > 3 else "")
         if self.gridded:
             data += (f"; {self.gridded:,} message sizes follow the grid's extents n0, n1, … (ranks along each "
                      "dimension), not p: each by a rule in them")
@@ -286,8 +330,11 @@ class Model:
                 "data_dependent_error": self.data_error, "data_dependent_spread": self.data_spread,
                 "grid_message_records": self.gridded,
                 "constant_message_records": self.constant_bytes, "left_out": self.left_out, "largest_alone": self.alone,
+                "loops": [{"first_call_of_rank_0": loop.first, "calls": list(loop.body), "counts": list(loop.counts),
+                           "exact": loop.exact, **rule(loop.rule)} for loop in self.loops],
                 "ranks": [{"rank": m.rank, "ranks_in_traces": m.ranks, "computation": rule(m.compute),
                            "computation_s": m.computed_s,
+                           "loops": [{"first_call": a, "calls_per_iteration": n, "iterations": c} for a, n, c in m.loops],
                            "bytes": [{"record": k, "call": m.calls[k], **rule(r)} for k, r in sorted(m.bytes.items())]}
                           for m in self.ranks]}
 
@@ -372,33 +419,47 @@ def build(dirs: list[Path]) -> Model:
     else:
         left_out = []
     template = traces[-1]
-    # a class's computation in each trace: the median over its ranks (one rank's is noisy)
+    aligned = _Alignments(traces)
+    # a class's computation in each trace, with the template's loop counts: the median over its ranks (one
+    # rank's is noisy)
     class_compute: list[dict[tuple[int, ...], float]] = []
-    for _, _, dims, _, ranks in traces:
+    for n, (_, _, dims, _, ranks) in enumerate(traces):
         by_class: dict[tuple[int, ...], list[float]] = {}
-        for r, tr in enumerate(ranks):
-            by_class.setdefault(_class_key(r, dims), []).append(_computation(tr.records))
+        for r in range(len(ranks)):
+            by_class.setdefault(_class_key(r, dims), []).append(aligned.computation(n, r))
         class_compute.append({k: float(np.median(v)) for k, v in by_class.items()})
     models, constant = [], 0
     varied: list[float] = []  # per data-dependent message record: its rule's error
     sent = [0.0] * len(traces)  # per trace: the point-to-point bytes the template ranks' classes send
     members = _Members(traces)
+    loop_counts: list[tuple[int, list[tuple[int, int, tuple[int, ...]]]]] = []  # per rank: its loops' counts
     for t, tr in enumerate(template[4]):
         mapped = [_same_class(t, template[2], tr_dims) for _, _, tr_dims, _, _ in traces]
         calls_t = _calls(tr.records)
         ops_t = tr.records["op"][calls_t]
-        seqs = []
-        for (p, _, _, _, ranks), r in zip(traces, mapped):
+        seqs, maps, trace_ops = [], [], []
+        sites: dict[tuple[int, int], dict[int, int]] = {}  # (first call, length) → trace → iterations
+        counts_t: dict[tuple[int, int], int] = {}
+        for n, ((p, _, _, _, ranks), r) in enumerate(zip(traces, mapped)):
             rec = ranks[r].records
             idx = _calls(rec)
             ops = rec["op"][idx]
-            if (k := _first_difference(ops, ops_t)) is not None:
+            if (got := aligned.of(n, r)) is None:
+                k = first_difference(ops, ops_t)
                 what = lambda o, k: OPS.get(int(o[k]), f"op {int(o[k])}") if k < len(o) else "the end"  # noqa: E731
                 raise ModelError(f"rank {t} of the {sizes[-1]}-rank trace and rank {r} of the {p}-rank trace (the same "
                                  f"class) differ at call {k}: {what(ops_t, k)} against {what(ops, k)} ({len(ops_t)} and "
-                                 f"{len(ops)} calls): the program's calls change with the size in a way no rule here "
-                                 f"fits (loop counts?)")
-            seqs.append(rec[idx])
+                                 f"{len(ops)} calls), and not by a loop that runs more or fewer times: the program's "
+                                 "calls change with the size in a way no rule here fits")
+            mapping, found = got
+            for site in found:
+                sites.setdefault((site.start, site.length), {})[n] = site.other
+                counts_t[(site.start, site.length)] = site.count
+            seqs.append(rec[idx][mapping])
+            maps.append(mapping)
+            trace_ops.append(ops)
+        loop_counts.append((t, [(a, n, tuple(sites[(a, n)].get(k, counts_t[(a, n)]) for k in range(len(traces))))
+                                for a, n in sorted(sites)]))
         key = _class_key(t, template[2])
         rules: dict[int, Rule | GridRule] = {}
         names: dict[int, str] = {}
@@ -416,9 +477,9 @@ def build(dirs: list[Path]) -> Model:
                 if not all(round(rule(p)) == v for p, v in zip(sizes, values)):
                     name = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
                     traced = ", ".join(f"{v} at {_grid(d)}" for v, d in zip(values, members.dims))
-                    per_trace = [members.bytes_at(n, key, k, ops_t) for n in range(len(sizes))]
+                    per_trace = [members.bytes_at(n, key, int(maps[n][k]), trace_ops[n]) for n in range(len(sizes))]
                     # the same on every rank of its class in each trace: not the data's; perhaps the grid's
-                    told = [members.same_in_class(n, r, k, ops_t) for n, r in enumerate(mapped)]
+                    told = [members.same_in_class(n, r, int(maps[n][k]), trace_ops[n]) for n, r in enumerate(mapped)]
                     same = any(x is not None for x in told) and all(x is not False for x in told)
                     by_grid = grid_rule(members.dims, list(values), f"rank {t}, call {k} ({name}): its bytes ({traced})") if same else None
                     if by_grid is not None:
@@ -447,9 +508,50 @@ def build(dirs: list[Path]) -> Model:
         sends = np.isin(ops_t, [CODES[n] for n in ("send", "isend", "sendrecv_send", "send_init")])
         for n, seq in enumerate(seqs):
             sent[n] += float(seq["bytes"][sends].sum())
+    loops = _loops(loop_counts, models, template, sizes, [t[2] for t in traces])
     return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], models, constant,
                  *_scaling(sizes, models, sent), len(varied), max(varied, default=0.0), members.spread,
-                 sum(isinstance(r, GridRule) for m in models for r in m.bytes.values()), left_out)
+                 sum(isinstance(r, GridRule) for m in models for r in m.bytes.values()), left_out, loops=loops)
+
+
+def _loops(found: list[tuple[int, list[tuple[int, int, tuple[int, ...]]]]], models: list[RankModel], template: tuple,
+           sizes: list[int], dims: list[list[int]]) -> list[Loop]:
+    """The loops whose counts change with the size, one rule each, and each
+    rank's place of them (RankModel.loops). Every rank must run the same
+    loops the same number of times at each size (the iterations of one loop
+    meet in its communication); their counts follow a rule in p or in the
+    grid's extents exactly, else one fitted within LOOP_TOLERANCE."""
+    first = found[0][1]
+    for t, own in found:
+        if [c for _, _, c in own] != [c for _, _, c in first]:
+            show = lambda own: "; ".join(f"{', '.join(map(str, c))} times from call {a}" for a, _, c in own) or "none"  # noqa: E731
+            raise ModelError(f"ranks 0 and {t} of the {sizes[-1]}-rank trace do not run the same loops the same number of "
+                             f"times at {', '.join(map(str, sizes))} ranks (rank 0: {show(first)}; rank {t}: {show(own)}): "
+                             "the iterations of a loop whose count changes with the size must be every rank's")
+    for m, (_, own) in zip(models, found):
+        m.loops = [(a, n, c[-1]) for a, n, c in own]
+    names = template[4][0].records["op"][_calls(template[4][0].records)]
+    loops = []
+    for a, n, counts in first:
+        body = tuple(OPS.get(int(o), f"op {int(o)}") for o in names[a:a + n])
+        where = Loop(body, counts, Rule(0), True, a).what()
+        traced = ", ".join(f"{c} at {p}" for c, p in zip(counts, sizes))
+        try:
+            rule = fit(sizes, list(counts))
+        except ValueError as e:
+            raise ModelError(f"{where}: its iterations ({traced} ranks) {e}") from None
+        # exact, not only after rounding: small counts round right under many rules that part at larger sizes
+        if all(abs(rule(p) - c) <= 1e-6 * c for p, c in zip(sizes, counts)):
+            loops.append(Loop(body, counts, rule, True, a))
+        elif (grid := grid_rule(dims, list(counts), f"{where}: its iterations ({traced} ranks)")) is not None:
+            loops.append(Loop(body, counts, grid, True, a))
+        elif (worst := max(rule.error, *(abs(rule(p) - c) / c for p, c in zip(sizes, counts)))) <= LOOP_TOLERANCE:
+            loops.append(Loop(body, counts, Rule(rule.terms, rule.c0, rule.c1, rule.i, rule.j, worst), False, a))
+        else:
+            raise ModelError(f"{where} runs {traced} ranks: no rule in p or in the grid's extents gives that exactly, "
+                             f"and the best normal form, {rule.describe()}, is {worst:.0%} off (at most "
+                             f"{LOOP_TOLERANCE:.0%}): the traces cannot tell how many times it runs at another size")
+    return loops
 
 
 def _grid(dims: list[int]) -> str:
@@ -525,6 +627,50 @@ def _from_largest(traces: list, partial: dict[int, str]) -> Model:
     return Model([t[1] for t in traces], sizes, [t[2] for t in traces], template[3], ranks, constant, "weak",
                  f"computation per rank ∝ p^{e:.2f}, the median over each trace's ranks ({shown}){trend}",
                  left_out=[_left_out(traces[n], w) for n, w in partial.items()], alone=True)
+
+
+def _call_work(records: np.ndarray) -> np.ndarray:
+    """`_computation` shared among the calls (`_calls`): each call's is the
+    time before it since the last record, and that of the records skipped
+    (failed polls) since the call before; what follows the last call is its."""
+    idx = _calls(records)
+    if not len(idx) or len(records) < 2:
+        return np.zeros(len(idx))
+    t0, t1 = records["t0"], records["t1"]
+    work = np.concatenate([[0.0], np.maximum(t0[1:] - t1[:-1], 0.0)])
+    polls = records["op"] == CODES["poll"]
+    work[polls] += (t1 - t0)[polls]
+    owner = np.minimum(np.searchsorted(idx, np.arange(len(records))), len(idx) - 1)
+    return np.bincount(owner, weights=work, minlength=len(idx))
+
+
+class _Alignments:
+    """Each rank's calls in each trace aligned with those of its class's rank
+    in the template (loops.align), computed once: a trace's loops may run
+    more or fewer times than the template's."""
+
+    def __init__(self, traces: list) -> None:
+        self.traces = traces
+        self.done: dict[tuple[int, int], tuple | None] = {}
+
+    def of(self, n: int, r: int) -> tuple | None:
+        if (n, r) not in self.done:
+            _, _, dims, _, ranks = self.traces[n]
+            template = self.traces[-1]
+            t = _same_class(r, dims, template[2])
+            rec, rec_t = ranks[r].records, template[4][t].records
+            self.done[(n, r)] = align(rec["op"][_calls(rec)], rec_t["op"][_calls(rec_t)])
+        return self.done[(n, r)]
+
+    def computation(self, n: int, r: int) -> float:
+        """Rank r's computation in trace n as it would be with the template's
+        loop counts: its iterations' computation where it ran them, its last
+        iteration's where the template runs more."""
+        rec = self.traces[n][4][r].records
+        got = self.of(n, r)
+        if got is None or not got[1]:
+            return _computation(rec)
+        return float(_call_work(rec)[got[0]].sum())
 
 
 class _Members:
@@ -638,6 +784,22 @@ def _undecided(rule: GridRule, dims: list[int], traced: list[list[int]]) -> Mode
                       + ", ".join(f"{f.describe()} gives {round(f.at(dims))}" for f in rule.forms) + why)
 
 
+def _iterations(records: np.ndarray, loops: list[tuple[int, int, int]], counts: list[int]) -> np.ndarray:
+    """The template's records in order with each loop run `counts` times:
+    its first iterations as traced, then copies of its last (records between
+    calls, failed polls, go with the call before them)."""
+    idx = _calls(records)
+    at = lambda c: int(idx[c]) if c < len(idx) else len(records)  # noqa: E731  (the record of call c)
+    pieces, done = [], 0
+    for (first, length, traced), want in zip(loops, counts):
+        pieces.append(np.arange(done, at(first)))
+        runs = [np.arange(at(first + q * length), at(first + (q + 1) * length)) for q in range(traced)]
+        pieces.extend(runs[:want] + [runs[-1]] * max(want - traced, 0))
+        done = at(first + traced * length)
+    pieces.append(np.arange(done, len(records)))
+    return np.concatenate(pieces)
+
+
 def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None = None) -> Path:
     """The template trace with its quantities at `ranks` ranks, written to
     `out`. Rules in the grid's extents take the target grid `dims` (default:
@@ -649,11 +811,12 @@ def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None =
     if dims is not None and len(dims) != len(model.dims[-1]):
         raise ModelError(f"the traced grid is {len(model.dims[-1])}-dimensional ({_grid(model.dims[-1])}), the target "
                          f"{_grid(dims)} is not")
-    if dims is None and model.gridded:
+    if dims is None and (model.gridded or any(isinstance(loop.rule, GridRule) for loop in model.loops)):
         try:
             dims = grid_target(model.dims[-1], model.periodic, ranks)
         except SimulationError as e:
             raise ModelError(f"{ranks} ranks: {e}") from None
+    counts = model.loop_counts(ranks, dims)
     tmp = out.with_name(out.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -673,15 +836,19 @@ def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None =
             factor = m.compute(ranks) / was if was > 0 else 1.0
             if factor < 0:
                 raise ModelError(f"rank {m.rank}: its computation rule {m.compute.describe()} is negative at {ranks} ranks")
+            payloads = tr.payloads
             if len(rec) > 1:
-                t0, t1 = rec["t0"].copy(), rec["t1"].copy()
                 poll = rec["op"] == CODES["poll"]
-                gaps = t0[1:] - t1[:-1]
+                gaps = np.concatenate([[0.0], rec["t0"][1:] - rec["t1"][:-1]])  # before each record
                 gaps = np.where(gaps > 0, gaps * factor, gaps)
-                spans = np.where(poll, (t1 - t0) * factor, t1 - t0)
-                start = t0[0] + np.concatenate([[0.0], np.cumsum(spans[:-1] + gaps)])
+                spans = np.where(poll, (rec["t1"] - rec["t0"]) * factor, rec["t1"] - rec["t0"])
+                order = _iterations(rec, m.loops, counts)
+                rec, gaps, spans = rec[order], gaps[order], spans[order]
+                payloads = {n: tr.payloads[o] for n, o in enumerate(order.tolist()) if o in tr.payloads}
+                gaps[0] = 0.0
+                start = rec["t0"][0] + np.cumsum(np.concatenate([[0.0], spans[:-1]]) + gaps)
                 rec["t0"], rec["t1"] = start, start + spans
-            write_rank(tmp / f"rank-{tr.rank}.iwt", tr.rank, tr.size, rec, tr.payloads, tr.functions, tr.library, tr.t_init,
+            write_rank(tmp / f"rank-{tr.rank}.iwt", tr.rank, tr.size, rec, payloads, tr.functions, tr.library, tr.t_init,
                        tr.clock, tr.info)
     except BaseException:  # a refusal (or Ctrl-C) leaves no partial template behind
         shutil.rmtree(tmp, ignore_errors=True)
