@@ -288,6 +288,28 @@ def test_otf2_traces_import_and_replay(tmp_path, cli):
     assert by_mapping["file"] >= by_mapping["block"] + 19e-6
 
 
+def test_a_damaged_otf2_archive_is_one_line_naming_what_the_library_found(tmp_path, cli):
+    """Truncated definitions, a truncated event file, a missing one: one
+    line, exit 2, with the library's own finding; none of the lines the
+    OTF2 library prints itself, no traceback (the event reader's error was
+    one)."""
+    import shutil
+
+    write_otf2(tmp_path / "good")
+    damage = {"defs": lambda d: (d / "traces.def").write_bytes((d / "traces.def").read_bytes()[:40]),
+              "events": lambda d: (d / "traces" / "1.evt").write_bytes((d / "traces" / "1.evt").read_bytes()[:30]),
+              "missing": lambda d: (d / "traces" / "0.evt").unlink()}
+    found = {"defs": "This is no chunk header!", "events": "This is no chunk header!", "missing": "0.evt"}
+    for name, spoil in damage.items():
+        shutil.copytree(tmp_path / "good", tmp_path / name)
+        spoil(tmp_path / name)
+        p = cli("trace", "import", tmp_path / name, "--out", tmp_path / f"out-{name}", check=False)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.count("\n") == 1 and "[OTF2]" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert found[name] in p.stderr and "the archive is damaged or incomplete" in p.stderr, p.stderr
+        assert not (tmp_path / f"out-{name}").exists()
+
+
 def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members(tmp_path, cli):
     import otf2
     from otf2.enums import CollectiveOp, Paradigm, RegionRole

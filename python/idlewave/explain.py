@@ -467,8 +467,8 @@ def curve(runs: Runs, deltas: list[float]) -> list[tuple[float, float]]:
 
 def read(result_dir: Path) -> tuple[dict, Explanation | None]:
     """A result directory's scenario and, if the run was explained, its
-    explanation. A table that cannot be read is an ExplainError naming it; a
-    damaged scenario.json or explain.json an UnreadableResult naming it, and
+    explanation. A table that cannot be read, a damaged scenario.json or
+    explain.json is an UnreadableResult naming it, and
     a scenario.json that is no scenario a ScenarioError at the file (never the
     default scenario run in its place)."""
     from idlewave.results import UnreadableResult, read_json
@@ -486,8 +486,8 @@ def read(result_dir: Path) -> tuple[dict, Explanation | None]:
     x = Explanation(read_json(path))
     try:
         _read_tables(x, result_dir)
-    except (pl.exceptions.PolarsError, KeyError, ValueError) as e:
-        raise ExplainError(f"{result_dir}: a table of the explained run cannot be read: {e}") from None
+    except (pl.exceptions.PolarsError, KeyError, ValueError) as e:  # a damaged input: exit 1, as a damaged explain.json
+        raise UnreadableResult(f"{result_dir}: a table of the explained run cannot be read: {e}") from None
     return scenario, x
 
 

@@ -6,6 +6,11 @@ call's start and end."""
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -139,172 +144,212 @@ def read_otf2(path: str | Path) -> tuple[list[tuple[np.ndarray, dict]], list[str
     if why is not None:  # the library's own error says only "INVALID (1): Unknown error code"
         raise TraceError(f"{anchor}: not an OTF2 anchor file ({why}); give an OTF2 archive's traces.otf2 or its "
                          "directory")
+    with _library_errors() as said:
+        try:
+            with otf2.reader.open(str(anchor)) as tr:
+                return _read_archive(tr, anchor)
+        except TraceError:
+            raise
+        except Exception as e:  # the bindings raise their own error types, as far into the archive as it is read
+            what = str(e).split(": ", 1)[-1]
+            detail = said().removeprefix(f"{what}: ")
+            raise TraceError(f"{anchor}: {e}{f' ({detail})' if detail else ''}: the archive is damaged or incomplete") from None
+
+
+@contextmanager
+def _library_errors() -> Iterator[Callable[[], str]]:
+    """The OTF2 library prints its errors to file descriptor 2 itself, line
+    by line, before the bindings raise: they are held here, and the first
+    (the most precise: "This is no chunk header!") goes into the error.
+    What it printed on an archive that was read is passed on as it is."""
+    held = tempfile.TemporaryFile()
+    saved = os.dup(2)
+    sys.stderr.flush()
+    os.dup2(held.fileno(), 2)
+    told = False
+
+    def said() -> str:
+        nonlocal told
+        told = True
+        held.seek(0)
+        first = held.read(4096).decode(errors="replace").strip().splitlines()[:1]
+        return first[0].split(": error: ")[-1] if first else ""
+
     try:
-        reader = otf2.reader.open(str(anchor))
-    except Exception as e:  # the bindings raise their own error types
-        raise TraceError(f"{anchor}: {e}") from None
-    with reader as tr:
-        res = tr.definitions.clock_properties.timer_resolution
-        groups = [g for g in tr.definitions.location_groups if str(g.location_group_type).endswith("PROCESS")]
-        rank_of_group = {g: r for r, g in enumerate(groups)}
-        first_loc: dict = {}
-        for loc in tr.definitions.locations:
-            first_loc.setdefault(loc.group, loc)
-        rank_of_loc = {loc: rank_of_group[g] for g, loc in first_loc.items() if g in rank_of_group}
+        yield said
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        if not told:
+            held.seek(0)
+            sys.stderr.write(held.read().decode(errors="replace"))
+        held.close()
 
-        def world(comm, r):
-            if r is None or r < 0 or r >= 2**31:
-                return -1
+
+def _read_archive(tr, anchor: Path) -> tuple[list[tuple[np.ndarray, dict]], list[str]]:
+    """read_otf2's work on an open archive."""
+    res = tr.definitions.clock_properties.timer_resolution
+    groups = [g for g in tr.definitions.location_groups if str(g.location_group_type).endswith("PROCESS")]
+    rank_of_group = {g: r for r, g in enumerate(groups)}
+    first_loc: dict = {}
+    for loc in tr.definitions.locations:
+        first_loc.setdefault(loc.group, loc)
+    rank_of_loc = {loc: rank_of_group[g] for g, loc in first_loc.items() if g in rank_of_group}
+
+    def world(comm, r):
+        if r is None or r < 0 or r >= 2**31:
+            return -1
+        try:
+            member = comm.group.members[r]
+        except (AttributeError, IndexError, TypeError):
+            return int(r)
+        return rank_of_group.get(getattr(member, "group", None), rank_of_loc.get(member, int(r)))
+
+    index_in: dict = {}  # communicator -> {world rank: its index there}
+
+    def member_index(comm) -> dict:
+        if comm not in index_in:
             try:
-                member = comm.group.members[r]
-            except (AttributeError, IndexError, TypeError):
-                return int(r)
-            return rank_of_group.get(getattr(member, "group", None), rank_of_loc.get(member, int(r)))
-
-        index_in: dict = {}  # communicator -> {world rank: its index there}
-
-        def member_index(comm) -> dict:
-            if comm not in index_in:
-                try:
-                    index_in[comm] = {world(comm, i): i for i in range(len(comm.group.members))}
-                except (AttributeError, TypeError):
-                    index_in[comm] = {}
-            return index_in[comm]
-
-        recs: list[list[tuple]] = [[] for _ in groups]
-        ambiguous: dict[str, int] = {}  # op -> calls whose counts fit both in place and not
-        seen_on: list[dict] = [{} for _ in groups]  # per rank: (communicator, v-collective) -> calls so far
-        pending: dict = {}  # (communicator, v-collective, k) -> {member: (rank, record, sent, received, root)}
-        comm_ids: list[dict] = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
-
-        def comm_id(r, comm, t):
-            """The id of `comm` on rank r; its members are recorded the first time."""
-            ids = comm_ids[r]
-            if comm in ids:
-                return ids[comm]
-            try:
-                members = [world(comm, i) for i in range(len(comm.group.members))]
+                index_in[comm] = {world(comm, i): i for i in range(len(comm.group.members))}
             except (AttributeError, TypeError):
-                members = list(range(len(groups)))
-            cid = 0 if members == list(range(len(groups))) else len(ids) + 1
-            ids[comm] = cid
-            if cid:  # a communicator the importer met first here, then its members
-                recs[r].append((CODES["comm_new"], NO_PARENT, cid, FIRST_SEEN, -1, 0, 0, t, t))
-                for i, m in enumerate(members):
-                    recs[r].append((CODES["comm_member"], cid, m, i, -1, 0, 0, t, t))
-            return cid
-        open_since = {}  # rank -> (enter time, first record index of the region)
-        in_sendrecv = [False for _ in groups]  # inside an MPI_Sendrecv region
-        sendrecv_req: list[int | None] = [None for _ in groups]  # its send half's request, until the region ends
-        irecv: list[dict] = [{} for _ in groups]
-        for loc, ev in tr.events:
-            r = rank_of_loc.get(loc)
-            if r is None:
+                index_in[comm] = {}
+        return index_in[comm]
+
+    recs: list[list[tuple]] = [[] for _ in groups]
+    ambiguous: dict[str, int] = {}  # op -> calls whose counts fit both in place and not
+    seen_on: list[dict] = [{} for _ in groups]  # per rank: (communicator, v-collective) -> calls so far
+    pending: dict = {}  # (communicator, v-collective, k) -> {member: (rank, record, sent, received, root)}
+    comm_ids: list[dict] = [{} for _ in groups]  # per rank: communicator -> id (0: all ranks)
+
+    def comm_id(r, comm, t):
+        """The id of `comm` on rank r; its members are recorded the first time."""
+        ids = comm_ids[r]
+        if comm in ids:
+            return ids[comm]
+        try:
+            members = [world(comm, i) for i in range(len(comm.group.members))]
+        except (AttributeError, TypeError):
+            members = list(range(len(groups)))
+        cid = 0 if members == list(range(len(groups))) else len(ids) + 1
+        ids[comm] = cid
+        if cid:  # a communicator the importer met first here, then its members
+            recs[r].append((CODES["comm_new"], NO_PARENT, cid, FIRST_SEEN, -1, 0, 0, t, t))
+            for i, m in enumerate(members):
+                recs[r].append((CODES["comm_member"], cid, m, i, -1, 0, 0, t, t))
+        return cid
+    open_since = {}  # rank -> (enter time, first record index of the region)
+    in_sendrecv = [False for _ in groups]  # inside an MPI_Sendrecv region
+    sendrecv_req: list[int | None] = [None for _ in groups]  # its send half's request, until the region ends
+    irecv: list[dict] = [{} for _ in groups]
+    for loc, ev in tr.events:
+        r = rank_of_loc.get(loc)
+        if r is None:
+            continue
+        t = ev.time / res
+        name = type(ev).__name__
+        out = recs[r]
+        if not out:
+            out.append((CODES["init"], 0, -1, 0, -1, 0, 0, t, t))
+        if name == "Enter":
+            open_since[r] = (t, len(out))
+            in_sendrecv[r] = "sendrecv" in str(getattr(ev.region, "name", "")).lower()
+            continue
+        if name == "Leave":
+            t0, first = open_since.pop(r, (t, len(out)))
+            if sendrecv_req[r] is not None:  # the send half of a Sendrecv completes with the call
+                out.append((CODES["wait"], 0, -1, 0, -1, 0, sendrecv_req[r], t0, t))
+                sendrecv_req[r] = None
+            in_sendrecv[r] = False
+            for i in range(first, len(out)):
+                out[i] = out[i][:7] + (t0, t)
+            continue
+        t0 = open_since.get(r, (t, 0))[0]
+        if name == "MpiSend" and in_sendrecv[r]:
+            # Score-P records MPI_Sendrecv as a send then a receive: both are posted
+            # at once (as blocking calls in a row, two ranks exchanging would deadlock)
+            sendrecv_req[r] = SENDRECV_REQ + len(out)
+            out.append((CODES["isend"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length,
+                        sendrecv_req[r], t0, t))
+        elif name == "MpiSend":
+            out.append((CODES["send"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
+        elif name == "MpiRecv":
+            out.append((CODES["recv"], 0, world(ev.communicator, ev.sender), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
+        elif name == "MpiIsend":
+            out.append((CODES["isend"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length, ev.request_id, t0, t))
+        elif name == "MpiIsendComplete":
+            out.append((CODES["wait"], 0, -1, 0, -1, 0, ev.request_id, t0, t))
+        elif name == "MpiIrecvRequest":
+            irecv[r][ev.request_id] = len(out)
+            out.append((CODES["irecv"], 0, -1, 0, -1, 0, ev.request_id, t0, t))
+        elif name == "MpiIrecv":
+            src, tag, n = world(ev.communicator, ev.sender), ev.msg_tag, ev.msg_length
+            i = irecv[r].pop(ev.request_id, None)
+            if i is not None:
+                out[i] = (CODES["irecv"], 0, src, tag, -1, n, ev.request_id) + out[i][7:]
+            else:  # completed without a recorded request: a blocking receive in effect
+                out.append((CODES["irecv"], 0, src, tag, -1, n, ev.request_id, t0, t))
+            out.append((CODES["wait"], 0, src, tag, -1, 0, ev.request_id, t0, t))
+        elif name == "MpiCollectiveEnd":
+            kind = str(ev.collective_op).split(".")[-1]
+            op = COLLECTIVES.get(kind)
+            if op is None:
+                why = ("its events give each member's total bytes, not the per-peer counts it needs"
+                       if kind in PER_PEER else "not an MPI collective idlewave replays")
+                raise TraceError(f"{anchor}: rank {r}: {kind.lower()} cannot be imported: {why}")
+            try:  # the communicator's size
+                p = len(ev.communicator.group.members) or len(groups)
+            except (AttributeError, TypeError):
+                p = len(groups)
+            root = -1 if ev.root >= 2**31 else world(ev.communicator, ev.root)
+            cid = comm_id(r, ev.communicator, t0)
+            me = member_index(ev.communicator).get(r, r)
+            root_me = -1 if ev.root >= 2**31 else int(ev.root)
+            if op in V_COLLECTIVES:  # its blocks once every member's call is read
+                k = seen_on[r].get((ev.communicator, op), 0)
+                seen_on[r][(ev.communicator, op)] = k + 1
+                pending.setdefault((ev.communicator, op, k), {})[me] = (r, len(out), ev.size_sent, ev.size_received, root_me)
+                out.append((CODES[op], cid, root, 0, root, 0, 0, t0, t))
                 continue
-            t = ev.time / res
-            name = type(ev).__name__
-            out = recs[r]
-            if not out:
-                out.append((CODES["init"], 0, -1, 0, -1, 0, 0, t, t))
-            if name == "Enter":
-                open_since[r] = (t, len(out))
-                in_sendrecv[r] = "sendrecv" in str(getattr(ev.region, "name", "")).lower()
-                continue
-            if name == "Leave":
-                t0, first = open_since.pop(r, (t, len(out)))
-                if sendrecv_req[r] is not None:  # the send half of a Sendrecv completes with the call
-                    out.append((CODES["wait"], 0, -1, 0, -1, 0, sendrecv_req[r], t0, t))
-                    sendrecv_req[r] = None
-                in_sendrecv[r] = False
-                for i in range(first, len(out)):
-                    out[i] = out[i][:7] + (t0, t)
-                continue
-            t0 = open_since.get(r, (t, 0))[0]
-            if name == "MpiSend" and in_sendrecv[r]:
-                # Score-P records MPI_Sendrecv as a send then a receive: both are posted
-                # at once (as blocking calls in a row, two ranks exchanging would deadlock)
-                sendrecv_req[r] = SENDRECV_REQ + len(out)
-                out.append((CODES["isend"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length,
-                            sendrecv_req[r], t0, t))
-            elif name == "MpiSend":
-                out.append((CODES["send"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
-            elif name == "MpiRecv":
-                out.append((CODES["recv"], 0, world(ev.communicator, ev.sender), ev.msg_tag, -1, ev.msg_length, 0, t0, t))
-            elif name == "MpiIsend":
-                out.append((CODES["isend"], 0, world(ev.communicator, ev.receiver), ev.msg_tag, -1, ev.msg_length, ev.request_id, t0, t))
-            elif name == "MpiIsendComplete":
-                out.append((CODES["wait"], 0, -1, 0, -1, 0, ev.request_id, t0, t))
-            elif name == "MpiIrecvRequest":
-                irecv[r][ev.request_id] = len(out)
-                out.append((CODES["irecv"], 0, -1, 0, -1, 0, ev.request_id, t0, t))
-            elif name == "MpiIrecv":
-                src, tag, n = world(ev.communicator, ev.sender), ev.msg_tag, ev.msg_length
-                i = irecv[r].pop(ev.request_id, None)
-                if i is not None:
-                    out[i] = (CODES["irecv"], 0, src, tag, -1, n, ev.request_id) + out[i][7:]
-                else:  # completed without a recorded request: a blocking receive in effect
-                    out.append((CODES["irecv"], 0, src, tag, -1, n, ev.request_id, t0, t))
-                out.append((CODES["wait"], 0, src, tag, -1, 0, ev.request_id, t0, t))
-            elif name == "MpiCollectiveEnd":
-                kind = str(ev.collective_op).split(".")[-1]
-                op = COLLECTIVES.get(kind)
-                if op is None:
-                    why = ("its events give each member's total bytes, not the per-peer counts it needs"
-                           if kind in PER_PEER else "not an MPI collective idlewave replays")
-                    raise TraceError(f"{anchor}: rank {r}: {kind.lower()} cannot be imported: {why}")
-                try:  # the communicator's size
-                    p = len(ev.communicator.group.members) or len(groups)
-                except (AttributeError, TypeError):
-                    p = len(groups)
-                root = -1 if ev.root >= 2**31 else world(ev.communicator, ev.root)
-                cid = comm_id(r, ev.communicator, t0)
-                me = member_index(ev.communicator).get(r, r)
-                root_me = -1 if ev.root >= 2**31 else int(ev.root)
-                if op in V_COLLECTIVES:  # its blocks once every member's call is read
-                    k = seen_on[r].get((ev.communicator, op), 0)
-                    seen_on[r][(ev.communicator, op)] = k + 1
-                    pending.setdefault((ev.communicator, op, k), {})[me] = (r, len(out), ev.size_sent, ev.size_received, root_me)
-                    out.append((CODES[op], cid, root, 0, root, 0, 0, t0, t))
-                    continue
-                nbytes = block_bytes(op, ev.size_sent, ev.size_received, p, me, root_me)
-                if in_place_ambiguous(op, ev.size_sent, p):
-                    ambiguous[op] = ambiguous.get(op, 0) + 1
-                if nbytes is None:
-                    raise TraceError(f"{anchor}: rank {r}'s {op} sent {ev.size_sent} and received {ev.size_received} "
-                                     f"bytes, which no block size explains for member {me} of {p}"
-                                     + (f" (root {root_me})" if root_me >= 0 else "") + " as Score-P counts them")
-                out.append((CODES[op], cid, root, 0, root, nbytes, 0, t0, t))
-        payloads: list[dict] = [{} for _ in groups]
-        for (comm, op, k), members in pending.items():
-            p = len(member_index(comm)) or len(groups)
-            rank_of = {m: v[0] for m, v in members.items()}
-            missing = sorted(set(range(p)) - set(members))
-            if missing:
-                raise TraceError(f"{anchor}: {op} call {k + 1} on a communicator of {p} members has no event from "
-                                 f"member {missing[0]} (every member's call is needed for the blocks)")
-            root = next(iter(members.values()))[4]
-            if op != "allgatherv" and not 0 <= root < p:
-                raise TraceError(f"{anchor}: {op} call {k + 1} names no root among its {p} members")
-            blocks = v_blocks(op, [members[m][2:4] for m in range(p)], root)
-            if blocks is None:
-                counts = ", ".join(f"rank {rank_of[m]} {members[m][2]}/{members[m][3]}" for m in range(p))
-                raise TraceError(f"{anchor}: {op} call {k + 1}: the bytes sent/received ({counts}) fit no blocks "
-                                 "as Score-P counts them")
-            for m, (r, i, *_rest) in members.items():
-                recs[r][i] = recs[r][i][:5] + (blocks[m],) + recs[r][i][6:]
-                if op == "allgatherv" or m == root:
-                    payloads[r][i] = np.array(blocks, dtype=np.uint64)
-        arrays = []
-        for out in recs:
-            last = out[-1][8] if out else 0.0
-            out.append((CODES["finalize"], 0, -1, 0, -1, 0, 0, last, last))
-            a = np.zeros(len(out), dtype=RECORD)
-            for i, x in enumerate(out):  # (op, comm, peer, tag, root, bytes, req, t0, t1): the root is the peer
-                a[i] = (x[0], 0, x[1], x[2], x[3], x[5], x[6], x[7], x[8])
-            arrays.append(a)
-        notes = [f"{n:,} {op} record(s) (one per member and call) count bytes that fit both MPI_IN_PLACE and not: read as not in place "
-                 "(if they were in place, their size is (p − 1)/p of what it should be)" for op, n in ambiguous.items()]
-        return [(a, pl) for a, pl in zip(arrays, payloads)], notes
+            nbytes = block_bytes(op, ev.size_sent, ev.size_received, p, me, root_me)
+            if in_place_ambiguous(op, ev.size_sent, p):
+                ambiguous[op] = ambiguous.get(op, 0) + 1
+            if nbytes is None:
+                raise TraceError(f"{anchor}: rank {r}'s {op} sent {ev.size_sent} and received {ev.size_received} "
+                                 f"bytes, which no block size explains for member {me} of {p}"
+                                 + (f" (root {root_me})" if root_me >= 0 else "") + " as Score-P counts them")
+            out.append((CODES[op], cid, root, 0, root, nbytes, 0, t0, t))
+    payloads: list[dict] = [{} for _ in groups]
+    for (comm, op, k), members in pending.items():
+        p = len(member_index(comm)) or len(groups)
+        rank_of = {m: v[0] for m, v in members.items()}
+        missing = sorted(set(range(p)) - set(members))
+        if missing:
+            raise TraceError(f"{anchor}: {op} call {k + 1} on a communicator of {p} members has no event from "
+                             f"member {missing[0]} (every member's call is needed for the blocks)")
+        root = next(iter(members.values()))[4]
+        if op != "allgatherv" and not 0 <= root < p:
+            raise TraceError(f"{anchor}: {op} call {k + 1} names no root among its {p} members")
+        blocks = v_blocks(op, [members[m][2:4] for m in range(p)], root)
+        if blocks is None:
+            counts = ", ".join(f"rank {rank_of[m]} {members[m][2]}/{members[m][3]}" for m in range(p))
+            raise TraceError(f"{anchor}: {op} call {k + 1}: the bytes sent/received ({counts}) fit no blocks "
+                             "as Score-P counts them")
+        for m, (r, i, *_rest) in members.items():
+            recs[r][i] = recs[r][i][:5] + (blocks[m],) + recs[r][i][6:]
+            if op == "allgatherv" or m == root:
+                payloads[r][i] = np.array(blocks, dtype=np.uint64)
+    arrays = []
+    for out in recs:
+        last = out[-1][8] if out else 0.0
+        out.append((CODES["finalize"], 0, -1, 0, -1, 0, 0, last, last))
+        a = np.zeros(len(out), dtype=RECORD)
+        for i, x in enumerate(out):  # (op, comm, peer, tag, root, bytes, req, t0, t1): the root is the peer
+            a[i] = (x[0], 0, x[1], x[2], x[3], x[5], x[6], x[7], x[8])
+        arrays.append(a)
+    notes = [f"{n:,} {op} record(s) (one per member and call) count bytes that fit both MPI_IN_PLACE and not: read as not in place "
+             "(if they were in place, their size is (p − 1)/p of what it should be)" for op, n in ambiguous.items()]
+    return [(a, pl) for a, pl in zip(arrays, payloads)], notes
 
 
 def write_iwt(traces: list[tuple[np.ndarray, dict]], out: str | Path, library: str = "imported from OTF2 by idlewave") -> Path:
