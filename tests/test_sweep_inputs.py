@@ -47,7 +47,8 @@ def test_more_local_workers_than_the_cpus_take_are_refused_before_a_cluster_star
 
 def test_an_out_that_is_not_a_sweeps_own_is_refused_and_a_sweeps_own_is_resumed(cli, study, tmp_path):
     """--out into a user's directory, or another command's result, added
-    points/, study.json and sweep.parquet beside what was there."""
+    points/, study.json and sweep.parquet beside what was there. A sweep's
+    own output with a file of the user's in it is still resumed."""
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "keep.txt").write_text("hi\n")
@@ -74,6 +75,10 @@ def test_an_out_that_is_not_a_sweeps_own_is_refused_and_a_sweeps_own_is_resumed(
     for name in ("study.json", "sweep.parquet", "report.html"):
         (out / name).unlink()
     assert "2 reused" in cli("sweep", study, "--out", out, "--quiet", "--workers", "1").stdout
+    # a note the user added to the sweep's output stays, and the sweep is still resumed (it was refused)
+    (out / "notes.txt").write_text("mine\n")
+    assert "2 reused" in cli("sweep", study, "--out", out, "--quiet", "--workers", "1").stdout
+    assert (out / "notes.txt").read_text() == "mine\n"
 
 
 def test_a_set_no_scenario_has_is_refused_before_any_point_runs(cli, study, tmp_path):

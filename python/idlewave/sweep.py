@@ -295,7 +295,8 @@ def not_a_sweep_output(out: str | Path) -> str | None:
     empty directory or a sweep's own output (SWEEP_FILES, one of points/ and
     study.json among them: a sweep interrupted before its end has only its
     points), so that a sweep never adds its files to a user's directory or
-    another command's result."""
+    another command's result. Files the user added to a sweep's output (a
+    note, a figure) stay, and the sweep is resumed: it writes only its own."""
     out = Path(out)
     if not out.exists() and not out.is_symlink():
         return None
@@ -314,9 +315,10 @@ def not_a_sweep_output(out: str | Path) -> str | None:
     theirs = [n for n in names if n not in SWEEP_FILES]
     kinds_ok = (not (out / "points").exists() or (out / "points").is_dir()) and all(
         (out / n).is_file() for n in names if n != "points" and n in SWEEP_FILES)
-    if not theirs and kinds_ok and ("points" in names or "study.json" in names):
+    result = [m for m in RESULT_MARKERS if m in names]
+    if kinds_ok and not result and ("points" in names or "study.json" in names):
         return None
-    if (result := [m for m in RESULT_MARKERS if m in names]):
+    if result:
         what = f"another command's result (it holds {result[0]})"
     elif theirs:
         what = f"not a sweep's output (it holds {theirs[0]!r}{', among others' if len(names) > 1 else ''})"
