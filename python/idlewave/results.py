@@ -170,7 +170,7 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, path)
-        _note_in_manifest(path)
+        note_in_manifest(path)
     except BaseException as e:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -446,7 +446,7 @@ def _manifest(d: Path) -> set[str] | None:
         return None
 
 
-def _note_in_manifest(path: Path) -> None:
+def note_in_manifest(path: Path) -> None:
     """`path`, just written into a result directory, added to its manifest."""
     names = _manifest(path.parent)
     if names is not None and path.name not in names:

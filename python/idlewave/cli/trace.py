@@ -91,7 +91,7 @@ def export_cmd(
 
     output_file(output, "-o", trace_dirs)
     with tempfile.TemporaryDirectory(prefix="idlewave-fitted-") as tmp:
-        trace_dir, _ = _fitted(trace_dirs, scale_to, grid, weak, strong, Path(tmp) / "fitted-trace")
+        trace_dir, _ = _fitted(trace_dirs, scale_to, grid, weak, strong, Path(tmp) / "fitted-trace", output)
         try:
             ranks, ops = export_goal(trace_dir, output, algorithms=_replay_options(algorithm), scale_to=scale_to,
                                      grid=grid, strong=strong)
@@ -100,13 +100,25 @@ def export_cmd(
         except (SimulationError, ScenarioError) as e:
             if (why := _failed_write(e, output)) is not None:  # a full disk under the engine
                 fail(why, code=1)
-            fail(str(e))
+            fail(_in_fitted(str(e), trace_dir, trace_dirs))
         except KeyboardInterrupt:
             fail("interrupted; nothing was written", code=130)
     if as_json:
         print(json.dumps({"goal": str(output), "ranks": ranks, "ops": ops}))
         return
     out.print(f"wrote {output} ({ranks} ranks, {ops} ops)", markup=False, soft_wrap=True)
+
+
+def _in_fitted(message: str, trace_dir: Path, dirs: list[Path]) -> str:
+    """An error of the replay or export that names the template fitted from
+    several traces (a file idlewave wrote and removes, which the user never
+    saw: a record of it meant nothing to them), said to be in it and why it
+    may be wrong there: the loops' extra iterations repeat the last traced one."""
+    if len(dirs) < 2 or str(trace_dir) not in message:
+        return message
+    return (f"{message} (in the largest trace as fitted for the target, a file removed again: its loops repeat their "
+            "last traced iteration or run fewer than traced, so a loop whose requests stay open from one iteration to "
+            "the next cannot be extrapolated from several traces; replay the largest trace alone)")
 
 
 def _failed_write(e: Exception, output: Path) -> str | None:
@@ -167,7 +179,8 @@ def replay_cmd(
     overrides = scenario_sets(sets)
     if bad := [k for k in overrides if k.split(".")[0] not in ("seed", "network", "noise", "limits")]:
         fail(f"--set {bad[0]}: a replay takes network, noise, seed and limits from a scenario (the workload is the trace)")
-    trace_dir, model = _fitted(trace_dirs, scale_to, grid, weak, strong, out_dir.with_name(f".{out_dir.name}.fitted-trace"))
+    trace_dir, model = _fitted(trace_dirs, scale_to, grid, weak, strong, out_dir.with_name(f".{out_dir.name}.fitted-trace"),
+                               out_dir)
     fitted = trace_dir if model is not None and trace_dir != model.dirs[-1] else None
     try:
         base: dict = {}
@@ -185,7 +198,7 @@ def replay_cmd(
                                                     compute_scale=compute_scale, base=base, seed=seed, grid=grid,
                                                     strong=strong, explain=explain, progress=cb), quiet)
         except (SimulationError, ScenarioError) as e:
-            fail(str(e))
+            fail(_in_fitted(str(e), trace_dir, trace_dirs))
         except KeyboardInterrupt:
             fail("interrupted; nothing was written", code=130)
         if model is not None:
@@ -199,6 +212,11 @@ def replay_cmd(
         if fitted is not None:
             shutil.rmtree(out_dir / "fitted-trace", ignore_errors=True)
             Path(trace_dir).rename(out_dir / "fitted-trace")  # the template at the target's numbers, beside the results
+            # listed as idlewave's in the result's manifest: else the same replay into the same --out again was
+            # refused, the result holding a 'fitted-trace' that "idlewave did not write there"
+            from idlewave.results import note_in_manifest
+
+            note_in_manifest(out_dir / "fitted-trace")
         s, rep = r.summary, r.trace_report
         if as_json:
             x = {"explain": r.explain.to_json()} if r.explain is not None else {}
@@ -260,10 +278,12 @@ def _existing(dirs: list[Path]) -> None:
         fail("; ".join(bad))
 
 
-def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool, strong: bool, where: Path):
+def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool, strong: bool, where: Path,
+            output: Path):
     """The trace to replay or export, and the model of several traces (None
     for one): with several and neither --weak nor --strong, their template
-    at the target's numbers, written to `where` (trace/multi.py)."""
+    at the target's numbers, written to `where` (trace/multi.py) beside
+    `output` (named in a failed write)."""
     from idlewave.trace.format import TraceError
     from idlewave.trace.multi import build, write_template
 
@@ -284,7 +304,10 @@ def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool
         if weak or strong:
             return model.dirs[-1], model
         dims = _grid_dims(grid) if grid else None
-        return write_template(model, scale_to or math.prod(dims or []), where, dims), model
+        try:
+            return write_template(model, scale_to or math.prod(dims or []), where, dims), model
+        except OSError as e:  # a failed write (a full disk, a file in place of a directory): exit 1, naming the output
+            fail(f"{output}: cannot write: {e.strerror or e}", code=1)
     except (TraceError, OSError) as e:  # a ModelError is a TraceError
         fail(str(e))
     except ValueError:

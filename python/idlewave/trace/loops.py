@@ -82,8 +82,25 @@ def align(ops: np.ndarray, ops_t: np.ndarray) -> tuple[np.ndarray, list[Site]] |
     differ; None if the sequences differ otherwise. An iteration the other
     trace lacks maps to its last one; iterations only the other trace has
     map to nothing."""
+    mapping, sites, _, _ = _walk(ops, ops_t)
+    return None if mapping is None else (mapping, sites)
+
+
+def apart(ops: np.ndarray, ops_t: np.ndarray) -> tuple[int, int]:
+    """Where `align` found the sequences to differ, loops that run more or
+    fewer times taken into account: (the template's call, the other's call).
+    The first call at which they differ as they are is most often only where
+    a loop runs more or fewer times, not the difference (a refusal named an
+    iteration of a loop instead of a call made at one size alone)."""
+    mapping, _, i, j = _walk(ops, ops_t)
+    return (i, j) if mapping is None else (len(ops_t), len(ops))
+
+
+def _walk(ops: np.ndarray, ops_t: np.ndarray) -> tuple[np.ndarray | None, list[Site], int, int]:
+    """`align`'s walk: the mapping (None if it stopped), the loops, and
+    where it stopped (the template's call i, the other's j)."""
     if len(ops) == len(ops_t) and np.array_equal(ops, ops_t):
-        return np.arange(len(ops_t)), []
+        return np.arange(len(ops_t)), [], len(ops_t), len(ops)
     mapping = np.empty(len(ops_t), dtype=np.int64)
     sites: list[Site] = []
     i = j = 0
@@ -92,7 +109,7 @@ def align(ops: np.ndarray, ops_t: np.ndarray) -> tuple[np.ndarray, list[Site]] |
         mapping[i:i + k] = np.arange(j, j + k)
         i, j = i + k, j + k
         if i == len(ops_t) and j == len(ops):
-            return mapping, sites
+            return mapping, sites, i, j
         if (more := _extra(ops_t, i, ops, j)) is not None:  # the template runs the loop more times
             length, copies = more
             start = _run_start(ops_t, i, length)
@@ -106,11 +123,32 @@ def align(ops: np.ndarray, ops_t: np.ndarray) -> tuple[np.ndarray, list[Site]] |
             start = _run_start(ops_t, i, length)
             count = (i - start) // length
             if count < 1 or not np.array_equal(ops_t[i - length:i], ops[j - length:j]):
-                return None
+                return None, sites, i, j
             sites.append(Site(start, length, count, count + copies))
             j += copies * length
         else:
-            return None
+            return None, sites, i, j
+
+
+def skipped_loop(x: np.ndarray, at: int, y: np.ndarray, y_at: int) -> int | None:
+    """The length of a loop's body if x runs one from `at` (two copies or
+    more of a block) that y does not run at all, agreeing with it after (for
+    LOOKAHEAD calls or up to both ends); None otherwise. A loop with no
+    iteration at one size has nothing to match: only said, to explain a
+    refusal."""
+    for length in range(1, (len(x) - at) // 2 + 1):
+        copies = 1
+        while at + (copies + 1) * length <= len(x) and np.array_equal(
+                x[at + copies * length:at + (copies + 1) * length], x[at:at + length]):
+            copies += 1
+        rest = at + copies * length
+        w = min(LOOKAHEAD, len(x) - rest, len(y) - y_at)
+        if copies > 1 and _mismatch(x[rest:rest + w], y[y_at:y_at + w]) == w and (
+                w == LOOKAHEAD or (rest + w == len(x) and y_at + w == len(y))):
+            return length
+        if length >= MAX_CANDIDATES:
+            break
+    return None
 
 
 def first_difference(ops: np.ndarray, ops_t: np.ndarray) -> int:

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from idlewave.trace.format import CODES, OPS, TraceError, read, write_rank
-from idlewave.trace.loops import align, first_difference
+from idlewave.trace.loops import align, apart, skipped_loop
 
 EXPONENTS = (-1.0, -2 / 3, -0.5, -1 / 3, 0.0, 1 / 3, 0.5, 2 / 3, 1.0, 4 / 3, 1.5, 2.0)
 LOG_POWERS = (0, 1, 2)
@@ -58,6 +58,7 @@ COMPUTE_SLACK = 0.05  # a simpler rule for the computation, if it predicts the t
 DATA_TOLERANCE = 0.25  # a data-dependent message size: its class medians' rule, at most this far off
 DATA_SLACK = 0.05
 LOOP_TOLERANCE = 0.10  # a loop count that follows no exact rule: fitted at most this far off
+TEMPLATE_RECORD_BYTES = 280  # memory per record of a rank while its loops are expanded (write_template): 272 measured
 SKIPPED = {CODES["comm_member"], CODES["poll"]}  # their number depends on the size or the timing
 MESSAGES = {CODES[n] for n in ("send", "recv", "isend", "irecv", "sendrecv_send", "sendrecv_recv", "mrecv", "imrecv",
                                "send_init", "recv_init")} | set(range(32, 128))
@@ -399,7 +400,11 @@ def build(dirs: list[Path]) -> Model:
     traces.sort(key=lambda t: t[0])
     sizes = [t[0] for t in traces]
     if len(set(sizes)) != len(sizes):
-        raise ModelError(f"two traces of the same size ({sizes}): give traces at different sizes")
+        # named: with only the sizes ([9, 9, 25]) a user could not tell which two (or that one was given twice)
+        n = next(k for k in range(len(sizes) - 1) if sizes[k] == sizes[k + 1])  # (sorted by size)
+        a, b = traces[n][1], traces[n + 1][1]
+        raise ModelError(f"{a}: given twice: give traces at different sizes" if a.resolve() == b.resolve() else
+                         f"{a} and {b} are both traces of {sizes[n]} ranks: give traces at different sizes")
     for _, d, dims, periodic, _ in traces:
         if len(dims) != len(traces[-1][2]) or periodic != traces[-1][3]:
             raise ModelError(f"{d}: its grid {'×'.join(map(str, dims))} (periodic {periodic}) is not of the same "
@@ -418,6 +423,19 @@ def build(dirs: list[Path]) -> Model:
             raise ModelError("no two traces to fit")
     else:
         left_out = []
+    try:
+        return _fitted(traces, left_out)
+    except ModelError as e:
+        # said with the traces left out: a refusal that "a third trace is needed" read wrong to a user who gave
+        # three, one of them left out
+        if not left_out:
+            raise
+        raise ModelError(f"{e} ({'; '.join(left_out)})") from None
+
+
+def _fitted(traces: list, left_out: list[str]) -> Model:
+    """The model of `traces` (smallest first, none left out), matched call by call."""
+    sizes = [t[0] for t in traces]
     template = traces[-1]
     aligned = _Alignments(traces)
     # a class's computation in each trace, with the template's loop counts: the median over its ranks (one
@@ -445,17 +463,25 @@ def build(dirs: list[Path]) -> Model:
             idx = _calls(rec)
             ops = rec["op"][idx]
             if (got := aligned.of(n, r)) is None:
-                k = first_difference(ops, ops_t)
+                # where the walk that allows for loops stopped: the first call that differs as the sequences are is
+                # most often only a loop's extra iteration (a call made at one size alone was named as that)
+                k, k2 = apart(ops, ops_t)
                 what = lambda o, k: OPS.get(int(o[k]), f"op {int(o[k])}") if k < len(o) else "the end"  # noqa: E731
+                at = f"call {k}" if k == k2 else f"calls {k} and {k2} respectively"
+                # a loop one of them never enters: said, as the docs say it is refused (no iteration to match)
+                zero = next((f": the {q}-rank trace runs a loop of {n} calls there that the {q2}-rank trace never "
+                             "enters, and a loop must run at least once at every traced size to be matched"
+                             for q, q2, n in ((sizes[-1], p, skipped_loop(ops_t, k, ops, k2)),
+                                              (p, sizes[-1], skipped_loop(ops, k2, ops_t, k))) if n), None)
                 raise ModelError(f"rank {t} of the {sizes[-1]}-rank trace and rank {r} of the {p}-rank trace (the same "
-                                 f"class) differ at call {k}: {what(ops_t, k)} against {what(ops, k)} ({len(ops_t)} and "
-                                 f"{len(ops)} calls), and not by a loop that runs more or fewer times: the program's "
-                                 "calls change with the size in a way no rule here fits")
+                                 f"class) differ at {at}: {what(ops_t, k)} against {what(ops, k2)} ({len(ops_t)} and "
+                                 f"{len(ops)} calls)" + (zero or ", and not by a loop that runs more or fewer times: "
+                                 "the program's calls change with the size in a way no rule here fits"))
             mapping, found = got
             for site in found:
                 sites.setdefault((site.start, site.length), {})[n] = site.other
                 counts_t[(site.start, site.length)] = site.count
-            seqs.append(rec[idx][mapping])
+            seqs.append(rec[idx] if mapping is None else rec[idx][mapping])
             maps.append(mapping)
             trace_ops.append(ops)
         loop_counts.append((t, [(a, n, tuple(sites[(a, n)].get(k, counts_t[(a, n)]) for k in range(len(traces))))
@@ -477,9 +503,9 @@ def build(dirs: list[Path]) -> Model:
                 if not all(round(rule(p)) == v for p, v in zip(sizes, values)):
                     name = OPS.get(int(ops_t[k]), f"op {int(ops_t[k])}")
                     traced = ", ".join(f"{v} at {_grid(d)}" for v, d in zip(values, members.dims))
-                    per_trace = [members.bytes_at(n, key, int(maps[n][k]), trace_ops[n]) for n in range(len(sizes))]
+                    per_trace = [members.bytes_at(n, key, _played(maps[n], k), trace_ops[n]) for n in range(len(sizes))]
                     # the same on every rank of its class in each trace: not the data's; perhaps the grid's
-                    told = [members.same_in_class(n, r, int(maps[n][k]), trace_ops[n]) for n, r in enumerate(mapped)]
+                    told = [members.same_in_class(n, r, _played(maps[n], k), trace_ops[n]) for n, r in enumerate(mapped)]
                     same = any(x is not None for x in told) and all(x is not False for x in told)
                     by_grid = grid_rule(members.dims, list(values), f"rank {t}, call {k} ({name}): its bytes ({traced})") if same else None
                     if by_grid is not None:
@@ -543,7 +569,7 @@ def _loops(found: list[tuple[int, list[tuple[int, int, tuple[int, ...]]]]], mode
         # exact, not only after rounding: small counts round right under many rules that part at larger sizes
         if all(abs(rule(p) - c) <= 1e-6 * c for p, c in zip(sizes, counts)):
             loops.append(Loop(body, counts, rule, True, a))
-        elif (grid := grid_rule(dims, list(counts), f"{where}: its iterations ({traced} ranks)")) is not None:
+        elif (grid := _exact(grid_rule(dims, list(counts), f"{where}: its iterations ({traced} ranks)"), dims, counts)):
             loops.append(Loop(body, counts, grid, True, a))
         elif (worst := max(rule.error, *(abs(rule(p) - c) / c for p, c in zip(sizes, counts)))) <= LOOP_TOLERANCE:
             loops.append(Loop(body, counts, Rule(rule.terms, rule.c0, rule.c1, rule.i, rule.j, worst), False, a))
@@ -552,6 +578,18 @@ def _loops(found: list[tuple[int, list[tuple[int, int, tuple[int, ...]]]]], mode
                              f"and the best normal form, {rule.describe()}, is {worst:.0%} off (at most "
                              f"{LOOP_TOLERANCE:.0%}): the traces cannot tell how many times it runs at another size")
     return loops
+
+
+def _exact(rule: GridRule | None, dims: list[list[int]], counts: tuple[int, ...]) -> GridRule | None:
+    """`rule`'s forms that give the loop counts exactly, not only after
+    rounding, as for a rule in p: 1, 2, 3 iterations on 3×3, 4×4, 5×5 are
+    n0 − 2, and 0.12·n0·n1 rounds to them too, but gives 8 on 8×8 where
+    n0 − 2 gives 6, so that the extrapolation was refused as undecided (and
+    a count that only a rounded form gave was called exact)."""
+    if rule is None:
+        return None
+    forms = tuple(f for f in rule.forms if all(abs(f.at(d) - c) <= 1e-6 * c for d, c in zip(dims, counts)))
+    return GridRule(forms, rule.what) if forms else None
 
 
 def _grid(dims: list[int]) -> str:
@@ -644,6 +682,12 @@ def _call_work(records: np.ndarray) -> np.ndarray:
     return np.bincount(owner, weights=work, minlength=len(idx))
 
 
+def _played(mapping: np.ndarray | None, k: int) -> int:
+    """The call of another trace that plays template call k (the same
+    index where the calls are the same: mapping None)."""
+    return k if mapping is None else int(mapping[k])
+
+
 class _Alignments:
     """Each rank's calls in each trace aligned with those of its class's rank
     in the template (loops.align), computed once: a trace's loops may run
@@ -654,12 +698,16 @@ class _Alignments:
         self.done: dict[tuple[int, int], tuple | None] = {}
 
     def of(self, n: int, r: int) -> tuple | None:
+        """(the template's calls → rank r's in trace n, or None where they are
+        the same; the loops whose counts differ), or None if they differ otherwise."""
         if (n, r) not in self.done:
             _, _, dims, _, ranks = self.traces[n]
             template = self.traces[-1]
             t = _same_class(r, dims, template[2])
             rec, rec_t = ranks[r].records, template[4][t].records
-            self.done[(n, r)] = align(rec["op"][_calls(rec)], rec_t["op"][_calls(rec_t)])
+            got = align(rec["op"][_calls(rec)], rec_t["op"][_calls(rec_t)])
+            # the same calls: no mapping kept (8 bytes a call, for every rank of every trace)
+            self.done[(n, r)] = (None, []) if got is not None and not got[1] else got
         return self.done[(n, r)]
 
     def computation(self, n: int, r: int) -> float:
@@ -784,6 +832,47 @@ def _undecided(rule: GridRule, dims: list[int], traced: list[list[int]]) -> Mode
                       + ", ".join(f"{f.describe()} gives {round(f.at(dims))}" for f in rule.forms) + why)
 
 
+def _expanded(records: np.ndarray, loops: list[tuple[int, int, int]], counts: list[int]) -> int:
+    """How many records `_iterations` gives, without making them."""
+    idx = _calls(records)
+    at = lambda c: int(idx[c]) if c < len(idx) else len(records)  # noqa: E731  (the record of call c)
+    n = len(records)
+    for (first, length, traced), want in zip(loops, counts):
+        last = at(first + traced * length) - at(first + (traced - 1) * length)
+        n += at(first + min(want, traced) * length) - at(first + traced * length) + max(want - traced, 0) * last
+    return n
+
+
+def _memory_limit() -> tuple[int, str] | None:
+    """The engine's default limit (memory.rs): 80% of the available memory,
+    None where that is not known."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024 * 8 // 10, "80% of available memory"
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _check_template_memory(model: Model, template: list, ranks: int, counts: list[int]) -> None:
+    """Refuses loop counts at the target that would make the template too
+    large to write, before anything is allocated: 81, 256 and 625 iterations
+    (p²) at 9, 16 and 25 ranks are 10⁸ at 10,000, and writing them took all
+    the memory and ended in a MemoryError's traceback (the engine's own check
+    comes only after). A record costs about TEMPLATE_RECORD_BYTES at the
+    peak of write_template (measured: 272)."""
+    if not model.loops or (limit := _memory_limit()) is None:
+        return
+    n, r = max((_expanded(tr.records, m.loops, counts), m.rank) for m, tr in zip(model.ranks, template))
+    if n * TEMPLATE_RECORD_BYTES > limit[0]:
+        gib = lambda b: f"{b / 2**30:.2f} GiB"  # noqa: E731
+        shown = ", ".join(f"{c:,}" for c in counts[:3]) + (", …" if len(counts) > 3 else "")
+        raise ModelError(f"{ranks} ranks: the loops' rules give {shown} iterations there, so rank {r} of the fitted "
+                         f"template would hold {n:,} records, needing about {gib(n * TEMPLATE_RECORD_BYTES)} to write, more than "
+                         f"{limit[1]} ({gib(limit[0])}): extrapolate to fewer ranks")
+
+
 def _iterations(records: np.ndarray, loops: list[tuple[int, int, int]], counts: list[int]) -> np.ndarray:
     """The template's records in order with each loop run `counts` times:
     its first iterations as traced, then copies of its last (records between
@@ -817,6 +906,7 @@ def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None =
         except SimulationError as e:
             raise ModelError(f"{ranks} ranks: {e}") from None
     counts = model.loop_counts(ranks, dims)
+    _check_template_memory(model, template, ranks, counts)
     tmp = out.with_name(out.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
