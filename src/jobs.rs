@@ -9,6 +9,10 @@ use crate::time::Time;
 use crate::units::{secs, Seconds};
 use crate::workloads::WorkloadSpec;
 use schemars::JsonSchema;
+
+/// The figures the results give per job, as `job_<name>_<figure>` (sim.rs
+/// writes them, the Python summary the last): no two jobs' may coincide.
+pub const FIGURES: [&str; 7] = ["ranks", "makespan_s", "alone_s", "slowdown", "link_delay_s", "link_delay_alone_s", "links_held_back"];
 use serde::{Deserialize, Serialize};
 
 /// Where a job's ranks run.

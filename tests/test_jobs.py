@@ -64,6 +64,18 @@ def test_a_job_beside_a_bandwidth_hog_slows_down_on_shared_links_only():
     assert apart["job_app_slowdown"] == apart["job_hog_slowdown"] == 1.0
 
 
+def test_a_single_job_is_held_back_by_what_holds_the_run_back():
+    """One [[jobs]] table: its links' cost is the run's (it reported 0, as
+    -0.0, and no link, whatever the links cost its messages)."""
+    s = run([{"name": "a", "workload": {**APP, "distances": [1, 16], "compute_s": 0.0}}],
+            {**FLOW, "routing": "random"})
+    assert s["flow_delay_s"] > 0
+    assert s["job_a_link_delay_s"] == pytest.approx(s["flow_delay_s"], rel=1e-6)  # (the summary rounds to 10 digits)
+    assert s["job_a_links_held_back"] and s["job_a_links_held_back"] == s["links_held_back"]
+    # alone it is the same run: sharing among its own messages only
+    assert s["job_a_link_delay_alone_s"] == pytest.approx(s["flow_delay_s"], rel=1e-6)
+
+
 def test_a_job_starts_when_told():
     s = run([{"workload": APP}, {"start_s": 2e-3, "workload": {**APP, "distances": [1]}}])
     assert s["job_job1_makespan_s"] == pytest.approx(s["job_job1_alone_s"], rel=1e-12)
@@ -101,6 +113,9 @@ def test_background_traffic_slows_a_job_by_its_pattern():
     # the results key each job's figures by its name: a second "app" would overwrite the first's
     ({"jobs": [{"name": "app", "workload": APP}, {"name": "app", "workload": APP}]}, "jobs[1].name"),
     ({"jobs": [{"workload": APP}, {"name": "job0", "workload": APP}]}, "jobs[1].name"),
+    # nor may one's figure be keyed as another's: "x"'s link_delay_alone_s is "x_link_delay"'s alone_s
+    ({"jobs": [{"name": "x", "workload": APP}, {"name": "x_link_delay", "workload": APP}]}, "jobs[1].name"),
+    ({"jobs": [{"name": "x_link_delay", "workload": APP}, {"name": "x", "workload": APP}]}, "jobs[1].name"),
 ])
 def test_bad_jobs_are_refused_with_their_key(doc, key):
     with pytest.raises(ScenarioError) as e:

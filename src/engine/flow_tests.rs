@@ -123,6 +123,37 @@ fn a_resolve_interval_batches_the_changes_within_it_and_keeps_the_link_busy() {
 }
 
 #[test]
+fn a_step_ends_after_as_much_re_solving_as_its_budget_of_events() {
+    // An incast of 600 messages of different sizes: each of the 600 ends re-solves the flows still in
+    // flight, about 180,000 flows crossed in all. The caller checks for Ctrl-C between steps, so a step
+    // of 2,048 events ends at its first check (event 1,024), the budget's worth of re-solving being done
+    // by then; the run ends as in one step.
+    let n = 600u32;
+    let ops = |n: u32| -> Vec<Vec<StreamOp>> {
+        let root: Vec<StreamOp> =
+            (1..=n).flat_map(|a| [IRecv { peer: a, tag: 0, bytes: 1000 + 10 * a as u64, slot: 0 }, Wait(1)]).collect();
+        std::iter::once(root)
+            .chain((1..=n).map(|a| vec![ISend { peer: 0, tag: 0, bytes: 1000 + 10 * a as u64, slot: 0 }, Wait(1)]))
+            .collect()
+    };
+    let pl = platform(Topology::FullyConnected, flow(0.0, 1.0, Routing::DimensionOrder));
+    let net = Network { ranks_per_node: 1, ..Network::uniform(pl.inter_node.eager) };
+    let net = Network { platform: Some(Box::new(pl.clone())), ..net };
+    let mut e =
+        Engine::new(StreamProgram::new(Script { ranks: ops(n), ..Default::default() }, Recorder::disabled()), net, Noise::none()).unwrap();
+    assert!(!e.step(2048).unwrap(), "a step of 2,048 events ended early");
+    let (work, events) = (e.fabric.flows.as_deref().unwrap().work, e.events);
+    assert!(work > 2048, "at its first check, after re-solving {work} flows and links");
+    let mut steps = 1;
+    while !e.step(2048).unwrap() {
+        steps += 1;
+    }
+    let whole = run(pl, ops(n));
+    assert!(events < whole.events && steps > 2, "{events} of {} events, {steps} steps", whole.events);
+    assert_eq!((0..=n).map(|r| e.finish_time(r)).collect::<Vec<_>>(), (0..=n).map(|r| whole.finish_time(r)).collect::<Vec<_>>());
+}
+
+#[test]
 fn a_shift_across_a_tapered_fat_tree_takes_taper_times_longer() {
     // 16 nodes, 2 per leaf; every node sends to the one 8 away: each message
     // crosses the top of the tree. Links run at the NIC's 1 B/ps; tapered by t,

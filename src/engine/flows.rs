@@ -184,11 +184,16 @@ pub struct Flows {
     pub flowed: u64,
     /// Re-solves run (one per instant at which shared flows changed).
     pub resolves: u64,
+    /// Flows and links the re-solves crossed: the work beside the events,
+    /// by which the engine's step also ends (Ctrl-C waited tens of seconds
+    /// where every event re-solved thousands of flows).
+    pub work: u64,
     /// Per link: the time it cost the flows that it held back (allocated at
     /// the first such loss); per job and link, where jobs are told.
     link_delay: Vec<f64>,
     job_delay: rustc_hash::FxHashMap<(u32, u32), f64>,
-    /// The first rank of each job after the first (empty: one program).
+    /// The first rank of each job, job 0's first (empty: one program; one
+    /// job is a job too, whose losses are its own).
     job_starts: Vec<u32>,
     /// For a timeline: per class of link, its flows and busy links over time.
     pub counters: Option<Box<LinkCounters>>,
@@ -283,6 +288,7 @@ impl Flows {
             delay_ps: 0.0,
             flowed: 0,
             resolves: 0,
+            work: 0,
             link_delay: Vec::new(),
             job_delay: Default::default(),
             job_starts: Vec::new(),
@@ -312,12 +318,12 @@ impl Flows {
     /// The run's ranks are jobs', each job's from its first rank on
     /// (`firsts`, ascending, job 0's first): losses are kept per job too.
     pub fn set_jobs(&mut self, firsts: &[u32]) {
-        self.job_starts = firsts.iter().skip(1).copied().collect();
+        self.job_starts = firsts.to_vec();
     }
 
     /// The job of rank `rank`.
     fn job_of(&self, rank: u32) -> u32 {
-        self.job_starts.partition_point(|&f| f <= rank) as u32
+        (self.job_starts.partition_point(|&f| f <= rank) as u32).saturating_sub(1)
     }
 
     /// Closes flow `id`'s stretch at its rate up to `now`: what it lost
@@ -364,7 +370,8 @@ impl Flows {
     pub fn job_worst_links(&self, job: u32, top: usize) -> (Vec<(u32, f64)>, f64) {
         let mut v: Vec<(u32, f64)> = self.job_delay.iter().filter(|((j, _), _)| *j == job).map(|(&(_, s), &d)| (s, d)).collect();
         v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let total = v.iter().map(|x| x.1).sum();
+        // (+ 0.0: an empty sum is −0.0, which the summary printed)
+        let total = v.iter().map(|x| x.1).sum::<f64>() + 0.0;
         v.truncate(top);
         (v, total)
     }
@@ -550,6 +557,7 @@ impl Flows {
         self.resolves += 1;
         let seeds = std::mem::take(&mut self.pending);
         self.component(&seeds);
+        self.work += (self.comp_flows.len() + self.comp_links.len()) as u64;
         self.pending = seeds;
         self.pending.clear();
         self.advance(now);

@@ -326,7 +326,13 @@ impl<P: Program, O: Probe> Engine<P, O> {
             self.started = true;
             self.start()?;
         }
-        for _ in 0..budget {
+        let work = self.flow_work();
+        for i in 0..budget {
+            // the caller checks for Ctrl-C between steps: a step also ends after as much re-solving as
+            // `budget` events would be, for runs whose events re-solve thousands of flows each
+            if i % 1024 == 1023 && self.flow_work() - work > budget {
+                return Ok(false);
+            }
             let Some(ev) = self.queue.pop() else {
                 self.check_end()?;
                 return Ok(true);
@@ -362,6 +368,11 @@ impl<P: Program, O: Probe> Engine<P, O> {
             }
         }
         Ok(false)
+    }
+
+    /// The shared links' re-solving so far (`Flows::work`; 0 without them).
+    fn flow_work(&self) -> u64 {
+        self.fabric.flows.as_deref().map_or(0, |f| f.work)
     }
 
     /// Asks for the state the event `k` places ahead will read.

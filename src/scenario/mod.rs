@@ -196,6 +196,7 @@ impl Scenario {
             return Err(RuleError::new("network.mapping", "jobs are placed by their own placement: leave the mapping as block").into());
         }
         let mut names = std::collections::HashMap::new();
+        let mut figures = std::collections::HashMap::new();
         for (i, j) in self.jobs.iter().enumerate() {
             // the results name each job's figures by its name: two alike would be one
             if let Some(first) = names.insert(j.name(i), i) {
@@ -204,6 +205,22 @@ impl Scenario {
                     format!("{:?} is jobs[{first}]'s name already: give each job its own", j.name(i)),
                 )
                 .into());
+            }
+            // nor may one job's figure be named as another's ("x"'s link_delay_alone_s and "x_link_delay"'s alone_s)
+            for figure in crate::jobs::FIGURES {
+                let key = format!("job_{}_{figure}", j.name(i));
+                if let Some(&(first, theirs)) = figures.get(&key).filter(|(k, _)| *k != i) {
+                    return Err(RuleError::new(
+                        format!("jobs[{i}].name"),
+                        format!(
+                            "{:?} names its {figure} in the results as {key}, which is already jobs[{first}]'s {theirs}: give \
+                             it a name that does not begin with another job's name and _",
+                            j.name(i)
+                        ),
+                    )
+                    .into());
+                }
+                figures.insert(key, (i, figure));
             }
             if (j.placement == crate::jobs::Placement::Nodes) == j.nodes.is_empty() {
                 return Err(RuleError::new(format!("jobs[{i}].nodes"), "give nodes with placement = \"nodes\", and only then").into());
