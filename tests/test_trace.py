@@ -310,6 +310,23 @@ def test_a_damaged_otf2_archive_is_one_line_naming_what_the_library_found(tmp_pa
         assert not (tmp_path / f"out-{name}").exists()
 
 
+def test_an_otf2_reader_callbacks_traceback_is_held_and_its_exception_told(capfd):
+    """The bindings print a traceback of an exception in a reader callback to
+    sys.stderr (a damaged definition, depending on the bytes a truncation
+    leaves: "Duplicate ClockProperties entry"); it reached the terminal
+    beside the one-line error."""
+    import sys
+
+    from idlewave.trace.otf2_import import _library_errors
+
+    with _library_errors() as said:
+        sys.stderr.write("An unhandled python exception has occurred in an OTF2_GlobalDefReaderCallback:\nTraceback "
+                         "(most recent call last):\notf2.error.TraceReaderError: Semantic error in the input trace: "
+                         "Duplicate ClockProperties entry.\n")
+        assert said() == "Semantic error in the input trace: Duplicate ClockProperties entry."
+    assert capfd.readouterr().err == ""
+
+
 def test_an_otf2_alltoall_on_a_sub_communicator_sends_its_bytes_over_its_members(tmp_path, cli):
     import otf2
     from otf2.enums import CollectiveOp, Paradigm, RegionRole

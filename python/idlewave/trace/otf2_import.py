@@ -6,6 +6,7 @@ call's start and end."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import tempfile
@@ -159,13 +160,18 @@ def read_otf2(path: str | Path) -> tuple[list[tuple[np.ndarray, dict]], list[str
 @contextmanager
 def _library_errors() -> Iterator[Callable[[], str]]:
     """The OTF2 library prints its errors to file descriptor 2 itself, line
-    by line, before the bindings raise: they are held here, and the first
-    (the most precise: "This is no chunk header!") goes into the error.
-    What it printed on an archive that was read is passed on as it is."""
+    by line, before the bindings raise, and the bindings print a traceback
+    of an exception in their reader callbacks to sys.stderr (a damaged
+    definition: "Duplicate ClockProperties entry"): both are held here, and
+    the most precise line goes into the error (the library's first, "This is
+    no chunk header!", else the callback's exception). What they printed on
+    an archive that was read is passed on as it is."""
     held = tempfile.TemporaryFile()
-    saved = os.dup(2)
+    python = io.StringIO()
+    saved, saved_stderr = os.dup(2), sys.stderr
     sys.stderr.flush()
     os.dup2(held.fileno(), 2)
+    sys.stderr = python
     told = False
 
     def said() -> str:
@@ -173,17 +179,21 @@ def _library_errors() -> Iterator[Callable[[], str]]:
         told = True
         held.seek(0)
         first = held.read(4096).decode(errors="replace").strip().splitlines()[:1]
-        return first[0].split(": error: ")[-1] if first else ""
+        if first:
+            return first[0].split(": error: ")[-1]
+        last = python.getvalue().strip().splitlines()[-1:]
+        return last[0].split(": ", 1)[-1] if last else ""
 
     try:
         yield said
     finally:
+        sys.stderr = saved_stderr
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
         if not told:
             held.seek(0)
-            sys.stderr.write(held.read().decode(errors="replace"))
+            sys.stderr.write(held.read().decode(errors="replace") + python.getvalue())
         held.close()
 
 
