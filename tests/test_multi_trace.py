@@ -354,8 +354,9 @@ def test_message_sizes_that_vary_with_the_data_are_modelled_per_class_and_said(l
     so each such size is its class's median, fitted, and the model says how
     much they varied; the replay keeps the real trace's messages and comes
     within 5% of its bytes."""
-    # (only its messages are judged: its computation need only fit a rule, within the model's 25%)
-    dirs = steady_traces(lib, program, tmp_path, (*SIZES, TARGET), "strong", "0", "1", tolerance=0.25)
+    # (only its messages are judged, but its computation must fit a rule within the model's 25%: ranks 25%
+    # apart between the traces, which a tolerance of 0.25 let through, missed it by 28% on a loaded host)
+    dirs = steady_traces(lib, program, tmp_path, (*SIZES, TARGET), "strong", "0", "1", tolerance=0.10)
     m = build(dirs[:-1])
     assert m.data_dependent > 0 and 0 < m.data_spread and m.data_error <= 0.25
     assert "message sizes vary with the data" in m.describe()
