@@ -4,6 +4,7 @@ export, extrapolation, the report of what is not modelled, broken files.
 (Coverage of every MPI family by the tracer: test_trace_coverage.py.)"""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -299,14 +300,18 @@ def test_a_damaged_otf2_archive_is_one_line_naming_what_the_library_found(tmp_pa
     damage = {"defs": lambda d: (d / "traces.def").write_bytes((d / "traces.def").read_bytes()[:40]),
               "events": lambda d: (d / "traces" / "1.evt").write_bytes((d / "traces" / "1.evt").read_bytes()[:30]),
               "missing": lambda d: (d / "traces" / "0.evt").unlink()}
-    found = {"defs": "This is no chunk header!", "events": "This is no chunk header!", "missing": "0.evt"}
+    # What a truncation makes the library find depends on the bytes cut (the
+    # writer's clock properties among them): a chunk header, or a duplicate
+    # definition its callback refused. Either is its own finding, told.
+    found = {"defs": r"(no chunk header|Semantic error in the input trace)", "events": "no chunk header",
+             "missing": r"0\.evt"}
     for name, spoil in damage.items():
         shutil.copytree(tmp_path / "good", tmp_path / name)
         spoil(tmp_path / name)
         p = cli("trace", "import", tmp_path / name, "--out", tmp_path / f"out-{name}", check=False)
         assert p.returncode == 2, p.stderr
         assert p.stderr.count("\n") == 1 and "[OTF2]" not in p.stderr and "Traceback" not in p.stderr, p.stderr
-        assert found[name] in p.stderr and "the archive is damaged or incomplete" in p.stderr, p.stderr
+        assert re.search(found[name], p.stderr) and "the archive is damaged or incomplete" in p.stderr, p.stderr
         assert not (tmp_path / f"out-{name}").exists()
 
 
