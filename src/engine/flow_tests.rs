@@ -329,3 +329,50 @@ fn link_counters_follow_the_flows_on_each_class() {
     assert!(c.samples.windows(2).all(|w| w[0].t <= w[1].t), "in time order");
     assert!(!c.truncated);
 }
+
+#[test]
+fn a_send_waiting_for_its_dma_nic_holds_no_link_until_it_leaves() {
+    // Rank 0 sends to 1, then to 2. A DMA NIC sends the second message when
+    // the first has left, (s − 1)·G later; its flow must begin then. Begun
+    // as the send was handled, it ran beside the first (the sending side is
+    // not a shared link, each flow is capped at 1/G on its own) and rank 2
+    // had its bytes (s − 1)·G early; rank 3 sends to 2 as well, so rank 2's
+    // NIC takes rank 3's bytes alone first, then rank 0's.
+    let pairs = [(0, 1), (0, 2), (3, 2)];
+    let finish = |links: LinkModel| {
+        let pl = platform(Topology::FullyConnected, links);
+        let net = Network { ranks_per_node: 1, nic_model: NicModel::Dma, ..Network::uniform(pl.inter_node.eager) };
+        let net = Network { platform: Some(Box::new(pl)), ..net };
+        let program = StreamProgram::new(Script { ranks: exchange(4, &pairs), ..Default::default() }, Recorder::disabled());
+        let mut e = Engine::new(program, net, Noise::none()).unwrap();
+        e.run().unwrap();
+        (0..4).map(|r| e.finish_time(r)).collect::<Vec<_>>()
+    };
+    let none = finish(LinkModel::default());
+    assert_eq!(&none[1..3], &[S - 1 + L, 2 * (S - 1) + L]);
+    assert_eq!(finish(flow(0.0, 1.0, Routing::DimensionOrder)), none);
+}
+
+#[test]
+fn a_flows_receiver_is_charged_as_a_dma_nics() {
+    // Documented (links.md): a flowed message's receiver pays o + (s − 1)·O
+    // after the last byte, its CPU free while the bytes come in, as a DMA
+    // NIC's. A ±1 halo on wide links therefore gives what "none" gives with
+    // a DMA NIC, and less than LogGOPSim's receiver, whose CPU is busy for
+    // (s − 1)·G from the first byte and holds back the rank's second send.
+    let mut pl = platform(Topology::FatTree { radix: 8 }, flow(1e9, 1.0, Routing::DModK));
+    (pl.inter_node.eager.o_ps, pl.inter_node.eager.g_ps) = (300_000, 50_000);
+    let halo: Vec<(u32, u32)> = (0..8).flat_map(|a| [(a, (a + 1) % 8), (a, (a + 7) % 8)]).collect();
+    let finish = |links: LinkModel, nic_model: NicModel| {
+        let pl = Platform { links, ..pl.clone() };
+        let net = Network { ranks_per_node: 1, nic_model, ..Network::uniform(pl.inter_node.eager) };
+        let net = Network { platform: Some(Box::new(pl)), ..net };
+        let program = StreamProgram::new(Script { ranks: exchange(8, &halo), ..Default::default() }, Recorder::disabled());
+        let mut e = Engine::new(program, net, Noise::none()).unwrap();
+        e.run().unwrap();
+        (0..8).map(|r| e.finish_time(r)).max().unwrap()
+    };
+    let flows = finish(pl.links, NicModel::Loggopsim);
+    assert_eq!(flows, finish(LinkModel::default(), NicModel::Dma));
+    assert!(flows < finish(LinkModel::default(), NicModel::Loggopsim));
+}

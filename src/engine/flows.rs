@@ -179,6 +179,10 @@ pub struct Flows {
     /// The links whose flows changed since the last re-solve (it is queued
     /// for now when this is not empty).
     pending: Vec<u32>,
+    /// Sends that leave after they are handled (behind their NIC's earlier
+    /// sends), by slot until their flow starts; the slots free.
+    leaving: Vec<Option<Leaving>>,
+    leaving_free: Vec<u32>,
     /// Summed over messages: time beyond what the flow would take alone.
     pub delay_ps: f64,
     pub flowed: u64,
@@ -265,6 +269,15 @@ fn bump(v: u32) -> u32 {
     v.wrapping_add(1)
 }
 
+/// A send whose flow starts when it leaves: what `Engine::start_flow` takes.
+struct Leaving {
+    msg: Event,
+    m: Message,
+    left: Time,
+    arrive: Time,
+    big_g_ps: f64,
+}
+
 impl Flows {
     pub fn new(routes: Routes) -> Flows {
         let slots = routes.slots();
@@ -285,6 +298,8 @@ impl Flows {
             route: Vec::new(),
             due: Vec::new(),
             pending: Vec::new(),
+            leaving: Vec::new(),
+            leaving_free: Vec::new(),
             delay_ps: 0.0,
             flowed: 0,
             resolves: 0,
@@ -776,11 +791,31 @@ impl<P: Program, O: Probe> Engine<P, O> {
         self.fabric.flows.is_some() && size > 1 && self.view.net.class(src, dst) == crate::network::OTHER_NODE
     }
 
-    /// Sends `msg` (queued for `arrive`, having left at `left` after the
-    /// sender's overhead) as a flow: its last byte arrives when the flow
-    /// ends, then the message takes the time from now to `arrive` it had alone.
+    /// Sends `msg` (queued for `arrive`, leaving its NIC at `depart`, and
+    /// `left` after the sender's overhead) as a flow: its last byte arrives
+    /// when the flow ends, then the message takes the time from `depart` to
+    /// `arrive` it had alone. A send that leaves later than now (a DMA NIC
+    /// still sending earlier messages, a handshake's data behind them) holds
+    /// no link until then: its flow starts when it leaves.
     #[cold]
-    pub(super) fn start_flow(&mut self, msg: Event, m: Message, left: Time, arrive: Time, big_g_ps: f64) {
+    pub(super) fn start_flow(&mut self, msg: Event, m: Message, (depart, left): (Time, Time), arrive: Time, big_g_ps: f64) {
+        if depart > self.view.now {
+            let flows = self.fabric.flows.as_deref_mut().expect("flows on");
+            let it = Some(Leaving { msg, m, left, arrive, big_g_ps });
+            let slot = match flows.leaving_free.pop() {
+                Some(slot) => {
+                    flows.leaving[slot as usize] = it;
+                    slot
+                }
+                None => {
+                    flows.leaving.push(it);
+                    flows.leaving.len() as u32 - 1
+                }
+            };
+            self.queue.push_new(Event::new(depart, EvKind::FlowStart, 0, 0, 0, msg.rank, 0, 0, slot));
+            self.tell(|o, v| o.flow_waits(v, slot));
+            return;
+        }
         let pl = self.view.net.platform.as_deref().expect("flows imply a platform");
         let (a, b) = (pl.node(m.src), pl.node(m.dst));
         let key = crate::rng::hash(m.src as u64, m.dst as u64, left, m.bytes);
@@ -809,6 +844,15 @@ impl<P: Program, O: Probe> Engine<P, O> {
             let at = self.fabric.flows.as_deref().expect("flows on").solve_time(now);
             self.queue.push_new(Event::new(at, EvKind::FlowSolve, 0, 0, 0, msg.rank, 0, 0, 0));
         }
+    }
+
+    /// A send's flow starting as it leaves its NIC (`start_flow`).
+    pub(super) fn on_flow_start(&mut self, ev: Event) {
+        let flows = self.fabric.flows.as_deref_mut().expect("flow events imply flows");
+        let Leaving { msg, m, left, arrive, big_g_ps } = flows.leaving[ev.id as usize].take().expect("a send waiting to leave");
+        flows.leaving_free.push(ev.id);
+        self.tell(|o, v| o.flow_leaves(v, ev.id));
+        self.start_flow(msg, m, (ev.time, left), arrive, big_g_ps);
     }
 
     /// The re-solve queued behind the flows' starts and ends at this time.

@@ -439,6 +439,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
             EvKind::Landed | EvKind::DataLanded => self.on_landed(ev),
             EvKind::FlowDone => self.on_flow_done(ev),
             EvKind::FlowSolve => self.on_flow_solve(ev),
+            EvKind::FlowStart => self.on_flow_start(ev),
         }
     }
 
@@ -538,7 +539,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let m = Message { stamp: 0, src: ev.rank, dst: ev.peer, cpu, flight: (ev.time, arrive), tag: ev.tag, bytes: ev.size };
         (msg.rank, msg.peer) = (ev.peer, ev.rank);
         if self.flows_on(ev.rank, ev.peer, ev.size) {
-            self.start_flow(msg, m, depart + p.o_ps, arrive, p.big_g_ps);
+            self.start_flow(msg, m, (depart, depart + p.o_ps), arrive, p.big_g_ps);
         } else {
             msg.time = self.handled_from(ev.peer, ev.cpu(), ev.nic(), arrive);
             let stamp = self.queue.push_new(msg);
@@ -821,7 +822,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let cpu = Some((t, self.view.clocks[self.o(src, ev.cpu())]));
         let m = Message { stamp: 0, src, dst, cpu, flight: (depart, arrive), tag: ev.tag, bytes: ev.size };
         if self.flows_on(src, dst, ev.size) {
-            self.start_flow(data, m, depart + p.o_ps, arrive, p.big_g_ps);
+            self.start_flow(data, m, (depart, depart + p.o_ps), arrive, p.big_g_ps);
         } else {
             let stamp = self.queue.push_new(data);
             self.tell(|o, v| o.message_queued(v, Message { stamp, ..m }));

@@ -236,6 +236,16 @@ pub trait Probe {
     #[inline(always)]
     fn flow_started<P: Program>(&mut self, v: &View<P>, id: u32, m: &Message) {}
 
+    /// The message whose send was just told leaves its NIC later than now:
+    /// its flow starts then, from `slot` (`flow_leaves`).
+    #[inline(always)]
+    fn flow_waits<P: Program>(&mut self, v: &View<P>, slot: u32) {}
+
+    /// The send waiting in `slot` leaves now: its flow is started next
+    /// (`flow_started`), or its message queued.
+    #[inline(always)]
+    fn flow_leaves<P: Program>(&mut self, v: &View<P>, slot: u32) {}
+
     /// Flow `id` ended, having lost `loss` to sharing; its message is queued next.
     #[inline(always)]
     fn flow_ended<P: Program>(&mut self, v: &View<P>, id: u32, loss: Loss) {}
@@ -368,6 +378,18 @@ impl<A: Probe> Probe for Option<A> {
         }
     }
     #[inline(always)]
+    fn flow_waits<P: Program>(&mut self, v: &View<P>, slot: u32) {
+        if let Some(a) = self {
+            a.flow_waits(v, slot)
+        }
+    }
+    #[inline(always)]
+    fn flow_leaves<P: Program>(&mut self, v: &View<P>, slot: u32) {
+        if let Some(a) = self {
+            a.flow_leaves(v, slot)
+        }
+    }
+    #[inline(always)]
     fn flow_ended<P: Program>(&mut self, v: &View<P>, id: u32, loss: Loss) {
         if let Some(a) = self {
             a.flow_ended(v, id, loss)
@@ -472,6 +494,16 @@ impl<A: Probe, B: Probe> Probe for (A, B) {
     fn flow_started<P: Program>(&mut self, v: &View<P>, id: u32, m: &Message) {
         self.0.flow_started(v, id, m);
         self.1.flow_started(v, id, m);
+    }
+    #[inline(always)]
+    fn flow_waits<P: Program>(&mut self, v: &View<P>, slot: u32) {
+        self.0.flow_waits(v, slot);
+        self.1.flow_waits(v, slot);
+    }
+    #[inline(always)]
+    fn flow_leaves<P: Program>(&mut self, v: &View<P>, slot: u32) {
+        self.0.flow_leaves(v, slot);
+        self.1.flow_leaves(v, slot);
     }
     #[inline(always)]
     fn flow_ended<P: Program>(&mut self, v: &View<P>, id: u32, loss: Loss) {

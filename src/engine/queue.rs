@@ -45,11 +45,13 @@ pub enum EvKind {
     FlowDone = 13,
     /// The flows' re-solve, behind the starts and ends queued for its time.
     FlowSolve = 14,
+    /// A send's flow starting as it leaves its NIC, later than it was handled (`id`: its slot).
+    FlowStart = 15,
 }
 
 const KINDS: [EvKind; 16] = {
     use EvKind::*;
-    [Calc, Send, Recv, Calc, Msg, Probe, Mem, MemDone, Rts, Cts, Data, Landed, DataLanded, FlowDone, FlowSolve, Calc]
+    [Calc, Send, Recv, Calc, Msg, Probe, Mem, MemDone, Rts, Cts, Data, Landed, DataLanded, FlowDone, FlowSolve, FlowStart]
 };
 
 /// 40 bytes: the stamp, kind, cpu and nic share one word.

@@ -101,6 +101,8 @@ pub struct Explain {
     /// Shared links: per flow in flight, its message's path as it would
     /// arrive alone, its link class, bytes, (s − 1)·G and G.
     flows: HashMap<u32, (Path, usize, u64, Time, f64), BuildHasherDefault<Mix>>,
+    /// Per send waiting to leave its NIC before its flow starts: its message's path.
+    leaving: HashMap<u32, Path, BuildHasherDefault<Mix>>,
     /// The link (slot, ps) the message about to be queued waited on; per
     /// queued message, likewise; per hop, the link its arrival waited on.
     flow_link: Option<(u32, Time)>,
@@ -215,6 +217,7 @@ impl Explain {
             + self.mem.capacity() * (path + 24)
             + self.waits.capacity() * std::mem::size_of::<Waits>()
             + self.flows.capacity() * (path + 32)
+            + self.leaving.capacity() * (path + 8)
             + (self.msg_links.capacity() + self.hop_links.capacity()) * 24
     }
 }

@@ -109,6 +109,12 @@ impl Probe for Explain {
         let alone_nic = (m.bytes.saturating_sub(1) as f64 * p.big_g_ps).ceil() as Time;
         self.flows.insert(id, (self.msg, v.net.class(m.src, m.dst), m.bytes, alone_nic, p.big_g_ps));
     }
+    fn flow_waits<P: Program>(&mut self, _v: &View<P>, slot: u32) {
+        self.leaving.insert(slot, self.msg);
+    }
+    fn flow_leaves<P: Program>(&mut self, _v: &View<P>, slot: u32) {
+        self.msg = self.leaving.remove(&slot).expect("a send told waiting");
+    }
     fn flow_ended<P: Program>(&mut self, _v: &View<P>, id: u32, loss: Loss) {
         self.flowed(id, loss);
     }
@@ -547,6 +553,6 @@ fn resources<P: Program>(v: &View<P>, ev: &Event) -> Option<[usize; 2]> {
         }
         EvKind::Msg | EvKind::Data => [c, v.layout.gr(ev.rank, ev.nic())],
         EvKind::Rts | EvKind::Cts | EvKind::Landed | EvKind::DataLanded => [c, c],
-        EvKind::MemDone | EvKind::FlowDone | EvKind::FlowSolve => return None,
+        EvKind::MemDone | EvKind::FlowDone | EvKind::FlowSolve | EvKind::FlowStart => return None,
     })
 }
