@@ -121,7 +121,7 @@ def test_grid_options_on_the_command_line(lib, stencil, tmp_path, cli):
     p = cli("trace", "replay", template, "--grid", "4x8", "--out", tmp_path / "o")
     assert "replayed 32 ranks" in p.stdout and "3×3 (non-periodic) → 4×8, weak scaling" in p.stdout
     for args, says in [(["--grid", "6y6"], "expected 1 to 3 positive sizes"),
-                       (["--grid", "6x6", "--scale-to", "30"], "disagrees with grid 6x6 (36 ranks)"),
+                       (["--grid", "6x6", "--scale-to", "30"], "--scale-to 30 disagrees with --grid 6x6 (36 ranks)"),
                        (["--grid", "6x6x6"], "the traced grid is 2-dimensional"),
                        (["--scale-to", "37"], "needs at least 3 ranks along dimension 1")]:
         p = cli("trace", "replay", template, *args, "--out", tmp_path / "x", check=False)

@@ -392,3 +392,26 @@ def test_an_unreachable_scheduler_is_one_line(cli, tmp_path):
     p = cli("sweep", study, "--out", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9", "--quiet", check=False)
     assert p.returncode == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) <= 3
+
+
+def test_a_sweep_of_jobs_keeps_each_jobs_makespan_and_slowdown(cli, tmp_path):
+    """Each job's makespan and slowdown are columns of the sweep's table, as
+    its point's summary gives them, and are results: the ranking does not
+    take them for conditions to group by."""
+    base = tmp_path / "jobs.toml"
+    base.write_text((EXAMPLES / "jobs_sharing.toml").read_text().replace("iterations = 10", "iterations = 2"))
+    study = tmp_path / "study.toml"
+    study.write_text(f'name = "taper"\nbase = "{base}"\nstrategy = "network.links.taper"\n'
+                     '[grid]\n"network.links.taper" = [1, 4]\n')
+    doc = json.loads(cli("sweep", study, "--out", tmp_path / "out", "--quiet", "--json").stdout)
+    t = pl.read_parquet(tmp_path / "out" / "sweep.parquet")
+    for job in ("app", "hog"):
+        for figure in ("makespan_s", "slowdown"):
+            column = f"job_{job}_{figure}"
+            assert t[column].null_count() == 0, t.columns
+            for pid, value in zip(t["id"], t[column]):
+                assert value == json.loads((tmp_path / "out" / "points" / pid / "summary.json").read_text())[column]
+    # a 4:1 taper slows the app beside the hog more than a full tree does
+    slow = dict(zip(t["network.links.taper"], t["job_app_slowdown"]))
+    assert slow[4] > slow[1] >= 1.0
+    assert len(doc["ranking"]["conditions"]) == 1 and doc["ranking"]["conditions"][0]["condition"] == {}

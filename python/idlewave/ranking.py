@@ -40,6 +40,23 @@ def interval(values: np.ndarray) -> tuple[float, float | None]:
     return mean, half
 
 
+#: A sweep table's columns that are a point's results (and its id), not swept keys; besides them, a
+#: scenario with jobs has each job's figures (`job_column`).
+MEASURED = ("id", "status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error")
+#: The figures of each job kept in a sweep's table, as the summary names them (job_<name>_<figure>).
+JOB_FIGURES = ("makespan_s", "slowdown")
+
+
+def job_column(name: str) -> bool:
+    """Whether a sweep table's column is one job's figure (swept keys are dotted paths, never job_…)."""
+    return name.startswith("job_") and name.endswith(tuple(f"_{f}" for f in JOB_FIGURES))
+
+
+def measured(name: str) -> bool:
+    """Whether a sweep table's column is a result rather than a swept key."""
+    return name in MEASURED or job_column(name)
+
+
 def _label(v) -> str:
     return v if isinstance(v, str) else json.dumps(v)
 
@@ -49,9 +66,7 @@ def rank(frame: pl.DataFrame, strategy: str) -> list[dict]:
     is a sweep table with `replica`, `makespan_s` and
     `slowest_iteration_mean_s` columns."""
     done = frame.filter(pl.col("status") == "done") if "status" in frame.columns else frame
-    skip = {"id", "status", "error", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s",
-            "replica", "seed", strategy}
-    conditions = [c for c in done.columns if c not in skip]
+    conditions = [c for c in done.columns if not measured(c) and c not in ("replica", "seed", strategy)]
     out = []
     groups = done.group_by(conditions, maintain_order=True) if conditions else [((), done)]
     for key, part in groups:

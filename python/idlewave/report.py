@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from idlewave.ranking import measured
 from idlewave.results import UnreadableResult, figure_png, figure_svg, read_json, read_parquet, series_colour, write_text
 
 #: A result below the report's directory that cannot be read, and why (the
@@ -284,8 +285,7 @@ def _sweep(d: Path, skip: Skip | None = None) -> Html:
         _check_points(d, frame, skip)
     ranked = (d / "ranking.json").exists()
     parts = [_ranking(d)] if ranked else []
-    measured = ("id", "status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error", "replica")
-    keys = [c for c in frame.columns if c not in measured]
+    keys = [c for c in frame.columns if not measured(c) and c != "replica"]
     if "replica" in frame.columns and frame["replica"].n_unique() > 1:
         keys = [c for c in keys if c != "seed"]  # set by the replications (ranked above with intervals)
     done = frame.filter(pl.col("status") == "done") if "status" in frame.columns else frame

@@ -49,7 +49,7 @@ import polars as pl
 
 from idlewave import _engine
 from idlewave.overrides import apply
-from idlewave.ranking import LEVEL, figure, rank, slowest_iteration_mean
+from idlewave.ranking import LEVEL, figure, job_column, rank, slowest_iteration_mean
 from idlewave.results import RESULT_MARKERS, RefusedOutput, write_dir, write_json, write_parquet
 from idlewave.scenario import ScenarioError, validate
 from idlewave.study import MAX_POINTS, BaseFile, Points, check_seeds, check_sets, load_study, study_options
@@ -220,7 +220,8 @@ def point_row(d: Path) -> dict:
         s = json.loads((d / "summary.json").read_text())
         return {"status": "done", "makespan_s": s["makespan_s"], "events": s["events"],
                 "iteration_mean_s": (s.get("iteration_s") or {}).get("mean"),
-                "slowest_iteration_mean_s": slowest_iteration_mean(d)}
+                "slowest_iteration_mean_s": slowest_iteration_mean(d),
+                **{k: v for k, v in sorted(s.items()) if job_column(k)}}
     err = json.loads((d / "error.json").read_text())["error"] if (d / "error.json").exists() else "not run"
     return {"status": "failed", "error": err}
 
@@ -413,19 +414,19 @@ def _run(client, out: Path, plan, first, i: int, total: int, rows: dict, progres
             no_worker_since = None
 
 
-#: A point's columns in the table, as `point_row` gives them.
+#: A point's columns in the table, as `point_row` gives them (its jobs' figures after them).
 _ROW = ("status", "makespan_s", "events", "iteration_mean_s", "slowest_iteration_mean_s", "error")
 
 
 def _compact(row: dict) -> tuple:
-    return tuple(row.get(k) for k in _ROW)
+    return (*(row.get(k) for k in _ROW), tuple((k, v) for k, v in row.items() if job_column(k)))
 
 
 def _expand(values: tuple) -> dict:
     row = dict(zip(_ROW, values))
     if row["status"] == "done":
         del row["error"]
-        return row
+        return row | dict(values[len(_ROW)])
     return {"status": row["status"], "error": row["error"]}
 
 

@@ -289,6 +289,13 @@ def _fitted(dirs: list[Path], scale_to: int | None, grid: str | None, weak: bool
 
     if weak and strong:
         fail("--weak and --strong: give one")
+    if scale_to is not None and grid is not None:  # said here in the flags' names (the engine names its keys)
+        try:
+            ranks = math.prod(_grid_dims(grid))
+        except ValueError:
+            fail(f"--grid {grid}: expected sizes joined by 'x', e.g. 64x64")
+        if ranks != scale_to:
+            fail(f"--scale-to {scale_to} disagrees with --grid {grid} ({ranks} ranks): give one, or both for the same size")
     _existing(dirs)
     if len(dirs) == 1:
         return dirs[0], None
