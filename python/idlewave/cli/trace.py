@@ -117,8 +117,8 @@ def _in_fitted(message: str, trace_dir: Path, dirs: list[Path]) -> str:
     if len(dirs) < 2 or str(trace_dir) not in message:
         return message
     return (f"{message} (in the largest trace as fitted for the target, a file removed again: its loops repeat their "
-            "last traced iteration or run fewer than traced, so a loop whose requests stay open from one iteration to "
-            "the next cannot be extrapolated from several traces; replay the largest trace alone)")
+            "last traced iteration or run fewer than traced; replay the largest trace alone to see whether it replays "
+            "as traced)")
 
 
 def _failed_write(e: Exception, output: Path) -> str | None:

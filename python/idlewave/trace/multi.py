@@ -873,20 +873,93 @@ def _check_template_memory(model: Model, template: list, ranks: int, counts: lis
                          f"{limit[1]} ({gib(limit[0])}): extrapolate to fewer ranks")
 
 
-def _iterations(records: np.ndarray, loops: list[tuple[int, int, int]], counts: list[int]) -> np.ndarray:
+def _iterations(records: np.ndarray, loops: list[tuple[int, int, int]], counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The template's records in order with each loop run `counts` times:
     its first iterations as traced, then copies of its last (records between
-    calls, failed polls, go with the call before them)."""
+    calls, failed polls, go with the call before them); and per record of
+    that order, the iteration it is in (-1 outside loops)."""
     idx = _calls(records)
     at = lambda c: int(idx[c]) if c < len(idx) else len(records)  # noqa: E731  (the record of call c)
-    pieces, done = [], 0
+    pieces, iterations, done = [], [], 0
     for (first, length, traced), want in zip(loops, counts):
         pieces.append(np.arange(done, at(first)))
         runs = [np.arange(at(first + q * length), at(first + (q + 1) * length)) for q in range(traced)]
-        pieces.extend(runs[:want] + [runs[-1]] * max(want - traced, 0))
+        runs = runs[:want] + [runs[-1]] * max(want - traced, 0)
+        pieces.extend(runs)
+        iterations += [np.full(len(pieces[-len(runs) - 1]), -1)] + [np.full(len(r), q) for q, r in enumerate(runs)]
         done = at(first + traced * length)
     pieces.append(np.arange(done, len(records)))
-    return np.concatenate(pieces)
+    iterations.append(np.full(len(pieces[-1]), -1))
+    return np.concatenate(pieces), np.concatenate(iterations)
+
+
+#: Records that post a request a wait completes once (persistent requests keep their id from one start to the next).
+_POSTS = frozenset([CODES["isend"], CODES["irecv"], CODES["imrecv"], *range(64, 64 + 32)])
+#: Records that name a request posted before: its completion, a failed poll of it, its cancel or free.
+_USES = frozenset([CODES[n] for n in ("wait", "test", "poll", "request_free", "cancel")])
+
+
+def _requests(records: np.ndarray, loops: list[tuple[int, int, int]], order: np.ndarray,
+              iteration: np.ndarray) -> np.ndarray:
+    """The request ids of the records in `order` (`_iterations`), each post
+    under an id of its own. A loop may complete in one iteration what the
+    one before posted (a receive posted ahead); repeated or cut short, its
+    iterations must complete their own neighbour's requests, not the traced
+    ones': a request is known by its loop, its place in the iteration and
+    how many iterations before its completion it was posted."""
+    ops, req = records["op"], records["req"]
+    idx = _calls(records)
+    call_of = np.searchsorted(idx, np.arange(len(records)), side="right") - 1  # the call a record goes with
+    place: dict[int, tuple[int, int, int]] = {}  # a post's record: (loop, iteration, place in it), loop -1 outside
+    for k, (first, length, traced) in enumerate(loops):
+        for i in range(int(idx[first]) if first < len(idx) else len(records), len(records)):
+            c = int(call_of[i]) - first
+            if c >= traced * length:
+                break
+            if c >= 0 and ops[i] in _POSTS:
+                place[i] = (k, c // length, c % length)
+    posted: dict[int, int] = {}  # an open request id: the record that posted it
+    post_of = np.full(len(records), -1)
+    loop_of = np.full(len(records), -1)
+    for i in range(len(records)):
+        if ops[i] in _POSTS and req[i]:
+            posted[int(req[i])] = i
+        elif ops[i] in _USES and req[i] and int(req[i]) in posted:
+            post_of[i] = posted[int(req[i])]
+        if i in place:
+            loop_of[i] = place[i][0]
+    fresh = int(req.max(initial=0)) + 1
+    given: dict[tuple, int] = {}  # (post's loop, place, iteration in `order`), or the record outside loops: its new id
+    out = req[order].copy()
+    current = [-1] * len(loops)  # the iteration of each loop that `order` is in, or has finished (its last)
+    for n, i in enumerate(order.tolist()):
+        if iteration[n] >= 0:
+            loop = next(k for k, (first, length, traced) in enumerate(loops)
+                        if first <= call_of[i] < first + traced * length)
+            current[loop] = int(iteration[n])
+        if i in place:
+            k, q, c = place[i]
+            given[(k, c, current[k])] = fresh
+            out[n], fresh = fresh, fresh + 1
+        elif ops[i] in _POSTS and req[i]:
+            given[("at", i)] = fresh
+            out[n], fresh = fresh, fresh + 1
+        elif post_of[i] >= 0:
+            j = int(post_of[i])
+            if j not in place:
+                key: tuple = ("at", j)
+            else:
+                k, q, c = place[j]
+                first, length, traced = loops[k]
+                in_loop = first <= call_of[i] < first + traced * length
+                back = ((call_of[i] - first) // length if in_loop else traced - 1) - q  # iterations between them
+                key = (k, c, current[k] - back if in_loop or current[k] >= 0 else -1)
+            if key not in given:
+                raise ModelError(f"record {i} ({OPS.get(int(ops[i]), ops[i])}) of a rank of the largest trace names "
+                                 f"request {int(req[i])}, posted in an iteration of a loop that the fitted counts "
+                                 "leave out")
+            out[n] = given[key]
+    return out
 
 
 def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None = None) -> Path:
@@ -932,8 +1005,11 @@ def write_template(model: Model, ranks: int, out: Path, dims: list[int] | None =
                 gaps = np.concatenate([[0.0], rec["t0"][1:] - rec["t1"][:-1]])  # before each record
                 gaps = np.where(gaps > 0, gaps * factor, gaps)
                 spans = np.where(poll, (rec["t1"] - rec["t0"]) * factor, rec["t1"] - rec["t0"])
-                order = _iterations(rec, m.loops, counts)
+                order, iteration = _iterations(rec, m.loops, counts)
+                as_traced = all(want == traced for (_, _, traced), want in zip(m.loops, counts))
+                reqs = rec["req"][order] if as_traced else _requests(rec, m.loops, order, iteration)
                 rec, gaps, spans = rec[order], gaps[order], spans[order]
+                rec["req"] = reqs
                 payloads = {n: tr.payloads[o] for n, o in enumerate(order.tolist()) if o in tr.payloads}
                 gaps[0] = 0.0
                 start = rec["t0"][0] + np.cumsum(np.concatenate([[0.0], spans[:-1]]) + gaps)
