@@ -371,6 +371,29 @@ mod tests {
     }
 
     #[test]
+    fn listed_nodes_go_up_to_the_topology_s_nodes_not_the_rank_count() {
+        // a radix-8 fat tree gains a level for node 20: 8 ranks, 2 per node, run there
+        let bsp = r#"{"kind": "bsp", "ranks": 8, "iterations": 2, "distances": [2]}"#;
+        let r = jobs(&format!(r#"[{{"name": "a", "placement": "nodes", "nodes": [0, 1, 2, 20], "workload": {bsp}}}]"#)).unwrap();
+        assert_eq!(r.ranks, 8);
+        // … and a job of one rank per node on nodes 0–6 and 20, as a dragonfly does
+        let df = r#""network": {"topology": {"kind": "dragonfly", "nodes_per_router": 2, "routers_per_group": 2}}"#;
+        let one = r#"{"kind": "bsp", "ranks": 8, "iterations": 2}"#;
+        let nodes = "[0, 1, 2, 3, 4, 5, 6, 20]";
+        let cfg =
+            crate::scenario::config_of(&format!(r#"{{{df}, "jobs": [{{"placement": "nodes", "nodes": {nodes}, "workload": {one}}}]}}"#));
+        assert_eq!(run(&cfg.unwrap(), None).unwrap().ranks, 8);
+        // a torus has its nodes: one beyond them is refused at the job's key, whatever the rank count
+        let torus = r#""network": {"ranks_per_node": 2, "topology": {"kind": "torus", "dims": [2, 2, 1]}}"#;
+        let e = crate::scenario::config_of(&format!(
+            r#"{{{torus}, "jobs": [{{"placement": "nodes", "nodes": [0, 1, 2, 4], "workload": {bsp}}}]}}"#
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "jobs[0].nodes[3]", "{e}");
+        assert!(e.to_string().contains("node 4 is not on a 2×2×1 torus of 4 nodes"), "{e}");
+    }
+
+    #[test]
     fn a_job_s_file_is_placed_at_its_key_and_counted_in_the_estimate() {
         let e = crate::scenario::config_of(r#"{"jobs": [{"workload": {"kind": "goal", "path": "/no/such.goal"}}]}"#).unwrap_err();
         assert_eq!(e.key, "jobs[0].workload.path");

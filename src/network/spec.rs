@@ -508,7 +508,19 @@ impl NetworkSpec {
         let (g, torus) = match spec {
             MappingSpec::Block => return Ok(Mapping::Block),
             MappingSpec::RoundRobin => return Ok(Mapping::RoundRobin { nodes: ranks.div_ceil(per_node) }),
-            MappingSpec::File { path } => return mapping::read_file(path, ranks).map(|nodes| Mapping::Table { nodes }),
+            MappingSpec::File { path } => {
+                let nodes = mapping::read_file(path, ranks)?;
+                // Node numbers index per-node state: keep them below the rank
+                // count (or the torus's node count), so memory follows the run.
+                let bound = self.topology.node_count().unwrap_or(0).max(ranks as u64);
+                if let Some((r, &n)) = nodes.iter().enumerate().find(|(_, &n)| n as u64 >= bound) {
+                    return Err(RuleError::new(
+                        "network.mapping",
+                        format!("rank {r} is on node {n}; node numbers must be below {bound} (the rank count, or a torus's node count)"),
+                    ));
+                }
+                return Ok(Mapping::Table { nodes });
+            }
             MappingSpec::Cartesian(g) | MappingSpec::Grid2d(g) => (g, None),
             MappingSpec::TopologyAware(g) => (g, if let Topology::Torus { dims } = self.topology { Some(dims) } else { None }),
         };

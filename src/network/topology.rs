@@ -50,6 +50,27 @@ fn routers_per_group() -> u32 {
 }
 
 impl Topology {
+    /// Its nodes where it has a fixed number of them: a torus's x·y·z. A
+    /// fully connected network, a fat tree (which gains levels) and a
+    /// dragonfly (which gains groups) have as many as the run puts ranks on.
+    pub fn node_count(&self) -> Option<u64> {
+        match *self {
+            Topology::Torus { dims } => Some(dims.iter().map(|&d| d as u64).product()),
+            _ => None,
+        }
+    }
+
+    /// Its size for a reader, where it has one: "a 2×2×1 torus of 4 nodes".
+    pub fn describe_size(&self) -> Option<String> {
+        match *self {
+            Topology::Torus { dims } => {
+                let n: u64 = dims.iter().map(|&d| d as u64).product();
+                Some(format!("a {}×{}×{} torus of {n} node{}", dims[0], dims[1], dims[2], if n == 1 { "" } else { "s" }))
+            }
+            _ => None,
+        }
+    }
+
     pub fn validate(&self, nodes: u64) -> Result<(), RuleError> {
         match *self {
             // radix/2 ≥ 2 children per switch, or no level ever joins two nodes

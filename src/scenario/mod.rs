@@ -225,6 +225,16 @@ impl Scenario {
             if (j.placement == crate::jobs::Placement::Nodes) == j.nodes.is_empty() {
                 return Err(RuleError::new(format!("jobs[{i}].nodes"), "give nodes with placement = \"nodes\", and only then").into());
             }
+            // a torus has its nodes; a fat tree or dragonfly grows to the highest one listed
+            if let (Some(count), Some(size)) = (self.network.topology.node_count(), self.network.topology.describe_size()) {
+                if let Some((k, node)) = j.nodes.iter().enumerate().find(|(_, &n)| n as u64 >= count) {
+                    return Err(RuleError::new(
+                        format!("jobs[{i}].nodes[{k}]"),
+                        format!("node {node} is not on {size}: its nodes are numbered 0 to {}", count.saturating_sub(1)),
+                    )
+                    .into());
+                }
+            }
             j.workload
                 .validate(self.network.ranks_per_node, self.network.memory.is_some())
                 .map_err(|e| e.within(&format!("jobs[{i}].")))?;
