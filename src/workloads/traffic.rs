@@ -20,7 +20,8 @@ pub enum Pattern {
     /// likely, every rank receiving one message.
     #[default]
     Uniform,
-    /// Every round the same random permutation (drawn from the seed).
+    /// Every round the same random permutation without fixed points (drawn
+    /// from the seed): every rank sends to another rank and receives from one.
     Permutation,
     /// Every rank sends to rank 0.
     Incast,
@@ -80,41 +81,81 @@ impl Traffic {
         1 + (crate::rng::hash(self.seed, 0x7AFF, round as u64, 0) % (self.ranks as u64 - 1)) as u32
     }
 
-    /// Rank r's destination in the permutation (or, `inverse`, its source):
-    /// r → a·r + b mod n with a coprime to n, a seeded permutation without a table.
-    fn permute(&self, r: u32, inverse: bool) -> u32 {
+    /// The seeded permutation: r → a·r + b mod n, a bijection without a
+    /// table for a coprime to n. It has a fixed point where (a − 1)·r ≡ −b
+    /// (mod n) has a solution, that is where g = gcd(a − 1, n) divides b; so
+    /// a is drawn with a − 1 sharing a prime factor with n (g > 1; a prime n
+    /// leaves a = 1, a shift) and b off the multiples of g: no rank sends to
+    /// itself. Worked out once per run (it factors n).
+    fn permutation(&self) -> Affine {
         let n = self.ranks as u64;
-        let (a, b) = self.affine();
-        if inverse {
-            // a⁻¹·(r − b) mod n
-            let inv = mod_inverse(a, n);
-            (((r as u64 + n - b) % n) * inv % n) as u32
-        } else {
-            ((a * r as u64 + b) % n) as u32
+        if n < 2 {
+            return Affine { n: n.max(1), a: 1, b: 0, inv: 1 }; // (refused by validate)
         }
+        // a ≡ 1 (mod p), p the smallest prime factor of n; t = 0 (a = 1) is coprime, so the search ends
+        let p = (2..).take_while(|d| d * d <= n).find(|d| n.is_multiple_of(*d)).unwrap_or(n);
+        let m = n / p;
+        let mut t = crate::rng::hash(self.seed, 0x7AFE, 0, 0) % m;
+        let a = loop {
+            let a = (1 + p * t) % n;
+            if gcd(a, n) == 1 {
+                break a;
+            }
+            t = (t + 1) % m;
+        };
+        let g = gcd((a + n - 1) % n, n);
+        // b ≡ 0 (mod g) moves to b + 1, still below n (n − 1 is not a multiple of g)
+        let mut b = crate::rng::hash(self.seed, 0x7AFE, 1, 0) % n;
+        if b.is_multiple_of(g) {
+            b += 1;
+        }
+        Affine { n, a, b, inv: mod_inverse(a, n) }
+    }
+}
+
+/// A permutation of 0..n as r → a·r + b mod n (a coprime to n), and its inverse.
+#[derive(Debug, Clone, Copy)]
+struct Affine {
+    n: u64,
+    a: u64,
+    b: u64,
+    inv: u64,
+}
+
+impl Affine {
+    /// Rank r's destination.
+    fn to(&self, r: u32) -> u32 {
+        ((self.a * r as u64 + self.b) % self.n) as u32
     }
 
-    fn affine(&self) -> (u64, u64) {
-        let n = self.ranks as u64;
-        let mut a = 1 + crate::rng::hash(self.seed, 0x7AFE, 0, 0) % n.max(2);
-        while gcd(a, n) != 1 {
-            a += 1;
-        }
-        (a % n.max(1), crate::rng::hash(self.seed, 0x7AFE, 1, 0) % n)
+    /// Rank r's source: a⁻¹·(r − b) mod n.
+    fn from(&self, r: u32) -> u32 {
+        (((r as u64 + self.n - self.b) % self.n) * self.inv % self.n) as u32
+    }
+}
+
+/// Background traffic as it runs: its permutation worked out once.
+#[derive(Debug, Clone)]
+pub struct Running {
+    spec: Traffic,
+    perm: Affine,
+}
+
+impl Running {
+    fn new(spec: Traffic) -> Running {
+        Running { perm: spec.permutation(), spec }
     }
 
     /// This round's destination and source of `rank` (None: no message).
     fn peers(&self, rank: u32, round: u32) -> (Option<u32>, Option<u32>) {
-        let n = self.ranks;
-        match self.pattern {
+        let n = self.spec.ranks;
+        match self.spec.pattern {
             Pattern::Uniform => {
-                let d = self.distance(round);
+                let d = self.spec.distance(round);
                 (Some((rank + d) % n), Some((rank + n - d) % n))
             }
-            Pattern::Permutation => {
-                let (to, from) = (self.permute(rank, false), self.permute(rank, true));
-                ((to != rank).then_some(to), (from != rank).then_some(from))
-            }
+            // (no fixed point: every rank sends and receives)
+            Pattern::Permutation => (Some(self.perm.to(rank)), Some(self.perm.from(rank))),
             Pattern::Incast => ((rank != 0).then_some(0), None),
         }
     }
@@ -159,13 +200,13 @@ enum Phase {
     Next,
 }
 
-impl Workload for Traffic {
+impl Workload for Running {
     type State = TrafficState;
     fn num_ranks(&self) -> u32 {
-        self.ranks
+        self.spec.ranks
     }
     fn iterations(&self) -> u32 {
-        self.rounds
+        self.spec.rounds
     }
     fn timer_names(&self) -> Vec<String> {
         Vec::new()
@@ -175,28 +216,29 @@ impl Workload for Traffic {
     /// batches, each waited for), the send posted, and all waited for.
     fn next(&self, rank: u32, s: &mut TrafficState, _: &Ctx) -> StreamOp {
         loop {
-            if s.round == self.rounds {
+            let t = &self.spec;
+            if s.round == t.rounds {
                 return StreamOp::Done;
             }
             let tag = TAG_BASE + s.round;
             match s.phase {
                 Phase::Compute => {
                     s.phase = Phase::Post;
-                    return StreamOp::Calc(self.interval());
+                    return StreamOp::Calc(t.interval());
                 }
                 Phase::Post => {
                     let (to, from) = self.peers(rank, s.round);
-                    let incoming = if self.pattern == Pattern::Incast && rank == 0 { self.ranks - 1 } else { u32::from(from.is_some()) };
+                    let incoming = if t.pattern == Pattern::Incast && rank == 0 { t.ranks - 1 } else { u32::from(from.is_some()) };
                     let in_batch = s.posted - s.batch_start;
                     if s.posted < incoming && in_batch < BATCH {
                         s.posted += 1;
-                        return StreamOp::IRecv { peer: from.unwrap_or(ANY), tag, bytes: self.message_bytes, slot: in_batch as u8 };
+                        return StreamOp::IRecv { peer: from.unwrap_or(ANY), tag, bytes: t.message_bytes, slot: in_batch as u8 };
                     }
                     if !s.sent {
                         s.sent = true;
                         if let Some(peer) = to {
                             s.send_in_batch = true;
-                            return StreamOp::ISend { peer, tag, bytes: self.message_bytes, slot: in_batch as u8 };
+                            return StreamOp::ISend { peer, tag, bytes: t.message_bytes, slot: in_batch as u8 };
                         }
                     }
                     let outstanding = in_batch + u32::from(s.send_in_batch);
@@ -228,7 +270,7 @@ impl WorkloadKind for Traffic {
         128
     }
     fn prepare<V: WorkloadVisitor>(&self, _: &Network, v: V) -> Result<Visited<V::Out>, WorkloadError> {
-        generated(self.clone(), v)
+        generated(Running::new(self.clone()), v)
     }
 }
 
@@ -242,7 +284,8 @@ mod tests {
     use crate::record::Recorder;
 
     fn run(t: Traffic) -> (u64, Time) {
-        let mut e = Engine::new(StreamProgram::new(t, Recorder::disabled()), Network::uniform(LogGOPS::LOGGOPSIM), Noise::none()).unwrap();
+        let program = StreamProgram::new(Running::new(t), Recorder::disabled());
+        let mut e = Engine::new(program, Network::uniform(LogGOPS::LOGGOPSIM), Noise::none()).unwrap();
         e.run().unwrap();
         (e.events, (0..e.num_ranks()).map(|r| e.finish_time(r)).max().unwrap())
     }
@@ -254,14 +297,32 @@ mod tests {
             let t = Traffic { ranks: 50, pattern, rounds: 3, message_bytes: 1000, ..Default::default() };
             assert_eq!(run(t).0, 3 * (50 + 2 * messages), "{pattern:?}");
         }
-        // a permutation moves every rank but its fixed points
         let t = Traffic { ranks: 50, pattern: Pattern::Permutation, rounds: 3, message_bytes: 1000, seed: 7, ..Default::default() };
-        let moved = (0..50).filter(|&r| t.permute(r, false) != r).count() as u64;
-        assert_eq!(run(t.clone()).0, 3 * (50 + 2 * moved));
-        let mut image: Vec<u32> = (0..50).map(|r| t.permute(r, false)).collect();
-        assert!((0..50).all(|r| t.permute(t.permute(r, false), true) == r));
-        image.sort();
-        assert_eq!(image, (0..50).collect::<Vec<_>>(), "a bijection");
+        assert_eq!(run(t).0, 3 * (50 + 2 * 50));
+    }
+
+    #[test]
+    fn a_permutation_sends_every_rank_to_another() {
+        // it had fixed points, ranks that sent nothing: with 2 ranks half the seeds gave no traffic at all
+        for seed in 1..=8 {
+            let t = Traffic { ranks: 2, pattern: Pattern::Permutation, rounds: 3, message_bytes: 1000, seed, ..Default::default() };
+            assert_eq!(run(t).0, 3 * (2 + 2 * 2), "seed {seed}");
+        }
+        // every size (primes, prime powers, products of odd primes) and seed: a bijection, its inverse, no fixed point
+        for n in (2..=64).chain([97, 105, 243, 1001, 4096, 65_537]) {
+            for seed in 0..16 {
+                let p = Traffic { ranks: n, seed, ..Default::default() }.permutation();
+                let mut image: Vec<u32> = (0..n).map(|r| p.to(r)).collect();
+                assert!((0..n).all(|r| p.to(r) != r), "n {n} seed {seed}: {p:?}");
+                assert!((0..n).all(|r| p.from(p.to(r)) == r), "n {n} seed {seed}: {p:?}");
+                image.sort_unstable();
+                assert!(image.iter().copied().eq(0..n), "n {n} seed {seed}: a bijection");
+            }
+        }
+        // not only shifts where n has a proper factor: the seed draws a too
+        let multipliers: std::collections::HashSet<u64> =
+            (0..16).map(|seed| Traffic { ranks: 48, seed, ..Default::default() }.permutation().a).collect();
+        assert!(multipliers.len() > 4, "{multipliers:?}");
     }
 
     #[test]
