@@ -47,6 +47,26 @@ def test_without_shared_links_the_taper_changes_nothing():
     assert times[0] == times[1] == pytest.approx(1e-6 + 1e-3, rel=1e-9)
 
 
+def test_link_keys_that_model_none_ignores_are_warned_about_not_refused():
+    """A sweep over model = ["none", "flow"] gives both the links' keys: with
+    "none" each one that is not its default is named in a warning (it was
+    silently ignored), and the run is LogGOPSim's as without it."""
+    given = {"bandwidth_bytes_per_s": 1e9, "taper": 4.0, "routing": "random", "resolve_interval_s": 1e-6}
+    s = shift({"model": "none", **given})
+    assert s["makespan_s"] == shift({"model": "none"})["makespan_s"]
+    for key, shown in (("bandwidth_bytes_per_s", "1e+09"), ("taper", "4"), ("routing", '"random"'),
+                       ("resolve_interval_s", "1e-06")):
+        assert any(w.startswith(f"network.links.{key} = {shown} has no effect with model = \"none\"")
+                   for w in s["warnings"]), (key, s["warnings"])
+    assert len(s["warnings"]) == 4
+    dragonfly = {"kind": "dragonfly", "nodes_per_router": 1, "routers_per_group": 4}
+    s = shift({"global_bandwidth_bytes_per_s": 1e8}, ranks=8, topology=dragonfly)  # (model "none" by default)
+    assert [w.split(" = ")[0] for w in s["warnings"]] == ["network.links.global_bandwidth_bytes_per_s"]
+    # with "flow" they count, and at their defaults they say nothing
+    assert "warnings" not in shift({"model": "flow", **given})
+    assert "warnings" not in shift({"model": "none", "taper": 1.0})
+
+
 def test_random_up_paths_collide_where_d_mod_k_does_not():
     d_mod_k = shift({"model": "flow", "bandwidth_bytes_per_s": 1e9, "routing": "d_mod_k"})["makespan_s"]
     random = shift({"model": "flow", "bandwidth_bytes_per_s": 1e9, "routing": "random"})

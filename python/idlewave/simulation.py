@@ -184,6 +184,17 @@ def _network_warnings(scn: dict, ranks: int) -> list[str]:
             f"{ranks:,} ranks, {per_node} per node, sends messages between nodes at values nobody "
             "measured (the engine's defaults unless the scenario gives them)")
     topology, links = net.get("topology", {}), net.get("links", {})
+    if links.get("model", "none") == "none":
+        # the engine reads [network.links] only to share the links ("flow"): every other key is idle
+        # (a sweep over model = ["none", "flow"] gives them to both)
+        from idlewave.scenario import default
+
+        idle = default("network.links")
+        for key, value in links.items():
+            if key != "model" and key in idle and value != idle[key]:
+                shown = f'"{value}"' if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else value
+                out.append(f"network.links.{key} = {shown} has no effect with model = \"none\": links are not shared "
+                           "(model = \"flow\" shares them)")
     routing = links.get("routing")
     if topology.get("kind") == "dragonfly" and links.get("model") == "flow" and routing in ("valiant", "ugal"):
         listed = [n for j in scn.get("jobs", []) for n in j.get("nodes", [])]
