@@ -10,10 +10,36 @@ use crate::units::{secs, Seconds};
 use crate::workloads::WorkloadSpec;
 use schemars::JsonSchema;
 
-/// The figures the results give per job, as `job_<name>_<figure>` (sim.rs
-/// writes them, the Python summary the last): no two jobs' may coincide.
-pub const FIGURES: [&str; 7] = ["ranks", "makespan_s", "alone_s", "slowdown", "link_delay_s", "link_delay_alone_s", "links_held_back"];
 use serde::{Deserialize, Serialize};
+
+/// The figures the results give per job, each under [`figure_key`]: sim.rs
+/// writes them (the links that held the job back reach the Python summary
+/// with their key); no two jobs' may coincide.
+pub mod figure {
+    pub const RANKS: &str = "ranks";
+    pub const MAKESPAN_S: &str = "makespan_s";
+    pub const ALONE_S: &str = "alone_s";
+    pub const SLOWDOWN: &str = "slowdown";
+    pub const LINK_DELAY_S: &str = "link_delay_s";
+    pub const LINK_DELAY_ALONE_S: &str = "link_delay_alone_s";
+    pub const LINKS_HELD_BACK: &str = "links_held_back";
+}
+
+/// Every figure of [`figure`].
+pub const FIGURES: [&str; 7] = [
+    figure::RANKS,
+    figure::MAKESPAN_S,
+    figure::ALONE_S,
+    figure::SLOWDOWN,
+    figure::LINK_DELAY_S,
+    figure::LINK_DELAY_ALONE_S,
+    figure::LINKS_HELD_BACK,
+];
+
+/// The results' key of a job's figure: `job_<name>_<figure>`.
+pub fn figure_key(job: &str, figure: &str) -> String {
+    format!("job_{job}_{figure}")
+}
 
 /// Where a job's ranks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -368,6 +394,21 @@ mod tests {
             crate::scenario::config_of(&format!(r#"{{"jobs": [{{"workload": {{"kind": "trace", "dir": "{dir}", "by_call": true}}}}]}}"#));
         assert_eq!(e.unwrap_err().key, "jobs[0].workload.by_call");
         std::fs::remove_dir_all(dir.to_string()).unwrap();
+    }
+
+    #[test]
+    fn a_run_writes_each_job_s_figures_under_the_keys_the_names_are_checked_against() {
+        let net = r#""network": {"G_s_per_byte": 1e-9, "topology": {"kind": "fat_tree", "radix": 4},
+            "links": {"model": "flow", "bandwidth_bytes_per_s": 1e9}}"#;
+        let bsp = r#"{"kind": "bsp", "ranks": 4, "iterations": 2, "distances": [2]}"#;
+        let cfg = crate::scenario::config_of(&format!(r#"{{{net}, "jobs": [{{"name": "a", "workload": {bsp}}}, {{"workload": {bsp}}}]}}"#));
+        let r = run(&cfg.unwrap(), None).unwrap();
+        let mut written: Vec<String> = r.derived.iter().map(|(k, _)| k.clone()).filter(|k| k.starts_with("job_")).collect();
+        written.extend(r.job_held_back_keys.iter().cloned());
+        written.sort();
+        let mut listed: Vec<String> = ["a", "job1"].iter().flat_map(|name| FIGURES.map(|f| figure_key(name, f))).collect();
+        listed.sort();
+        assert_eq!(written, listed);
     }
 
     #[test]

@@ -81,6 +81,8 @@ pub struct RunResult {
     /// job (of a run of `[[jobs]]`), its own, with what all its links cost it (ps).
     pub held_back: Vec<crate::engine::HeldBack>,
     pub job_held_back: Vec<(Vec<crate::engine::HeldBack>, f64)>,
+    /// Per job (of a run of `[[jobs]]`): the results' key of its links held back.
+    pub job_held_back_keys: Vec<String>,
     /// With shared links and a timeline: each class's flows and busy links over time.
     pub link_counters: Option<crate::engine::LinkCounters>,
 }
@@ -333,7 +335,7 @@ fn job_program(j: &crate::jobs::JobSpec, i: usize, ranks: u32, net: &Network) ->
 /// ranks idle): per job its makespan from its start, alone and together,
 /// and the slowdown, as derived figures `job_<name>_…`.
 fn run_jobs(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
-    use crate::jobs::{Idle, Jobs, Part};
+    use crate::jobs::{figure, Idle, Jobs, Part};
     let names: Vec<String> = cfg.jobs.iter().enumerate().map(|(i, j)| j.name(i)).collect();
     let ranks: Vec<u32> = cfg.jobs.iter().enumerate().map(|(i, j)| j.ranks(i)).collect::<Result<_, _>>()?;
     let total: u32 = ranks.iter().sum();
@@ -359,19 +361,20 @@ fn run_jobs(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimEr
         let alone_cfg = Config { explain: false, timeline_spans: 0, ..cfg.clone() };
         let (alone_run, _) = run_program(build(Some(i))?, &alone_cfg, Noise::new(&cfg.noise, cfg.seed, total)?, None, none)?;
         let alone = span(&alone_run.finish_times);
-        let name = &names[i];
-        derived.push((format!("job_{name}_ranks"), ranks[i] as f64));
-        derived.push((format!("job_{name}_makespan_s"), together as f64 / 1e12));
-        derived.push((format!("job_{name}_alone_s"), alone as f64 / 1e12));
-        derived.push((format!("job_{name}_slowdown"), if alone > 0 { together as f64 / alone as f64 } else { 1.0 }));
+        let key = |figure| crate::jobs::figure_key(&names[i], figure);
+        derived.push((key(figure::RANKS), ranks[i] as f64));
+        derived.push((key(figure::MAKESPAN_S), together as f64 / 1e12));
+        derived.push((key(figure::ALONE_S), alone as f64 / 1e12));
+        derived.push((key(figure::SLOWDOWN), if alone > 0 { together as f64 / alone as f64 } else { 1.0 }));
         if let (Some((_, together)), Some((_, alone))) = (result.job_held_back.get(i), alone_run.job_held_back.get(i)) {
             // sharing's cost to its messages, with the others and among its own alone
-            derived.push((format!("job_{name}_link_delay_s"), together / 1e12));
-            derived.push((format!("job_{name}_link_delay_alone_s"), alone / 1e12));
+            derived.push((key(figure::LINK_DELAY_S), together / 1e12));
+            derived.push((key(figure::LINK_DELAY_ALONE_S), alone / 1e12));
         }
         first += ranks[i] as usize;
     }
     result.derived.splice(0..0, derived);
+    result.job_held_back_keys = names.iter().map(|name| crate::jobs::figure_key(name, figure::LINKS_HELD_BACK)).collect();
     result.estimated_bytes = Some(estimated);
     Ok(result)
 }
@@ -578,6 +581,7 @@ fn drive<P: Program, O: Report>(
         explained,
         held_back,
         job_held_back,
+        job_held_back_keys: Vec::new(),
         link_counters,
     };
     Ok((result, engine.view.program))

@@ -157,11 +157,10 @@ def simulate(scenario: str | Path | dict, *, seed: int | None = None, progress: 
         summary.setdefault("warnings", []).append(warning)
     held_back = run.held_back
     if held_back is not None:
-        # the links that held messages back the most; per job, its own
-        names = [j.get("name") or f"job{i}" for i, j in enumerate(scn.get("jobs", []))]
+        # the links that held messages back the most; per job, its own (under the key the engine names)
         summary["links_held_back"] = held_back["all"]
-        for name, job in zip(names, held_back["jobs"]):
-            summary[f"job_{name}_links_held_back"] = job["links"]
+        for job in held_back["jobs"]:
+            summary[job["key"]] = job["links"]
     explained = run.explain
     if explained is not None:
         result.explain = Explanation.of_engine(explained)

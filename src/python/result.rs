@@ -118,8 +118,9 @@ impl PyRunResult {
 
     /// The critical path, if the run kept it (see `explained`).
     /// With shared links: the links that held messages back the most
-    /// (`all`), and per job of a `[[jobs]]` run its own and the time all
-    /// its links cost it (`jobs`); None without shared links.
+    /// (`all`), and per job of a `[[jobs]]` run its own, the time all its
+    /// links cost it and the summary's key for them (`jobs`); None without
+    /// shared links.
     #[getter]
     fn held_back<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         if self.run.held_back.is_empty() && self.run.job_held_back.is_empty() {
@@ -139,8 +140,9 @@ impl PyRunResult {
         let d = PyDict::new(py);
         d.set_item("all", links(&self.run.held_back)?)?;
         let jobs = PyList::empty(py);
-        for (v, total) in &self.run.job_held_back {
+        for ((v, total), key) in self.run.job_held_back.iter().zip(&self.run.job_held_back_keys) {
             let j = PyDict::new(py);
+            j.set_item("key", key)?;
             j.set_item("delay_s", total / 1e12)?;
             j.set_item("links", links(v)?)?;
             jobs.append(j)?;

@@ -208,7 +208,7 @@ impl Scenario {
             }
             // nor may one job's figure be named as another's ("x"'s link_delay_alone_s and "x_link_delay"'s alone_s)
             for figure in crate::jobs::FIGURES {
-                let key = format!("job_{}_{figure}", j.name(i));
+                let key = crate::jobs::figure_key(&j.name(i), figure);
                 if let Some(&(first, theirs)) = figures.get(&key).filter(|(k, _)| *k != i) {
                     return Err(RuleError::new(
                         format!("jobs[{i}].name"),
