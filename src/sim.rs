@@ -116,10 +116,96 @@ fn engine_bytes_per_rank(cfg: &Config) -> u128 {
 /// The event queue's bytes whatever the ranks: its ring of 4,096 windows.
 const QUEUE_FIXED_BYTES: u128 = 56 << 10;
 
-/// The engine's bytes for `ranks` ranks, with what does not grow with them.
-fn engine_bytes(cfg: &Config, ranks: u128) -> u128 {
-    let flows = crate::engine::Fabric::flow_bytes(&cfg.network, ranks.min(u32::MAX as u128) as u32);
+/// The engine's bytes for `ranks` ranks, with what does not grow with them;
+/// with shared links, a rank's flows in flight crossing `links` links
+/// together ([`flow_links`]).
+fn engine_bytes(cfg: &Config, ranks: u128, links: f64) -> u128 {
+    let flows = crate::engine::Fabric::flow_bytes(&cfg.network, ranks.min(u32::MAX as u128) as u32, links);
     ranks * engine_bytes_per_rank(cfg) + QUEUE_FIXED_BYTES + crate::engine::Fabric::fixed_bytes(&cfg.network) + flows
+}
+
+/// Ranks whose first messages are followed along their routes, for the
+/// estimate of a run with shared links; of each, at most this many ops of
+/// its program are looked at and this many steps of a collective it starts.
+const ROUTE_SAMPLES: u64 = 256;
+const SAMPLE_OPS: usize = 512;
+const SAMPLE_STEPS: u32 = 64;
+
+/// With shared links, the links a rank's flows in flight cross at once,
+/// for the estimate: a flow's state grows with its route (a torus's route
+/// can cross a hundred links and more). The estimate counts two flows per
+/// rank in flight: per rank of a sample, the two longest routes among the
+/// messages it has outstanding together (sent before it waits), in the
+/// phase of its first messages where they are longest; averaged over the
+/// sample. `first`: its first rank on the network (`ranks` in all; a job's
+/// ranks follow the jobs before it). 0 without flows.
+fn flow_links<W: Workload>(w: &W, net: &Network, first: u32, ranks: u32) -> f64 {
+    use crate::collectives::Step;
+    use crate::program::stream::{Ctx, StreamOp};
+    let Some(routes) = crate::engine::FlowRoutes::new(net, ranks) else { return 0.0 };
+    let p = w.num_ranks();
+    if p == 0 {
+        return 0.0;
+    }
+    let samples = ROUTE_SAMPLES.min(p as u64);
+    let mut total = 0u64;
+    for i in 0..samples {
+        // all ranks when there are few, else spread at random (a fat tree's
+        // routes differ between neighbouring ranks)
+        let r = if samples == p as u64 { i as u32 } else { (crate::rng::hash(0xE571_0A7E, i, 1, 0) % p as u64) as u32 };
+        let links = |to: u32, bytes: u64| if to < p { routes.links(first + r, first + to, bytes) } else { 0 };
+        // the two longest routes of the messages outstanding now, and the most they crossed together
+        let (mut now, mut most) = ([0u32; 2], 0u32);
+        let send = |now: &mut [u32; 2], l: u32| {
+            if l > now[0] {
+                *now = [l, now[0]];
+            } else if l > now[1] {
+                now[1] = l;
+            }
+        };
+        let done = |now: &mut [u32; 2], most: &mut u32| {
+            *most = (*most).max(now[0] + now[1]);
+            *now = [0; 2];
+        };
+        let mut st = W::State::default();
+        for _ in 0..SAMPLE_OPS {
+            match w.next(r, &mut st, &Ctx::default()) {
+                StreamOp::ISend { peer, bytes, .. } | StreamOp::CollSend { peer, bytes, .. } => send(&mut now, links(peer, bytes)),
+                StreamOp::Wait(_) | StreamOp::WaitAny(_) | StreamOp::CollWait => done(&mut now, &mut most),
+                StreamOp::CollStart(id) => {
+                    // a nonblocking collective's rounds, each waited for
+                    let Some(c) = w.collective(id) else { continue };
+                    let mut round = [0u32; 2];
+                    for k in 0..SAMPLE_STEPS {
+                        match w.collective_step(&c, r, k) {
+                            Some(Step::Send { to, bytes } | Step::Exchange { to, send_bytes: bytes, .. }) => {
+                                send(&mut round, links(to, bytes));
+                                done(&mut round, &mut most);
+                            }
+                            Some(Step::FanOut { to, bytes, .. }) => send(&mut round, links(to, bytes)),
+                            Some(Step::WaitFanOut { .. }) => done(&mut round, &mut most),
+                            Some(_) => {}
+                            None => break,
+                        }
+                    }
+                    done(&mut round, &mut most);
+                }
+                StreamOp::Done => break,
+                _ => {}
+            }
+        }
+        done(&mut now, &mut most);
+        total += most as u64;
+    }
+    total as f64 / samples as f64
+}
+
+/// With shared links, the links a rank's flows in flight cross at once for
+/// a program whose messages are not known before it is read (a GOAL file, a
+/// trace, a calibration's collective): two routes between ranks picked at
+/// random. 0 without flows.
+fn typical_flow_links(net: &Network, ranks: u32) -> f64 {
+    crate::engine::FlowRoutes::new(net, ranks).map_or(0.0, |r| 2.0 * r.typical())
 }
 
 /// What a run is estimated to need before it allocates, and against what it is checked.
@@ -131,21 +217,27 @@ pub struct Estimate {
 }
 
 /// Estimates the peak memory of a generated workload.
+/// `first`, `ranks`: where its ranks are on the network (see [`flow_links`]).
 struct EstimateStream<'a> {
     cfg: &'a Config,
+    first: u32,
+    ranks: Option<u32>,
 }
 
 impl WorkloadVisitor for EstimateStream<'_> {
-    type Out = Estimate;
+    /// The estimate, and the links a rank's flows in flight cross ([`flow_links`]).
+    type Out = (Estimate, f64);
     fn visit<W: Workload + Clone + 'static>(self, w: W) -> Self::Out {
-        Estimate { ranks: w.num_ranks(), bytes: stream_bytes(&w, self.cfg) }
+        let links = flow_links(&w, &self.cfg.network, self.first, self.ranks.unwrap_or(w.num_ranks()));
+        (Estimate { ranks: w.num_ranks(), bytes: stream_bytes(&w, self.cfg, links) }, links)
     }
 }
 
 /// A generated workload's estimated peak bytes: the engine, the program,
 /// the timers (and one timer's matrix more while they are handed over), a
-/// critical path and a timeline if asked for.
-fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
+/// critical path and a timeline if asked for; `links`: what a rank's flows
+/// in flight cross ([`flow_links`]).
+fn stream_bytes<W: Workload>(w: &W, cfg: &Config, links: f64) -> u128 {
     let (p, iters) = (w.num_ranks(), w.iterations());
     let waits = cfg.record_timers && cfg.explain;
     let matrix = p as u128 * iters as u128 * std::mem::size_of::<Time>() as u128;
@@ -158,7 +250,7 @@ fn stream_bytes<W: Workload>(w: &W, cfg: &Config) -> u128 {
     let dynamic = p as u128 * cfg.workload.in_flight_bytes_per_rank();
     let explain = if cfg.explain { p as u128 * crate::probes::explain::explain_bytes_per_rank() } else { 0 };
     let spans = cfg.timeline_spans.max(cfg.computation_spans) as u128 * crate::probes::timeline::Timeline::SPAN_BYTES;
-    engine_bytes(cfg, p as u128) + program_bytes + timer_bytes + dynamic + explain + spans
+    engine_bytes(cfg, p as u128, links) + program_bytes + timer_bytes + dynamic + explain + spans
 }
 
 /// The estimate the run is checked against before it allocates (a GOAL
@@ -178,13 +270,13 @@ pub fn estimate(cfg: &Config) -> Result<Estimate, SimError> {
             let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
             let ranks = crate::trace::simulated_ranks(spec, &t)?;
             let cfg = &*mapped(cfg, ranks)?;
-            Ok(Estimate { ranks, bytes: trace_bytes(spec, &t, ranks, cfg) })
+            Ok(Estimate { ranks, bytes: trace_bytes(spec, &t, ranks, cfg, typical_flow_links(&cfg.network, ranks)) })
         }
         generated => {
             if let Some(ranks) = generated.calibration_ranks() {
                 check_memory(calibration_bytes(cfg, ranks), cfg.max_memory_bytes)?;
             }
-            let (e, _) = generated.visit(&cfg.network, EstimateStream { cfg })?.expect("a generated workload");
+            let ((e, _), _) = generated.visit(&cfg.network, EstimateStream { cfg, first: 0, ranks: None })?.expect("a generated workload");
             Ok(e)
         }
     }
@@ -192,30 +284,37 @@ pub fn estimate(cfg: &Config) -> Result<Estimate, SimError> {
 
 /// Jobs: the engine's state for all their ranks, each job's program and what it has in flight.
 fn jobs_estimate(cfg: &Config) -> Result<Estimate, SimError> {
+    let ranks: Vec<u32> = cfg.jobs.iter().enumerate().map(|(i, j)| j.ranks(i)).collect::<Result<_, _>>()?;
+    let total = ranks.iter().map(|&r| r as u64).sum::<u64>().min(u32::MAX as u64) as u32;
     let mut e = Estimate { ranks: 0, bytes: 0 };
+    // the links of a flow, over all the jobs' ranks
+    let mut links = 0.0;
     for (i, j) in cfg.jobs.iter().enumerate() {
-        let ranks = j.ranks(i)?;
+        let ranks = ranks[i];
         let one = Config { workload: j.workload.clone(), jobs: Vec::new(), record_timers: false, ..cfg.clone() };
         // each job's estimate as it would run alone, where that counts an engine for its ranks
-        let (alone, engine) = match &j.workload {
+        let (alone, engine, l) = match &j.workload {
             WorkloadSpec::Goal { path } => {
                 let size = goal_file_size(path).map_err(|m| crate::rule::RuleError::new(format!("jobs[{i}].workload.path"), m))?;
-                (goal_bytes(&one, size) + ranks as u128 * j.workload.in_flight_bytes_per_rank(), 0)
+                (goal_bytes(&one, size) + ranks as u128 * j.workload.in_flight_bytes_per_rank(), 0, typical_flow_links(&cfg.network, total))
             }
             WorkloadSpec::Trace(spec) => {
                 let t = crate::trace::open(std::path::Path::new(&spec.dir))?;
-                (trace_bytes(spec, &t, ranks, &one), engine_bytes(&one, ranks as u128))
+                let l = typical_flow_links(&cfg.network, total);
+                (trace_bytes(spec, &t, ranks, &one, l), engine_bytes(&one, ranks as u128, l), l)
             }
             built_in => {
-                let (part, _) = built_in.visit(&cfg.network, EstimateStream { cfg: &one })?.expect("a built-in workload");
-                (part.bytes, engine_bytes(&one, ranks as u128))
+                let visitor = EstimateStream { cfg: &one, first: e.ranks, ranks: Some(total) };
+                let ((part, l), _) = built_in.visit(&cfg.network, visitor)?.expect("a built-in workload");
+                (part.bytes, engine_bytes(&one, ranks as u128, l), l)
             }
         };
         // keep its program's share: the engine is counted once, for all ranks
         e.bytes += alone - engine.min(alone);
         e.ranks += ranks;
+        links += l * ranks as f64;
     }
-    e.bytes += engine_bytes(cfg, e.ranks as u128);
+    e.bytes += engine_bytes(cfg, e.ranks as u128, if e.ranks > 0 { links / e.ranks as f64 } else { 0.0 });
     Ok(e)
 }
 
@@ -224,14 +323,18 @@ fn goal_bytes(cfg: &Config, size: u64) -> u128 {
     size as u128 * 4 + crate::engine::Fabric::fixed_bytes(&cfg.network)
 }
 
-fn trace_bytes(spec: &crate::trace::TraceSpec, t: &crate::trace::Opened, ranks: u32, cfg: &Config) -> u128 {
-    engine_bytes(cfg, ranks as u128) + ranks as u128 * cfg.workload.in_flight_bytes_per_rank() + crate::trace::bytes_needed(spec, t, ranks)
+/// `links`: what a rank's flows in flight cross ([`typical_flow_links`]).
+fn trace_bytes(spec: &crate::trace::TraceSpec, t: &crate::trace::Opened, ranks: u32, cfg: &Config, links: f64) -> u128 {
+    engine_bytes(cfg, ranks as u128, links)
+        + ranks as u128 * cfg.workload.in_flight_bytes_per_rank()
+        + crate::trace::bytes_needed(spec, t, ranks)
 }
 
 /// A skeleton or app first runs its collective once on every rank (to
 /// calibrate): that run must fit as well (its program state well within 128 B/rank).
 fn calibration_bytes(cfg: &Config, ranks: u32) -> u128 {
-    engine_bytes(cfg, ranks as u128) + ranks as u128 * (128 + WorkloadSpec::Collective(Default::default()).in_flight_bytes_per_rank())
+    engine_bytes(cfg, ranks as u128, typical_flow_links(&cfg.network, ranks))
+        + ranks as u128 * (128 + WorkloadSpec::Collective(Default::default()).in_flight_bytes_per_rank())
 }
 
 pub fn run(cfg: &Config, progress: Option<Progress>) -> Result<RunResult, SimError> {
@@ -268,8 +371,9 @@ fn run_workload(cfg: &Config, mut progress: Option<Progress>) -> Result<RunResul
             let ranks = program.num_ranks();
             let cfg = &*mapped(cfg, ranks)?;
             // the engine's share, once the file gives the ranks
+            let links = typical_flow_links(&cfg.network, ranks);
             let estimated =
-                goal_bytes(cfg, size) + engine_bytes(cfg, ranks as u128) + ranks as u128 * cfg.workload.in_flight_bytes_per_rank();
+                goal_bytes(cfg, size) + engine_bytes(cfg, ranks as u128, links) + ranks as u128 * cfg.workload.in_flight_bytes_per_rank();
             check_memory(estimated, cfg.max_memory_bytes)?;
             let noise = Noise::new(&cfg.noise, cfg.seed, ranks)?;
             run_program(program, cfg, noise, progress, |_| (Vec::new(), Vec::new(), 0)).map(|(mut r, _)| {
@@ -389,7 +493,7 @@ fn run_trace(spec: &crate::trace::TraceSpec, cfg: &Config, progress: Option<Prog
         cfg.to_mut().computation_spans = records + ranks as u64;
     }
     let cfg = &*cfg;
-    let estimated = trace_bytes(spec, &t, ranks, cfg);
+    let estimated = trace_bytes(spec, &t, ranks, cfg, typical_flow_links(&cfg.network, ranks));
     check_memory(estimated, cfg.max_memory_bytes)?;
     let noise = Noise::new(&cfg.noise, cfg.seed, ranks)?;
     let extrapolated = crate::trace::extrapolates(spec, &t);
@@ -439,7 +543,7 @@ fn run_stream<W: Workload>(w: W, cfg: &Config, progress: Option<Progress>) -> Re
     if cfg.explain {
         check_explain(p, cfg)?;
     }
-    let estimated = stream_bytes(&w, cfg);
+    let estimated = stream_bytes(&w, cfg, flow_links(&w, &cfg.network, 0, w.num_ranks()));
     check_memory(estimated, cfg.max_memory_bytes).map_err(|e| {
         if cfg.explain {
             SimError::MemoryLimit(format!(
@@ -685,6 +789,57 @@ mod estimate_tests {
         let two = config(r#"{"workload": {"kind": "bsp", "ranks": 1000, "distances": [1, 2]}}"#);
         assert!(two.workload.in_flight_bytes_per_rank() > one.workload.in_flight_bytes_per_rank());
         assert!(estimate(&two).unwrap().bytes > estimate(&one).unwrap().bytes);
+    }
+
+    /// A scenario on a torus of 8×8×`z` nodes with shared links.
+    fn on_flow_torus(z: u32, workload: &str) -> Config {
+        config(&format!(
+            r#"{{"network": {{"G_s_per_byte": 1e-10, "topology": {{"kind": "torus", "dims": [8, 8, {z}]}},
+                "links": {{"model": "flow", "bandwidth_bytes_per_s": 1e10}}}}, "workload": {workload}}}"#
+        ))
+    }
+
+    #[test]
+    fn with_shared_links_the_estimate_counts_the_routes_of_the_flows_in_flight() {
+        let bsp = |d: u32| on_flow_torus(8, &format!(r#"{{"kind": "bsp", "ranks": 512, "distances": [{d}], "periodic": true}}"#));
+        let (near, far) = (bsp(64), bsp(4 * 64));
+        let links = |cfg: &Config| match &cfg.workload {
+            WorkloadSpec::Bsp(b) => flow_links(b, &cfg.network, 0, 512),
+            _ => unreachable!(),
+        };
+        // two flows in flight per rank, each into its receiver's NIC and over 1 link of z, or 4
+        assert_eq!((links(&near), links(&far)), (4.0, 10.0));
+        let grown = estimate(&far).unwrap().bytes - estimate(&near).unwrap().bytes;
+        assert_eq!(grown, 512 * ((6.0 * crate::engine::Fabric::flow_bytes_per_link()) as u128));
+        // and nothing without shared links
+        let plain = config(r#"{"workload": {"kind": "bsp", "ranks": 512, "distances": [256]}}"#);
+        assert_eq!(flow_links(&crate::workloads::Bsp::default(), &plain.network, 0, 512), 0.0);
+    }
+
+    #[test]
+    fn every_workload_kind_s_routes_are_sampled_on_shared_links() {
+        // a rank's first ops are followed whatever they wait for (tests, nonblocking collectives)
+        for w in [
+            r#"{"kind": "bsp", "ranks": 512, "iterations": 2, "distances": [1, 2], "barrier": true}"#,
+            r#"{"kind": "stream_triad", "ranks": 512, "iterations": 2, "max_distance": 2}"#,
+            r#"{"kind": "fem_matvec", "ranks": 512, "iterations": 1, "hiding": "mpi_test"}"#,
+            r#"{"kind": "chebfd", "ranks": 512, "subspace": 4, "degree": 2, "mode": "pipeline"}"#,
+            r#"{"kind": "collective", "ranks": 512, "iterations": 2, "mode": "nonblocking"}"#,
+            r#"{"kind": "collective", "ranks": 512, "iterations": 2}"#,
+            r#"{"kind": "skeleton", "ranks": 512, "iterations": 1, "beta": 0.5}"#,
+            r#"{"kind": "app", "ranks": 512, "iterations": 1}"#,
+            r#"{"kind": "spmv", "ranks": 512, "iterations": 1, "rows": 8192, "bandwidth": 40}"#,
+            r#"{"kind": "krylov", "iterations": 1, "grid": [8, 8, 8]}"#,
+            r#"{"kind": "krylov_kernel", "iterations": 1, "grid": [8, 8, 8], "kernel": "halo", "mode": "nonblocking"}"#,
+            r#"{"kind": "dense2d", "grid": [16, 32], "blocks": 2, "block": 64}"#,
+            r#"{"kind": "traffic", "ranks": 512, "pattern": "uniform"}"#,
+        ] {
+            // (an app calibrates on 1,024 ranks)
+            let cfg = on_flow_torus(16, w);
+            let plain = Config { network: config(&format!(r#"{{"workload": {w}}}"#)).network, ..cfg.clone() };
+            let (e, p) = (estimate(&cfg).expect(w).bytes, estimate(&plain).expect(w).bytes);
+            assert!(e > p, "{w}: {e} with flows, {p} without");
+        }
     }
 
     #[test]

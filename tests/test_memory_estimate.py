@@ -79,6 +79,32 @@ def test_the_estimate_holds_at_a_million_ranks(name):
     check(name, cases(1 << 20)[name])
 
 
+def flow_torus(distance: int, message_bytes: int = 65536) -> dict:
+    """A halo exchange on shared links of a 16×16×16 torus (one rank per node)."""
+    return {"network": {"G_s_per_byte": 1e-10, "topology": {"kind": "torus", "dims": [16, 16, 16]},
+                        "links": {"model": "flow", "bandwidth_bytes_per_s": 1e10}},
+            "workload": {"kind": "bsp", "ranks": 4096, "iterations": 1, "distances": [distance],
+                         "message_bytes": message_bytes},
+            "record": {"timers": False}}
+
+
+def test_the_estimate_of_flows_on_long_routes_is_within_15_percent():
+    # each rank's two flows cross the torus (8 hops in each dimension) and share
+    # their links: their state grows with their routes (it was counted for
+    # routes of 16 links at most, and the run took twice its estimate)
+    s = idlewave.simulate(flow_torus(8 * 256 + 8 * 16 + 8)).summary
+    off = (s["estimated_memory_bytes"] - s["peak_memory_bytes"]) / s["peak_memory_bytes"]
+    assert abs(off) <= TOLERANCE, f"estimated {off:+.0%} of the measured peak"
+
+
+def test_the_estimate_of_flows_between_neighbours_stays_below_twice_the_peak():
+    # what the long routes' state adds is not counted for routes of a hop
+    for message_bytes in (8, 1024, 65536):
+        s = idlewave.simulate(flow_torus(1, message_bytes)).summary
+        ratio = s["estimated_memory_bytes"] / s["peak_memory_bytes"]
+        assert 1 - TOLERANCE <= ratio < 2, f"{message_bytes} B: estimated {ratio:.2f}× the measured peak"
+
+
 def test_the_estimate_of_a_trace_replay_is_within_15_percent(tmp_path):
     _engine.write_synthetic_trace(str(tmp_path), 8, 20)
     r = idlewave.simulate({"workload": {"kind": "trace", "dir": str(tmp_path), "scale_to": 1 << 16}})

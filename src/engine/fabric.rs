@@ -18,6 +18,50 @@ use crate::network::{Links, MemoryDomains, RankCursor, RegimeCursor, Topology, O
 use crate::program::Program;
 use crate::time::{Time, PAST_LIMIT};
 
+/// The routes a run's messages would take as flows, counted before the run
+/// (for the memory estimate: a flow's state grows with its route). Built
+/// from the platform alone: nothing per rank or per link.
+pub struct FlowRoutes<'a> {
+    net: &'a crate::network::Network,
+    routes: crate::network::Routes,
+    ranks: u32,
+}
+
+impl<'a> FlowRoutes<'a> {
+    /// Pairs of ranks [`Self::typical`] follows.
+    const PAIRS: u64 = 256;
+
+    /// The routes of a run of `ranks` ranks; None without flows.
+    pub fn new(net: &'a crate::network::Network, ranks: u32) -> Option<FlowRoutes<'a>> {
+        let pl = net.platform.as_deref().filter(|pl| pl.links.flow)?;
+        let (nic, node) = Fabric::link_rates(net);
+        let routes = crate::network::Routes::new(pl.links, &pl.topology, ranks, Fabric::nodes(pl, ranks), nic, node, pl.seed);
+        Some(FlowRoutes { net, routes, ranks })
+    }
+
+    /// Links a message of `bytes` bytes from rank `src` to `dst` crosses as a
+    /// flow (0: it is not one, its ranks on one node or it one byte).
+    pub fn links(&self, src: u32, dst: u32, bytes: u64) -> u32 {
+        if bytes <= 1 || src >= self.ranks || dst >= self.ranks || self.net.class(src, dst) != OTHER_NODE {
+            return 0;
+        }
+        let pl = self.net.platform.as_deref().expect("flows imply a platform");
+        let mut n = 0;
+        self.routes.route((src, dst), (pl.node(src), pl.node(dst)), crate::rng::hash(src as u64, dst as u64, 0, 0), |_| 0, |_| n += 1);
+        n
+    }
+
+    /// The mean links of a message between ranks picked at random: for a
+    /// program whose partners are not known before it is read (a GOAL file, a trace).
+    pub fn typical(&self) -> f64 {
+        if self.ranks < 2 {
+            return 0.0;
+        }
+        let r = |i: u64, k: u64| (crate::rng::hash(0xE571_0A7E, i, k, 0) % self.ranks as u64) as u32;
+        (0..Self::PAIRS).map(|i| self.links(r(i, 0), r(i, 1), 2) as f64).sum::<f64>() / Self::PAIRS as f64
+    }
+}
+
 /// A CPU clock value meaning "in a memory-bound computation, end unknown".
 pub const MEM_BUSY: Time = Time::MAX;
 
@@ -125,18 +169,29 @@ impl Fabric {
         (nic, if pl.node_ps_per_byte > 0.0 { 1.0 / pl.node_ps_per_byte } else { 0.0 })
     }
 
-    /// Bytes of the shared links' state for a run of `ranks` ranks (0 without flows).
-    pub fn flow_bytes(net: &crate::network::Network, ranks: u32) -> u128 {
-        let Some(pl) = net.platform.as_deref().filter(|pl| pl.links.flow) else { return 0 };
-        let (nic, node) = Self::link_rates(net);
-        let nodes = match &pl.mapping {
+    /// Nodes a run of `ranks` ranks spans, from the mapping (without its ranks' state).
+    fn nodes(pl: &crate::network::Platform, ranks: u32) -> u32 {
+        match &pl.mapping {
             crate::network::Mapping::Block => ranks.div_ceil(pl.ranks_per_node.max(1)),
             crate::network::Mapping::RoundRobin { nodes } => *nodes,
             crate::network::Mapping::Table { nodes } => nodes.iter().copied().max().map_or(0, |m| m + 1),
-        };
-        crate::network::Routes::slot_count(pl.links, &pl.topology, ranks, nodes, nic > 0.0, node > 0.0)
+        }
+    }
+
+    /// Bytes of the shared links' state for a run of `ranks` ranks (0
+    /// without flows): the links' state, and per rank its flows in flight,
+    /// whose routes cross `links` links together ([`FlowRoutes`] counts them).
+    pub fn flow_bytes(net: &crate::network::Network, ranks: u32, links: f64) -> u128 {
+        let Some(pl) = net.platform.as_deref().filter(|pl| pl.links.flow) else { return 0 };
+        let (nic, node) = Self::link_rates(net);
+        crate::network::Routes::slot_count(pl.links, &pl.topology, ranks, Self::nodes(pl, ranks), nic > 0.0, node > 0.0)
             * super::flows::Flows::bytes_per_slot()
-            + ranks as u128 * super::flows::Flows::bytes_in_flight_per_rank()
+            + ranks as u128 * super::flows::Flows::bytes_in_flight_per_rank(links)
+    }
+
+    /// Bytes per link a flow's route crosses (see [`Self::flow_bytes`]).
+    pub fn flow_bytes_per_link() -> f64 {
+        super::flows::Flows::BYTES_PER_LINK
     }
 
     /// At most this many bytes per rank (a node or a socket has at least

@@ -391,18 +391,31 @@ impl Flows {
         (v, total)
     }
 
-    /// Bytes a run with this many slots holds before any flow starts.
+    /// Bytes per link: its flows now and what it carried, and what the
+    /// first flows that share a link or are held back by one add for every
+    /// link (progressive filling's capacity left and flows unfixed, the time
+    /// each link cost).
     pub fn bytes_per_slot() -> u128 {
-        (std::mem::size_of::<LinkLoad>() + std::mem::size_of::<LinkUse>()) as u128
+        (std::mem::size_of::<LinkLoad>() + std::mem::size_of::<LinkUse>() + 8 + 4 + 8) as u128
     }
 
-    /// Bytes per rank for the flows in flight: a flow's state (a short route
-    /// inline), a route too long for that (up to 16 links) and its
-    /// completion event, about two per rank at once
-    /// in the halo exchanges and collectives measured (docs/links.md).
-    pub fn bytes_in_flight_per_rank() -> u128 {
-        2 * ((std::mem::size_of::<Flow>() + std::mem::size_of::<FlowEnds>()) as u128 + 16 * 4 + 40)
+    /// Bytes per rank for its flows in flight, about two per rank at once in
+    /// the halo exchanges and collectives measured (docs/links.md), whose
+    /// routes cross `links` links together: a flow's state and its
+    /// completion event (and the stale one a re-solve leaves queued); per
+    /// link of a route, what flows sharing links keep (the link's list of
+    /// its flows, the links waiting for a re-solve and the re-solve's search,
+    /// each with the spare capacity of its growth) and the route itself where
+    /// too long to keep inline (a torus's across many hops).
+    pub fn bytes_in_flight_per_rank(links: f64) -> u128 {
+        let flow = (std::mem::size_of::<Flow>() + std::mem::size_of::<FlowEnds>()) as u128 + 2 * 40;
+        2 * flow + (links * Self::BYTES_PER_LINK).ceil() as u128
     }
+
+    /// Per link of a flow's route (see `bytes_in_flight_per_rank`): measured
+    /// 22–25 bytes on tori of 32 Ki and 1 Mi ranks whose halo exchanges'
+    /// routes cross 48 and 150 links.
+    pub const BYTES_PER_LINK: f64 = 28.0;
 
     pub fn bytes(&self) -> usize {
         self.loads.capacity() * std::mem::size_of::<LinkLoad>()

@@ -20,8 +20,8 @@ mod tests;
 mod waiting;
 mod window_sort;
 
-pub use fabric::Fabric;
 pub(crate) use fabric::MEM_BUSY;
+pub use fabric::{Fabric, FlowRoutes};
 pub use flows::{CounterSample, HeldBack, LinkClassStats, LinkCounters};
 pub use layout::Layout;
 pub(crate) use layout::LISTS;
