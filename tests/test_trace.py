@@ -309,10 +309,24 @@ def test_a_damaged_otf2_archive_is_one_line_naming_what_the_library_found(tmp_pa
         shutil.copytree(tmp_path / "good", tmp_path / name)
         spoil(tmp_path / name)
         p = cli("trace", "import", tmp_path / name, "--out", tmp_path / f"out-{name}", check=False)
-        assert p.returncode == 2, p.stderr
+        assert p.returncode == 2, (name, p.stderr)
         assert p.stderr.count("\n") == 1 and "[OTF2]" not in p.stderr and "Traceback" not in p.stderr, p.stderr
         assert re.search(found[name], p.stderr) and "the archive is damaged or incomplete" in p.stderr, p.stderr
         assert not (tmp_path / f"out-{name}").exists()
+
+
+def test_definitions_missing_a_location_the_anchor_announces_are_refused(tmp_path, cli, monkeypatch):
+    """Definitions cut short can read without an error from the library and
+    lack a location (seen once in a parallel test run: one rank's allreduce
+    imported, exit 0); the anchor file's count of locations tells."""
+    import _otf2
+
+    write_otf2(tmp_path / "otf2")
+    monkeypatch.setattr(_otf2, "Reader_GetNumberOfLocations", lambda handle: 3)
+    p = cli("trace", "import", tmp_path / "otf2", "--out", tmp_path / "tr", check=False)
+    assert p.returncode == 2, p.stderr
+    assert "the definitions hold 2 of the 3 locations the anchor file announces" in p.stderr, p.stderr
+    assert not (tmp_path / "tr").exists()
 
 
 def test_an_otf2_reader_callbacks_traceback_is_held_and_its_exception_told(capfd):

@@ -138,7 +138,17 @@ impl Layout {
                 let mut c = t.coords(r);
                 for k in 0..t.dims.len() {
                     let n = t.dims[k] as i64;
-                    c[k] = (c[k] as i64 + d[k] as i64).rem_euclid(n) as u32;
+                    // (a neighbour's offset is less than the extent: wrapped without a division)
+                    let x = c[k] as i64 + d[k] as i64;
+                    c[k] = if (0..n).contains(&x) {
+                        x
+                    } else if (-n..0).contains(&x) {
+                        x + n
+                    } else if (n..2 * n).contains(&x) {
+                        x - n
+                    } else {
+                        x.rem_euclid(n)
+                    } as u32;
                 }
                 t.rank(&c)
             }
@@ -462,6 +472,9 @@ struct Running {
     outstanding: u32,
     /// No rounds are left.
     ended: bool,
+    /// A fan was opened since the last one closed: only then can a close
+    /// be the next stage (every algorithm closes a fan after its messages).
+    fan_open: bool,
 }
 
 /// An item no collective stands for: a free place in [`ClassProgram::heads`].
@@ -482,6 +495,7 @@ impl Running {
         fan_left: 0,
         outstanding: 0,
         ended: false,
+        fan_open: false,
     };
 }
 
@@ -795,6 +809,8 @@ impl ClassProgram {
 
     /// Issues the collective's rounds for as long as what they wait for is
     /// done; ends it when no round is left and its last ones are done.
+    // Long: one loop over a collective's stages: what each waits for, issues
+    // and closes, beside the state it changes, read in one place.
     fn step_collective(&mut self, r: u32, j: u32) {
         let mut x = self.take_running(r, j);
         let k = self.class(r).items[j as usize].call;
@@ -802,8 +818,14 @@ impl ClassProgram {
             let cc = &self.class(r).calls[k as usize].call;
             (cc.tag, cc.shape)
         };
-        let members = self.layout.comm(r, shape);
+        // (worked out once a message is to go: most calls come from a
+        // round's first message done, with the rest still to wait for)
+        let mut members = None;
         loop {
+            if x.waiting > 0 && !x.fan_open {
+                // the next stage cannot be a fan's close: nothing to do yet
+                break;
+            }
             let next = if x.ended { None } else { self.stage(r, &x, x.next_step) };
             if x.waiting > 0 {
                 // a fan closed right away replaces what the next round waits for
@@ -829,6 +851,7 @@ impl ClassProgram {
                     out[0] = send(&mut x, m, true);
                     n = 1;
                     x.fan_left += 1;
+                    x.fan_open = true;
                 }
                 Stage::Together(ms, len) => {
                     let lo = x.issued;
@@ -839,6 +862,8 @@ impl ClassProgram {
                     (x.wait, x.wait_fans, x.waiting) = ((lo, x.issued), false, len as u32);
                 }
                 Stage::CloseFan => {
+                    debug_assert!(x.fan_open, "a fan closed that was not opened");
+                    x.fan_open = false;
                     (x.wait, x.wait_fans, x.waiting) = ((x.fan_from, x.issued), true, x.fan_left);
                     (x.fan_from, x.fan_left) = (x.issued, 0);
                 }
@@ -848,7 +873,7 @@ impl ClassProgram {
                     self.put_back(r, x);
                     return self.fail(TraceError::Rank { rank: r, source: Box::new(TraceError::CollectiveTooLarge) });
                 }
-                let peer = members.world(m.peer);
+                let peer = members.get_or_insert_with(|| self.layout.comm(r, shape)).world(m.peer);
                 if peer >= self.cursors.len() as u32 {
                     self.put_back(r, x);
                     return self.fail(ConvertError::CollectivePeer { peer, ranks: self.cursors.len() as u32 }.into());

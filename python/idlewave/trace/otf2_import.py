@@ -199,6 +199,14 @@ def _library_errors() -> Iterator[Callable[[], str]]:
 
 def _read_archive(tr, anchor: Path) -> tuple[list[tuple[np.ndarray, dict]], list[str]]:
     """read_otf2's work on an open archive."""
+    import _otf2  # the bindings' C module: the anchor file's counts
+
+    # definitions cut short can still read without an error from the
+    # library, with locations missing: their ranks would be left out silently
+    announced, defined = _otf2.Reader_GetNumberOfLocations(tr.handle), len(list(tr.definitions.locations))
+    if defined < announced:
+        raise TraceError(f"{anchor}: the definitions hold {defined} of the {announced} locations the anchor file "
+                         "announces: the archive is damaged or incomplete")
     res = tr.definitions.clock_properties.timer_resolution
     groups = [g for g in tr.definitions.location_groups if str(g.location_group_type).endswith("PROCESS")]
     rank_of_group = {g: r for r, g in enumerate(groups)}
