@@ -145,20 +145,28 @@ def read_otf2(path: str | Path) -> tuple[list[tuple[np.ndarray, dict]], list[str
     if why is not None:  # the library's own error says only "INVALID (1): Unknown error code"
         raise TraceError(f"{anchor}: not an OTF2 anchor file ({why}); give an OTF2 archive's traces.otf2 or its "
                          "directory")
-    with _library_errors() as said:
+    with _library_errors() as (said, library_error):
         try:
             with otf2.reader.open(str(anchor)) as tr:
-                return _read_archive(tr, anchor)
+                read = _read_archive(tr, anchor)
         except TraceError:
             raise
         except Exception as e:  # the bindings raise their own error types, as far into the archive as it is read
             what = str(e).split(": ", 1)[-1]
             detail = said().removeprefix(f"{what}: ")
             raise TraceError(f"{anchor}: {e}{f' ({detail})' if detail else ''}: the archive is damaged or incomplete") from None
+        # the library can report an error reading a location's events (a file cut
+        # short) and go on without it, the bindings raising nothing: the rank's
+        # events would be left out
+        error = library_error()
+        if error:
+            raise TraceError(f"{anchor}: the OTF2 library reported an error reading it ({error}): the archive is "
+                             "damaged or incomplete")
+        return read
 
 
 @contextmanager
-def _library_errors() -> Iterator[Callable[[], str]]:
+def _library_errors() -> Iterator[tuple[Callable[[], str], Callable[[], str]]]:
     """The OTF2 library prints its errors to file descriptor 2 itself, line
     by line, before the bindings raise, and the bindings print a traceback
     of an exception in their reader callbacks to sys.stderr (a damaged
@@ -184,8 +192,19 @@ def _library_errors() -> Iterator[Callable[[], str]]:
         last = python.getvalue().strip().splitlines()[-1:]
         return last[0].split(": ", 1)[-1] if last else ""
 
+    def error() -> str:
+        """The library's first error line so far, if it printed one (then told, not passed on)."""
+        nonlocal told
+        held.seek(0)
+        errors = [line for line in held.read().decode(errors="replace").splitlines() if ": error: " in line]
+        if errors:
+            told = True
+            return errors[0].split(": error: ")[-1]
+        return ""
+
+
     try:
-        yield said
+        yield said, error
     finally:
         sys.stderr = saved_stderr
         sys.stderr.flush()
