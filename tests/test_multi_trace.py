@@ -88,7 +88,10 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
 
 @pytest.fixture(scope="module")
 def strong(lib, program, tmp_path_factory):
-    return steady_traces(lib, program, tmp_path_factory.mktemp("strong"), (*SIZES, TARGET), "strong")
+    # 5%, not 10%: with 9 ranks 10% slow and 25 ranks 10% fast, p^(-2/3) predicts the traces within the
+    # model's slack of p^(-1) and, being flatter, is chosen (a CI run); within 5% p^(-1) is chosen at every
+    # corner (each size at -5%, 0 or +5%), and the fixture needs 2-4 tries on a quiet machine
+    return steady_traces(lib, program, tmp_path_factory.mktemp("strong"), (*SIZES, TARGET), "strong", tolerance=0.05)
 
 
 @pytest.mark.serial  # steady_traces compares CPU times of traces taken one after another
