@@ -469,15 +469,18 @@ impl EventQueue {
                 if self.run.len() == LOAD_NEXT_AT {
                     self.prefetch_next_window();
                 }
-                if self.run.capacity() > 2 * self.run.len() + REUSE_LIMIT {
-                    self.run.shrink_to(self.run.len() + self.run.len() / 4);
+                // shrink as it drains, not only below half: while it drains, the instant's FIFO and the
+                // next window fill, and what it kept was a fifth of a dissemination round's peak
+                if self.run.capacity() > self.run.len() + self.run.len() / 8 + REUSE_LIMIT {
+                    self.run.shrink_to(self.run.len());
                 }
                 ev
             }
             Source::Fifo => {
                 let ev = self.fifo.pop_front();
-                if self.fifo.capacity() > 2 * self.fifo.len() + REUSE_LIMIT {
-                    self.fifo.shrink_to(self.fifo.len() + self.fifo.len() / 4);
+                // (a deque moves its events to shrink: less often than the run)
+                if self.fifo.capacity() > self.fifo.len() + self.fifo.len() / 4 + REUSE_LIMIT {
+                    self.fifo.shrink_to(self.fifo.len());
                 }
                 ev
             }

@@ -100,4 +100,14 @@ mod tests {
         assert_eq!(std::mem::size_of::<Driver>(), 6);
         assert_eq!(StreamProgram::<Bsp>::state_bytes_per_rank(&Bsp::default()), 32);
     }
+
+    #[test]
+    fn cursors_with_a_packed_count_keep_their_program_state_at_32_bytes() {
+        // a u32 count in them would align the cursor to 4 and the state to 40 bytes
+        use crate::workloads::{ChebFd, CollectiveLoop, Krylov, Spmv};
+        assert_eq!(StreamProgram::<CollectiveLoop>::state_bytes_per_rank(&CollectiveLoop::default()), 32);
+        assert_eq!(StreamProgram::<ChebFd>::state_bytes_per_rank(&ChebFd::default()), 32);
+        assert_eq!(StreamProgram::<Krylov>::state_bytes_per_rank(&Krylov::default()), 32);
+        assert_eq!(StreamProgram::<Spmv>::state_bytes_per_rank(&Spmv::default()), 32);
+    }
 }

@@ -21,7 +21,7 @@ use crate::collectives::{Algorithm, Collective, CollectiveKind};
 use crate::engine::Engine;
 use crate::network::Network;
 use crate::noise::Noise;
-use crate::program::driver::Driver;
+use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, StreamProgram, Workload};
 use crate::record::Recorder;
 use crate::rule::RuleError;
@@ -335,10 +335,10 @@ enum Phase {
     Stop,
 }
 
-/// Per-rank cursor (16 bytes).
+/// Per-rank cursor (14 bytes).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AppState {
-    iter: u32,
+    iter: Packed32,
     driver: Driver,
     phase: Phase,
     /// Communication step within the iteration (halos, allreduces, allgathers).
@@ -454,7 +454,7 @@ impl Workload for AppLoop {
     fn next(&self, rank: u32, s: &mut AppState, _ctx: &Ctx) -> StreamOp {
         let n = self.neighbours();
         loop {
-            let i = s.iter;
+            let i = s.iter.get();
             match s.phase {
                 Phase::Start if i == self.iterations => return StreamOp::Done,
                 Phase::Start => {
@@ -505,7 +505,7 @@ impl Workload for AppLoop {
                     }
                 }
                 Phase::Stop => {
-                    (s.phase, s.iter) = (Phase::Start, i + 1);
+                    (s.phase, s.iter) = (Phase::Start, Packed32::new(i + 1));
                     return StreamOp::TimerStop { timer: T_ITER, iteration: i };
                 }
             }

@@ -17,7 +17,7 @@ use super::registry::memory_domains;
 use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::TAG_HALO;
 use crate::network::Network;
-use crate::program::driver::Driver;
+use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
 use crate::time::{from_seconds, Time};
@@ -159,7 +159,7 @@ enum Phase {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ChebState {
     /// Sequence number of the (block, step) pair being worked on.
-    seq: u32,
+    seq: Packed32,
     phase: Phase,
     idx: u8,
     /// Which half of the slots the exchange in flight uses (pipeline).
@@ -326,7 +326,7 @@ impl Workload for ChebFd {
 
     fn next(&self, rank: u32, s: &mut ChebState, _ctx: &Ctx) -> StreamOp {
         loop {
-            let seq = s.seq;
+            let seq = s.seq.get();
             if seq == self.iterations() {
                 return StreamOp::Done;
             }
@@ -398,7 +398,7 @@ impl Workload for ChebFd {
                 },
                 Phase::Stop => {
                     s.phase = Phase::Start;
-                    s.seq += 1;
+                    s.seq = s.seq.next();
                     return StreamOp::TimerStop { timer: T_ITER, iteration: seq };
                 }
             }

@@ -7,7 +7,7 @@ use super::TAG_COLLECTIVE;
 use crate::collectives::{auto_algorithm, AutoAlgorithm, MpiLibrary};
 use crate::collectives::{Algorithm, Collective, CollectiveKind, Comm};
 use crate::network::Network;
-use crate::program::driver::Driver;
+use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
 use crate::time::Time;
@@ -103,10 +103,10 @@ impl Default for CollectiveLoop {
     }
 }
 
-/// Per-rank cursor (16 bytes).
+/// Per-rank cursor (14 bytes).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CollState {
-    iter: u32,
+    iter: Packed32,
     driver: Driver,
     phase: Phase,
     /// Computation pieces done in this iteration (nonblocking mode).
@@ -325,10 +325,10 @@ impl Workload for CollectiveLoop {
             s.phase = Phase::Stop;
         }
         loop {
-            let iteration = s.iter;
+            let iteration = s.iter.get();
             match (self.mode, s.phase) {
                 (_, Phase::Start) => {
-                    if s.iter == self.iterations {
+                    if s.iter.get() == self.iterations {
                         return StreamOp::Done;
                     }
                     s.phase = Phase::Begin;
@@ -374,7 +374,7 @@ impl Workload for CollectiveLoop {
                 }
                 (_, Phase::Stop) => {
                     s.phase = Phase::Start;
-                    s.iter += 1;
+                    s.iter = s.iter.next();
                     return StreamOp::TimerStop { timer: T_ITER, iteration };
                 }
             }

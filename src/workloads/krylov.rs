@@ -17,7 +17,7 @@ use super::{TAG_COLLECTIVE, TAG_HALO};
 use crate::collectives::{auto_algorithm, AutoAlgorithm};
 use crate::collectives::{Algorithm, Collective, CollectiveKind};
 use crate::network::Network;
-use crate::program::driver::Driver;
+use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
 use crate::time::{from_seconds, Time};
@@ -224,10 +224,10 @@ const T_ITER: u8 = 0;
 const T_SPMV: u8 = 1;
 const T_REDUCE: u8 = 2;
 
-/// Per-rank cursor (16 bytes).
+/// Per-rank cursor (14 bytes).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KrylovState {
-    iter: u32,
+    iter: Packed32,
     driver: Driver,
     stage: u8,
     sub: u8,
@@ -365,7 +365,7 @@ impl WorkloadKind for KrylovKernel {
 
     fn in_flight_bytes_per_rank(&self) -> u128 {
         match self.kernel {
-            KernelOp::Allreduce => 80,
+            KernelOp::Allreduce => 60,
             KernelOp::Halo => 60 + 24 * (self.stencil as u128 - 1),
         }
     }
@@ -399,14 +399,14 @@ impl Workload for Krylov {
 
     fn next(&self, rank: u32, s: &mut KrylovState, _ctx: &Ctx) -> StreamOp {
         loop {
-            let iteration = s.iter;
+            let iteration = s.iter.get();
             if iteration == self.iterations {
                 return StreamOp::Done;
             }
             let stages = self.stages(iteration);
             if s.stage as usize == stages.len() {
                 (s.stage, s.sub) = (0, 0);
-                s.iter += 1;
+                s.iter = s.iter.next();
                 return StreamOp::TimerStop { timer: T_ITER, iteration };
             }
             if s.stage == 0 && s.sub == 0 {

@@ -17,7 +17,7 @@ use super::partners::{Partner, PartnerTable};
 use super::registry::{generated, Shape, Visited, WorkloadError, WorkloadKind, WorkloadVisitor};
 use super::TAG_HALO;
 use crate::network::Network;
-use crate::program::driver::Driver;
+use crate::program::driver::{Driver, Packed32};
 use crate::program::stream::{Ctx, StreamOp, Workload};
 use crate::rule::RuleError;
 use crate::time::Time;
@@ -122,7 +122,7 @@ enum Phase {
 /// Per-rank cursor.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpmvState {
-    iter: u32,
+    iter: Packed32,
     phase: Phase,
     idx: u8,
     reqs: u8,
@@ -366,10 +366,10 @@ impl Workload for Spmv {
         let (local, remote) = self.nonzeros(rank as u64);
         let split = self.mode == SpmvMode::SplitWait;
         loop {
-            let iteration = s.iter;
+            let iteration = s.iter.get();
             match s.phase {
                 Phase::Start => {
-                    if s.iter == self.iterations {
+                    if s.iter.get() == self.iterations {
                         return StreamOp::Done;
                     }
                     (s.phase, s.idx, s.reqs) = (Phase::CommStart, 0, 0);
@@ -427,7 +427,7 @@ impl Workload for Spmv {
                 },
                 Phase::Stop => {
                     s.phase = Phase::Start;
-                    s.iter += 1;
+                    s.iter = s.iter.next();
                     return StreamOp::TimerStop { timer: T_ITER, iteration };
                 }
             }
