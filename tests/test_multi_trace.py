@@ -56,8 +56,11 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
     the fit takes the median of a class of ranks, and a class of one rank is
     that rank). One trace at a time, not the whole set: a set of four takes
     longer than this VM keeps one speed. After 12 tries the steadiest set is
-    tested, with a warning: the test's own bounds then decide. A program
-    whose loop runs `iterations(p)` times is compared per iteration."""
+    tested, with a warning, if it is within twice the tolerance: the test's
+    own bounds then decide; further off, the machine cannot test the model
+    and the test is skipped, saying so (on a 2-core VM whose host was busy,
+    every try of a 25-rank trace had a rank 15% off). A program whose loop
+    runs `iterations(p)` times is compared per iteration."""
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
@@ -80,6 +83,9 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
             best = (off[worst], [taken[p] for p in sizes])
         del taken[worst]
     # never steady: the steadiest set goes to the test, whose own bounds decide, and the run says so
+    if best[0] > np.log1p(2 * tolerance):
+        pytest.skip(f"the machine's speed kept moving by more than twice the tolerance of {tolerance:.0%}: the furthest "
+                    f"rank's computation ({mode}) from the set's median, per size, in each try: {'; '.join(seen)}")
     warnings.warn(f"the machine's speed kept moving: the furthest rank's computation ({mode}) from the set's "
                   f"median, per size, in each try: {'; '.join(seen)}; testing the steadiest set "
                   f"({np.exp(best[0]):.2f})", stacklevel=2)
@@ -117,7 +123,8 @@ def test_strong_scaling_from_three_traces_predicts_the_fourth(strong, tmp_path):
 
 @pytest.mark.serial  # steady_traces compares CPU times of traces taken one after another
 def test_weak_scaling_is_inferred_and_keeps_every_quantity(lib, program, tmp_path):
-    m = build(steady_traces(lib, program, tmp_path, SIZES, "weak"))
+    # 5%: weak scaling is an exponent below 0.2; the 9- and 25-rank traces 10% off in opposite directions give 0.196
+    m = build(steady_traces(lib, program, tmp_path, SIZES, "weak", tolerance=0.05))
     assert m.scaling == "weak" and all(not r.bytes for r in m.ranks)
     # the computation per rank does not grow: at 36 ranks within the noise of oversubscribed CPU timing of
     # the 25-rank trace's (a rule may still follow a trend in that noise)
