@@ -426,15 +426,22 @@ def test_lammps_traced_at_16_ranks_grows_its_dimensions_of_2_in_pairs(debian_lib
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
-    for attempt in range(4):  # the two traces in one state of the machine (steady_traces; weak: equal work)
+    # the two traces in one state of the machine (steady_traces; weak: equal work per rank): on a quiet 2-core VM
+    # the two sizes' computation per rank differ by 0-12% from one pair to the next, so the closest of every
+    # 16-rank and 32-rank trace taken is used, until within 5%; never within 10%, the machine cannot test this
+    taken: dict[int, list[tuple[float, Path]]] = {16: [], 32: []}
+    for attempt in range(6):
         root = tmp_path / f"set{attempt}"
         root.mkdir()
-        sixteen, real = lammps(debian_lib, root, 16, (4, 2, 2)), lammps(debian_lib, root, 32, (4, 4, 2))
-        work = [float(np.median([_computation(t.records) for t in read(d)])) for d in (sixteen, real)]
-        if 0.9 < work[0] / work[1] < 1.1:
+        for p, grid in ((16, (4, 2, 2)), (32, (4, 4, 2))):
+            d = lammps(debian_lib, root, p, grid)
+            taken[p].append((float(np.median([_computation(t.records) for t in read(d)])), d))
+        off, (sixteen, real) = min((abs(np.log(a / b)), (x, y)) for a, x in taken[16] for b, y in taken[32])
+        if off < np.log(1.05):
             break
-    else:
-        pytest.fail(f"the machine's speed moved between the traces of every attempt: computation per rank {work}")
+    if off > np.log(1.10):
+        pytest.skip("the machine's speed kept moving: computation per rank of the 16-rank traces "
+                    f"{[round(w, 4) for w, _ in taken[16]]} s, of the 32-rank traces {[round(w, 4) for w, _ in taken[32]]} s")
     fitted, direct = replay(sixteen, scale_to=32), replay(real)
     assert "dimension 1 grows from 2 traced ranks in pairs" in fitted.summary["extrapolation"]
     assert 0.98 < fitted.summary["messages"] / direct.summary["messages"] < 1.0
