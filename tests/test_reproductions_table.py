@@ -46,6 +46,17 @@ def test_the_verdict_rule():
         cl.verdict([])
 
 
+def test_the_same_multimodality_needs_more_than_one_regime_and_keys_runs_by_size():
+    # HMM Fig. 2: three methods with one regime each agree, but that is no multimodality; sizes are judged apart
+    def row(h: str, p: int, n: int) -> dict:
+        return {"hiding": h, "ranks": p, "seed": 1, "bic_regimes": n}
+
+    rows = {"matvec-regimes": [row(h, 64, 3) for h in tb.MATVEC_HIDING] + [row(h, 512, 1) for h in tb.MATVEC_HIDING]}
+    text, cases = cl._three_modes(rows)
+    assert [(c.size, c.holds) for c in cases] == [("64 ranks", True), ("512 ranks", False)]
+    assert text.startswith("regimes by BIC (seeds in order): 64 ranks: fixed α 3, dynamic α 3, MPI test 3; 512 ranks")
+
+
 def test_a_seed_dependent_verdict_gives_the_effect_and_its_paired_interval():
     C = cl.Case
     # speedups 1.0, 1.1, 1.2 over three seeds: mean 1.1, s = 0.1, t(0.975, 2) = 4.303: 1.1 ± 0.2484

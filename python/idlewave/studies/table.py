@@ -66,8 +66,9 @@ Job = tuple[str, dict]
 
 def jobs(plan: Plan) -> list[Job]:
     """The runs of `plan`, the longest first (they go to a pool of processes)."""
-    # (Fig. 12's chunk sizes on the smallest grid only: the example's)
-    out: list[Job] = [("hpl", {"side": s, "chunks": s == min(plan.hpl_grids)}) for s in sorted(plan.hpl_grids, reverse=True)]
+    # (Fig. 12's chunk sizes on the two smallest grids: the example's and the next)
+    chunked = sorted(plan.hpl_grids)[:2]
+    out: list[Job] = [("hpl", {"side": s, "chunks": s in chunked}) for s in sorted(plan.hpl_grids, reverse=True)]
     for p in sorted(plan.app_ranks, reverse=True):
         out += [("noise-apps", {"ranks": p, "seed": s}) for s in plan.seeds]
     for p in sorted(plan.micro_ranks, reverse=True):
@@ -94,12 +95,12 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("node-aware", {"side": side}) for side in (8, 16)]
     out += [("links", {"taper": t}) for t in LINK_TAPERS]
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
-    out += [("checkpoints", {"ranks": min(plan.app_ranks), "seed": s}) for s in plan.seeds]
-    out += [("matvec-regimes", {"ranks": min(plan.matvec_ranks), "seed": s}) for s in plan.seeds]
+    out += [("checkpoints", {"ranks": p, "seed": s}) for p in plan.app_ranks for s in plan.seeds]
+    out += [("matvec-regimes", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
     out += [("regime-filter", {"seed": s}) for s in plan.seeds]
     out += [("matvec-floors", {"seed": s}) for s in plan.seeds]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
-    out += [("micro-nonblocking", {"ranks": min(plan.micro_ranks), "seed": s}) for s in plan.seeds]
+    out += [("micro-nonblocking", {"ranks": p, "seed": s}) for p in sorted(plan.micro_ranks)[:2] for s in plan.seeds]
     out.append(("krylov", {}))
     out += [("pcg-scaling", {"ranks": p}) for p in sorted(plan.pcg_ranks, reverse=True)]
     out += [("topology-halo", {"nodes": n}) for n in sorted(plan.topology_nodes, reverse=True)]
