@@ -97,8 +97,8 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("matvec-size", {"seed": s}) for s in plan.seeds]
     out += [("checkpoints", {"ranks": p, "seed": s}) for p in plan.app_ranks for s in plan.seeds]
     out += [("matvec-regimes", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
-    out += [("regime-filter", {"seed": s}) for s in plan.seeds]
-    out += [("matvec-floors", {"seed": s}) for s in plan.seeds]
+    out += [("regime-filter", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
+    out += [("matvec-floors", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": p, "seed": s}) for p in sorted(plan.micro_ranks)[:2] for s in plan.seeds]
     out.append(("krylov", {}))
@@ -166,7 +166,7 @@ EXTREME_PERIOD = {"classes": ["inter_node"], "step_s": 5e-4, "transition": [[0.9
                   "initial": 0, "multiplier": [1.0, 1.0], "add_mean_s": [2e-3, 0.0], "add_sd_s": [2e-4, 0.0]}
 
 
-def regime_filtering(seed: int) -> list[dict]:
+def regime_filtering(seed: int, ranks: int = 64) -> list[dict]:
     """Per hiding method, the mean MatVec time and the mean of the fast one of 2 regimes fitted to its
     times; fixed α twice, without and with EXTREME_PERIOD."""
     from idlewave.simulation import simulate
@@ -177,15 +177,15 @@ def regime_filtering(seed: int) -> list[dict]:
     out = []
     for h, extreme in (("fixed_alpha", False), ("fixed_alpha", True), ("dynamic_alpha", False), ("mpi_test", False)):
         t = simulate({"seed": seed, "network": {"regimes": MATVEC_CHAIN + ([EXTREME_PERIOD] if extreme else [])},
-                      "workload": {"kind": "fem_matvec", "ranks": 64, "iterations": 800, "hiding": h,
+                      "workload": {"kind": "fem_matvec", "ranks": ranks, "iterations": 800, "hiding": h,
                                    "epsilon_s": 2e-5, "elements": 1000, "element_s": 1e-6, "cg": True}}).timers["matvec"]
         two = fit(t, 2, seed=0, restarts=3)
-        out.append({"seed": seed, "hiding": h, "extreme": extreme, "mean_s": float(t.mean()),
+        out.append({"ranks": ranks, "seed": seed, "hiding": h, "extreme": extreme, "mean_s": float(t.mean()),
                     "fast_mean_s": fast_mean(t, decode(two, t))})
     return out
 
 
-def matvec_floors(seed: int) -> list[dict]:
+def matvec_floors(seed: int, ranks: int = 64) -> list[dict]:
     """HMM paper Fig. 7: per hiding method, the input and output times' lowest values (T_in: the first
     block of elements and the wait for the input; T_out: the second block and the wait for the output),
     and the share of MatVecs within 2% of fixed α's floor, half the non-mirror elements' computation."""
@@ -197,11 +197,11 @@ def matvec_floors(seed: int) -> list[dict]:
     out = []
     for h in MATVEC_HIDING:
         elements, element_s = 1000, 1e-6
-        w = {"kind": "fem_matvec", "ranks": 64, "iterations": 800, "hiding": h, "epsilon_s": 2e-5,
+        w = {"kind": "fem_matvec", "ranks": ranks, "iterations": 800, "hiding": h, "epsilon_s": 2e-5,
              "elements": elements, "element_s": element_s, "cg": True}
         t = simulate({"seed": seed, "network": {"regimes": MATVEC_CHAIN}, "workload": w}).timers
         floor = 0.5 * elements * element_s
-        out.append({"seed": seed, "hiding": h, "floor_s": floor,
+        out.append({"ranks": ranks, "seed": seed, "hiding": h, "floor_s": floor,
                     **{f"{k}_min_s": float(np.min(t[k])) for k in ("t_in", "t_out")},
                     **{f"{k}_at_floor": float(np.mean(np.abs(t[k] - floor) <= 0.02 * floor)) for k in ("t_in", "t_out")}})
     return out
@@ -590,9 +590,9 @@ def run_job(job: Job) -> list[dict]:
         return [dict(r, ranks=a["ranks"], seed=a["seed"], hiding=h)
                 for h, r in matvec_regimes(a["ranks"], a["seed"]).items()]
     if kind == "matvec-floors":  # the HMM paper's Fig. 7: the floor of the input and output times
-        return matvec_floors(a["seed"])
+        return matvec_floors(a["seed"], a["ranks"])
     if kind == "regime-filter":  # the HMM paper §4.4: regime filtering separates methods from machine noise
-        return regime_filtering(a["seed"])
+        return regime_filtering(a["seed"], a["ranks"])
     if kind == "checkpoints":  # the noise paper's Fig. 8: checkpoint interval against commit time
         return [{"ranks": a["ranks"], "seed": a["seed"], "app": app, "interval_s": tau, "duration_s": d,
                  "makespan_s": app_blocking(app, a["ranks"], a["seed"], tau, d)}
