@@ -419,3 +419,14 @@ def test_embed_refuses_binaries_fifos_devices_and_huge_files_in_one_line(tmp_pat
         assert p.returncode == 2 and f"--embed {doc}: " in p.stderr and says in p.stderr, (doc, p.stderr)
         assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not (tmp_path / "o").exists()
+
+
+def test_a_resumed_table_counts_only_the_runs_it_runs(monkeypatch):
+    # with all but two runs taken from an earlier table, progress reads 1/2 and 2/2, not the runs so far
+    every = tb.jobs(tb.QUICK)
+    done = {tb.job_key(j): [] for j in every[2:]}
+    monkeypatch.setattr(tb, "run_job", lambda job: [{"ran": job[0]}])
+    seen = []
+    runs = tb.collect(tb.QUICK, done, workers=1, on_job=lambda job, k, n: seen.append((k, n)))
+    assert seen == [(1, 2), (2, 2)]
+    assert list(runs) == [tb.job_key(j) for j in every] and runs[tb.job_key(every[0])] == [{"ran": every[0][0]}]

@@ -672,54 +672,77 @@ def _matvec(rows: dict) -> tuple[str, list[Case]]:
 
 # idle-waves paper: ChebFD (Fig. 6)
 
-def _cheb(rows: dict) -> dict:
-    return {(r["n_b"], r["mode"], r["preset"]): r for r in rows["chebfd"]}
+def _cheb(rows: dict) -> dict[int, dict]:
+    """Per rank count, the ChebFD rows by (n_b, mode, decomposition)."""
+    out: dict[int, dict] = {}
+    for r in rows["chebfd"]:
+        out.setdefault(r["ranks"], {})[r["n_b"], r["mode"], r["preset"]] = r
+    return dict(sorted(out.items()))
+
+
+def _at(p: int, what: str) -> str:
+    """A ChebFD case's size: the ranks and what else sizes it (`1,280 ranks (n_b = 2)`)."""
+    return f"{_ranks(p)} ({what})"
+
+
+def _per_size(texts: dict[int, str]) -> str:
+    """Per-size texts, each prefixed by its size where there are several."""
+    return texts[next(iter(texts))] if len(texts) == 1 else "; ".join(f"{_ranks(p)}: {t}" for p, t in texts.items())
 
 
 def _cheb_barrier(rows: dict) -> tuple[str, list[Case]]:
-    by = _cheb(rows)
-    keys = [k for k in by if k[1] == "non_split"]
-    cases = [Case(by[k]["p_d"] > 1, "", f"n_b = {k[0]}") for k in keys]
-    return f"P_D (barrier / barrier-free, NON-SPLIT) {_range([by[k]['p_d'] for k in keys], '')}", cases
+    cases, texts = [], {}
+    for p, by in _cheb(rows).items():
+        keys = [k for k in by if k[1] == "non_split"]
+        cases += [Case(by[k]["p_d"] > 1, "", _at(p, f"n_b = {k[0]}")) for k in keys]
+        texts[p] = f"P_D (barrier / barrier-free, NON-SPLIT) {_range([by[k]['p_d'] for k in keys], '')}"
+    return _per_size(texts), cases
 
 
 def _cheb_order(rows: dict) -> tuple[str, list[Case]]:
     from scipy.stats import kendalltau
 
-    by = _cheb(rows)
-    free = {m: by[2, "non_split", m]["free_s"] for m in rp.CHEB_PRESETS}
-    order = sorted(free, key=lambda m: (free[m], m))
-    tau = float(kendalltau([rp.CHEB_ORDER.index(m) for m in order], range(len(order))).statistic)
-    return (f"{', '.join(order)} (Kendall τ = {tau:.2f} against the paper's; all within "
-            f"{free[order[-1]] / free[order[0]] - 1:.1%})"), [Case(tau >= 0.7, "", "n_b = 2")]
+    cases, texts = [], {}
+    for p, by in _cheb(rows).items():
+        free = {m: by[2, "non_split", m]["free_s"] for m in rp.CHEB_PRESETS}
+        order = sorted(free, key=lambda m: (free[m], m))
+        tau = float(kendalltau([rp.CHEB_ORDER.index(m) for m in order], range(len(order))).statistic)
+        texts[p] = (f"{', '.join(order)} (Kendall τ = {tau:.2f} against the paper's; all within "
+                    f"{free[order[-1]] / free[order[0]] - 1:.1%})")
+        cases.append(Case(tau >= 0.7, "", _at(p, "n_b = 2")))
+    return _per_size(texts), cases
 
 
 def _cheb_gap(rows: dict) -> tuple[str, list[Case]]:
-    by = _cheb(rows)
-    cases, ours = [], []
-    for (nb, mode), paper in rp.CHEB_GAP.items():
-        gap = by[nb, mode, "M4"]["barrier_s"] / by[nb, mode, "M3"]["barrier_s"] - 1
-        # within a factor of 2 of the paper's gap
-        cases.append(Case(0.5 * paper <= gap <= 2 * paper, mode.replace("_", "-").upper(), f"n_b = {nb}"))
-        ours.append(f"{mode.replace('_', '-').upper()} n_b = {nb}: {gap:+.1%}")
-    return "M4 slower than M3 by " + ", ".join(ours), cases
+    cases, texts = [], {}
+    for p, by in _cheb(rows).items():
+        ours = []
+        for (nb, mode), paper in rp.CHEB_GAP.items():
+            gap = by[nb, mode, "M4"]["barrier_s"] / by[nb, mode, "M3"]["barrier_s"] - 1
+            # within a factor of 2 of the paper's gap
+            cases.append(Case(0.5 * paper <= gap <= 2 * paper, mode.replace("_", "-").upper(), _at(p, f"n_b = {nb}")))
+            ours.append(f"{mode.replace('_', '-').upper()} n_b = {nb}: {gap:+.1%}")
+        texts[p] = "M4 slower than M3 by " + ", ".join(ours)
+    return _per_size(texts), cases
 
 
 def _cheb_m3(rows: dict) -> tuple[str, list[Case]]:
-    by = _cheb(rows)
-    free = {m: by[2, "non_split", m]["p_d"] for m in rp.CHEB_PRESETS}
-    others = [v for m, v in free.items() if m != "M3"]
-    return (f"P_D (n_b = 2, NON-SPLIT): M3 {free['M3']:.3f}, the others {_range(others, '')}",
-            [Case(free["M3"] >= max(others), "", "n_b = 2")])
+    cases, texts = [], {}
+    for p, by in _cheb(rows).items():
+        free = {m: by[2, "non_split", m]["p_d"] for m in rp.CHEB_PRESETS}
+        others = [v for m, v in free.items() if m != "M3"]
+        texts[p] = f"P_D (n_b = 2, NON-SPLIT): M3 {free['M3']:.3f}, the others {_range(others, '')}"
+        cases.append(Case(free["M3"] >= max(others), "", _at(p, "n_b = 2")))
+    return _per_size(texts), cases
 
 
 def _cheb_split(rows: dict) -> tuple[str, list[Case]]:
-    by = _cheb(rows)
     cases = [Case(by[nb, "split_wait", m][k] > max(by[nb, "non_split", m][k], by[nb, "pipeline", m][k]),
-                  "barrier-free" if k == "free_s" else "with barriers", f"n_b = {nb}")
-             for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS for k in ("free_s", "barrier_s")]
+                  "barrier-free" if k == "free_s" else "with barriers", _at(p, f"n_b = {nb}"))
+             for p, by in _cheb(rows).items() for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS
+             for k in ("free_s", "barrier_s")]
     n = sum(c.holds for c in cases)
-    return f"SPLIT-WAIT the slowest in {n} of {len(cases)} (decomposition, n_b, barrier) cases", cases
+    return f"SPLIT-WAIT the slowest in {n} of {len(cases)} (ranks, decomposition, n_b, barrier) cases", cases
 
 
 def _floors(rows: dict) -> tuple[str, list[Case]]:
@@ -1020,25 +1043,26 @@ def _wf_kick(rows: dict) -> tuple[str, list[Case]]:
 def _cheb_modes(rows: dict) -> tuple[str, list[Case]]:
     """§3.3.3: PIPELINE shows no barrier hit; barrier-free NON-SPLIT matches or beats PIPELINE in the more
     saturating case (n_b = 2); NON-SPLIT suffers more from barriers at n_b = 2 than at 32."""
-    by = _cheb(rows)
-    cases = [Case(by[nb, "pipeline", m]["p_d"] < 1.01, "PIPELINE without a barrier hit", f"n_b = {nb}")
-             for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS]
-    cases += [Case(by[2, "non_split", m]["free_s"] <= 1.02 * by[2, "pipeline", m]["free_s"],
-                   "barrier-free NON-SPLIT at least as fast as PIPELINE", "n_b = 2") for m in rp.CHEB_PRESETS]
-    cases += [Case(by[2, "non_split", m]["p_d"] > by[32, "non_split", m]["p_d"],
-                   "NON-SPLIT's barrier hit larger at n_b = 2", "n_b = 2 vs 32") for m in rp.CHEB_PRESETS]
-    hit = [by[nb, "pipeline", m]["p_d"] for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS]
-    free = [by[2, "non_split", m]["free_s"] / by[2, "pipeline", m]["free_s"] for m in rp.CHEB_PRESETS]
-    return (f"PIPELINE's P_D {_range(hit, '')}; barrier-free NON-SPLIT / PIPELINE at n_b = 2 {_range(free, '')}; "
-            f"NON-SPLIT's P_D at n_b = 2 {_range([by[2, 'non_split', m]['p_d'] for m in rp.CHEB_PRESETS], '')}, "
-            f"at n_b = 32 {_range([by[32, 'non_split', m]['p_d'] for m in rp.CHEB_PRESETS], '')}"), cases
+    cases, texts = [], {}
+    for p, by in _cheb(rows).items():
+        cases += [Case(by[nb, "pipeline", m]["p_d"] < 1.01, "PIPELINE without a barrier hit", _at(p, f"n_b = {nb}"))
+                  for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS]
+        cases += [Case(by[2, "non_split", m]["free_s"] <= 1.02 * by[2, "pipeline", m]["free_s"],
+                       "barrier-free NON-SPLIT at least as fast as PIPELINE", _at(p, "n_b = 2")) for m in rp.CHEB_PRESETS]
+        cases += [Case(by[2, "non_split", m]["p_d"] > by[32, "non_split", m]["p_d"],
+                       "NON-SPLIT's barrier hit larger at n_b = 2", _at(p, "n_b = 2 vs 32")) for m in rp.CHEB_PRESETS]
+        hit = [by[nb, "pipeline", m]["p_d"] for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS]
+        free = [by[2, "non_split", m]["free_s"] / by[2, "pipeline", m]["free_s"] for m in rp.CHEB_PRESETS]
+        texts[p] = (f"PIPELINE's P_D {_range(hit, '')}; barrier-free NON-SPLIT / PIPELINE at n_b = 2 {_range(free, '')}; "
+                    f"NON-SPLIT's P_D at n_b = 2 {_range([by[2, 'non_split', m]['p_d'] for m in rp.CHEB_PRESETS], '')}, "
+                    f"at n_b = 32 {_range([by[32, 'non_split', m]['p_d'] for m in rp.CHEB_PRESETS], '')}")
+    return _per_size(texts), cases
 
 
 def _cheb_pipeline(rows: dict) -> tuple[str, list[Case]]:
-    by = _cheb(rows)
-    ratio = {(nb, m): by[nb, "non_split", m]["barrier_s"] / by[nb, "pipeline", m]["barrier_s"]
-             for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS}
-    cases = [Case(r > 1, "", f"n_b = {nb}") for (nb, _), r in ratio.items()]
+    ratio = {(p, nb, m): by[nb, "non_split", m]["barrier_s"] / by[nb, "pipeline", m]["barrier_s"]
+             for p, by in _cheb(rows).items() for nb in rp.CHEB_BLOCKS for m in rp.CHEB_PRESETS}
+    cases = [Case(r > 1, "", _at(p, f"n_b = {nb}")) for (p, nb, _), r in ratio.items()]
     return f"NON-SPLIT / PIPELINE with barriers {_range(list(ratio.values()), '')}", cases
 
 
