@@ -44,8 +44,21 @@ def trace(lib: Path, program: Path, out: Path, ranks: int, *args: str) -> Path:
     return out
 
 
+class SteadyTraces(list):
+    """The traces of `steady_traces`, with how far their steadiest set's
+    furthest rank was beyond the tolerance (`excess`: 0 for a steady set)."""
+
+    excess = 0.0
+
+    def bound(self, rel: float) -> float:
+        """A makespan comparison's relative bound `rel`, widened by what the
+        machine moved beyond the tolerance: two traces whose ranks are each
+        off by up to that much may differ by twice it before any model error."""
+        return rel + 2 * self.excess
+
+
 def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], mode: str, *args: str,
-                  tolerance: float = 0.10, iterations=lambda p: 1) -> list[Path]:
+                  tolerance: float = 0.10, iterations=lambda p: 1) -> SteadyTraces:
     """Traces at `sizes` taken in one state of the machine. This VM switches
     speed (by 10% to 3x) for 5-60 s at a time, which moves even CPU time
     (docs/validation.md). By construction a rank's computation is the same
@@ -60,7 +73,8 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
     own bounds then decide; further off, the machine cannot test the model
     and the test is skipped, saying so (on a 2-core VM whose host was busy,
     every try of a 25-rank trace had a rank 15% off). A program whose loop
-    runs `iterations(p)` times is compared per iteration."""
+    runs `iterations(p)` times is compared per iteration; a test comparing
+    the traces' makespans widens its bound by the set's excess (`bound`)."""
     from idlewave.trace import read
     from idlewave.trace.multi import _computation
 
@@ -78,7 +92,7 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
         seen.append(", ".join(f"{p}: {np.exp(off[p]):.2f}" for p in sizes))
         worst = max(off, key=lambda p: off[p])
         if off[worst] < np.log1p(tolerance):
-            return [taken[p] for p in sizes]
+            return SteadyTraces(taken[p] for p in sizes)
         if off[worst] < best[0]:
             best = (off[worst], [taken[p] for p in sizes])
         del taken[worst]
@@ -89,7 +103,9 @@ def steady_traces(lib: Path, program: Path, root: Path, sizes: tuple[int, ...], 
     warnings.warn(f"the machine's speed kept moving: the furthest rank's computation ({mode}) from the set's "
                   f"median, per size, in each try: {'; '.join(seen)}; testing the steadiest set "
                   f"({np.exp(best[0]):.2f})", stacklevel=2)
-    return best[1]
+    steadiest = SteadyTraces(best[1])
+    steadiest.excess = float(np.expm1(best[0])) - tolerance
+    return steadiest
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +129,10 @@ def test_strong_scaling_from_three_traces_predicts_the_fourth(strong, tmp_path):
     direct = replay(real)
     # the messages and bytes of the real 36-rank run, and its makespan
     assert (fitted.summary["messages"], fitted.summary["bytes"]) == (direct.summary["messages"], direct.summary["bytes"])
-    # within what the traces themselves may differ by (the fixture's 10% in computation × p) plus the
-    # fit's error; the growth law itself is checked exactly above (p^-1, not p^-1/2: 20% more at 36 ranks)
-    assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=0.10)
+    # within what the traces themselves may differ by (the fixture's 5% in computation × p, one trace high
+    # and the other low) plus the fit's error; the growth law itself is checked exactly above (p^-1, not
+    # p^-1/2: 20% more at 36 ranks)
+    assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=strong.bound(0.10))
     # the largest trace alone, weak-scaled, keeps its 25-rank halos and computation: far off
     weak = replay(small[-1], scale_to=TARGET)
     assert weak.summary["bytes"] > 1.1 * direct.summary["bytes"]
@@ -150,8 +167,9 @@ def test_a_loop_that_runs_more_times_at_larger_sizes_is_fitted_and_extrapolated(
     template's loop counts: weak scaling inferred, where the traces' totals
     grow with the iterations (as p^0.29)."""
     # per iteration (2 + n0 on these square grids); the 36 ranks' CPU time on 2 cores spreads by 10–14%
-    *small, real = steady_traces(lib, program, tmp_path, (*SIZES, TARGET), "weak", "1", tolerance=0.15,
-                                 iterations=lambda p: 2 + math.isqrt(p))
+    traces = steady_traces(lib, program, tmp_path, (*SIZES, TARGET), "weak", "1", tolerance=0.15,
+                           iterations=lambda p: 2 + math.isqrt(p))
+    *small, real = traces
     m = build(small)
     assert m.scaling == "weak", m.growth
     [loop] = m.loops
@@ -163,7 +181,7 @@ def test_a_loop_that_runs_more_times_at_larger_sizes_is_fitted_and_extrapolated(
         {k: direct.summary[k] for k in ("events", "messages", "bytes")}
     # the real 36-rank trace's ranks compute up to 15% apart (the traces' own tolerance above), and its slowest
     # rank in each iteration sets the makespan: −11.7% to +6.6% over nine sets of traces, −10.4% under load
-    assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=0.15)
+    assert fitted.summary["makespan_s"] == pytest.approx(direct.summary["makespan_s"], rel=traces.bound(0.15))
     shown = cli("trace", "model", *small, env={"COLUMNS": "200"}).stdout
     assert "Loops that run more or fewer times with the size" in shown and "2 + 1·n0" in shown
     j = json.loads(cli("trace", "model", *small, "--json").stdout)
@@ -490,10 +508,12 @@ def test_a_periodic_dimension_of_2_grows_in_pairs(lib, program, tmp_path):
     multi-trace model."""
     # (ranks within 5% of each other: at the default 10% the traces' own computation moved the
     # makespans compared below 11% apart on a loaded machine)
-    eight, sixteen, twenty_five = steady_traces(lib, program, tmp_path, (8, 16, 25), "weak", tolerance=0.05)
+    traces = steady_traces(lib, program, tmp_path, (8, 16, 25), "weak", tolerance=0.05)
+    eight, sixteen, twenty_five = traces
     fitted, real = replay(eight, scale_to=16), replay(sixteen)
     assert (fitted.summary["messages"], fitted.summary["bytes"]) == (real.summary["messages"], real.summary["bytes"])
-    assert fitted.summary["makespan_s"] == pytest.approx(real.summary["makespan_s"], rel=0.10)
+    # (a CI run's steadiest set had a rank 9% off and the makespans 13.7% apart: bound 0.18 there)
+    assert fitted.summary["makespan_s"] == pytest.approx(real.summary["makespan_s"], rel=traces.bound(0.10))
     assert "dimension 1 grows from 2 traced ranks in pairs" in fitted.summary["extrapolation"]
     # 12 ranks is 4×3: 2 ranks cannot grow to 3 in pairs
     with pytest.raises(Exception, match="grows in pairs: to even sizes"):
@@ -507,6 +527,6 @@ def test_a_periodic_dimension_of_2_grows_in_pairs(lib, program, tmp_path):
                 for seed in (1, 2, 3, 4)]
         return sum(r.summary["makespan_s"] for r in runs) / len(runs)
     means = [noisy(eight, 16), noisy(sixteen, None)]
-    assert means[0] == pytest.approx(means[1], rel=0.10), means
+    assert means[0] == pytest.approx(means[1], rel=traces.bound(0.10)), means
     m = build([eight, sixteen, twenty_five])
     assert m.dims[0] == [4, 2] and m.scaling == "weak"
