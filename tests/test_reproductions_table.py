@@ -112,6 +112,21 @@ def test_every_verdict_covers_at_least_five_seeds_where_there_is_noise():
             assert c["checked_at"].endswith("seeds 1, 2, 3, 4, 5"), c["key"]
 
 
+@pytest.mark.parametrize(("key", "sizes"), [
+    ("grid-shape", ("256 ranks", "1,024 ranks")), ("grid-spikes", ("16 × 16", "32 × 32")),
+    ("grid-latency", ("8 × 8", "16 × 16", "32 × 32")), ("grid-alg3", ("8 × 8", "16 × 16", "32 × 32")),
+    ("idle-decay", ("40 ranks", "80 ranks")), ("wf-lock-step", ("40 ranks", "80 ranks")),
+    ("wf-kick", ("40 ranks", "80 ranks")), ("hmm-hides-all", ("64 ranks", "512 ranks")),
+    ("krylov-fig3", ("512 ranks", "4,096 ranks")), ("krylov-fig13-blocking", ("512 ranks", "4,096 ranks")),
+])
+def test_claims_are_judged_at_the_papers_size_and_a_larger_one(key, sizes):
+    # every size must hold its own cases: a judge that kept only the first size would still list it in the
+    # table's text, so count the sizes in the cases, not in the text
+    claim = next(c for c in committed()["claims"] if c["key"] == key)
+    for size in sizes:
+        assert size in claim["checked_at"], (key, size, claim["checked_at"])
+
+
 def test_every_verdict_short_of_reproduced_says_why():
     missing = [c["key"] for c in committed()["claims"] if c["verdict"] != "reproduced" and not c["why"].strip()]
     assert not missing
@@ -127,7 +142,7 @@ def test_a_verdict_that_flips_with_size_says_so():
 
 @pytest.mark.parametrize("kind", ["krylov", "hpl", "apsp", "bandwidth", "alg3", "latency", "propagation", "spikes",
                                   "grid-shape", "idle-decay", "node-aware", "links", "wavefront-kick", "qr-qc",
-                                  "two-at-once", "matvec-floors", "regime-filter", "flaky-links"])
+                                  "two-at-once", "matvec-floors", "regime-filter", "flaky-links", "krylov-halo"])
 def test_the_deterministic_studies_give_the_committed_rows(kind):
     # no noise (or seeded noise and latency regimes): the same rows, so the committed table is today's
     # model's. Floats to 1e-9 relative: what the engine gives repeats exactly, but a fit by numpy or scipy

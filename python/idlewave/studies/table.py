@@ -33,11 +33,14 @@ class Plan:
     app_ranks: tuple[int, ...] = (1024, 4096)
     micro_ranks: tuple[int, ...] = (1024, 4096, 16384)
     krylov_ranks: tuple[int, ...] = (64, 512)  # Fig. 2's allreduce (the paper: 64)
+    krylov_halo_sides: tuple[int, ...] = (8, 16)  # Fig. 3 and 13's halo on side³ ranks (the paper: 1k nodes)
     hpl_grids: tuple[int, ...] = (16, 32, 64, 128)  # Fig. 10 (the paper: 128 x 128)
     apsp_sides: tuple[int, ...] = (64, 128, 256)  # Fig. 9 (the paper: 128 x 128)
     cheb_ranks: tuple[int, ...] = (1280, 2560)  # Fig. 6 (the paper's 1,280 on Meggie)
     matvec_ranks: tuple[int, ...] = (64, 512)  # the MatVec hiding methods (the paper: 1,792 ranks recorded)
-    wavefront_ranks: tuple[int, ...] = (40, 80)  # the STREAM triad's wavefronts (the paper: 40 ranks on Meggie)
+    wavefront_ranks: tuple[int, ...] = (40, 80)  # the STREAM triad's wavefronts and idle waves (the paper: 40 on Meggie)
+    dense_scales: tuple[int, ...] = (1, 2)  # §3.2 and Fig. 10's spikes: the examples' grids, sides times these
+    shape_ranks: tuple[int, ...] = (256, 1024)  # §3.2.1's process grids (the paper: Frontier's 4 GCDs a node)
     wavefront_iterations: int = 4000  # the paper: 5·10^4; ours settle within 2,000 (docs/reproductions.md)
     spmv_ranks: tuple[int, ...] = spmv_scaling.SIZES  # Table 4's sizes (its CER is the stand-in's input)
     pcg_ranks: tuple[int, ...] = (64, 512, 1728, 4096)  # Fig. 1: 4 to 256 nodes of 16 (the paper: to 512)
@@ -49,8 +52,8 @@ class Plan:
 
 FULL = Plan()
 # A check that everything runs, in about a minute: its verdicts mean little.
-QUICK = Plan(seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), hpl_grids=(16,),
-             apsp_sides=(32,), cheb_ranks=(640,), matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400,
+QUICK = Plan(seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), krylov_halo_sides=(8,), hpl_grids=(16,),
+             apsp_sides=(32,), cheb_ranks=(640,), matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400, dense_scales=(1,), shape_ranks=(256,),
              spmv_ranks=(96, 240, 1296), pcg_ranks=(64, 512), topology_nodes=(216,))
 
 # HPL-MxP at larger grids keeps the example's local matrix (16 x 16 ranks,
@@ -80,9 +83,11 @@ def jobs(plan: Plan) -> list[Job]:
             for s in plan.seeds for nic in MATVEC_NICS]
     out += [("micro-quiet", {"ranks": p}) for p in sorted(plan.micro_ranks, reverse=True)]
     out += [("propagation", {"ranks": p}) for p in plan.app_ranks]
-    out += [("alg3", {"kernel": k}) for k in ALG3_EXAMPLES]
-    out += [("latency", {"kernel": k}) for k in ALG3_EXAMPLES]
-    out += [("spikes", {}), ("grid-shape", {}), ("idle-decay", {})]
+    out += [("alg3", {"kernel": k, "side": example_side(k) * m}) for k in ALG3_EXAMPLES for m in plan.dense_scales]
+    out += [("latency", {"kernel": k, "side": example_side(k) * m}) for k in ALG3_EXAMPLES for m in plan.dense_scales]
+    out += [("spikes", {"side": example_side("lu") * m}) for m in plan.dense_scales]
+    out += [("grid-shape", {"ranks": p}) for p in plan.shape_ranks]
+    out += [("idle-decay", {"ranks": p}) for p in plan.wavefront_ranks]
     out += [("qr-qc", {"side": s}) for s in sorted(plan.hpl_grids, reverse=True)]
     out += [("two-at-once", {"side": s}) for s in sorted(plan.hpl_grids, reverse=True)]
     out += [("flaky-links", {"side": side, "seed": s}) for side in plan.hpl_grids if side <= 32 for s in plan.seeds]
@@ -91,10 +96,10 @@ def jobs(plan: Plan) -> list[Job]:
             for p in plan.wavefront_ranks for s in plan.seeds]
     out += [("wavefront", {"ranks": min(plan.wavefront_ranks), "seed": s, "noise": noise, "iterations": n})
             for s in plan.seeds for noise in WAVEFRONT_NOISES if noise != WAVEFRONT_NOISE]
-    out += [("wavefront-kick", {"seed": s, "iterations": n}) for s in plan.seeds]
+    out += [("wavefront-kick", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks for s in plan.seeds]
     out += [("node-aware", {"side": side}) for side in (8, 16)]
     out += [("links", {"taper": t}) for t in LINK_TAPERS]
-    out += [("matvec-size", {"seed": s}) for s in plan.seeds]
+    out += [("matvec-size", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
     out += [("checkpoints", {"ranks": p, "seed": s}) for p in plan.app_ranks for s in plan.seeds]
     out += [("matvec-regimes", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
     out += [("regime-filter", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
@@ -102,6 +107,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("apps-ideal-quiet", {"ranks": p}) for p in plan.app_ranks]
     out += [("micro-nonblocking", {"ranks": p, "seed": s}) for p in sorted(plan.micro_ranks)[:2] for s in plan.seeds]
     out.append(("krylov", {}))
+    out += [("krylov-halo", {"side": side}) for side in plan.krylov_halo_sides if side != 8]
     out += [("pcg-scaling", {"ranks": p}) for p in sorted(plan.pcg_ranks, reverse=True)]
     out += [("topology-halo", {"nodes": n}) for n in sorted(plan.topology_nodes, reverse=True)]
     out += [("krylov-fig2", {"ranks": p}) for p in plan.krylov_ranks if p != rp.KRYLOV_ALLREDUCE_RANKS]
@@ -258,11 +264,21 @@ def delayed_by_one_detour(collective: str, ranks: int, rank: int) -> int:
 ALG3_EXAMPLES = {"lu": "hpl_mxp.toml", "floyd_warshall": "floyd_warshall.toml"}
 
 
-def dense2d(kernel: str, alg: str, combined: bool, ports: int, times: dict[str, float] | None = None) -> float:
+def example_side(kernel: str) -> int:
+    """The side of the kernel's example's (square) process grid."""
+    return tomllib.loads(files("idlewave.examples").joinpath(ALG3_EXAMPLES[kernel]).read_text())["workload"]["grid"][0]
+
+
+def dense2d(kernel: str, alg: str, combined: bool, ports: int, times: dict[str, float] | None = None,
+            side: int | None = None) -> float:
     """Makespan of the kernel's example with this broadcast, combined
-    (Algorithm 3) or not; `times` multiplies network parameters (L_s: 10)."""
+    (Algorithm 3) or not; `times` multiplies network parameters (L_s: 10);
+    on a `side` x `side` grid with the example's blocks per process row if
+    given (weak scaling, as `hpl`)."""
     base = tomllib.loads(files("idlewave.examples").joinpath(ALG3_EXAMPLES[kernel]).read_text())
     w = dict(base["workload"], broadcast=alg, combined=combined, lookahead=False)
+    if side is not None:
+        w.update(grid=[side, side], blocks=w["blocks"] // w["grid"][0] * side)
     net = dict(base["network"], nic_ports=ports)
     if times:
         from idlewave.scenario import validate
@@ -276,30 +292,35 @@ def dense2d(kernel: str, alg: str, combined: bool, ports: int, times: dict[str, 
 SPIKES = (("ring", 0), ("two_ring_modified", 0), ("ring", grid.CHUNK))
 
 
-def hpl_steps(alg: str, chunk: int, ports: int) -> dict:
-    """The HPL-MxP example's step times (every rank's every step): largest and 95th percentile."""
+def hpl_steps(alg: str, chunk: int, ports: int, side: int) -> dict:
+    """The HPL-MxP example's step times (every rank's every step) on a side x side grid (weak scaling, as
+    `hpl`): largest and 95th percentile."""
     from idlewave.simulation import simulate
 
     base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
-    w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False)
+    w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False, grid=[side, side],
+             blocks=HPL_BLOCKS_PER_ROW * side)
     steps = simulate({"seed": 1, "network": dict(base["network"], nic_ports=ports), "workload": w}).summary["iteration_s"]
     return {"max_s": steps["max"], "p95_s": steps["p95"]}
 
 
-# §3.2.1: the process grids of 256 ranks on nodes of 4 (a 1 x 4 block of the grid each): 16 x 16 makes
-# a 16 x 4 grid of nodes, 8 x 32 a square 8 x 8 one.
-GRID_SHAPES = ([16, 16], [8, 32], [32, 8])
+# §3.2.1: process grids on nodes of 4 ranks (a 1 x 4 block of the grid each), per rank count: the square
+# grid (256 ranks: 16 x 16, a 16 x 4 grid of nodes), the one whose nodes form a square (8 x 32: 8 x 8
+# nodes) and its transpose (32 x 8: 32 x 2 nodes).
+GRID_SHAPES = {256: ([16, 16], [8, 32], [32, 8]), 1024: ([32, 32], [16, 64], [64, 16])}
+GRID_SHAPE_NODE = (1, 4)
 
 
 def hpl_shape(shape: list[int]) -> dict:
-    """The HPL-MxP example on `shape` with 4 ranks per node: its makespan and the most bytes a node sends."""
+    """The HPL-MxP example on `shape` with 4 ranks per node (the matrix of `hpl` on a square grid of as many
+    ranks, whatever the shape): its makespan and the most bytes a node sends."""
     base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
     net = dict(base["network"], ranks_per_node=4, node_bandwidth_bytes_per_s=25e9,
-               mapping={"kind": "grid2d", "node_grid": [1, 4]})
+               mapping={"kind": "grid2d", "node_grid": list(GRID_SHAPE_NODE)})
     from idlewave.simulation import simulate
 
-    r = simulate({"seed": 1, "network": net, "workload": dict(base["workload"], grid=shape, combined=False),
-                  "record": {"timers": False}}).summary
+    w = dict(base["workload"], grid=shape, combined=False, blocks=HPL_BLOCKS_PER_ROW * math.isqrt(shape[0] * shape[1]))
+    r = simulate({"seed": 1, "network": net, "workload": w, "record": {"timers": False}}).summary
     return {"seconds": r["makespan_s"], "node_bytes_out_max": r["node_bytes_out_max"]}
 
 
@@ -428,8 +449,8 @@ def topology_halo(nodes: int, side: int, mapping: str, torus: list[int] | None =
             "torus_bytes": torus, "makespan_s": s["makespan_s"]}
 
 
-def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
-    """An idle wave (one 50 ms delay on rank 20 of 40) through a STREAM triad on
+def idle_wave_on_meggie(distance: int, bottleneck: bool, ranks: int = 40) -> dict:
+    """An idle wave (one 50 ms delay on the middle rank, 20 of 40) through a STREAM triad on
     `meggie`: with its sockets' memory bandwidth, or with sockets that never
     saturate (no bottleneck). Its speed, reach and decay (`analyze idle-wave`)."""
     from idlewave.analyze import idle_wave
@@ -439,8 +460,8 @@ def idle_wave_on_meggie(distance: int, bottleneck: bool) -> dict:
     if not bottleneck:
         net["memory"] = {"socket_bandwidth_bytes_per_s": 1e15, "core_bandwidth_bytes_per_s": 7e9}
     w = idle_wave(simulate({"seed": 1, "network": net,
-                            "noise": [{"kind": "single", "rank": 20, "start_s": 0.2, "duration_s": 0.05}],
-                            "workload": {"kind": "stream_triad", "ranks": 40, "iterations": 120,
+                            "noise": [{"kind": "single", "rank": ranks // 2, "start_s": 0.2, "duration_s": 0.05}],
+                            "workload": {"kind": "stream_triad", "ranks": ranks, "iterations": 120,
                                          "elements_per_rank": 2_500_000, "bytes_per_element": 24,
                                          "core_bandwidth_bytes_per_s": 7e9, "max_distance": distance,
                                          "message_bytes": 16384, "periodic": False}}))
@@ -490,23 +511,24 @@ def wavefronts(ranks: int, seed: int, noise: str, iterations: int) -> list[dict]
     return out
 
 
-def wavefront_kicks(seed: int, iterations: int) -> list[dict]:
-    """Fig. 2: a one-off delay halfway through a developed wavefront (±1, 40 ranks), on the middle rank
-    of each socket but the lagging one; the lagging socket and the spreads before and after it."""
+def wavefront_kicks(seed: int, iterations: int, ranks: int = 40) -> list[dict]:
+    """Fig. 2: a one-off delay halfway through a developed wavefront (±1), on the middle rank of each
+    socket (of 10 ranks) but the lagging one; the lagging socket and the spreads before and after it."""
     from idlewave.analyze import wavefront
 
     half, quarter = iterations // 2, iterations // 4
-    base = stream_triad_on_meggie(40, 1, seed, WAVEFRONT_NOISE, iterations)
+    base = stream_triad_on_meggie(ranks, 1, seed, WAVEFRONT_NOISE, iterations)
     before = wavefront(base, quarter, half)
     unkicked = wavefront(base, 3 * quarter, iterations)
     out = []
-    for socket in range(4):
+    for socket in range(ranks // 10):
         if socket == before["lagging_domain"]:
             continue
         for delay in WAVEFRONT_KICKS_S:
             kick = {"kind": "single", "rank": 10 * socket + 5, "start_s": half * before["period_s"], "duration_s": delay}
-            after = wavefront(stream_triad_on_meggie(40, 1, seed, WAVEFRONT_NOISE, iterations, kick), 3 * quarter, iterations)
-            out.append({"seed": seed, "iterations": iterations, "socket": socket, "delay_s": delay,
+            after = wavefront(stream_triad_on_meggie(ranks, 1, seed, WAVEFRONT_NOISE, iterations, kick), 3 * quarter,
+                              iterations)
+            out.append({"ranks": ranks, "seed": seed, "iterations": iterations, "socket": socket, "delay_s": delay,
                         "lagging_before": before["lagging_domain"], "lagging_unkicked": unkicked["lagging_domain"],
                         "lagging_after": after["lagging_domain"], "spread_before_s": before["spread_s"],
                         "spread_after_s": after["spread_s"], "lock_step_before": before["lock_step"],
@@ -568,14 +590,14 @@ def run_job(job: Job) -> list[dict]:
         return [{"ranks": p, "collective": c, "detour_rank": d, "delayed": delayed_by_one_detour(c, p, d)}
                 for c in PROPAGATION for d in (1, p // 2 + 3, p - 1)]
     if kind == "latency":  # the 2-D grid paper's §3.2: latency matters less than bandwidth in dense kernels
-        return [{"study": "latency", "kernel": a["kernel"], "scaled": k,
-                 "seconds": dense2d(a["kernel"], "ring", False, 1, {k: 10} if k else {})}
+        return [{"study": "latency", "kernel": a["kernel"], "side": a["side"], "scaled": k,
+                 "seconds": dense2d(a["kernel"], "ring", False, 1, {k: 10} if k else {}, a["side"])}
                 for k in ("", "L_s", "G_s_per_byte")]
     if kind == "spikes":  # Fig. 10's caption: the step times' spikes per broadcast
-        return [dict(hpl_steps(alg, chunk, ports), study="spikes", broadcast=alg, chunk_bytes=chunk, ports=ports)
-                for ports in grid.PORTS for alg, chunk in SPIKES]
+        return [dict(hpl_steps(alg, chunk, ports, a["side"]), study="spikes", side=a["side"], broadcast=alg,
+                     chunk_bytes=chunk, ports=ports) for ports in grid.PORTS for alg, chunk in SPIKES]
     if kind == "grid-shape":  # §3.2.1: 4 ranks per node as a 1 x 4 block, three process grids
-        return [dict(hpl_shape(g), study="grid-shape", grid=g) for g in GRID_SHAPES]
+        return [dict(hpl_shape(g), study="grid-shape", ranks=a["ranks"], grid=g) for g in GRID_SHAPES[a["ranks"]]]
     if kind == "qr-qc":  # §6.2: the qr-qc reordering of the ranks on Frontier's nodes
         return [dict(hpl_mapping(a["side"], m), study="qr-qc", side=a["side"], mapping=m) for m in QRQC_MAPPINGS]
     if kind == "flaky-links":  # §3.3.1: the merged broadcast's resilience to unexpected network behaviour
@@ -583,8 +605,8 @@ def run_job(job: Job) -> list[dict]:
     if kind == "two-at-once":  # Fig. 11: two messages handled at once (OpenMP there, Algorithm 3 here)
         return [dict(hpl_two_at_once(a["side"], c), study="two-at-once", side=a["side"], combined=c) for c in (False, True)]
     if kind == "matvec-size":  # HMM paper §3.2: with much computation α = ½ hides all communication
-        return [{"seed": a["seed"], "elements": e, "hiding": h,
-                 "makespan_s": matvec(h, 64, a["seed"], "dma", elements=e, iterations=400)}
+        return [{"ranks": a["ranks"], "seed": a["seed"], "elements": e, "hiding": h,
+                 "makespan_s": matvec(h, a["ranks"], a["seed"], "dma", elements=e, iterations=400)}
                 for e in MATVEC_ELEMENTS for h in MATVEC_HIDING]
     if kind == "matvec-regimes":  # the HMM paper's Fig. 8: each method's share of the fast regime
         return [dict(r, ranks=a["ranks"], seed=a["seed"], hiding=h)
@@ -618,12 +640,12 @@ def run_job(job: Job) -> list[dict]:
     if kind == "spmv-scaling":  # the idle-waves paper Fig. 3(e): P_D along Table 4's strong scaling
         return spmv_scaling.run(a["matrix"], a["ranks"], tuple(a["seeds"]))
     if kind == "idle-decay":  # the idle-waves paper §1: a memory bottleneck damps an idle wave without noise
-        return [dict(idle_wave_on_meggie(d, bottleneck), distance=d, bottleneck=bottleneck)
+        return [dict(idle_wave_on_meggie(d, bottleneck, a["ranks"]), ranks=a["ranks"], distance=d, bottleneck=bottleneck)
                 for bottleneck in (True, False) for d in (1, 2)]
     if kind == "wavefront":  # the idle-waves paper Fig. 1 and §3.1.2: computational wavefronts
         return wavefronts(a["ranks"], a["seed"], a["noise"], a["iterations"])
     if kind == "wavefront-kick":  # Fig. 2: a one-off delay against a developed wavefront
-        return wavefront_kicks(a["seed"], a["iterations"])
+        return wavefront_kicks(a["seed"], a["iterations"], a["ranks"])
     if kind == "apps-ideal-quiet":
         return [{"ranks": a["ranks"], "app": app, "ideal_no_noise_s": app_ideal_quiet(app, a["ranks"])}
                 for app in rp.APPS]
@@ -632,11 +654,13 @@ def run_job(job: Job) -> list[dict]:
                  "nonblocking_s": micro_nonblocking(c, n, a["ranks"], a["seed"])}
                 for c in rp.COLLECTIVES for n in rp.NOISE_ENVIRONMENTS]
     if kind == "alg3":
-        return [{"study": "alg3", "kernel": a["kernel"], "ports": ports, "broadcast": alg, "combined": combined,
-                 "seconds": dense2d(a["kernel"], alg, combined, ports)}
+        return [{"study": "alg3", "kernel": a["kernel"], "side": a["side"], "ports": ports, "broadcast": alg,
+                 "combined": combined, "seconds": dense2d(a["kernel"], alg, combined, ports, side=a["side"])}
                 for ports in grid.PORTS for alg in grid.RINGS for combined in (False, True)]
     if kind == "krylov":
         return [dict(r, ranks=rp.KRYLOV_ALLREDUCE_RANKS if r["figure"] == "Fig. 2" else 512) for r in rp.krylov()["rows"]]
+    if kind == "krylov-halo":
+        return [dict(r, ranks=a["side"] ** 3) for r in rp.krylov(halo_side=a["side"], allreduce=False)["rows"]]
     if kind == "krylov-fig2":
         return [{"figure": "Fig. 2", "variant": "handshake, dma", "bytes": b, "mode": m, "ranks": a["ranks"],
                  "iteration_s": rp.krylov_allreduce(b, m, ranks=a["ranks"])}
@@ -688,6 +712,7 @@ STUDY_OF = {
     "chebfd": "chebfd",
     "krylov": "krylov-kernels",
     "krylov-fig2": "krylov-kernels",
+    "krylov-halo": "krylov-kernels",
     "hpl": "grid-broadcasts",
     "apsp": "grid-broadcasts",
     "bandwidth": "grid-broadcasts",
