@@ -74,10 +74,13 @@ def apsp_step(side: int, alg: str, chunk: int, ports: int, links: SharedLinks | 
     return sum(_makespan(net, dict(grid, communicator=c), links, seed) for c in ("rows", "columns"))
 
 
-def hpl_total(alg: str, chunk: int, ports: int, links: SharedLinks | None = None, seed: int = 1) -> float:
-    """Makespan of `examples/hpl_mxp.toml` (16 x 16, n_b = 64, b = 2048)."""
+def hpl_total(alg: str, chunk: int, ports: int, links: SharedLinks | None = None, seed: int = 1,
+              side: int = 16) -> float:
+    """Makespan of `examples/hpl_mxp.toml` (16 x 16, n_b = 64, b = 2048), or on a side x side grid with
+    its 4 blocks per process row (weak scaling)."""
     base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
-    w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False)
+    w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False, grid=[side, side],
+             blocks=base["workload"]["blocks"] // base["workload"]["grid"][0] * side)
     return _makespan(dict(base["network"], nic_ports=ports), w, links, seed)
 
 

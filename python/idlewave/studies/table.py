@@ -99,6 +99,9 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("wavefront-kick", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks for s in plan.seeds]
     out += [("node-aware", {"side": side}) for side in (8, 16)]
     out += [("links", {"taper": t}) for t in LINK_TAPERS]
+    # (Fig. 10 on shared links beyond the example's 16 x 16, which "links" runs)
+    out += [("links-hpl", {"taper": t, "side": example_side("lu") * m}) for t in LINK_TAPERS for m in plan.dense_scales
+            if m > 1]
     out += [("matvec-size", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
     out += [("checkpoints", {"ranks": p, "seed": s}) for p in plan.app_ranks for s in plan.seeds]
     out += [("matvec-regimes", {"ranks": p, "seed": s}) for p in plan.matvec_ranks for s in plan.seeds]
@@ -633,6 +636,13 @@ def run_job(job: Job) -> list[dict]:
         return fig2 + [{"study": "hpl", "taper": a["taper"], "ports": ports, "broadcast": alg,
                         "seconds": grid.hpl_total(alg, grid.CHUNK, ports, links=links)}
                        for ports in grid.PORTS for alg in grid.RINGS]
+    if kind == "links-hpl":
+        from idlewave.studies.shared_links import SharedLinks
+
+        links = SharedLinks(taper=a["taper"])
+        return [{"study": "hpl", "taper": a["taper"], "side": a["side"], "ports": ports, "broadcast": alg,
+                 "seconds": grid.hpl_total(alg, grid.CHUNK, ports, links=links, side=a["side"])}
+                for ports in grid.PORTS for alg in grid.RINGS]
     if kind == "pcg-scaling":  # the Krylov paper's Fig. 1: PCG's time per iteration against the postal model's
         return [pcg_scaling(a["ranks"])]
     if kind == "topology-halo":  # the Krylov paper's Fig. 17: the halo's traffic and time by mapping
@@ -699,6 +709,7 @@ STUDY_OF = {
     "flaky-links": "grid-broadcasts",
     "node-aware": "krylov-solvers",
     "links": "shared-links",
+    "links-hpl": "shared-links",
     "idle-decay": "idle-waves",
     "spmv-scaling": "spmv-scaling",
     "pcg-scaling": "pcg-scaling",
