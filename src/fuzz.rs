@@ -579,13 +579,13 @@ proptest! {
     /// queued for a busy receiver's free moment, `handled_from`) change how
     /// often the queue is touched, never what happens: every finish time and
     /// event count equals LogGOPSim's re-queue-every-waiter order, with and
-    /// without noise, for both NIC models and both rendezvous protocols.
+    /// without noise, for both NIC models and every rendezvous protocol.
     #[test]
     fn queue_shortcuts_change_nothing(
         text in contended_goal(),
         s_bytes in prop_oneof![Just(100u64), Just(65_535)],
         noisy in any::<bool>(),
-        variant in 0u8..3,
+        variant in 0u8..4,
     ) {
         use crate::network::{NicModel, Rendezvous};
         let s = crate::program::goal::parse_goal(&text, "t.goal").unwrap();
@@ -594,6 +594,7 @@ proptest! {
         match variant {
             1 => net.rendezvous = Rendezvous::Handshake,
             2 => net.nic_model = NicModel::Dma,
+            3 => net.rendezvous = Rendezvous::Get,
             _ => {}
         }
         let run = |off: bool| {

@@ -518,7 +518,7 @@ impl<P: Program, O: Probe> Engine<P, O> {
         let p = *self.view.net.params(ev.rank, ev.peer, ev.size);
         self.view.program.started(ev.rank, ev.id);
         self.touched.push(ev.rank);
-        if self.view.net.rendezvous == Rendezvous::Handshake && p.is_rendezvous(ev.size) {
+        if self.view.net.rendezvous != Rendezvous::Loggopsim && p.is_rendezvous(ev.size) {
             return self.send_control(ev.with_kind(EvKind::Rts), ev.peer, &p);
         }
         let depart = if self.view.net.nic_model == NicModel::Dma { ev.time.max(self.view.clocks[n]) } else { ev.time };
@@ -807,8 +807,12 @@ impl<P: Program, O: Probe> Engine<P, O> {
 
     /// The clear-to-send reaches the sender: once its CPU has handled it,
     /// the data leaves (costed as an eager message) and the send is done.
+    /// (With a get rendezvous it is the receiver's read request: `on_get`.)
     #[cold]
     fn on_cts(&mut self, ev: Event) {
+        if self.view.net.rendezvous == Rendezvous::Get {
+            return self.on_get(ev);
+        }
         let (src, dst) = (ev.rank, ev.peer);
         let p = *self.view.net.params(src, dst, ev.size);
         if !self.receive_control(ev, &p) {
@@ -829,6 +833,32 @@ impl<P: Program, O: Probe> Engine<P, O> {
         }
         self.view.program.done(src, ev.id);
         self.touched.push(src);
+        self.events += 1;
+    }
+
+    /// A get rendezvous's read request reaches the sender's NIC, which sends
+    /// the data as soon as it is free: no CPU time on the sender, whose send
+    /// is then complete (as LogGOPSim's rendezvous completes at the match,
+    /// without an acknowledgement).
+    #[cold]
+    fn on_get(&mut self, ev: Event) {
+        let (src, dst) = (ev.rank, ev.peer);
+        let p = *self.view.net.params(src, dst, ev.size);
+        let n = self.gs(src, ev.nic());
+        let depart = ev.time.max(self.view.clocks[n]);
+        self.view.clocks[n] = depart + p.send_nic(ev.size);
+        self.tell(|o, v| o.pulled(v, n, depart, &p, (src, dst, ev.size)));
+        let arrive = self.arrival(src, dst, ev.size, depart, p.l_ps);
+        let mut data = ev.with_kind(EvKind::Data);
+        (data.time, data.rank, data.peer) = (arrive, dst, src);
+        let m = Message { stamp: 0, src, dst, cpu: None, flight: (depart, arrive), tag: ev.tag, bytes: ev.size };
+        if self.flows_on(src, dst, ev.size) {
+            self.start_flow(data, m, (depart, depart), arrive, p.big_g_ps);
+        } else {
+            let stamp = self.queue.push_new(data);
+            self.tell(|o, v| o.message_queued(v, Message { stamp, ..m }));
+        }
+        self.complete_rendezvous(src, dst, ev.size, ev.id, (ev.cpu(), ev.nic()), ev.time, ev.is_collective());
         self.events += 1;
     }
 

@@ -215,6 +215,11 @@ pub trait Probe {
         0
     }
 
+    /// A get rendezvous's data left NIC clock `n` of `src` at `depart`, read
+    /// by `dst` (the current event is the read request): no CPU time.
+    #[inline(always)]
+    fn pulled<P: Program>(&mut self, v: &View<P>, n: usize, depart: Time, p: &LogGOPS, msg: (u32, u32, u64)) {}
+
     /// A control message from `wait.on` cost its receiver o on CPU clock `c`.
     #[inline(always)]
     fn control_received<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, p: &LogGOPS) -> Time {
@@ -356,6 +361,12 @@ impl<A: Probe> Probe for Option<A> {
         self.as_mut().map_or(0, |a| a.control_sent(v, wait, c, to, p))
     }
     #[inline(always)]
+    fn pulled<P: Program>(&mut self, v: &View<P>, n: usize, depart: Time, p: &LogGOPS, msg: (u32, u32, u64)) {
+        if let Some(a) = self.as_mut() {
+            a.pulled(v, n, depart, p, msg)
+        }
+    }
+    #[inline(always)]
     fn control_received<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, p: &LogGOPS) -> Time {
         self.as_mut().map_or(0, |a| a.control_received(v, wait, c, p))
     }
@@ -475,6 +486,11 @@ impl<A: Probe, B: Probe> Probe for (A, B) {
     #[inline(always)]
     fn control_sent<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, to: u32, p: &LogGOPS) -> Time {
         self.0.control_sent(v, wait, c, to, p).max(self.1.control_sent(v, wait, c, to, p))
+    }
+    #[inline(always)]
+    fn pulled<P: Program>(&mut self, v: &View<P>, n: usize, depart: Time, p: &LogGOPS, msg: (u32, u32, u64)) {
+        self.0.pulled(v, n, depart, p, msg);
+        self.1.pulled(v, n, depart, p, msg);
     }
     #[inline(always)]
     fn control_received<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, p: &LogGOPS) -> Time {

@@ -410,6 +410,35 @@ fn handshake_data_waits_for_the_senders_cpu_and_the_receivers_post() {
 }
 
 #[test]
+fn get_rendezvous_reads_the_data_without_the_senders_cpu() {
+    let (size, p, c) = (4096u64, params(512), 200 * US);
+    let (o, l) = (p.o_ps, p.l_ps);
+    // The request-to-send as in the handshake (o + L, o at the receiver), the
+    // read request (o + L) reaches the sender's NIC, which sends the data at
+    // once (L, no o: no CPU on the sender); the blocking send is complete as
+    // the read request arrives.
+    let e = run_with(vec![send(1, size, 0).to_vec(), recv(0, size, 0).to_vec()], p, Rendezvous::Get, NicModel::Loggopsim);
+    assert_eq!(e.finish_time(1), 3 * o + 3 * l + r_cost(&p, size));
+    assert_eq!(e.finish_time(0), 3 * o + 2 * l);
+    // A sender computing after its isend: the data moves during the
+    // computation (the handshake waits for the CPU: o + c + o + o + L + r)
+    let prog = vec![vec![ISend { peer: 1, tag: 0, bytes: size, slot: 0 }, Calc(c), Wait(1)], recv(0, size, 0).to_vec()];
+    let get = run_with(prog.clone(), p, Rendezvous::Get, NicModel::Loggopsim);
+    assert_eq!(get.finish_time(1), 3 * o + 3 * l + r_cost(&p, size));
+    assert_eq!(get.finish_time(0), o + c);
+    let hs = run_with(prog, p, Rendezvous::Handshake, NicModel::Loggopsim);
+    assert_eq!(hs.finish_time(1), o + c + o + o + l + r_cost(&p, size));
+    // A receiver computing when the request-to-send arrives still answers it
+    // only once its CPU frees at c (o), posting its receive and reading (o + L)
+    let late = vec![send(1, size, 0).to_vec(), cat([Calc(c)], recv(0, size, 0))];
+    let get = run_with(late, p, Rendezvous::Get, NicModel::Loggopsim);
+    assert_eq!(get.finish_time(1), c + o + o + l + l + r_cost(&p, size));
+    // Eager messages do not change.
+    let eager = |rdv| run_with(vec![send(1, 100, 0).to_vec(), recv(0, 100, 0).to_vec()], p, rdv, NicModel::Loggopsim).finish_time(1);
+    assert_eq!(eager(Rendezvous::Get), eager(Rendezvous::Loggopsim));
+}
+
+#[test]
 fn a_dma_nic_sends_and_receives_while_the_cpu_computes() {
     let (size, p, c) = (4096u64, params(1 << 20), 200 * US);
     let (o, l) = (p.o_ps, p.l_ps);

@@ -36,6 +36,11 @@ pub enum Rendezvous {
     /// posted, the sender sends the data once its CPU handles the answer, so
     /// computation between them delays the transfer.
     Handshake,
+    /// A receiver-driven rendezvous (an RDMA read, as UCX's default `get_zcopy`
+    /// scheme): the request-to-send as in `Handshake`, then the receiver's
+    /// read request (o + L) reaches the sender's NIC, which sends the data
+    /// without the sender's CPU; the send completes as the request arrives.
+    Get,
 }
 
 /// How a NIC shares work with its CPU.

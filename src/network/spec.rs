@@ -296,8 +296,10 @@ pub struct NetworkSpec {
     /// Nonblocking collectives advance without MPI calls (a progress thread).
     pub async_progress: bool,
     /// Messages above the eager limit: "loggopsim" (the data leaves at once,
-    /// the send completes at the match) or "handshake" (request-to-send and
-    /// clear-to-send first; the data leaves when the sender's CPU handles the answer).
+    /// the send completes at the match), "handshake" (request-to-send and
+    /// clear-to-send first; the data leaves when the sender's CPU handles the answer)
+    /// or "get" (the same, but the receiver reads the data: the sender's NIC
+    /// answers without its CPU).
     pub rendezvous_model: crate::network::Rendezvous,
     /// "loggopsim" (a send waits for the NIC; receiving occupies the CPU for
     /// o + max((s−1)·O, (s−1)·G)) or "dma" (sends are queued to the NIC; it

@@ -81,6 +81,16 @@ impl Probe for Explain {
         idle
     }
     #[inline(always)]
+    fn pulled<P: Program>(&mut self, v: &View<P>, n: usize, depart: Time, p: &LogGOPS, (src, dst, size): (u32, u32, u64)) {
+        // read from the NIC as the request arrived, or after its previous message
+        let class = v.net.class(src, dst);
+        let out = if depart > v.now { self.clocks[self.slot(n)] } else { self.cur_path() };
+        let mut nic = out;
+        nic.nic(class, p, size);
+        self.set(v, n, nic);
+        self.msg = out;
+    }
+    #[inline(always)]
     fn control_received<P: Program>(&mut self, v: &View<P>, wait: Wait, c: usize, p: &LogGOPS) -> Time {
         let idle = self.wait(wait);
         self.control_in(v, c, p, (wait.on, wait.rank));

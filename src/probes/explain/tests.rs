@@ -244,6 +244,11 @@ fn paths_hold_their_times_under_every_model() {
     let cases = [
         serde_json::json!({"noise": poisson, "workload": bsp}),
         serde_json::json!({"network": {"rendezvous_model": "handshake"}, "noise": poisson, "workload": bsp}),
+        serde_json::json!({"network": {"rendezvous_model": "get"}, "noise": poisson, "workload": bsp}),
+        serde_json::json!({"network": {"rendezvous_model": "get", "nic_model": "dma"}, "noise": poisson,
+                           "workload": {"kind": "krylov_kernel", "kernel": "halo", "grid": [2, 2, 2], "local": [128, 128, 128],
+                                        "overlap_s": 1e-4, "trailing_s": 1e-5, "iterations": 2, "mode": "nonblocking",
+                                        "test_chunks": 4}}),
         serde_json::json!({"network": {"nic_model": "dma"}, "noise": poisson, "workload": bsp}),
         serde_json::json!({"network": {"nic_ports": 3}, "noise": poisson, "workload": bsp}),
         serde_json::json!({"network": {"ranks_per_node": 2, "topology": {"kind": "torus", "dims": [4, 2, 1]},
@@ -341,5 +346,30 @@ fn derivatives_match_finite_differences_on_applications() {
     for w in workloads {
         let cfg = config(serde_json::json!({"network": net(), "workload": w}));
         check_derivatives(&w.to_string(), &cfg, false);
+    }
+}
+
+/// A get rendezvous sends from the sender's NIC alone: the derivatives
+/// still match finite differences, the sender's o off the data's path.
+#[test]
+fn derivatives_match_finite_differences_with_a_get_rendezvous() {
+    for (nic, w) in [
+        (
+            "loggopsim",
+            serde_json::json!({"kind": "bsp", "ranks": 9, "iterations": 3, "compute_s": 1e-5, "distances": [1],
+                                         "message_bytes": 200000}),
+        ),
+        (
+            "dma",
+            serde_json::json!({"kind": "krylov_kernel", "kernel": "halo", "grid": [2, 2, 2], "local": [128, 128, 128],
+                                   "overlap_s": 1e-4, "trailing_s": 1e-5, "iterations": 2, "mode": "nonblocking",
+                                   "test_chunks": 4}),
+        ),
+    ] {
+        let mut network = net();
+        network["rendezvous_model"] = "get".into();
+        network["nic_model"] = nic.into();
+        let cfg = config(serde_json::json!({"network": network, "workload": w}));
+        check_derivatives(&format!("get, {nic} NIC: {w}"), &cfg, false);
     }
 }
