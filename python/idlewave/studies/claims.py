@@ -1208,7 +1208,9 @@ CLAIMS: tuple[Claim, ...] = (
                 lambda a, b: abs(a / b - 1) < 0.05),
           why="with the handshake a face's data leaves only after its clear-to-send, and one more face's transfer "
               "lies on the critical path: 983 KB of NIC bytes over 4 iterations against 786 KB eager (`idlewave "
-              "explain`, 32 KiB faces). Testing 100 times per ms instead of 10 changes nothing (1.63 vs 1.65 ms)"),
+              "explain`, 32 KiB faces). Testing 100 times per ms instead of 10 changes nothing (1.63 vs 1.65 ms), nor "
+              "does a receiver-driven rendezvous that needs no sender CPU (`get`: eager / rendezvous 0.78–0.80 as "
+              "with the handshake): a face leaves only once its receiver has finished its previous iteration"),
     Claim("grid-fig9", "2-D grid", "Fig. 9 (APSP)", grid.PAPER["Fig. 9"], _fig9,
           why="the modified 2-ring's root sends each chunk three times: through one port it paces the chain at 3 NIC "
               "times per chunk, with three it sends them at once. The paper's ranks' ports are not given"),
