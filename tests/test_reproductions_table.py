@@ -11,6 +11,7 @@ import pytest
 
 from idlewave.studies import claims as cl
 from idlewave.studies import table as tb
+from idlewave.studies import table_runs as runs
 
 pytestmark = pytest.mark.unit
 
@@ -51,7 +52,7 @@ def test_the_same_multimodality_needs_more_than_one_regime_and_keys_runs_by_size
     def row(h: str, p: int, n: int) -> dict:
         return {"hiding": h, "ranks": p, "seed": 1, "bic_regimes": n}
 
-    rows = {"matvec-regimes": [row(h, 64, 3) for h in tb.MATVEC_HIDING] + [row(h, 512, 1) for h in tb.MATVEC_HIDING]}
+    rows = {"matvec-regimes": [row(h, 64, 3) for h in runs.MATVEC_HIDING] + [row(h, 512, 1) for h in runs.MATVEC_HIDING]}
     text, cases = cl._three_modes(rows)
     assert [(c.size, c.holds) for c in cases] == [("64 ranks", True), ("512 ranks", False)]
     assert text.startswith("regimes by BIC (seeds in order): 64 ranks: fixed α 3, dynamic α 3, MPI test 3; 512 ranks")
@@ -309,7 +310,7 @@ def test_the_spmv_stand_ins_gain_as_much_without_a_memory_bottleneck():
 def test_pcg_at_scale_shared_links_change_little_and_the_postal_model_grows_more():
     # the why of pcg-scaling: at 4 and 32 nodes shared links change PCG's iteration by 1-3%, and from 4 to
     # 32 nodes the postal model's iteration grows more than the simulated one (its allreduce's log p)
-    small, large = tb.pcg_scaling(64), tb.pcg_scaling(512)
+    small, large = runs.pcg_scaling(64), runs.pcg_scaling(512)
     assert all(0.97 < r["flow_s"] / r["none_s"] < 1.0 for r in (small, large)), (small, large)
     assert large["model_s"] / small["model_s"] > large["flow_s"] / small["flow_s"] > 1.0
     job = next(j for j in tb.jobs(tb.FULL) if j[0] == "pcg-scaling" and j[1]["ranks"] == 64)
@@ -320,11 +321,11 @@ def test_the_node_aware_halo_cuts_traffic_only_where_the_nodes_are_numbered_alon
     # the why of krylov-fig17-traffic: on the first 216 nodes of blue_waters' 24³ torus (a slab) the node-aware
     # blocks carry more torus traffic than the original mapping; on a 6³ torus, whose nodes are numbered in
     # torus order, node-aware cuts what topology-aware cuts (78%); and the cuts do not change with the size
-    slab = {m: tb.topology_halo(216, 8, m)["torus_bytes"] for m in tb.TOPOLOGY_MAPPINGS}
-    cube = {m: tb.topology_halo(216, 8, m, torus=[6, 6, 6])["torus_bytes"] for m in tb.TOPOLOGY_MAPPINGS}
+    slab = {m: runs.topology_halo(216, 8, m)["torus_bytes"] for m in runs.TOPOLOGY_MAPPINGS}
+    cube = {m: runs.topology_halo(216, 8, m, torus=[6, 6, 6])["torus_bytes"] for m in runs.TOPOLOGY_MAPPINGS}
     assert slab["cartesian"] > slab["block"] > 5 * slab["topology_aware"], slab
     assert cube["cartesian"] == cube["topology_aware"] and 0.75 < 1 - cube["cartesian"] / cube["block"] < 0.8, cube
-    larger = tb.topology_halo(216, 16, "block")["torus_bytes"]
+    larger = runs.topology_halo(216, 16, "block")["torus_bytes"]
     assert larger == pytest.approx(4 * slab["block"], rel=0.01)  # faces of 16² against 8² doubles, the same routes
     job = ("topology-halo", {"nodes": 216})
     assert tb.run_job(job) == committed_runs()[tb.job_key(job)]
@@ -390,7 +391,7 @@ def test_merged_rings_critical_paths_as_the_flaky_links_row_says():
 
     from idlewave.simulation import simulate
     from idlewave.studies.reproduce_grid import CHUNK, RINGS
-    from idlewave.studies.table import HPL_BLOCKS_PER_ROW
+    from idlewave.studies.table_runs import HPL_BLOCKS_PER_ROW
 
     base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
     net = dict(base["network"], topology={"kind": "fat_tree", "radix": 16})

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from idlewave.studies import reproduce as rp
 from idlewave.studies import reproduce_grid as grid
-from idlewave.studies.table import (
+from idlewave.studies.table import by_study
+from idlewave.studies.table_runs import (
     ALG3_EXAMPLES,
     GRID_SHAPE_NODE,
     MATVEC_HIDING,
@@ -26,7 +27,6 @@ from idlewave.studies.table import (
     WAVEFRONT_KICKS_S,
     WAVEFRONT_NOISE,
     WAVEFRONT_NOISES,
-    by_study,
 )
 from idlewave.units import fmt_bytes
 
