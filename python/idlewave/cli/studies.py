@@ -54,7 +54,7 @@ def reproduce(
                                "the Reproductions table: per claim of the papers what they say, what we get, where it "
                                "was checked and the verdict (OUT/reproductions.md and .json; about an hour on 2 cores)."),
     quick: bool = typer.Option(False, "--quick", help="With --table: 2 seeds and small sizes, to check that it runs "
-                               "(about a minute; its verdicts mean little)."),
+                               "(about two minutes on 2 cores; its verdicts mean little)."),
     embed: Path | None = typer.Option(None, "--embed", help="With --table: also write the table into this Markdown "
                                       "file, between its markers (docs/reproductions.md)."),
     resume: bool = typer.Option(False, "--resume", help="With --table: take the runs already in OUT/reproductions.json "
