@@ -454,3 +454,46 @@ def test_a_resumed_table_counts_only_the_runs_it_runs(monkeypatch):
     runs = tb.collect(tb.QUICK, done, workers=1, on_job=lambda job, k, n: seen.append((k, n)))
     assert seen == [(1, 2), (2, 2)]
     assert list(runs) == [tb.job_key(j) for j in every] and runs[tb.job_key(every[0])] == [{"ran": every[0][0]}]
+
+
+def test_sigterm_ends_a_table_with_its_workers_and_keeps_the_finished_runs(tmp_path):
+    # a batch system's end of job: exit 143 at once, no worker left running (a process pool's exit used to
+    # wait for every run queued, an hour of them), and the runs done so far kept for --resume
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def alive(pids: list[int]) -> list[int]:
+        def worker(w: int) -> bool:
+            try:
+                return "spawn" in Path(f"/proc/{w}/cmdline").read_text(errors="replace")
+            except OSError:
+                return False
+        return [w for w in pids if worker(w)]
+
+    exe = Path(sys.executable).parent / "idlewave"
+    p = subprocess.Popen([str(exe), "reproduce", "--table", "--quick", "--out", str(tmp_path / "o")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    try:
+        assert p.stderr is not None
+        for line in p.stderr:
+            if " done: " in line:  # a run finished: the workers are busy with the next ones
+                break
+        workers = [int(c) for c in Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()]
+        assert workers, "no worker processes"
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=20) == 143
+        assert "error: interrupted" in p.stderr.read()
+        deadline = time.monotonic() + 10
+        while alive(workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(workers), "workers outlived the table"
+    finally:
+        p.kill()
+        for w in alive(workers):
+            os.kill(w, signal.SIGKILL)
+    kept = json.loads((tmp_path / "o" / "reproductions.json").read_text())["runs"]
+    assert len(kept) >= 1

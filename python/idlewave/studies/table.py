@@ -13,7 +13,6 @@ import math
 import os
 import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -320,6 +319,10 @@ def job_key(job: Job) -> str:
     return json.dumps([job[0], job[1]], sort_keys=True)
 
 
+def _run_keyed(job: Job) -> tuple[Job, list[dict]]:
+    return job, run_job(job)
+
+
 def collect(plan: Plan, done: dict[str, list[dict]] | None = None, workers: int | None = None,
             on_job: Callable[[Job, int, int], None] | None = None,
             save: Callable[[dict[str, list[dict]]], None] | None = None) -> dict[str, list[dict]]:
@@ -339,16 +342,20 @@ def collect(plan: Plan, done: dict[str, list[dict]] | None = None, workers: int 
                 on_job(job, k, len(todo))
     elif todo:
         import multiprocessing
-        from concurrent.futures import as_completed
 
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(run_job, job): job for job in todo}
-            for k, f in enumerate(as_completed(futures), 1):
-                out[job_key(futures[f])] = f.result()
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+        try:
+            for k, (job, rows) in enumerate(pool.imap_unordered(_run_keyed, todo), 1):
+                out[job_key(job)] = rows
                 if save:
                     save(out)
                 if on_job:
-                    on_job(futures[f], k, len(todo))
+                    on_job(job, k, len(todo))
+        finally:
+            # every run done, or Ctrl-C, SIGTERM (answered as Ctrl-C) or a failed run: the workers end now. (A
+            # ProcessPoolExecutor's exit waited for every run queued, and a killed parent left them running.)
+            pool.terminate()
+            pool.join()
     # the plan's runs only, in its order (a run an earlier plan had and this one has not is left out)
     return {job_key(j): out[job_key(j)] for j in jobs(plan)}
 
