@@ -262,7 +262,7 @@ def test_missing_file():
         ("[workload]\nranks = 8\ndistances = [1, 8]\n", "workload.distances[1]: must be < ranks (8), got 8"),
         ("[workload]\ndistances = [0]\n", "workload.distances[0]: must be >= 1, got 0"),
         ("[workload]\ndistances = [1, 1]\n", "workload.distances[1]: duplicate value 1"),
-        (f"[workload]\nranks = 100\ndistances = {list(range(1, 10))}\n", "workload.distances: at most 8"),
+        (f"[workload]\nranks = 100\ndistances = {list(range(1, 14))}\n", "workload.distances: at most 12"),
         ('[workload]\nkind = "collective"\nranks = 4\nroot = 4\n', "workload.root: must be < ranks (4), got 4"),
         ('[workload]\nkind = "collective"\ncollective = "allscatter"\n', "workload.collective: must be one of allreduce, bcast"),
         ('[workload]\nkind = "collective"\ncollective = "barrier"\nalgorithm = "ring"\n', "workload.algorithm: 'ring' is not an algorithm for barrier"),

@@ -65,7 +65,7 @@ pub struct StreamTriad {
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub core_bandwidth_bytes_per_s: f64,
     /// Exchange with every rank within this distance.
-    #[schemars(range(min = 1, max = 8))]
+    #[schemars(range(min = 1, max = 12))]
     pub max_distance: u32,
     #[schemars(with = "crate::units::MessageBytes")]
     pub message_bytes: u64,
@@ -161,8 +161,9 @@ enum Phase {
     Stop,
 }
 
-/// Most neighbours a rank may have: each needs a send and a receive slot.
-pub const MAX_NEIGHBOURS: usize = 16;
+/// Most neighbours a rank may have: each needs a send and a receive slot
+/// (48 of a rank's 63), enough for the idle-waves paper's ±(1, …, 12).
+pub const MAX_NEIGHBOURS: usize = 24;
 
 impl Bsp {
     pub fn validate(&self) -> Result<(), RuleError> {

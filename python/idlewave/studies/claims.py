@@ -24,6 +24,7 @@ from idlewave.studies.table_runs import (
     SPIKES,
     TOPOLOGY_MAPPINGS,
     WAVEFRONT_DISTANCES,
+    WAVEFRONT_FAR,
     WAVEFRONT_KICKS_S,
     WAVEFRONT_NOISE,
     WAVEFRONT_NOISES,
@@ -1044,14 +1045,20 @@ def _wf_steeper(rows: dict) -> tuple[str, list[Case]]:
 
 
 def _wf_lock_step(rows: dict) -> tuple[str, list[Case]]:
-    """Fig. 1(d): from ±(1…8) on the 40 ranks keep in lock step (every socket), at ±(1…4) they do not; per
-    rank count (the sockets keep the paper's 10 ranks, so the distances mean the same against a socket)."""
+    """Fig. 1(d): from ±(1…8) on (±(1…8) and ±(1…12)) the 40 ranks keep in lock step (every socket), at
+    ±(1…4) they do not; per rank count (the sockets keep the paper's 10 ranks, so the distances mean the
+    same against a socket). The idle wave's speed at ±(1…12) is shown."""
     cases, text = [], []
     for p in sorted({r["ranks"] for r in rows["wavefronts"]}):
+        far = [r for r in _wf(rows, WAVEFRONT_FAR) if r["ranks"] == p]
         eight = [r for r in _wf(rows, 8) if r["ranks"] == p]
         four = [r for r in _wf(rows, 4) if r["ranks"] == p]
-        text.append(f"{_ranks(p)}: ±(1…8) in lock step in {sum(not _desync(r) for r in eight)} of {len(eight)} runs, "
+        speed = [r["idle_wave_ranks_per_s"] for r in far]
+        text.append(f"{_ranks(p)}: ±(1…12) in lock step in {sum(not _desync(r) for r in far)} of {len(far)} runs "
+                    + (f"(idle waves at {_range(speed, ' ranks/s')}), " if speed else "")
+                    + f"±(1…8) in {sum(not _desync(r) for r in eight)} of {len(eight)}, "
                     f"±(1…4) in {sum(not _desync(r) for r in four)} of {len(four)}")
+        cases += [Case(not _desync(r), "±(1…12) in lock step", _ranks(p), r["seed"]) for r in far]
         cases += [Case(not _desync(r), "±(1…8) in lock step", _ranks(p), r["seed"]) for r in eight]
         cases += [Case(bool(_desync(r)), "±(1…4) not", _ranks(p), r["seed"]) for r in four]
     return "; ".join(text), cases

@@ -33,6 +33,7 @@ from idlewave.studies.table_runs import (
     SPIKES,
     TOPOLOGY_MAPPINGS,
     TOPOLOGY_SIDES,
+    WAVEFRONT_FAR,
     WAVEFRONT_NOISE,
     WAVEFRONT_NOISES,
     app_blocking,
@@ -133,6 +134,7 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("wavefront", {"ranks": min(plan.wavefront_ranks), "seed": s, "noise": noise, "iterations": n})
             for s in plan.seeds for noise in WAVEFRONT_NOISES if noise != WAVEFRONT_NOISE]
     out += [("wavefront-kick", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks for s in plan.seeds]
+    out += [("wavefront-far", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks for s in plan.seeds]
     out += [("node-aware", {"side": side}) for side in (8, 16)]
     out += [("links", {"taper": t}) for t in LINK_TAPERS]
     # (Fig. 10 on shared links beyond the example's 16 x 16, which "links" runs)
@@ -238,6 +240,8 @@ def run_job(job: Job) -> list[dict]:
                 for bottleneck in (True, False) for d in (1, 2)]
     if kind == "wavefront":  # the idle-waves paper Fig. 1 and §3.1.2: computational wavefronts
         return wavefronts(a["ranks"], a["seed"], a["noise"], a["iterations"])
+    if kind == "wavefront-far":  # Fig. 1(d): ±(1…12)
+        return wavefronts(a["ranks"], a["seed"], WAVEFRONT_NOISE, a["iterations"], (WAVEFRONT_FAR,))
     if kind == "wavefront-kick":  # Fig. 2: a one-off delay against a developed wavefront
         return wavefront_kicks(a["seed"], a["iterations"], a["ranks"])
     if kind == "apps-ideal-quiet":
@@ -300,6 +304,7 @@ STUDY_OF = {
     "topology-halo": "topology-halo",
     "wavefront": "wavefronts",
     "wavefront-kick": "wavefront-kicks",
+    "wavefront-far": "wavefronts",
     "apps-ideal-quiet": "noise-apps-quiet",
     "micro-nonblocking": "noise-collectives-nonblocking",
     "noise-apps": "noise-apps",

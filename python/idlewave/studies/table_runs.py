@@ -377,6 +377,7 @@ def idle_wave_on_meggie(distance: int, bottleneck: bool, ranks: int = 40) -> dic
 WAVEFRONT_NOISES = {"200 Hz × 10 µs": (200.0, 10e-6), "1 kHz × 20 µs": (1000.0, 20e-6), "2 kHz × 25 µs": (2000.0, 25e-6)}
 WAVEFRONT_NOISE = "1 kHz × 20 µs"
 WAVEFRONT_DISTANCES = (1, 2, 4, 8)  # ±1, ±(1, 2), ±(1…4), ±(1…8): Fig. 1(a), (b) and (d)
+WAVEFRONT_FAR = 12  # Fig. 1(d)'s ±(1…12), run apart: the other claims judge the four above
 WAVEFRONT_KICKS_S = (0.005, 2.0)  # Fig. 2: a small and a large one-off delay
 
 
@@ -394,13 +395,14 @@ def stream_triad_on_meggie(ranks: int, distance: int, seed: int, noise: str, ite
                                   "message_bytes": 16384, "periodic": False}})
 
 
-def wavefronts(ranks: int, seed: int, noise: str, iterations: int) -> list[dict]:
+def wavefronts(ranks: int, seed: int, noise: str, iterations: int,
+               distances: tuple[int, ...] = WAVEFRONT_DISTANCES) -> list[dict]:
     """Per communication distance: the wavefront per socket in the third and the last quarter of the run
     (`analyze wavefront`), and the speed of an idle wave in the same setup (one 50 ms delay)."""
     from idlewave.analyze import idle_wave, wavefront
 
     out = []
-    for d in WAVEFRONT_DISTANCES:
+    for d in distances:
         run = stream_triad_on_meggie(ranks, d, seed, noise, iterations)
         q3, q4 = wavefront(run, iterations // 2, 3 * iterations // 4), wavefront(run, 3 * iterations // 4, iterations)
         kicked = stream_triad_on_meggie(ranks, d, seed, noise, 120, {"kind": "single", "rank": ranks // 2,
