@@ -92,7 +92,10 @@ class Claim:
 
 def _seeds(cases: list[Case]) -> str:
     """The seeds of `cases`, three or more in a row as a range: `1–5, 7`."""
-    seeds = sorted({c.seed for c in cases if c.seed is not None})
+    return _ranges(sorted({c.seed for c in cases if c.seed is not None}))
+
+
+def _ranges(seeds: list[int]) -> str:
     runs: list[list[int]] = []
     for k in seeds:
         if runs and k == runs[-1][-1] + 1:
@@ -119,7 +122,7 @@ def _where(cases: list[Case]) -> str:
         elif len(at) > len({c.seed for c in at}):  # several runs per seed (a delay on each socket)
             whole = [k for k in sorted({c.seed for c in at if c.seed is not None})
                      if all(c.holds for c in at if c.seed == k)]
-            every = f"; every run of seeds {', '.join(map(str, whole))}" if len(whole) > 1 else (
+            every = f"; every run of seeds {_ranges(whole)}" if len(whole) > 1 else (
                 f"; every run of seed {whole[0]}" if whole else "")
             parts.append(f"{f'at {s} ' if s else ''}in {len(ok)} of {len(at)} runs ({_seeds(at)}{every})")
         else:
@@ -1359,7 +1362,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("wf-stable", "idle waves", "§3.1.2 (wavefronts under natural noise)",
           "natural system noise was never able to alter the shape or position of computational wavefronts",
           _wf_stable,
-          why="the wavefronts that move are still forming (spreads of 30–70 ms, against the 80 ms, 9 ranks × one "
+          why="the wavefronts that move are still forming (spreads of 33–73 ms, against the 80 ms, 9 ranks × one "
               "8.6 ms sweep, of a fully developed one); every fully developed wavefront kept its place and spread (within 10%), and one socket in lock step "
               "formed a new one under the strongest noise"),
     Claim("wf-kick", "idle waves", "Fig. 2 (a one-off delay)",
@@ -1367,7 +1370,7 @@ CLAIMS: tuple[Claim, ...] = (
           "lagger to the delayed domain; the wavefront's slope is the same before and after", _wf_kick,
           why="at 80 ranks three or four of the eight sockets stay in lock step, and which of them lags changes "
               "under the noise alone: without a delay it changed between the first half of the run and its last "
-              "quarter for 3 of 5 seeds. The one 5 ms delay after which another socket lagged than without it (seed "
+              "quarter for 3 of 10 seeds. The one 5 ms delay after which another socket lagged than without it (seed "
               "2, on socket 7) moved the lag between two sockets in lock step; after every 5 ms delay the same "
               "sockets were in a wavefront as before it"),
     Claim("cheb-barrier", "idle waves", "ChebFD Fig. 6 (barrier)", rp.CHEB_PAPER["Fig. 6 barrier"], _cheb_barrier),

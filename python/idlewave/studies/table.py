@@ -71,6 +71,8 @@ class Plan:
     # the HMM paper's MatVec studies are cheap: ten seeds, so that a claim near its threshold shows how often it
     # holds (on five, two verdicts came out otherwise on seeds 6-8)
     hmm_seeds: tuple[int, ...] = tuple(range(1, 11))
+    # the idle-waves paper's wavefronts (40 and 80 ranks) too
+    wavefront_seeds: tuple[int, ...] = tuple(range(1, 11))
     app_ranks: tuple[int, ...] = (1024, 4096)
     micro_ranks: tuple[int, ...] = (1024, 4096, 16384)
     krylov_ranks: tuple[int, ...] = (64, 512)  # Fig. 2's allreduce (the paper: 64)
@@ -93,7 +95,7 @@ class Plan:
 
 FULL = Plan()
 # A check that everything runs, in about two minutes on 2 cores: its verdicts mean little.
-QUICK = Plan(seeds=(1, 2), hmm_seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), krylov_halo_sides=(8,), hpl_grids=(16,),
+QUICK = Plan(seeds=(1, 2), hmm_seeds=(1, 2), wavefront_seeds=(1, 2), app_ranks=(256,), micro_ranks=(256, 1024), krylov_ranks=(64,), krylov_halo_sides=(8,), hpl_grids=(16,),
              apsp_sides=(32,), cheb_ranks=(640,), matvec_ranks=(64,), wavefront_ranks=(40,), wavefront_iterations=400, dense_scales=(1,), shape_ranks=(256,),
              spmv_ranks=(96, 240, 1296), pcg_ranks=(64, 512), topology_nodes=(216,))
 
@@ -130,11 +132,13 @@ def jobs(plan: Plan) -> list[Job]:
     out += [("flaky-links", {"side": side, "seed": s}) for side in plan.hpl_grids if side <= 32 for s in plan.seeds]
     n = plan.wavefront_iterations
     out += [("wavefront", {"ranks": p, "seed": s, "noise": WAVEFRONT_NOISE, "iterations": n})
-            for p in plan.wavefront_ranks for s in plan.seeds]
+            for p in plan.wavefront_ranks for s in plan.wavefront_seeds]
     out += [("wavefront", {"ranks": min(plan.wavefront_ranks), "seed": s, "noise": noise, "iterations": n})
-            for s in plan.seeds for noise in WAVEFRONT_NOISES if noise != WAVEFRONT_NOISE]
-    out += [("wavefront-kick", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks for s in plan.seeds]
-    out += [("wavefront-far", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks for s in plan.seeds]
+            for s in plan.wavefront_seeds for noise in WAVEFRONT_NOISES if noise != WAVEFRONT_NOISE]
+    out += [("wavefront-kick", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks
+            for s in plan.wavefront_seeds]
+    out += [("wavefront-far", {"ranks": p, "seed": s, "iterations": n}) for p in plan.wavefront_ranks
+            for s in plan.wavefront_seeds]
     out += [("node-aware", {"side": side}) for side in (8, 16)]
     out += [("links", {"taper": t}) for t in LINK_TAPERS]
     # (Fig. 10 on shared links beyond the example's 16 x 16, which "links" runs)
