@@ -21,10 +21,7 @@ HPL_BLOCKS_PER_ROW = 4
 
 def hpl(side: int, alg: str, chunk: int, ports: int) -> float:
     """Makespan of `examples/hpl_mxp.toml` on a side x side grid (weak scaling: HPL_BLOCKS_PER_ROW)."""
-    base = tomllib.loads(files("idlewave.examples").joinpath("hpl_mxp.toml").read_text())
-    w = dict(base["workload"], broadcast=alg, chunk_bytes=chunk, combined=False, grid=[side, side],
-             blocks=HPL_BLOCKS_PER_ROW * side)
-    return grid._makespan(dict(base["network"], nic_ports=ports), w)
+    return grid.hpl_total(alg, chunk, ports, side=side)
 
 
 MATVEC_HIDING = ("fixed_alpha", "dynamic_alpha", "mpi_test")
