@@ -762,6 +762,28 @@ mod tests {
         assert_eq!(e.peer(0, 0, 6).unwrap(), 30);
     }
 
+    /// Every sub-communicator of every rank on target grids of two and
+    /// three dimensions, against its members listed from coordinates.
+    #[test]
+    fn every_sub_grid_holds_the_ranks_that_share_its_fixed_coordinates() {
+        for (template, target) in [(vec![3, 3, 3], vec![8, 4, 16]), (vec![3, 3, 3], vec![6, 5, 7]), (vec![3, 3], vec![12, 8])] {
+            let e = ext(&template, &target, false);
+            let t = &e.target;
+            for mask in 1u8..1 << target.len() {
+                for r in 0..t.size() {
+                    let g = e.comm_at(r, mask);
+                    let c = t.coords(r);
+                    let members: Vec<u32> =
+                        (0..t.size()).filter(|&m| (0..target.len()).all(|k| mask & (1 << k) != 0 || t.coords(m)[k] == c[k])).collect();
+                    let listed: Vec<u32> = (0..g.members.count()).map(|i| g.members.world(i)).collect();
+                    assert_eq!(listed, members, "rank {r}, dimensions {mask:b} of {target:?}");
+                    assert_eq!(members[g.me as usize], r);
+                    assert_eq!(g.world, mask as usize == (1 << target.len()) - 1);
+                }
+            }
+        }
+    }
+
     #[test]
     fn rows_and_columns_rebuild_on_the_target() {
         let e = ext(&[3, 3], &[6, 6], false);
