@@ -56,6 +56,11 @@ pub const CASES: [&str; 19] = [
     "bsp_64k_x100_poisson+explain",
 ];
 
+/// Smaller cases of the same kinds, run only by name (`idlewave bench
+/// --case NAME`, `cargo bench -- NAME`): small enough to profile under
+/// callgrind, or, at 256 Ki ranks, beyond the caches in a minute.
+pub const SMALLER_CASES: [&str; 4] = ["grid_trace_64k", "grid3d_trace_64k", "grid3d_trace_256k", "goal_bcast_64k"];
+
 /// A case name with this suffix runs the case with the critical path kept.
 const EXPLAIN: &str = "+explain";
 /// This one on a 2:1 tapered fat tree of radix 36 whose links are shared

@@ -762,9 +762,16 @@ fn bench_case<'py>(py: Python<'py>, case: &str) -> PyResult<Bound<'py, PyDict>> 
     Ok(out)
 }
 
+/// The cases `idlewave bench` runs, and (with `smaller`) the smaller ones
+/// it runs only by name.
 #[pyfunction]
-fn bench_cases() -> Vec<&'static str> {
-    bench::CASES.to_vec()
+#[pyo3(signature = (smaller = false))]
+fn bench_cases(smaller: bool) -> Vec<&'static str> {
+    if smaller {
+        bench::SMALLER_CASES.to_vec()
+    } else {
+        bench::CASES.to_vec()
+    }
 }
 
 #[pymodule]

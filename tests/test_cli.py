@@ -385,7 +385,16 @@ def test_reproduce_list_prints_json_and_refuses_unknown_names(cli):
 def test_bench_checks_every_case_name_before_running_any(cli):
     p = cli("bench", "--case", "cli_help", "--case", "nosuch", check=False)
     assert p.returncode == 2 and p.stdout == "", p.stdout  # cli_help was not run first
-    assert "--case: unknown bench case 'nosuch'" in p.stderr and "cli_help)" in p.stderr, p.stderr
+    assert "--case: unknown bench case 'nosuch'" in p.stderr and "grid3d_trace_64k" in p.stderr, p.stderr
+
+
+def test_bench_runs_a_smaller_case_by_name_only(cli):
+    from idlewave import _engine
+
+    assert "grid_trace_64k" in _engine.bench_cases(smaller=True) and "grid_trace_64k" not in _engine.bench_cases()
+    r = json.loads(cli("bench", "--case", "grid_trace_64k").stdout)
+    # the 3x3 template's 5-point halo and row allreduce on 256 x 256 ranks, three iterations
+    assert (r["case"], r["ranks"]) == ("grid_trace_64k", 65536) and r["events"] > 0, r
 
 
 def test_trace_build_refuses_a_file_as_out_and_says_when_mpicc_printed_nothing(cli, tmp_path):

@@ -15,7 +15,8 @@ from idlewave.cli.common import QUIET, fail
 
 
 def bench(
-    case: list[str] = typer.Option(None, "--case", help="Run only these cases (repeatable)."),
+    case: list[str] = typer.Option(None, "--case", help="Run only these cases (repeatable); also the smaller "
+                                   "cases run only by name: " + ", ".join(_engine.bench_cases(smaller=True)) + "."),
     repeat: int = typer.Option(1, "--repeat", min=1, max=100, help="Run each case this many times and print the "
                                "median of each rate, with the range of events_per_cpu_s."),
     as_json: bool = typer.Option(True, "--json", hidden=True, help="Accepted: bench prints JSON lines only."),
@@ -23,10 +24,11 @@ def bench(
 ):
     """Engine benchmark: one JSON line per case (events/s, bytes/rank), and the CPU time of `idlewave --help` (case cli_help)."""
     known = [*_engine.bench_cases(), HELP_CASE]
-    unknown = [c for c in case or [] if c not in known]
+    smaller = _engine.bench_cases(smaller=True)
+    unknown = [c for c in case or [] if c not in known and c not in smaller]
     if unknown:  # every name checked before the first case runs
         fail(f"--case: unknown bench case{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
-             f"(known: {', '.join(known)})")
+             f"(known: {', '.join(known)}; by name only: {', '.join(smaller)})")
     cases = case or known
     for c in cases:
         try:
