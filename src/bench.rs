@@ -34,8 +34,11 @@ impl BenchResult {
     }
 }
 
-pub const CASES: [&str; 19] = [
+pub const CASES: [&str; 25] = [
     "bcast_1m",
+    "allreduce_4k_x100",
+    "allreduce_4k_x100+tree",
+    "allreduce_4k_x100+flow",
     "allreduce_64k_x10",
     "allreduce_64k_x10+tree",
     "allreduce_64k_x10+flow",
@@ -43,6 +46,9 @@ pub const CASES: [&str; 19] = [
     "bsp_16k_x400_poisson",
     "bsp_128k_x50_poisson",
     "bsp_1m_x6_poisson",
+    "bsp_4k_x400",
+    "bsp_4k_x400+tree",
+    "bsp_4k_x400+flow",
     "bsp_64k_x100",
     "bsp_64k_x100+tree",
     "bsp_64k_x100+flow",
@@ -56,10 +62,21 @@ pub const CASES: [&str; 19] = [
     "bsp_64k_x100_poisson+explain",
 ];
 
-/// Smaller cases of the same kinds, run only by name (`idlewave bench
-/// --case NAME`, `cargo bench -- NAME`): small enough to profile under
-/// callgrind, or, at 256 Ki ranks, beyond the caches in a minute.
-pub const SMALLER_CASES: [&str; 4] = ["grid_trace_64k", "grid3d_trace_64k", "grid3d_trace_256k", "goal_bcast_64k"];
+/// Other cases, run only by name (`idlewave bench --case NAME`, `cargo
+/// bench -- NAME`): small enough to profile under callgrind (a few
+/// milliseconds at 4 Ki ranks), BSP without noise at the sizes of the noise
+/// cases, or, at 256 Ki ranks, beyond the caches in a minute.
+pub const SMALLER_CASES: [&str; 9] = [
+    "allreduce_4k",
+    "bsp_4k_x20",
+    "bsp_4k_x20_poisson",
+    "bsp_16k_x400",
+    "bsp_1m_x6",
+    "grid_trace_64k",
+    "grid3d_trace_64k",
+    "grid3d_trace_256k",
+    "goal_bcast_64k",
+];
 
 /// A case name with this suffix runs the case with the critical path kept.
 const EXPLAIN: &str = "+explain";
@@ -109,6 +126,8 @@ pub fn config(case: &str) -> Option<Config> {
         "allreduce_64k_x10" => (collective(1 << 16, 10, CollectiveKind::Allreduce), vec![]),
         "allreduce_1m" => (collective(1 << 20, 1, CollectiveKind::Allreduce), vec![]),
         "allreduce_4k" => (collective(1 << 12, 10, CollectiveKind::Allreduce), vec![]),
+        // what shared links cost where the ranks' state fits in the caches (9.8 M events)
+        "allreduce_4k_x100" => (collective(1 << 12, 100, CollectiveKind::Allreduce), vec![]),
         "bsp_4k_x20_poisson" => {
             // (c) small enough to profile under callgrind
             let (w, n) = config("bsp_64k_x100_poisson")?.workload_and_noise();
@@ -138,6 +157,12 @@ pub fn config(case: &str) -> Option<Config> {
         "bsp_4k_x20" => {
             let (w, _) = config("bsp_4k_x20_poisson")?.workload_and_noise();
             (w, vec![])
+        }
+        "bsp_4k_x400" => {
+            // as allreduce_4k_x100, for the halo exchange (8.2 M events)
+            let (w, _) = config("bsp_4k_x20_poisson")?.workload_and_noise();
+            let WorkloadSpec::Bsp(b) = w else { unreachable!() };
+            (WorkloadSpec::Bsp(Bsp { iterations: 400, ..b }), vec![])
         }
         "bsp_64k_x100" => {
             // (c) without its noise: what the noise costs
@@ -179,7 +204,7 @@ pub fn config(case: &str) -> Option<Config> {
 /// Why a benchmark case did not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
-    #[error("unknown bench case '{0}' (known: {known})", known = CASES.join(", "))]
+    #[error("unknown bench case '{0}' (known: {known}; by name only: {smaller})", known = CASES.join(", "), smaller = SMALLER_CASES.join(", "))]
     UnknownCase(String),
     /// Writing or reading the case's input (a trace directory, a GOAL file).
     #[error("{}: {source}", path.display())]

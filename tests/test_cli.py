@@ -1,6 +1,7 @@
 """The command line: LogGOPSim compatibility, simulate, bench, errors."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -395,6 +396,27 @@ def test_bench_runs_a_smaller_case_by_name_only(cli):
     r = json.loads(cli("bench", "--case", "grid_trace_64k").stdout)
     # the 3x3 template's 5-point halo and row allreduce on 256 x 256 ranks, three iterations
     assert (r["case"], r["ranks"]) == ("grid_trace_64k", 65536) and r["events"] > 0, r
+
+
+def test_every_bench_case_the_docs_name_runs_by_name():
+    """A case the docs measure can be measured again with `idlewave bench --case NAME`."""
+    from idlewave import _engine
+
+    runnable = {*_engine.bench_cases(), *_engine.bench_cases(smaller=True)}
+    case = re.compile(r"`((?:bcast|allreduce|bsp|grid3d_trace|grid_trace|goal_bcast|trace_replay)_\d+[km]\w*"
+                      r"(?:\+(?:tree|flow|explain))?)`")
+    docs = Path(__file__).parents[1] / "docs"
+    named = {(m.group(1), page.name) for page in docs.rglob("*.md") for m in case.finditer(page.read_text())}
+    assert len(named) >= 20, named  # the pattern still finds the docs' cases
+    assert not [n for n in named if n[0] not in runnable], sorted(n for n in named if n[0] not in runnable)
+
+
+def test_bench_runs_a_4k_flow_case_that_fits_the_caches():
+    from idlewave import _engine
+
+    r = dict(_engine.bench_case("bsp_4k_x400+flow"))
+    # the 4 Ki-rank halo exchange on the tapered fat tree: 400 steps of 4,096 ranks, 5 events each
+    assert (r["ranks"], r["events"]) == (4096, 4096 * 400 * 5), r
 
 
 def test_trace_build_refuses_a_file_as_out_and_says_when_mpicc_printed_nothing(cli, tmp_path):
