@@ -442,15 +442,21 @@ impl Flows {
     }
 
     /// Asks for the link counts a flow from rank `src` (node `a`) to `dst`
-    /// (node `b`) will read when it starts, where its route depends only on
-    /// its ends (else the receiving NIC's alone): called as its send is
-    /// queued, so that they arrive before it runs.
+    /// (node `b`) will read when it starts, and their statistics it will
+    /// write, where its route depends only on its ends (else the receiving
+    /// NIC's alone): called as its send is queued, so that they arrive before
+    /// it runs. (Their statistics are on other lines, written as each link
+    /// turns busy: out of the cache at 64 Ki ranks, docs/links.md.)
     #[inline]
     pub fn prefetch_route(&self, (src, dst): (u32, u32), (a, b): (u32, u32)) {
+        let fetch = |s: usize| {
+            crate::prefetch::prefetch(&self.loads, s);
+            crate::prefetch::prefetch(&self.uses, s);
+        };
         if self.routes.fixed() {
-            self.routes.route((src, dst), (a, b), 0, |_| 0, |s| crate::prefetch::prefetch(&self.loads, s));
+            self.routes.route((src, dst), (a, b), 0, |_| 0, fetch);
         } else {
-            crate::prefetch::prefetch(&self.loads, dst as usize);
+            fetch(dst as usize);
         }
     }
 
