@@ -5,7 +5,9 @@ of real MPI applications on this machine, with Debian's Open MPI.
                                            [--out DIR] [--quick]
 
 1. Calibrates: `idlewave measure pingpong` with Debian's MPI (C kernels built
-   with /usr/bin/mpicc, launched by /usr/bin/mpiexec, 2 ranks), then
+   with /usr/bin/mpicc, launched by /usr/bin/mpiexec, 2 ranks; its messages
+   from memory, as `idlewave validate --calibrate` measures, unless
+   --buffers cache), then
    `idlewave fit postal` into DIR/platform.toml. A refused fit stops here
    (--force-fit writes it anyway, and the table says it was forced).
 2. For each application that is installed, writes a small realistic input in
@@ -328,12 +330,16 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def calibrate(out: Path, max_error: float | None, force: bool) -> dict:
-    """measure pingpong + fit postal; returns what was done. A refused fit
-    raises Failed unless `force`."""
+def calibrate(out: Path, max_error: float | None, force: bool, buffers: str) -> dict:
+    """measure pingpong (its messages from `buffers`: memory or cache) + fit
+    postal; returns what was done. A refused fit raises Failed unless `force`."""
+    from idlewave.validate import CALIBRATION_SPAN_BYTES
+
     measure = out / "measure"
     platform_file = out / "platform.toml"
     m_cmd = [IDLEWAVE, "measure", "pingpong", "--mpicc", MPICC, "--mpiexec", MPIEXEC, "-n", str(RANKS), "--out", str(measure)]
+    if buffers == "memory":
+        m_cmd += ["--set", f"span_bytes={CALIBRATION_SPAN_BYTES}"]
     say(f"calibrating: {' '.join(m_cmd)}")
     run(m_cmd, timeout=1800)
     f_cmd = [IDLEWAVE, "fit", "postal", str(measure / "pingpong.parquet"), "-o", str(platform_file), "--json"]
@@ -343,7 +349,7 @@ def calibrate(out: Path, max_error: float | None, force: bool) -> dict:
         f_cmd.append("--force")
     say(f"fitting: {' '.join(f_cmd)}")
     p = subprocess.run(f_cmd, env=env(), capture_output=True, text=True, timeout=1800)
-    info = {"measure_command": m_cmd, "fit_command": f_cmd, "forced": force, "platform": str(platform_file)}
+    info = {"measure_command": m_cmd, "fit_command": f_cmd, "forced": force, "platform": str(platform_file), "buffers": buffers}
     try:
         info["fit"] = json.loads(p.stdout)
     except json.JSONDecodeError:
@@ -383,10 +389,10 @@ def postal(fit: dict) -> str:
 
 
 def validate(name: str, d: Path, prepared: Prepared, platform_file: Path | None, repeat: int, traced: int, timeout: float,
-             max_error: float | None = None) -> dict:
+             max_error: float | None = None, buffers: str = "memory") -> dict:
     """idlewave validate on one application (platform None: --calibrate, a
     platform measured right before its runs); returns its JSON result."""
-    platform = ["--platform", str(platform_file)] if platform_file is not None else ["--calibrate"]
+    platform = ["--platform", str(platform_file)] if platform_file is not None else ["--calibrate", "--buffers", buffers]
     if platform_file is None and max_error is not None:
         platform += ["--max-error", str(max_error)]
     cmd = [IDLEWAVE, "validate", *platform, "--mpiexec", MPIEXEC, "--mpicc", MPICC, "-n", str(RANKS),
@@ -492,13 +498,16 @@ def markdown(report: dict) -> str:
     if "refused" in cal:
         return "\n".join([*lines, "**No table: the calibration failed, so nothing was validated.**", "", "```", cal["refused"], "```", ""])
     if cal.get("each"):
-        lines += ["Platform: `DIR/<app>/v/platform.toml`, fitted from `idlewave measure pingpong` right before each "
-                  "application's runs (--calibrate-each):", ""]
+        lines += ["Platform: `DIR/<app>/v/platform.toml`, fitted from `idlewave measure pingpong` (messages from "
+                  f"{'the cache' if cal.get('buffers') == 'cache' else 'memory'}) right before each application's runs "
+                  "(--calibrate-each):", ""]
         lines += [f"- {TITLES[a['name']]}: {a['calibration'].get('postal', '')}" for a in report["apps"] if "calibration" in a]
         lines.append("")
     lines += [] if cal.get("each") else [
         f"Platform: `{cal.get('platform', '?')}`"
-        + (f", fitted from `idlewave measure pingpong` ({cal['machine']['mpi_library'].split(', package')[0]})" if cal.get("machine") else "")
+        + (f", fitted from `idlewave measure pingpong` ({cal['machine']['mpi_library'].split(', package')[0]}"
+           + {"memory": "; messages from memory", "cache": "; messages from the cache"}.get(cal.get("buffers", ""), "") + ")"
+           if cal.get("machine") else "")
         + (" — **forced: the fit was refused and written with --force**" if cal.get("forced") else "")
         + (" — given with --platform, not calibrated here" if cal.get("given") else "") + "."
         + (f" Fitted: {cal['postal']}." if cal.get("postal") else ""),
@@ -592,6 +601,9 @@ def main(argv: list[str] | None = None) -> int:
                     "whose speed changes, each application is predicted with the machine as it was just before its "
                     "runs (--force-fit does not apply)")
     ap.add_argument("--max-error", type=float, help="passed to idlewave fit postal (its default otherwise)")
+    ap.add_argument("--buffers", choices=("memory", "cache"), default="memory", help="where the calibration's "
+                    "ping-pong messages come from: memory (fresh slots of 256 MiB regions, as idlewave validate "
+                    "--calibrate measures; the default) or cache (one buffer, measure pingpong's default)")
     ap.add_argument("--force-fit", action="store_true", help="write the platform even when the fit is refused "
                     "(idlewave fit postal --force); the table says so")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take (default 900)")
@@ -627,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.platform is not None and args.calibrate_each:
         raise SystemExit("--platform and --calibrate-each: give one (a platform to use, or one measured per application)")
     if args.calibrate_each:
-        report["calibration"] = {"each": True}
+        report["calibration"] = {"each": True, "buffers": args.buffers}
         platform_file = None
     elif args.platform is not None:
         if not args.platform.is_file():
@@ -638,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         fresh(out / "measure")
         fresh(out / "platform.toml")
         try:
-            report["calibration"] = calibrate(out, args.max_error, args.force_fit)
+            report["calibration"] = calibrate(out, args.max_error, args.force_fit, args.buffers)
         except Failed as e:
             report["calibration"] = {"refused": str(e)}
             say(f"calibration failed; stopping.\n{e}")
@@ -670,7 +682,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         entry.update(input=prepared.input, command=prepared.command)
         try:
-            result = validate(name, d, prepared, platform_file, args.repeat, args.traced_runs, args.timeout, args.max_error)
+            result = validate(name, d, prepared, platform_file, args.repeat, args.traced_runs, args.timeout, args.max_error,
+                              args.buffers)
             if args.calibrate_each:
                 entry["calibration"] = {"postal": postal(json.loads((d / "v" / "fit.json").read_text()))}
         except Failed as e:

@@ -71,8 +71,8 @@ def test_the_c_loop_removes_the_interpreters_overhead_from_latency():
         "loop_py = k._python_loop(c)\n"
         "t = {'c': [], 'py': []}\n"
         "for _ in range(15):\n"
-        "    c.Barrier(); t['c'].append(loop_c(me, 1 - me, b, 200))\n"
-        "    c.Barrier(); t['py'].append(loop_py(me, 1 - me, b, 200))\n"
+        "    c.Barrier(); t['c'].append(loop_c(me, 1 - me, b, b, 1, 200))\n"
+        "    c.Barrier(); t['py'].append(loop_py(me, 1 - me, b, b, 1, 200))\n"
         "if me == 0: print(name, statistics.median(t['c']), statistics.median(t['py']),\n"
         "                  statistics.median(p / c for c, p in zip(t['c'], t['py'])))\n"
     )
@@ -272,6 +272,43 @@ def test_memory_is_counted_for_every_rank():
     with pytest.raises(MeasureError, match=r"^--ranks 64: stream's arrays take about 23 MiB per rank, rank 0's 19,200 result rows about 5\.49 MiB; "
                                            r"1\.44 GiB on 64 ranks"):
         check_memory("stream", {}, 64, limit)
+
+
+def test_a_pingpong_from_memory_counts_its_regions_and_refuses_a_negative_span(cli, tmp_path, no_launch):
+    from idlewave.measure import check_memory
+
+    limit = (1 << 30, "a limit of {}")
+    check_memory("pingpong", {"span_bytes": 128 << 20}, 2, limit)  # two 128 MiB regions per rank: 512 MiB
+    with pytest.raises(MeasureError, match=r"^--set span_bytes=268435456: pingpong's arrays take about 512 MiB per "
+                                           r"rank; 1 GiB on 2 ranks"):
+        check_memory("pingpong", {"span_bytes": 256 << 20}, 2, (1 << 29, "a limit of {}"))
+    text = refused(cli, tmp_path, "pingpong", "--set", "span_bytes=-1")
+    assert "--set span_bytes=-1: must be ≥ 0" in text, text
+
+
+def test_the_slot_cursor_cycles_and_restarts_when_the_slots_shrink():
+    """kernels.py's cursor, as pingpong.c's: message i of a run of loops uses slot i mod slots, on from where
+    the last loop stopped; when a larger size leaves fewer slots it starts again at 0 (pingpong.c read past
+    its regions there once)."""
+    from idlewave.measure.kernels import _Slots
+
+    c = _Slots()
+    assert [c.at(1, 0) for _ in range(3)] == [0, 0, 0]  # the usual ping-pong: one buffer
+    assert [c.at(4, 64) for _ in range(6)] == [0, 64, 128, 192, 0, 64]
+    assert [c.at(4, 64) for _ in range(2)] == [128, 192]  # a new loop goes on where the last stopped
+    c.at(8, 64), c.at(8, 64), c.at(8, 64)  # cursor at 3 (of 8)
+    assert [c.at(2, 4096) for _ in range(3)] == [0, 4096, 0]
+
+
+def test_a_pingpong_from_memory_runs_every_size(tmp_path):
+    """span_bytes: every size of the sweep through regions the sizes share, in the C loop (pingpong.c read
+    past its regions when a larger size left fewer slots than the cursor had reached: a segfault)."""
+    out = launch("pingpong", 2, {"max_bytes": 1 << 16, "reps": 2, "iterations": 50, "span_bytes": 1 << 20}, tmp_path / "m")
+    d = pl.read_parquet(out / "pingpong.parquet")
+    assert d["size_bytes"].unique().sort().to_list() == [1 << k for k in range(17)] and (d["time_s"] > 0).all()
+    assert pl.read_parquet(out / "exchange.parquet").height == d.height
+    m = json.loads((out / "machine.json").read_text())
+    assert m["timer"] == "C" and m["params"]["span_bytes"] == 1 << 20
 
 
 @pytest.mark.parametrize("kind", ["pingpong", "multipair"])

@@ -82,7 +82,7 @@ def check_exchange(out: Path) -> None:
 def test_arguments_carry_every_parameter_with_kernels_py_defaults():
     assert arguments("kernels", {"sizes": [8, 64], "overlap_s": 0}) == [
         "sizes=8,64", "halo_n=4,16,64", "overlap_s=0.0", "trailing_s=0.0001", "iterations=20", "reps=3", "test_chunks=1"]
-    assert arguments("pingpong", {}) == ["max_bytes=4194304", "reps=10", "iterations=20", "delay_s=0.001"]
+    assert arguments("pingpong", {}) == ["max_bytes=4194304", "reps=10", "iterations=20", "delay_s=0.001", "span_bytes=0"]
 
 
 def test_header_mismatch():

@@ -74,6 +74,7 @@ def test_empty_scenario_is_fully_defaulted():
         "regimes": [],
         "mpi_library": None,
         "off_node_measured": True,
+        "calibration_span_bytes": 0,
     }
     assert s["noise"] == []
     assert s["workload"] == {

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,10 @@ def test_validate_calibrates_its_own_platform(tmp_path):
     # the replay's scenario names the platform where it now is
     assert json.loads((out / "replay" / "scenario.json").read_text())["network"]["platform"] == v["platform"]
     assert list(v["platform_check"]) == ["before", "after"]
+    # by default its messages came from memory, and the platform says so; the checks measure the same way
+    assert tomllib.loads((out / "platform.toml").read_text())["network"]["calibration_span_bytes"] == 256 << 20
+    for d in ("measure", "check-before", "check-after"):
+        assert json.loads((out / d / "machine.json").read_text())["params"]["span_bytes"] == 256 << 20, d
 
 
 @pytest.mark.skipif(not DEBIAN, reason="Debian's Open MPI (/usr/bin/mpicc, /usr/bin/mpiexec) is not installed")
@@ -160,6 +165,10 @@ def test_a_failing_program_and_no_program_are_clear_errors(tmp_path):
     p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", str(tmp_path / "nope.toml"), "-n", "1",
                         "--out", str(tmp_path / "w"), "--", "true"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "neither a preset" in p.stderr and not (tmp_path / "w.partial").exists()
+    # how --calibrate measures, without --calibrate
+    p = subprocess.run([str(BIN / "idlewave"), "validate", "--platform", "generic_ib", "--buffers", "cache", "-n", "1",
+                        "--out", str(tmp_path / "w"), "--", "true"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--buffers" in p.stderr and "--calibrate" in p.stderr and "Traceback" not in p.stderr
 
 
 WHEEL_MPI = (BIN / "mpicc").exists() and (BIN / "mpiexec").exists()

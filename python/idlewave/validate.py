@@ -258,6 +258,10 @@ def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int
     return Runs(walls, cpus, traced[0], logs, traced), dirs
 
 
+# --calibrate's ping-pong with buffers from memory: each message a fresh slot of two regions this large, far
+# above any last-level cache (512 MiB on each of the 2 ranks).
+CALIBRATION_SPAN_BYTES = 256 << 20
+
 # The platform check: a short ping-pong (1 B to 1 MiB, 5 repetitions: about a second) with the program's
 # MPI before the untraced runs and after the traced ones, against the one-way times the platform gives.
 CHECK_MAX_BYTES = 1 << 20
@@ -315,17 +319,36 @@ def one_way_s(platform: str, size: int) -> float:
     return float(idlewave.simulate({"network": {"platform": platform}, "workload": w}).summary["makespan_s"])
 
 
+def calibration_span_bytes(platform: str) -> int:
+    """How the ping-pong that calibrated `platform` held its buffers
+    (`calibration_span_bytes`; 0: one buffer, as for a preset)."""
+    import tomllib
+
+    path = Path(platform)
+    if not path.is_file():
+        return 0
+    try:
+        table = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return 0  # (the scenario check has already said what is wrong with it)
+    value = table.get("network", table).get("calibration_span_bytes", 0)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def check_platform(mpi: Mpi, platform: str, out: Path, when: str, timeout: float) -> PlatformCheck:
     """A short ping-pong on 2 ranks with the program's MPI (the C kernels of
-    `idlewave measure`), against the platform's one-way times."""
+    `idlewave measure`), against the platform's one-way times; its buffers
+    held as the platform's calibration held them (in the cache or from memory)."""
     import polars as pl
 
     from idlewave.measure import MeasureError, launch
 
     d = out / f"check-{when}"
+    params: dict[str, int] = {"max_bytes": CHECK_MAX_BYTES, "reps": CHECK_REPS}
+    if span := calibration_span_bytes(platform):
+        params["span_bytes"] = span
     try:
-        launch("pingpong", 2, {"max_bytes": CHECK_MAX_BYTES, "reps": CHECK_REPS}, d, timeout, mpicc=mpi.mpicc,
-               mpiexec=mpi.mpiexec)
+        launch("pingpong", 2, params, d, timeout, mpicc=mpi.mpicc, mpiexec=mpi.mpiexec)
         frame = pl.read_parquet(d / "pingpong.parquet", glob=False)
     except (MeasureError, OSError, pl.exceptions.PolarsError) as e:
         raise ValidateError(f"the platform check (a ping-pong {when} the runs) failed: {e}") from None
@@ -336,17 +359,19 @@ def check_platform(mpi: Mpi, platform: str, out: Path, when: str, timeout: float
 
 
 def calibrate_platform(mpi: Mpi, out: Path, timeout: float, max_error: float | None = None,
-                       force: bool = False) -> Path:
-    """`idlewave measure pingpong` on 2 ranks with the program's MPI, then
-    `idlewave fit postal` (with its `--max-error` if given), as a user would
-    run them: OUT/measure/ and OUT/platform.toml (the fit's JSON in
+                       force: bool = False, span_bytes: int = 0) -> Path:
+    """`idlewave measure pingpong` on 2 ranks with the program's MPI (its
+    buffers cycled through regions of `span_bytes`, or one buffer at 0),
+    then `idlewave fit postal` (with its `--max-error` if given), as a user
+    would run them: OUT/measure/ and OUT/platform.toml (the fit's JSON in
     OUT/fit.json). A refused fit raises with the fit's reasons, unless
     `force` (then it is written marked as forced)."""
     from idlewave.measure import MeasureError, launch
 
     data = out / "measure"
     try:
-        launch("pingpong", 2, {}, data, timeout, mpicc=mpi.mpicc, mpiexec=mpi.mpiexec)
+        launch("pingpong", 2, {"span_bytes": span_bytes} if span_bytes else {}, data, timeout, mpicc=mpi.mpicc,
+               mpiexec=mpi.mpiexec)
     except MeasureError as e:
         raise ValidateError(f"--calibrate: the ping-pong failed: {e}") from None
     platform = out / "platform.toml"

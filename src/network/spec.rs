@@ -348,6 +348,13 @@ pub struct NetworkSpec {
     /// one host says false: a run on more than ranks_per_node ranks then
     /// sends messages between nodes at values nobody measured, and says so.
     pub off_node_measured: bool,
+    /// How the ping-pong that calibrated this platform held its buffers:
+    /// 0, one buffer that stays in the cache; more, each message a fresh
+    /// slot of regions of this many bytes, so that its data came from memory
+    /// (`idlewave measure pingpong --set span_bytes=`). A record, which the
+    /// simulation does not use; `idlewave validate` checks the platform with
+    /// a ping-pong that holds its buffers the same way.
+    pub calibration_span_bytes: u64,
 }
 
 impl Default for NetworkSpec {
@@ -374,6 +381,7 @@ impl Default for NetworkSpec {
             regimes: Vec::new(),
             mpi_library: None,
             off_node_measured: true,
+            calibration_span_bytes: 0,
         }
     }
 }

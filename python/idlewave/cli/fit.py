@@ -197,6 +197,7 @@ def fit_postal(
     text = fitting.platform_toml(links["off_node"] if "off_node" in links else None, links.get("on_node"), ranks_per_node=rpn,
                                  node_bw=bw, source=str(data), note=note, top=top, notes=notes,
                                  off_node_comment=not_measured, mpi_library=_mpi_rules(machine),
+                                 calibration_span_bytes=prov["span_bytes"],
                                  cpu={name: {r.protocol: r.O_s_per_byte for r in rows} for name, rows in cpu.items()})
     write_text(output, text)
     summary["platform"] = str(output)
@@ -329,7 +330,10 @@ def _machine(data: Path) -> dict | None:
     elif isinstance(hosts, list) and hosts and ranks is not None and ranks % len(hosts) == 0:
         rpn, text = ranks // len(hosts), f"{ranks} ranks on {len(hosts)} hosts"
     date = m.get("measured_at") or m.get("date")
+    params = m.get("params")
+    span = params.get("span_bytes", 0) if isinstance(params, dict) and m.get("kind", "pingpong") == "pingpong" else 0
     return {"path": path, "ranks": ranks, "per_host": per_host, "rpn": rpn, "hosts_text": text,
+            "span_bytes": span if isinstance(span, int) and span > 0 else 0,
             "hosts": sorted(per_host) if per_host else [str(h) for h in hosts] if isinstance(hosts, list) else [],
             "mpi_library": m.get("mpi_library"), "mpi_version": m.get("mpi_version"),
             "date": str(date) if date else None}
@@ -350,6 +354,7 @@ def _provenance(data: Path, rows: int, machine: dict | None) -> dict:
             "mpi_library": machine["mpi_library"] if machine else None,
             "mpi_version": machine["mpi_version"] if machine else None,
             "hosts": machine["hosts"] if machine else None, "ranks": machine["ranks"] if machine else None,
+            "span_bytes": machine["span_bytes"] if machine else 0,
             "measured": date, "measured_from": date_from, "idlewave": idlewave.__version__}
 
 
@@ -362,6 +367,9 @@ def _provenance_lines(p: dict, rpn: int, rpn_from: str, statistic: str, seed: in
     else:
         lines.append("MPI library and hosts: not recorded (no machine.json beside the data)")
     lines.append(f"ranks_per_node = {rpn}: {rpn_from}")
+    lines.append(f"buffers: each message a fresh slot of regions of {p['span_bytes']:,} B, its data from memory "
+                 f"(measure pingpong --set span_bytes={p['span_bytes']}): calibration_span_bytes" if p["span_bytes"] else
+                 "buffers: one per size, in the cache (measure pingpong's default; --set span_bytes= measures them from memory)")
     lines.append(f"fitted to the per-size {statistic}; bootstrap: {resamples} resamples of the repetitions within each "
                  f"size, seed {seed}; intervals are 95% percentile intervals")
     return lines

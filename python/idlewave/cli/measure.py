@@ -17,7 +17,9 @@ from idlewave.cli.common import QUIET, err, fail, out, print_json
 measure_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Real-MPI measurements (runs itself under mpiexec): pingpong, multipair, kernels, noise, stream, cg; compare.")
 
 HELP = {
-    "pingpong": "ping-pong 1 B … max_bytes for the on-node and off-node pair of rank 0, then the same pairs sending at once (exchange.parquet) (max_bytes, reps, iterations, delay_s)",
+    "pingpong": "ping-pong 1 B … max_bytes for the on-node and off-node pair of rank 0, then the same pairs sending at once "
+                "(exchange.parquet) (max_bytes, reps, iterations, delay_s; span_bytes > 0: messages from memory, each a fresh "
+                "slot of two regions this large; 0: one buffer, in the cache)",
     "multipair": "1..P/2 simultaneous pairs for the node bandwidth (max_bytes, min_bytes, reps, iterations)",
     "kernels": "blocking/nonblocking allreduce and 3-D halo between two busy-waits (sizes, halo_n, overlap_s, trailing_s, iterations, reps, test_chunks)",
     "noise": "selfish detours and FWQ per rank; trace.txt for the simulator (duration_s, threshold_ns, fwq_work, fwq_samples)",

@@ -6,12 +6,20 @@ import json
 import math
 import shutil
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
 from idlewave.cli.common import Steps, err, fail, out, print_json
+
+
+class Buffers(StrEnum):
+    """Where --calibrate's ping-pong messages come from."""
+
+    memory = "memory"
+    cache = "cache"
 
 
 def validate(
@@ -28,6 +36,10 @@ def validate(
     force_fit: bool = typer.Option(False, "--force-fit", help="With --calibrate: predict with the fit even if "
                                    "`fit postal` refuses it (`fit postal --force`: the platform file says it was "
                                    "forced, and validate.json has \"platform_forced\": true)."),
+    buffers: Buffers | None = typer.Option(None, "--buffers", help="With --calibrate: where the ping-pong's "
+                                    "messages come from. memory: each a fresh slot of two 256 MiB regions, out of "
+                                    "the cache, as an application's buffers mostly are (`measure pingpong --set "
+                                    "span_bytes=268435456`; the default); cache: one buffer, as `measure pingpong` by default."),
     ranks: int = typer.Option(..., "-n", "--ranks", min=1, help="MPI processes."),
     mpiexec: str | None = typer.Option(None, "--mpiexec", help="The launcher of the program's MPI (default: the one "
                                        "beside --mpicc, else this Python's, else PATH's)."),
@@ -58,6 +70,7 @@ def validate(
     from idlewave.scenario import ScenarioError
     from idlewave.trace.replay import replay
     from idlewave.validate import (
+        CALIBRATION_SPAN_BYTES,
         WORK_MARKER,
         Traced,
         ValidateError,
@@ -83,6 +96,8 @@ def validate(
         fail(f"--max-error: must be a finite number ≥ 0, got {max_error}")
     if not math.isfinite(timeout) or timeout <= 0:
         fail(f"--timeout: must be a finite number of seconds ≥ 1, got {timeout}")
+    if buffers is not None and not calibrate:
+        fail("--buffers says how --calibrate measures: give it with --calibrate")
     if force_fit and not calibrate:
         fail("--force-fit forces --calibrate's fit: give it with --calibrate")
     if (why := unreplaceable(out_dir)) is not None:
@@ -124,7 +139,8 @@ def validate(
                 step: Callable[[str], None] = say if steps.bar is None else steps
                 if platform is None:
                     step("calibrating (idlewave measure pingpong, idlewave fit postal)")
-                    platform = str(calibrate_platform(mpi, work, timeout, max_error, force_fit))
+                    span = 0 if buffers is Buffers.cache else CALIBRATION_SPAN_BYTES
+                    platform = str(calibrate_platform(mpi, work, timeout, max_error, force_fit, span))
                 if check:
                     step("checking the platform (a ping-pong)")
                     checks.append(check_platform(mpi, platform, work, "before", timeout))

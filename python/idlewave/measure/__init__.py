@@ -62,6 +62,7 @@ CHOICES = {("cg", "hiding"): ("fixed_alpha", "dynamic_alpha", "mpi_test")}
 #: Whole numbers with bounds other than 1 … MAX_COUNT: (least, why; greatest or None, why).
 INT_BOUNDS = {
     ("cg", "n"): (3, "two mirror planes and an interior", 16383, "a plane of n×n doubles is one message, below 2^31 bytes"),
+    ("pingpong", "span_bytes"): (0, "", None, ""),
     ("kernels", "halo_n"): (1, "", 16383, "a face of n×n doubles is one message, below 2^31 bytes"),
     ("stream", "elements"): (1, "", None, ""),
 }
@@ -259,7 +260,8 @@ def memory_per_rank(kind: str, params: dict) -> dict[str, int]:
     them (an estimate from kernels.py's allocations; small ones left out)."""
     p = {**resolved_defaults(kind), **params}
     if kind == "pingpong":
-        return {"max_bytes": 2 * _largest_size(p["max_bytes"])}  # send and receive buffers
+        largest = _largest_size(p["max_bytes"])  # send and receive buffers, or regions of span_bytes
+        return {"span_bytes": 2 * p["span_bytes"]} if p["span_bytes"] > largest else {"max_bytes": 2 * largest}
     if kind == "multipair":
         return {"max_bytes": _largest_size(p["max_bytes"])}
     if kind == "kernels":

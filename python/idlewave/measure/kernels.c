@@ -121,6 +121,15 @@ static long long arg_int(const char *key) {
     return v;
 }
 
+/* A whole number that may be 0 (an option that is off at 0). */
+static long long arg_count0(const char *key) {
+    char *end;
+    long long v = strtoll(arg(key), &end, 10);
+    if (*end != '\0' || v < 0)
+        usage_error("%s: a whole number >= 0 is expected", key);
+    return v;
+}
+
 static double arg_double(const char *key) {
     char *end;
     double v = strtod(arg(key), &end);
@@ -176,6 +185,7 @@ static const char *host_of(int r) { return hosts + (size_t)r * MPI_MAX_PROCESSOR
 
 static void run_pingpong(void) {
     long long max_bytes = arg_int("max_bytes"), reps = arg_int("reps"), iterations = arg_int("iterations");
+    long long span_bytes = arg_count0("span_bytes");
     double delay_s = arg_double("delay_s");
     if (nranks < 2)
         usage_error("pingpong needs at least 2 ranks");
@@ -189,7 +199,13 @@ static void run_pingpong(void) {
         if (!same && peers[1] < 0)
             peers[1] = r;
     }
-    char *buf = xcalloc((size_t)max_bytes, 1), *recvbuf = xcalloc((size_t)max_bytes, 1);
+    /* the buffers: max_bytes each, or regions of span_bytes whose slots the messages cycle through (pingpong.c) */
+    size_t region = (size_t)(span_bytes > max_bytes ? span_bytes : max_bytes);
+    char *buf = xcalloc(region, 1), *recvbuf = xcalloc(region, 1);
+    if (span_bytes > 0) { /* written, so that every page is there (calloc's may all map one zero page) */
+        memset(buf, 1, region);
+        memset(recvbuf, 2, region);
+    }
     FILE *files[2] = {NULL, NULL}; /* 0: the ping-pong, 1: the exchange */
     if (rank == 0) {
         files[0] = open_out("pingpong.csv");
@@ -204,19 +220,22 @@ static void run_pingpong(void) {
         int role = rank == 0 ? 0 : rank == peer ? 1 : -1;
         int other = role == 0 ? peer : 0;
         for (long long size = 1; size <= max_bytes; size *= 2) {
+            long stride = (long)((size + 63) / 64 * 64);
+            long slots = span_bytes > 0 ? (long)(region / (size_t)stride) : 1;
             for (int x = 0; x < 2; x++) {
                 if (role >= 0) { /* warm-up */
                     if (x == 0)
-                        iw_pingpong(role, other, buf, (int)size, 2);
+                        iw_pingpong(role, other, buf, span_bytes > 0 ? recvbuf : buf, (int)size, 2, slots, stride);
                     else
-                        iw_exchange(other, buf, recvbuf, (int)size, 2);
+                        iw_exchange(other, buf, recvbuf, (int)size, 2, slots, stride);
                 }
                 for (long long rep = 0; rep < reps; rep++) {
                     MPI_Barrier(MPI_COMM_WORLD);
                     busy(delay_s, NULL, 0, 1);
                     if (role >= 0) {
-                        double t = x == 0 ? iw_pingpong(role, other, buf, (int)size, (int)iterations)
-                                          : iw_exchange(other, buf, recvbuf, (int)size, (int)iterations);
+                        double t = x == 0 ? iw_pingpong(role, other, buf, span_bytes > 0 ? recvbuf : buf, (int)size,
+                                                        (int)iterations, slots, stride)
+                                          : iw_exchange(other, buf, recvbuf, (int)size, (int)iterations, slots, stride);
                         if (role == 0)
                             fprintf(files[x], "%s,%lld,%lld,%.17g\n", link_names[l], size, rep, t);
                     }
@@ -257,7 +276,7 @@ static void run_multipair(void) {
                 busy(delay_s, NULL, 0, 1);
                 double t = 0.0, worst = 0.0;
                 if (i < pairs)
-                    t = iw_pingpong(role, peer, buf, (int)size, (int)iterations);
+                    t = iw_pingpong(role, peer, buf, buf, (int)size, (int)iterations, 1, 0);
                 MPI_Reduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
                 if (f)
                     fprintf(f, "%d,%lld,%lld,%.17g\n", pairs, size, rep, worst);

@@ -27,6 +27,11 @@ def _sizes(max_bytes: int) -> list[int]:
     return [1 << k for k in range(0, max(max_bytes, 1).bit_length()) if (1 << k) <= max_bytes]
 
 
+def _largest(max_bytes: int) -> int:
+    """The largest message of a size sweep up to max_bytes."""
+    return _sizes(max_bytes)[-1]
+
+
 def _partners(comm) -> dict[str, int]:
     """Rank 0's partner on its own node and on another node, where present."""
     names = comm.allgather(MPI.Get_processor_name())
@@ -76,23 +81,45 @@ def _compiled_library(comm):
         return None
     lib = ctypes.CDLL(str(path))
     lib.iw_pingpong.restype = ctypes.c_double
-    lib.iw_pingpong.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    lib.iw_pingpong.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                ctypes.c_long, ctypes.c_long]
     lib.iw_exchange.restype = ctypes.c_double
-    lib.iw_exchange.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    lib.iw_exchange.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_long,
+                                ctypes.c_long]
     return lib
 
 
+class _Slots:
+    """The slot cursor of pingpong.c for the mpi4py loops: message i of a
+    region's loop uses slot i, round robin, `stride` bytes apart; the cursor
+    persists across loops."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def at(self, slots: int, stride: int) -> int:
+        if slots <= 1:
+            return 0
+        s = self.next if self.next < slots else 0  # (the last loop's slots may have been smaller)
+        self.next = 0 if s + 1 >= slots else s + 1
+        return s * stride
+
+
 def _python_loop(comm):
-    """The ping-pong loop in mpi4py: one-way seconds of `iterations` round trips."""
-    def loop(me: int, peer: int, buf, iterations: int) -> float:
+    """The ping-pong loop in mpi4py: one-way seconds of `iterations` round trips (pingpong.c's iw_pingpong)."""
+    cursor = _Slots()
+
+    def loop(me: int, peer: int, send, recv, size: int, iterations: int, slots: int = 1, stride: int = 0) -> float:
         t0 = MPI.Wtime()
         for _ in range(iterations):
+            at = cursor.at(slots, stride)
+            out, into = [send[at:at + size], MPI.BYTE], [recv[at:at + size], MPI.BYTE]
             if me == 0:
-                comm.Send([buf, MPI.BYTE], peer, 7)
-                comm.Recv([buf, MPI.BYTE], peer, 7)
+                comm.Send(out, peer, 7)
+                comm.Recv(into, peer, 7)
             else:
-                comm.Recv([buf, MPI.BYTE], peer, 7)
-                comm.Send([buf, MPI.BYTE], peer, 7)
+                comm.Recv(into, peer, 7)
+                comm.Send(out, peer, 7)
         return (MPI.Wtime() - t0) / (2 * iterations)
 
     return loop
@@ -100,50 +127,67 @@ def _python_loop(comm):
 
 def _python_exchange(comm):
     """The exchange loop in mpi4py: seconds per simultaneous exchange (MPI_Sendrecv) of `iterations`."""
-    def exchange(peer: int, send, recv, iterations: int) -> float:
+    cursor = _Slots()
+
+    def exchange(peer: int, send, recv, size: int, iterations: int, slots: int = 1, stride: int = 0) -> float:
         t0 = MPI.Wtime()
         for _ in range(iterations):
-            comm.Sendrecv([send, MPI.BYTE], peer, 8, [recv, MPI.BYTE], peer, 8)
+            at = cursor.at(slots, stride)
+            comm.Sendrecv([send[at:at + size], MPI.BYTE], peer, 8, [recv[at:at + size], MPI.BYTE], peer, 8)
         return (MPI.Wtime() - t0) / iterations
 
     return exchange
 
 
 def _timers(comm):
-    """(name, ping-pong loop(me, peer, buf, iterations) → one-way seconds,
-    exchange loop(peer, send, recv, iterations) → seconds per exchange):
-    the C loops where they build, else mpi4py's."""
+    """(name, ping-pong loop(me, peer, send, recv, size, iterations, slots, stride) → one-way seconds,
+    exchange loop(peer, send, recv, size, iterations, slots, stride) → seconds per exchange):
+    the C loops where they build, else mpi4py's. `send` and `recv` are byte arrays (the same one for the
+    usual ping-pong); with `slots` > 1, message i uses bytes [i·stride, i·stride + size) of them."""
     c = _compiled_library(comm) if comm.Get_size() > 1 else None
     if c is not None:
-        return ("C", lambda me, peer, buf, iterations: c.iw_pingpong(me, peer, buf.ctypes.data, buf.nbytes, iterations),
-                lambda peer, send, recv, iterations: c.iw_exchange(peer, send.ctypes.data, recv.ctypes.data, send.nbytes,
-                                                                   iterations))
+        return ("C",
+                lambda me, peer, send, recv, size, iterations, slots=1, stride=0: c.iw_pingpong(
+                    me, peer, send.ctypes.data, recv.ctypes.data, size, iterations, slots, stride),
+                lambda peer, send, recv, size, iterations, slots=1, stride=0: c.iw_exchange(
+                    peer, send.ctypes.data, recv.ctypes.data, size, iterations, slots, stride))
     return "mpi4py (includes the interpreter's per-call overhead)", _python_loop(comm), _python_exchange(comm)
 
 
 def _timer(comm):
-    """(name, loop(me, peer, buf, iterations) → one-way seconds): the C loop where it builds, else mpi4py's."""
+    """(name, ping-pong loop as `_timers` gives it): the C loop where it builds, else mpi4py's."""
     name, loop, _ = _timers(comm)
     return name, loop
 
 
-def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 20, delay_s: float = 1e-3) -> dict:
+def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 20, delay_s: float = 1e-3,
+             span_bytes: int = 0) -> dict:
     """Krylov paper §5.2: a warm-up, then per test a barrier and a delay to
     clear the network, `iterations` round trips, repeated `reps` times; for
     the on-node and (when present) off-node pair of rank 0. Then, per size
     in the same way, `iterations` simultaneous exchanges (both ranks send at
     once, MPI_Sendrecv): "exchange", the time per exchange, which exceeds the
-    one-way time where the CPU copies the messages (shared memory)."""
+    one-way time where the CPU copies the messages (shared memory).
+
+    With `span_bytes` > 0 (well above the last-level cache) each message
+    is sent from and received into a fresh slot of two regions of that
+    size, so that its data comes from memory, as an application's buffers
+    often do; at 0 (the default) every message uses one buffer, which stays
+    in the cache."""
     rank = comm.Get_rank()
     if comm.Get_size() < 2:
         raise SystemExit("pingpong needs at least 2 ranks")
     rows: dict[str, list] = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
     xrows: dict[str, list] = {"link": [], "size_bytes": [], "rep": [], "time_s": []}
     timer, loop, exchange = _timers(comm)
+    region = max(span_bytes, _largest(max_bytes))
+    # written, so that every page is there (zeros may all map one zero page)
+    buf = np.full(region, 1 if span_bytes else 0, dtype=np.uint8)
+    recv = np.full(region, 2 if span_bytes else 0, dtype=np.uint8)
     for link, peer in _partners(comm).items():
         for size in _sizes(max_bytes):
-            buf = np.zeros(size, dtype=np.uint8)
-            recv = np.zeros(size, dtype=np.uint8)
+            stride = (size + 63) // 64 * 64
+            slots = region // stride if span_bytes else 1
             role = 0 if rank == 0 else 1 if rank == peer else None
             other = peer if role == 0 else 0
             for out in (rows, xrows):  # the ping-pong, then the exchange
@@ -153,7 +197,8 @@ def pingpong(comm, max_bytes: int = 4 << 20, reps: int = 10, iterations: int = 2
                         busy(delay_s)
                     if role is not None:
                         n = 2 if rep < 0 else iterations
-                        t = loop(role, other, buf, n) if out is rows else exchange(other, buf, recv, n)
+                        t = (loop(role, other, buf, recv if span_bytes else buf, size, n, slots, stride) if out is rows
+                             else exchange(other, buf, recv, size, n, slots, stride))
                         if role == 0 and rep >= 0:
                             out["link"].append(link)
                             out["size_bytes"].append(size)
@@ -181,7 +226,7 @@ def multipair(comm, max_bytes: int = 1 << 20, min_bytes: int = 1 << 14, reps: in
                 i = rank if rank < half else rank - half
                 t = 0.0
                 if i < pairs:
-                    t = loop(0 if rank < half else 1, rank + half if rank < half else rank - half, buf, iterations)
+                    t = loop(0 if rank < half else 1, rank + half if rank < half else rank - half, buf, buf, size, iterations)
                 worst = comm.reduce(t, op=MPI.MAX, root=0)
                 if rank == 0:
                     rows["pairs"].append(pairs)

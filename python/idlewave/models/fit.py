@@ -667,12 +667,13 @@ def comments(name: str, a: Assessment) -> list[str]:
 def platform_toml(off: LinkModel | None, on: LinkModel | None = None, *, ranks_per_node: int = 1,
                   node_bw: float = 0.0, source: str = "", note: str = "", top: Sequence[str] = (),
                   notes: Sequence[str] = (), mpi_library: str | None = None, off_node_comment: Sequence[str] = (),
-                  cpu: dict[str, dict[str, float]] | None = None) -> str:
+                  cpu: dict[str, dict[str, float]] | None = None, calibration_span_bytes: int = 0) -> str:
     """A platform file: postal α, β as L, G with o = g = 0. `off` None: no
     values between nodes are written (the engine's defaults then apply to
     messages between nodes; `off_node_comment` says so in [network]).
     `top`: comment lines above everything (a warning), `notes`: comment
-    lines below the header (provenance, the fit's intervals and errors)."""
+    lines below the header (provenance, the fit's intervals and errors);
+    `calibration_span_bytes`: the ping-pong's buffer regions (0: one buffer)."""
 
     def link(lk: LinkModel, prefix: str) -> list[str]:
         e, s, r = lk.eager, lk.short, lk.rendezvous
@@ -703,6 +704,8 @@ def platform_toml(off: LinkModel | None, on: LinkModel | None = None, *, ranks_p
         extra.append(f"node_bandwidth_bytes_per_s = {node_bw:.6e}")
     if mpi_library:  # the measured library's collective rules for algorithm = "auto"
         extra.append(f'mpi_library = "{mpi_library}"')
+    if calibration_span_bytes:  # how the calibration held its buffers: validate checks the platform the same way
+        extra.append(f"calibration_span_bytes = {calibration_span_bytes}")
     at = 7 if off is not None else len(body)
     body[at:at] = extra
     if on is not None:
