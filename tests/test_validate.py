@@ -106,8 +106,12 @@ def test_validate_a_c_program_on_the_wheels_mpi(tmp_path):
     assert len(mpi) == 3 and v["measured"]["mpi_s"] == sorted(mpi)[1] == mpi[v["compared_traced_run"] - 1]
     assert len(v["predicted"]["mpi_runs_s"]) == 3
     assert v["predicted"]["mpi_runs_s"][v["compared_traced_run"] - 1] == v["predicted"]["mpi_s"]
+    assert len(v["predicted"]["total_runs_s"]) == 3 and v["predicted"]["total_s"] == sorted(v["predicted"]["total_runs_s"])[1]
     assert sorted(p.name for p in (tmp_path / "v").glob("traced-*") if p.is_dir()) == [
         f"traced-{k}" for k in (1, 2, 3) if k != v["compared_traced_run"]]
+    # untraced and traced runs alternated (2 and 3 here), each log written as its run went
+    logs = sorted((tmp_path / "v").glob("*.log"), key=lambda f: f.stat().st_mtime_ns)
+    assert [f.name for f in logs] == ["run-1.log", "traced-1.log", "run-2.log", "traced-2.log", "traced-3.log"]
     # a second validation replaces the first whole
     again = _validate(tmp_path, exe, "--traced-runs", "1", repeat=1)
     assert len(again["measured"]["total_runs_s"]) == 1 and not (tmp_path / "v" / "run-2.log").exists()
@@ -333,6 +337,18 @@ def _summary(makespan: float, replayed_mpi: float) -> dict:
             "replayed_mpi_s": replayed_mpi, "warnings": []}
 
 
+def test_untraced_and_traced_runs_alternate():
+    """A machine whose speed drifts over minutes must not put every traced run after every untraced one."""
+    from idlewave.validate import run_order
+
+    def letters(k: int, t: int) -> str:
+        return "".join("T" if traced else "U" for traced, _ in run_order(k, t))
+
+    assert letters(5, 3) == "UTUTUTUU" and letters(1, 3) == "UTTT" and letters(2, 1) == "UTU" and letters(1, 1) == "UT"
+    assert [k for traced, k in run_order(5, 3) if traced] == [0, 1, 2]
+    assert [k for traced, k in run_order(5, 3) if not traced] == [0, 1, 2, 3, 4]
+
+
 def test_errors_beyond_the_measured_spread_are_warned_and_within_it_not():
     runs = Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.51)
     report = {"by_call": [], "poll_s": 0.4, "unmodelled": [["MPI_Win_fence", 3, 0.2, 0.1]]}
@@ -357,6 +373,12 @@ def test_errors_beyond_the_measured_spread_are_warned_and_within_it_not():
     # a traced run far from the untraced ones is named
     slow = compare(Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.9), _summary(1.0, 0.2), report)
     assert any("the traced run took" in w for w in slow["warnings"])
+    # the predicted total is the median of the traced runs' own totals, not the total of the run compared in
+    # MPI (here the slowest of the three: a traced run is one sample of the total as an untraced one is)
+    totals = Traced.median_of([0.23, 0.2, 0.18], [0.22, 0.21, 0.2], [1.49, 1.90, 1.53])
+    both = compare(Runs(wall_s=[1.50, 1.52, 1.48], cpu_s=[3.0] * 3, traced_wall_s=1.9), _summary(1.0, 0.21), report, totals)
+    assert both["predicted"]["total_s"] == 1.53 and both["predicted"]["total_runs_s"] == [1.49, 1.90, 1.53]
+    assert both["error"]["total_s"] == pytest.approx((1.53 - 1.50) / 1.50)
 
 
 def _pingpong(when: str, ratios: dict[int, float]) -> PlatformCheck:

@@ -170,12 +170,29 @@ class Traced:
     mpi_s: list[float]
     predicted_mpi_s: list[float]
     chosen: int
+    # each run's predicted total (its replay's span plus what the run spent outside its spans), in run order
+    predicted_total_s: list[float] = field(default_factory=list)
 
     @staticmethod
-    def median_of(traced_mpi_s: list[float], predicted_mpi_s: list[float]) -> Traced:
+    def median_of(traced_mpi_s: list[float], predicted_mpi_s: list[float],
+                  predicted_total_s: list[float] | None = None) -> Traced:
         """The run whose traced time in MPI is the median (the lower of two)."""
         order = sorted(range(len(traced_mpi_s)), key=lambda i: traced_mpi_s[i])
-        return Traced(traced_mpi_s, predicted_mpi_s, order[(len(order) - 1) // 2])
+        return Traced(traced_mpi_s, predicted_mpi_s, order[(len(order) - 1) // 2], predicted_total_s or [])
+
+
+def outside_spans_s(summary: dict, report: dict, traced_wall_s: float) -> float:
+    """The traced run's wall time outside its ranks' spans (launch, MPI_Init,
+    MPI_Finalize, exit), which the replay does not simulate. The spans leave
+    out the tracer's own time (docs/tracing.md), which the run did spend."""
+    tracer_s = report.get("tracer_s") or [0.0] * len(report.get("traced_span_s", []))
+    wall_span = max((a + b for a, b in zip(report.get("traced_span_s", []), tracer_s)), default=summary["traced_makespan_s"])
+    return max(traced_wall_s - wall_span, 0.0)
+
+
+def predicted_total_s(summary: dict, report: dict, traced_wall_s: float) -> float:
+    """A traced run's predicted total: its replay's span and what it spent outside its spans."""
+    return summary["makespan_s"] + outside_spans_s(summary, report, traced_wall_s)
 
 
 def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], log: Path, timeout: float) -> tuple[float, float]:
@@ -221,10 +238,25 @@ def _run(mpi: Mpi, ranks: int, command: list[str], env_extra: dict[str, str], lo
     return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
+def run_order(repeat: int, traced_runs: int) -> list[tuple[bool, int]]:
+    """The runs in the order they are made: (traced?, k), untraced and traced
+    alternating from an untraced one while both remain (U T U T U T U U for
+    5 and 3), so that a machine whose speed drifts over minutes moves both
+    alike; all untraced first, then all traced, put every traced run after
+    the drift."""
+    order: list[tuple[bool, int]] = []
+    for k in range(max(repeat, traced_runs)):
+        if k < repeat:
+            order.append((False, k))
+        if k < traced_runs:
+            order.append((True, k))
+    return order
+
+
 def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int, timeout: float,
                 say=lambda _: None, traced_runs: int = 1) -> tuple[Runs, list[Path]]:
-    """K untraced runs, then T traced; returns the measurements and the trace
-    directories (OUT/traced-1 …), in run order."""
+    """K untraced runs and T traced, alternating (`run_order`); returns the
+    measurements and the trace directories (OUT/traced-1 …), in run order."""
     from idlewave.trace import TraceError, build
 
     try:
@@ -232,15 +264,16 @@ def run_program(mpi: Mpi, ranks: int, command: list[str], out: Path, repeat: int
     except TraceError as e:
         raise ValidateError(str(e)) from None
     walls, cpus, logs = [], [], []
-    for k in range(repeat):
-        say(f"untraced run {k + 1} of {repeat}")
-        log = out / f"run-{k + 1}.log"
-        w, c = _run(mpi, ranks, command, {}, log, timeout)
-        walls.append(w)
-        cpus.append(c)
-        logs.append(log)
     dirs, traced = [], []
-    for k in range(traced_runs):
+    for is_traced, k in run_order(repeat, traced_runs):
+        if not is_traced:
+            say(f"untraced run {k + 1} of {repeat}")
+            log = out / f"run-{k + 1}.log"
+            w, c = _run(mpi, ranks, command, {}, log, timeout)
+            walls.append(w)
+            cpus.append(c)
+            logs.append(log)
+            continue
         trace_dir = out / f"traced-{k + 1}"
         say(f"traced run {k + 1} of {traced_runs}")
         env = {"LD_PRELOAD": str(lib.resolve()), "IDLEWAVE_TRACE_DIR": str(trace_dir.resolve())}
@@ -428,12 +461,11 @@ def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = Non
     median = statistics.median(runs.wall_s)
     spread = max(runs.wall_s) - min(runs.wall_s)
     span = summary["traced_makespan_s"]
-    # The traced run's wall time outside its ranks' spans (launch, MPI_Init,
-    # MPI_Finalize, exit) is not simulated. Its spans leave out the tracer's
-    # own time (docs/tracing.md), which the run did spend.
     tracer_s = report.get("tracer_s") or [0.0] * len(report.get("traced_span_s", []))
-    wall_span = max((a + b for a, b in zip(report.get("traced_span_s", []), tracer_s)), default=span)
-    outside = max(runs.traced_wall_s - wall_span, 0.0)
+    outside = outside_spans_s(summary, report, runs.traced_wall_s)
+    # Each traced run is one sample of the total, as each untraced run is: the prediction is the median of
+    # the traced runs' predicted totals, set against the median of the untraced runs.
+    totals = traced.predicted_total_s if traced and traced.predicted_total_s else [summary["makespan_s"] + outside]
     measured = {
         "total_s": median,
         "total_min_s": min(runs.wall_s),
@@ -451,7 +483,8 @@ def compare(runs: Runs, summary: dict, report: dict, traced: Traced | None = Non
         "unmodelled_s": sum(s for _, _, s, _ in report.get("unmodelled", [])) / ranks,
     }
     predicted = {
-        "total_s": summary["makespan_s"] + outside,
+        "total_s": statistics.median(totals),
+        "total_runs_s": totals,
         "span_s": summary["makespan_s"],
         "mpi_s": summary["replayed_mpi_s"],
         "mpi_runs_s": traced.predicted_mpi_s if traced else [summary["replayed_mpi_s"]],

@@ -78,6 +78,7 @@ def validate(
         check_platform,
         compare,
         find_mpi,
+        predicted_total_s,
         refuse_work,
         run_program,
         start_work,
@@ -153,7 +154,9 @@ def validate(
                     step(f"replaying trace {k + 1} of {len(dirs)}")
                     replays.append(replay(d, base={"network": {"platform": platform}}, by_call=True))
             traced = Traced.median_of([r.summary["traced_mpi_s"] for r in replays],
-                                      [r.summary["replayed_mpi_s"] for r in replays])
+                                      [r.summary["replayed_mpi_s"] for r in replays],
+                                      [predicted_total_s(r.summary, r.trace_report, w)
+                                       for r, w in zip(replays, runs.traced_walls_s)])
             r = replays[traced.chosen]
             runs.traced_wall_s = runs.traced_walls_s[traced.chosen]
             dirs[traced.chosen].rename(work / "trace")  # the compared run's trace; the others stay as traced-K
@@ -212,8 +215,11 @@ def show(v: dict) -> None:
     t = Table(title=f"{v['ranks']} ranks, {escape(v['mpi']['library'] or v['mpi']['launcher'])}", title_justify="left")
     for col in ("", "measured", "predicted", "error"):
         t.add_column(col, justify="left" if not col else "right")
+    totals = p.get("total_runs_s") or [p["total_s"]]
     t.add_row("total time", f"{seconds(m['total_s'])} (median of {runs}, {seconds(m['total_min_s'])}…{seconds(m['total_max_s'])})",
-              seconds(p["total_s"]), pct(e["total_s"]))
+              seconds(p["total_s"]) if len(totals) == 1 else
+              f"{seconds(p['total_s'])} (median of {len(totals)} traced, {seconds(min(totals))}…{seconds(max(totals))})",
+              pct(e["total_s"]))
     t.add_row("  MPI_Init…Finalize", f"{seconds(m['span_s'])} (traced run)", seconds(p["span_s"]), "")
     if m.get("tracer_s"):
         t.add_row("  tracer's own time", f"{seconds(m['tracer_s'])} (taken out of the trace)", "", "")
