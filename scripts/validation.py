@@ -514,9 +514,9 @@ def markdown(report: dict) -> str:
         "",
     ]
     lines += [
-        "Total times are medians of the K untraced runs with their min–max; time in MPI, mean per rank, is the median of "
-        "the T traced runs with their min–max, predicted from the median run's trace (min–max over the T traces). "
-        "Error = (predicted − measured) / measured.",
+        "Total times are medians of the K untraced runs with their min–max, predicted as the median of the T traced runs' "
+        "predicted totals; time in MPI, mean per rank, is the median of the T traced runs with their min–max, predicted "
+        "from the median run's trace (min–max over the T traces). Error = (predicted − measured) / measured.",
         "",
     ]
     rows = [row(a) for a in report["apps"] if a["status"] == "ok"]
