@@ -226,6 +226,7 @@ def refused(cli, tmp_path, kind, *args):
     ("pingpong", ["reps=1", "reps=2"], "--set reps: given twice (reps=1 and reps=2); give it once"),
     ("multipair", ["min_bytes=3", "max_bytes=3"], "no power of two lies between min_bytes (3) and max_bytes (3)"),
     ("noise", ["duration_s=0"], "--set duration_s=0: must be > 0"),
+    ("pingpong", ["span_bytes=3000000000"], "--set span_bytes=3000000000: must be ≤ 2147483647 (each of its two regions below 2 GiB)"),
     ("pingpong", ["delay_s=" + "9" * 400], "--set delay_s=" + "9" * 30 + "… (400 characters): a finite number is expected"),
     # a choice, checked once per rank inside the job before
     ("cg", ["hiding=nosuch"], "--set hiding='nosuch': one of fixed_alpha, dynamic_alpha, mpi_test is expected"),

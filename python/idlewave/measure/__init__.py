@@ -62,7 +62,7 @@ CHOICES = {("cg", "hiding"): ("fixed_alpha", "dynamic_alpha", "mpi_test")}
 #: Whole numbers with bounds other than 1 … MAX_COUNT: (least, why; greatest or None, why).
 INT_BOUNDS = {
     ("cg", "n"): (3, "two mirror planes and an interior", 16383, "a plane of n×n doubles is one message, below 2^31 bytes"),
-    ("pingpong", "span_bytes"): (0, "", None, ""),
+    ("pingpong", "span_bytes"): (0, "", 2**31 - 1, "each of its two regions below 2 GiB"),
     ("kernels", "halo_n"): (1, "", 16383, "a face of n×n doubles is one message, below 2^31 bytes"),
     ("stream", "elements"): (1, "", None, ""),
 }
@@ -129,7 +129,7 @@ def _finite(value: float) -> bool:
 def _check_int(kind: str, key: str, v, what: str, element: bool) -> None:
     """`v` (the value, or an `element` of its list) within the parameter's bounds."""
     low, low_why, high, high_why = INT_BOUNDS.get((kind, key), (1, "", MAX_COUNT, "counts are C ints"))
-    if "bytes" in key or key == "sizes":
+    if ("bytes" in key or key == "sizes") and (kind, key) not in INT_BOUNDS:
         high, high_why = MAX_MESSAGE_BYTES, "message sizes must be below 2^31 bytes"
     if isinstance(v, bool) or not isinstance(v, int):
         raise MeasureError(f"{what}: " + (f"every element must be a whole number, not {_show(v)}" if element
