@@ -113,22 +113,16 @@ static const char *arg(const char *key) {
     return v;
 }
 
-static long long arg_int(const char *key) {
+/* A whole number of at least `least`. */
+static long long arg_whole(const char *key, long long least) {
     char *end;
     long long v = strtoll(arg(key), &end, 10);
-    if (*end != '\0' || v < 1)
-        usage_error("%s: a whole number >= 1 is expected", key);
+    if (*end != '\0' || v < least)
+        usage_error("%s: a whole number >= %lld is expected", key, least);
     return v;
 }
 
-/* A whole number that may be 0 (an option that is off at 0). */
-static long long arg_count0(const char *key) {
-    char *end;
-    long long v = strtoll(arg(key), &end, 10);
-    if (*end != '\0' || v < 0)
-        usage_error("%s: a whole number >= 0 is expected", key);
-    return v;
-}
+static long long arg_int(const char *key) { return arg_whole(key, 1); }
 
 static double arg_double(const char *key) {
     char *end;
@@ -185,7 +179,7 @@ static const char *host_of(int r) { return hosts + (size_t)r * MPI_MAX_PROCESSOR
 
 static void run_pingpong(void) {
     long long max_bytes = arg_int("max_bytes"), reps = arg_int("reps"), iterations = arg_int("iterations");
-    long long span_bytes = arg_count0("span_bytes");
+    long long span_bytes = arg_whole("span_bytes", 0);
     double delay_s = arg_double("delay_s");
     if (nranks < 2)
         usage_error("pingpong needs at least 2 ranks");
