@@ -72,6 +72,21 @@ def test_ctrl_c_at_any_moment_exits_130_without_a_traceback_or_panic(tmp_path, e
     assert hit >= 6, f"only {hit} of 10 moments came before the run ended ({whole:.2f} s)"
 
 
+def test_ctrl_c_as_the_command_ends_and_its_handler_is_swapped_exits_130_in_one_line():
+    """The last moment of the sweep above, made certain: a Ctrl-C raised as KeyboardInterrupt right as
+    `exit_at_once` starts (after the command's answer is out) printed a traceback."""
+    script = ("import sys\n"
+              "import idlewave.cli.root as root\n"
+              "def swap():\n"
+              "    raise KeyboardInterrupt\n"
+              "root.exit_at_once = swap\n"
+              "sys.argv = ['idlewave', '--version']\n"
+              "root.main()\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 130 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.strip().splitlines() == ["error: interrupted"], p.stderr
+
+
 def test_ctrl_c_at_the_terminal_stops_a_sweep_and_its_local_workers_in_one_line(tmp_path):
     """A terminal's Ctrl-C signals the whole process group: the sweep and its
     local cluster's workers. Only the sweep answers (they printed tracebacks)."""

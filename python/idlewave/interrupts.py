@@ -86,6 +86,13 @@ def exit_at_once() -> None:
         pass
 
 
+def end_interrupted() -> None:
+    """Ends the process as `exit_at_once`'s handler would: for a Ctrl-C (or
+    SIGTERM) raised as KeyboardInterrupt just before that handler was in
+    place."""
+    _exit_now(_signal.SIGTERM if terminated() else _signal.SIGINT, None)
+
+
 def raise_interrupts() -> None:
     """From now on Ctrl-C raises KeyboardInterrupt (undoes `exit_at_once`),
     and SIGTERM is answered as Ctrl-C is (`terminated`)."""

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from idlewave import _engine
 from idlewave.cli.common import err
-from idlewave.interrupts import MESSAGE, exit_at_once, hold_during_import, raise_interrupts, terminated
+from idlewave.interrupts import MESSAGE, end_interrupted, exit_at_once, hold_during_import, raise_interrupts, terminated
 from idlewave.results import NonFiniteWarning, ResultsError, exit_code
 
 #: (name, module in idlewave.cli, attribute, a sub-app?, Click settings): one module per command group.
@@ -157,5 +157,8 @@ def main() -> None:
                   soft_wrap=True)
         sys.exit(2)
     finally:
-        exit_at_once()  # the answer is out: a Ctrl-C while Python shuts down ends it at once
+        try:
+            exit_at_once()  # the answer is out: a Ctrl-C while Python shuts down ends it at once
+        except KeyboardInterrupt:  # one that came as the handler was being swapped: ended the same way
+            end_interrupted()
 
