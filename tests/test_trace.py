@@ -525,19 +525,22 @@ def test_the_python_and_rust_op_tables_agree():
     assert dict(_engine.trace_ops()) == OPS
 
 
-def write_pingpong(trace_dir: Path, seconds_per_call: float) -> None:
+def write_pingpong(trace_dir: Path, seconds_per_call: float, probe_s: float = 0.0) -> None:
     """Two ranks ping-pong 8 bytes 20 times, each call taking `seconds_per_call`,
-    0.1 ms of computation between calls."""
+    0.1 ms of computation between calls; with `probe_s`, an `MPI_Iprobe` of
+    that length (replayed at no cost) after `MPI_Init`."""
     import numpy as np
 
     from idlewave.trace.format import CODES, RECORD, write_rank
 
+    trace_dir.mkdir(exist_ok=True)
     for rank in range(2):
         recs: list[tuple] = []
         t = 0.0
-        calls_ = [("init", -1, 0)] + [("send" if turn == rank else "recv", 1 - rank, 8) for _ in range(20) for turn in (0, 1)]
+        calls_ = [("init", -1, 0)] + [("iprobe", 1 - rank, 0)] * (probe_s > 0)
+        calls_ += [("send" if turn == rank else "recv", 1 - rank, 8) for _ in range(20) for turn in (0, 1)]
         for op, peer, nbytes in calls_ + [("finalize", -1, 0)]:
-            dt = seconds_per_call if nbytes else 0.0
+            dt = probe_s if op == "iprobe" else seconds_per_call if nbytes else 0.0
             recs.append((CODES[op], 0, 0, peer, 1 if nbytes else 0, nbytes, 0, t, t + dt))
             t += dt + 1e-4
         write_rank(trace_dir / f"rank-{rank}.iwt", rank, 2, np.array(recs, dtype=RECORD),
@@ -555,6 +558,24 @@ def test_a_trace_far_slower_inside_mpi_than_the_replay_says_so(tmp_path, cli):
     assert not r["approximate"]
     p = cli("trace", "replay", tmp_path, "--out", tmp_path / "rp")
     assert "warning:" in p.stdout and "0.2 s per rank inside MPI" in p.stdout
+
+
+def test_time_in_calls_replayed_at_no_cost_is_named_with_its_share(tmp_path, cli):
+    """An MPI_Iprobe that took 20 ms of each rank's 24.6 ms (40 calls of 10 µs,
+    42 gaps of 0.1 ms): the replay says the predicted makespan leaves that time
+    out; a 0.1 ms one (2% of the traced time) is not worth a line."""
+    write_pingpong(tmp_path / "long", 1e-5, probe_s=20e-3)
+    r = json.loads(cli("trace", "replay", tmp_path / "long", "--out", tmp_path / "rp", "--json").stdout)
+    share = r["zero_cost"][0][3]
+    assert r["zero_cost"][0][:2] == ["iprobe", 2] and share == pytest.approx(20e-3 / (20e-3 + 40e-5 + 42e-4), rel=1e-6)
+    assert [w for w in r["warnings"] if "no cost" in w] == [
+        f"{100 * share:.0f}% of the traced time was spent in calls replayed at no cost (iprobe): "
+        "the predicted makespan leaves that time out"]
+    p = cli("trace", "replay", tmp_path / "long", "--out", tmp_path / "rp2")
+    assert "time, all ranks" in p.stdout and "replayed at no cost (iprobe)" in " ".join(p.stdout.split())
+    write_pingpong(tmp_path / "short", 1e-5, probe_s=1e-4)
+    r = json.loads(cli("trace", "replay", tmp_path / "short", "--out", tmp_path / "rp3", "--json").stdout)
+    assert r["zero_cost"] and not any("no cost" in w for w in r["warnings"])
 
 
 def test_a_replay_far_slower_inside_mpi_than_the_trace_says_which_network_it_used(tmp_path, cli):

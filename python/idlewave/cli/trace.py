@@ -259,7 +259,7 @@ def _print_replay(s: dict, rep: dict) -> None:
         if s["extrapolation"]:  # the footers count the traced ranks' calls, not those replayed at scale
             title += f", as traced on the {s['traced_ranks']} traced ranks"
         t = Table(title=title, title_justify="left")
-        for col in ("call", "calls", "time", "share of traced time"):
+        for col in ("call", "calls", "time, all ranks", "share of traced time"):
             t.add_column(col, justify="left" if col == "call" else "right")
         for name, calls, secs, share in rows:
             t.add_row(name, f"{calls:,}", seconds(secs), f"{100 * share:.2f}%")

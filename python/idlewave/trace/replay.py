@@ -16,6 +16,9 @@ from idlewave import _engine
 # predicts was probably not run on dedicated cores; a replay that spends this
 # many times more than the trace ran on a slower network (see `honesty`).
 MPI_EXCESS_RATIO = 2.0
+# Calls replayed at no cost (communicator creation, probes, …) are named in a
+# warning once they hold this share of the traced time: the makespan misses it.
+FREE_SHARE_NOTED = 0.05
 
 
 def workload(trace_dir: str | Path, algorithms: list[str] | None = None, scale_to: int | None = None,
@@ -100,6 +103,11 @@ def honesty(report: dict, traced_mpi: float, replayed_mpi: float | None) -> list
     if report["unresolved_wildcards"]:
         warn.append(f"approximate: {report['unresolved_wildcards']} receives with MPI_ANY_TAG never completed in the trace "
                     "and were left out (their match is unknown)")
+    free_share = sum(share for *_, share in report["zero_cost"])
+    if free_share >= FREE_SHARE_NOTED:
+        names = ", ".join(n for n, *_ in report["zero_cost"][:3])
+        warn.append(f"{100 * free_share:.0f}% of the traced time was spent in calls replayed at no cost ({names}"
+                    f"{', …' if len(report['zero_cost']) > 3 else ''}): the predicted makespan leaves that time out")
     span = max(report["traced_span_s"], default=0.0)
     if replayed_mpi is None:
         return warn
